@@ -1,0 +1,51 @@
+# Two commands do all the set-up: `make demo` and `make test`. Each creates .venv on first use
+# and (re)installs when pyproject.toml or constraints.txt change.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch is installed first and pinned so that no later install pulls a (multi-GB) CUDA build.
+# On a machine without a local CPU wheel, point pip at the CPU index with TORCH_PIP_ARGS.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+# The only safety-gymnasium release pins gymnasium 0.28.1 / mujoco 2.3.3 / pygame 2.1.0; its real
+# runtime needs come from the `safety` extra and the package itself is installed without its pins.
+SAFETY_GYMNASIUM_SPEC ?= safety-gymnasium==1.0.0
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+DEPS := pyproject.toml constraints.txt Makefile
+
+.PHONY: demo test test-slow lint typecheck bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -U pip
+
+$(VENV)/.demo-installed: $(BIN)/python $(DEPS)
+	$(PIP) install -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.test-installed: $(BIN)/python $(DEPS)
+	$(PIP) install -c constraints.txt $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(PIP) install -c constraints.txt -e ".[dev,sb3,safety]"
+	$(PIP) install --no-deps "$(SAFETY_GYMNASIUM_SPEC)"
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/python examples/random_cost_rollout.py
+
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check gymcurric tests benchmarks examples
+
+typecheck: $(VENV)/.test-installed
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+test-slow: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(VENV)/.test-installed
+	$(BIN)/python benchmarks/env_speed.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

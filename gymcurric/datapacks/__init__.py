@@ -1,0 +1,1 @@
+"""datapacks layer (see DESIGN.md)."""

@@ -1,0 +1,102 @@
+"""The exceptions and warnings gymcurric raises.
+
+Every error message names what was wrong (the file, key or parameter) and the value received,
+so a user can fix the input without reading our source.
+
+Hierarchy::
+
+    GymcurricError
+    ├── ConfigError (ValueError)         invalid parameter / config value
+    │   └── TaskError                    a task dict an env refuses
+    ├── DataError (ValueError)           malformed file contents (datapacks, checkpoints)
+    ├── DependencyNotInstalled (ImportError)
+    ├── EnvUnavailableError (RuntimeError)  an env id that exists but cannot run here
+    ├── InfoKeyConflictError (KeyError)  a wrapper would overwrite an existing info key
+    ├── NonFiniteValueError (ValueError) NaN/Inf reward or cost where raising was asked for
+    └── WorkerError (RuntimeError)       a worker process died or failed
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "DependencyNotInstalled",
+    "EnvUnavailableError",
+    "GymcurricError",
+    "GymcurricWarning",
+    "InfoKeyConflictError",
+    "NonFiniteValueError",
+    "TaskError",
+    "WorkerError",
+]
+
+
+class GymcurricError(Exception):
+    """Base class of every error gymcurric raises on purpose."""
+
+
+class ConfigError(GymcurricError, ValueError):
+    """A parameter or config value is invalid.
+
+    Args:
+        key: the parameter or config key, e.g. ``"hazard_radius"`` or ``"curriculum.pool_size"``.
+        value: the value received.
+        reason: what is wrong with it / what is expected.
+        source: where it came from (a file path, ``"reset(options)"``, a class name), optional.
+    """
+
+    def __init__(self, key: str, value: Any, reason: str, *, source: str | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}invalid value for {key!r}: {value!r} ({reason})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exceptions cross process boundaries (AsyncVectorEnv, SubprocVecEnv): keep the fields.
+        return (_rebuild_config_error, (type(self), self.key, self.value, self.reason, self.source))
+
+
+def _rebuild_config_error(
+    cls: type[ConfigError], key: str, value: Any, reason: str, source: str | None
+) -> ConfigError:
+    return cls(key, value, reason, source=source)
+
+
+class TaskError(ConfigError):
+    """An env refused a task dict passed as ``reset(options={"task": ...})``."""
+
+
+class DataError(GymcurricError, ValueError):
+    """A file's contents are malformed; the message names file, line, field and value."""
+
+
+class DependencyNotInstalled(GymcurricError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+
+class EnvUnavailableError(GymcurricError, RuntimeError):
+    """An environment id is known but cannot be built on this installation."""
+
+
+class InfoKeyConflictError(GymcurricError, KeyError):
+    """A wrapper was about to overwrite an info key that something else already set."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
+        return str(self.args[0]) if self.args else ""
+
+
+class NonFiniteValueError(GymcurricError, ValueError):
+    """A reward or cost was NaN or infinite and the wrapper was configured to raise."""
+
+
+class WorkerError(GymcurricError, RuntimeError):
+    """A worker process died or reported a failure."""
+
+
+class GymcurricWarning(UserWarning):
+    """Warnings gymcurric emits (e.g. non-finite costs replaced by 0)."""

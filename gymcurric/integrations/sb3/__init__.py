@@ -1,0 +1,1 @@
+"""integrations/sb3 layer (see DESIGN.md)."""

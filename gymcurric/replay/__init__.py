@@ -1,0 +1,1 @@
+"""replay layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""safety layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""semantics layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""tasks layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""wrappers layer (see DESIGN.md)."""

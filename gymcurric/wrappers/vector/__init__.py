@@ -1,0 +1,1 @@
+"""wrappers/vector layer (see DESIGN.md)."""
