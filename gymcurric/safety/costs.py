@@ -1,0 +1,151 @@
+"""Cost bookkeeping shared by every cost wrapper: non-finite guarding and episode accumulation.
+
+Both objects are plain state (counters and numpy arrays) with no knowledge of an env API, so the
+Gymnasium wrappers, their vector twins and the SB3 ``VecEnv`` hook all use the same code.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import deque
+from typing import Literal, SupportsFloat
+
+import numpy as np
+import numpy.typing as npt
+
+from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
+
+__all__ = ["NONFINITE_POLICIES", "EpisodeCostTracker", "NonFiniteGuard", "NonFinitePolicy"]
+
+NonFinitePolicy = Literal["warn", "raise", "ignore"]
+NONFINITE_POLICIES: tuple[str, ...] = ("warn", "raise", "ignore")
+
+
+class NonFiniteGuard:
+    """Replace NaN/Inf values by a finite value, counting them; warn once or raise.
+
+    Args:
+        name: what the values are (``"cost"``), used in messages.
+        policy: ``"warn"`` replaces and emits one :class:`GymcurricWarning` per guard,
+            ``"ignore"`` replaces silently (still counted), ``"raise"`` raises
+            :class:`NonFiniteValueError`.
+        replacement: the finite value that replaces a non-finite one.
+        source: who owns the guard (a wrapper/env repr), for messages.
+
+    Example:
+        >>> guard = NonFiniteGuard("cost", policy="ignore")
+        >>> guard.scalar(float("nan")), guard.count
+        (0.0, 1)
+    """
+
+    def __init__(
+        self,
+        name: str = "cost",
+        *,
+        policy: NonFinitePolicy = "warn",
+        replacement: float = 0.0,
+        source: str = "",
+    ) -> None:
+        if policy not in NONFINITE_POLICIES:
+            raise ConfigError(
+                "nonfinite", policy, f"expected one of {NONFINITE_POLICIES}", source=source or None
+            )
+        if not math.isfinite(replacement):
+            raise ConfigError(
+                "nonfinite_value",
+                replacement,
+                "the replacement must be finite",
+                source=source or None,
+            )
+        self.name = name
+        self.policy = policy
+        self.replacement = float(replacement)
+        self.source = source
+        self.count = 0
+        self._warned = False
+
+    def scalar(self, value: SupportsFloat, *, where: str = "") -> float:
+        """Return ``value`` as a float, replaced if it is not finite."""
+        value = float(value)
+        if math.isfinite(value):
+            return value
+        self._handle(1, repr(value), where)
+        return self.replacement
+
+    def array(self, values: npt.ArrayLike, *, where: str = "") -> npt.NDArray[np.float64]:
+        """Return ``values`` as a float64 array (a copy) with non-finite entries replaced."""
+        out = np.array(values, dtype=np.float64)
+        bad = ~np.isfinite(out)
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            self._handle(int(idx.size), f"{out[idx].tolist()} at index {idx.tolist()}", where)
+            out[bad] = self.replacement
+        return out
+
+    def _handle(self, n: int, shown: str, where: str) -> None:
+        at = f" ({where})" if where else ""
+        src = f"{self.source}: " if self.source else ""
+        if self.policy == "raise":
+            raise NonFiniteValueError(
+                f"{src}non-finite {self.name} received: {shown}{at}; pass nonfinite='warn' to "
+                f"replace such values by {self.replacement} instead"
+            )
+        self.count += n
+        if self.policy == "warn" and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{src}non-finite {self.name} received: {shown}{at}; replaced by "
+                f"{self.replacement} (counted in .nonfinite_count, warned once; "
+                "nonfinite='raise' makes this an error)",
+                GymcurricWarning,
+                stacklevel=4,
+            )
+
+
+class EpisodeCostTracker:
+    """Running per-env episode cost, plus a queue of the costs of finished episodes.
+
+    Args:
+        num_envs: number of parallel envs tracked.
+        queue_length: how many finished-episode costs :attr:`cost_queue` keeps.
+
+    Example:
+        >>> t = EpisodeCostTracker(2)
+        >>> t.add(np.array([1.0, 0.5]))
+        >>> t.add(np.array([1.0, 0.0]))
+        >>> t.finish(np.array([True, False])).tolist()
+        [2.0, 0.0]
+        >>> t.running.tolist()
+        [0.0, 0.5]
+    """
+
+    def __init__(self, num_envs: int, queue_length: int = 100) -> None:
+        if num_envs < 1:
+            raise ConfigError("num_envs", num_envs, "must be >= 1")
+        self.running = np.zeros(num_envs, dtype=np.float64)
+        self.cost_queue: deque[float] = deque(maxlen=queue_length)
+
+    def add(
+        self, costs: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        """Add one step's costs (only where ``mask`` is True, if given)."""
+        if mask is None:
+            self.running += costs
+        else:
+            self.running[mask] += costs[mask]
+
+    def finish(self, done: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+        """Close the episodes where ``done``; return the episode costs (0 elsewhere)."""
+        out = np.where(done, self.running, 0.0)
+        if done.any():
+            self.cost_queue.extend(self.running[done].tolist())
+            self.running[done] = 0.0
+        return out
+
+    def reset(self, mask: npt.NDArray[np.bool_] | None = None) -> None:
+        """Zero the running cost (of the envs in ``mask``, or all)."""
+        if mask is None:
+            self.running[:] = 0.0
+        else:
+            self.running[mask] = 0.0

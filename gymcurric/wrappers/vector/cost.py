@@ -1,0 +1,271 @@
+"""Vector twins of the cost wrappers for Gymnasium ``VectorEnv`` (Sync and Async).
+
+Gymnasium vector infos are dicts of arrays with ``_key`` masks; where the step's own info ends up
+depends on the autoreset mode (``env.metadata["autoreset_mode"]``):
+
+* ``NEXT_STEP`` (default): the step after an episode ends is a reset step whose reward is 0; its
+  cost is 0 too and it does not count towards the next episode.
+* ``SAME_STEP``: a sub-env that ends resets within the same step; the top-level info then holds
+  the *reset* info and the final step's info sits in ``info["final_info"]``. We read the cost from
+  there, so ``info["cost"][i]`` always belongs to the same transition as ``reward[i]``.
+* ``DISABLED``: the user resets sub-envs with ``reset(options={"reset_mask": ...})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard, NonFinitePolicy
+
+__all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
+
+VectorCostFn = Callable[[Any, Any, dict[str, Any]], npt.ArrayLike]
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
+    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    if not isinstance(mode, AutoresetMode):
+        raise ConfigError(
+            "metadata['autoreset_mode']", mode, "expected a gymnasium.vector.AutoresetMode"
+        )
+    return mode
+
+
+def read_step_costs(
+    infos: dict[str, Any],
+    num_envs: int,
+    dones: BoolArray,
+    reset_steps: BoolArray,
+    same_step: bool,
+) -> tuple[npt.NDArray[np.float64], BoolArray]:
+    """Read this step's per-env cost from vector ``infos``, aligned with the rewards.
+
+    Args:
+        infos: the vector info dict returned by ``step``.
+        num_envs: number of sub-envs.
+        dones: ``terminated | truncated`` of this step.
+        reset_steps: sub-envs whose step was an autoreset (``NEXT_STEP`` mode); their cost is 0.
+        same_step: whether the env autoresets in the same step (costs of ended sub-envs are then
+            read from ``infos["final_info"]``).
+
+    Returns:
+        ``(costs, present)``: float64 costs (0 where absent) and a mask of the sub-envs for which
+        a cost was found (or is known to be 0).
+    """
+    costs = np.zeros(num_envs, dtype=np.float64)
+    present = np.zeros(num_envs, dtype=bool)
+    if "cost" in infos:
+        mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
+        costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
+        present |= mask
+    if same_step and dones.any():
+        costs[dones] = 0.0
+        present[dones] = False
+        final = infos.get("final_info")
+        if isinstance(final, dict) and "cost" in final:
+            fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
+            costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
+            present |= fmask
+    costs[reset_steps] = 0.0
+    present |= reset_steps
+    return costs, present
+
+
+def _missing_cost_error(env: VectorEnv, missing: BoolArray) -> ConfigError:
+    return ConfigError(
+        "cost_fn",
+        None,
+        f"sub-envs {np.flatnonzero(missing).tolist()} of {env} reported no info['cost'] this "
+        "step; wrap the sub-envs in gymcurric.wrappers.AnnotateCost(cost_fn=...) or pass a "
+        "vector cost_fn to this wrapper",
+    )
+
+
+class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
+    """Vector twin of :class:`gymcurric.wrappers.AnnotateCost`.
+
+    Every step, ``info["cost"]`` is a float64 array of shape ``(num_envs,)`` with an all-True
+    ``info["_cost"]`` mask, aligned with the rewards in every autoreset mode (0 on ``NEXT_STEP``
+    reset steps; the final step's cost for sub-envs that ended under ``SAME_STEP``). Costs come
+    from the sub-envs' own ``info["cost"]`` or from ``cost_fn(observations, actions, infos)``,
+    which returns one cost per sub-env. NaN/Inf costs are replaced and counted, or raise.
+    When an inner vector ``RecordEpisodeStatistics`` reports episodes, ``info["episode"]["c"]``
+    is added.
+
+    Info keys written: ``cost``/``_cost`` (every step), ``episode["c"]`` (when ``episode`` is
+    present).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import gymcurric
+        >>> envs = AnnotateCost(gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2))
+        >>> _ = envs.reset(seed=0)
+        >>> envs.step(envs.action_space.sample())[-1]["cost"].shape
+        (2,)
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        cost_fn: VectorCostFn | None = None,
+        *,
+        nonfinite: NonFinitePolicy = "warn",
+        nonfinite_value: float = 0.0,
+        queue_length: int = 100,
+    ) -> None:
+        """Wrap ``env``; arguments as in :class:`gymcurric.wrappers.AnnotateCost`.
+
+        ``cost_fn(observations, actions, infos)`` sees the vector-level step results and returns
+        one cost per sub-env; under ``SAME_STEP`` autoreset the observation of a sub-env that
+        ended is the reset one (the final one is in ``infos["final_obs"]``).
+        """
+        if cost_fn is not None and not callable(cost_fn):
+            raise ConfigError("cost_fn", cost_fn, "must be callable or None", source="AnnotateCost")
+        gym.utils.RecordConstructorArgs.__init__(
+            self,
+            cost_fn=cost_fn,
+            nonfinite=nonfinite,
+            nonfinite_value=nonfinite_value,
+            queue_length=queue_length,
+        )
+        VectorWrapper.__init__(self, env)
+        self._mode = _autoreset_mode(env)
+        self._cost_fn = cost_fn
+        self._guard = NonFiniteGuard(
+            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"AnnotateCost({env})"
+        )
+        self._tracker = EpisodeCostTracker(self.num_envs, queue_length)
+        self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+        self._all = np.ones(self.num_envs, dtype=bool)
+
+    @property
+    def nonfinite_count(self) -> int:
+        """How many non-finite costs were replaced so far."""
+        return self._guard.count
+
+    @property
+    def episode_cost(self) -> npt.NDArray[np.float64]:
+        """The running cost of each sub-env's current episode."""
+        return self._tracker.running
+
+    @property
+    def cost_queue(self) -> Any:
+        """The costs of the last ``queue_length`` finished episodes, all sub-envs together."""
+        return self._tracker.cost_queue
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the envs (or those in ``options["reset_mask"]``) and their episode costs."""
+        mask = None if options is None else options.get("reset_mask")
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._tracker.reset(mask)
+        if mask is None:
+            self._prev_dones[:] = False
+        else:
+            self._prev_dones[mask] = False
+        return obs, infos
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Step the envs and annotate ``info["cost"]``."""
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        dones = np.logical_or(terminations, truncations)
+        if self._mode == AutoresetMode.NEXT_STEP:
+            reset_steps = self._prev_dones
+        else:
+            reset_steps = np.zeros(self.num_envs, dtype=bool)
+        same_step = self._mode == AutoresetMode.SAME_STEP
+        if self._cost_fn is not None:
+            if "cost" in infos:
+                raise InfoKeyConflictError(
+                    f"{self.env} already reports info['cost']; AnnotateCost(cost_fn=...) will "
+                    "not overwrite info key 'cost'"
+                )
+            costs = np.array(self._cost_fn(obs, actions, infos), dtype=np.float64)
+            if costs.shape != (self.num_envs,):
+                raise ConfigError(
+                    "cost_fn",
+                    self._cost_fn,
+                    f"returned shape {costs.shape}, expected ({self.num_envs},)",
+                    source="AnnotateCost",
+                )
+            costs[reset_steps] = 0.0
+        else:
+            costs, present = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+            if not present.all():
+                raise _missing_cost_error(self.env, ~present)
+        costs = self._guard.array(costs, where="info['cost']")
+        self._tracker.add(costs, ~reset_steps)
+        infos["cost"] = costs
+        infos["_cost"] = self._all.copy()
+        if dones.any():
+            episode_costs = self._tracker.finish(dones)
+            episode = infos.get("episode")
+            if isinstance(episode, dict):
+                if "c" in episode:
+                    raise InfoKeyConflictError(
+                        "info['episode'] already has key 'c'; AnnotateCost will not overwrite it"
+                    )
+                episode["c"] = episode_costs
+        self._prev_dones = dones
+        return obs, rewards, terminations, truncations, infos
+
+
+class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
+    """Gymnasium's vector ``RecordEpisodeStatistics`` that also records episode cost ``c``.
+
+    Reads each step's cost like :class:`AnnotateCost` does (aligned in every autoreset mode) and
+    adds ``info["episode"]["c"]`` (an array, 0 where ``info["_episode"]`` is False);
+    :attr:`cost_queue` holds the costs of the last ``buffer_length`` episodes.
+
+    Info keys written: ``episode`` with ``r``, ``l``, ``t``, ``c`` and ``_episode``.
+    """
+
+    def __init__(
+        self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"
+    ) -> None:
+        """Wrap ``env``; arguments as in Gymnasium's vector ``RecordEpisodeStatistics``."""
+        super().__init__(env, buffer_length=buffer_length, stats_key=stats_key)
+        self._cost_tracker = EpisodeCostTracker(self.num_envs, buffer_length)
+
+    @property
+    def cost_queue(self) -> Any:
+        """The costs of the last ``buffer_length`` finished episodes."""
+        return self._cost_tracker.cost_queue
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the envs and the running statistics."""
+        mask = None if options is None else options.get("reset_mask")
+        out = super().reset(seed=seed, options=options)
+        self._cost_tracker.reset(mask)
+        return out
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Step the envs; add ``c`` to the episode statistics of the sub-envs that ended."""
+        same_step = self._autoreset_mode == AutoresetMode.SAME_STEP
+        reset_steps = (
+            self.prev_dones.copy()
+            if self._autoreset_mode == AutoresetMode.NEXT_STEP
+            else np.zeros(self.num_envs, dtype=bool)
+        )
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        dones = np.logical_or(terminations, truncations)
+        costs, present = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+        if not present.all():
+            raise _missing_cost_error(self.env, ~present)
+        self._cost_tracker.add(costs, ~reset_steps)
+        if dones.any():
+            infos[self._stats_key]["c"] = self._cost_tracker.finish(dones)
+        return obs, rewards, terminations, truncations, infos

@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+
+from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
+from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard
+
+
+def test_guard_array_replaces_and_names_indices():
+    guard = NonFiniteGuard("cost", policy="warn", replacement=-1.0, source="test")
+    with pytest.warns(GymcurricWarning, match=r"test: non-finite cost .*index \[1, 3\]"):
+        out = guard.array([0.0, np.nan, 2.0, np.inf])
+    assert out.tolist() == [0.0, -1.0, 2.0, -1.0]
+    assert guard.count == 2
+    # warned once only
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        guard.array([np.nan])
+    assert guard.count == 3
+
+
+def test_guard_does_not_mutate_input():
+    values = np.array([np.nan, 1.0])
+    NonFiniteGuard(policy="ignore").array(values)
+    assert np.isnan(values[0])
+
+
+def test_guard_raise_message_has_value():
+    with pytest.raises(NonFiniteValueError, match="-inf"):
+        NonFiniteGuard(policy="raise").scalar(float("-inf"))
+
+
+def test_guard_bad_policy():
+    with pytest.raises(ConfigError, match=r"'nonfinite'.*'loud'"):
+        NonFiniteGuard(policy="loud")  # type: ignore[arg-type]
+
+
+def test_tracker_masks_and_queue():
+    t = EpisodeCostTracker(3, queue_length=2)
+    t.add(np.array([1.0, 2.0, 3.0]), mask=np.array([True, False, True]))
+    assert t.running.tolist() == [1.0, 0.0, 3.0]
+    assert t.finish(np.array([False, False, True])).tolist() == [0.0, 0.0, 3.0]
+    t.add(np.ones(3))
+    t.finish(np.array([True, True, False]))
+    assert list(t.cost_queue) == [2.0, 1.0]  # maxlen 2 keeps the newest
+    assert t.running.tolist() == [0.0, 0.0, 1.0]
+    t.reset(np.array([False, False, True]))
+    assert t.running.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ConfigError):
+        EpisodeCostTracker(0)

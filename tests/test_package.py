@@ -1,0 +1,39 @@
+import subprocess
+import sys
+
+import gymnasium as gym
+
+import gymcurric
+
+HEAVY = ("torch", "mujoco", "stable_baselines3", "transformers", "ray", "safety_gymnasium")
+
+
+def test_import_is_light():
+    code = (
+        "import sys, gymcurric, gymcurric.wrappers, gymcurric.wrappers.vector, gymcurric.envs;"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_public_api_is_exported():
+    for name in gymcurric.__all__:
+        assert hasattr(gymcurric, name), name
+
+
+def test_missing_extra_names_the_extra(monkeypatch):
+    from gymcurric._optional import import_optional
+    from gymcurric.errors import DependencyNotInstalled
+
+    try:
+        import_optional("gymcurric_no_such_module", "sb3", purpose="by a test")
+    except DependencyNotInstalled as exc:
+        assert 'pip install "gymcurric[sb3]"' in str(exc)
+    else:
+        raise AssertionError("expected DependencyNotInstalled")
+
+
+def test_builtin_ids_registered():
+    assert "gymcurric/HazardNav-v0" in gym.registry
+    assert "gymcurric/HazardGrid-v0" in gym.registry
