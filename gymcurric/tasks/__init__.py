@@ -1,1 +1,68 @@
-"""tasks layer (see DESIGN.md)."""
+"""Curriculum engine core: task spaces, scorers, pools and the :class:`Curriculum` facade.
+
+numpy + gymnasium only. The state is a small set of named numpy arrays
+(:mod:`gymcurric.tasks.state`) held by a backend (:mod:`gymcurric.tasks.backends`), so the same
+code can run on process-local arrays, on shared memory or behind a Ray actor.
+
+Example:
+    >>> from gymcurric.tasks import BucketedTaskSpace, Curriculum, DualPool, Span
+    >>> space = BucketedTaskSpace({"hazards": [Span(0, 8)], "goal": [1.0, 2.0]}, seed=0)
+    >>> cur = Curriculum(space, pool=DualPool(explore_size=8, exploit_size=16), seed=0)
+    >>> tid, task = cur.sample_task()
+    >>> sorted(task)
+    ['goal', 'hazards']
+    >>> cur.update(tid, return_=3.0, success=False)
+"""
+
+from gymcurric.tasks.backends import LocalBackend, StateBackend
+from gymcurric.tasks.config import CurriculumConfig
+from gymcurric.tasks.curriculum import Curriculum
+from gymcurric.tasks.diagnostics import entropy, gini
+from gymcurric.tasks.pools import DualPool, OpenEndedPool, Pool, ReplacementPool
+from gymcurric.tasks.scorers import (
+    LearnabilityScorer,
+    LearningProgressScorer,
+    Scorer,
+    UniformScorer,
+    reweight,
+)
+from gymcurric.tasks.signals import SignalConfig
+from gymcurric.tasks.spaces import (
+    BoxTaskSpace,
+    BucketedTaskSpace,
+    FixedTaskSpace,
+    Span,
+    TaskSpace,
+)
+from gymcurric.tasks.stages import SequentialScorer, Stage, StopCondition
+from gymcurric.tasks.state import CurriculumState, FieldSpec, state_layout
+
+__all__ = [
+    "BoxTaskSpace",
+    "BucketedTaskSpace",
+    "Curriculum",
+    "CurriculumConfig",
+    "CurriculumState",
+    "DualPool",
+    "FieldSpec",
+    "FixedTaskSpace",
+    "LearnabilityScorer",
+    "LearningProgressScorer",
+    "LocalBackend",
+    "OpenEndedPool",
+    "Pool",
+    "ReplacementPool",
+    "Scorer",
+    "SequentialScorer",
+    "SignalConfig",
+    "Span",
+    "Stage",
+    "StateBackend",
+    "StopCondition",
+    "TaskSpace",
+    "UniformScorer",
+    "entropy",
+    "gini",
+    "reweight",
+    "state_layout",
+]
