@@ -123,8 +123,8 @@ class Curriculum:
     # ---------------------------------------------------------------- pool membership
     def _fill(self, capacity: int) -> None:
         n = self._pool.initial_slots(capacity)
-        if self.space.size == capacity == n and not self.space.has_variants:
-            for slot in range(n):  # every task of a finite space: slot i holds task i
+        if self.space.size == capacity == n:
+            for slot in range(n):  # every key of a finite space: slot i holds key i
                 self._put(slot, slot, EXPLORE)
             return
         for slot in range(n):

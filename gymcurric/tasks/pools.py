@@ -151,21 +151,23 @@ class ReplacementPool(Pool):
 class OpenEndedPool(Pool):
     """A pool that evicts low-progress tasks and refills from the task space.
 
-    On each recompute, among tasks with at least ``min_samples`` episodes, those whose scorer
-    value is at or below the ``evict_quantile`` quantile of that group are candidates; the
-    ``evictions_per_recompute`` lowest are replaced by freshly generated tasks. Work is O(n)
-    per recompute, nothing per reset.
+    On each recompute, tasks with at least ``min_samples`` episodes whose scorer value is at or
+    below the ``evict_quantile`` quantile of *all* live tasks' values are candidates; the
+    ``evictions_per_recompute`` lowest are replaced by freshly generated tasks. (The quantile is
+    taken over the whole pool, not over the candidates, so a lone experienced task is not
+    evicted just for being the only one eligible.) Work is O(n) per recompute, nothing per
+    reset.
 
     Attributes:
         capacity: number of live tasks (required for open-ended spaces).
-        min_samples: episodes a task must have before it may be evicted (~2/alpha, so that its
+        min_samples: episodes a task must have before it may be evicted (> 1/alpha, so that its
             learning progress is measurable; see :mod:`gymcurric.tasks.signals`).
-        evict_quantile: quantile (in ``[0, 1]``) of warm tasks' values below which to evict.
+        evict_quantile: quantile (in ``[0, 1]``) of the pool's values at or below which to evict.
         evictions_per_recompute: at most this many evictions per recompute.
     """
 
     capacity: int | None = None
-    min_samples: int = 20
+    min_samples: int = 15
     evict_quantile: float = 0.4
     evictions_per_recompute: int = 1
 
@@ -188,10 +190,11 @@ class OpenEndedPool(Pool):
 
     def maintain(self, st: CurriculumState, raw: np.ndarray, ops: PoolOps) -> bool:
         """Evict up to ``evictions_per_recompute`` low-value warm tasks and refill."""
-        warm = (st.pool == EXPLORE) & (st.age >= self.min_samples)
+        live = st.pool == EXPLORE
+        warm = live & (st.age >= self.min_samples)
         if not warm.any():
             return False
-        thr = np.quantile(raw[warm], self.evict_quantile)
+        thr = np.quantile(raw[live], self.evict_quantile)
         idx = np.flatnonzero(warm & (raw <= thr))
         idx = idx[np.argsort(raw[idx], kind="stable")[: self.evictions_per_recompute]]
         changed = False

@@ -178,7 +178,7 @@ class LearningProgressScorer(Scorer):
     """
 
     theta: float = 0.1
-    temperature: float = 0.1
+    temperature: float = 0.15
     min_samples: int = 10
     explore_z: float = 1.0
     performance_weight: float = 0.0
