@@ -81,7 +81,10 @@ class CurriculumConfig:
         pool: which tasks are live and how they are replaced (default: a fixed pool).
         signal: how episode results become statistics.
         seed: seed of the curriculum's own generator (sampling, refills, tie-breaks).
-        recompute_every: accepted episodes between distribution recomputes (>= 1).
+        recompute_every: accepted episodes between distribution recomputes (>= 1), or ``None``
+            for ``max(32, capacity // 32)``: a recompute is O(capacity), so scaling the cadence
+            with the pool keeps its amortised cost per episode constant, while each task still
+            sees a fresh distribution long before it is sampled again.
 
     Example:
         >>> cfg = CurriculumConfig(pool=DualPool(explore_size=4, exploit_size=8), seed=3)
@@ -93,7 +96,7 @@ class CurriculumConfig:
     pool: Pool = field(default_factory=ReplacementPool)
     signal: SignalConfig = field(default_factory=SignalConfig)
     seed: int = 0
-    recompute_every: int = 32
+    recompute_every: int | None = None
 
     def __post_init__(self) -> None:
         c = "CurriculumConfig"
@@ -103,8 +106,16 @@ class CurriculumConfig:
                                   source=c)
         for name, lo in (("seed", 0), ("recompute_every", 1)):
             v = getattr(self, name)
+            if v is None and name == "recompute_every":
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(name, v, f"expected an int >= {lo}", source=c)
+
+    def cadence(self, capacity: int) -> int:
+        """Accepted episodes between recomputes for a pool of ``capacity`` slots."""
+        if self.recompute_every is not None:
+            return self.recompute_every
+        return max(32, capacity // 32)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict; nested dataclasses carry a ``"type"`` key."""

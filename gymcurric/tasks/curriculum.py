@@ -2,8 +2,8 @@
 
 Per call: ``sample`` is an inverse-CDF lookup on a cached cumulative array (O(log n)); ``update``
 writes a few scalars into the episode's slot (O(1)). Every ``recompute_every`` accepted updates
-the pool is maintained and the distribution recomputed in batched numpy (O(n)); nothing scans
-the pool per reset.
+(default ``max(32, capacity // 32)``) the pool is maintained and the distribution recomputed in
+batched numpy (O(n)); nothing scans the pool per reset.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class Curriculum:
         self._disabled: set[int] = set()
         self._taken = _Taken(self._slot_of, self._disabled)
         self._mod = space.size if space.has_variants else 0
-        self._every = cfg.recompute_every
+        self._every = cfg.cadence(capacity)
         self._hook = type(self._scorer).on_update is not Scorer.on_update
         self._shared = self._backend.shared
         with self._lock:

@@ -77,6 +77,16 @@ def _cumulate(p: np.ndarray, cdf: np.ndarray, st: CurriculumState, last: int, to
     st.scalars[total] = float(cdf[-1])
 
 
+def _quantile(values: np.ndarray, q: float) -> float:
+    """The ``q`` quantile, "lower" method (an element of ``values``).
+
+    A full sort rather than ``np.partition``: values are often mostly tied (zero progress), and
+    numpy's introselect degrades badly on ties (measured 1.2 ms vs 0.1 ms at 10,000 values).
+    """
+    k = int(q * (values.size - 1))
+    return float(np.sort(values)[k])
+
+
 def _pick(cdf: np.ndarray, total: float, last: int, u: float) -> int:
     i = int(cdf.searchsorted(u * total, "right"))
     return i if i <= last else last  # u * total can round up to total
@@ -194,9 +204,12 @@ class OpenEndedPool(Pool):
         warm = live & (st.age >= self.min_samples)
         if not warm.any():
             return False
-        thr = np.quantile(raw[live], self.evict_quantile)
+        thr = _quantile(raw[live], self.evict_quantile)
         idx = np.flatnonzero(warm & (raw <= thr))
-        idx = idx[np.argsort(raw[idx], kind="stable")[: self.evictions_per_recompute]]
+        m = self.evictions_per_recompute
+        if idx.size > m:  # the m lowest in O(n), then order only those
+            idx = idx[np.argpartition(raw[idx], m - 1)[:m]]
+        idx = idx[np.argsort(raw[idx], kind="stable")]
         changed = False
         for slot in idx.tolist():
             if ops.replace(slot, EXPLORE):
@@ -315,7 +328,7 @@ class DualPool(Pool):
                  ops: PoolOps) -> None:
         pool, c = st.pool, st.counters
         ex = np.flatnonzero(pool == EXPLOIT)
-        thr = float(np.quantile(raw[ex], self.promotion_quantile))
+        thr = _quantile(raw[ex], self.promotion_quantile)
         val = raw[cand]
         win = val > thr
         tie = val == thr

@@ -296,8 +296,10 @@ class BucketedTaskSpace(TaskSpace):
             k = int(rng.integers(ID_LIMIT))
             if k in taken:
                 continue
+            if self.validator is None:
+                return k, rejected
             task = self.generate(k)[0]
-            if self.validator is None or self.validator(task):
+            if self.validator(task):
                 return k, rejected
             rejected += 1
         raise TaskError(
