@@ -15,10 +15,12 @@ Example:
 """
 
 from gymcurric.tasks.backends import LocalBackend, StateBackend
+from gymcurric.tasks.box import BoxTaskSpace
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.curriculum import Curriculum
 from gymcurric.tasks.diagnostics import entropy, gini
-from gymcurric.tasks.pools import DualPool, OpenEndedPool, Pool, ReplacementPool
+from gymcurric.tasks.dual_pool import DualPool
+from gymcurric.tasks.pools import OpenEndedPool, Pool, ReplacementPool
 from gymcurric.tasks.scorers import (
     LearnabilityScorer,
     LearningProgressScorer,
@@ -28,7 +30,6 @@ from gymcurric.tasks.scorers import (
 )
 from gymcurric.tasks.signals import SignalConfig
 from gymcurric.tasks.spaces import (
-    BoxTaskSpace,
     BucketedTaskSpace,
     FixedTaskSpace,
     Span,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gymcurric.errors import ConfigError
-from gymcurric.tasks.pools import DualPool, OpenEndedPool, Pool, ReplacementPool
+from gymcurric.tasks.dual_pool import DualPool
+from gymcurric.tasks.pools import OpenEndedPool, Pool, ReplacementPool
 from gymcurric.tasks.scorers import (
     LearnabilityScorer,
     LearningProgressScorer,

@@ -192,6 +192,11 @@ class Curriculum:
         with self._lock:
             self._recompute()
 
+    def invalidate(self) -> None:
+        """Recompute before the next ``sample`` (after writing to the state from outside)."""
+        with self._lock:
+            self._st.counters[K.DIRTY] = 1
+
     # ---------------------------------------------------------------- public API
     def sample(self, k: int = 1) -> np.ndarray:
         """Draw ``k`` task ids with replacement (int64 array of shape ``(k,)``)."""
@@ -273,8 +278,10 @@ class Curriculum:
         cnt = st.counters
         if self._shared and cnt.item(K.VERSION) != self._seen_version:
             self._rebuild_map()  # another process changed the pool
+        if type(task_id) is not int:
+            task_id = self.space.check_id(task_id)  # numpy ints; rejects floats, bools, str
         if self._mod:
-            task_id = self.space.check_id(task_id) % self._mod
+            task_id %= self._mod
         slot = self._slot_of.get(task_id)
         if slot is None:
             self.space.check_id(task_id)

@@ -222,8 +222,11 @@ def test_unknown_ids_are_errors_and_evicted_ids_are_counted_as_stale():
     cur = Curriculum(_fixed(3))
     with pytest.raises(ConfigError, match="task_id"):
         cur.update(3, 1.0)
-    with pytest.raises(ConfigError, match="task_id"):
-        cur.update("0", 1.0)  # type: ignore[arg-type]
+    for bad in ("0", 1.0, True):
+        with pytest.raises(ConfigError, match="task_id"):
+            cur.update(bad, 1.0)  # type: ignore[arg-type]
+    cur.update(np.int64(1), 1.0)
+    assert cur.state.count[1] == 1
     cur = Curriculum(_bucketed(), pool=OpenEndedPool(capacity=5))
     cur.update(12345, 1.0)  # not (or no longer) in the pool
     assert cur.stats()["curriculum/stale_updates"] == 1.0
@@ -305,3 +308,13 @@ def test_core_imports_only_numpy_and_gymnasium():
             "print([m for m in heavy if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_invalidate_recomputes_before_the_next_sample():
+    cur = Curriculum(_fixed(4))
+    before = cur.stats()["curriculum/recomputes"]
+    cur.sample()
+    assert cur.stats()["curriculum/recomputes"] == before
+    cur.invalidate()
+    cur.sample()
+    assert cur.stats()["curriculum/recomputes"] == before + 1

@@ -1,0 +1,127 @@
+"""A continuous parameter box, bucketed into cells for scoring (see :mod:`.spaces`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from gymcurric.errors import ConfigError, TaskError
+from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace, Validator, _check_retries
+
+__all__ = ["BoxTaskSpace"]
+
+
+class BoxTaskSpace(TaskSpace):
+    """A continuous parameter box, split into ``bins`` cells per dimension for scoring.
+
+    The curriculum scores cells (keys ``0 .. n_cells - 1``). Each sampled task id is
+    ``cell + n_cells * variant`` with a random variant, and its parameters are drawn uniformly
+    inside the cell with ``default_rng([seed, task_id])``: learning progress is pooled per
+    neighbourhood while every episode sees fresh parameters.
+
+    Args:
+        low: lower bounds, one per dimension.
+        high: upper bounds (``> low``).
+        bins: cells per dimension (an int for all, or one per dimension).
+        names: parameter names (default ``x0, x1, ...``).
+        seed: seed of the per-id generators.
+        validator: optional ``validator(task) -> bool``; rejected draws are redrawn in the cell.
+        max_retries: redraws allowed per task id before :class:`TaskError` is raised.
+
+    Example:
+        >>> space = BoxTaskSpace([0.0], [1.0], bins=4, names=["friction"])
+        >>> space.size, space.key(4 * 10 + 3)
+        (4, 3)
+    """
+
+    def __init__(
+        self,
+        low: Sequence[float] | np.ndarray,
+        high: Sequence[float] | np.ndarray,
+        bins: int | Sequence[int] = 10,
+        *,
+        names: Sequence[str] | None = None,
+        seed: int = 0,
+        validator: Validator | None = None,
+        max_retries: int = 10,
+    ) -> None:
+        src = "BoxTaskSpace"
+        lo = np.atleast_1d(np.asarray(low, dtype=np.float64))
+        hi = np.atleast_1d(np.asarray(high, dtype=np.float64))
+        if lo.ndim != 1 or lo.size == 0 or lo.shape != hi.shape:
+            raise ConfigError("low/high", (low, high), "expected two equal-length non-empty "
+                              "vectors (empty task space)", source=src)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+            raise ConfigError("high", high, f"expected finite bounds with high > low={low}",
+                              source=src)
+        b = np.broadcast_to(np.asarray(bins), lo.shape)
+        if not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
+            raise ConfigError("bins", bins, "expected ints >= 1", source=src)
+        names = [f"x{i}" for i in range(lo.size)] if names is None else [str(n) for n in names]
+        if len(names) != lo.size or len(set(names)) != len(names):
+            raise ConfigError("names", names, f"expected {lo.size} distinct names", source=src)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError("seed", seed, "expected an int >= 0", source=src)
+        self.low, self.high = lo, hi
+        self.bins = tuple(int(x) for x in b)
+        self.names = names
+        self.seed = seed
+        self.validator = validator
+        self.max_retries = _check_retries(max_retries, src)
+        self._n = int(np.prod(self.bins))
+        self.size = self._n
+        self._variants = ID_LIMIT // self._n
+
+    @classmethod
+    def from_space(cls, space: gym.spaces.Box, bins: int | Sequence[int] = 10,
+                   **kwargs: Any) -> BoxTaskSpace:
+        """Build from a flat :class:`gymnasium.spaces.Box` with finite bounds."""
+        return cls(space.low.ravel(), space.high.ravel(), bins, **kwargs)
+
+    @property
+    def has_variants(self) -> bool:
+        """True: many task ids map to each cell."""
+        return True
+
+    def key(self, task_id: int) -> int:
+        """The cell of ``task_id``."""
+        return task_id % self._n
+
+    def expand(self, keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Attach a random variant to each sampled cell."""
+        out: np.ndarray = keys + self._n * rng.integers(self._variants, size=keys.shape)
+        return out
+
+    def cell_bounds(self, cell: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(low, high)`` of a cell."""
+        idx = np.asarray(np.unravel_index(cell, self.bins), dtype=np.float64)
+        width = (self.high - self.low) / np.asarray(self.bins)
+        lo = self.low + idx * width
+        return lo, lo + width
+
+    def generate(self, task_id: int) -> tuple[dict[str, Any], int]:
+        """Draw the parameters of ``task_id`` inside its cell, redrawing rejected ones."""
+        tid = self.check_id(task_id)
+        lo, hi = self.cell_bounds(self.key(tid))
+        rng = np.random.default_rng([self.seed, tid])
+        task: dict[str, Any] = {}
+        for attempt in range(self.max_retries + 1):
+            x = rng.uniform(lo, hi)
+            task = {n: float(v) for n, v in zip(self.names, x, strict=True)}
+            if self.validator is None or self.validator(task):
+                return task, attempt
+        raise TaskError(
+            "task", task,
+            f"the validator rejected {self.max_retries + 1} draws in cell {self.key(tid)} "
+            f"(bounds {lo.tolist()}..{hi.tolist()}); relax the validator or report the task "
+            "with Curriculum.mark_invalid", source="BoxTaskSpace",
+        )
+
+    def spec(self) -> dict[str, Any]:
+        """Bounds, bins, names, seed and retry budget."""
+        return {"type": "BoxTaskSpace", "low": self.low.tolist(), "high": self.high.tolist(),
+                "bins": list(self.bins), "names": self.names, "seed": self.seed,
+                "max_retries": self.max_retries}
