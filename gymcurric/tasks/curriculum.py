@@ -46,6 +46,20 @@ class _Taken(Collection[int]):
         return chain(self._live, self._disabled)
 
 
+class _Ops:
+    """What pools may ask of the curriculum while maintaining themselves (``PoolOps``)."""
+
+    def __init__(self, cur: Curriculum) -> None:
+        self._cur = cur
+        self.rng = cur.rng
+
+    def replace(self, slot: int, label: int) -> bool:
+        return self._cur._replace(slot, label)
+
+    def fill_empty(self, label: int) -> bool:
+        return self._cur._fill_empty(label)
+
+
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(d, Mapping):
         out: dict[str, Any] = {}
@@ -150,16 +164,14 @@ class Curriculum:
         self._put(slot, key, label)
         return True
 
-    def replace(self, slot: int, label: int) -> bool:
-        """Pool hook: a fresh task into ``slot``; else keep the task there, relabelled."""
+    def _replace(self, slot: int, label: int) -> bool:
         if self._draw_into(slot, label):
             return True
         self._st.pool[slot] = label
         self._st.age[slot] = 0
         return False
 
-    def fill_empty(self, label: int) -> bool:
-        """Pool hook: a fresh task into the first empty slot."""
+    def _fill_empty(self, label: int) -> bool:
         empty = np.flatnonzero(self._st.task_id < 0)
         return bool(empty.size) and self._draw_into(int(empty[0]), label)
 
@@ -178,7 +190,7 @@ class Curriculum:
             raise TaskError("task", None, f"no valid task left in the {type(self.space).__name__}"
                             f" ({len(self._disabled)} reported invalid)", source="Curriculum")
         raw = self._scorer.raw(st, active, self._signal)
-        if self._pool.maintain(st, raw, self):
+        if self._pool.maintain(st, raw, _Ops(self)):
             raw = self._scorer.raw(st, st.pool >= 0, self._signal)
         self._pool.distribute(st, self._scorer, raw)
         st.raw[:] = raw
