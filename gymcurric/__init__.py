@@ -8,6 +8,9 @@ them, with an error naming the extra to install when they are missing.
 from __future__ import annotations
 
 from gymcurric import envs as envs  # registers the gymcurric/… ids
+from gymcurric import safety as safety
+from gymcurric import tasks as tasks
+from gymcurric import wrappers as wrappers
 from gymcurric.errors import (
     ConfigError,
     DataError,
@@ -20,10 +23,30 @@ from gymcurric.errors import (
     TaskError,
     WorkerError,
 )
+from gymcurric.tasks import (
+    BoxTaskSpace,
+    BucketedTaskSpace,
+    Curriculum,
+    CurriculumConfig,
+    FixedTaskSpace,
+    Span,
+)
+from gymcurric.wrappers import AnnotateCost, EmitCostTuple, RecordEpisodeStatisticsWithCost
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # curriculum (gymcurric.tasks)
+    "BoxTaskSpace",
+    "BucketedTaskSpace",
+    "Curriculum",
+    "CurriculumConfig",
+    "FixedTaskSpace",
+    "Span",
+    # cost annotation (gymcurric.wrappers)
+    "AnnotateCost",
+    "EmitCostTuple",
+    "RecordEpisodeStatisticsWithCost",
     # errors
     "ConfigError",
     "DataError",
@@ -36,5 +59,9 @@ __all__ = [
     "TaskError",
     "WorkerError",
     "__version__",
+    # subpackages
     "envs",
+    "safety",
+    "tasks",
+    "wrappers",
 ]
