@@ -8,5 +8,25 @@ from gymcurric.wrappers.cost import (
     EmitCostTuple,
     RecordEpisodeStatisticsWithCost,
 )
+from gymcurric.wrappers.curriculum import CurriculumTask, EnvFactory, SuccessFn, task_key
+from gymcurric.wrappers.curriculum_state import (
+    env_task_ids,
+    load_curriculum_state,
+    resume_env_tasks,
+    save_curriculum_state,
+)
 
-__all__ = ["AnnotateCost", "CostFn", "EmitCostTuple", "RecordEpisodeStatisticsWithCost"]
+__all__ = [
+    "AnnotateCost",
+    "CostFn",
+    "CurriculumTask",
+    "EmitCostTuple",
+    "EnvFactory",
+    "RecordEpisodeStatisticsWithCost",
+    "SuccessFn",
+    "env_task_ids",
+    "load_curriculum_state",
+    "resume_env_tasks",
+    "save_curriculum_state",
+    "task_key",
+]

@@ -7,5 +7,16 @@ from gymcurric._optional import import_optional
 import_optional("stable_baselines3", "sb3", purpose="by gymcurric.integrations.sb3")
 
 from gymcurric.integrations.sb3.cost import EpisodeCostCallback, VecCostMonitor  # noqa: E402
+from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
+    CurriculumCallback,
+    load_curriculum_state,
+    save_curriculum_state,
+)
 
-__all__ = ["EpisodeCostCallback", "VecCostMonitor"]
+__all__ = [
+    "CurriculumCallback",
+    "EpisodeCostCallback",
+    "VecCostMonitor",
+    "load_curriculum_state",
+    "save_curriculum_state",
+]

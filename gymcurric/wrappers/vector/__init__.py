@@ -7,5 +7,12 @@ from gymcurric.wrappers.vector.cost import (
     RecordEpisodeStatisticsWithCost,
     read_step_costs,
 )
+from gymcurric.wrappers.vector.curriculum import CurriculumTask, make_curriculum_vec
 
-__all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
+__all__ = [
+    "AnnotateCost",
+    "CurriculumTask",
+    "RecordEpisodeStatisticsWithCost",
+    "make_curriculum_vec",
+    "read_step_costs",
+]

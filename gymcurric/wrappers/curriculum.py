@@ -1,0 +1,375 @@
+"""Curriculum task selection for a single env: :class:`CurriculumTask`.
+
+The wrapper picks each episode's task from a :class:`~gymcurric.tasks.Curriculum` *inside*
+``reset()`` (SB3 and Gymnasium vector envs auto-reset without options), hands it to the env as
+``reset(options={"task": task})`` (or builds an env for it with a ``factory``), and reports the
+episode's return, success and cost back with ``curriculum.update`` when the episode ends. With a
+curriculum on the shared-memory backend the same wrapper runs in every worker process of a
+``SubprocVecEnv`` / ``AsyncVectorEnv``; no inter-process round trip happens on reset.
+
+Checkpoints of the curriculum (plus the task each env is running) are written and read by
+:func:`gymcurric.wrappers.save_curriculum_state` / :func:`gymcurric.wrappers.load_curriculum_state`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.core import ActType, ObsType
+
+from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
+
+__all__ = ["CurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
+
+#: ``success_fn(info) -> bool | float | None``: success of an episode from its last step's info.
+SuccessFn = Callable[[dict[str, Any]], Any]
+#: ``factory(task) -> env``: builds an env running ``task`` (for envs that take no task option).
+EnvFactory = Callable[[dict[str, Any]], gym.Env]
+
+_CURRICULUM_METHODS = ("sample_task", "task", "update", "mark_invalid")
+
+
+def task_key(task: Any) -> str:
+    """A stable, process-independent key of a JSON-safe task (sorted-key JSON).
+
+    Example:
+        >>> task_key({"b": 1, "a": [2.5, "x"]})
+        '{"a":[2.5,"x"],"b":1}'
+    """
+    try:
+        return json.dumps(task, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            "task", task, f"tasks must be JSON-safe dicts ({exc})", source="CurriculumTask"
+        ) from exc
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(name, value, f"expected an int >= {low}", source="CurriculumTask")
+    return value
+
+
+class CurriculumTask(
+    gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.RecordConstructorArgs
+):
+    """Run every episode on a task picked by a curriculum, and report how it went.
+
+    On ``reset()`` without a task the wrapper draws ``(task_id, task)`` from ``curriculum`` and
+    resets the env with ``options={"task": task}`` (other options are passed through). When the
+    episode ends (terminated or truncated) it calls
+    ``curriculum.update(task_id, return_, success, cost)`` with the sum of the rewards, the
+    success of the last step (``success_fn(info)`` if given, else ``info["is_success"]``, else
+    ``info["success"]``, else ``None``: the curriculum then scores the return) and the sum of
+    ``info["cost"]`` (``None`` when the env reports no cost). Observations, rewards and step
+    infos are passed through unchanged. An episode cut short by a reset is not reported.
+
+    * **Explicit tasks**: ``reset(options={"task": {...}})`` runs that task unchanged; the
+      episode gets ``task_id == -1`` and is *not* reported (the curriculum did not choose it:
+      evaluation runs must not skew its statistics).
+    * **Rejected tasks**: if the env (or the factory) raises ``ValueError`` (which includes
+      :class:`~gymcurric.errors.TaskError`) for a curriculum task, the task is reported with
+      ``curriculum.mark_invalid(task_id, reason)`` and another one is drawn, up to
+      ``max_retries`` times; then a :class:`~gymcurric.errors.TaskError` names the last task
+      and the env's error. Rejections are counted in :attr:`rejections`.
+    * **Seeding**: ``reset(seed=s)`` also calls ``curriculum.reseed(s)`` (when the curriculum
+      has it and ``reseed_curriculum`` is true), so a seeded reset fixes this process's task
+      stream. A reset that starts a :attr:`pending_task_id` (resuming a checkpoint) keeps the
+      restored generator instead.
+    * **Factory**: for envs that cannot take a task through ``options``, ``factory(task)``
+      builds an env per task; the last ``cache_size`` envs are kept, keyed by
+      :func:`task_key` (never Python's salted ``hash()``), and evicted envs are closed. Every
+      env must have the spaces of the first one. ``env`` may then be ``None`` (the first env
+      is built from the curriculum's first live task); an ``env`` passed with a factory only
+      provides the spaces and is closed at the first reset. A newly built env's first reset
+      gets a seed drawn from the last seed given to ``reset``, so seeded runs are reproducible.
+    * **Non-finite returns**: the curriculum's :class:`~gymcurric.errors.NonFiniteValueError`
+      (naming the task id) propagates from the final ``step``; nothing is recorded and the
+      next ``reset`` starts cleanly.
+
+    Info keys written (at reset): ``task`` (the task dict) and ``task_id`` (int, ``-1`` for an
+    explicit task). An env that already sets either raises
+    :class:`~gymcurric.errors.InfoKeyConflictError`.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import gymcurric
+        >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
+        >>> space = FixedTaskSpace([{"num_hazards": n, "size": 5} for n in (0, 2, 4)])
+        >>> cur = Curriculum(space, seed=0)
+        >>> env = CurriculumTask(gym.make("gymcurric/HazardGrid-v0"), cur)
+        >>> obs, info = env.reset(seed=0)
+        >>> info["task"] == space.task(info["task_id"])
+        True
+        >>> done = False
+        >>> while not done:
+        ...     _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        ...     done = terminated or truncated
+        >>> cur.stats()["curriculum/updates"]
+        1.0
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[ObsType, ActType] | None,
+        curriculum: Any,
+        *,
+        success_fn: SuccessFn | None = None,
+        factory: EnvFactory | None = None,
+        cache_size: int = 4,
+        max_retries: int = 10,
+        reseed_curriculum: bool = True,
+    ) -> None:
+        """Wrap ``env``.
+
+        Args:
+            env: the env; it must accept ``reset(options={"task": task})``. With a ``factory``
+                it may be ``None`` (see the class docstring).
+            curriculum: a :class:`~gymcurric.tasks.Curriculum` (or any object with its
+                ``sample_task``, ``task``, ``update`` and ``mark_invalid`` methods).
+            success_fn: ``success_fn(info) -> bool | float | None`` on the last step's info.
+            factory: ``factory(task) -> env`` for envs that take no task option.
+            cache_size: how many factory-built envs are kept (>= 1).
+            max_retries: rejected tasks tolerated in a row per reset before raising (>= 0).
+            reseed_curriculum: whether ``reset(seed=s)`` reseeds the curriculum's generator.
+        """
+        missing = [m for m in _CURRICULUM_METHODS if not callable(getattr(curriculum, m, None))]
+        if missing:
+            raise ConfigError(
+                "curriculum",
+                curriculum,
+                f"expected a gymcurric Curriculum (missing methods {missing})",
+                source="CurriculumTask",
+            )
+        for name, fn in (("success_fn", success_fn), ("factory", factory)):
+            if fn is not None and not callable(fn):
+                raise ConfigError(name, fn, "must be callable or None", source="CurriculumTask")
+        _check_int("cache_size", cache_size, 1)
+        _check_int("max_retries", max_retries, 0)
+        if env is None and factory is None:
+            raise ConfigError(
+                "env", None, "pass an env, or env=None with a factory", source="CurriculumTask"
+            )
+        gym.utils.RecordConstructorArgs.__init__(
+            self,
+            curriculum=curriculum,
+            success_fn=success_fn,
+            factory=factory,
+            cache_size=cache_size,
+            max_retries=max_retries,
+            reseed_curriculum=reseed_curriculum,
+            _disable_deepcopy=True,  # the curriculum must stay the same (shared) object
+        )
+        self._cache: OrderedDict[str, gym.Env[Any, Any]] = OrderedDict()
+        self._template: gym.Env[Any, Any] | None = None
+        if env is None:
+            assert factory is not None
+            keys = curriculum.probabilities()[0]
+            first = curriculum.task(int(keys[0]))
+            env = factory(first)
+            self._cache[task_key(first)] = env
+        elif factory is not None:
+            self._template = env
+        gym.Wrapper.__init__(self, env)
+        if factory is not None:  # fixed: every task's env must present the same spaces
+            self._observation_space = env.observation_space
+            self._action_space = env.action_space
+        self.curriculum = curriculum
+        self._success_fn = success_fn
+        self._factory = factory
+        self._cache_size = cache_size
+        self._max_retries = max_retries
+        self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
+        self._seeder: np.random.Generator | None = None  # first seeds of new factory envs
+        self.task_id = -1
+        self._task: dict[str, Any] | None = None
+        self._pending: int | None = None
+        self._live = False
+        self._return = self._cost = 0.0
+        self._has_cost = False
+        #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
+        self.rejections = 0
+
+    # ---------------------------------------------------------------- public state
+    @property
+    def task(self) -> dict[str, Any] | None:
+        """The current episode's task (a copy), ``None`` before the first reset."""
+        return copy.deepcopy(self._task)
+
+    @property
+    def pending_task_id(self) -> int | None:
+        """Task id the next reset without an explicit task runs instead of drawing one.
+
+        Set when resuming from a checkpoint (:func:`load_curriculum_state` does it); consumed
+        by that reset, which also skips reseeding the restored curriculum. ``None`` or ``-1``
+        clears it.
+        """
+        return self._pending
+
+    @pending_task_id.setter
+    def pending_task_id(self, task_id: int | None) -> None:
+        if task_id is None or task_id == -1:
+            self._pending = None
+            return
+        if isinstance(task_id, bool) or not hasattr(task_id, "__index__") or task_id < 0:
+            raise ConfigError(
+                "pending_task_id",
+                task_id,
+                "expected a task id (int >= 0), -1 or None",
+                source="CurriculumTask",
+            )
+        self._pending = int(task_id)
+
+    # ---------------------------------------------------------------- reset
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsType, dict[str, Any]]:
+        """Start an episode on the next curriculum task (or on ``options["task"]``)."""
+        opts = dict(options) if options else {}
+        explicit = opts.pop("task", None)
+        self._live = False
+        self._return = self._cost = 0.0
+        self._has_cost = False
+        resumed = None if explicit is not None else self._pending
+        if resumed is not None:
+            self._pending = None
+        elif seed is not None and self._reseed:
+            self.curriculum.reseed(seed)
+        if seed is not None and self._factory is not None:
+            self._seeder = np.random.default_rng(seed)
+        if explicit is not None:
+            task, tid = explicit, -1
+            obs, info = self._reset_inner(task, seed, opts)
+        else:
+            obs, info, tid, task = self._reset_curriculum(seed, opts, resumed)
+        for key in ("task", "task_id"):
+            if key in info:
+                raise InfoKeyConflictError(
+                    f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
+                    f"CurriculumTask will not overwrite info key {key!r}"
+                )
+        self.task_id, self._task = tid, task
+        info["task"] = copy.deepcopy(task)
+        info["task_id"] = tid
+        self._live = True
+        return obs, info
+
+    def _reset_curriculum(
+        self, seed: int | None, opts: dict[str, Any], resumed: int | None
+    ) -> tuple[ObsType, dict[str, Any], int, dict[str, Any]]:
+        cur = self.curriculum
+        last: Exception | None = None
+        task: dict[str, Any] = {}
+        for _ in range(self._max_retries + 1):
+            if resumed is not None:
+                tid, task = resumed, cur.task(resumed)
+                resumed = None
+            else:
+                tid, task = cur.sample_task()
+                tid = int(tid)
+            try:
+                obs, info = self._reset_inner(task, seed, opts)
+            except ValueError as exc:
+                if isinstance(exc, _SpaceMismatch):
+                    raise
+                last = exc
+                self.rejections += 1
+                cur.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
+                continue
+            return obs, info, tid, task
+        raise TaskError(
+            "task",
+            task,
+            f"the env refused {self._max_retries + 1} curriculum tasks in a row "
+            f"(max_retries={self._max_retries}); last refusal: {type(last).__name__}: {last}",
+            source="CurriculumTask.reset",
+        ) from last
+
+    def _reset_inner(
+        self, task: dict[str, Any], seed: int | None, opts: dict[str, Any]
+    ) -> tuple[ObsType, dict[str, Any]]:
+        if self._factory is None:
+            return self.env.reset(seed=seed, options={**opts, "task": copy.deepcopy(task)})
+        env, new = self._env_for(task)
+        if new and seed is None and self._seeder is not None:
+            seed = int(self._seeder.integers(2**31))
+        self.env = env
+        return env.reset(seed=seed, options=opts or None)
+
+    def _env_for(self, task: dict[str, Any]) -> tuple[gym.Env[Any, Any], bool]:
+        key = task_key(task)
+        env = self._cache.get(key)
+        if env is not None:
+            self._cache.move_to_end(key)
+            return env, False
+        assert self._factory is not None
+        env = self._factory(copy.deepcopy(task))
+        for name in ("observation_space", "action_space"):
+            if getattr(env, name) != getattr(self, name):
+                env.close()
+                raise _SpaceMismatch(
+                    name,
+                    getattr(env, name),
+                    f"factory env for task {task!r} differs from {getattr(self, name)}",
+                    source="CurriculumTask",
+                )
+        if self._template is not None:
+            self._template.close()
+            self._template = None
+        self._cache[key] = env
+        while len(self._cache) > self._cache_size:
+            _, old = self._cache.popitem(last=False)
+            old.close()
+        return env, True
+
+    # ---------------------------------------------------------------- step
+    def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Step the env; at episode end report the episode to the curriculum."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._live:
+            self._return += float(reward)
+            cost = info.get("cost")
+            if cost is not None:
+                self._cost += float(cost)
+                self._has_cost = True
+            if terminated or truncated:
+                self._report(info)
+        return obs, reward, terminated, truncated, info
+
+    def _report(self, info: dict[str, Any]) -> None:
+        self._live = False  # reported at most once, even if update raises
+        if self.task_id < 0:
+            return
+        if self._success_fn is not None:
+            success = self._success_fn(info)
+        else:
+            success = info.get("is_success", info.get("success"))
+        cost = self._cost if self._has_cost else None
+        try:
+            self.curriculum.update(self.task_id, self._return, success, cost)
+        except GymcurricError as exc:
+            exc.add_note(
+                f"reported by CurriculumTask at the end of an episode of task_id="
+                f"{self.task_id}, task {self._task!r}"
+            )
+            raise
+
+    def close(self) -> None:
+        """Close the env and every cached factory env."""
+        envs = {
+            id(e): e for e in (*self._cache.values(), self._template, self.env) if e is not None
+        }
+        self._cache.clear()
+        self._template = None
+        for env in envs.values():
+            env.close()
+
+
+class _SpaceMismatch(ConfigError):
+    """A factory env with other spaces: a configuration error, never a task rejection."""

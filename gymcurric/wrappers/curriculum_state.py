@@ -1,0 +1,199 @@
+"""Curriculum checkpoints: one pickle-free ``.npz`` file per checkpoint.
+
+The file holds the curriculum's :meth:`~gymcurric.tasks.Curriculum.state_dict` (its arrays as
+``.npy`` members, everything else as one JSON member) and, optionally, the task id each env is
+running at the moment of the checkpoint. Loading it with ``env=`` makes each env's next reset
+continue that task instead of drawing a new one (see
+:attr:`gymcurric.wrappers.CurriculumTask.pending_task_id`), so that a run resumed from a model
+checkpoint and this file draws the same task sequence as the uninterrupted run.
+
+``env`` may be a single env wrapped in :class:`~gymcurric.wrappers.CurriculumTask`, a Gymnasium
+``VectorEnv`` or an SB3 ``VecEnv`` whose sub-envs are.
+
+Example:
+    >>> import os, tempfile
+    >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
+    >>> cur = Curriculum(FixedTaskSpace([{"level": i} for i in range(3)]), seed=0)
+    >>> tid, _ = cur.sample_task()
+    >>> cur.update(tid, return_=1.0, success=True)
+    >>> path = save_curriculum_state(os.path.join(tempfile.mkdtemp(), "cur.npz"), cur)
+    >>> other = Curriculum(FixedTaskSpace([{"level": i} for i in range(3)]), seed=5)
+    >>> _ = load_curriculum_state(path, other)
+    >>> other.sample_task() == cur.sample_task()
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from gymcurric.errors import ConfigError, DataError
+
+__all__ = [
+    "FILE_FORMAT",
+    "env_task_ids",
+    "load_curriculum_state",
+    "resume_env_tasks",
+    "save_curriculum_state",
+]
+
+#: Format tag of the checkpoint file (the state dict inside carries its own ``format``).
+FILE_FORMAT = "gymcurric.curriculum-npz/1"
+_META, _IDS, _ARRAYS = "meta", "env_task_ids", "arrays/"
+
+
+def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
+    why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    return ConfigError(
+        "env",
+        env,
+        f"its envs must be wrapped in gymcurric.wrappers.CurriculumTask{why}",
+        source="curriculum state",
+    )
+
+
+def _check_sb3(env: Any) -> None:
+    # SB3's SubprocVecEnv workers die on an AttributeError: ask first.
+    if hasattr(env, "has_attr") and not env.has_attr("task_id"):
+        raise _not_wrapped(env)
+
+
+def env_task_ids(env: Any) -> list[int]:
+    """The task id each env is running (``-1``: an explicit task or no episode yet).
+
+    Args:
+        env: a :class:`~gymcurric.wrappers.CurriculumTask`-wrapped env, a Gymnasium
+            ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
+    """
+    try:
+        if isinstance(env, gym.Env):
+            return [int(env.get_wrapper_attr("task_id"))]
+        _check_sb3(env)
+        return [int(t) for t in env.get_attr("task_id")]
+    except AttributeError as exc:
+        raise _not_wrapped(env, exc) from exc
+
+
+def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
+    """Make each env's next reset (without an explicit task) run ``task_ids[i]``; -1 skips."""
+    ids = [int(t) for t in task_ids]
+    try:
+        if isinstance(env, gym.Env):
+            if len(ids) != 1:
+                raise ConfigError(
+                    "task_ids", ids, "expected one id for a single env", source="resume_env_tasks"
+                )
+            env.set_wrapper_attr("pending_task_id", ids[0])
+            return
+        if len(ids) != env.num_envs:
+            raise ConfigError(
+                "task_ids",
+                ids,
+                f"expected {env.num_envs} ids, one per env",
+                source="resume_env_tasks",
+            )
+        if hasattr(env, "env_method"):  # SB3: set_attr would set it on the outermost wrapper
+            _check_sb3(env)
+            for i, tid in enumerate(ids):
+                env.env_method("set_wrapper_attr", "pending_task_id", tid, indices=[i])
+        else:
+            env.get_attr("task_id")
+            env.set_attr("pending_task_id", ids)
+    except AttributeError as exc:
+        raise _not_wrapped(env, exc) from exc
+
+
+def save_curriculum_state(
+    path: str | os.PathLike[str], curriculum: Any, *, env: Any = None
+) -> Path:
+    """Write ``curriculum.state_dict()`` (and the envs' current task ids) to ``path``.
+
+    The write is atomic (a temporary file is renamed over ``path``); parent folders are
+    created. The file loads with ``np.load(path, allow_pickle=False)``.
+
+    Args:
+        path: the ``.npz`` file to write.
+        curriculum: the curriculum to save.
+        env: optional env(s) whose current task ids are saved (see :func:`env_task_ids`).
+
+    Returns:
+        The path written.
+    """
+    state = dict(curriculum.state_dict())
+    arrays = state.pop("arrays")
+    meta = {"file_format": FILE_FORMAT, **state}
+    try:
+        blob = json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"curriculum state is not JSON-safe outside its arrays ({exc})") from exc
+    members: dict[str, np.ndarray] = {_META: np.array(blob)}
+    members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
+    ids = env_task_ids(env) if env is not None else []
+    members[_IDS] = np.asarray(ids, dtype=np.int64)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **members)  # type: ignore[arg-type]
+    os.replace(tmp, out)
+    return out
+
+
+def load_curriculum_state(
+    path: str | os.PathLike[str], curriculum: Any = None, *, env: Any = None
+) -> dict[str, Any]:
+    """Read a file written by :func:`save_curriculum_state`.
+
+    Args:
+        path: the ``.npz`` file.
+        curriculum: if given, ``curriculum.load_state_dict(state)`` is called.
+        env: if given, each env's next reset continues the task it ran at the checkpoint
+            (the ids saved with ``env=``); the env must have as many sub-envs as were saved.
+
+    Returns:
+        The state dict (for ``Curriculum.load_state_dict``), plus ``"env_task_ids"``.
+
+    Raises:
+        DataError: the file is not a curriculum checkpoint, is damaged, or (from
+            ``load_state_dict``) comes from another configuration.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z[_META][()]))
+            arrays = {k[len(_ARRAYS) :]: z[k] for k in z.files if k.startswith(_ARRAYS)}
+            ids = [int(t) for t in z[_IDS]] if _IDS in z.files else []
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DataError(
+            f"{os.fspath(path)}: not a gymcurric curriculum checkpoint "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+    if not isinstance(meta, dict) or meta.pop("file_format", None) != FILE_FORMAT:
+        raise DataError(
+            f"{os.fspath(path)}: not a gymcurric curriculum checkpoint (expected "
+            f"file_format {FILE_FORMAT!r})"
+        )
+    state: dict[str, Any] = {**meta, "arrays": arrays}
+    if curriculum is not None:
+        try:
+            curriculum.load_state_dict(state)
+        except DataError as exc:
+            raise DataError(f"{os.fspath(path)}: {exc}") from exc
+    if env is not None:
+        n = len(env_task_ids(env))
+        if len(ids) != n:
+            raise DataError(
+                f"{os.fspath(path)}: saved the tasks of {len(ids)} envs, the env "
+                f"given has {n}; save with env= the same number of envs"
+            )
+        resume_env_tasks(env, ids)
+    state["env_task_ids"] = ids
+    return state

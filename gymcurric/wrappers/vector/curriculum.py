@@ -1,0 +1,216 @@
+"""Curriculum task selection for Gymnasium vector envs (Sync and Async).
+
+A vector env's sub-envs reset themselves (autoreset), without options, so the task of each
+episode is picked where the reset happens: inside each sub-env, by the single-env
+:class:`gymcurric.wrappers.CurriculumTask`. With ``SyncVectorEnv`` all sub-envs share the one
+curriculum object; with ``AsyncVectorEnv`` each worker process unpickles the curriculum, which
+must then use the shared-memory backend (``Curriculum(..., backend="shared")``) so that every
+update lands in the same state. :func:`make_curriculum_vec` builds such a vector env in one call.
+
+The vector twin :class:`CurriculumTask` adds what only the vector level knows: it checks that
+every sub-env is wrapped (and, for Sync, with this curriculum), keeps :attr:`task_ids`, the
+task of the transition each sub-env just returned, in every autoreset mode, and exposes the
+curriculum's :meth:`~CurriculumTask.stats`.
+
+Where the reset info (with ``task``/``task_id``) shows up depends on
+``env.metadata["autoreset_mode"]``:
+
+* ``NEXT_STEP`` (default): in the step *after* an episode ends (the reset step, reward 0); that
+  step's transition belongs to the new task.
+* ``SAME_STEP``: in the step that ends the episode (the final step's info is in
+  ``info["final_info"]``); that step's transition still belongs to the old task.
+* ``DISABLED``: in the info returned by ``reset(options={"reset_mask": ...})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
+
+from gymcurric.errors import ConfigError
+from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
+from gymcurric.wrappers.vector.cost import _autoreset_mode
+
+__all__ = ["CurriculumTask", "make_curriculum_vec"]
+
+
+def _find_wrapper(env: gym.Env[Any, Any]) -> _SingleCurriculumTask[Any, Any] | None:
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, _SingleCurriculumTask):
+            return env
+        env = env.env
+    return None
+
+
+class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
+    """Vector twin of :class:`gymcurric.wrappers.CurriculumTask`: bookkeeping of sub-env tasks.
+
+    The sub-envs must each be wrapped in the single-env ``CurriculumTask`` (they pick their own
+    tasks at every autoreset and report their episodes); this wrapper leaves observations,
+    rewards and infos unchanged. It raises :class:`~gymcurric.errors.ConfigError` when a sub-env
+    starts an episode without reporting ``info["task_id"]`` (it is not wrapped), or, for
+    ``SyncVectorEnv``, when a sub-env's wrapper uses another curriculum object.
+
+    Attributes:
+        curriculum: the curriculum (in the main process; for Async, on the shared backend).
+        task_ids: int64 array, per sub-env the task id of the transition the last ``step`` (or
+            ``reset``) returned: the task of the episode that ended for a sub-env that is done,
+            in every autoreset mode; ``-1`` for explicit tasks and before the first reset.
+
+    Info keys: none written; the sub-envs' ``task``/``_task`` and ``task_id``/``_task_id``
+    appear where they reset (see the module docstring).
+
+    Example:
+        >>> import gymcurric
+        >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
+        >>> cur = Curriculum(FixedTaskSpace([{"num_hazards": n} for n in (0, 2, 4)]), seed=0)
+        >>> envs = make_curriculum_vec("gymcurric/HazardGrid-v0", cur, num_envs=2)
+        >>> _, info = envs.reset(seed=0)
+        >>> info["_task_id"].tolist(), envs.task_ids.tolist() == info["task_id"].tolist()
+        ([True, True], True)
+        >>> for _ in range(300):
+        ...     _ = envs.step(envs.action_space.sample())
+        >>> envs.stats()["curriculum/updates"] > 0
+        True
+    """
+
+    def __init__(self, env: VectorEnv, curriculum: Any) -> None:
+        """Wrap ``env``, whose sub-envs are wrapped in the single-env ``CurriculumTask``.
+
+        Args:
+            env: the vector env.
+            curriculum: the curriculum the sub-envs use (its ``stats`` are exposed).
+        """
+        if not callable(getattr(curriculum, "stats", None)):
+            raise ConfigError(
+                "curriculum",
+                curriculum,
+                "expected a gymcurric Curriculum",
+                source="vector.CurriculumTask",
+            )
+        gym.utils.RecordConstructorArgs.__init__(
+            self, curriculum=curriculum, _disable_deepcopy=True
+        )
+        VectorWrapper.__init__(self, env)
+        self.curriculum = curriculum
+        self._mode = _autoreset_mode(env)
+        base = env.unwrapped
+        if isinstance(base, SyncVectorEnv):
+            for i, sub in enumerate(base.envs):
+                wrapper = _find_wrapper(sub)
+                if wrapper is None:
+                    raise self._unwrapped_error([i])
+                if wrapper.curriculum is not curriculum:
+                    raise ConfigError(
+                        "curriculum",
+                        curriculum,
+                        f"sub-env {i} is wrapped with another curriculum object",
+                        source="vector.CurriculumTask",
+                    )
+        self._current = np.full(self.num_envs, -1, dtype=np.int64)
+        self.task_ids: npt.NDArray[np.int64] = self._current.copy()
+        self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+
+    def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
+        return ConfigError(
+            "env",
+            self.env,
+            f"sub-envs {list(envs)} started an episode without info['task_id']:"
+            " wrap each sub-env in gymcurric.wrappers.CurriculumTask (e.g. gym.make_vec(..., "
+            "wrappers=[partial(CurriculumTask, curriculum=cur)]) or make_curriculum_vec)",
+            source="vector.CurriculumTask",
+        )
+
+    def _started(
+        self, infos: dict[str, Any], expected: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.bool_]:
+        """Mask of sub-envs that reported a new task; raises if an expected one did not."""
+        mask = np.asarray(infos.get("_task_id", np.zeros(self.num_envs, bool)), dtype=bool)
+        missing = expected & ~mask
+        if missing.any():
+            raise self._unwrapped_error(np.flatnonzero(missing).tolist())
+        return mask
+
+    def _record(self, infos: dict[str, Any], started: npt.NDArray[np.bool_]) -> None:
+        if started.any():
+            self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
+
+    def stats(self) -> dict[str, float]:
+        """The curriculum's flat ``curriculum/...`` statistics."""
+        return dict(self.curriculum.stats())
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the sub-envs (or those in ``options["reset_mask"]``); each draws its task."""
+        obs, infos = self.env.reset(seed=seed, options=options)
+        mask = None if options is None else options.get("reset_mask")
+        expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
+        self._record(infos, self._started(infos, expected))
+        self._prev_dones[expected] = False
+        self.task_ids = self._current.copy()
+        return obs, infos
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Step the sub-envs and track which task each transition belongs to."""
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        dones = np.logical_or(terminations, truncations)
+        if self._mode == AutoresetMode.NEXT_STEP:
+            self._record(infos, self._started(infos, self._prev_dones))
+            self.task_ids = self._current.copy()  # a reset step belongs to the new task
+        elif self._mode == AutoresetMode.SAME_STEP:
+            self.task_ids = self._current.copy()  # the final step belongs to the old task
+            self._record(infos, self._started(infos, dones))
+        else:
+            self.task_ids = self._current.copy()
+        self._prev_dones = dones
+        return obs, rewards, terminations, truncations, infos
+
+
+def make_curriculum_vec(
+    env_id: str | gym.envs.registration.EnvSpec,
+    curriculum: Any,
+    num_envs: int = 1,
+    *,
+    vectorization_mode: str = "sync",
+    vector_kwargs: dict[str, Any] | None = None,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    **env_kwargs: Any,
+) -> CurriculumTask:
+    """``gym.make_vec`` with every sub-env wrapped in ``CurriculumTask``, plus the vector twin.
+
+    Args:
+        env_id: the registered env id (or spec).
+        curriculum: the curriculum; for ``vectorization_mode="async"`` it must be on the
+            shared-memory backend.
+        num_envs: number of sub-envs.
+        vectorization_mode: ``"sync"`` or ``"async"``.
+        vector_kwargs: passed to the vector env (e.g. ``{"autoreset_mode": ...,
+            "context": "spawn"}``).
+        wrapper_kwargs: keyword arguments of the single-env ``CurriculumTask``
+            (``success_fn``, ``max_retries``, ...).
+        **env_kwargs: passed to the env constructor.
+    """
+    if vectorization_mode not in ("sync", "async"):
+        raise ConfigError(
+            "vectorization_mode",
+            vectorization_mode,
+            "expected 'sync' or 'async' (sub-envs must be wrapped one by one)",
+            source="make_curriculum_vec",
+        )
+    wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **(wrapper_kwargs or {}))
+    envs = gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs=vector_kwargs,
+        wrappers=[wrap],
+        **env_kwargs,
+    )
+    return CurriculumTask(envs, curriculum)
