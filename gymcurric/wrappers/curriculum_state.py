@@ -75,6 +75,8 @@ def env_task_ids(env: Any) -> list[int]:
     try:
         if isinstance(env, gym.Env):
             return [int(env.get_wrapper_attr("task_id"))]
+        if isinstance(env, gym.vector.VectorEnv):
+            env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
         _check_sb3(env)
         return [int(t) for t in env.get_attr("task_id")]
     except AttributeError as exc:
@@ -104,8 +106,8 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
             for i, tid in enumerate(ids):
                 env.env_method("set_wrapper_attr", "pending_task_id", tid, indices=[i])
         else:
-            env.get_attr("task_id")
-            env.set_attr("pending_task_id", ids)
+            env.unwrapped.get_attr("task_id")
+            env.unwrapped.set_attr("pending_task_id", ids)
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
 

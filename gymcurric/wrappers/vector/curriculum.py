@@ -149,8 +149,8 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-envs (or those in ``options["reset_mask"]``); each draws its task."""
+        mask = None if options is None else options.get("reset_mask")  # the env pops it
         obs, infos = self.env.reset(seed=seed, options=options)
-        mask = None if options is None else options.get("reset_mask")
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         self._record(infos, self._started(infos, expected))
         self._prev_dones[expected] = False
