@@ -2,7 +2,9 @@
 
 numpy + gymnasium only. The state is a small set of named numpy arrays
 (:mod:`gymcurric.tasks.state`) held by a backend (:mod:`gymcurric.tasks.backends`), so the same
-code can run on process-local arrays, on shared memory or behind a Ray actor.
+code can run on process-local arrays, on shared memory (``backend="shared"``,
+:mod:`gymcurric.tasks.shared_backend`: one state for every worker process) or behind a Ray
+actor.
 
 Example:
     >>> from gymcurric.tasks import BucketedTaskSpace, Curriculum, DualPool, Span
@@ -28,6 +30,7 @@ from gymcurric.tasks.scorers import (
     UniformScorer,
     reweight,
 )
+from gymcurric.tasks.shared_backend import SharedMemoryBackend
 from gymcurric.tasks.signals import SignalConfig
 from gymcurric.tasks.spaces import (
     BucketedTaskSpace,
@@ -55,6 +58,7 @@ __all__ = [
     "ReplacementPool",
     "Scorer",
     "SequentialScorer",
+    "SharedMemoryBackend",
     "SignalConfig",
     "Span",
     "Stage",

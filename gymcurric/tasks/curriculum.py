@@ -4,83 +4,65 @@ Per call: ``sample`` is an inverse-CDF lookup on a cached cumulative array (O(lo
 writes a few scalars into the episode's slot (O(1)). Every ``recompute_every`` accepted updates
 (default ``max(32, capacity // 32)``) the pool is maintained and the distribution recomputed in
 batched numpy (O(n)); nothing scans the pool per reset.
+
+Processes. With ``backend="shared"`` (:class:`~gymcurric.tasks.shared_backend.SharedMemoryBackend`)
+the state lives in one shared-memory segment and the curriculum can be pickled into worker
+processes (the env factory of ``AsyncVectorEnv`` / SB3's ``SubprocVecEnv``, any start method) or
+inherited by fork: every copy reads and writes the same arrays. ``update`` runs under the one
+lock, and whichever process crosses the recompute cadence recomputes under it; ``sample`` reads
+the cumulative arrays without the lock (a seqlock) with the process's own generator
+(:meth:`Curriculum.reseed`). Per-task sample counts are kept per process and added to the shared
+arrays at that process's next locked call. A copy arriving in a new process draws from a fresh
+unseeded generator until ``reseed`` is called, so that workers never repeat each other's stream.
+
+A process-local curriculum (the default backend) refuses ``sample``/``update`` once it finds
+itself in another process (unpickled there or inherited by fork): its copies would diverge
+silently. Pickling it within one process (``copy.deepcopy``, or a pickle round trip) gives an
+independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_dict`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from itertools import chain
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from gymcurric.errors import ConfigError, DataError, TaskError
-from gymcurric.tasks.backends import LocalBackend, StateBackend
+from gymcurric.errors import ConfigError, TaskError
+from gymcurric.tasks._membership import _Taken
+from gymcurric.tasks._processes import _CrossProcess, _make_backend, add_shared_fields
+from gymcurric.tasks.backends import _PID, StateBackend, watch_forks
+from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.scorers import Scorer
+from gymcurric.tasks.shared_backend import SharedMemoryBackend
 from gymcurric.tasks.signals import check_episode, record_episode
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
 __all__ = ["STATE_FORMAT", "Curriculum"]
 
-#: Format tag written into every state dict.
-STATE_FORMAT = "gymcurric.curriculum/1"
 
-
-class _Taken(Collection[int]):
-    """Keys that may not be drawn again: those in the pool plus those reported invalid."""
-
-    def __init__(self, live: dict[int, int], disabled: set[int]) -> None:
-        self._live, self._disabled = live, disabled
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._live or key in self._disabled
-
-    def __len__(self) -> int:
-        return len(self._live) + len(self._disabled)
-
-    def __iter__(self) -> Iterator[int]:
-        return chain(self._live, self._disabled)
-
-
-class _Ops:
-    """What pools may ask of the curriculum while maintaining themselves (``PoolOps``)."""
-
-    def __init__(self, cur: Curriculum) -> None:
-        self._cur = cur
-        self.rng = cur.rng
-
-    def replace(self, slot: int, label: int) -> bool:
-        return self._cur._replace(slot, label)
-
-    def fill_empty(self, label: int) -> bool:
-        return self._cur._fill_empty(label)
-
-
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(d, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in d.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: d}
-
-
-class Curriculum:
+class Curriculum(_CrossProcess):
     """Learning-progress task selection over a task space, with checkpointable array state.
 
     Args:
         space: where tasks come from (:mod:`gymcurric.tasks.spaces`).
         config: scorer, pool, signal, seed and cadence (default :class:`CurriculumConfig`).
-        backend: where the state arrays live (default :class:`LocalBackend`).
+        backend: where the state arrays live: ``"local"`` (default, :class:`LocalBackend`),
+            ``"shared"`` (a :class:`~gymcurric.tasks.shared_backend.SharedMemoryBackend` with
+            default settings) or a backend instance (one per curriculum).
         **overrides: fields of :class:`CurriculumConfig` replacing those of ``config``.
 
     Raises:
         ConfigError: a bad config value or a scorer/pool that does not fit the space.
         TaskError: the space's validator rejected every retry while filling the pool.
+
+    A shared curriculum is a context manager; :meth:`close` (or leaving the ``with`` block, or
+    garbage collection of the creating object) unlinks its segment. See the module docstring
+    for what happens when a curriculum crosses a process boundary.
 
     Example:
         >>> from gymcurric.tasks import FixedTaskSpace
@@ -96,7 +78,7 @@ class Curriculum:
         space: TaskSpace,
         config: CurriculumConfig | None = None,
         *,
-        backend: StateBackend | None = None,
+        backend: StateBackend | str | None = None,
         **overrides: Any,
     ) -> None:
         if not isinstance(space, TaskSpace):
@@ -115,103 +97,76 @@ class Curriculum:
         self._scorer, self._pool, self._signal = cfg.scorer, cfg.pool, cfg.signal
         capacity = self._pool.capacity_for(space)
         self._scorer.check(space, capacity, self._pool)
-        self._backend = backend if backend is not None else LocalBackend()
+        self._backend = _make_backend(backend)
+        sb = self._backend if isinstance(self._backend, SharedMemoryBackend) else None
+        self._sb, self._shared = sb, sb is not None
         layout = state_layout(capacity, self._pool.window_length)
-        self._st = CurriculumState(self._backend.allocate(layout))
-        self._lock = self._backend.lock()
-        self.rng = np.random.default_rng(cfg.seed)
-        self._slot_of: dict[int, int] = {}
-        self._seen_version = 0
-        self._disabled: set[int] = set()
-        self._taken = _Taken(self._slot_of, self._disabled)
-        self._mod = space.size if space.has_variants else 0
-        self._every = cfg.cadence(capacity)
-        self._hook = type(self._scorer).on_update is not Scorer.on_update
-        self._shared = self._backend.shared
-        with self._lock:
-            self._st.initialise()
-            self._pool.init(self._st)
-            self._fill(capacity)
-            self._recompute()
-
-    # ---------------------------------------------------------------- pool membership
-    def _fill(self, capacity: int) -> None:
-        n = self._pool.initial_slots(capacity)
-        if self.space.size == capacity == n:
-            for slot in range(n):  # every key of a finite space: slot i holds key i
-                self._put(slot, slot, EXPLORE)
-            return
-        for slot in range(n):
-            if not self._draw_into(slot, EXPLORE):
-                raise ConfigError("capacity", capacity, "more slots than tasks to fill them",
-                                  source="Curriculum")
-
-    def _put(self, slot: int, key: int, label: int) -> None:
-        self._st.clear_slot(slot, key, label)
-        if key >= 0:
-            self._slot_of[key] = slot
-        self._seen_version = int(self._st.counters[K.VERSION])
-
-    def _draw_into(self, slot: int, label: int) -> bool:
-        res = self.space.draw_key(self.rng, self._taken)
-        if res is None:
-            return False
-        key, rejected = res
-        self._st.counters[K.INVALID_GENERATED] += rejected
-        old = int(self._st.task_id[slot])
-        if old >= 0:
-            del self._slot_of[old]
-        self._put(slot, key, label)
-        return True
-
-    def _replace(self, slot: int, label: int) -> bool:
-        if self._draw_into(slot, label):
-            return True
-        self._st.pool[slot] = label
-        self._st.age[slot] = 0
-        return False
-
-    def _fill_empty(self, label: int) -> bool:
-        empty = np.flatnonzero(self._st.task_id < 0)
-        return bool(empty.size) and self._draw_into(int(empty[0]), label)
-
-    def _rebuild_map(self) -> None:
-        ids = self._st.task_id
-        live = np.flatnonzero(ids >= 0)
-        self._slot_of.clear()
-        self._slot_of.update(zip(ids[live].tolist(), live.tolist(), strict=True))
-        self._seen_version = int(self._st.counters[K.VERSION])
-
-    # ---------------------------------------------------------------- distribution
-    def _recompute(self) -> None:
-        st = self._st
-        active = st.pool >= 0
-        if not active.any():
-            raise TaskError("task", None, f"no valid task left in the {type(self.space).__name__}"
-                            f" ({len(self._disabled)} reported invalid)", source="Curriculum")
-        raw = self._scorer.raw(st, active, self._signal)
-        if self._pool.maintain(st, raw, _Ops(self)):
-            raw = self._scorer.raw(st, st.pool >= 0, self._signal)
-        self._pool.distribute(st, self._scorer, raw)
-        st.raw[:] = raw
-        c = st.counters
-        c[K.RECOMPUTES] += 1
-        c[K.SINCE_RECOMPUTE] = 0
-        c[K.DIRTY] = 0
+        if sb is not None:
+            add_shared_fields(layout, space, capacity)
+        arrays = self._backend.allocate(layout)
+        try:
+            watch_forks()
+            self._pid = _PID[0]
+            self._pend: list[tuple[int, int]] = []
+            self._epoch = 0
+            self._attach(arrays)
+            self.rng = np.random.default_rng(cfg.seed)
+            self._slot_of: dict[int, int] = {}
+            self._seen_version = 0
+            self._disabled: set[int] = set()
+            self._taken = _Taken(self._slot_of, self._disabled)
+            self._mod = (space.size or 0) if space.has_variants else 0
+            self._every = cfg.cadence(capacity)
+            self._hook = type(self._scorer).on_update is not Scorer.on_update
+            with self._lock:
+                self._st.initialise()
+                self._pool.init(self._st)
+                self._fill(capacity)
+                self._recompute()
+        except BaseException:
+            self._backend.close()  # a failed construction leaves no segment behind
+            raise
 
     def recompute(self) -> None:
         """Maintain the pool and recompute the distribution now (normally on the cadence)."""
         with self._lock:
+            self._enter("recompute")
             self._recompute()
 
     def invalidate(self) -> None:
         """Recompute before the next ``sample`` (after writing to the state from outside)."""
         with self._lock:
+            self._enter("invalidate")
             self._st.counters[K.DIRTY] = 1
 
-    # ---------------------------------------------------------------- public API
+    def reseed(self, seed: int) -> None:
+        """Reseed this process's sampling generator (to the stream of ``seed=seed``).
+
+        The env wrappers call it from ``reset(seed=...)``, so that each sub-env of a vector env
+        (seeded ``seed + i``) draws its own reproducible task stream from the shared
+        distribution. With a shared backend only this process's copy is affected.
+
+        Raises:
+            ConfigError: ``seed`` is not an int >= 0.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ConfigError("seed", seed, "expected an int >= 0", source="Curriculum.reseed")
+        if _PID[0] != self._pid:
+            self._moved("reseed")
+        self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
+
     def sample(self, k: int = 1) -> np.ndarray:
-        """Draw ``k`` task ids with replacement (int64 array of shape ``(k,)``)."""
+        """Draw ``k`` task ids with replacement (int64 array of shape ``(k,)``).
+
+        Raises:
+            ConfigError: ``k`` is not an int >= 1, or a process-local curriculum is used in
+                another process than the one it was built in.
+            WorkerError: the shared segment was closed, or a process died mid-write.
+        """
+        if _PID[0] != self._pid:
+            self._moved("sample")
+        if self._shared:
+            return self._sample_shared(k)
         st = self._st
         with self._lock:
             cnt = st.counters
@@ -255,13 +210,19 @@ class Curriculum:
 
         Raises:
             NonFiniteValueError: a NaN/inf return or cost.
-            ConfigError: a malformed id or value.
+            ConfigError: a malformed id or value, or a process-local curriculum used in another
+                process than the one it was built in.
+            WorkerError: the shared segment was closed, or a process died holding its lock.
 
         An episode of a task that has meanwhile left the pool is counted in
         ``curriculum/stale_updates`` and otherwise ignored.
         """
         r, s, c = check_episode(task_id, return_, success, cost)
+        if _PID[0] != self._pid:
+            self._moved("update")
         with self._lock:
+            if self._shared:
+                self._sync()
             self._update_one(task_id, r, s, c)
 
     def update_batch(self, task_ids: Sequence[int] | np.ndarray,
@@ -282,14 +243,13 @@ class Curriculum:
                               "task_ids, returns, successes and costs differ in length")
         checked = [check_episode(ids[i], rets[i], succ[i], cst[i]) for i in range(n)]
         with self._lock:
+            self._enter("update_batch")
             for tid, (r, s, c) in zip(ids, checked, strict=True):
                 self._update_one(tid, r, s, c)
 
     def _update_one(self, task_id: Any, r: float, s: float | None, c: float) -> None:
         st = self._st
         cnt = st.counters
-        if self._shared and cnt.item(K.VERSION) != self._seen_version:
-            self._rebuild_map()  # another process changed the pool
         if type(task_id) is not int:
             task_id = self.space.check_id(task_id)  # numpy ints; rejects floats, bools, str
         if self._mod:
@@ -316,37 +276,55 @@ class Curriculum:
         """
         key = self.space.key(self.space.check_id(task_id))
         with self._lock:
-            st = self._st
-            st.counters[K.INVALID_REPORTED] += 1
-            self._disabled.add(key)
-            slot = self._slot_of.get(key)
-            if slot is not None and (
-                st.pool[slot] == EXPLOIT or not self._draw_into(slot, EXPLORE)
-            ):
-                del self._slot_of[key]
-                self._put(slot, -1, EMPTY)
+            self._enter("mark_invalid")
+            sb = self._sb
+            opened = sb is not None and sb.publish_begin()
             try:
-                self._recompute()
-            except TaskError as exc:
-                raise TaskError("task_id", task_id, f"{exc.reason}; last refusal: {reason!r}",
-                                source="Curriculum.mark_invalid") from exc
+                st = self._st
+                st.counters[K.INVALID_REPORTED] += 1
+                if sb is not None and key not in self._disabled:
+                    self._share_disabled(key)
+                self._disabled.add(key)
+                slot = self._slot_of.get(key)
+                if slot is not None and (
+                    st.pool[slot] == EXPLOIT or not self._draw_into(slot, EXPLORE)
+                ):
+                    del self._slot_of[key]
+                    self._put(slot, -1, EMPTY)
+                try:
+                    self._recompute()
+                except TaskError as exc:
+                    raise TaskError("task_id", task_id, f"{exc.reason}; last refusal: "
+                                    f"{reason!r}", source="Curriculum.mark_invalid") from exc
+            finally:
+                if sb is not None:
+                    sb.publish_end(opened)
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, probabilities)`` of the live tasks at the last recompute."""
-        live = self._st.pool >= 0
-        return self._st.task_id[live].copy(), self._st.prob[live].copy()
+        with self._lock:
+            live = self._st.pool >= 0
+            return self._st.task_id[live].copy(), self._st.prob[live].copy()
 
     def stats(self) -> dict[str, float]:
         """Flat ``curriculum/...`` floats, ready for SB3's ``logger.record``."""
-        out = base_stats(self._st)
-        out.update(self._pool.stats(self._st))
-        out.update(self._scorer.stats(self._st))
+        with self._lock:
+            if self._shared:
+                self._enter("stats")
+            out = base_stats(self._st)
+            out.update(self._pool.stats(self._st))
+            out.update(self._scorer.stats(self._st))
         return out
 
     @property
     def state(self) -> CurriculumState:
         """The live state arrays (views; read them, do not write)."""
         return self._st
+
+    @property
+    def backend(self) -> StateBackend:
+        """Where the state arrays live."""
+        return self._backend
 
     # ---------------------------------------------------------------- checkpoints
     def config_spec(self) -> dict[str, Any]:
@@ -356,8 +334,14 @@ class Curriculum:
         return {"space": self.space.spec(), **cfg}
 
     def state_dict(self) -> dict[str, Any]:
-        """Copies of the arrays, the generator state, the disabled keys and the config spec."""
+        """Copies of the arrays, the generator state, the disabled keys and the config spec.
+
+        With a shared backend: the shared arrays (with this process's pending sample counts
+        added) and this process's generator.
+        """
         with self._lock:
+            if self._shared:
+                self._enter("state_dict")
             return {
                 "format": STATE_FORMAT,
                 "config": self.config_spec(),
@@ -367,40 +351,47 @@ class Curriculum:
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict`; sampling continues exactly where it stopped.
+        """Restore a :meth:`state_dict` (of either backend); sampling continues exactly.
+
+        With a shared backend the arrays are replaced for every process, the generator for this
+        one.
 
         Raises:
             DataError: the state dict is malformed or comes from another configuration
                 (the message lists the differing keys).
         """
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-            got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
-            raise DataError(f"not a curriculum state dict (format {got!r}, expected "
-                            f"{STATE_FORMAT!r})")
-        mine, theirs = _flatten(self.config_spec()), _flatten(state.get("config", {}))
-        diff = [f"{k}: saved {theirs.get(k, '<missing>')!r}, current {mine.get(k, '<missing>')!r}"
-                for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
-        if diff:
-            raise DataError("curriculum state dict comes from another configuration: "
-                            + "; ".join(diff))
-        arrays = state.get("arrays")
         own = self._st.arrays()
-        if not isinstance(arrays, Mapping) or set(arrays) != set(own):
-            raise DataError(f"curriculum state dict arrays {sorted(arrays or [])} != "
-                            f"expected {sorted(own)}")
-        for name, dst in own.items():
-            src = np.asarray(arrays[name])
-            if src.shape != dst.shape or src.dtype != dst.dtype:
-                raise DataError(f"curriculum state array {name!r}: saved {src.dtype}{src.shape}, "
-                                f"expected {dst.dtype}{dst.shape}")
+        arrays = check_state_dict(self.config_spec(), own, state)
         with self._lock:
-            for name, dst in own.items():
-                np.copyto(dst, arrays[name])
+            self._enter("load_state_dict")
+            sb = self._sb
+            opened = sb is not None and sb.publish_begin()
+            try:
+                for name, dst in own.items():
+                    np.copyto(dst, arrays[name])
+            finally:
+                if sb is not None:
+                    sb.publish_end(opened)
             self.rng.bit_generator.state = state["rng"]
             self._disabled.clear()
             self._disabled.update(int(k) for k in state.get("disabled", []))
+            if sb is not None:
+                self._share_all_disabled()
             self._rebuild_map()
 
+    # ---------------------------------------------------------------- lifetime
+    def __enter__(self) -> Curriculum:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Release the backend's memory."""
+        """Release the backend's memory.
+
+        Shared backend: the creating process unlinks the segment (attached copies only drop
+        their mapping) and this object can no longer be used. Process-local: nothing to do.
+        """
+        if self._sb is not None:
+            self._close_shared()
         self._backend.close()

@@ -1,0 +1,230 @@
+"""How a curriculum crosses process boundaries: attach, adopt a new process, pickle, close.
+
+Private to :mod:`gymcurric.tasks.curriculum` (see its module docstring for the behaviour):
+:class:`_CrossProcess` is a base of :class:`~gymcurric.tasks.Curriculum`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import numpy as np
+
+from gymcurric.errors import ConfigError, WorkerError
+from gymcurric.tasks import shared_backend as _sb
+from gymcurric.tasks._membership import _Membership, _Taken
+from gymcurric.tasks.backends import _PID, LocalBackend, StateBackend, watch_forks
+from gymcurric.tasks.shared_backend import CLOSED, SEQ, SharedMemoryBackend
+from gymcurric.tasks.spaces import TaskSpace
+from gymcurric.tasks.state import CurriculumState, FieldSpec, K
+
+#: Extra shared array (shared backend only): [number of disabled keys, epoch, keys...]. The
+#: epoch moves when the disabled keys or the whole state (load_state_dict) change, telling
+#: other processes to reload their caches.
+_XPROC = "_xproc"
+_XP_N, _XP_EPOCH, _XP_KEYS = 0, 1, 2
+#: Sample counts a process keeps before it takes the lock just to add them to the shared arrays.
+_PENDING_MAX = 1024
+
+
+def add_shared_fields(layout: dict[str, FieldSpec], space: TaskSpace, capacity: int) -> None:
+    """Add the cross-process array to a shared curriculum's layout (room for disabled keys)."""
+    room = space.size if space.size is not None else 4 * capacity + 64
+    layout[_XPROC] = FieldSpec(np.dtype(np.int64), (_XP_KEYS + room,))
+
+
+def _make_backend(backend: StateBackend | str | None) -> StateBackend:
+    if backend is None or (isinstance(backend, str) and backend == "local"):
+        return LocalBackend()
+    if isinstance(backend, str) and backend == "shared":
+        return SharedMemoryBackend()
+    if isinstance(backend, StateBackend):
+        return backend
+    raise ConfigError(
+        "backend", backend, "expected 'local', 'shared' or a StateBackend", source="Curriculum"
+    )
+
+
+class _Closed:
+    """Stands in for the arrays and lock of a closed shared curriculum: any use raises."""
+
+    def __init__(self, name: str | None) -> None:
+        self._name = name
+
+    def _raise(self) -> None:
+        raise WorkerError(
+            f"shared curriculum segment {self._name!r} was closed; this curriculum "
+            "can no longer be used"
+        )
+
+    def __getattr__(self, attr: str) -> Any:
+        self._raise()
+
+    def __enter__(self) -> None:
+        self._raise()
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _CrossProcess(_Membership):
+    """Per-process parts of a curriculum and the shared-backend paths of its public methods."""
+
+    _backend: StateBackend
+    _shared: bool
+    _pid: int
+    _pend: list[tuple[int, int]]
+    _epoch: int
+    _xp: np.ndarray
+    _hdr: np.ndarray
+    _mod: int
+
+    def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self._st = CurriculumState(arrays)
+        self._lock = self._backend.lock()
+        self._xp = arrays[_XPROC] if self._shared else np.zeros(0, dtype=np.int64)
+        self._hdr = self._sb.header if self._sb is not None else np.zeros(0, dtype=np.int64)
+
+    def _moved(self, what: str) -> None:
+        """This copy runs in a new process: refuse (process-local) or re-initialise (shared)."""
+        pid = _PID[0]
+        if not self._shared:
+            raise ConfigError(
+                "backend",
+                "local",
+                f"a process-local curriculum was copied into process {pid} "
+                f"(it was built in process {self._pid}); its samples and updates would "
+                "silently diverge from the other copies. Use backend='shared' to share one "
+                "curriculum between processes, or state_dict()/load_state_dict() to move its "
+                "state",
+                source=f"Curriculum.{what}",
+            )
+        self._pid = pid
+        self._pend = []  # counts taken before a fork belong to the parent
+        self._seen_version = self._epoch = -1
+        self.rng.bit_generator.state = np.random.PCG64().state  # unseeded until reseed()
+
+    def _enter(self, what: str) -> None:
+        """At the start of a locked section: check the process; bring caches up to date."""
+        if _PID[0] != self._pid:
+            self._moved(what)
+        if self._shared:
+            self._sync()
+
+    def _sync(self) -> None:
+        if self._pend:
+            self._flush()
+        xp = self._xp
+        if xp.item(_XP_EPOCH) != self._epoch:
+            self._epoch = xp.item(_XP_EPOCH)
+            self._disabled.clear()
+            self._disabled.update(xp[_XP_KEYS : _XP_KEYS + xp.item(_XP_N)].tolist())
+            self._rebuild_map()
+        elif self._st.counters.item(K.VERSION) != self._seen_version:
+            self._rebuild_map()  # another process changed the pool
+
+    def _flush(self) -> None:
+        st = self._st
+        ids, smp = st.task_id, st.samples
+        for slot, key in self._pend:
+            if ids.item(slot) == key:  # the slot may hold another task by now
+                smp[slot] = smp.item(slot) + 1
+        st.counters[K.SAMPLES] = st.counters.item(K.SAMPLES) + len(self._pend)
+        self._pend.clear()
+
+    def _share_disabled(self, key: int) -> None:
+        xp = self._xp
+        n = xp.item(_XP_N)
+        if n < xp.size - _XP_KEYS:  # full only for open-ended spaces, whose ids do not repeat
+            xp[_XP_KEYS + n] = key
+            xp[_XP_N] = n + 1
+        self._epoch = xp.item(_XP_EPOCH) + 1
+        xp[_XP_EPOCH] = self._epoch
+
+    def _share_all_disabled(self) -> None:
+        xp = self._xp
+        keys = sorted(self._disabled)[: xp.size - _XP_KEYS]
+        xp[_XP_KEYS : _XP_KEYS + len(keys)] = keys
+        xp[_XP_N] = len(keys)
+        self._epoch = xp.item(_XP_EPOCH) + 1
+        xp[_XP_EPOCH] = self._epoch
+
+    def _sample_shared(self, k: int) -> np.ndarray:
+        if k != 1 and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
+            raise ConfigError("k", k, "expected an int >= 1", source="Curriculum.sample")
+        st, hdr, pool, rng = self._st, self._hdr, self._pool, self.rng
+        cnt = st.counters
+        while True:
+            if not _sb.LOCK_FREE_READS:
+                with self._lock:
+                    self._enter("sample")
+                    if cnt.item(K.DIRTY):
+                        self._recompute()
+                    slots = pool.sample(st, rng, int(k)) if k != 1 else None
+                    slot = pool.sample_one(st, rng) if k == 1 else -1
+                    keys = st.task_id[slots] if slots is not None else None
+                    key = st.task_id.item(slot) if k == 1 else -1
+                break
+            seq = hdr.item(SEQ)
+            if seq & 1 or cnt.item(K.DIRTY) or hdr.item(CLOSED):
+                self._sample_wait()
+                continue
+            if k == 1:
+                slot = pool.sample_one(st, rng)
+                key = st.task_id.item(slot)
+            else:
+                slots = pool.sample(st, rng, int(k))
+                keys = st.task_id[slots]
+            if hdr.item(SEQ) == seq:  # nothing was published meanwhile
+                break
+        pend = self._pend
+        if k == 1:
+            pend.append((slot, key))
+            ids = np.array([key], dtype=np.int64)
+        else:
+            ids = cast(np.ndarray, keys)
+            pend.extend(zip(cast(np.ndarray, slots).tolist(), ids.tolist(), strict=True))
+        if len(pend) >= _PENDING_MAX:
+            with self._lock:
+                self._sync()
+        return self.space.expand(ids, rng) if self._mod else ids
+
+    def _sample_wait(self) -> None:
+        sb = cast(SharedMemoryBackend, self._sb)
+        if self._hdr.item(CLOSED):
+            sb._raise_closed()
+        if self._st.counters.item(K.DIRTY):
+            with self._lock:
+                self._enter("sample")
+                if self._st.counters.item(K.DIRTY):
+                    self._recompute()
+        else:
+            sb.wait_stable()
+
+    # ---------------------------------------------------------------- public API
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_pend"] = []
+        if self._shared:  # views and the lock guard are rebuilt by attaching, not copied
+            for key in ("_st", "_lock", "_taken", "_hdr", "_xp"):
+                del state[key]
+            state["_slot_of"] = {}
+            state["_seen_version"] = state["_epoch"] = -1
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        watch_forks()
+        if self._shared:
+            self._taken = _Taken(self._slot_of, self._disabled)
+            self._attach(cast(SharedMemoryBackend, self._sb).arrays())
+            if self._pid != _PID[0]:
+                self._moved("__setstate__")
+        # a process-local copy keeps the creator's pid: used in another process, it refuses
+
+    def _close_shared(self) -> None:
+        """Drop this process's views (so the mapping can go) and make any further use raise."""
+        closed = cast(Any, _Closed(cast(SharedMemoryBackend, self._sb).name))
+        self._st = self._lock = self._hdr = self._xp = closed
+        self._pend = []

@@ -1,0 +1,109 @@
+"""Worker functions for the shared-backend tests (a small module: spawn children import it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from gymcurric.tasks import Curriculum
+
+
+def _report(q: Any, fn: Any, *args: Any) -> None:
+    try:
+        q.put(("ok", fn(*args)))
+    except Exception as exc:  # sent back to the test, which asserts on it
+        q.put(("error", type(exc).__name__, str(exc)))
+
+
+def updates(cur: Curriculum, worker: int, n: int, n_tasks: int, q: Any) -> None:
+    """``n`` updates round-robin over the tasks, with samples in between; half use batches."""
+
+    def body() -> int:
+        cur.reseed(worker)
+        batch: list[int] = []
+        for i in range(n):
+            cur.sample(1 if i % 2 else 3)
+            tid = (worker + i) % n_tasks
+            if worker % 2:
+                batch.append(tid)
+                if len(batch) == 7 or i == n - 1:
+                    cur.update_batch(batch, [1.0] * len(batch), [bool(i % 3)] * len(batch))
+                    batch.clear()
+            else:
+                cur.update(tid, 1.0, success=bool(i % 3))
+        return n
+
+    _report(q, body)
+
+
+def sample_after(cur: Curriculum, seed: int | None, n: int, ready: Any, go: Any, q: Any) -> None:
+    """Signal ``ready``, wait for ``go``, then draw ``n`` ids (reseeded unless ``seed`` is None)."""
+
+    def body() -> list[int]:
+        if seed is not None:
+            cur.reseed(seed)
+        ready.set()
+        go.wait(30)
+        return [int(cur.sample()[0]) for _ in range(n)]
+
+    _report(q, body)
+
+
+def churn(cur: Curriculum, seed: int, q: Any, stop: Any = None) -> None:
+    """Sample and report outcomes until ``stop`` is set, or until killed."""
+    cur.reseed(seed)
+    q.put(("ok", os.getpid()))
+    i = 0
+    while stop is None or not stop.is_set():
+        tid = int(cur.sample()[0])
+        cur.update(tid, float(i % 2), success=bool(i % 2))
+        i += 1
+
+
+def die_holding_lock(cur: Curriculum, held: Any) -> None:
+    """Take the curriculum's write lock, set ``held`` and get killed while holding the lock."""
+    with cur._lock:
+        held.set()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def use_copy(cur: Curriculum, what: str, q: Any) -> None:
+    """Call ``sample`` or ``update`` on a curriculum that crossed into this process."""
+
+    def body() -> Any:
+        if what == "sample":
+            return cur.sample().tolist()
+        cur.update(0, 1.0)
+        return None
+
+    _report(q, body)
+
+
+def mark(cur: Curriculum, task_id: int, q: Any) -> None:
+    """Report ``task_id`` invalid from this process."""
+    _report(q, cur.mark_invalid, task_id, "refused by the env")
+
+
+def close_copy(cur: Curriculum, q: Any) -> None:
+    """Close an attached copy (must not unlink the segment)."""
+    _report(q, cur.close)
+
+
+def read_forever(cur: Curriculum, allowed: set[int], seconds: float, q: Any) -> None:
+    """Sample for ``seconds``; report ids outside ``allowed`` (torn reads) and the draw count."""
+
+    def body() -> tuple[int, list[int]]:
+        cur.reseed(0)
+        bad: list[int] = []
+        n = 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for tid in cur.sample(16).tolist():
+                if tid not in allowed:
+                    bad.append(tid)
+            n += 16
+        return n, bad[:20]
+
+    _report(q, body)

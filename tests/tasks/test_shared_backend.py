@@ -1,0 +1,370 @@
+import copy
+import gc
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from gymcurric.errors import ConfigError, TaskError, WorkerError
+from gymcurric.tasks import (
+    BucketedTaskSpace,
+    Curriculum,
+    FixedTaskSpace,
+    LearnabilityScorer,
+    OpenEndedPool,
+    SequentialScorer,
+    SharedMemoryBackend,
+    Span,
+    Stage,
+    StopCondition,
+)
+from gymcurric.tasks import shared_backend as sb_module
+from gymcurric.tasks.shared_backend import SEGMENT_PREFIX, segment_exists
+from gymcurric.tasks.state import K
+
+from . import shared_workers as w
+from .learners import run
+from .test_curriculum import _configs, _outcome
+
+METHODS = ["fork", "forkserver", "spawn"]
+
+
+def _fixed(n):
+    return FixedTaskSpace([{"i": i} for i in range(n)])
+
+
+def _shared(space, **kw):
+    return Curriculum(space, backend="shared", **kw)
+
+
+def _ours():
+    return {n for n in os.listdir("/dev/shm") if n.startswith(SEGMENT_PREFIX)}
+
+
+def _sem_path(cur):
+    return "/dev/shm/sem." + cur.backend._lock._semlock.name.lstrip("/")
+
+
+def _start(method, target, *args):
+    p = mp.get_context(method).Process(target=target, args=args, daemon=True)
+    p.start()
+    return p
+
+
+def _result(q, timeout=60):
+    msg = q.get(timeout=timeout)
+    if msg[0] == "error":
+        raise AssertionError(f"worker raised {msg[1]}: {msg[2]}")
+    return msg[1]
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_four_processes_updating_concurrently_lose_no_update(method):
+    n_tasks, n = 8, {"fork": 1500, "forkserver": 600, "spawn": 300}[method]
+    with _shared(_fixed(n_tasks), recompute_every=5, seed=0) as cur:
+        q = mp.get_context(method).Queue()
+        procs = [_start(method, w.updates, cur, i, n, n_tasks, q) for i in range(4)]
+        assert [_result(q) for _ in procs] == [n] * 4
+        for p in procs:
+            p.join(30)
+        expected = np.zeros(n_tasks, dtype=np.int64)
+        for i in range(4):
+            np.add.at(expected, (i + np.arange(n)) % n_tasks, 1)
+        assert cur.state.count.tolist() == expected.tolist()
+        stats = cur.stats()
+        assert stats["curriculum/updates"] == 4 * n
+        assert stats["curriculum/samples"] == 4 * n * 2  # 1 or 3 ids per draw, alternately
+        assert cur.state.samples.sum() == 4 * n * 2
+        assert stats["curriculum/recomputes"] >= 4 * n // 5
+
+
+def test_concurrent_evictions_keep_the_pool_consistent():
+    space = BucketedTaskSpace({"a": [Span(0, 1000)]}, seed=0)
+    with _shared(space, pool=OpenEndedPool(capacity=16, min_samples=2), recompute_every=3) as cur:
+        q, stop = mp.get_context("fork").Queue(), mp.get_context("fork").Event()
+        procs = [_start("fork", w.churn, cur, i, q, stop) for i in range(3)]
+        [_result(q) for _ in procs]
+        time.sleep(1.0)
+        stop.set()
+        for p in procs:
+            p.join(10)
+            assert p.exitcode == 0
+        ids = cur.state.task_id
+        assert len(set(ids.tolist())) == 16 and (ids >= 0).all()  # no duplicates, no holes
+        c = cur.state.counters
+        assert c[K.EVICTIONS] > 10
+        run(cur, _outcome, 200)  # the parent's caches follow the other processes' changes
+        assert len(set(cur.state.task_id.tolist())) == 16
+
+
+def test_workers_sample_the_distribution_the_parent_shapes():
+    scorer = LearnabilityScorer(min_samples=1, cold_value=0.0, top_k=1)
+    with _shared(_fixed(6), scorer=scorer, recompute_every=1) as cur:
+        ctx = mp.get_context("forkserver")
+        q, go = ctx.Queue(), ctx.Event()
+        ready = [ctx.Event() for _ in range(2)]
+        procs = [
+            _start("forkserver", w.sample_after, cur, i, 50, ready[i], go, q) for i in range(2)
+        ]
+        for r in ready:
+            assert r.wait(60)
+        for i in range(20):  # task 3 is learnable (p = 0.5); the others are solved
+            cur.update(3, 1.0, success=bool(i % 2))
+            cur.update(i % 6 if i % 6 != 3 else 0, 1.0, success=True)
+        assert dict(zip(*cur.probabilities(), strict=True))[3] == 1.0
+        go.set()
+        assert [_result(q) for _ in procs] == [[3] * 50] * 2
+        for p in procs:
+            p.join(30)
+
+
+def test_a_worker_marking_a_task_invalid_disables_it_everywhere():
+    pool = OpenEndedPool(capacity=3, min_samples=1, evict_quantile=1.0)
+    with _shared(_fixed(6), pool=pool, recompute_every=1, seed=1) as cur:
+        bad = int(cur.state.task_id[0])
+        q = mp.get_context("fork").Queue()
+        _start("fork", w.mark, cur, bad, q).join(30)
+        _result(q)
+        seq = run(cur, _outcome, 300)  # one eviction + refill per episode
+        assert bad not in seq and cur.stats()["curriculum/evictions"] > 100
+        assert cur.state_dict()["disabled"] == [bad]
+
+
+def test_lock_free_reads_never_return_a_torn_distribution():
+    n = 20_000  # stage 0 samples slot 0 only, stage 1 slot n-1 only
+    scorer = SequentialScorer((Stage((0,), StopCondition(min_episodes=1)), Stage((n - 1,))))
+    with _shared(_fixed(n), scorer=scorer) as cur:
+        first = cur.state_dict()
+        cur.update(0, 1.0, success=True)
+        second = cur.state_dict()
+        q = mp.get_context("fork").Queue()
+        proc = _start("fork", w.read_forever, cur, {0, n - 1}, 1.5, q)
+        end = time.monotonic() + 1.5
+        flips = 0
+        while time.monotonic() < end:  # every load rewrites the cumulative arrays
+            cur.load_state_dict(first if flips % 2 else second)
+            flips += 1
+        draws, bad = _result(q)
+        proc.join(10)
+        assert bad == [] and draws > 1000 and flips > 100
+
+
+# ---------------------------------------------------------------- lifetime
+
+
+def test_no_segment_left_after_close_gc_context_manager_or_failed_construction():
+    cur = _shared(_fixed(4))
+    name, sem = cur.backend.name, _sem_path(cur)
+    assert segment_exists(name) and os.path.exists(sem)
+    cur.close()
+    assert not segment_exists(name) and not os.path.exists(sem)
+    cur.close()  # idempotent
+
+    cur = _shared(_fixed(4))
+    name, sem = cur.backend.name, _sem_path(cur)
+    del cur
+    gc.collect()
+    assert not segment_exists(name) and not os.path.exists(sem)
+
+    with _shared(_fixed(4)) as cur:
+        name = cur.backend.name
+    assert not segment_exists(name)
+
+    before = _ours()
+    space = BucketedTaskSpace({"a": [Span(0, 9)]}, validator=lambda t: False, max_retries=2)
+    with pytest.raises(TaskError):
+        _shared(space, pool=OpenEndedPool(capacity=3))
+    assert _ours() == before
+
+
+def test_creator_exiting_without_close_unlinks_its_segment():
+    code = (
+        "from gymcurric.tasks import Curriculum, FixedTaskSpace\n"
+        "cur = Curriculum(FixedTaskSpace([{'i': 0}]), backend='shared')\n"
+        "print(cur.backend.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().startswith(SEGMENT_PREFIX)
+    assert not segment_exists(out.stdout.strip())
+    assert "leaked" not in out.stderr
+
+
+def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unlink():
+    cur = _shared(_fixed(10), recompute_every=3)
+    name, sem = cur.backend.name, _sem_path(cur)
+    q = mp.get_context("forkserver").Queue()
+    procs = [_start("forkserver", w.churn, cur, i, q) for i in range(2)]
+    [_result(q) for _ in procs]
+    time.sleep(0.3)
+    os.kill(procs[0].pid, signal.SIGKILL)
+    procs[0].join(10)
+    assert procs[0].exitcode == -signal.SIGKILL
+    # (the other worker raises WorkerError if the kill landed while the lock was held)
+    procs[1].kill()
+    procs[1].join(10)
+    assert segment_exists(name)
+    _start("fork", w.close_copy, cur, q).join(30)
+    _result(q)
+    assert segment_exists(name)  # an attached copy only drops its mapping
+    cur.close()
+    assert not segment_exists(name) and not os.path.exists(sem)
+
+
+def test_a_process_dying_while_holding_the_lock_is_reported(monkeypatch):
+    monkeypatch.setattr(sb_module, "POLL_S", 0.1)
+    with _shared(_fixed(3)) as cur:
+        held = mp.get_context("fork").Event()
+        proc = _start("fork", w.die_holding_lock, cur, held)
+        assert held.wait(30)
+        pid = proc.pid
+        proc.join(10)
+        with pytest.raises(
+            WorkerError,
+            match=rf"process {pid} died while holding the lock of "
+            rf"shared curriculum segment '{cur.backend.name}'",
+        ):
+            cur.update(0, 1.0)
+
+
+def test_importing_allocates_nothing():
+    # Any shared memory or named semaphore made through multiprocessing starts the tracker.
+    code = (
+        "import multiprocessing.resource_tracker as rt\n"
+        "import gymcurric, gymcurric.tasks as t\n"
+        "print(rt._resource_tracker._fd is None)\n"
+        "t.Curriculum(t.FixedTaskSpace([{'i': 0}])).sample()\n"
+        "print(rt._resource_tracker._fd is None)"
+    )
+    before = _ours()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]  # nothing at import, nothing for local
+    assert _ours() == before
+
+
+# ---------------------------------------------------------------- determinism and equivalence
+
+
+def _streams(seeds, n=40):
+    with _shared(_fixed(50), seed=0) as cur:
+        ctx = mp.get_context("fork")
+        q, go = ctx.Queue(), ctx.Event()
+        out = []
+        for seed in seeds:  # one at a time: results in seed order
+            ready = ctx.Event()
+            proc = _start("fork", w.sample_after, cur, seed, n, ready, go, q)
+            ready.wait(30)
+            go.set()
+            out.append(_result(q))
+            proc.join(30)
+        return out
+
+
+def test_same_seeds_give_the_same_per_worker_streams_and_unseeded_workers_differ():
+    a, b = _streams([10, 11, 12]), _streams([10, 11, 12])
+    assert a == b
+    assert len({tuple(s) for s in a}) == 3
+    unseeded = _streams([None, None])
+    assert unseeded[0] != unseeded[1]  # not the inherited generator, repeated
+
+
+@pytest.mark.parametrize("lock_free", [True, False], ids=["seqlock", "locked-reads"])
+@pytest.mark.parametrize("name", list(_configs()))
+def test_shared_backend_gives_the_local_sequence_and_resumes_across_backends(
+    name, lock_free, monkeypatch
+):
+    monkeypatch.setattr(sb_module, "LOCK_FREE_READS", lock_free)
+    make_space, cfg = _configs()[name]
+    reference = run(Curriculum(make_space(), cfg, seed=5), _outcome, 1500)
+    with Curriculum(make_space(), cfg, seed=5, backend="shared") as shared:
+        head = run(shared, _outcome, 700)
+        assert head == reference[:700]
+        saved = shared.state_dict()
+        local = Curriculum(make_space(), cfg, seed=1)
+        local.load_state_dict(pickle.loads(pickle.dumps(saved)))
+        assert run(local, _outcome, 800, start=700) == reference[700:]
+        back = local.state_dict()
+    with Curriculum(make_space(), cfg, seed=2, backend="shared") as shared:
+        shared.load_state_dict(saved)
+        assert run(shared, _outcome, 800, start=700) == reference[700:]
+        for key, arr in shared.state_dict()["arrays"].items():
+            assert np.array_equal(arr, back["arrays"][key]), key
+
+
+def test_reseed_gives_the_stream_of_that_seed_and_rejects_bad_seeds():
+    a, b = Curriculum(_fixed(30), seed=7), Curriculum(_fixed(30), seed=0)
+    b.reseed(7)
+    assert a.sample(20).tolist() == b.sample(20).tolist()
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ConfigError, match="seed"):
+            b.reseed(bad)
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_a_local_curriculum_refuses_to_run_in_another_process(method):
+    cur = Curriculum(_fixed(3), seed=0)
+    q = mp.get_context(method).Queue()
+    for what in ("sample", "update"):
+        _start(method, w.use_copy, cur, what, q).join(60)
+        kind, name, msg = q.get(timeout=10)
+        assert (kind, name) == ("error", "ConfigError")
+        assert "process-local curriculum was copied into process" in msg
+        assert "backend='shared'" in msg
+    copy_ = pickle.loads(pickle.dumps(cur))  # same process: an independent copy, allowed
+    assert copy_.sample(5).tolist() == cur.sample(5).tolist()
+    copy_.update(0, 1.0)
+    assert cur.stats()["curriculum/updates"] == 0.0
+
+
+def test_bad_backend_arguments_are_config_errors():
+    with pytest.raises(ConfigError, match=r"'context'.*threads"):
+        SharedMemoryBackend(context="threads")
+    with pytest.raises(ConfigError, match="lock_timeout"):
+        SharedMemoryBackend(lock_timeout=0)
+    with pytest.raises(ConfigError, match="'backend'"):
+        Curriculum(_fixed(2), backend="gpu")
+    backend = SharedMemoryBackend()
+    with (
+        Curriculum(_fixed(2), backend=backend),
+        pytest.raises(ConfigError, match="one backend per Curriculum"),
+    ):
+        Curriculum(_fixed(2), backend=backend)
+
+
+def test_pickling_outside_a_process_start_or_into_spawn_with_a_fork_lock_is_explained():
+    with (
+        _shared(_fixed(2)) as cur,
+        pytest.raises(ConfigError, match="only while a worker process is being started"),
+    ):
+        pickle.dumps(cur)
+    with Curriculum(_fixed(2), backend=SharedMemoryBackend(context="fork")) as cur:
+        proc = mp.get_context("spawn").Process(target=w.use_copy, args=(cur, "sample", None))
+        with pytest.raises(ConfigError, match="made for fork workers"):
+            proc.start()
+
+
+def test_closed_or_unlinked_segments_raise_worker_errors_naming_them():
+    cur = _shared(_fixed(3))
+    name = cur.backend.name
+    handle = copy.deepcopy(cur)  # an attached handle in this process
+    assert handle.backend.name == name and not handle.backend.is_creator
+    handle.update(1, 1.0)
+    assert cur.state.count[1] == 1
+    cur.close()
+    for call in (cur.sample, handle.sample, lambda: handle.update(0, 1.0)):
+        with pytest.raises(WorkerError, match=name):
+            call()
+    with pytest.raises(WorkerError, match=rf"segment '{name}' does not exist any more"):
+        copy.deepcopy(handle.backend)
+    handle.close()
