@@ -6,6 +6,7 @@ Private to :mod:`gymcurric.tasks.curriculum` (see its module docstring for the b
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -150,45 +151,40 @@ class _CrossProcess(_Membership):
         self._epoch = xp.item(_XP_EPOCH) + 1
         xp[_XP_EPOCH] = self._epoch
 
+    def _draw(self, k: int) -> tuple[list[int], np.ndarray]:
+        st = self._st
+        if k == 1:
+            slot = self._pool.sample_one(st, self.rng)
+            return [slot], st.task_id[slot : slot + 1].copy()
+        slots = self._pool.sample(st, self.rng, k)
+        return slots.tolist(), st.task_id[slots]
+
     def _sample_shared(self, k: int) -> np.ndarray:
         if k != 1 and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
             raise ConfigError("k", k, "expected an int >= 1", source="Curriculum.sample")
-        st, hdr, pool, rng = self._st, self._hdr, self._pool, self.rng
-        cnt = st.counters
+        k = int(k)
+        hdr, cnt = self._hdr, self._st.counters
         while True:
-            if not _sb.LOCK_FREE_READS:
+            if not _sb.LOCK_FREE_READS:  # weakly ordered memory: read under the lock
                 with self._lock:
                     self._enter("sample")
                     if cnt.item(K.DIRTY):
                         self._recompute()
-                    slots = pool.sample(st, rng, int(k)) if k != 1 else None
-                    slot = pool.sample_one(st, rng) if k == 1 else -1
-                    keys = st.task_id[slots] if slots is not None else None
-                    key = st.task_id.item(slot) if k == 1 else -1
+                    slots, ids = self._draw(k)
                 break
             seq = hdr.item(SEQ)
             if seq & 1 or cnt.item(K.DIRTY) or hdr.item(CLOSED):
                 self._sample_wait()
                 continue
-            if k == 1:
-                slot = pool.sample_one(st, rng)
-                key = st.task_id.item(slot)
-            else:
-                slots = pool.sample(st, rng, int(k))
-                keys = st.task_id[slots]
-            if hdr.item(SEQ) == seq:  # nothing was published meanwhile
+            slots, ids = self._draw(k)
+            if hdr.item(SEQ) == seq:  # nothing was published meanwhile: a consistent read
                 break
         pend = self._pend
-        if k == 1:
-            pend.append((slot, key))
-            ids = np.array([key], dtype=np.int64)
-        else:
-            ids = cast(np.ndarray, keys)
-            pend.extend(zip(cast(np.ndarray, slots).tolist(), ids.tolist(), strict=True))
+        pend.extend(zip(slots, ids.tolist(), strict=True))
         if len(pend) >= _PENDING_MAX:
             with self._lock:
-                self._sync()
-        return self.space.expand(ids, rng) if self._mod else ids
+                self._enter("sample")
+        return self.space.expand(ids, self.rng) if self._mod else ids
 
     def _sample_wait(self) -> None:
         sb = cast(SharedMemoryBackend, self._sb)
@@ -202,7 +198,7 @@ class _CrossProcess(_Membership):
         else:
             sb.wait_stable()
 
-    # ---------------------------------------------------------------- public API
+    # ---------------------------------------------------------------- pickling, closing
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_pend"] = []
@@ -225,6 +221,10 @@ class _CrossProcess(_Membership):
 
     def _close_shared(self) -> None:
         """Drop this process's views (so the mapping can go) and make any further use raise."""
+        sb = cast(SharedMemoryBackend, self._sb)
+        if self._pend and _PID[0] == self._pid and not sb.closed:
+            with contextlib.suppress(WorkerError), self._lock:
+                self._flush()  # this process's sample counts
         closed = cast(Any, _Closed(cast(SharedMemoryBackend, self._sb).name))
         self._st = self._lock = self._hdr = self._xp = closed
         self._pend = []

@@ -86,9 +86,15 @@ def mark(cur: Curriculum, task_id: int, q: Any) -> None:
     _report(q, cur.mark_invalid, task_id, "refused by the env")
 
 
-def close_copy(cur: Curriculum, q: Any) -> None:
-    """Close an attached copy (must not unlink the segment)."""
-    _report(q, cur.close)
+def close_copy(cur: Curriculum, q: Any, samples: int = 0) -> None:
+    """Draw ``samples`` ids, then close this attached copy (which must not unlink the segment)."""
+
+    def body() -> None:
+        for _ in range(samples):
+            cur.sample()
+        cur.close()
+
+    _report(q, body)
 
 
 def read_forever(cur: Curriculum, allowed: set[int], seconds: float, q: Any) -> None:

@@ -219,6 +219,14 @@ def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unli
     assert not segment_exists(name) and not os.path.exists(sem)
 
 
+def test_an_attached_copy_adds_its_sample_counts_when_it_closes():
+    with _shared(_fixed(4)) as cur:
+        q = mp.get_context("fork").Queue()
+        _start("fork", w.close_copy, cur, q, 7).join(30)
+        _result(q)
+        assert cur.stats()["curriculum/samples"] == 7 == cur.state.samples.sum()
+
+
 def test_a_process_dying_while_holding_the_lock_is_reported(monkeypatch):
     monkeypatch.setattr(sb_module, "POLL_S", 0.1)
     with _shared(_fixed(3)) as cur:
