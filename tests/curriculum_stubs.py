@@ -6,10 +6,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pytest
 
-from gymcurric.errors import ConfigError, TaskError
-from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.errors import TaskError
+from gymcurric.tasks import FixedTaskSpace
 
 #: Every task a TaskStubEnv has been reset with, in this process: (env name, task).
 RESETS: list[tuple[str, dict[str, Any]]] = []
@@ -87,11 +86,3 @@ def make_wrapped(curriculum: Any, name: str = "env", **wrapper_kwargs: Any) -> g
 
 def make_stub(name: str = "env") -> gym.Env:
     return TaskStubEnv(name)
-
-
-def shared_curriculum(space: Any, **kwargs: Any) -> Curriculum:
-    """A curriculum on the shared-memory backend; xfails the test while that backend is pending."""
-    try:
-        return Curriculum(space, backend="shared", **kwargs)
-    except (TypeError, AttributeError, ConfigError) as exc:
-        pytest.xfail(f"shared backend pending ({type(exc).__name__}: {exc})")

@@ -361,7 +361,13 @@ class CurriculumTask(
             raise
 
     def close(self) -> None:
-        """Close the env and every cached factory env."""
+        """Close the env, every cached factory env and an attached shared-curriculum copy.
+
+        The curriculum is closed only when it is a copy of a shared curriculum that another
+        process created (this is a worker of a ``SubprocVecEnv``/``AsyncVectorEnv``): closing
+        it adds this process's pending sample counts to the shared state. The curriculum you
+        created is never closed by the wrapper.
+        """
         envs = {
             id(e): e for e in (*self._cache.values(), self._template, self.env) if e is not None
         }
@@ -369,6 +375,9 @@ class CurriculumTask(
         self._template = None
         for env in envs.values():
             env.close()
+        backend = getattr(self.curriculum, "backend", None)
+        if getattr(backend, "is_creator", True) is False and not getattr(backend, "closed", 1):
+            self.curriculum.close()
 
 
 class _SpaceMismatch(ConfigError):

@@ -24,7 +24,7 @@ from gymcurric.integrations.sb3 import (
 )
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers import CurriculumTask, env_task_ids
-from tests.curriculum_stubs import RESETS, TaskStubEnv, make_wrapped, shared_curriculum
+from tests.curriculum_stubs import RESETS, TaskStubEnv, make_wrapped
 
 pytestmark = pytest.mark.sb3
 
@@ -138,7 +138,7 @@ def test_saving_with_unwrapped_envs_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
 def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
-    cur = shared_curriculum(SPACE, seed=0)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
     venv = venv_for(cur, "S", cls=SubprocVecEnv, start_method=start_method)
     try:
         callback = CurriculumCallback(cur, save_path=tmp_path, save_freq=8)
@@ -146,6 +146,8 @@ def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
         assert cur.stats()["curriculum/updates"] == 32 / 4  # every worker's episodes count
         state = load_curriculum_state(callback.saved[-1])
         assert len(state["env_task_ids"]) == 2
+        venv.close()  # the workers' copies add their sample counts as they close
+        assert cur.stats()["curriculum/samples"] == 2 + 32 / 4  # first resets + autoresets
     finally:
         venv.close()
         cur.close()

@@ -186,9 +186,9 @@ def test_seeded_resets_give_the_same_task_stream():
         return out
 
     assert stream(0) == stream(0)
-    if hasattr(Curriculum, "reseed"):  # the curriculum's generator follows reset(seed=...)
-        assert stream(0, cur_seed=3) == stream(0, cur_seed=4)
-        assert stream(0) != stream(1)
+    # the curriculum's generator follows reset(seed=...)
+    assert stream(0, cur_seed=3) == stream(0, cur_seed=4)
+    assert stream(0) != stream(1)
 
 
 def test_records_all_constructor_arguments():
