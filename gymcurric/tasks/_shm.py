@@ -1,7 +1,7 @@
 """Low-level shared-memory helpers of :mod:`gymcurric.tasks.shared_backend`.
 
-A ``SharedMemory`` that never unmaps under live numpy views, attaching without re-registering
-with the resource tracker, the creator's unlink-on-finalize, and a liveness probe for pids.
+A ``SharedMemory`` that never unmaps under live numpy views, attaching without owning the
+segment, the creator's unlink-on-finalize, and a liveness probe for pids.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ class _Segment(SharedMemory):
 
 
 def _open(name: str) -> _Segment:
+    """Attach to ``name`` without taking part in its unlinking.
+
+    Python >= 3.13: ``track=False``. Before, attaching registers the name with the resource
+    tracker again; workers share their parent's tracker, whose registry is a set, so this is a
+    no-op there (unregistering would instead drop the creator's registration, the crash-time
+    cleanup).
+    """
     if sys.version_info >= (3, 13):
         return _Segment(name=name, track=False)  # type: ignore[call-arg,unused-ignore]
     return _Segment(name=name)

@@ -23,18 +23,13 @@ Design:
 * **Seqlock.** Writes that change what ``sample`` reads (pool membership, the cumulative
   arrays, their totals) are bracketed by :meth:`publish_begin` / :meth:`publish_end`, which make
   the header's sequence odd, then even. A reader notes an even sequence, reads, and retries if
-  the sequence moved, so ``sample`` takes no lock. This relies on the processor keeping stores
-  and loads in program order, which x86-64 guarantees; elsewhere (ARM) ``sample`` takes the lock
-  (:data:`LOCK_FREE_READS`).
+  the sequence moved, so ``sample`` takes no lock. This relies on stores and loads each staying
+  in program order (x86's TSO); elsewhere (ARM) ``sample`` takes the lock (``LOCK_FREE_READS``).
 * **Lifetime.** Only the creating process unlinks the segment: :meth:`close`, or a
-  ``weakref.finalize`` when the backend is garbage collected or the interpreter exits. Attached
-  copies only drop their mapping, so a worker that dies (even by SIGKILL) leaks nothing. The
-  creator's registration with multiprocessing's resource tracker remains the last resort if the
-  creator itself is killed. Attached copies do not register (``track=False`` on Python >= 3.13;
-  before that, attaching re-registers the same name with the tracker the workers share with
-  their parent, which is a no-op in its set; unregistering there would drop the creator's
-  registration). The mapping is never unmapped explicitly while numpy views of it may live (a
-  segfault on their next access): it goes when the last view does.
+  ``weakref.finalize`` when the backend is garbage collected or the interpreter exits; the
+  resource tracker is the last resort if the creator itself is killed. Attached copies only
+  drop their mapping, so a worker that dies (even by SIGKILL) leaks nothing. A mapping is never
+  unmapped under live numpy views (see :mod:`gymcurric.tasks._shm`).
 * **Failures are named.** A process that dies holding the lock, a segment closed by its creator,
   or one that no longer exists raise :class:`~gymcurric.errors.WorkerError` naming the segment.
 """
@@ -384,7 +379,13 @@ class SharedMemoryBackend(StateBackend):
                 f"shared curriculum segment {self.name!r} does not exist any more: "
                 f"its creator (process {self._creator}) closed it or exited"
             ) from None
-        need = max((off for _, _, off in self._layout.values()), default=_HEADER_BYTES)
+        need = max(
+            (
+                off + np.dtype(dt).itemsize * int(np.prod(shape))
+                for dt, shape, off in self._layout.values()
+            ),
+            default=_HEADER_BYTES,
+        )
         if seg.size < need:
             seg.close()
             raise ConfigError(
