@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+_NO_VALUE: Any = object()
+
+
 class GymcurricError(Exception):
     """Base class of every error gymcurric raises on purpose."""
 
@@ -46,9 +49,23 @@ class ConfigError(GymcurricError, ValueError):
         value: the value received.
         reason: what is wrong with it / what is expected.
         source: where it came from (a file path, ``"reset(options)"``, a class name), optional.
+
+    ``ConfigError(other_error)`` or ``ConfigError("message")`` with a single argument also work:
+    Gymnasium's ``AsyncVectorEnv`` re-raises a worker's error as ``type(error)(error)``, and the
+    fields of the original survive that.
     """
 
-    def __init__(self, key: str, value: Any, reason: str, *, source: str | None = None) -> None:
+    def __init__(
+        self, key: Any, value: Any = _NO_VALUE, reason: str = "", *, source: str | None = None
+    ) -> None:
+        if value is _NO_VALUE:
+            original = key if isinstance(key, ConfigError) else None
+            self.key = original.key if original else None
+            self.value = original.value if original else None
+            self.reason = original.reason if original else str(key)
+            self.source = original.source if original else source
+            super().__init__(str(key))
+            return
         self.key = key
         self.value = value
         self.reason = reason
@@ -58,6 +75,8 @@ class ConfigError(GymcurricError, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Exceptions cross process boundaries (AsyncVectorEnv, SubprocVecEnv): keep the fields.
+        if self.key is None:
+            return (type(self), (str(self),))
         return (_rebuild_config_error, (type(self), self.key, self.value, self.reason, self.source))
 
 

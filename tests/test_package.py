@@ -37,3 +37,18 @@ def test_missing_extra_names_the_extra(monkeypatch):
 def test_builtin_ids_registered():
     assert "gymcurric/HazardNav-v0" in gym.registry
     assert "gymcurric/HazardGrid-v0" in gym.registry
+
+
+def test_config_error_survives_async_vector_env_reraise():
+    import pickle
+
+    from gymcurric.errors import ConfigError, TaskError
+
+    err = TaskError("num_hazards", -1, "must be >= 0", source="reset(options)")
+    # what AsyncVectorEnv does: pickle the instance through a queue, then type(err)(err)
+    reraised = type(err)(pickle.loads(pickle.dumps(err)))
+    assert isinstance(reraised, TaskError)
+    assert str(reraised) == str(err)
+    assert (reraised.key, reraised.value, reraised.source) == ("num_hazards", -1, "reset(options)")
+    plain = ConfigError("just a message")
+    assert str(pickle.loads(pickle.dumps(plain))) == "just a message"
