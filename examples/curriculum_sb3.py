@@ -17,18 +17,26 @@ import argparse
 import time
 
 import numpy as np
-from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import CheckpointCallback
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import gymcurric  # noqa: F401  (registers gymcurric/HazardGrid-v0)
-from gymcurric.integrations.sb3 import CurriculumCallback, EpisodeCostCallback, VecCostMonitor
 from gymcurric.tasks import BucketedTaskSpace, Curriculum, DualPool, Span
 from gymcurric.wrappers import CurriculumTask
 
 
 def main() -> None:
+    # SubprocVecEnv workers re-import this file (forkserver/spawn): importing SB3 (and so
+    # torch) here rather than at the top keeps their start-up to gymcurric + gymnasium.
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import CheckpointCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from gymcurric.integrations.sb3 import (
+        CurriculumCallback,
+        EpisodeCostCallback,
+        VecCostMonitor,
+    )
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30_000, help="total env steps")
     parser.add_argument("--num-envs", type=int, default=4)
