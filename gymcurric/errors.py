@@ -55,6 +55,11 @@ class ConfigError(GymcurricError, ValueError):
     fields of the original survive that.
     """
 
+    key: Any
+    value: Any
+    reason: str
+    source: str | None
+
     def __init__(
         self, key: Any, value: Any = _NO_VALUE, reason: str = "", *, source: str | None = None
     ) -> None:
