@@ -31,7 +31,14 @@ from gymcurric.tasks import (
     FixedTaskSpace,
     Span,
 )
-from gymcurric.wrappers import AnnotateCost, EmitCostTuple, RecordEpisodeStatisticsWithCost
+from gymcurric.wrappers import (
+    AnnotateCost,
+    CurriculumTask,
+    EmitCostTuple,
+    RecordEpisodeStatisticsWithCost,
+    load_curriculum_state,
+    save_curriculum_state,
+)
 
 __version__ = "0.1.0"
 
@@ -43,6 +50,9 @@ __all__ = [
     "CurriculumConfig",
     "FixedTaskSpace",
     "Span",
+    "CurriculumTask",
+    "load_curriculum_state",
+    "save_curriculum_state",
     # cost annotation (gymcurric.wrappers)
     "AnnotateCost",
     "EmitCostTuple",

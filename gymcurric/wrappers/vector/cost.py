@@ -24,21 +24,13 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard, NonFinitePolicy
+from gymcurric.wrappers.vector._common import autoreset_mode
 
 __all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
 
 VectorCostFn = Callable[[Any, Any, dict[str, Any]], npt.ArrayLike]
 
 BoolArray = npt.NDArray[np.bool_]
-
-
-def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
-    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-    if not isinstance(mode, AutoresetMode):
-        raise ConfigError(
-            "metadata['autoreset_mode']", mode, "expected a gymnasium.vector.AutoresetMode"
-        )
-    return mode
 
 
 def read_step_costs(
@@ -139,7 +131,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
             queue_length=queue_length,
         )
         VectorWrapper.__init__(self, env)
-        self._mode = _autoreset_mode(env)
+        self._mode = autoreset_mode(env)
         self._cost_fn = cost_fn
         self._guard = NonFiniteGuard(
             "cost", policy=nonfinite, replacement=nonfinite_value, source=f"AnnotateCost({env})"

@@ -35,7 +35,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrap
 
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
-from gymcurric.wrappers.vector.cost import _autoreset_mode
+from gymcurric.wrappers.vector._common import autoreset_mode
 
 __all__ = ["CurriculumTask", "make_curriculum_vec"]
 
@@ -99,7 +99,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         )
         VectorWrapper.__init__(self, env)
         self.curriculum = curriculum
-        self._mode = _autoreset_mode(env)
+        self._mode = autoreset_mode(env)
         base = env.unwrapped
         if isinstance(base, SyncVectorEnv):
             for i, sub in enumerate(base.envs):
