@@ -25,7 +25,7 @@ $(VENV)/.demo-installed: $(BIN)/python $(DEPS)
 
 $(VENV)/.test-installed: $(BIN)/python $(DEPS)
 	$(PIP) install -c constraints.txt $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PIP) install -c constraints.txt -e ".[dev,sb3,safety]"
+	$(PIP) install -c constraints.txt -e ".[dev,sb3,safety,ray]"
 	$(PIP) install --no-deps "$(SAFETY_GYMNASIUM_SPEC)"
 	touch $@ $(VENV)/.demo-installed
 
@@ -44,8 +44,16 @@ test: lint typecheck
 test-slow: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q -m slow
 
-bench: $(VENV)/.test-installed
+# The anchors the benchmarks compare against (not dependencies of gymcurric itself).
+BENCH_ANCHORS ?= syllabus-rl==0.7 scipy matplotlib
+
+$(VENV)/.bench-installed: $(VENV)/.test-installed
+	$(PIP) install -c constraints.txt $(BENCH_ANCHORS)
+	touch $@
+
+bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/env_speed.py
+	$(BIN)/python benchmarks/curriculum_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
