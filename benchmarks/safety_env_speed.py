@@ -4,11 +4,12 @@ Run:  .venv/bin/python benchmarks/safety_env_speed.py --steps 900 --repeats 7
 
 "raw" is safety-gymnasium's own env as built by the loader (``Builder``, 6-tuple ``step``, no
 wrappers); "make" is ``gym.make("gymcurric/<id>")``: the converting env plus Gymnasium's
-PassiveEnvChecker, OrderEnforcing and TimeLimit. Both are reset with the same seed and stepped
-with the same pre-drawn actions, so they run the same trajectory (checked and printed). Runs
-alternate raw/make and swap order every repetition, so load from other processes hits both
-alike. Resets (0.2-0.45 s each: safety-gymnasium recompiles the MuJoCo model) are not timed;
-the default 900 steps fit in one episode.
+PassiveEnvChecker, OrderEnforcing and TimeLimit; "cost" is "make" under the cost wrappers
+(``RecordEpisodeStatisticsWithCost(AnnotateCost(...))``), what a user trains on. All are
+reset with the same seed and stepped with the same pre-drawn actions, so they run the same
+trajectory (checked and printed). Runs interleave and rotate who goes first every repetition,
+so load from other processes hits all alike. Resets (0.2-0.45 s each: safety-gymnasium
+recompiles the MuJoCo model) are not timed; the default 900 steps fit in one episode.
 
 The wrapper costs about a microsecond per step against ~500 us of physics, far below the noise
 of a shared machine, so the script also times the wrappers alone: the raw env's ``step`` is
@@ -30,6 +31,9 @@ import gymnasium as gym
 import numpy as np
 
 from gymcurric.envs.safety_gymnasium import build_raw_safety_env, make_safety_env
+from gymcurric.wrappers import AnnotateCost, RecordEpisodeStatisticsWithCost
+
+VARIANTS = ("raw", "make", "cost")
 
 
 def _run(
@@ -86,38 +90,46 @@ def measure(
     """Time ``env_id`` raw and through ``gym.make``, interleaved.
 
     Returns:
-        ``{"raw": median steps/s, "make": median steps/s, "overhead_ratio": raw/make,
-        "overhead_us_per_step": ..., "wrapper_us_per_step": overhead with physics stubbed,
-        "raw_runs": [...], "make_runs": [...], "same_trajectory": bool}``.
+        ``{"raw": median steps/s, "make": ..., "cost": ..., "overhead_ratio": raw/make,
+        "cost_overhead_ratio": raw/cost, "overhead_us_per_step": ...,
+        "wrapper_us_per_step": make's overhead with physics stubbed, "cost_wrapper_us_per_step":
+        the same for the cost stack, "<variant>_runs": [...], "same_trajectory": bool}``.
     """
     raw = build_raw_safety_env(env_id)
     made = make_safety_env(env_id)
+    costed = RecordEpisodeStatisticsWithCost(AnnotateCost(make_safety_env(env_id)))
     rng = np.random.default_rng(seed)
     space = made.action_space
     actions = rng.uniform(space.low, space.high, size=(steps, *space.shape))
     runners = {
         "raw": (raw.step, lambda: raw.reset(seed=seed)),
         "make": (made.step, lambda: made.reset(seed=seed)),
+        "cost": (costed.step, lambda: costed.reset(seed=seed)),
     }
-    runs: dict[str, list[float]] = {"raw": [], "make": []}
+    runs: dict[str, list[float]] = {name: [] for name in VARIANTS}
     last: dict[str, Any] = {}
     for rep in range(repeats):
-        for name in ("raw", "make") if rep % 2 == 0 else ("make", "raw"):
+        order = VARIANTS[rep % 3 :] + VARIANTS[: rep % 3]  # rotate who goes first
+        for name in order:
             rate, last[name] = _run(*runners[name], actions)
             runs[name].append(rate)
     wrapper_us = _wrapper_us(made)
+    cost_wrapper_us = _wrapper_us(costed)
     made.close()
-    raw_sps, make_sps = statistics.median(runs["raw"]), statistics.median(runs["make"])
+    costed.close()
+    sps = {name: statistics.median(runs[name]) for name in VARIANTS}
     return {
         "env_id": env_id,
-        "raw": raw_sps,
-        "make": make_sps,
-        "overhead_ratio": raw_sps / make_sps,
-        "overhead_us_per_step": 1e6 * (1.0 / make_sps - 1.0 / raw_sps),
+        **sps,
+        "overhead_ratio": sps["raw"] / sps["make"],
+        "cost_overhead_ratio": sps["raw"] / sps["cost"],
+        "overhead_us_per_step": 1e6 * (1.0 / sps["make"] - 1.0 / sps["raw"]),
         "wrapper_us_per_step": wrapper_us,
-        "raw_runs": runs["raw"],
-        "make_runs": runs["make"],
-        "same_trajectory": bool(np.array_equal(last["raw"], last["make"])),
+        "cost_wrapper_us_per_step": cost_wrapper_us,
+        **{f"{name}_runs": runs[name] for name in VARIANTS},
+        "same_trajectory": bool(
+            np.array_equal(last["raw"], last["make"]) and np.array_equal(last["raw"], last["cost"])
+        ),
     }
 
 
@@ -133,19 +145,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{args.env_id}: steps/s, median of {args.repeats} interleaved runs x {args.steps} "
         f"steps (gymnasium {gym.__version__}, numpy {np.__version__})"
     )
-    for name in ("raw", "make"):
+    for name in VARIANTS:
         runs = ", ".join(f"{r:,.0f}" for r in result[f"{name}_runs"])
         print(f"  {name:5s} {result[name]:10,.0f}   runs: {runs}")
     print(
-        f"  overhead ratio raw/make = {result['overhead_ratio']:.3f} "
-        f"({result['overhead_us_per_step']:+.1f} us/step); "
-        f"same trajectory: {result['same_trajectory']}"
+        f"  ratio raw/make = {result['overhead_ratio']:.3f}, raw/cost = "
+        f"{result['cost_overhead_ratio']:.3f}; same trajectory: {result['same_trajectory']}"
     )
-    wrapper_us, raw_us = result["wrapper_us_per_step"], 1e6 / result["raw"]
-    print(
-        f"  wrappers alone (physics stubbed): {wrapper_us:.2f} us/step "
-        f"= {wrapper_us / raw_us:.2%} of a raw step"
-    )
+    raw_us = 1e6 / result["raw"]
+    for label, key in (
+        ("loader", "wrapper_us_per_step"),
+        ("loader+cost", "cost_wrapper_us_per_step"),
+    ):
+        us = result[key]
+        share = us / raw_us
+        print(f"  {label} wrappers alone (physics stubbed): {us:.2f} us/step = {share:.2%} of raw")
     return result
 
 
