@@ -19,7 +19,8 @@ def test_readme_has_snippets():
 
 
 @pytest.mark.parametrize("code", python_blocks(), ids=lambda c: c.strip().splitlines()[0][:40])
-def test_readme_snippet_runs(code):
+def test_readme_snippet_runs(code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # snippets may write files (checkpoints)
     namespace: dict = {}
     exec("import gymnasium as gym\nimport gymcurric\n", namespace)
     exec(compile(code, str(README), "exec"), namespace)
