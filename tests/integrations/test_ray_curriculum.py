@@ -198,14 +198,13 @@ def test_snapshot_staleness_is_bounded(make):
         piped.update(i, 0.0)
         assert piped.staleness[0] <= 2 * 8 - 1
 
-    timed = make(_fixed(40), seed=0, refresh_seconds=0.2)
-    gen = timed.snapshot.gen
-    copy.deepcopy(timed).update_batch(list(range(40)) * 3, [1.0] * 120)  # not yet flushed
+    timed = make(_fixed(40), seed=0, refresh_seconds=1.0)
     timed.sample()
-    assert timed.snapshot.gen == gen  # 0.2 s have not passed, and the copy has not flushed
-    time.sleep(0.25)
+    if timed.staleness[1] < 0.9:  # (a loaded machine may take longer to get here)
+        assert timed.flushes == 0  # sampling alone calls nothing while the snapshot is young
+    time.sleep(1.05)
     timed.sample()  # older than refresh_seconds: one blocking refresh
-    assert timed.staleness[1] < 0.2
+    assert timed.flushes >= 1 and timed.staleness == (0, pytest.approx(0.0, abs=0.9))
 
 
 def test_state_dict_round_trips_between_actor_and_local(make, tmp_path):
@@ -340,3 +339,36 @@ def test_example_runs(cluster, monkeypatch, capsys):
     runpy.run_path(str(ROOT / "examples" / "curriculum_ray.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "round  1" in out and "episodes reported" in out
+
+
+def _use_in_child(cur, q):
+    try:
+        cur.flush()
+        q.put("no error")
+    except ConfigError as exc:
+        q.put(str(exc))
+
+
+def test_a_forked_copy_is_refused_at_once(make):
+    import multiprocessing as mp
+
+    cur = make(_fixed(3), seed=0)
+    ctx = mp.get_context("fork")  # inherits Ray's (dead in the child) connection
+    q = ctx.Queue()
+    p = ctx.Process(target=_use_in_child, args=(cur, q))
+    p.start()
+    msg = q.get(timeout=30)
+    p.join(30)
+    assert "does not survive a fork" in msg
+
+
+@ray.remote
+def _sleep(seconds):
+    time.sleep(seconds)
+
+
+def test_an_actor_that_does_not_answer_raises_worker_error(make):
+    cur = make(_fixed(3), seed=0, timeout=0.3)
+    with pytest.raises(WorkerError, match=r"did not answer within 0.3 s"):
+        cur._get(_sleep.remote(3.0))  # stands in for a hung actor
+    cur.flush()  # the client itself is still usable

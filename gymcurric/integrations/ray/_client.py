@@ -10,6 +10,7 @@ unwrap the curriculum's own errors from Ray's ``RayTaskError``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -35,6 +36,27 @@ _SRC = "RayCurriculum"
 #: Sample counts a client keeps before it sends them even without episodes to report.
 _PENDING_MAX = 1024
 _REMOTE: list[Any] = []  # ray.remote(CurriculumActor), made once per process on first use
+#: The process this module first used Ray in; a fork child inherits it (and a dead connection).
+_RAY_PID: list[int] = []
+
+
+def _check_process() -> None:
+    pid = os.getpid()
+    if not _RAY_PID:
+        _RAY_PID.append(pid)
+    elif _RAY_PID[0] != pid:
+        raise ConfigError(
+            "process",
+            pid,
+            f"a RayCurriculum reached process {pid} by fork from process {_RAY_PID[0]}, "
+            "whose Ray connection does not survive a fork; use the client in the Ray driver "
+            "and in Ray tasks/actors, or backend='shared' for worker processes of one machine",
+            source=_SRC,
+        )
+
+
+def _owns_connection() -> bool:
+    return not _RAY_PID or _RAY_PID[0] == os.getpid()
 
 
 def _ray() -> ModuleType:
@@ -42,8 +64,11 @@ def _ray() -> ModuleType:
 
 
 class _RemoteActor(CurriculumActor):
-    """What runs on Ray: a construction error is raised by ``ready()``, so that it reaches the
-    client as itself (Ray reports a failing actor ``__init__`` as a dead actor)."""
+    """The class Ray runs: a construction error is kept and raised by ``ready()``.
+
+    Ray reports an exception in an actor's ``__init__`` as a dead actor; raised from a method,
+    a :class:`~gymcurric.errors.ConfigError` reaches the client as itself.
+    """
 
     def __init__(self, space: TaskSpace, config: CurriculumConfig | None = None) -> None:
         self._error: GymcurricError | None = None
@@ -151,6 +176,7 @@ class _Client:
         self._pkeys: list[int] = []
         self._rejected = 0
         self._reported = 0
+        self._in_hand = 0  # episodes of the call being sent or awaited (lost if it fails)
         self._pending: deque[_Pending] = deque()
         self._down: str | None = None
         self.flushes = self.snapshots = 0
@@ -166,6 +192,7 @@ class _Client:
     def _flush(self, wait: bool) -> None:
         if self._down is not None:
             raise WorkerError(self._down)
+        _check_process()
         if self._ids or self._pslots or self._rejected or wait:
             batch = None
             if self._ids or self._pslots or self._rejected:
@@ -180,7 +207,11 @@ class _Client:
                 )
                 self._ids, self._rets, self._succ, self._costs = [], [], [], []
                 self._pslots, self._pkeys, self._rejected = [], [], 0
-            ref = self._submit(self._apply, batch, self._gen)
+            self._in_hand = len(batch.task_ids) if batch else 0
+            try:
+                ref = self._submit(self._apply, batch, self._gen)
+            finally:
+                self._in_hand = 0
             self._pending.append(
                 _Pending(ref, len(batch.task_ids) if batch else 0, self._reported, time.monotonic())
             )
@@ -190,9 +221,12 @@ class _Client:
     def _drain(self, keep: int) -> None:
         pending = self._pending
         while len(pending) > keep:
-            p = pending[0]
-            snap = self._get(p.ref)
-            pending.popleft()
+            p = pending.popleft()  # first: an error is raised once, not at every later flush
+            self._in_hand = p.episodes
+            try:
+                snap = self._get(p.ref)
+            finally:
+                self._in_hand = 0
             self._install(snap, p.reported, p.sent_at)
 
     def _install(self, snap: Snapshot | None, reported: int, sent_at: float) -> None:
@@ -216,8 +250,8 @@ class _Client:
             self._fail(exc)
         except ex.GetTimeoutError:
             raise WorkerError(
-                f"the curriculum actor {self._actor!r} did not answer within "
-                f"{self._timeout} s (timeout=...)"
+                f"the curriculum actor {self._actor!r} did not answer within {self._timeout} s "
+                "(the RayCurriculum's timeout): it is overloaded, hung or unreachable"
             ) from None
         except ex.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
@@ -226,7 +260,7 @@ class _Client:
             raise
 
     def _fail(self, exc: BaseException) -> Any:
-        lost = len(self._ids) + sum(p.episodes for p in self._pending)
+        lost = len(self._ids) + self._in_hand + sum(p.episodes for p in self._pending)
         self._pending.clear()
         self._snap, self._st, self._gen = None, None, None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -287,6 +321,7 @@ class _Client:
         # A copy (in a Ray worker, or a deepcopy) is a new client: empty buffers, no snapshot
         # until its first sample, an unseeded generator until reseed() (workers never repeat
         # each other's stream), and it never kills the actor.
+        _check_process()
         self._setup(
             _ray(),
             state["space"],

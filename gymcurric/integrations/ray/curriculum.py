@@ -22,8 +22,10 @@ from gymcurric.integrations.ray._client import (
     _SRC,
     RayBackend,
     _actor_class,
+    _check_process,
     _Client,
     _config,
+    _owns_connection,
     _positive,
     _ray,
 )
@@ -87,6 +89,7 @@ class RayCurriculum(_Client):
         **overrides: Any,
     ) -> None:
         ray = _ray()
+        _check_process()
         if not isinstance(space, TaskSpace):
             raise ConfigError("space", space, "expected a TaskSpace", source=_SRC)
         cfg = _config(config, overrides)
@@ -300,12 +303,14 @@ class RayCurriculum(_Client):
         """
         if self._backend.closed:
             return
-        with contextlib.suppress(WorkerError):
-            self._flush(True)
+        here = _owns_connection()  # False in a fork child: its inherited connection is dead
+        if here:
+            with contextlib.suppress(WorkerError):
+                self._flush(True)
         self._backend.closed = True
         self._down = "this RayCurriculum was closed"
         self._snap, self._st, self._gen = None, None, None
-        if self._backend.is_creator:
+        if here and self._backend.is_creator:
             with contextlib.suppress(Exception):
                 self._ray.kill(self._actor, no_restart=True)
 
