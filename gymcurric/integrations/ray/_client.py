@@ -242,15 +242,16 @@ class _Client:
         except self._ray.exceptions.RayActorError as exc:
             self._fail(exc)
 
-    def _get(self, ref: Any) -> Any:
+    def _get(self, ref: Any, timeout: float | None = -1.0) -> Any:
         ex = self._ray.exceptions
+        timeout = self._timeout if timeout == -1.0 else timeout
         try:
-            return self._ray.get(ref, timeout=self._timeout)
+            return self._ray.get(ref, timeout=timeout)
         except ex.RayActorError as exc:
             self._fail(exc)
         except ex.GetTimeoutError:
             raise WorkerError(
-                f"the curriculum actor {self._actor!r} did not answer within {self._timeout} s "
+                f"the curriculum actor {self._actor!r} did not answer within {timeout} s "
                 "(the RayCurriculum's timeout): it is overloaded, hung or unreachable"
             ) from None
         except ex.RayTaskError as exc:

@@ -36,6 +36,9 @@ from gymcurric.tasks.state import CurriculumState
 
 __all__ = ["RayBackend", "RayCurriculum"]
 
+#: Seconds the constructor waits at least for the actor to start (scheduling, process start).
+_START_TIMEOUT = 120.0
+
 
 class RayCurriculum(_Client):
     """A curriculum whose state lives on a Ray actor, sampled locally from a refreshed snapshot.
@@ -57,7 +60,8 @@ class RayCurriculum(_Client):
         refresh_seconds: a snapshot older than this is refreshed (with one blocking call) at
             the next ``sample``; ``None``: only flushes refresh it.
         timeout: seconds to wait for an answer of the actor before raising
-            :class:`~gymcurric.errors.WorkerError` (``None``: forever).
+            :class:`~gymcurric.errors.WorkerError` (``None``: forever); the constructor waits
+            at least 120 s for the actor to start.
         actor_options: passed to ``.options()`` of the actor class (``num_cpus``, ``name``,
             ``resources``, ``scheduling_strategy``, ...). ``max_restarts`` must stay 0: a
             restarted actor would start from a fresh curriculum.
@@ -115,7 +119,8 @@ class RayCurriculum(_Client):
         actor = _actor_class(ray).options(**opts).remote(space, cfg)
         self._setup(ray, space, cfg, actor, settings, creator=True)
         try:
-            init = self._get(actor.ready.remote())
+            wait = None if self._timeout is None else max(self._timeout, _START_TIMEOUT)
+            init = self._get(actor.ready.remote(), wait)  # the actor may take a while to start
         except BaseException:
             self._down = "failed to start"
             with contextlib.suppress(Exception):
