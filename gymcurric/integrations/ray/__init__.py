@@ -50,7 +50,9 @@ Design: no round trip per reset.
   at the client's next call that reaches it (a flush, ``stats``, ...), saying how many episode
   reports were lost; every later call raises it too. Ray actor restarts are refused
   (``max_restarts`` must stay 0): a restarted actor would silently start a fresh curriculum.
-  Errors of the curriculum itself (``TaskError``, ``DataError``) arrive unwrapped.
+  Errors of the curriculum itself (``TaskError``, ``DataError``) arrive unwrapped. A client
+  refuses to run in a process that inherited it by fork (Ray connections do not survive a
+  fork), and a client is not thread-safe: give each thread its own ``copy.deepcopy``.
 """
 
 from __future__ import annotations
