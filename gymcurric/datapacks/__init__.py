@@ -1,1 +1,36 @@
-"""datapacks layer (see DESIGN.md)."""
+"""Datapacks: typed scenario records, loading, and vectorised sampling strategies.
+
+Core layer (numpy + gymnasium only). Records are immutable; strategies only choose rows of a
+:class:`DatapackTable` and never change a datapack, its rewards, objective vector or economics.
+"""
+
+from __future__ import annotations
+
+from gymcurric.datapacks.loading import iter_datapack_file, load_datapacks, load_episode
+from gymcurric.datapacks.schema import (
+    FRAGILITY_LEVELS,
+    TIERS,
+    Affordance,
+    DataPack,
+    Enrichment,
+    SupervisionHints,
+)
+from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
+
+__all__ = [
+    # records
+    "Affordance",
+    "DataPack",
+    "Enrichment",
+    "FRAGILITY_LEVELS",
+    "SupervisionHints",
+    "TIERS",
+    # loading
+    "iter_datapack_file",
+    "load_datapacks",
+    "load_episode",
+    # precomputed arrays
+    "DatapackTable",
+    "STRATIFY_KEYS",
+    "TAG_FAMILIES",
+]

@@ -1,0 +1,133 @@
+"""Validation helpers for datapack records (messages name file, line, field and value)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from gymcurric.errors import DataError
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+def _freeze(obj: Any) -> Any:
+    """Read-only deep copy: dicts become mapping proxies, lists become tuples."""
+    if isinstance(obj, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list | tuple):
+        return tuple(_freeze(v) for v in obj)
+    return obj
+
+
+def _thaw(obj: Any) -> Any:
+    """JSON-ready deep copy of a frozen value."""
+    if isinstance(obj, Mapping):
+        return {k: _thaw(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [_thaw(v) for v in obj]
+    return obj
+
+
+class _Where:
+    """Where a record came from, to put in error messages."""
+
+    def __init__(self, source: str | None, line: int | None, prefix: str = "") -> None:
+        self.source, self.line, self.prefix = source, line, prefix
+
+    def sub(self, name: str) -> _Where:
+        return _Where(self.source, self.line, f"{self.prefix}{name}.")
+
+    def error(self, name: str, value: Any, reason: str) -> DataError:
+        where = self.source or "<datapack>"
+        if self.line is not None:
+            where += f", line {self.line}"
+        return DataError(f"{where}: field {self.prefix + name!r}: {reason}; got {value!r}")
+
+
+def _obj(data: Any, name: str, at: _Where) -> Mapping[str, Any]:
+    if data is None:
+        return _EMPTY
+    if not isinstance(data, Mapping):
+        raise at.error(name, data, "expected a JSON object")
+    return data
+
+
+def _str(
+    data: Mapping[str, Any],
+    name: str,
+    at: _Where,
+    *,
+    required: bool = False,
+    default: str | None = None,
+) -> Any:
+    if name not in data:
+        if required:
+            raise at.error(name, None, "required field is missing")
+        return default
+    value = data[name]
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise at.error(
+            name, value, "expected a non-empty string" if required else "expected a string or null"
+        )
+    return value
+
+
+def _num(
+    data: Mapping[str, Any],
+    name: str,
+    at: _Where,
+    default: float | None,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> Any:
+    if name not in data or (data[name] is None and default is None):
+        return default
+    value = data[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise at.error(name, value, "expected a finite number")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise at.error(name, value, f"out of range [{lo}, {'inf' if hi is None else hi}]")
+    return float(value)
+
+
+def _int(
+    data: Mapping[str, Any],
+    name: str,
+    at: _Where,
+    default: int | None,
+    allowed: tuple[int, ...] | None = None,
+    lo: int | None = None,
+) -> Any:
+    if name not in data:
+        if default is None and allowed is not None:
+            raise at.error(name, None, "required field is missing")
+        return default
+    value = data[name]
+    if value is None and default is None and allowed is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise at.error(name, value, "expected an integer")
+    if allowed is not None and value not in allowed:
+        raise at.error(name, value, f"expected one of {list(allowed)}")
+    if lo is not None and value < lo:
+        raise at.error(name, value, f"expected an integer >= {lo}")
+    return value
+
+
+def _bool(data: Mapping[str, Any], name: str, at: _Where, default: bool) -> bool:
+    value = data.get(name, default)
+    if not isinstance(value, bool):
+        raise at.error(name, value, "expected true or false")
+    return value
+
+
+def _extra(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
+    return _freeze({k: v for k, v in data.items() if k not in known})

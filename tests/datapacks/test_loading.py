@@ -1,0 +1,102 @@
+import json
+
+import numpy as np
+import pytest
+
+from gymcurric.datapacks import load_datapacks, load_episode
+from gymcurric.errors import DataError
+
+from .packs import minimal, record
+
+
+def _write_jsonl(path, rows):
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+
+
+def test_loads_a_directory_in_sorted_file_order(tmp_path):
+    _write_jsonl(tmp_path / "b.jsonl", [minimal("b1", 0), "", minimal("b2", 1)])
+    (tmp_path / "a.json").write_text(json.dumps([minimal("a1", 2), minimal("a2", 0)]))
+    (tmp_path / "c.json").write_text(json.dumps(record("c1")))
+    (tmp_path / "notes.txt").write_text("not a datapack")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "d.json").write_text(json.dumps(minimal("d1", 1)))
+    packs = load_datapacks(tmp_path)
+    assert [p.pack_id for p in packs] == ["a1", "a2", "b1", "b2", "c1"]
+    assert packs[2].source == str(tmp_path / "b.jsonl")
+    assert [p.pack_id for p in load_datapacks(tmp_path, recursive=True)][-1] == "d1"
+    assert [p.pack_id for p in load_datapacks(tmp_path / "c.json")] == ["c1"]
+
+
+def test_bad_json_names_file_and_line(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text('{\n  "pack_id": "a",\n  "tier": 1,,\n}')
+    with pytest.raises(DataError, match=r"x\.json, line 3: invalid JSON"):
+        load_datapacks(tmp_path)
+
+
+def test_bad_jsonl_line_names_file_and_line(tmp_path):
+    f = tmp_path / "x.jsonl"
+    _write_jsonl(f, [minimal("a", 0), "{not json", minimal("c", 0)])
+    with pytest.raises(DataError, match=r"x\.jsonl, line 2: invalid JSON .*got '\{not json'"):
+        load_datapacks(f)
+
+
+def test_jsonl_line_with_bad_field(tmp_path):
+    f = tmp_path / "x.jsonl"
+    _write_jsonl(f, [minimal("a", 0), minimal("b", 1), minimal("c", 5)])
+    with pytest.raises(DataError) as info:
+        load_datapacks(tmp_path)
+    assert str(info.value) == f"{f}, line 3: field 'tier': expected one of [0, 1, 2]; got 5"
+
+
+def test_json_list_record_named_by_index(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([minimal("a", 0), minimal("b", 1, trust_score="high")]))
+    with pytest.raises(DataError, match=r"x\.json, record 1: field 'trust_score'.*got 'high'"):
+        load_datapacks(f)
+
+
+def test_duplicate_pack_ids_name_both_files(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(minimal("same", 0)))
+    _write_jsonl(tmp_path / "b.jsonl", [minimal("same", 1)])
+    with pytest.raises(DataError, match=r"b\.jsonl.*'pack_id'.*a\.json; got 'same'"):
+        load_datapacks(tmp_path)
+
+
+def test_empty_or_missing_directory(tmp_path):
+    with pytest.raises(DataError, match=r"no \.json or \.jsonl"):
+        load_datapacks(tmp_path)
+    with pytest.raises(DataError, match="no such file"):
+        load_datapacks(tmp_path / "nope")
+
+
+def test_episode_arrays_are_loaded_read_only(tmp_path):
+    (tmp_path / "ep").mkdir()
+    obs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.savez(tmp_path / "ep" / "a.npz", obs=obs, reward=np.ones(4))
+    (tmp_path / "a.json").write_text(json.dumps(minimal("a", 0, episode="ep/a.npz")))
+    (pack,) = load_datapacks(tmp_path)
+    ep = load_episode(pack)
+    assert sorted(ep) == ["obs", "reward"] and np.array_equal(ep["obs"], obs)
+    with pytest.raises(ValueError):
+        ep["reward"][0] = 5.0
+
+
+def test_episode_with_object_arrays_is_refused(tmp_path):
+    np.savez(tmp_path / "bad.npz", obs=np.array([{"a": 1}, None], dtype=object))
+    (tmp_path / "a.json").write_text(json.dumps(minimal("a", 0, episode="bad.npz")))
+    (pack,) = load_datapacks(tmp_path)
+    with pytest.raises(DataError, match=r"bad\.npz: array 'obs' of datapack 'a'.*allow_pickle"):
+        load_episode(pack)
+
+
+def test_missing_or_absent_episode(tmp_path):
+    (tmp_path / "a.json").write_text(
+        json.dumps([minimal("a", 0, episode="gone.npz"), minimal("b", 0)])
+    )
+    a, b = load_datapacks(tmp_path)
+    with pytest.raises(DataError, match=r"gone\.npz.*'a'.*cannot load"):
+        load_episode(a)
+    with pytest.raises(DataError, match="has no recorded episode"):
+        load_episode(b)
