@@ -15,6 +15,14 @@ from gymcurric.datapacks.schema import (
     Enrichment,
     SupervisionHints,
 )
+from gymcurric.datapacks.strategies import (
+    STRATEGIES,
+    BalancedStrategy,
+    FrontierPrioritizedStrategy,
+    SamplingStrategy,
+    TagAwareStrategy,
+    make_strategy,
+)
 from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
 
 __all__ = [
@@ -33,4 +41,11 @@ __all__ = [
     "DatapackTable",
     "STRATIFY_KEYS",
     "TAG_FAMILIES",
+    # strategies
+    "BalancedStrategy",
+    "FrontierPrioritizedStrategy",
+    "SamplingStrategy",
+    "STRATEGIES",
+    "TagAwareStrategy",
+    "make_strategy",
 ]

@@ -1,0 +1,106 @@
+"""Stratified weighted sampling shared by the strategies (pure functions over arrays).
+
+How a batch of ``n`` is split over strata (``allocate``), in order:
+
+1. Expected counts ``n * ratio`` are rounded with systematic sampling, so each stratum's count is
+   unbiased (its expectation is exactly ``n * ratio``) and the counts sum to ``n``.
+2. A stratum gets at most its *capacity* (its number of rows with positive weight): a batch
+   holds no datapack twice while that is possible.
+3. The shortfall of full or empty strata goes to the ``fallback`` stratum first (when given),
+   then to the strata that still have room, in proportion to their ratios; this repeats at most
+   once per stratum, since each round fills a stratum or places everything.
+4. If the strata with a positive ratio cannot hold the batch, the rest is drawn *with
+   replacement* from them in proportion to their ratios (datapacks repeat). If every stratum
+   with a positive ratio is empty, the batch is split over the non-empty strata in proportion
+   to their sizes. Only when no row has a positive weight is there nothing to sample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gymcurric.errors import ConfigError
+
+
+def round_counts(expected: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Integer counts summing to ``n`` with ``E[count_i] == expected_i`` (``sum == n``)."""
+    total = expected.sum()
+    if total <= 0:
+        return np.zeros(expected.shape, np.int64)
+    cum = np.concatenate(([0.0], np.cumsum(expected * (n / total))))
+    cum[-1] = n  # absorb rounding error so the counts sum to exactly n
+    u = rng.random()
+    return np.diff(np.floor(cum + 1.0 - u)).astype(np.int64)
+
+
+def allocate(
+    ratios: np.ndarray,
+    capacity: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+    fallback: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``n`` over strata; returns (counts without replacement, extra counts with)."""
+    if capacity.sum() <= 0:
+        raise ConfigError("batch_size", n, "no eligible datapack has a positive weight")
+    # Strata that cannot hold their share keep it in this first round, so that the shortfall
+    # is visible and can go to the fallback stratum before anything else.
+    first = ratios if ratios.sum() > 0 else capacity.astype(np.float64)
+    live = np.where(capacity > 0, first, 0.0)
+    if live.sum() <= 0:
+        live = capacity.astype(np.float64)
+    counts = np.minimum(round_counts(first, n, rng), capacity)
+    short = n - int(counts.sum())
+    if fallback is not None and short > 0:
+        give = min(short, int(capacity[fallback] - counts[fallback]))
+        counts[fallback] += give
+        short -= give
+    for _ in range(len(ratios)):
+        room = capacity - counts
+        active = np.where(room > 0, live, 0.0)
+        if short <= 0 or active.sum() <= 0:
+            break
+        add = np.minimum(round_counts(active, short, rng), room)
+        counts += add
+        short -= int(add.sum())
+    extra = round_counts(live, short, rng) if short > 0 else np.zeros_like(counts)
+    return counts, extra
+
+
+def pick(
+    rows: np.ndarray, weights: np.ndarray, k: int, extra: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``k`` distinct rows drawn in proportion to ``weights``, then ``extra`` with replacement.
+
+    Without replacement uses exponential keys (Efraimidis & Spirakis, 2006): the ``k`` rows with
+    the smallest ``Exp(1) / w`` are a weighted sample without replacement.
+    """
+    out = []
+    if k > 0:
+        with np.errstate(divide="ignore"):
+            keys = rng.standard_exponential(rows.size) / weights
+        part = np.argpartition(keys, k - 1)[:k] if k < rows.size else np.arange(rows.size)
+        out.append(rows[part[np.argsort(keys[part], kind="stable")]])
+    if extra > 0:
+        p = weights / weights.sum()
+        out.append(rows[rng.choice(rows.size, size=extra, p=p)])
+    return np.concatenate(out) if out else np.empty(0, np.int64)
+
+
+def stratified(
+    strata: list[tuple[np.ndarray, np.ndarray]],
+    ratios: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+    fallback: int | None = None,
+) -> np.ndarray:
+    """Rows drawn from ``strata`` (``(rows, weights)`` pairs) as :func:`allocate` splits ``n``."""
+    kept = [(r[w > 0], w[w > 0]) for r, w in strata]
+    capacity = np.array([r.size for r, _ in kept], np.int64)
+    counts, extra = allocate(np.asarray(ratios, np.float64), capacity, n, rng, fallback)
+    parts = [
+        pick(r, w, int(c), int(e), rng)
+        for (r, w), c, e in zip(kept, counts, extra, strict=True)
+        if c or e
+    ]
+    return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
