@@ -1,0 +1,749 @@
+"""Curriculum overhead next to Syllabus, side by side in one run (issue 3, "Done when").
+
+Part (a), one process: per-call cost of ``sample`` and ``update`` at 100 / 1,000 / 10,000 tasks
+for gymcurric's learning-progress curriculum (default scorer, fixed pool; local and shared-memory
+backend) and for Syllabus's learning-progress curriculum (``OnlineLearningProgress``, the one that
+learns from training episodes) on the same calls: the same tasks, the same warm-up stream of
+episode results (uniform task ids, success ~ Bernoulli(p_task) with a random p per task, one
+seed), then, repeated and interleaved, four timed blocks:
+
+* ``sample``: ``sample()`` (gymcurric) / ``sample(k=1)`` (Syllabus: what its sync thread calls
+  per reset);
+* ``update``: one finished episode. gymcurric: ``update(task_id, return_, success)``. Syllabus:
+  ``update_task_progress(task, success)`` + ``update_on_episode(return, length, task, success)``,
+  the two hooks through which an episode's result reaches its LP (only the first counts
+  successes). Syllabus defers its distribution work to the next ``sample``, so its update is
+  cheap and its sample pays;
+* ``episode``: ``sample`` then ``update`` with that task's outcome, interleaved: the cost of one
+  episode wherever each library puts its work (the fairest single number);
+* ``sample(64)/task``: one batched call of 64 draws, per task drawn.
+
+Both recompute their distribution on the same cadence: gymcurric every ``max(32, n // 32)``
+updates (its default), Syllabus with ``update_interval`` set to that number. Each block runs for
+about ``--target-s`` seconds (the number of calls is calibrated per implementation and size);
+medians and bests over ``--repeats`` repetitions are printed, and the ratio Syllabus / gymcurric
+(``> 1``: gymcurric is faster).
+
+Part (b), env throughput: steps/s of an ``AsyncVectorEnv`` of ``--num-envs`` (8) trivial envs
+with 10-step episodes (``benchmarks/_trivial_env.py``), three ways, built with ``gym.make_vec``
+in the same start-method context: ``plain``; ``gymcurric`` (``make_curriculum_vec`` with a
+curriculum of ``--env-tasks`` tasks on the shared-memory backend); ``syllabus`` (its sync wrapper
+``GymnasiumSyncWrapper`` around each env, a thin ``new_task`` -> ``options`` adapter, and
+``make_multiprocessing_curriculum`` over its LP curriculum: its documented multiprocessing setup).
+The three vector envs are built once per context and measured in turns (interleaved, the order
+rotating), each for the same number of steps. Reported: env steps/s (median and best of the
+repeats), the ratio to plain of the medians and the median of each repeat's ratio (measured back
+to back, so less sensitive to load that drifts), and CPU us per env step of this process plus the
+workers (Linux ``schedstat``; a machine shared with other jobs inflates wall-clock time more than
+CPU time). A configuration that crashes or hangs (bounded by ``--timeout``) is recorded as such
+and the run goes on.
+
+Syllabus is optional: without ``syllabus-rl`` installed (or with ``--no-syllabus``) only the
+gymcurric side runs. Two things are done to Syllabus so that it runs at all here, and are
+reported: its import-time side effects are undone (``np.seterr(all="raise")`` for the whole
+process, and a shared-memory segment it never unlinks), and its distribution is handed to its
+own ``sample`` as a view on which ``dist != []`` works (that test raises under numpy >= 2;
+the unpatched behaviour is checked and reported too).
+
+    python benchmarks/curriculum_overhead.py                  # full run (a few minutes)
+    python benchmarks/curriculum_overhead.py --quick          # smoke run (< 60 s)
+    python benchmarks/curriculum_overhead.py --json out.json  # also write the results
+
+``main(argv)`` returns the results as a dict (what ``--json`` writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import functools
+import gc
+import importlib.metadata
+import json
+import multiprocessing as mp
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from gymcurric.tasks import Curriculum, CurriculumConfig, FixedTaskSpace
+from gymcurric.wrappers.vector import make_curriculum_vec
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:  # workers import the env module by name (spawn / forkserver)
+    sys.path.insert(0, str(_HERE))
+
+import _trivial_env as trivial  # noqa: E402
+
+EPISODE_LENGTH = 10
+BATCH_K = 64
+OPS = ("sample", "update", "episode", "batch")
+OP_TITLES = {
+    "sample": "sample",
+    "update": "update",
+    "episode": "episode",
+    "batch": f"sample({BATCH_K})/task",
+}
+
+
+# ---------------------------------------------------------------------------------------- Syllabus
+class _NumpyTwoDist(np.ndarray):
+    """A probability vector on which Syllabus's ``sample`` can run under numpy >= 2.
+
+    ``Curriculum.sample`` tests ``if task_dist != []:``; numpy >= 2 raises on that comparison
+    (shapes ``(n,)`` and ``(0,)`` do not broadcast). This view answers that one test as numpy 1
+    effectively did and behaves as a plain array everywhere else.
+    """
+
+    def __ne__(self, other: object) -> Any:
+        if isinstance(other, list) and not other:
+            return True
+        return super().__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@functools.cache
+def load_syllabus() -> SimpleNamespace | None:
+    """Import Syllabus with its import-time side effects undone; ``None`` if not installed.
+
+    ``import syllabus.curricula`` runs ``np.seterr(all="raise")`` for the whole process (it would
+    turn underflows in gymcurric's numpy code, and in Syllabus's own EMAs, into exceptions), and
+    ``import syllabus.core`` allocates a shared-memory segment that nothing unlinks
+    (``GymnasiumEvaluationWrapper.env_count``). The error state is restored and the segment
+    unlinked.
+    """
+    saved = np.geterr()
+    try:
+        import syllabus.core as core
+        import syllabus.curricula as curricula
+        import syllabus.task_space as task_space
+    except ImportError:
+        return None
+    finally:
+        np.seterr(**saved)
+    with contextlib.suppress(Exception):
+        core.GymnasiumEvaluationWrapper.env_count.shm.unlink()
+
+    class PatchedOnlineLearningProgress(curricula.OnlineLearningProgress):  # type: ignore[misc]
+        """``OnlineLearningProgress`` whose distribution passes ``sample``'s ``!= []`` test."""
+
+        def _sample_distribution(self) -> Any:
+            return np.asarray(super()._sample_distribution()).view(_NumpyTwoDist)
+
+    return SimpleNamespace(
+        core=core,
+        curricula=curricula,
+        task_space=task_space,
+        LP=PatchedOnlineLearningProgress,
+        version=importlib.metadata.version("syllabus-rl"),
+    )
+
+
+def _syllabus_lp(syl: SimpleNamespace, n: int, patched: bool = True) -> Any:
+    cls = syl.LP if patched else syl.curricula.OnlineLearningProgress
+    return cls(syl.task_space.DiscreteTaskSpace(n), update_interval=_cadence(n))
+
+
+def _cadence(n: int) -> int:
+    """gymcurric's default recompute cadence for a pool of ``n`` tasks (used for both)."""
+    return CurriculumConfig().cadence(n)
+
+
+def _unpatched_syllabus_sample(syl: SimpleNamespace) -> str:
+    """What plain ``OnlineLearningProgress.sample`` does on this numpy: ``"ok"`` or the error."""
+    cur = _syllabus_lp(syl, 100, patched=False)
+    try:
+        for tid in range(2 * _cadence(100)):
+            cur.update_task_progress(tid % 100, tid % 2 == 0)
+            cur.update_on_episode(1.0, EPISODE_LENGTH, tid % 100, tid % 2 == 0)
+        cur.sample(k=1)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+# ------------------------------------------------------------------------ (a) per-call cost
+class _GymcurricCalls:
+    """The timed loops on a gymcurric curriculum (fixed pool of ``n`` tasks, LP scorer)."""
+
+    def __init__(self, n: int, backend: str) -> None:
+        self.name = f"gymcurric-{backend}"
+        tasks = [{"level": i} for i in range(n)]
+        self.cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend=backend)
+
+    def warm(self, ids: list[int], wins: list[bool]) -> None:
+        self.cur.update_batch(ids, [float(w) for w in wins], wins)
+
+    def sample_loop(self, calls: int) -> None:
+        sample = self.cur.sample
+        for _ in range(calls):
+            sample()
+
+    def update_loop(self, ids: list[int], wins: list[bool]) -> None:
+        update = self.cur.update
+        for tid, win in zip(ids, wins, strict=True):
+            update(tid, float(win), win)
+
+    def episode_loop(self, draws: list[float], p: list[float]) -> None:
+        sample, update = self.cur.sample, self.cur.update
+        for u in draws:
+            tid = int(sample()[0])
+            win = u < p[tid]
+            update(tid, float(win), win)
+
+    def batch_loop(self, calls: int) -> None:
+        sample = self.cur.sample
+        for _ in range(calls):
+            sample(BATCH_K)
+
+    def close(self) -> None:
+        self.cur.close()
+
+
+class _SyllabusCalls:
+    """The same loops on Syllabus's ``OnlineLearningProgress`` (global numpy RNG, seeded)."""
+
+    name = "syllabus"
+
+    def __init__(self, syl: SimpleNamespace, n: int) -> None:
+        np.random.seed(0)  # noqa: NPY002 (Syllabus samples with numpy's global generator)
+        self.cur = _syllabus_lp(syl, n)
+
+    def warm(self, ids: list[int], wins: list[bool]) -> None:
+        self.update_loop(ids, wins)
+
+    def sample_loop(self, calls: int) -> None:
+        sample = self.cur.sample
+        for _ in range(calls):
+            sample(1)
+
+    def update_loop(self, ids: list[int], wins: list[bool]) -> None:
+        progress, episode = self.cur.update_task_progress, self.cur.update_on_episode
+        for tid, win in zip(ids, wins, strict=True):
+            progress(tid, win)
+            episode(float(win), EPISODE_LENGTH, tid, win)
+
+    def episode_loop(self, draws: list[float], p: list[float]) -> None:
+        sample = self.cur.sample
+        progress, episode = self.cur.update_task_progress, self.cur.update_on_episode
+        for u in draws:
+            tid = int(sample(1)[0])
+            win = u < p[tid]
+            progress(tid, win)
+            episode(float(win), EPISODE_LENGTH, tid, win)
+
+    def batch_loop(self, calls: int) -> None:
+        sample = self.cur.sample
+        for _ in range(calls):
+            sample(BATCH_K)
+
+    def close(self) -> None:
+        pass
+
+
+def _timed(fn: Callable[..., None], *args: Any) -> float:
+    """Seconds for ``fn(*args)``, with the garbage collector off (as ``timeit`` does)."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn(*args)
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def _stream(rng: np.random.Generator, n: int, length: int, p: np.ndarray) -> tuple[list, list]:
+    """Episode results: uniform task ids, success ~ Bernoulli(p[id])."""
+    ids = rng.integers(0, n, length)
+    return ids.tolist(), (rng.random(length) < p[ids]).tolist()
+
+
+def _summary(values: Sequence[float], higher_is_better: bool = False) -> dict[str, float]:
+    return {"median": statistics.median(values), "best": (max if higher_is_better else min)(values)}
+
+
+def measure_calls(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[str, Any]:
+    """Part (a): per-call cost per size and implementation; rows, ratios and goals."""
+    rows: list[dict[str, Any]] = []
+    for n in args.sizes:
+        rng = np.random.default_rng(args.seed)
+        p = rng.random(n)  # each task's success probability
+        warm_ids, warm_wins = _stream(rng, n, max(args.warm_factor * n, args.warm_min), p)
+        impls: list[Any] = [_GymcurricCalls(n, "local"), _GymcurricCalls(n, "shared")]
+        if syl is not None:
+            impls.append(_SyllabusCalls(syl, n))
+        try:
+            calls = {}
+            for impl in impls:
+                impl.warm(warm_ids, warm_wins)
+                probe = 100
+                per = _timed(impl.episode_loop, rng.random(probe).tolist(), p.tolist()) / probe
+                calls[impl.name] = int(np.clip(args.target_s / per, args.min_calls, args.max_calls))
+            times: dict[str, dict[str, list[float]]] = {
+                i.name: {op: [] for op in OPS} for i in impls
+            }
+            plist = p.tolist()
+            for rep in range(args.repeats):
+                ids, wins = _stream(rng, n, args.max_calls, p)
+                draws = rng.random(args.max_calls).tolist()
+                shift = rep % len(impls)  # rotate the order: no implementation always goes first
+                for impl in impls[shift:] + impls[:shift]:
+                    c, t = calls[impl.name], times[impl.name]
+                    batches = max(20, c // BATCH_K)
+                    t["sample"].append(_timed(impl.sample_loop, c) / c)
+                    t["update"].append(_timed(impl.update_loop, ids[:c], wins[:c]) / c)
+                    t["episode"].append(_timed(impl.episode_loop, draws[:c], plist) / c)
+                    t["batch"].append(_timed(impl.batch_loop, batches) / (batches * BATCH_K))
+            for impl in impls:
+                row: dict[str, Any] = {"tasks": n, "impl": impl.name, "calls": calls[impl.name]}
+                for op in OPS:
+                    row[f"{op}_us"] = _summary([v * 1e6 for v in times[impl.name][op]])
+                rows.append(row)
+        finally:
+            for impl in impls:
+                impl.close()
+    ratios = []
+    by_key = {(r["tasks"], r["impl"]): r for r in rows}
+    for n in args.sizes:
+        syl_row = by_key.get((n, "syllabus"))
+        for backend in ("local", "shared"):
+            mine = by_key[(n, f"gymcurric-{backend}")]
+            if syl_row is not None:
+                ratios.append(
+                    {
+                        "tasks": n,
+                        "backend": backend,
+                        **{
+                            op: syl_row[f"{op}_us"]["median"] / mine[f"{op}_us"]["median"]
+                            for op in OPS
+                        },
+                    }
+                )
+    out: dict[str, Any] = {"rows": rows, "ratios": ratios, "goals": _call_goals(by_key, ratios)}
+    if syl is not None:
+        out["syllabus_unpatched_sample"] = _unpatched_syllabus_sample(syl)
+    return out
+
+
+def _call_goals(by_key: dict[tuple[int, str], dict[str, Any]], ratios: list[dict]) -> dict:
+    """Issue 3 at 1,000 tasks: <= 20 us/sample, <= 10 us/update, >= 10x faster than Syllabus."""
+    goals: dict[str, Any] = {}
+    for backend in ("local", "shared"):
+        row = by_key.get((1000, f"gymcurric-{backend}"))
+        if row is None:
+            continue
+        g = {
+            "sample_le_20us": row["sample_us"]["median"] <= 20.0,
+            "update_le_10us": row["update_us"]["median"] <= 10.0,
+        }
+        for r in ratios:
+            if r["tasks"] == 1000 and r["backend"] == backend:
+                g.update({f"{op}_ge_10x_syllabus": r[op] >= 10.0 for op in OPS[:3]})
+        goals[backend] = g
+    return goals
+
+
+# ------------------------------------------------------------------------ (b) env throughput
+class _TimedOut(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`_TimedOut` in the main thread after ``seconds`` (POSIX; else no limit)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def _alarm(signum: int, frame: Any) -> None:
+        raise _TimedOut(f"no result after {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _stop(procs: Sequence[Any]) -> None:
+    """Terminate (then kill) worker processes that this benchmark started and that still run."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2)
+
+
+Built = tuple[Any, Callable[[], None]]  # (vector env, cleanup of what else was created)
+
+
+def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    envs = gym.make_vec(
+        trivial.ENV_ID,
+        args.num_envs,
+        vectorization_mode="async",
+        vector_kwargs={"context": ctx},
+        episode_length=args.episode_length,
+    )
+    return envs, lambda: None
+
+
+def _build_gymcurric(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    tasks = [{"level": i} for i in range(args.env_tasks)]
+    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
+    try:
+        envs = make_curriculum_vec(
+            trivial.ENV_ID,
+            cur,
+            args.num_envs,
+            vectorization_mode="async",
+            vector_kwargs={"context": ctx},
+            episode_length=args.episode_length,
+        )
+    except BaseException:
+        cur.close()
+        raise
+    return envs, cur.close
+
+
+def _build_syllabus(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    sigint = signal.getsignal(signal.SIGINT)  # start() installs its own SIGINT handler
+    mp_cur = syl.core.make_multiprocessing_curriculum(_syllabus_lp(syl, args.env_tasks))
+
+    def stop() -> None:
+        mp_cur.stop()
+        signal.signal(signal.SIGINT, sigint)
+
+    sync = functools.partial(
+        syl.core.GymnasiumSyncWrapper, task_space=mp_cur.task_space, components=mp_cur.components
+    )
+    try:
+        envs = gym.make_vec(
+            trivial.ENV_ID,
+            args.num_envs,
+            vectorization_mode="async",
+            vector_kwargs={"context": ctx},
+            episode_length=args.episode_length,
+            wrappers=[trivial.NewTaskToOptions, sync],
+        )
+    except BaseException:
+        stop()
+        raise
+    return envs, stop
+
+
+BUILDERS: dict[str, Callable[[str, argparse.Namespace, Any], Built]] = {
+    "plain": _build_plain,
+    "gymcurric": _build_gymcurric,
+    "syllabus": _build_syllabus,
+}
+
+
+def _cpu_s(pids: Sequence[int]) -> float | None:
+    """CPU seconds used so far by all threads of ``pids`` (Linux ``schedstat``; else None)."""
+    total = 0
+    try:
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
+
+
+def _run_steps(envs: Any, steps: int, warmup: int) -> tuple[float, float | None]:
+    """``(env steps/s, CPU us per env step of this process and the workers)``."""
+    actions = np.zeros(envs.num_envs, dtype=np.int64)
+    for _ in range(warmup):
+        envs.step(actions)
+    pids = [os.getpid()] + [p.pid for p in getattr(envs.unwrapped, "processes", [])]
+    cpu0, t0 = _cpu_s(pids), time.perf_counter()
+    for _ in range(steps):
+        envs.step(actions)
+    cpu1, elapsed = _cpu_s(pids), time.perf_counter() - t0
+    env_steps = steps * envs.num_envs
+    cpu = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / env_steps * 1e6
+    return env_steps / elapsed, cpu
+
+
+def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[str, Any]:
+    """Part (b): steps/s per start-method context and configuration, with ratios to plain."""
+    trivial.register()
+    out: dict[str, Any] = {}
+    warmup = 2 * (args.episode_length + 1)
+    for ctx in args.contexts:
+        configs: dict[str, dict[str, Any]] = {}
+        live: dict[str, Built] = {}
+        for name, build in BUILDERS.items():  # Syllabus last: under fork, its threads come last
+            res: dict[str, Any] = {"status": "ok", "steps_per_s": [], "cpu_us_per_step": []}
+            configs[name] = res
+            if name == "syllabus" and syl is None:
+                res["status"] = "skipped (syllabus-rl not installed or --no-syllabus)"
+                continue
+            t0 = time.perf_counter()
+            known = {p.pid for p in mp.active_children()}
+            try:
+                with _deadline(args.timeout), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    envs, cleanup = build(ctx, args, syl)
+                    live[name] = (envs, cleanup)
+                    envs.reset(seed=args.seed)
+            except Exception as exc:
+                res["status"] = _failure("build", exc)
+                if name in live:
+                    _close(live.pop(name))
+                _stop([p for p in mp.active_children() if p.pid not in known])
+            res["build_s"] = time.perf_counter() - t0
+        rounds: list[dict[str, float]] = []  # per repeat: config -> steps/s
+        for rep in range(args.env_repeats):
+            rounds.append({})
+            names = list(live)
+            shift = rep % max(len(names), 1)
+            for name in names[shift:] + names[:shift]:
+                if name not in live:
+                    continue
+                try:
+                    with _deadline(args.timeout):
+                        rate, cpu = _run_steps(live[name][0], args.env_steps, warmup)
+                    configs[name]["steps_per_s"].append(rate)
+                    rounds[-1][name] = rate
+                    if cpu is not None:
+                        configs[name]["cpu_us_per_step"].append(cpu)
+                except Exception as exc:
+                    configs[name]["status"] = _failure(f"step (repeat {rep})", exc)
+                    _close(live.pop(name))
+        for name in list(live):
+            _close(live.pop(name), terminate=False)
+        _summarise_env(configs, rounds)
+        out[ctx] = configs
+    return out
+
+
+def _summarise_env(configs: dict[str, dict[str, Any]], rounds: list[dict[str, float]]) -> None:
+    """Medians, bests and ratios to ``plain`` (of medians, and per repeat) into each result."""
+    plain = configs["plain"]
+    for name, res in configs.items():
+        if res["steps_per_s"]:
+            res.update(_summary(res["steps_per_s"], higher_is_better=True))
+            if plain["steps_per_s"]:
+                res["ratio_to_plain"] = res["median"] / statistics.median(plain["steps_per_s"])
+        # the ratio within each repeat (configurations measured back to back), then the median:
+        # more robust than the ratio of medians to a load that drifts between repeats
+        paired = [r[name] / r["plain"] for r in rounds if name in r and "plain" in r]
+        if paired:
+            res["paired_ratio_to_plain"] = statistics.median(paired)
+        if res["cpu_us_per_step"]:
+            res["cpu_us_median"] = statistics.median(res["cpu_us_per_step"])
+            if plain["cpu_us_per_step"]:
+                base = statistics.median(plain["cpu_us_per_step"])
+                res["cpu_us_over_plain"] = res["cpu_us_median"] - base
+
+
+def _failure(where: str, exc: BaseException) -> str:
+    if isinstance(exc, _TimedOut):
+        return f"hung during {where}: {exc}"
+    return f"crashed during {where}: {type(exc).__name__}: {exc}"
+
+
+def _close(built: Built, terminate: bool = True) -> None:
+    envs, cleanup = built
+    procs = list(getattr(envs.unwrapped, "processes", []))
+    with contextlib.suppress(Exception), _deadline(30):
+        envs.close(terminate=terminate)
+    with contextlib.suppress(Exception), _deadline(30):
+        cleanup()
+    _stop(procs)
+
+
+# ---------------------------------------------------------------------------------- reporting
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=_HERE,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
+
+
+def _meta(argv: Sequence[str], syl: SimpleNamespace | None) -> dict[str, Any]:
+    return {
+        "command": " ".join(["python", "benchmarks/curriculum_overhead.py", *argv]),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "load_average_start": _load(),
+        "gymcurric_commit": _git_commit(),
+        "gymnasium": gym.__version__,
+        "numpy": np.__version__,
+        "syllabus_rl": syl.version if syl is not None else None,
+    }
+
+
+def _print_calls(res: dict[str, Any]) -> None:
+    head = "".join(f"{OP_TITLES[op]:>22}" for op in OPS)
+    print("\n(a) per-call cost in us: median of the repetitions (best)")
+    print(f"{'tasks':>6}  {'implementation':<17}{'calls':>7}{head}")
+    for r in res["rows"]:
+        cells = "".join(
+            f"{r[f'{op}_us']['median']:>12.2f} ({r[f'{op}_us']['best']:>7.2f})" for op in OPS
+        )
+        print(f"{r['tasks']:>6}  {r['impl']:<17}{r['calls']:>7}{cells}")
+    if res["ratios"]:
+        print("\n    Syllabus / gymcurric, medians (> 1: gymcurric is faster)")
+        titles = "".join(f"{OP_TITLES[op]:>18}" for op in OPS)
+        print(f"{'tasks':>6}  {'gymcurric backend':<17}{titles}")
+        for r in res["ratios"]:
+            cells = "".join(f"{r[op]:>17.1f}x" for op in OPS)
+            print(f"{r['tasks']:>6}  {r['backend']:<17}{cells}")
+    for backend, goals in res["goals"].items():
+        text = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in goals.items())
+        print(f"    goals at 1,000 tasks, gymcurric-{backend}: {text}")
+    if "syllabus_unpatched_sample" in res:
+        print(
+            f"    unpatched Syllabus OnlineLearningProgress.sample: "
+            f"{res['syllabus_unpatched_sample']}"
+        )
+
+
+def _print_env(res: dict[str, Any], args: argparse.Namespace) -> None:
+    print(
+        f"\n(b) AsyncVectorEnv of {args.num_envs} trivial envs, {args.episode_length}-step "
+        f"episodes; {args.env_repeats} x {args.env_steps} vector steps per configuration, "
+        "interleaved. Ratios to plain: of the medians, and the median of each repeat's ratio"
+    )
+    print(
+        f"  {'context':<11}{'config':<11}{'env steps/s: median (best)':>28}"
+        f"{'of plain':>10}{'paired':>9}{'CPU us/env step':>17}{'over plain':>12}"
+    )
+    for ctx, configs in res.items():
+        for name, r in configs.items():
+            cells = ""
+            if r.get("median") is not None:
+                cells = f"{r['median']:>18.0f} ({r['best']:>7.0f})"
+                for key, width in (("ratio_to_plain", 10), ("paired_ratio_to_plain", 9)):
+                    cells += f"{r[key]:>{width}.1%}" if key in r else " " * width
+                if r.get("cpu_us_median") is not None:
+                    over = r.get("cpu_us_over_plain", 0.0)
+                    cells += f"{r['cpu_us_median']:>17.1f}{over:>+12.1f}"
+            note = "" if r["status"] == "ok" else f"  [{r['status']}]"
+            print(f"  {ctx:<11}{name:<11}{cells}{note}")
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (< 60 s)")
+    ap.add_argument("--json", metavar="PATH", help="also write the results here")
+    ap.add_argument("--no-syllabus", action="store_true", help="gymcurric side only")
+    ap.add_argument("--skip-calls", action="store_true", help="skip part (a)")
+    ap.add_argument("--skip-env", action="store_true", help="skip part (b)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.add_argument_group("(a) per-call cost (defaults: full run / --quick)")
+    a.add_argument("--sizes", type=int, nargs="+", help="task counts [100 1000 10000 / 100 1000]")
+    a.add_argument("--repeats", type=int, help="repetitions per block [5 / 2]")
+    a.add_argument("--target-s", type=float, help="seconds per timed block [0.2 / 0.02]")
+    a.add_argument("--min-calls", type=int, help="fewest calls per block [300 / 50]")
+    a.add_argument("--max-calls", type=int, help="most calls per block [20000 / 2000]")
+    a.add_argument("--warm-factor", type=int, help="warm-up episodes per task [10 / 2]")
+    a.add_argument("--warm-min", type=int, help="fewest warm-up episodes [10000 / 1000]")
+    b = ap.add_argument_group("(b) env throughput (defaults: full run / --quick)")
+    b.add_argument("--num-envs", type=int, default=8)
+    b.add_argument("--episode-length", type=int, default=EPISODE_LENGTH)
+    b.add_argument("--env-tasks", type=int, default=1000, help="tasks in both curricula")
+    b.add_argument("--env-steps", type=int, help="vector steps per measurement [1500 / 200]")
+    b.add_argument("--env-repeats", type=int, help="measurements per configuration [12 / 2]")
+    b.add_argument(
+        "--contexts",
+        nargs="+",
+        choices=["fork", "forkserver", "spawn"],
+        help="start methods, measured in this order [fork forkserver]",
+    )
+    b.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds before a build or a measurement counts as hung [120 / 60]",
+    )
+    return ap
+
+
+_DEFAULTS = {  # name: (full run, --quick)
+    "sizes": ([100, 1_000, 10_000], [100, 1_000]),
+    "repeats": (5, 2),
+    "target_s": (0.2, 0.02),
+    "min_calls": (300, 50),
+    "max_calls": (20_000, 2_000),
+    "warm_factor": (10, 2),
+    "warm_min": (10_000, 1_000),
+    "env_steps": (1_500, 200),
+    "env_repeats": (12, 2),
+    "contexts": (["fork", "forkserver"], ["fork", "forkserver"]),
+    "timeout": (120.0, 60.0),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark, print the tables and return the results (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    for name, (full, quick) in _DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    syl = None if args.no_syllabus else load_syllabus()
+    results: dict[str, Any] = {"meta": _meta(argv, syl), "params": dict(vars(args))}
+    meta = results["meta"]
+    print(
+        f"python {meta['python']}, numpy {meta['numpy']}, gymnasium {meta['gymnasium']}, "
+        f"syllabus-rl {meta['syllabus_rl']}, gymcurric {meta['gymcurric_commit']}; "
+        f"{meta['cpu_count']} CPUs, load average {meta['load_average_start']}"
+    )
+    with warnings.catch_warnings():
+        # Syllabus warns from inside its LP updates (e.g. about tasks that its random baseline
+        # already solves): printing those would cost it time in the timed loops.
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"syllabus(\.|$)")
+        if not args.skip_calls:
+            results["calls"] = measure_calls(args, syl)
+            _print_calls(results["calls"])
+        if not args.skip_env:
+            results["env"] = measure_env(args, syl)
+            _print_env(results["env"], args)
+    meta["load_average_end"] = _load()
+    print(f"\nload average at the end: {meta['load_average_end']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"results written to {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
