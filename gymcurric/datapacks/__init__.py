@@ -1,4 +1,4 @@
-"""Datapacks: typed scenario records, loading, and vectorised sampling strategies.
+"""Datapacks: typed records, loading, vectorised sampling strategies, a staged curriculum.
 
 Core layer (numpy + gymnasium only). Records are immutable; strategies only choose rows of a
 :class:`DatapackTable` and never change a datapack, its rewards, objective vector or economics.
@@ -6,7 +6,17 @@ Core layer (numpy + gymnasium only). Records are immutable; strategies only choo
 
 from __future__ import annotations
 
+from gymcurric.datapacks.curriculum import DataPackCurriculum
 from gymcurric.datapacks.loading import iter_datapack_file, load_datapacks, load_episode
+from gymcurric.datapacks.schedule import (
+    METRICS,
+    CurriculumSchedule,
+    DataPackCurriculumConfig,
+    FilterConstraints,
+    StageSpec,
+    TransitionRule,
+    load_curriculum_config,
+)
 from gymcurric.datapacks.schema import (
     FRAGILITY_LEVELS,
     TIERS,
@@ -48,4 +58,13 @@ __all__ = [
     "STRATEGIES",
     "TagAwareStrategy",
     "make_strategy",
+    # staged curriculum
+    "CurriculumSchedule",
+    "DataPackCurriculum",
+    "DataPackCurriculumConfig",
+    "FilterConstraints",
+    "METRICS",
+    "StageSpec",
+    "TransitionRule",
+    "load_curriculum_config",
 ]

@@ -122,6 +122,7 @@ class DatapackTable:
         )
         self.tags = np.fromiter((_tag_bits(p) for p in r), np.uint16, n)
         self._codes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+        self._prereq: tuple[np.ndarray, tuple[str, ...]] | None = None
         for arr in (
             self.tier,
             self.trust,
@@ -178,3 +179,21 @@ class DatapackTable:
             inv.setflags(write=False)
             self._codes[key] = (inv, tuple(str(u) for u in uniq))
         return self._codes[key]
+
+    def prerequisites(self) -> tuple[np.ndarray, tuple[str, ...]]:
+        """``(matrix, tags)``: ``matrix[i, j]`` is true when row ``i`` requires ``tags[j]``.
+
+        ``tags`` are the sorted distinct ``supervision_hints.prerequisite_tags`` of the table.
+        """
+        if self._prereq is None:
+            tags = tuple(
+                sorted({t for p in self.records for t in p.supervision_hints.prerequisite_tags})
+            )
+            col = {t: j for j, t in enumerate(tags)}
+            matrix = np.zeros((len(self), len(tags)), np.bool_)
+            for i, p in enumerate(self.records):
+                for t in p.supervision_hints.prerequisite_tags:
+                    matrix[i, col[t]] = True
+            matrix.setflags(write=False)
+            self._prereq = (matrix, tags)
+        return self._prereq

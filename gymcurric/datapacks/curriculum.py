@@ -1,0 +1,279 @@
+"""The staged datapack curriculum: which stage is active, and which datapacks are eligible.
+
+:class:`DataPackCurriculum` holds rolling per-episode diagnostics in fixed-size numpy rings
+(O(1) per episode), advances stages by rule or fallback episode count, and tracks prerequisite
+tags. It has no randomness: the same config and the same sequence of
+:meth:`~DataPackCurriculum.update_diagnostics` / :meth:`~DataPackCurriculum.set_stage` calls
+always give the same schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gymcurric.datapacks.schedule import (
+    CurriculumSchedule,
+    DataPackCurriculumConfig,
+)
+from gymcurric.datapacks.table import DatapackTable
+from gymcurric.errors import ConfigError
+
+__all__ = ["DataPackCurriculum"]
+
+
+class DataPackCurriculum:
+    """Staged curriculum over datapacks (warmup → skill_building → frontier → fine_tuning).
+
+    Args:
+        config: stages and thresholds; default :class:`DataPackCurriculumConfig`.
+
+    Example:
+        >>> cur = DataPackCurriculum()
+        >>> cur.schedule().stage, cur.schedule().strategy
+        ('warmup', 'balanced')
+        >>> for _ in range(100):
+        ...     _ = cur.update_diagnostics(success=True, error=False)
+        >>> cur.stage  # error rate 0 <= 0.3 over a full window of 100 warmup episodes
+        'skill_building'
+    """
+
+    def __init__(self, config: DataPackCurriculumConfig | None = None) -> None:
+        self.config = config if config is not None else DataPackCurriculumConfig()
+        w = self.config.window
+        self._error = np.zeros(w)
+        self._success = np.zeros(w)
+        self._mpl = np.full(w, np.nan)
+        self._aff_ok = np.zeros(w)
+        self._aff_n = np.zeros(w)
+        self.episode = 0
+        self.stage_index = 0
+        self.stage_start = 0
+        self._tag_ok: dict[str, int] = {}
+        self._tag_n: dict[str, int] = {}
+        self._satisfied: set[str] = set()
+        self.transitions: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ stage
+
+    @property
+    def stage(self) -> str:
+        """Name of the active stage."""
+        return self.config.stages[self.stage_index].name
+
+    @property
+    def satisfied_tags(self) -> frozenset[str]:
+        """Prerequisite tags satisfied so far (never unsatisfied again)."""
+        return frozenset(self._satisfied)
+
+    def set_stage(self, stage: str, episode: int | None = None) -> None:
+        """Enter ``stage`` now (manual override); optionally reset the episode count.
+
+        Raises:
+            ConfigError: unknown stage (naming the known ones) or a negative episode.
+        """
+        index = self.config.stage_index(stage)
+        if episode is not None:
+            if isinstance(episode, bool) or not isinstance(episode, int) or episode < 0:
+                raise ConfigError(
+                    "episode",
+                    episode,
+                    "expected an integer >= 0",
+                    source="DataPackCurriculum.set_stage",
+                )
+            self.episode = episode
+        self._enter(index, "manual")
+
+    def _enter(self, index: int, reason: str) -> None:
+        self.transitions.append(
+            {
+                "episode": self.episode,
+                "from": self.stage,
+                "to": self.config.stages[index].name,
+                "reason": reason,
+            }
+        )
+        self.stage_index = index
+        self.stage_start = self.episode
+
+    def schedule(self) -> CurriculumSchedule:
+        """What the active stage prescribes at the current episode."""
+        s = self.config.stages[self.stage_index]
+        return CurriculumSchedule(
+            self.stage,
+            self.episode,
+            s.strategy,
+            dict(s.strategy_params),
+            dict(s.weight_multipliers),
+            s.filters,
+        )
+
+    def eligible_weights(self, table: DatapackTable) -> np.ndarray:
+        """Per-row weights for the active stage: filters, multipliers and prerequisites.
+
+        A datapack is eligible only when all its ``prerequisite_tags`` are satisfied; its
+        weight is then the product of the stage's multipliers for its tag families (0 if a
+        filter excludes it).
+        """
+        w = self.config.stages[self.stage_index].weights(table)
+        matrix, tags = table.prerequisites()
+        if tags:
+            missing = np.array([t not in self._satisfied for t in tags], np.bool_)
+            w = np.where(matrix[:, missing].any(axis=1), 0.0, w)
+        return w
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def update_diagnostics(
+        self,
+        *,
+        success: bool,
+        error: bool = False,
+        mpl: float | None = None,
+        tag_results: Mapping[str, bool] | None = None,
+    ) -> str | None:
+        """Record one finished episode; returns the new stage's name if it advanced.
+
+        Args:
+            success: the episode succeeded.
+            error: the episode had an error (e.g. a safety violation / positive cost).
+            mpl: marginal productivity measured this episode, if any.
+            tag_results: outcome per affordance / prerequisite tag attempted this episode.
+        """
+        slot = self.episode % self.config.window
+        self._success[slot] = float(bool(success))
+        self._error[slot] = float(bool(error))
+        self._mpl[slot] = np.nan if mpl is None else float(mpl)
+        results = dict(tag_results or {})
+        self._aff_n[slot] = len(results)
+        self._aff_ok[slot] = sum(bool(v) for v in results.values())
+        for tag, ok in sorted(results.items()):
+            self._tag_n[tag] = self._tag_n.get(tag, 0) + 1
+            self._tag_ok[tag] = self._tag_ok.get(tag, 0) + int(bool(ok))
+            n = self._tag_n[tag]
+            if (
+                n >= self.config.prerequisite_min_attempts
+                and self._tag_ok[tag] / n > self.config.prerequisite_threshold
+            ):
+                self._satisfied.add(tag)
+        self.episode += 1
+        if self.config.auto_advance:
+            reason = self._advance_reason()
+            if reason is not None:
+                self._enter(self.stage_index + 1, reason)
+                return self.stage
+        return None
+
+    def _window(self, values: np.ndarray) -> np.ndarray:
+        """This stage's last ``min(window, episodes in stage)`` values, oldest first."""
+        w = self.config.window
+        k = min(w, self.episode - self.stage_start)
+        return values[(self.episode - k + np.arange(k)) % w]
+
+    def metrics(self) -> dict[str, float | None]:
+        """Rolling metrics over this stage's recent episodes (``None`` when not measurable)."""
+        err = self._window(self._error)
+        n_aff = self._window(self._aff_n).sum()
+        mpl = self._window(self._mpl)
+        mpl = mpl[~np.isnan(mpl)]
+        improvement = None
+        if mpl.size >= 2:
+            old, new = mpl[: mpl.size // 2].mean(), mpl[mpl.size // 2 :].mean()
+            improvement = float((new - old) / max(abs(old), 1e-8))
+        return {
+            "error_rate": float(err.mean()) if err.size else None,
+            "success_rate": float(self._window(self._success).mean()) if err.size else None,
+            "affordance_success_rate": (
+                float(self._window(self._aff_ok).sum() / n_aff) if n_aff else None
+            ),
+            "mpl_improvement_rate": improvement,
+        }
+
+    def _advance_reason(self) -> str | None:
+        if self.stage_index >= len(self.config.stages) - 1:
+            return None
+        spec = self.config.stages[self.stage_index]
+        in_stage = self.episode - self.stage_start
+        if spec.rules and in_stage >= self.config.window:
+            m = self.metrics()
+            if all(r.holds(m[r.metric]) for r in spec.rules):
+                return "rules"
+        if spec.fallback_episodes is not None and in_stage >= spec.fallback_episodes:
+            return "fallback"
+        return None
+
+    def get_diagnostics(self) -> dict[str, Any]:
+        """JSON-safe summary: stage, progress, rule status, prerequisites, next-stage estimate.
+
+        ``stage_progress`` is the share of the stage's fallback episodes done (``None`` without
+        a fallback); ``episodes_to_next_stage`` is an upper bound from the fallback (the rules
+        may advance earlier), ``None`` in the last stage or without a fallback.
+        """
+        spec = self.config.stages[self.stage_index]
+        in_stage = self.episode - self.stage_start
+        last = self.stage_index == len(self.config.stages) - 1
+        fb = spec.fallback_episodes
+        m = self.metrics()
+        return {
+            "stage": self.stage,
+            "stage_index": self.stage_index,
+            "episode": self.episode,
+            "episodes_in_stage": in_stage,
+            "stage_progress": None if fb is None else min(in_stage / fb, 1.0),
+            "next_stage": None if last else self.config.stages[self.stage_index + 1].name,
+            "episodes_to_next_stage": None if last or fb is None else max(fb - in_stage, 0),
+            "rules": [
+                {
+                    "metric": r.metric,
+                    "op": r.op,
+                    "threshold": r.threshold,
+                    "value": m[r.metric],
+                    "holds": r.holds(m[r.metric]),
+                }
+                for r in spec.rules
+            ],
+            "metrics": m,
+            "satisfied_prerequisites": sorted(self._satisfied),
+            "tag_success_rates": {t: self._tag_ok[t] / self._tag_n[t] for t in sorted(self._tag_n)},
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly (arrays copied)."""
+        return {
+            "config": self.config.to_dict(),
+            "arrays": {
+                k: getattr(self, f"_{k}").copy()
+                for k in ("error", "success", "mpl", "aff_ok", "aff_n")
+            },
+            "episode": self.episode,
+            "stage_index": self.stage_index,
+            "stage_start": self.stage_start,
+            "tag_ok": dict(self._tag_ok),
+            "tag_n": dict(self._tag_n),
+            "satisfied": sorted(self._satisfied),
+            "transitions": [dict(t) for t in self.transitions],
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` taken from a curriculum with the same config.
+
+        Raises:
+            ConfigError: the state was taken under a different config.
+        """
+        if state["config"] != self.config.to_dict():
+            raise ConfigError(
+                "state['config']",
+                "<differs>",
+                "state_dict was taken under a different DataPackCurriculumConfig",
+            )
+        for k, v in state["arrays"].items():
+            getattr(self, f"_{k}")[:] = v
+        self.episode, self.stage_index = int(state["episode"]), int(state["stage_index"])
+        self.stage_start = int(state["stage_start"])
+        self._tag_ok, self._tag_n = dict(state["tag_ok"]), dict(state["tag_n"])
+        self._satisfied = set(state["satisfied"])
+        self.transitions = [dict(t) for t in state["transitions"]]

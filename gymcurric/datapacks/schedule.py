@@ -1,0 +1,397 @@
+"""Stage definitions of the staged datapack curriculum, and the schedule it hands out.
+
+A curriculum config (YAML or JSON) maps 1:1 onto :class:`DataPackCurriculumConfig`::
+
+    window: 100                      # episodes in the rolling diagnostics window
+    prerequisite_threshold: 0.9      # a tag is satisfied once its success rate exceeds this
+    prerequisite_min_attempts: 10    # ... over at least this many attempts
+    auto_advance: true
+    stages:
+      - name: warmup
+        strategy: balanced
+        strategy_params: {tier_ratios: {0: 0.6, 1: 0.4, 2: 0.0}}
+        weight_multipliers: {safety_critical: 1.5}   # tag family -> factor
+        filters: {min_tier: 0, max_tier: 1, exclude_tags: [], require_tags: [],
+                  curriculum_stage: null}
+        rules: [{metric: error_rate, op: "<=", threshold: 0.3}]
+        fallback_episodes: 500       # advance after this many episodes whatever the rules say
+
+Rule metrics: ``error_rate`` (rolling share of episodes with an error), ``affordance_success_rate``
+(rolling share of successful affordance/tag attempts) and ``mpl_improvement_rate`` (relative
+change of mean MPL from the older to the newer half of the window). A stage advances when all
+its rules hold over a full window of its own episodes, or after ``fallback_episodes``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gymcurric.datapacks.strategies import make_strategy
+from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
+from gymcurric.errors import ConfigError
+
+__all__ = [
+    "METRICS",
+    "CurriculumSchedule",
+    "DataPackCurriculumConfig",
+    "FilterConstraints",
+    "StageSpec",
+    "TransitionRule",
+    "load_curriculum_config",
+]
+
+#: Metrics a :class:`TransitionRule` may test.
+METRICS: tuple[str, ...] = ("error_rate", "affordance_success_rate", "mpl_improvement_rate")
+
+
+def _tags(name: str, value: Any, owner: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(t in TAG_FAMILIES for t in value):
+        raise ConfigError(
+            name, value, f"expected tag families among {list(TAG_FAMILIES)}", source=owner
+        )
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class FilterConstraints:
+    """Which datapacks a stage may present.
+
+    Attributes:
+        min_tier: lowest tier allowed.
+        max_tier: highest tier allowed.
+        exclude_tags: tag families that exclude a datapack.
+        require_tags: tag families a datapack must all have.
+        curriculum_stage: if set, datapacks hinted for a *different* stage are excluded
+            (datapacks without a ``curriculum_stage`` hint stay eligible).
+    """
+
+    min_tier: int = 0
+    max_tier: int = 2
+    exclude_tags: tuple[str, ...] = ()
+    require_tags: tuple[str, ...] = ()
+    curriculum_stage: str | None = None
+
+    def __post_init__(self) -> None:
+        owner = "FilterConstraints"
+        for key in ("min_tier", "max_tier"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2:
+                raise ConfigError(key, v, "expected a tier in {0, 1, 2}", source=owner)
+        if self.min_tier > self.max_tier:
+            raise ConfigError(
+                "min_tier", self.min_tier, f"above max_tier {self.max_tier}", source=owner
+            )
+        object.__setattr__(self, "exclude_tags", _tags("exclude_tags", self.exclude_tags, owner))
+        object.__setattr__(self, "require_tags", _tags("require_tags", self.require_tags, owner))
+        if self.curriculum_stage is not None and not isinstance(self.curriculum_stage, str):
+            raise ConfigError(
+                "curriculum_stage", self.curriculum_stage, "expected a string or null", source=owner
+            )
+
+    def mask(self, table: DatapackTable) -> np.ndarray:
+        """Boolean mask of the rows of ``table`` that pass."""
+        ok = (table.tier >= self.min_tier) & (table.tier <= self.max_tier)
+        for t in self.exclude_tags:
+            ok &= ~table.has_tag(t)
+        for t in self.require_tags:
+            ok &= table.has_tag(t)
+        if self.curriculum_stage is not None:
+            codes, values = table.codes("curriculum_stage")
+            keep = np.array([v in ("", self.curriculum_stage) for v in values], np.bool_)
+            ok &= keep[codes]
+        return ok
+
+
+@dataclass(frozen=True)
+class TransitionRule:
+    """``metric op threshold``, e.g. ``error_rate <= 0.3``.
+
+    Attributes:
+        metric: one of :data:`METRICS`.
+        threshold: the bound.
+        op: ``"<="`` or ``">="``.
+    """
+
+    metric: str
+    threshold: float
+    op: str = ">="
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ConfigError(
+                "metric", self.metric, f"expected one of {list(METRICS)}", source="TransitionRule"
+            )
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+            raise ConfigError("threshold", t, "expected a finite number", source="TransitionRule")
+        if self.op not in ("<=", ">="):
+            raise ConfigError("op", self.op, "expected '<=' or '>='", source="TransitionRule")
+
+    def holds(self, value: float | None) -> bool:
+        """Whether ``value`` (``None``: not measurable yet) satisfies the rule."""
+        if value is None:
+            return False
+        return value <= self.threshold if self.op == "<=" else value >= self.threshold
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage: its strategy, weights, filters and when to leave it.
+
+    Attributes:
+        name: unique stage name.
+        strategy: a strategy name (see :data:`~gymcurric.datapacks.STRATEGIES`).
+        strategy_params: the strategy's parameters (validated here).
+        weight_multipliers: tag family -> factor >= 0 applied to matching datapacks.
+        filters: which datapacks are eligible.
+        rules: all must hold (over a full window of this stage's episodes) to advance.
+        fallback_episodes: advance after this many episodes in the stage anyway (``None``:
+            never; the last stage never advances).
+    """
+
+    name: str
+    strategy: str = "balanced"
+    strategy_params: Mapping[str, Any] = field(default_factory=dict)
+    weight_multipliers: Mapping[str, float] = field(default_factory=dict)
+    filters: FilterConstraints = field(default_factory=FilterConstraints)
+    rules: tuple[TransitionRule, ...] = ()
+    fallback_episodes: int | None = None
+
+    def __post_init__(self) -> None:
+        src = f"stage {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("name", self.name, "expected a non-empty string", source="StageSpec")
+        try:
+            params = make_strategy(self.strategy, self.strategy_params, source=src).to_dict()
+        except ConfigError as exc:
+            key = exc.key if exc.key == "strategy" else f"strategy_params.{exc.key}"
+            raise ConfigError(key, exc.value, exc.reason, source=src) from exc
+        del params["strategy"]
+        object.__setattr__(self, "strategy_params", params)  # explicit, with defaults
+        object.__setattr__(self, "weight_multipliers", dict(self.weight_multipliers))
+        if not isinstance(self.weight_multipliers, Mapping):
+            raise ConfigError(
+                "weight_multipliers",
+                self.weight_multipliers,
+                "expected a mapping of tag family to factor",
+                source=src,
+            )
+        for k, v in self.weight_multipliers.items():
+            if k not in TAG_FAMILIES:
+                raise ConfigError(
+                    f"weight_multipliers[{k!r}]",
+                    k,
+                    f"expected tag families among {list(TAG_FAMILIES)}",
+                    source=src,
+                )
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+                raise ConfigError(
+                    f"weight_multipliers[{k!r}]", v, "expected a finite number >= 0", source=src
+                )
+        fb = self.fallback_episodes
+        if fb is not None and (isinstance(fb, bool) or not isinstance(fb, int) or fb < 1):
+            raise ConfigError(
+                "fallback_episodes", fb, "expected an integer >= 1 or null", source=src
+            )
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+    def weights(self, table: DatapackTable) -> np.ndarray:
+        """Per-row weight: filter mask times every matching tag family's multiplier."""
+        w = self.filters.mask(table).astype(np.float64)
+        for fam, m in self.weight_multipliers.items():
+            w = np.where(table.has_tag(fam), w * m, w)
+        return w
+
+
+def _default_stages() -> tuple[StageSpec, ...]:
+    return (
+        StageSpec(
+            "warmup",
+            "balanced",
+            {"tier_ratios": {0: 0.6, 1: 0.4, 2: 0.0}},
+            filters=FilterConstraints(max_tier=1),
+            rules=(TransitionRule("error_rate", 0.3, "<="),),
+            fallback_episodes=500,
+        ),
+        StageSpec(
+            "skill_building",
+            "balanced",
+            {},
+            {"novel_affordance": 1.5},
+            rules=(TransitionRule("affordance_success_rate", 0.7, ">="),),
+            fallback_episodes=2000,
+        ),
+        StageSpec(
+            "frontier",
+            "frontier_prioritized",
+            {},
+            {"safety_critical": 1.5},
+            rules=(TransitionRule("mpl_improvement_rate", 0.02, "<="),),
+            fallback_episodes=5000,
+        ),
+        StageSpec("fine_tuning", "tag_aware", {}),
+    )
+
+
+@dataclass(frozen=True)
+class DataPackCurriculumConfig:
+    """Everything a :class:`~gymcurric.datapacks.DataPackCurriculum` is configured with.
+
+    Attributes:
+        stages: the stages in order (default: warmup → skill_building → frontier → fine_tuning).
+        window: episodes in the rolling diagnostics window (>= 2).
+        prerequisite_threshold: a tag is satisfied once its success rate exceeds this.
+        prerequisite_min_attempts: attempts needed before a tag can be satisfied.
+        auto_advance: advance stages by rule / fallback after each episode.
+    """
+
+    stages: tuple[StageSpec, ...] = field(default_factory=_default_stages)
+    window: int = 100
+    prerequisite_threshold: float = 0.9
+    prerequisite_min_attempts: int = 10
+    auto_advance: bool = True
+
+    def __post_init__(self) -> None:
+        owner = "DataPackCurriculumConfig"
+        object.__setattr__(self, "stages", tuple(self.stages))
+        names = [s.name for s in self.stages]
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(
+                "stages", names, "expected at least one stage, names unique", source=owner
+            )
+        for key, lo in (("window", 2), ("prerequisite_min_attempts", 1)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ConfigError(key, v, f"expected an integer >= {lo}", source=owner)
+        p = self.prerequisite_threshold
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+            raise ConfigError(
+                "prerequisite_threshold", p, "expected a number in [0, 1]", source=owner
+            )
+        if not isinstance(self.auto_advance, bool):
+            raise ConfigError(
+                "auto_advance", self.auto_advance, "expected true or false", source=owner
+            )
+
+    def stage_index(self, name: str) -> int:
+        """Position of stage ``name`` (:class:`ConfigError` naming the known stages if absent)."""
+        for i, s in enumerate(self.stages):
+            if s.name == name:
+                return i
+        raise ConfigError("stage", name, f"expected one of {[s.name for s in self.stages]}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form that :meth:`from_dict` reads back."""
+        return json.loads(json.dumps(dataclasses.asdict(self), default=list))
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, source: str | None = None
+    ) -> DataPackCurriculumConfig:
+        """Build from a mapping; errors name ``source`` and the dotted key."""
+
+        def build(klass: type, d: Any, path: str) -> Any:
+            if not isinstance(d, Mapping):
+                raise ConfigError(path, d, "expected a mapping", source=source)
+            names = {f.name for f in dataclasses.fields(klass)}
+            for k in d:
+                if k not in names:
+                    raise ConfigError(
+                        f"{path}.{k}" if path else k,
+                        d[k],
+                        f"unknown key; expected one of {sorted(names)}",
+                        source=source,
+                    )
+            kw = dict(d)
+            if klass is StageSpec:
+                kw["filters"] = build(FilterConstraints, kw.get("filters", {}), f"{path}.filters")
+                rules = kw.get("rules", [])
+                if not isinstance(rules, list):
+                    raise ConfigError(f"{path}.rules", rules, "expected a list", source=source)
+                kw["rules"] = tuple(
+                    build(TransitionRule, r, f"{path}.rules[{j}]") for j, r in enumerate(rules)
+                )
+            if klass is DataPackCurriculumConfig and "stages" in kw:
+                if not isinstance(kw["stages"], list):
+                    raise ConfigError("stages", kw["stages"], "expected a list", source=source)
+                kw["stages"] = tuple(
+                    build(StageSpec, s, f"stages[{j}]") for j, s in enumerate(kw["stages"])
+                )
+            try:
+                return klass(**kw)
+            except TypeError as exc:
+                raise ConfigError(path or "config", dict(d), str(exc), source=source) from exc
+            except ConfigError as exc:
+                key = f"{path}.{exc.key}" if path else str(exc.key)
+                raise ConfigError(key, exc.value, exc.reason, source=source) from exc
+
+        return build(cls, data, "")
+
+
+def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumConfig:
+    """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
+
+    Raises:
+        ConfigError: unreadable file, bad syntax, unknown key or bad value (naming the file).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
+    try:
+        if p.suffix in (".yaml", ".yml"):
+            from gymcurric._optional import import_optional
+
+            yaml = import_optional("yaml", "safety", purpose="to read YAML curriculum configs")
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError
+        raise ConfigError("file", str(p), f"invalid JSON ({exc})", source=str(p)) from exc
+    except Exception as exc:  # yaml.YAMLError; yaml may be absent so it cannot be named here
+        if type(exc).__module__.startswith("yaml"):
+            raise ConfigError("file", str(p), f"invalid YAML ({exc})", source=str(p)) from exc
+        raise
+    return DataPackCurriculumConfig.from_dict(data if data is not None else {}, source=str(p))
+
+
+@dataclass(frozen=True)
+class CurriculumSchedule:
+    """What the curriculum prescribes at one episode (JSON round trip via ``to_dict``).
+
+    Attributes:
+        stage: stage name.
+        episode: the episode count it was computed at.
+        strategy: strategy name.
+        strategy_params: its parameters.
+        weight_multipliers: tag family -> factor.
+        filter_constraints: the stage's filters.
+    """
+
+    stage: str
+    episode: int
+    strategy: str
+    strategy_params: Mapping[str, Any]
+    weight_multipliers: Mapping[str, float]
+    filter_constraints: FilterConstraints
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        return json.loads(json.dumps(dataclasses.asdict(self), default=list))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CurriculumSchedule:
+        """Inverse of :meth:`to_dict`."""
+        d = dict(data)
+        d["filter_constraints"] = FilterConstraints(**d["filter_constraints"])
+        return cls(**d)

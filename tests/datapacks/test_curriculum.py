@@ -1,0 +1,263 @@
+import json
+
+import numpy as np
+import pytest
+
+from gymcurric.datapacks import (
+    CurriculumSchedule,
+    DataPack,
+    DataPackCurriculum,
+    DataPackCurriculumConfig,
+    DatapackTable,
+    FilterConstraints,
+    StageSpec,
+    TransitionRule,
+    load_curriculum_config,
+)
+from gymcurric.errors import ConfigError
+
+from .packs import minimal
+
+
+def _cfg(**kw):
+    stages = (
+        StageSpec("a", rules=(TransitionRule("error_rate", 0.2, "<="),), fallback_episodes=50),
+        StageSpec(
+            "b",
+            "frontier_prioritized",
+            rules=(TransitionRule("affordance_success_rate", 0.8),),
+            fallback_episodes=30,
+        ),
+        StageSpec("c", "tag_aware", rules=(TransitionRule("mpl_improvement_rate", 0.05, "<="),)),
+    )
+    return DataPackCurriculumConfig(
+        stages=kw.pop("stages", stages), window=kw.pop("window", 10), **kw
+    )
+
+
+def test_default_stages_and_schedule():
+    cur = DataPackCurriculum()
+    names = [s.name for s in cur.config.stages]
+    assert names == ["warmup", "skill_building", "frontier", "fine_tuning"]
+    sch = cur.schedule()
+    assert (sch.stage, sch.episode, sch.strategy) == ("warmup", 0, "balanced")
+    assert sch.filter_constraints.max_tier == 1
+    d = json.loads(json.dumps(sch.to_dict()))
+    assert CurriculumSchedule.from_dict(d).to_dict() == d
+
+
+def test_advance_by_rule_needs_a_full_window():
+    cur = DataPackCurriculum(_cfg())
+    for i in range(9):
+        assert cur.update_diagnostics(success=True, error=(i == 0)) is None
+    assert cur.stage == "a"  # 9 episodes < window 10
+    # the 10th episode fills the window: error rate 2/10 = 0.2 <= 0.2
+    assert cur.update_diagnostics(success=True, error=True) == "b"
+    assert cur.stage == "b" and cur.transitions[-1] == {
+        "episode": 10,
+        "from": "a",
+        "to": "b",
+        "reason": "rules",
+    }
+
+
+def test_rule_failing_keeps_stage_until_fallback():
+    cur = DataPackCurriculum(_cfg())
+    for _ in range(49):
+        cur.update_diagnostics(success=False, error=True)
+    assert cur.stage == "a"
+    assert cur.update_diagnostics(success=False, error=True) == "b"
+    assert cur.transitions[-1]["reason"] == "fallback" and cur.stage_start == 50
+
+
+def test_affordance_and_mpl_rules():
+    cur = DataPackCurriculum(_cfg())
+    cur.set_stage("b")
+    for i in range(10):  # 2 attempts per episode, 1 failure in total: 19/20 = 0.95
+        cur.update_diagnostics(success=True, tag_results={"grasp": i > 0, "push": True})
+    assert cur.stage == "c" and cur.transitions[-1]["reason"] == "rules"
+    # mpl still improving fast: no advance (and c is the last stage anyway)
+    for i in range(10):
+        cur.update_diagnostics(success=True, mpl=1.0 + i)
+    m = cur.metrics()
+    assert m["mpl_improvement_rate"] == pytest.approx((8.0 - 3.0) / 3.0)
+    assert cur.stage == "c"
+
+
+def test_mpl_plateau_advances():
+    stages = (
+        StageSpec("x", rules=(TransitionRule("mpl_improvement_rate", 0.05, "<="),)),
+        StageSpec("y"),
+    )
+    cur = DataPackCurriculum(_cfg(stages=stages))
+    for i in range(10):
+        cur.update_diagnostics(
+            success=True, mpl=[1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 2.1, 2.0, 2.0, 2.0][i]
+        )
+    assert cur.stage == "x"  # old half mean 1.6, new half 2.02: +26%
+    for _ in range(5):
+        cur.update_diagnostics(success=True, mpl=2.0)
+    assert cur.stage == "y"
+
+
+def test_manual_override_and_auto_advance_off():
+    cur = DataPackCurriculum(_cfg(auto_advance=False))
+    for _ in range(100):
+        cur.update_diagnostics(success=True)
+    assert cur.stage == "a"
+    cur.set_stage("c", episode=7)
+    assert (cur.stage, cur.episode, cur.stage_start) == ("c", 7, 7)
+    assert cur.transitions[-1] == {"episode": 7, "from": "a", "to": "c", "reason": "manual"}
+    with pytest.raises(ConfigError, match=r"'stage': 'zz'.*\['a', 'b', 'c'\]"):
+        cur.set_stage("zz")
+    with pytest.raises(ConfigError, match="'episode'"):
+        cur.set_stage("a", episode=-1)
+
+
+def test_prerequisites_gate_eligibility():
+    packs = [
+        DataPack.from_dict(minimal("free", 1)),
+        DataPack.from_dict(minimal("needs", 1, supervision_hints={"prerequisite_tags": ["grasp"]})),
+        DataPack.from_dict(
+            minimal("both", 0, supervision_hints={"prerequisite_tags": ["grasp", "lift"]})
+        ),
+    ]
+    table = DatapackTable(packs)
+    cur = DataPackCurriculum(_cfg(prerequisite_min_attempts=5, auto_advance=False))
+    assert cur.eligible_weights(table).tolist() == [1.0, 0.0, 0.0]
+    for _ in range(4):
+        cur.update_diagnostics(success=True, tag_results={"grasp": True})
+    assert cur.satisfied_tags == frozenset()  # 4 < 5 attempts
+    cur.update_diagnostics(success=True, tag_results={"grasp": True, "lift": False})
+    assert cur.satisfied_tags == {"grasp"}
+    assert cur.eligible_weights(table).tolist() == [1.0, 1.0, 0.0]
+    # 9/10 = 0.9 does not *exceed* the 0.9 threshold
+    for _ in range(8):
+        cur.update_diagnostics(success=True, tag_results={"lift": True})
+    assert "lift" not in cur.satisfied_tags and cur.get_diagnostics()["tag_success_rates"][
+        "lift"
+    ] == pytest.approx(0.8888888)
+    cur.update_diagnostics(success=True, tag_results={"lift": True})
+    cur.update_diagnostics(success=True, tag_results={"lift": True})
+    assert cur.get_diagnostics()["satisfied_prerequisites"] == ["grasp", "lift"]
+    assert cur.eligible_weights(table).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_filters_and_weight_multipliers():
+    packs = [
+        DataPack.from_dict(minimal("t0", 0)),
+        DataPack.from_dict(minimal("t2", 2)),
+        DataPack.from_dict(minimal("safe", 1, supervision_hints={"safety_critical": True})),
+        DataPack.from_dict(minimal("frag", 1, enrichment={"fragility": "high"})),
+        DataPack.from_dict(minimal("late", 1, supervision_hints={"curriculum_stage": "late"})),
+        DataPack.from_dict(minimal("here", 1, supervision_hints={"curriculum_stage": "s"})),
+    ]
+    table = DatapackTable(packs)
+    f = FilterConstraints(min_tier=1, exclude_tags=("fragile_objects",), curriculum_stage="s")
+    assert f.mask(table).tolist() == [False, True, True, False, False, True]
+    f = FilterConstraints(max_tier=1, require_tags=("safety_critical",))
+    assert f.mask(table).tolist() == [False, False, True, False, False, False]
+    s = StageSpec("s", weight_multipliers={"safety_critical": 3.0, "baseline": 0.5})
+    assert s.weights(table).tolist() == [0.5, 0.5, 3.0, 1.0, 0.5, 0.5]
+
+
+def test_diagnostics_progress_and_estimate():
+    cur = DataPackCurriculum(_cfg())
+    for _ in range(20):
+        cur.update_diagnostics(success=False, error=True)
+    d = cur.get_diagnostics()
+    assert (d["stage"], d["episodes_in_stage"], d["stage_progress"]) == ("a", 20, 0.4)
+    assert (d["next_stage"], d["episodes_to_next_stage"]) == ("b", 30)
+    assert d["rules"] == [
+        {"metric": "error_rate", "op": "<=", "threshold": 0.2, "value": 1.0, "holds": False}
+    ]
+    json.dumps(d)
+    cur.set_stage("c")
+    d = cur.get_diagnostics()
+    assert d["next_stage"] is None and d["episodes_to_next_stage"] is None
+
+
+def test_same_history_same_schedule_and_state_round_trip():
+    rng = np.random.default_rng(0)
+    history = [
+        dict(
+            success=bool(rng.random() < 0.7),
+            error=bool(rng.random() < 0.1),
+            mpl=float(rng.random()),
+            tag_results={"grasp": bool(rng.random() < 0.95)},
+        )
+        for _ in range(120)
+    ]
+    a, b = DataPackCurriculum(_cfg()), DataPackCurriculum(_cfg())
+    for i, h in enumerate(history):
+        a.update_diagnostics(**h)
+        b.update_diagnostics(**h)
+        if i == 60:
+            c = DataPackCurriculum(_cfg())
+            c.load_state_dict(a.state_dict())
+        if i > 60:
+            c.update_diagnostics(**h)
+    assert a.schedule() == b.schedule() == c.schedule()
+    assert a.get_diagnostics() == b.get_diagnostics() == c.get_diagnostics()
+    assert a.transitions == c.transitions and len(a.transitions) >= 1
+    with pytest.raises(ConfigError, match="different"):
+        DataPackCurriculum().load_state_dict(a.state_dict())
+
+
+def test_config_round_trip_and_files(tmp_path):
+    cfg = DataPackCurriculumConfig()
+    d = json.loads(json.dumps(cfg.to_dict()))
+    assert DataPackCurriculumConfig.from_dict(d) == cfg
+    (tmp_path / "c.json").write_text(json.dumps(d))
+    assert load_curriculum_config(tmp_path / "c.json") == cfg
+    pytest.importorskip("yaml")
+    (tmp_path / "c.yaml").write_text(
+        "window: 20\nstages:\n  - name: only\n    strategy: tag_aware\n"
+        "    strategy_params: {tag_quotas: {baseline: 1.0}}\n"
+        "    rules: [{metric: error_rate, op: '<=', threshold: 0.1}]\n"
+    )
+    cfg = load_curriculum_config(tmp_path / "c.yaml")
+    assert cfg.window == 20 and cfg.stages[0].strategy_params["tag_quotas"] == {"baseline": 1.0}
+
+
+@pytest.mark.parametrize(
+    "data,match",
+    [
+        ({"stages": [{"name": "a", "strategy": "greedy"}]}, r"'stages\[0\]\.strategy': 'greedy'"),
+        (
+            {"stages": [{"name": "a", "strategy_params": {"tier_ratios": {"0": 0.5}}}]},
+            "must sum to 1",
+        ),
+        (
+            {"stages": [{"name": "a", "rules": [{"metric": "fun", "threshold": 1}]}]},
+            r"'stages\[0\]\.rules\[0\]\.metric': 'fun'",
+        ),
+        (
+            {"stages": [{"name": "a", "filters": {"max_tier": 4}}]},
+            r"'stages\[0\]\.filters\.max_tier': 4",
+        ),
+        ({"stages": [{"name": "a", "colour": 1}]}, r"'stages\[0\]\.colour'"),
+        ({"stages": [{"name": "a"}, {"name": "a"}]}, "names unique"),
+        ({"stages": [{"name": "a", "weight_multipliers": {"shiny": 2}}]}, "shiny"),
+        ({"window": 1}, "'window': 1"),
+        ({"prerequisite_threshold": 1.5}, "'prerequisite_threshold'"),
+    ],
+)
+def test_bad_config_names_file_and_key(tmp_path, data, match):
+    f = tmp_path / "cur.json"
+    f.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=match) as info:
+        load_curriculum_config(f)
+    assert str(info.value).startswith(f"{f}: ")
+
+
+def test_bad_file_syntax(tmp_path):
+    f = tmp_path / "cur.json"
+    f.write_text("{bad")
+    with pytest.raises(ConfigError, match="invalid JSON"):
+        load_curriculum_config(f)
+    pytest.importorskip("yaml")
+    g = tmp_path / "cur.yaml"
+    g.write_text("stages: [unclosed")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_curriculum_config(g)
