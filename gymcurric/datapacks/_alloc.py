@@ -1,18 +1,6 @@
 """Stratified weighted sampling shared by the strategies (pure functions over arrays).
 
-How a batch of ``n`` is split over strata (``allocate``), in order:
-
-1. Expected counts ``n * ratio`` are rounded with systematic sampling, so each stratum's count is
-   unbiased (its expectation is exactly ``n * ratio``) and the counts sum to ``n``.
-2. A stratum gets at most its *capacity* (its number of rows with positive weight): a batch
-   holds no datapack twice while that is possible.
-3. The shortfall of full or empty strata goes to the ``fallback`` stratum first (when given),
-   then to the strata that still have room, in proportion to their ratios; this repeats at most
-   once per stratum, since each round fills a stratum or places everything.
-4. If the strata with a positive ratio cannot hold the batch, the rest is drawn *with
-   replacement* from them in proportion to their ratios (datapacks repeat). If every stratum
-   with a positive ratio is empty, the batch is split over the non-empty strata in proportion
-   to their sizes. Only when no row has a positive weight is there nothing to sample.
+The rules are documented in :mod:`gymcurric.datapacks.strategies`.
 """
 
 from __future__ import annotations

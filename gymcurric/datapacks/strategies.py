@@ -7,11 +7,22 @@ table, configuration and generator state give the same batch. ``weights`` are pe
 multipliers from filters or supervision hints (0 excludes a row); no strategy changes a
 datapack or the table.
 
-Empty strata and strata smaller than their quota never raise and never loop: the shortfall is
-redistributed as described in :mod:`gymcurric.datapacks._alloc` (to the other strata in
-proportion to their ratios — for ``tag_aware`` with ``fallback_to_baseline``, to ``baseline``
-first — and, only when the whole eligible set is smaller than the batch, drawn again with
-replacement). A batch is empty of eligible rows only if every weight is 0, which raises
+Empty strata and strata smaller than their quota never raise and never loop. A batch of ``n`` is
+split over strata (tiers, tag families, urgent / rest) in this order:
+
+1. Expected counts ``n * ratio`` are rounded by systematic sampling: each stratum's count is
+   unbiased (its expectation is exactly ``n * ratio``) and the counts sum to ``n``.
+2. A stratum gives at most its *capacity*, the number of its rows with a positive weight, so a
+   batch holds no datapack twice while that is possible.
+3. The shortfall of empty or too-small strata goes to ``baseline`` first (``tag_aware`` with
+   ``fallback_to_baseline``), then to the strata that still have room, in proportion to their
+   ratios; each round fills a stratum or places everything, so there are at most as many rounds
+   as strata.
+4. Only if the strata with a positive ratio together hold fewer rows than the batch is the rest
+   drawn *with replacement* from them, in proportion to their ratios. If every stratum with a
+   positive ratio is empty, the batch is split over the non-empty strata by size.
+
+Only when every row has weight 0 (nothing is eligible) does ``sample`` raise
 :class:`~gymcurric.errors.ConfigError`.
 """
 

@@ -226,7 +226,7 @@ def test_config_round_trip_and_files(tmp_path):
         ({"stages": [{"name": "a", "strategy": "greedy"}]}, r"'stages\[0\]\.strategy': 'greedy'"),
         (
             {"stages": [{"name": "a", "strategy_params": {"tier_ratios": {"0": 0.5}}}]},
-            "must sum to 1",
+            r"'stages\[0\]\.strategy_params\.tier_ratios'.*must sum to 1",
         ),
         (
             {"stages": [{"name": "a", "rules": [{"metric": "fun", "threshold": 1}]}]},
