@@ -13,7 +13,6 @@ Checkpoints of the curriculum (plus the task each env is running) are written an
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import numpy as np
 from gymnasium.core import ActType, ObsType
 
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
+from gymcurric.tasks.spaces import copy_task
 
 __all__ = ["CurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
 
@@ -200,7 +200,7 @@ class CurriculumTask(
     @property
     def task(self) -> dict[str, Any] | None:
         """The current episode's task (a copy), ``None`` before the first reset."""
-        return copy.deepcopy(self._task)
+        return copy_task(self._task)
 
     @property
     def pending_task_id(self) -> int | None:
@@ -255,7 +255,7 @@ class CurriculumTask(
                     f"CurriculumTask will not overwrite info key {key!r}"
                 )
         self.task_id, self._task = tid, task
-        info["task"] = copy.deepcopy(task)
+        info["task"] = copy_task(task)
         info["task_id"] = tid
         self._live = True
         return obs, info
@@ -295,7 +295,7 @@ class CurriculumTask(
         self, task: dict[str, Any], seed: int | None, opts: dict[str, Any]
     ) -> tuple[ObsType, dict[str, Any]]:
         if self._factory is None:
-            return self.env.reset(seed=seed, options={**opts, "task": copy.deepcopy(task)})
+            return self.env.reset(seed=seed, options={**opts, "task": copy_task(task)})
         env, new = self._env_for(task)
         if new and seed is None and self._seeder is not None:
             seed = int(self._seeder.integers(2**31))
@@ -309,7 +309,7 @@ class CurriculumTask(
             self._cache.move_to_end(key)
             return env, False
         assert self._factory is not None
-        env = self._factory(copy.deepcopy(task))
+        env = self._factory(copy_task(task))
         for name in ("observation_space", "action_space"):
             if getattr(env, name) != getattr(self, name):
                 env.close()

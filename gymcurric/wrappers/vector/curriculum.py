@@ -116,6 +116,8 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._current = np.full(self.num_envs, -1, dtype=np.int64)
         self.task_ids: npt.NDArray[np.int64] = self._current.copy()
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+        self._prev_any = False
+        self._dirty = False  # _current changed since task_ids was last copied from it
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -129,17 +131,23 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     def _started(
         self, infos: dict[str, Any], expected: npt.NDArray[np.bool_]
-    ) -> npt.NDArray[np.bool_]:
-        """Mask of sub-envs that reported a new task; raises if an expected one did not."""
-        mask = np.asarray(infos.get("_task_id", np.zeros(self.num_envs, bool)), dtype=bool)
+    ) -> npt.NDArray[np.bool_] | None:
+        """Mask of sub-envs that reported a new task (None: none did); raises if one is missing."""
+        mask = infos.get("_task_id")
+        if mask is None:
+            if expected.any():
+                raise self._unwrapped_error(np.flatnonzero(expected).tolist())
+            return None
+        mask = np.asarray(mask, dtype=bool)
         missing = expected & ~mask
         if missing.any():
             raise self._unwrapped_error(np.flatnonzero(missing).tolist())
         return mask
 
-    def _record(self, infos: dict[str, Any], started: npt.NDArray[np.bool_]) -> None:
-        if started.any():
+    def _record(self, infos: dict[str, Any], started: npt.NDArray[np.bool_] | None) -> None:
+        if started is not None and started.any():
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
+            self._dirty = True
 
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics."""
@@ -154,22 +162,29 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         self._record(infos, self._started(infos, expected))
         self._prev_dones[expected] = False
+        self._prev_any = bool(self._prev_dones.any())
         self.task_ids = self._current.copy()
+        self._dirty = False
         return obs, infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the sub-envs and track which task each transition belongs to."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         dones = np.logical_or(terminations, truncations)
+        any_done = bool(dones.any())
+        # Fast path: most vector steps start no episode; then nothing is read or copied and
+        # task_ids (a copy made when _current last changed) stays valid.
         if self._mode == AutoresetMode.NEXT_STEP:
-            self._record(infos, self._started(infos, self._prev_dones))
-            self.task_ids = self._current.copy()  # a reset step belongs to the new task
+            if self._prev_any or "_task_id" in infos:
+                self._record(infos, self._started(infos, self._prev_dones))
+            if self._dirty:  # a reset step belongs to the new task
+                self.task_ids, self._dirty = self._current.copy(), False
         elif self._mode == AutoresetMode.SAME_STEP:
-            self.task_ids = self._current.copy()  # the final step belongs to the old task
-            self._record(infos, self._started(infos, dones))
-        else:
-            self.task_ids = self._current.copy()
-        self._prev_dones = dones
+            if self._dirty:  # the final step belongs to the old task: copy before recording
+                self.task_ids, self._dirty = self._current.copy(), False
+            if any_done or "_task_id" in infos:
+                self._record(infos, self._started(infos, dones))
+        self._prev_dones, self._prev_any = dones, any_done
         return obs, rewards, terminations, truncations, infos
 
 
