@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gymcurric.datapacks.curriculum import DataPackCurriculum
 from gymcurric.datapacks.loading import iter_datapack_file, load_datapacks, load_episode
+from gymcurric.datapacks.sampler import LOG_FILENAME, DataPackRLSampler
 from gymcurric.datapacks.schedule import (
     METRICS,
     CurriculumSchedule,
@@ -67,4 +68,7 @@ __all__ = [
     "StageSpec",
     "TransitionRule",
     "load_curriculum_config",
+    # sampler
+    "DataPackRLSampler",
+    "LOG_FILENAME",
 ]

@@ -1,0 +1,203 @@
+"""The advisory datapack sampler: curriculum stage -> eligible weights -> strategy -> batch.
+
+The sampler only *chooses* datapacks: it returns the (immutable) records and never changes a
+reward, an objective vector, an economics field or a datapack. Every batch appends a JSON-safe
+log entry; the same datapacks, configuration and seed give the same batches, logs (timestamps
+aside) and diagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gymcurric.datapacks.curriculum import DataPackCurriculum
+from gymcurric.datapacks.schema import TIERS, DataPack
+from gymcurric.datapacks.strategies import (
+    FrontierPrioritizedStrategy,
+    SamplingStrategy,
+    make_strategy,
+)
+from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
+from gymcurric.errors import ConfigError
+
+__all__ = ["LOG_FILENAME", "DataPackRLSampler"]
+
+#: File name :meth:`DataPackRLSampler.write_logs` appends to inside a run directory.
+LOG_FILENAME = "datapack_samples.jsonl"
+
+
+class DataPackRLSampler:
+    """Sample batches of datapacks, following a staged curriculum or a fixed strategy.
+
+    Args:
+        datapacks: the records (or a prebuilt :class:`DatapackTable`).
+        curriculum: supplies the stage's strategy, filters, multipliers and prerequisites;
+            ``None`` samples every datapack with ``strategy``.
+        strategy: a fixed strategy (or its name) that overrides the stage's; default
+            ``"balanced"`` when there is no curriculum.
+        seed: seeds the sampler's own generator.
+
+    Example:
+        >>> from gymcurric.datapacks import DataPack
+        >>> packs = [DataPack(f"p{i}", "reach", "E-v0", i % 3) for i in range(9)]
+        >>> sampler = DataPackRLSampler(packs, strategy="balanced", seed=0)
+        >>> batch = sampler.sample_batch(4)
+        >>> len(batch), sampler.logs[-1]["strategy"], sampler.logs[-1]["batch_size"]
+        (4, 'balanced', 4)
+    """
+
+    def __init__(
+        self,
+        datapacks: Sequence[DataPack] | DatapackTable,
+        *,
+        curriculum: DataPackCurriculum | None = None,
+        strategy: SamplingStrategy | str | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.table = datapacks if isinstance(datapacks, DatapackTable) else DatapackTable(datapacks)
+        if len(self.table) == 0:
+            raise ConfigError(
+                "datapacks", 0, "expected at least one datapack", source="DataPackRLSampler"
+            )
+        if isinstance(strategy, str):
+            strategy = make_strategy(strategy)
+        if strategy is None and curriculum is None:
+            strategy = make_strategy("balanced")
+        self.strategy = strategy
+        self.curriculum = curriculum
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.logs: list[dict[str, Any]] = []
+        self._sample_id = 0
+        self._tier_counts = np.zeros(len(TIERS), np.int64)
+        self._family_counts = np.zeros(len(TAG_FAMILIES), np.int64)
+        self._bits = 1 << np.arange(len(TAG_FAMILIES), dtype=np.uint16)
+        self._strategies: dict[str, SamplingStrategy] = {}
+        self._urgency: dict[str, np.ndarray] = {}
+        self._written = 0
+
+    def _current(self) -> SamplingStrategy:
+        if self.strategy is not None:
+            return self.strategy
+        assert self.curriculum is not None
+        sch = self.curriculum.schedule()
+        key = json.dumps([sch.strategy, sch.strategy_params], sort_keys=True, default=str)
+        if key not in self._strategies:
+            self._strategies[key] = make_strategy(sch.strategy, sch.strategy_params)
+        return self._strategies[key]
+
+    def _urgency_of(self, strategy: SamplingStrategy) -> np.ndarray:
+        s = strategy if isinstance(strategy, FrontierPrioritizedStrategy) else None
+        key = json.dumps(s.to_dict() if s else None, sort_keys=True, default=str)
+        if key not in self._urgency:
+            self._urgency[key] = (s or FrontierPrioritizedStrategy()).urgency(self.table)
+        return self._urgency[key]
+
+    def sample_batch(self, batch_size: int) -> list[DataPack]:
+        """The next batch of datapack records (and one log entry appended to :attr:`logs`)."""
+        strategy = self._current()
+        if self.curriculum is not None:
+            weights = self.curriculum.eligible_weights(self.table)
+        else:
+            weights = np.ones(len(self.table))
+        rows = strategy.sample(self.table, batch_size, self.rng, weights)
+        urgency = self._urgency_of(strategy)
+        t = self.table
+        tiers = np.bincount(t.tier[rows], minlength=len(TIERS))
+        families = ((t.tags[rows, None] & self._bits) != 0).sum(axis=0)
+        self._tier_counts += tiers
+        self._family_counts += families
+        params = strategy.to_dict()
+        name = params.pop("strategy")
+        entry = {
+            "sample_id": self._sample_id,
+            "timestamp": time.time(),
+            "episode": None if self.curriculum is None else self.curriculum.episode,
+            "stage": None if self.curriculum is None else self.curriculum.stage,
+            "strategy": name,
+            "strategy_params": json.loads(json.dumps(params)),
+            "batch_size": int(rows.size),
+            "seed": self.seed,
+            "samples": [
+                {
+                    "pack_id": t.records[r].pack_id,
+                    "tier": int(t.tier[r]),
+                    "urgency": float(urgency[r]),
+                    "weight": float(weights[r]),
+                }
+                for r in rows.tolist()
+            ],
+            "diagnostics": {
+                "tier_distribution": {str(k): int(v) for k, v in zip(TIERS, tiers, strict=True)},
+                "mean_urgency": float(urgency[rows].mean()),
+                "mean_novelty": float(t.novelty[rows].mean()),
+                "safety_critical_count": int(t.safety_critical[rows].sum()),
+                "fragile_count": int(families[TAG_FAMILIES.index("fragile_objects")]),
+                "tag_coverage": {f: int(c) for f, c in zip(TAG_FAMILIES, families, strict=True)},
+            },
+        }
+        self.logs.append(entry)
+        self._sample_id += 1
+        return [t.records[r] for r in rows.tolist()]
+
+    def get_diagnostics(self) -> dict[str, Any]:
+        """Totals since the last :meth:`reset`, plus the curriculum's diagnostics."""
+        total = int(self._tier_counts.sum())
+        return {
+            "batches": self._sample_id,
+            "datapacks_sampled": total,
+            "tier_distribution": {
+                str(k): int(v) for k, v in zip(TIERS, self._tier_counts, strict=True)
+            },
+            "tag_coverage": {
+                f: int(c) for f, c in zip(TAG_FAMILIES, self._family_counts, strict=True)
+            },
+            "curriculum": None if self.curriculum is None else self.curriculum.get_diagnostics(),
+        }
+
+    def reset(self, seed: int | None = None) -> None:
+        """Re-seed the generator (same seed if ``None``) and clear logs and totals."""
+        if seed is not None:
+            self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.logs.clear()
+        self._sample_id = 0
+        self._tier_counts[:] = 0
+        self._family_counts[:] = 0
+        self._written = 0
+
+    def write_logs(self, run_dir: str | os.PathLike[str]) -> Path:
+        """Append the log entries not yet written to ``run_dir/datapack_samples.jsonl``."""
+        path = Path(run_dir) / LOG_FILENAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        start = self._written
+        with path.open("a", encoding="utf-8") as f:
+            for entry in self.logs[start:]:
+                f.write(json.dumps(entry) + "\n")
+        self._written = len(self.logs)
+        return path
+
+    def state_dict(self) -> dict[str, Any]:
+        """Generator state and totals (the curriculum checkpoints itself)."""
+        return {
+            "seed": self.seed,
+            "rng": self.rng.bit_generator.state,
+            "sample_id": self._sample_id,
+            "tier_counts": self._tier_counts.copy(),
+            "family_counts": self._family_counts.copy(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict`; sampling continues exactly."""
+        self.seed = int(state["seed"])
+        self.rng.bit_generator.state = state["rng"]
+        self._sample_id = int(state["sample_id"])
+        self._tier_counts[:] = state["tier_counts"]
+        self._family_counts[:] = state["family_counts"]

@@ -1,0 +1,146 @@
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from gymcurric.datapacks import (
+    LOG_FILENAME,
+    DataPack,
+    DataPackCurriculum,
+    DataPackRLSampler,
+    FrontierPrioritizedStrategy,
+)
+from gymcurric.errors import ConfigError
+
+from .packs import minimal, record
+
+
+def _packs():
+    packs = [DataPack.from_dict(record(f"r{i}", tier=i % 3)) for i in range(30)]
+    packs += [
+        DataPack.from_dict(
+            minimal(
+                f"m{i}",
+                i % 3,
+                enrichment={"novelty": (i % 10) / 10},
+                supervision_hints={"prerequisite_tags": ["grasp"]} if i < 5 else {},
+            )
+        )
+        for i in range(60)
+    ]
+    return packs
+
+
+def _strip(logs):
+    return [{k: v for k, v in e.items() if k != "timestamp"} for e in logs]
+
+
+def _drive(sampler, curriculum, n=30):
+    ids = []
+    for i in range(n):
+        ids.append([p.pack_id for p in sampler.sample_batch(8)])
+        if curriculum is not None:
+            curriculum.update_diagnostics(
+                success=True, error=i % 4 == 0, tag_results={"grasp": True}
+            )
+    return ids
+
+
+@pytest.mark.parametrize("with_curriculum", [False, True])
+def test_same_seed_same_batches_logs_and_diagnostics(with_curriculum):
+    runs = []
+    for _ in range(2):
+        cur = DataPackCurriculum() if with_curriculum else None
+        s = DataPackRLSampler(_packs(), curriculum=cur, seed=5)
+        runs.append((_drive(s, cur), _strip(s.logs), s.get_diagnostics()))
+    assert runs[0] == runs[1]
+    other = DataPackRLSampler(_packs(), seed=6)
+    assert _drive(other, None) != runs[0][0]
+
+
+def test_log_entry_content():
+    s = DataPackRLSampler(_packs(), strategy=FrontierPrioritizedStrategy(), seed=0)
+    batch = s.sample_batch(10)
+    e = json.loads(json.dumps(s.logs[-1]))
+    assert e["sample_id"] == 0 and e["strategy"] == "frontier_prioritized"
+    assert e["strategy_params"]["urgent_ratio"] == 0.8 and e["seed"] == 0
+    assert e["episode"] is None and e["stage"] is None and e["batch_size"] == 10
+    assert [x["pack_id"] for x in e["samples"]] == [p.pack_id for p in batch]
+    u = FrontierPrioritizedStrategy().urgency(s.table)
+    rows = [s.table.index(p.pack_id) for p in batch]
+    assert [x["urgency"] for x in e["samples"]] == pytest.approx(u[rows].tolist())
+    d = e["diagnostics"]
+    tiers = [p.tier for p in batch]
+    assert d["tier_distribution"] == {str(t): tiers.count(t) for t in (0, 1, 2)}
+    assert d["mean_urgency"] == pytest.approx(u[rows].mean())
+    assert d["safety_critical_count"] == sum(p.supervision_hints.safety_critical for p in batch)
+    assert d["fragile_count"] == sum(p.enrichment.fragility in ("high", "critical") for p in batch)
+    assert d["tag_coverage"]["fragile_objects"] == d["fragile_count"]
+
+
+def test_curriculum_stage_filters_and_prerequisites_apply():
+    cur = DataPackCurriculum()
+    s = DataPackRLSampler(_packs(), curriculum=cur, seed=0)
+    for _ in range(20):
+        batch = s.sample_batch(16)
+        assert all(p.tier <= 1 for p in batch)  # warmup: max_tier 1
+        assert not any(p.supervision_hints.prerequisite_tags for p in batch)  # nothing satisfied
+    assert s.logs[-1]["stage"] == "warmup" and s.logs[-1]["episode"] == 0
+    cur.set_stage("frontier", episode=10)
+    s.sample_batch(4)
+    assert (s.logs[-1]["stage"], s.logs[-1]["strategy"], s.logs[-1]["episode"]) == (
+        "frontier",
+        "frontier_prioritized",
+        10,
+    )
+    assert s.get_diagnostics()["curriculum"]["stage"] == "frontier"
+
+
+def test_reset_and_state_dict_reproduce():
+    s = DataPackRLSampler(_packs(), seed=1)
+    first = _drive(s, None, 5)
+    s.reset()
+    assert _drive(s, None, 5) == first and len(s.logs) == 5
+    state = s.state_dict()
+    nxt = _drive(s, None, 3)
+    t = DataPackRLSampler(_packs(), seed=99)
+    t.load_state_dict(state)
+    assert _drive(t, None, 3) == nxt
+    s.reset(seed=2)
+    assert _drive(s, None, 5) != first
+
+
+def test_write_logs_appends_only_new_entries(tmp_path):
+    s = DataPackRLSampler(_packs(), seed=0)
+    s.sample_batch(3)
+    path = s.write_logs(tmp_path / "run")
+    assert path.name == LOG_FILENAME
+    s.sample_batch(3)
+    s.sample_batch(3)
+    s.write_logs(tmp_path / "run")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [e["sample_id"] for e in lines] == [0, 1, 2]
+
+
+def test_sampler_never_mutates_datapacks():
+    packs = _packs()
+    before = copy.deepcopy([p.to_dict() for p in packs])
+    cur = DataPackCurriculum()
+    s = DataPackRLSampler(packs, curriculum=cur, seed=0)
+    _drive(s, cur, 50)
+    for stage in ("skill_building", "frontier", "fine_tuning"):
+        cur.set_stage(stage)
+        _drive(s, cur, 10)
+    assert [p.to_dict() for p in packs] == before
+    assert all(a is b for a, b in zip(s.table.records, packs, strict=True))
+
+
+def test_empty_or_all_ineligible():
+    with pytest.raises(ConfigError, match="at least one datapack"):
+        DataPackRLSampler([])
+    packs = [DataPack.from_dict(minimal("x", 2))]
+    s = DataPackRLSampler(packs, curriculum=DataPackCurriculum())  # warmup excludes tier 2
+    with pytest.raises(ConfigError, match="no eligible datapack"):
+        s.sample_batch(1)
+    assert np.array_equal(s.get_diagnostics()["datapacks_sampled"], 0)
