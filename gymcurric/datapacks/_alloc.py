@@ -55,6 +55,26 @@ def allocate(
     return counts, extra
 
 
+def _first_draws(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray | None:
+    """``k`` distinct indices by weighted draws with replacement, keeping first occurrences.
+
+    The distinct values of an i.i.d. weighted sequence, in order of first occurrence, are a
+    successive weighted sample without replacement, the same law as the exponential keys in
+    :func:`pick`; for ``k`` much smaller than the stratum this avoids a key per row. Gives up
+    (``None``) after a few rounds when the weights are so skewed that repeats dominate.
+    """
+    cdf = np.cumsum(weights)
+    got = np.empty(0, np.int64)
+    for _ in range(6):
+        draws = np.searchsorted(cdf, rng.random(2 * k) * cdf[-1], side="right")
+        cat = np.concatenate([got, np.minimum(draws, weights.size - 1)])
+        _, idx = np.unique(cat, return_index=True)
+        got = cat[np.sort(idx)]
+        if got.size >= k:
+            return got[:k]
+    return None
+
+
 def pick(
     rows: np.ndarray, weights: np.ndarray, k: int, extra: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -65,10 +85,14 @@ def pick(
     """
     out = []
     if k > 0:
-        with np.errstate(divide="ignore"):
-            keys = rng.standard_exponential(rows.size) / weights
-        part = np.argpartition(keys, k - 1)[:k] if k < rows.size else np.arange(rows.size)
-        out.append(rows[part[np.argsort(keys[part], kind="stable")]])
+        first = _first_draws(weights, k, rng) if 4 * k <= rows.size else None
+        if first is not None:
+            out.append(rows[first])
+        else:
+            with np.errstate(divide="ignore"):
+                keys = rng.standard_exponential(rows.size) / weights
+            part = np.argpartition(keys, k - 1)[:k] if k < rows.size else np.arange(rows.size)
+            out.append(rows[part[np.argsort(keys[part], kind="stable")]])
     if extra > 0:
         p = weights / weights.sum()
         out.append(rows[rng.choice(rows.size, size=extra, p=p)])

@@ -190,9 +190,12 @@ class BalancedStrategy(SamplingStrategy):
         strata, ratios = [], []
         for tier in TIERS:
             in_tier = (table.tier == tier) & (w > 0)
-            subs = np.unique(key[in_tier])
+            if self.stratify_by:
+                subs = np.unique(key[in_tier])
+            else:  # one stratum per tier: skip the sort in np.unique
+                subs = np.array([tier] if in_tier.any() else [], np.int64)
             for s in subs:
-                rows = np.flatnonzero(in_tier & (key == s))
+                rows = np.flatnonzero(in_tier & (key == s) if self.stratify_by else in_tier)
                 strata.append((rows, w[rows]))
                 ratios.append(self.tier_ratios[tier] / subs.size)
             if subs.size == 0:  # an empty tier still counts, so its share is redistributed

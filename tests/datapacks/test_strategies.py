@@ -311,3 +311,17 @@ def test_sampling_never_mutates_datapacks_or_table():
     for k, v in arrays.items():
         assert np.array_equal(getattr(table, k), v), k
     assert np.array_equal(w, w_before)
+
+
+@pytest.mark.parametrize("n_light", [19, 3])  # 20 rows: draw-and-dedupe path; 4 rows: keys
+def test_weighted_without_replacement_inclusion_probability(n_light):
+    table = _tiers([0, n_light + 1, 0])
+    w = np.ones(n_light + 1)
+    w[0] = 10.0
+    total = w.sum()
+    # P(heavy row among 2 successive weighted draws without replacement)
+    expect = 10 / total + n_light * (1 / total) * (10 / (total - 1))
+    s = BalancedStrategy(tier_ratios={1: 1.0}, use_trust_weighting=False)
+    rng = np.random.default_rng(0)
+    hits = [0 in s.sample(table, 2, rng, weights=w) for _ in range(6000)]
+    assert abs(np.mean(hits) - expect) < 0.02
