@@ -7,7 +7,12 @@ Core layer (numpy + gymnasium only). Records are immutable; strategies only choo
 from __future__ import annotations
 
 from gymcurric.datapacks.curriculum import DataPackCurriculum
-from gymcurric.datapacks.loading import iter_datapack_file, load_datapacks, load_episode
+from gymcurric.datapacks.loading import (
+    iter_datapack_file,
+    iter_episodes,
+    load_datapacks,
+    load_episode,
+)
 from gymcurric.datapacks.sampler import LOG_FILENAME, DataPackRLSampler
 from gymcurric.datapacks.schedule import (
     METRICS,
@@ -46,6 +51,7 @@ __all__ = [
     "TIERS",
     # loading
     "iter_datapack_file",
+    "iter_episodes",
     "load_datapacks",
     "load_episode",
     # precomputed arrays

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import DataError
 
-__all__ = ["iter_datapack_file", "load_datapacks", "load_episode"]
+__all__ = ["iter_datapack_file", "iter_episodes", "load_datapacks", "load_episode"]
 
 _SUFFIXES = (".json", ".jsonl")
 
@@ -143,3 +143,14 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
             f"the .npz ({exc}); got {pack.episode!r}"
         ) from exc
     return out
+
+
+def iter_episodes(packs: Iterable[DataPack]) -> Iterator[tuple[DataPack, dict[str, np.ndarray]]]:
+    """Yield ``(pack, arrays)`` for each datapack that has a recorded episode, in order.
+
+    Loads one ``.npz`` at a time (read-only arrays, ``allow_pickle=False``), e.g. to fill an
+    off-policy replay buffer; datapacks without an ``episode`` are skipped.
+    """
+    for pack in packs:
+        if pack.episode is not None:
+            yield pack, load_episode(pack)

@@ -287,6 +287,19 @@ class DataPack:
         }
     )
 
+    def __post_init__(self) -> None:
+        # Records built directly (not via from_dict) get the same range checks and the same
+        # read-only containers, so no path leads to a mutable or out-of-range datapack.
+        at = _Where(self.source, None)
+        if isinstance(self.tier, bool) or self.tier not in TIERS:
+            raise at.error("tier", self.tier, f"expected one of {list(TIERS)}")
+        _num({"trust_score": self.trust_score}, "trust_score", at, 1.0, 0.0, 1.0)
+        _num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
+        _num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
+        object.__setattr__(self, "task_params", _freeze(self.task_params))
+        object.__setattr__(self, "extra", _freeze(self.extra))
+        object.__setattr__(self, "objective_vector", tuple(self.objective_vector))
+
     @classmethod
     def from_dict(
         cls, data: Any, *, source: str | None = None, line: int | None = None

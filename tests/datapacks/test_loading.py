@@ -100,3 +100,14 @@ def test_missing_or_absent_episode(tmp_path):
         load_episode(a)
     with pytest.raises(DataError, match="has no recorded episode"):
         load_episode(b)
+
+
+def test_iter_episodes_skips_packs_without_one(tmp_path):
+    np.savez(tmp_path / "e.npz", obs=np.zeros((2, 3)))
+    (tmp_path / "a.json").write_text(
+        json.dumps([minimal("a", 0), minimal("b", 1, episode="e.npz"), minimal("c", 2)])
+    )
+    from gymcurric.datapacks import iter_episodes
+
+    got = list(iter_episodes(load_datapacks(tmp_path)))
+    assert [p.pack_id for p, _ in got] == ["b"] and got[0][1]["obs"].shape == (2, 3)

@@ -181,3 +181,21 @@ def test_table_rejects_duplicates_and_unknown_tags():
         DatapackTable([p]).has_tag("shiny")
     with pytest.raises(ValueError, match="'colour'"):
         DatapackTable([p]).codes("colour")
+
+
+def test_direct_construction_is_checked_and_frozen():
+    params = {"a": [1, 2]}
+    p = DataPack("x", "reach", "E-v0", 2, task_params=params, extra={"k": {"v": 1}})
+    params["a"].append(3)
+    assert p.task_params["a"] == (1, 2)
+    with pytest.raises(TypeError):
+        p.extra["k"]["v"] = 2  # type: ignore[index]
+    for kw, field in (
+        ({"tier": 3}, "tier"),
+        ({"tier": True}, "tier"),
+        ({"trust_score": 2.0}, "trust_score"),
+        ({"sampling_weight": -1.0}, "sampling_weight"),
+    ):
+        args = {"pack_id": "x", "task_type": "reach", "env_id": "E-v0", "tier": 1, **kw}
+        with pytest.raises(DataError, match=f"field '{field}'"):
+            DataPack(**args)
