@@ -98,8 +98,8 @@ class DatapackTable:
         >>> from gymcurric.datapacks import DataPack
         >>> packs = [DataPack(f"p{i}", "reach", "E-v0", tier=i % 3) for i in range(4)]
         >>> table = DatapackTable(packs)
-        >>> table.tier.tolist(), table.has_tag("baseline").all()
-        ([0, 1, 2, 0], np.True_)
+        >>> table.tier.tolist(), bool(table.has_tag("baseline").all())
+        ([0, 1, 2, 0], True)
     """
 
     def __init__(self, packs: Sequence[DataPack]) -> None:
