@@ -325,3 +325,12 @@ def test_weighted_without_replacement_inclusion_probability(n_light):
     rng = np.random.default_rng(0)
     hits = [0 in s.sample(table, 2, rng, weights=w) for _ in range(6000)]
     assert abs(np.mean(hits) - expect) < 0.02
+
+
+def test_extremely_skewed_weights_still_give_distinct_rows():
+    table = _tiers([0, 40, 0])
+    w = np.ones(40)
+    w[7] = 1e12  # draw-and-dedupe would almost only see row 7: the exponential keys take over
+    s = BalancedStrategy(tier_ratios={1: 1.0}, use_trust_weighting=False)
+    rows = s.sample(table, 5, np.random.default_rng(0), weights=w)
+    assert len(set(rows.tolist())) == 5 and 7 in rows
