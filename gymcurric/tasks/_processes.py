@@ -76,10 +76,16 @@ class _CrossProcess(_Membership):
     _shared: bool
     _pid: int
     _pend: list[tuple[int, int]]
+    _upd: list[tuple[Any, float, float | None, float]]
+    _upd_batch: int
+    _upd_t0: float
     _epoch: int
     _xp: np.ndarray
     _hdr: np.ndarray
     _mod: int
+
+    def _update_one(self, task_id: Any, r: float, s: float | None, c: float) -> None:
+        raise NotImplementedError  # Curriculum's
 
     def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
         self._st = CurriculumState(arrays)
@@ -103,6 +109,9 @@ class _CrossProcess(_Membership):
             )
         self._pid = pid
         self._pend = []  # counts taken before a fork belong to the parent
+        self._upd = []  # and so do buffered episodes
+        # Workers buffer their episodes (the creator applies at once): see worker_update_batch.
+        self._upd_batch = cast(SharedMemoryBackend, self._sb).worker_update_batch
         self._seen_version = self._epoch = -1
         self.rng.bit_generator.state = np.random.PCG64().state  # unseeded until reseed()
 
@@ -124,6 +133,10 @@ class _CrossProcess(_Membership):
             self._rebuild_map()
         elif self._st.counters.item(K.VERSION) != self._seen_version:
             self._rebuild_map()  # another process changed the pool
+        if self._upd:  # buffered episodes, in order, against the up-to-date id -> slot map
+            upd, self._upd = self._upd, []
+            for tid, r, s, c in upd:
+                self._update_one(tid, r, s, c)
 
     def _flush(self) -> None:
         st = self._st
@@ -202,6 +215,7 @@ class _CrossProcess(_Membership):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_pend"] = []
+        state["_upd"] = []
         if self._shared:  # views and the lock guard are rebuilt by attaching, not copied
             for key in ("_st", "_lock", "_taken", "_hdr", "_xp"):
                 del state[key]
@@ -222,9 +236,10 @@ class _CrossProcess(_Membership):
     def _close_shared(self) -> None:
         """Drop this process's views (so the mapping can go) and make any further use raise."""
         sb = cast(SharedMemoryBackend, self._sb)
-        if self._pend and _PID[0] == self._pid and not sb.closed:
+        if (self._pend or self._upd) and _PID[0] == self._pid and not sb.closed:
             with contextlib.suppress(WorkerError), self._lock:
-                self._flush()  # this process's sample counts
+                self._sync()  # this process's buffered episodes and sample counts
         closed = cast(Any, _Closed(cast(SharedMemoryBackend, self._sb).name))
         self._st = self._lock = self._hdr = self._xp = closed
         self._pend = []
+        self._upd = []

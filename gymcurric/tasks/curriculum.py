@@ -24,6 +24,7 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +42,10 @@ from gymcurric.tasks.shared_backend import SharedMemoryBackend
 from gymcurric.tasks.signals import check_episode, record_episode
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
+
+#: A worker applies its buffered episodes once the oldest is this old (see worker_update_batch),
+#: so slow workers (long episodes) report about as soon as they would unbuffered.
+_UPD_MAX_AGE_S = 1.0
 
 __all__ = ["STATE_FORMAT", "Curriculum"]
 
@@ -108,6 +113,9 @@ class Curriculum(_CrossProcess):
             watch_forks()
             self._pid = _PID[0]
             self._pend: list[tuple[int, int]] = []
+            self._upd: list[tuple[Any, float, float | None, float]] = []
+            self._upd_batch = 1  # the creating process applies every update at once
+            self._upd_t0 = 0.0
             self._epoch = 0
             self._attach(arrays)
             self.rng = np.random.default_rng(cfg.seed)
@@ -220,10 +228,30 @@ class Curriculum(_CrossProcess):
         r, s, c = check_episode(task_id, return_, success, cost)
         if _PID[0] != self._pid:
             self._moved("update")
+        if self._upd_batch > 1:  # an attached copy of a shared curriculum: buffer
+            now = time.monotonic()
+            if not self._upd:
+                self._upd_t0 = now
+            self._upd.append((task_id, r, s, c))
+            if len(self._upd) < self._upd_batch and now - self._upd_t0 < _UPD_MAX_AGE_S:
+                return
         with self._lock:
             if self._shared:
-                self._sync()
-            self._update_one(task_id, r, s, c)
+                self._sync()  # applies the buffered episodes, in order
+            if self._upd_batch <= 1:
+                self._update_one(task_id, r, s, c)
+
+    def flush(self) -> None:
+        """Apply this process's buffered episodes and sample counts to the shared state.
+
+        Only attached copies of a shared curriculum buffer (see ``worker_update_batch`` of
+        :class:`~gymcurric.tasks.SharedMemoryBackend`); ``close()`` flushes too. A no-op
+        otherwise.
+        """
+        sb = self._sb
+        if sb is not None and (self._upd or self._pend) and not sb.closed:
+            with self._lock:
+                self._enter("flush")
 
     def update_batch(self, task_ids: Sequence[int] | np.ndarray,
                      returns: Sequence[float] | np.ndarray,

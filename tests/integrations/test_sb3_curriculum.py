@@ -143,10 +143,10 @@ def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
     try:
         callback = CurriculumCallback(cur, save_path=tmp_path, save_freq=8)
         ppo(venv).learn(32, callback=callback)
-        assert cur.stats()["curriculum/updates"] == 32 / 4  # every worker's episodes count
         state = load_curriculum_state(callback.saved[-1])
         assert len(state["env_task_ids"]) == 2
-        venv.close()  # the workers' copies add their sample counts as they close
+        venv.close()  # the workers' copies apply their buffered episodes and sample counts
+        assert cur.stats()["curriculum/updates"] == 32 / 4  # every worker's episodes count
         assert cur.stats()["curriculum/samples"] == 2 + 32 / 4  # first resets + autoresets
     finally:
         venv.close()

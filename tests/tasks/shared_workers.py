@@ -33,6 +33,7 @@ def updates(cur: Curriculum, worker: int, n: int, n_tasks: int, q: Any) -> None:
                     batch.clear()
             else:
                 cur.update(tid, 1.0, success=bool(i % 3))
+        cur.flush()  # a worker's last buffered episodes (worker_update_batch)
         return n
 
     _report(q, body)
@@ -111,5 +112,31 @@ def read_forever(cur: Curriculum, allowed: set[int], seconds: float, q: Any) -> 
                     bad.append(tid)
             n += 16
         return n, bad[:20]
+
+    _report(q, body)
+
+
+def buffered(cur: Curriculum, n: int, q: Any, go: Any) -> None:
+    """``n`` updates of task 0, then report; flush only when ``go`` is set."""
+
+    def body() -> int:
+        for _ in range(n):
+            cur.update(0, 1.0, success=True)
+        q.put(("ok", "updated"))
+        go.wait(30)
+        cur.flush()
+        return n
+
+    _report(q, body)
+
+
+def slow_updates(cur: Curriculum, q: Any) -> None:
+    """One update, a pause longer than the buffer's age bound, one more update; no flush."""
+
+    def body() -> str:
+        cur.update(0, 1.0)
+        time.sleep(1.1)
+        cur.update(0, 1.0)  # the oldest buffered episode is > 1 s old: both are applied
+        return "done"
 
     _report(q, body)

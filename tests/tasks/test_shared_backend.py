@@ -377,3 +377,40 @@ def test_closed_or_unlinked_segments_raise_worker_errors_naming_them():
     with pytest.raises(WorkerError, match=rf"segment '{name}' does not exist any more"):
         copy.deepcopy(handle.backend)
     handle.close()
+
+
+@pytest.mark.parametrize("batch", [1, 1000])
+def test_worker_updates_are_buffered_until_flush(batch):
+    backend = SharedMemoryBackend(worker_update_batch=batch)
+    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+        ctx = mp.get_context("forkserver")
+        q, go = ctx.Queue(), ctx.Event()
+        p = _start("forkserver", w.buffered, cur, 10, q, go)
+        assert _result(q) == "updated"
+        # batch 1: applied at once; a large batch: nothing visible before the worker flushes
+        assert cur.stats()["curriculum/updates"] == (10 if batch == 1 else 0)
+        go.set()
+        assert _result(q) == 10
+        p.join(30)
+        assert cur.stats()["curriculum/updates"] == 10
+        assert cur.state.count.tolist()[0] == 10
+        assert cur.stats()["curriculum/stale_updates"] == 0
+
+
+def test_creator_applies_updates_at_once_and_bad_batch_is_rejected():
+    with Curriculum(_fixed(4), backend=SharedMemoryBackend(worker_update_batch=50), seed=0) as cur:
+        cur.update(0, 1.0)
+        assert cur.stats()["curriculum/updates"] == 1
+    for bad in (0, 2.5, True):
+        with pytest.raises(ConfigError, match="worker_update_batch"):
+            SharedMemoryBackend(worker_update_batch=bad)
+
+
+def test_a_slow_worker_reports_within_the_age_bound():
+    backend = SharedMemoryBackend(worker_update_batch=1000)
+    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+        q = mp.get_context("fork").Queue()
+        p = _start("fork", w.slow_updates, cur, q)
+        assert _result(q) == "done"
+        assert cur.stats()["curriculum/updates"] == 2  # before the worker closes or flushes
+        p.join(30)

@@ -79,8 +79,9 @@ def test_async_vector_env_spawn_with_the_shared_backend(mode):
     envs = CurriculumTask(AsyncVectorEnv(fns, autoreset_mode=mode, context="spawn"), cur)
     starts = []
     try:
-        check_reports(cur, run(envs, starts=starts))  # every worker's update lands here
-        envs.close()  # the workers' copies add their sample counts as they close
+        reports = run(envs, starts=starts)
+        envs.close()  # the workers' copies apply their buffered episodes and sample counts
+        check_reports(cur, reports)  # every worker's update lands here
         assert cur.stats()["curriculum/samples"] == float(sum(starts))
     finally:
         envs.close()
