@@ -7,10 +7,12 @@ them, with an error naming the extra to install when they are missing.
 
 from __future__ import annotations
 
+from gymcurric import datapacks as datapacks
 from gymcurric import envs as envs  # registers the gymcurric/… ids
 from gymcurric import safety as safety
 from gymcurric import tasks as tasks
 from gymcurric import wrappers as wrappers
+from gymcurric.datapacks import DataPack, DataPackRLSampler, load_datapacks
 from gymcurric.errors import (
     ConfigError,
     DataError,
@@ -53,6 +55,10 @@ __all__ = [
     "CurriculumTask",
     "load_curriculum_state",
     "save_curriculum_state",
+    # datapacks (gymcurric.datapacks)
+    "DataPack",
+    "DataPackRLSampler",
+    "load_datapacks",
     # cost annotation (gymcurric.wrappers)
     "AnnotateCost",
     "EmitCostTuple",
@@ -70,6 +76,7 @@ __all__ = [
     "WorkerError",
     "__version__",
     # subpackages
+    "datapacks",
     "envs",
     "safety",
     "tasks",

@@ -352,7 +352,7 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         if p.suffix in (".yaml", ".yml"):
             from gymcurric._optional import import_optional
 
-            yaml = import_optional("yaml", "safety", purpose="to read YAML curriculum configs")
+            yaml = import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
             data = yaml.safe_load(text)
         else:
             data = json.loads(text)
