@@ -56,17 +56,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import functools
 import gc
-import importlib.metadata
 import json
 import multiprocessing as mp
 import os
-import platform
 import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -79,7 +75,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from gymcurric.tasks import Curriculum, CurriculumConfig, FixedTaskSpace
+from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers.vector import make_curriculum_vec
 
 _HERE = Path(__file__).resolve().parent
@@ -87,6 +83,12 @@ if str(_HERE) not in sys.path:  # workers import the env module by name (spawn /
     sys.path.insert(0, str(_HERE))
 
 import _trivial_env as trivial  # noqa: E402
+from _overhead_report import load_average, meta, print_calls, print_env  # noqa: E402
+from _syllabus_anchor import (  # noqa: E402
+    load_syllabus,
+    syllabus_lp,
+    unpatched_syllabus_sample,
+)
 
 EPISODE_LENGTH = 10
 BATCH_K = 64
@@ -97,83 +99,6 @@ OP_TITLES = {
     "episode": "episode",
     "batch": f"sample({BATCH_K})/task",
 }
-
-
-# ---------------------------------------------------------------------------------------- Syllabus
-class _NumpyTwoDist(np.ndarray):
-    """A probability vector on which Syllabus's ``sample`` can run under numpy >= 2.
-
-    ``Curriculum.sample`` tests ``if task_dist != []:``; numpy >= 2 raises on that comparison
-    (shapes ``(n,)`` and ``(0,)`` do not broadcast). This view answers that one test as numpy 1
-    effectively did and behaves as a plain array everywhere else.
-    """
-
-    def __ne__(self, other: object) -> Any:
-        if isinstance(other, list) and not other:
-            return True
-        return super().__ne__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-@functools.cache
-def load_syllabus() -> SimpleNamespace | None:
-    """Import Syllabus with its import-time side effects undone; ``None`` if not installed.
-
-    ``import syllabus.curricula`` runs ``np.seterr(all="raise")`` for the whole process (it would
-    turn underflows in gymcurric's numpy code, and in Syllabus's own EMAs, into exceptions), and
-    ``import syllabus.core`` allocates a shared-memory segment that nothing unlinks
-    (``GymnasiumEvaluationWrapper.env_count``). The error state is restored and the segment
-    unlinked.
-    """
-    saved = np.geterr()
-    try:
-        import syllabus.core as core
-        import syllabus.curricula as curricula
-        import syllabus.task_space as task_space
-    except ImportError:
-        return None
-    finally:
-        np.seterr(**saved)
-    with contextlib.suppress(Exception):
-        core.GymnasiumEvaluationWrapper.env_count.shm.unlink()
-
-    class PatchedOnlineLearningProgress(curricula.OnlineLearningProgress):  # type: ignore[misc]
-        """``OnlineLearningProgress`` whose distribution passes ``sample``'s ``!= []`` test."""
-
-        def _sample_distribution(self) -> Any:
-            return np.asarray(super()._sample_distribution()).view(_NumpyTwoDist)
-
-    return SimpleNamespace(
-        core=core,
-        curricula=curricula,
-        task_space=task_space,
-        LP=PatchedOnlineLearningProgress,
-        version=importlib.metadata.version("syllabus-rl"),
-    )
-
-
-def _syllabus_lp(syl: SimpleNamespace, n: int, patched: bool = True) -> Any:
-    cls = syl.LP if patched else syl.curricula.OnlineLearningProgress
-    return cls(syl.task_space.DiscreteTaskSpace(n), update_interval=_cadence(n))
-
-
-def _cadence(n: int) -> int:
-    """gymcurric's default recompute cadence for a pool of ``n`` tasks (used for both)."""
-    return CurriculumConfig().cadence(n)
-
-
-def _unpatched_syllabus_sample(syl: SimpleNamespace) -> str:
-    """What plain ``OnlineLearningProgress.sample`` does on this numpy: ``"ok"`` or the error."""
-    cur = _syllabus_lp(syl, 100, patched=False)
-    try:
-        for tid in range(2 * _cadence(100)):
-            cur.update_task_progress(tid % 100, tid % 2 == 0)
-            cur.update_on_episode(1.0, EPISODE_LENGTH, tid % 100, tid % 2 == 0)
-        cur.sample(k=1)
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return "ok"
 
 
 # ------------------------------------------------------------------------ (a) per-call cost
@@ -221,7 +146,7 @@ class _SyllabusCalls:
 
     def __init__(self, syl: SimpleNamespace, n: int) -> None:
         np.random.seed(0)  # noqa: NPY002 (Syllabus samples with numpy's global generator)
-        self.cur = _syllabus_lp(syl, n)
+        self.cur = syllabus_lp(syl, n)
 
     def warm(self, ids: list[int], wins: list[bool]) -> None:
         self.update_loop(ids, wins)
@@ -336,7 +261,7 @@ def measure_calls(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict
                 )
     out: dict[str, Any] = {"rows": rows, "ratios": ratios, "goals": _call_goals(by_key, ratios)}
     if syl is not None:
-        out["syllabus_unpatched_sample"] = _unpatched_syllabus_sample(syl)
+        out["syllabus_unpatched_sample"] = unpatched_syllabus_sample(syl, EPISODE_LENGTH)
     return out
 
 
@@ -428,7 +353,7 @@ def _build_gymcurric(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
 
 def _build_syllabus(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
     sigint = signal.getsignal(signal.SIGINT)  # start() installs its own SIGINT handler
-    mp_cur = syl.core.make_multiprocessing_curriculum(_syllabus_lp(syl, args.env_tasks))
+    mp_cur = syl.core.make_multiprocessing_curriculum(syllabus_lp(syl, args.env_tasks))
 
     def stop() -> None:
         mp_cur.stop()
@@ -575,91 +500,6 @@ def _close(built: Built, terminate: bool = True) -> None:
     _stop(procs)
 
 
-# ---------------------------------------------------------------------------------- reporting
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=_HERE,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
-
-
-def _meta(argv: Sequence[str], syl: SimpleNamespace | None) -> dict[str, Any]:
-    return {
-        "command": " ".join(["python", "benchmarks/curriculum_overhead.py", *argv]),
-        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "load_average_start": _load(),
-        "gymcurric_commit": _git_commit(),
-        "gymnasium": gym.__version__,
-        "numpy": np.__version__,
-        "syllabus_rl": syl.version if syl is not None else None,
-    }
-
-
-def _print_calls(res: dict[str, Any]) -> None:
-    head = "".join(f"{OP_TITLES[op]:>22}" for op in OPS)
-    print("\n(a) per-call cost in us: median of the repetitions (best)")
-    print(f"{'tasks':>6}  {'implementation':<17}{'calls':>7}{head}")
-    for r in res["rows"]:
-        cells = "".join(
-            f"{r[f'{op}_us']['median']:>12.2f} ({r[f'{op}_us']['best']:>7.2f})" for op in OPS
-        )
-        print(f"{r['tasks']:>6}  {r['impl']:<17}{r['calls']:>7}{cells}")
-    if res["ratios"]:
-        print("\n    Syllabus / gymcurric, medians (> 1: gymcurric is faster)")
-        titles = "".join(f"{OP_TITLES[op]:>18}" for op in OPS)
-        print(f"{'tasks':>6}  {'gymcurric backend':<17}{titles}")
-        for r in res["ratios"]:
-            cells = "".join(f"{r[op]:>17.1f}x" for op in OPS)
-            print(f"{r['tasks']:>6}  {r['backend']:<17}{cells}")
-    for backend, goals in res["goals"].items():
-        text = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in goals.items())
-        print(f"    goals at 1,000 tasks, gymcurric-{backend}: {text}")
-    if "syllabus_unpatched_sample" in res:
-        print(
-            f"    unpatched Syllabus OnlineLearningProgress.sample: "
-            f"{res['syllabus_unpatched_sample']}"
-        )
-
-
-def _print_env(res: dict[str, Any], args: argparse.Namespace) -> None:
-    print(
-        f"\n(b) AsyncVectorEnv of {args.num_envs} trivial envs, {args.episode_length}-step "
-        f"episodes; {args.env_repeats} x {args.env_steps} vector steps per configuration, "
-        "interleaved. Ratios to plain: of the medians, and the median of each repeat's ratio"
-    )
-    print(
-        f"  {'context':<11}{'config':<11}{'env steps/s: median (best)':>28}"
-        f"{'of plain':>10}{'paired':>9}{'CPU us/env step':>17}{'over plain':>12}"
-    )
-    for ctx, configs in res.items():
-        for name, r in configs.items():
-            cells = ""
-            if r.get("median") is not None:
-                cells = f"{r['median']:>18.0f} ({r['best']:>7.0f})"
-                for key, width in (("ratio_to_plain", 10), ("paired_ratio_to_plain", 9)):
-                    cells += f"{r[key]:>{width}.1%}" if key in r else " " * width
-                if r.get("cpu_us_median") is not None:
-                    over = r.get("cpu_us_over_plain", 0.0)
-                    cells += f"{r['cpu_us_median']:>17.1f}{over:>+12.1f}"
-            note = "" if r["status"] == "ok" else f"  [{r['status']}]"
-            print(f"  {ctx:<11}{name:<11}{cells}{note}")
-
-
 # ---------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -720,12 +560,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
     syl = None if args.no_syllabus else load_syllabus()
-    results: dict[str, Any] = {"meta": _meta(argv, syl), "params": dict(vars(args))}
-    meta = results["meta"]
+    results: dict[str, Any] = {"meta": meta(argv, syl), "params": dict(vars(args))}
+    info = results["meta"]
     print(
-        f"python {meta['python']}, numpy {meta['numpy']}, gymnasium {meta['gymnasium']}, "
-        f"syllabus-rl {meta['syllabus_rl']}, gymcurric {meta['gymcurric_commit']}; "
-        f"{meta['cpu_count']} CPUs, load average {meta['load_average_start']}"
+        f"python {info['python']}, numpy {info['numpy']}, gymnasium {info['gymnasium']}, "
+        f"syllabus-rl {info['syllabus_rl']}, gymcurric {info['gymcurric_commit']}; "
+        f"{info['cpu_count']} CPUs, load average {info['load_average_start']}"
     )
     with warnings.catch_warnings():
         # Syllabus warns from inside its LP updates (e.g. about tasks that its random baseline
@@ -733,12 +573,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         warnings.filterwarnings("ignore", category=UserWarning, module=r"syllabus(\.|$)")
         if not args.skip_calls:
             results["calls"] = measure_calls(args, syl)
-            _print_calls(results["calls"])
+            print_calls(results["calls"], OPS, OP_TITLES)
         if not args.skip_env:
             results["env"] = measure_env(args, syl)
-            _print_env(results["env"], args)
-    meta["load_average_end"] = _load()
-    print(f"\nload average at the end: {meta['load_average_end']}")
+            print_env(results["env"], args)
+    info["load_average_end"] = load_average()
+    print(f"\nload average at the end: {info['load_average_end']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
         print(f"results written to {args.json}")
