@@ -15,6 +15,7 @@ from gymcurric.wrappers.curriculum_state import (
     resume_env_tasks,
     save_curriculum_state,
 )
+from gymcurric.wrappers.datapack import DatapackTask, MplFn, datapack_info
 
 __all__ = [
     "AnnotateCost",
@@ -29,4 +30,8 @@ __all__ = [
     "resume_env_tasks",
     "save_curriculum_state",
     "task_key",
+    # datapacks
+    "DatapackTask",
+    "MplFn",
+    "datapack_info",
 ]

@@ -1,0 +1,233 @@
+"""Datapack presentation for a single env: :class:`DatapackTask`.
+
+The wrapper draws the next datapack from a :class:`~gymcurric.datapacks.DataPackRLSampler`
+*inside* ``reset()`` (SB3 and Gymnasium vector envs auto-reset without options), hands its task
+parameters to the env as ``reset(options={"task": ...})`` together with its seed, and, when the
+episode ends, feeds the outcome into the sampler's :class:`~gymcurric.datapacks.DataPackCurriculum`
+with ``update_diagnostics`` so that stages advance during training. The sampler stays advisory:
+rewards, observations, objective vectors and the datapacks themselves are never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium.core import ActType, ObsType
+
+from gymcurric.datapacks.schema import DataPack
+from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
+from gymcurric.wrappers.curriculum import SuccessFn
+
+__all__ = ["DatapackTask", "MplFn", "datapack_info"]
+
+#: ``mpl_fn(info) -> float | None``: marginal productivity of an episode from its last step's info.
+MplFn = Callable[[dict[str, Any]], Any]
+
+
+def _json_task(obj: Any) -> Any:
+    """A fresh JSON-ready copy of frozen task params (mapping proxies → dicts, tuples → lists)."""
+    if hasattr(obj, "items"):
+        return {k: _json_task(v) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return [_json_task(v) for v in obj]
+    return obj
+
+
+def datapack_info(pack: DataPack) -> dict[str, Any]:
+    """The small JSON-safe dict written to ``info["datapack"]`` for ``pack``.
+
+    Example:
+        >>> from gymcurric.datapacks import DataPack
+        >>> info = datapack_info(DataPack("p1", "reach", "E-v0", 2, objective_vector=(1.0, 0.5)))
+        >>> info["pack_id"], info["tier"], info["objective_vector"], info["trust_score"]
+        ('p1', 2, [1.0, 0.5], 1.0)
+    """
+    return {
+        "pack_id": pack.pack_id,
+        "tier": int(pack.tier),
+        "task_type": pack.task_type,
+        "objective_vector": [float(v) for v in pack.objective_vector],
+        "trust_score": float(pack.trust_score),
+    }
+
+
+class DatapackTask(
+    gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.RecordConstructorArgs
+):
+    """Run every episode on the next sampled datapack, and report how it went.
+
+    On ``reset()`` without a task the wrapper draws one datapack with
+    ``sampler.sample_batch(1)`` (which also appends the sampler's log entry) and resets the env
+    with ``seed=`` the seed passed to ``reset`` if any, else the datapack's ``seed`` if set, else
+    ``None``, and ``options={**options, "task": <the datapack's task_params as a dict>}`` (other
+    options are passed through). Observations, rewards and step infos are passed through
+    unchanged.
+
+    When the episode ends (terminated or truncated) and the sampler has a curriculum, the
+    wrapper calls ``curriculum.update_diagnostics(success=..., error=..., mpl=...,
+    tag_results=...)`` with:
+
+    * ``success``: ``success_fn(info)`` on the last step's info if given, else
+      ``info["is_success"]``, else ``info["success"]``, else ``False``;
+    * ``error``: whether the episode's summed ``info["cost"]`` is positive (``False`` when the
+      env reports no cost);
+    * ``mpl``: ``mpl_fn(info)`` if given, else ``None``;
+    * ``tag_results``: ``{affordance name: success}`` for the datapack's affordances (the tags
+      this episode attempted), so prerequisite tags become satisfied during training.
+
+    An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
+    task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
+    (evaluation runs must not skew the curriculum). The sampler's own seed fixes the datapack
+    stream; ``reset(seed=s)`` seeds the env only (a sampler shared by several envs of a
+    :class:`~gymnasium.vector.SyncVectorEnv` would otherwise be reseeded once per sub-env).
+
+    Info keys written (at reset): ``datapack``, see :func:`datapack_info` (``pack_id``, ``tier``,
+    ``task_type``, ``objective_vector`` as a list, ``trust_score``). An env that already sets it
+    raises :class:`~gymcurric.errors.InfoKeyConflictError`. ``task`` / ``task_id`` belong to
+    :class:`~gymcurric.wrappers.CurriculumTask` and are not written.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import gymcurric
+        >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
+        >>> packs = [
+        ...     DataPack(f"p{n}", "nav", "gymcurric/HazardGrid-v0", n % 3,
+        ...              task_params={"size": 5, "num_hazards": n}, seed=n)
+        ...     for n in range(3)
+        ... ]
+        >>> cur = DataPackCurriculum()
+        >>> sampler = DataPackRLSampler(packs, curriculum=cur, seed=0)
+        >>> env = DatapackTask(gym.make("gymcurric/HazardGrid-v0"), sampler)
+        >>> obs, info = env.reset()
+        >>> env.unwrapped.task["num_hazards"] == dict(env.datapack.task_params)["num_hazards"]
+        True
+        >>> info["datapack"]["pack_id"] == env.datapack.pack_id
+        True
+        >>> done = False
+        >>> while not done:
+        ...     _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        ...     done = terminated or truncated
+        >>> cur.episode
+        1
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[ObsType, ActType],
+        sampler: Any,
+        *,
+        success_fn: SuccessFn | None = None,
+        mpl_fn: MplFn | None = None,
+    ) -> None:
+        """Wrap ``env``.
+
+        Args:
+            env: the env; it must accept ``reset(options={"task": task})``.
+            sampler: a :class:`~gymcurric.datapacks.DataPackRLSampler` (or any object with its
+                ``sample_batch`` method and a ``curriculum`` attribute, which may be ``None``).
+            success_fn: ``success_fn(info) -> bool | None`` on the last step's info.
+            mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
+        """
+        if not callable(getattr(sampler, "sample_batch", None)):
+            raise ConfigError(
+                "sampler",
+                sampler,
+                "expected a DataPackRLSampler (missing method 'sample_batch')",
+                source="DatapackTask",
+            )
+        for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
+            if fn is not None and not callable(fn):
+                raise ConfigError(name, fn, "must be callable or None", source="DatapackTask")
+        gym.utils.RecordConstructorArgs.__init__(
+            self,
+            sampler=sampler,
+            success_fn=success_fn,
+            mpl_fn=mpl_fn,
+            _disable_deepcopy=True,  # the sampler (and its curriculum) must stay the same object
+        )
+        gym.Wrapper.__init__(self, env)
+        self.sampler = sampler
+        self._success_fn = success_fn
+        self._mpl_fn = mpl_fn
+        #: The datapack of the current episode; ``None`` before the first reset or for an
+        #: explicit task.
+        self.datapack: DataPack | None = None
+        self._live = False
+        self._cost = 0.0
+
+    # ---------------------------------------------------------------- reset
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsType, dict[str, Any]]:
+        """Start an episode on the next sampled datapack (or on ``options["task"]``)."""
+        opts = dict(options) if options else {}
+        self._live = False
+        self._cost = 0.0
+        if opts.get("task") is not None:
+            pack = None
+            obs, info = self.env.reset(seed=seed, options=opts)
+        else:
+            opts.pop("task", None)
+            batch = self.sampler.sample_batch(1)
+            if len(batch) != 1:
+                raise ConfigError(
+                    "sampler",
+                    self.sampler,
+                    f"sample_batch(1) returned {len(batch)} datapacks",
+                    source="DatapackTask.reset",
+                )
+            pack = batch[0]
+            if seed is None and pack.seed is not None:
+                seed = int(pack.seed)
+            obs, info = self.env.reset(
+                seed=seed, options={**opts, "task": _json_task(pack.task_params)}
+            )
+        if "datapack" in info:
+            raise InfoKeyConflictError(
+                f"{self.env} already sets info['datapack'] at reset ({info['datapack']!r}); "
+                "DatapackTask will not overwrite info key 'datapack'"
+            )
+        self.datapack = pack
+        info["datapack"] = None if pack is None else datapack_info(pack)
+        self._live = pack is not None
+        return obs, info
+
+    # ---------------------------------------------------------------- step
+    def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Step the env; at episode end report the outcome to the sampler's curriculum."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._live:
+            cost = info.get("cost")
+            if cost is not None:
+                self._cost += float(cost)
+            if terminated or truncated:
+                self._report(info)
+        return obs, reward, terminated, truncated, info
+
+    def _report(self, info: dict[str, Any]) -> None:
+        self._live = False  # reported at most once, even if the curriculum raises
+        curriculum = getattr(self.sampler, "curriculum", None)
+        if curriculum is None or self.datapack is None:
+            return
+        if self._success_fn is not None:
+            raw = self._success_fn(info)
+        else:
+            raw = info.get("is_success", info.get("success"))
+        success = bool(raw) if raw is not None else False
+        mpl = self._mpl_fn(info) if self._mpl_fn is not None else None
+        tags = {a.name: success for a in self.datapack.enrichment.affordances}
+        try:
+            curriculum.update_diagnostics(
+                success=success,
+                error=self._cost > 0.0,
+                mpl=None if mpl is None else float(mpl),
+                tag_results=tags or None,
+            )
+        except GymcurricError as exc:
+            exc.add_note(
+                f"reported by DatapackTask at the end of an episode of datapack "
+                f"{self.datapack.pack_id!r}"
+            )
+            raise

@@ -1,0 +1,270 @@
+import inspect
+import json
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import gymcurric  # noqa: F401  (registers the env ids)
+from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
+from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.wrappers import DatapackTask, datapack_info
+from tests.datapacks.packs import record
+
+ENV_ID = "gymcurric/HazardGrid-v0"
+
+
+def packs(n: int = 6) -> list[DataPack]:
+    """Small HazardGrid datapacks: distinct sizes / hazard counts, seeds, tiers 0 and 1."""
+    return [
+        DataPack.from_dict(
+            record(
+                f"p{i}",
+                env_id=ENV_ID,
+                tier=i % 2,
+                task_params={"size": 4 + i, "num_hazards": i, "max_steps": 12},
+                seed=100 + i,
+                objective_vector=[1.0, 0.5 * i],
+                trust_score=0.5 + 0.05 * i,
+                enrichment={"affordances": [{"name": "reach"}]},
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(n)
+    ]
+
+
+def run_episode(env, seed=None, options=None, actions=None):
+    obs, info = env.reset(seed=seed, options=options)
+    rewards, infos, t, done = [], [info], 0, False
+    while not done:
+        a = actions[t % len(actions)] if actions is not None else env.action_space.sample()
+        obs, r, term, trunc, step_info = env.step(a)
+        rewards.append(float(r))
+        infos.append(step_info)
+        done = term or trunc
+        t += 1
+    return rewards, infos
+
+
+class SpyCurriculum:
+    """Records what the wrapper reports."""
+
+    def __init__(self):
+        self.calls = []
+
+    def update_diagnostics(self, **kwargs):
+        self.calls.append(kwargs)
+
+
+class StubSampler:
+    """A sampler with a fixed datapack sequence and a spy curriculum."""
+
+    def __init__(self, records):
+        self.records, self.i = records, 0
+        self.curriculum = SpyCurriculum()
+
+    def sample_batch(self, n):
+        out = [self.records[(self.i + k) % len(self.records)] for k in range(n)]
+        self.i += n
+        return out
+
+
+def test_task_and_seed_reach_the_env():
+    recs = packs()
+    sampler = StubSampler(recs)
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    for pack in recs[:3]:
+        obs, info = env.reset()
+        expected = {**env.unwrapped.default_task, **dict(pack.task_params)}
+        assert env.unwrapped.task == expected
+        assert env.datapack is pack
+        # the pack's seed was used: a plain env reset with that seed and task gives the same obs
+        ref = gym.make(ENV_ID)
+        ref_obs, _ = ref.reset(seed=pack.seed, options={"task": dict(pack.task_params)})
+        np.testing.assert_array_equal(obs, ref_obs)
+
+
+def test_explicit_seed_wins_over_pack_seed():
+    pack = packs()[4]
+    task = dict(pack.task_params)
+    a = DatapackTask(gym.make(ENV_ID), StubSampler([pack]))
+    b = gym.make(ENV_ID)
+    obs_a, _ = a.reset(seed=5)
+    obs_b, _ = b.reset(seed=5, options={"task": task})
+    np.testing.assert_array_equal(obs_a, obs_b)
+    obs_c, _ = b.reset(seed=pack.seed, options={"task": task})
+    assert not np.array_equal(obs_a, obs_c)  # the two seeds give different layouts
+
+
+def test_info_datapack_content_is_json_safe():
+    recs = packs()
+    env = DatapackTask(gym.make(ENV_ID), StubSampler(recs[3:]))
+    _, info = env.reset()
+    assert info["datapack"] == {
+        "pack_id": "p3",
+        "tier": 1,
+        "task_type": "pick_place",
+        "objective_vector": [1.0, 1.5],
+        "trust_score": pytest.approx(0.65),
+    }
+    assert json.loads(json.dumps(info["datapack"])) == info["datapack"]
+    assert info["datapack"] == datapack_info(recs[3])
+    assert "task" not in info and "task_id" not in info  # CurriculumTask's keys
+
+
+def test_same_sampler_seed_same_pack_sequence():
+    def sequence(seed):
+        env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(packs(), seed=seed))
+        return [env.reset()[1]["datapack"]["pack_id"] for _ in range(12)]
+
+    assert sequence(3) == sequence(3)
+    assert len(set(sequence(3))) > 1
+    assert sequence(3) != sequence(4)
+
+
+def test_sampler_logs_one_entry_per_reset():
+    sampler = DataPackRLSampler(packs(), seed=0)
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    ids = [env.reset()[1]["datapack"]["pack_id"] for _ in range(3)]
+    assert [e["samples"][0]["pack_id"] for e in sampler.logs] == ids
+
+
+def test_diagnostics_reported_at_episode_end():
+    sampler = StubSampler(packs())
+    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: True, mpl_fn=lambda i: 2)
+    env.reset()
+    env.step(0)
+    assert sampler.curriculum.calls == []  # not before the episode ends
+    env.reset()  # an episode cut short by a reset is not reported
+    run_episode(env, actions=[0])
+    assert sampler.curriculum.calls == [
+        {"success": True, "error": False, "mpl": 2.0, "tag_results": {"reach": True}}
+    ]
+
+
+def test_success_counted_in_real_curriculum():
+    cur = DataPackCurriculum()
+    sampler = DataPackRLSampler(packs(), curriculum=cur, seed=0)
+    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: True)
+    for _ in range(3):
+        run_episode(env)
+    assert cur.episode == 3
+    assert cur.metrics()["success_rate"] == 1.0
+    env2 = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: False)
+    run_episode(env2)
+    assert cur.metrics()["success_rate"] == pytest.approx(0.75)
+
+
+def test_error_from_episode_cost():
+    class CostEnv(gym.Wrapper):
+        def __init__(self, env, cost):
+            super().__init__(env)
+            self.cost = cost
+
+        def step(self, action):
+            obs, r, term, trunc, info = self.env.step(action)
+            info = {**info, "cost": 1.0 if self.cost else 0.0}
+            return obs, r, term, trunc, info
+
+    for cost, expected in ((True, True), (False, False)):
+        sampler = StubSampler(packs())
+        run_episode(DatapackTask(CostEnv(gym.make(ENV_ID), cost), sampler), actions=[0])
+        assert sampler.curriculum.calls[-1]["error"] is expected
+
+
+def test_success_from_info_is_success():
+    sampler = StubSampler(packs())
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    _, infos = run_episode(env, actions=[0])
+    assert sampler.curriculum.calls[-1]["success"] is bool(infos[-1]["is_success"])
+
+
+def test_explicit_task_draws_nothing_and_is_not_reported():
+    sampler = StubSampler(packs())
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    task = {"size": 5, "num_hazards": 1, "max_steps": 5}
+    _, infos = run_episode(env, options={"task": task}, actions=[0])
+    assert infos[0]["datapack"] is None and env.datapack is None
+    assert env.unwrapped.task["size"] == 5
+    assert sampler.i == 0 and sampler.curriculum.calls == []
+
+
+def test_info_key_conflict_raises():
+    class Sets(gym.Wrapper):
+        def reset(self, **kwargs):
+            obs, info = self.env.reset(**kwargs)
+            return obs, {**info, "datapack": "mine"}
+
+    env = DatapackTask(Sets(gym.make(ENV_ID)), StubSampler(packs()))
+    with pytest.raises(InfoKeyConflictError, match="datapack"):
+        env.reset()
+
+
+def test_rewards_and_observations_unchanged():
+    pack = packs()[4]
+    actions = [0, 1, 2, 3, 1, 1, 2]
+    env = DatapackTask(gym.make(ENV_ID), StubSampler([pack]))
+    ref = gym.make(ENV_ID)
+    r1, i1 = run_episode(env, actions=actions)
+    r2, i2 = run_episode(
+        ref, seed=pack.seed, options={"task": dict(pack.task_params)}, actions=actions
+    )
+    assert r1 == r2 and len(r1) > 1
+    assert [i.get("cost") for i in i1[1:]] == [i.get("cost") for i in i2[1:]]
+
+
+def test_datapacks_never_mutated():
+    recs = packs()
+    before = [r.to_dict() for r in recs]
+    env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(recs, curriculum=DataPackCurriculum()))
+    for _ in range(4):
+        run_episode(env)
+    assert [r.to_dict() for r in recs] == before
+
+
+def test_records_all_constructor_arguments():
+    sampler = DataPackRLSampler(packs(), seed=0)
+    fn, mfn = (lambda info: True), (lambda info: 1.0)
+    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=fn, mpl_fn=mfn)
+    params = set(inspect.signature(DatapackTask.__init__).parameters) - {"self", "env"}
+    assert set(env._saved_kwargs) == params
+    assert env._saved_kwargs["sampler"] is sampler  # shared, never deep-copied
+    assert env._saved_kwargs["success_fn"] is fn and env._saved_kwargs["mpl_fn"] is mfn
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"sampler": object()}, "sampler"),
+        ({"success_fn": 3}, "success_fn"),
+        ({"mpl_fn": 1}, "mpl_fn"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(kwargs, key):
+    kw = {"sampler": StubSampler(packs()), **kwargs}
+    with pytest.raises(ConfigError, match=key):
+        DatapackTask(gym.make(ENV_ID), **kw)
+
+
+def test_inside_sync_vector_env():
+    cur = DataPackCurriculum()
+    sampler = DataPackRLSampler(packs(), curriculum=cur, seed=1)
+    envs = gym.make_vec(
+        ENV_ID,
+        num_envs=2,
+        vectorization_mode="sync",
+        wrappers=[partial(DatapackTask, sampler=sampler)],
+    )
+    _, info = envs.reset(seed=0)
+    assert info["_datapack"].all()
+    ids = list(info["datapack"]["pack_id"])
+    assert ids == [e["samples"][0]["pack_id"] for e in sampler.logs]
+    for sub, pid in zip(envs.envs, ids, strict=True):
+        pack = next(p for p in packs() if p.pack_id == pid)
+        assert sub.unwrapped.task["size"] == pack.task_params["size"]
+    for _ in range(30):  # max_steps 12: every sub-env finishes at least two episodes
+        envs.step(envs.action_space.sample())
+    assert cur.episode >= 4
+    envs.close()
