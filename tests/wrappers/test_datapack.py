@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 import gymcurric  # noqa: F401  (registers the env ids)
-from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
+from gymcurric.datapacks import (
+    DataPack,
+    DataPackCurriculum,
+    DataPackCurriculumConfig,
+    DataPackRLSampler,
+)
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.wrappers import DatapackTask, datapack_info
 from tests.datapacks.packs import record
@@ -268,3 +273,28 @@ def test_inside_sync_vector_env():
         envs.step(envs.action_space.sample())
     assert cur.episode >= 4
     envs.close()
+
+
+def test_stages_advance_during_training():
+    # no hazards: every episode is error-free, so warmup's error-rate rule holds after a window
+    safe = [
+        DataPack.from_dict(
+            record(
+                f"s{i}",
+                env_id=ENV_ID,
+                tier=i % 2,
+                task_params={"size": 4, "num_hazards": 0, "max_steps": 5},
+                seed=i,
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(4)
+    ]
+    cur = DataPackCurriculum(DataPackCurriculumConfig(window=3))
+    sampler = DataPackRLSampler(safe, curriculum=cur, seed=0)
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    assert cur.stage == "warmup"
+    for _ in range(3):
+        run_episode(env, actions=[0])
+    assert cur.stage == "skill_building"
+    assert sampler.logs[-1]["stage"] == "warmup"  # the last draw happened before the advance
