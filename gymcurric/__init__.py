@@ -36,6 +36,7 @@ from gymcurric.tasks import (
 from gymcurric.wrappers import (
     AnnotateCost,
     CurriculumTask,
+    DatapackTask,
     EmitCostTuple,
     RecordEpisodeStatisticsWithCost,
     load_curriculum_state,
@@ -58,6 +59,7 @@ __all__ = [
     # datapacks (gymcurric.datapacks)
     "DataPack",
     "DataPackRLSampler",
+    "DatapackTask",
     "load_datapacks",
     # cost annotation (gymcurric.wrappers)
     "AnnotateCost",
