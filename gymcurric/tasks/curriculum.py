@@ -39,7 +39,7 @@ from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.shared_backend import SharedMemoryBackend
-from gymcurric.tasks.signals import check_episode, record_episode
+from gymcurric.tasks.signals import check_episode, check_episodes, record_episode
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
@@ -261,15 +261,7 @@ class Curriculum(_CrossProcess):
 
         Every value is validated before any is applied, so a bad entry changes nothing.
         """
-        ids = list(task_ids)
-        n = len(ids)
-        succ = [None] * n if successes is None else list(successes)
-        cst = [None] * n if costs is None else list(costs)
-        rets = list(returns)
-        if not len(rets) == len(succ) == len(cst) == n:
-            raise ConfigError("update_batch", (n, len(rets), len(succ), len(cst)),
-                              "task_ids, returns, successes and costs differ in length")
-        checked = [check_episode(ids[i], rets[i], succ[i], cst[i]) for i in range(n)]
+        ids, checked = check_episodes(task_ids, returns, successes, costs)
         with self._lock:
             self._enter("update_batch")
             for tid, (r, s, c) in zip(ids, checked, strict=True):

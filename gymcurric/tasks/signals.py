@@ -41,7 +41,13 @@ import numpy as np
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.tasks.state import CurriculumState, K, S
 
-__all__ = ["SignalConfig", "check_episode", "normalised_cost", "record_episode"]
+__all__ = [
+    "SignalConfig",
+    "check_episode",
+    "check_episodes",
+    "normalised_cost",
+    "record_episode",
+]
 
 _SOURCES = ("auto", "success", "return")
 
@@ -99,6 +105,33 @@ class SignalConfig:
         ):
             raise ConfigError("cost_limit", self.cost_limit, "expected a float > 0 or None",
                               source=src)
+
+
+def check_episodes(
+    task_ids: Any, returns: Any, successes: Any, costs: Any, *, source: str | None = None
+) -> tuple[list[Any], list[tuple[float, float | None, float]]]:
+    """Validate a batch of episode reports (``update_batch``); nothing is applied here.
+
+    Returns:
+        ``(task_ids, checked)``: the ids as a list and ``check_episode``'s result for each.
+
+    Raises:
+        ConfigError: the four sequences differ in length, or as :func:`check_episode`.
+        NonFiniteValueError: as :func:`check_episode`.
+    """
+    ids = list(task_ids)
+    n = len(ids)
+    succ = [None] * n if successes is None else list(successes)
+    cst = [None] * n if costs is None else list(costs)
+    rets = list(returns)
+    if not len(rets) == len(succ) == len(cst) == n:
+        raise ConfigError(
+            "update_batch",
+            (n, len(rets), len(succ), len(cst)),
+            "task_ids, returns, successes and costs differ in length",
+            source=source,
+        )
+    return ids, [check_episode(ids[i], rets[i], succ[i], cst[i]) for i in range(n)]
 
 
 def check_episode(

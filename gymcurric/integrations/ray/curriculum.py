@@ -30,7 +30,7 @@ from gymcurric.integrations.ray._client import (
     _ray,
 )
 from gymcurric.tasks.config import CurriculumConfig
-from gymcurric.tasks.signals import check_episode
+from gymcurric.tasks.signals import check_episode, check_episodes
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import CurriculumState
 
@@ -220,19 +220,7 @@ class RayCurriculum(_Client):
         costs: Sequence[float | None] | np.ndarray | None = None,
     ) -> None:
         """Report several episodes, in order (every value is validated before any is buffered)."""
-        ids = list(task_ids)
-        n = len(ids)
-        succ = [None] * n if successes is None else list(successes)
-        cst = [None] * n if costs is None else list(costs)
-        rets = list(returns)
-        if not len(rets) == len(succ) == len(cst) == n:
-            raise ConfigError(
-                "update_batch",
-                (n, len(rets), len(succ), len(cst)),
-                "task_ids, returns, successes and costs differ in length",
-                source=_SRC,
-            )
-        checked = [check_episode(ids[i], rets[i], succ[i], cst[i]) for i in range(n)]
+        ids, checked = check_episodes(task_ids, returns, successes, costs, source=_SRC)
         tids = [self.space.check_id(t) for t in ids]
         if self._down is not None:
             raise WorkerError(self._down)
@@ -241,7 +229,7 @@ class RayCurriculum(_Client):
             self._rets.append(r)
             self._succ.append(s)
             self._costs.append(c)
-        self._reported += n
+        self._reported += len(ids)
         if len(self._ids) >= self._every:
             self._flush(False)
 
