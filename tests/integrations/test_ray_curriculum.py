@@ -301,11 +301,24 @@ def test_mark_invalid_and_errors_of_the_curriculum(make):
         cur.update(2, float("nan"))
 
 
+def _kill_and_wait(actor, limit=10.0):
+    # ray.kill is asynchronous: wait until the actor stops answering, or the test races it
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=limit)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_dead_actor_raises_worker_error(make):
     cur = make(_fixed(5), seed=0, flush_every=4, refresh_seconds=None)
     worker_copy = copy.deepcopy(cur)
     cur.sample()
-    ray.kill(cur.actor, no_restart=True)
+    _kill_and_wait(cur.actor)
     for i in range(3):
         cur.update(i, 1.0)  # buffered: nothing notices yet
     with pytest.raises(WorkerError, match=r"is gone .*3 episode report\(s\)"):

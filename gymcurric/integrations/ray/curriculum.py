@@ -38,6 +38,7 @@ __all__ = ["RayBackend", "RayCurriculum"]
 
 #: Seconds the constructor waits at least for the actor to start (scheduling, process start).
 _START_TIMEOUT = 120.0
+_KILL_WAIT = 10.0  # seconds close() waits for a killed actor to stop answering
 
 
 class RayCurriculum(_Client):
@@ -306,6 +307,21 @@ class RayCurriculum(_Client):
         if here and self._backend.is_creator:
             with contextlib.suppress(Exception):
                 self._ray.kill(self._actor, no_restart=True)
+                self._await_death()
+
+    def _await_death(self) -> None:
+        # ``ray.kill`` only requests the kill: a call made right after it may still be served.
+        # Wait (bounded) until the actor answers no more, so that once ``close()`` returns every
+        # other client's next call fails with WorkerError instead of reaching a dying actor.
+        deadline = time.monotonic() + _KILL_WAIT
+        while time.monotonic() < deadline:
+            try:
+                self._ray.get(self._actor.ping.remote(), timeout=_KILL_WAIT)
+            except self._ray.exceptions.GetTimeoutError:
+                return
+            except Exception:
+                return  # RayActorError: the actor is dead
+            time.sleep(0.01)
 
     def __enter__(self) -> RayCurriculum:
         return self
