@@ -1,0 +1,77 @@
+"""The ``gymcurric`` command: one entry point, one subcommand per capability.
+
+Each subcommand lives next to the code it drives and is imported only when the command line
+is parsed, so ``gymcurric --help`` stays fast and a subcommand whose extra is not installed
+does not break the others. A subcommand module defines::
+
+    HELP: str                                   # one line for ``gymcurric --help``
+    def add_arguments(parser: argparse.ArgumentParser) -> None: ...
+    def run(args: argparse.Namespace) -> int: ...  # the exit code
+
+and imports its heavy dependencies (torch, transformers, SB3, ...) inside ``run``.
+Exit codes: 0 success, 1 the command ran and found a problem (e.g. an invalid datapack),
+2 bad command-line usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from gymcurric.errors import GymcurricError
+
+# name -> module; a module that is not present in this install is left out of the parser
+COMMANDS: dict[str, str] = {
+    "train": "gymcurric.train.cli_train",
+    "resume": "gymcurric.train.cli_resume",
+    "demo": "gymcurric.train.cli_demo",
+    "bench": "gymcurric.train.cli_bench",
+    "datapacks": "gymcurric.datapacks.cli",
+    "probe": "gymcurric.semantics.probe",
+}
+
+
+def _load(module: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            return None  # this subcommand is not part of this install
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every subcommand this install has."""
+    parser = argparse.ArgumentParser(
+        prog="gymcurric",
+        description="Curriculum learning, datapacks, semantic shaping and cost/risk "
+        "annotation for Gymnasium environments.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module in COMMANDS.items():
+        mod = _load(module)
+        if mod is None:
+            continue
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args))
+    except GymcurricError as exc:
+        print(f"gymcurric {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
