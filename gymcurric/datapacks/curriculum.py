@@ -46,6 +46,7 @@ class DataPackCurriculum:
         self._error = np.zeros(w)
         self._success = np.zeros(w)
         self._mpl = np.full(w, np.nan)
+        self._return = np.full(w, np.nan)
         self._aff_ok = np.zeros(w)
         self._aff_n = np.zeros(w)
         self.episode = 0
@@ -133,6 +134,7 @@ class DataPackCurriculum:
         error: bool = False,
         mpl: float | None = None,
         tag_results: Mapping[str, bool] | None = None,
+        return_: float | None = None,
     ) -> str | None:
         """Record one finished episode; returns the new stage's name if it advanced.
 
@@ -141,11 +143,14 @@ class DataPackCurriculum:
             error: the episode had an error (e.g. a safety violation / positive cost).
             mpl: marginal productivity measured this episode, if any.
             tag_results: outcome per affordance / prerequisite tag attempted this episode.
+            return_: the episode's (undiscounted) return, if known; averaged into the
+                ``mean_return`` metric.
         """
         slot = self.episode % self.config.window
         self._success[slot] = float(bool(success))
         self._error[slot] = float(bool(error))
         self._mpl[slot] = np.nan if mpl is None else float(mpl)
+        self._return[slot] = np.nan if return_ is None else float(return_)
         results = dict(tag_results or {})
         self._aff_n[slot] = len(results)
         self._aff_ok[slot] = sum(bool(v) for v in results.values())
@@ -182,6 +187,8 @@ class DataPackCurriculum:
         if mpl.size >= 2:
             old, new = mpl[: mpl.size // 2].mean(), mpl[mpl.size // 2 :].mean()
             improvement = float((new - old) / max(abs(old), 1e-8))
+        ret = self._window(self._return)
+        ret = ret[~np.isnan(ret)]
         return {
             "error_rate": float(err.mean()) if err.size else None,
             "success_rate": float(self._window(self._success).mean()) if err.size else None,
@@ -189,6 +196,7 @@ class DataPackCurriculum:
                 float(self._window(self._aff_ok).sum() / n_aff) if n_aff else None
             ),
             "mpl_improvement_rate": improvement,
+            "mean_return": float(ret.mean()) if ret.size else None,
         }
 
     def _advance_reason(self) -> str | None:
@@ -247,7 +255,7 @@ class DataPackCurriculum:
             "config": self.config.to_dict(),
             "arrays": {
                 k: getattr(self, f"_{k}").copy()
-                for k in ("error", "success", "mpl", "aff_ok", "aff_n")
+                for k in ("error", "success", "mpl", "return", "aff_ok", "aff_n")
             },
             "episode": self.episode,
             "stage_index": self.stage_index,

@@ -17,8 +17,9 @@ A curriculum config (YAML or JSON) maps 1:1 onto :class:`DataPackCurriculumConfi
         fallback_episodes: 500       # advance after this many episodes whatever the rules say
 
 Rule metrics: ``error_rate`` (rolling share of episodes with an error), ``affordance_success_rate``
-(rolling share of successful affordance/tag attempts) and ``mpl_improvement_rate`` (relative
-change of mean MPL from the older to the newer half of the window). A stage advances when all
+(rolling share of successful affordance/tag attempts), ``mpl_improvement_rate`` (relative
+change of mean MPL from the older to the newer half of the window) and ``mean_return`` (mean
+episode return over the window, from ``update_diagnostics(return_=...)``). A stage advances when all
 its rules hold over a full window of its own episodes, or after ``fallback_episodes``.
 """
 
@@ -50,7 +51,12 @@ __all__ = [
 ]
 
 #: Metrics a :class:`TransitionRule` may test.
-METRICS: tuple[str, ...] = ("error_rate", "affordance_success_rate", "mpl_improvement_rate")
+METRICS: tuple[str, ...] = (
+    "error_rate",
+    "affordance_success_rate",
+    "mpl_improvement_rate",
+    "mean_return",
+)
 
 
 def _tags(name: str, value: Any, owner: str) -> tuple[str, ...]:

@@ -366,3 +366,11 @@ class DataPack:
             out["episode"] = self.episode
         out.update(_thaw(self.extra))
         return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Mapping proxies do not pickle: travel as the JSON form (e.g. to vector-env workers).
+        return (_unpickle, (self.to_dict(), self.source))
+
+
+def _unpickle(data: dict[str, Any], source: str | None) -> DataPack:
+    return DataPack.from_dict(data, source=source)

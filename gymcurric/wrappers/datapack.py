@@ -20,7 +20,7 @@ from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
 from gymcurric.wrappers.curriculum import SuccessFn
 
-__all__ = ["DatapackTask", "MplFn", "datapack_info"]
+__all__ = ["DatapackTask", "MplFn", "datapack_info", "report_episode"]
 
 #: ``mpl_fn(info) -> float | None``: marginal productivity of an episode from its last step's info.
 MplFn = Callable[[dict[str, Any]], Any]
@@ -75,7 +75,15 @@ class DatapackTask(
       env reports no cost);
     * ``mpl``: ``mpl_fn(info)`` if given, else ``None``;
     * ``tag_results``: ``{affordance name: success}`` for the datapack's affordances (the tags
-      this episode attempted), so prerequisite tags become satisfied during training.
+      this episode attempted), so prerequisite tags become satisfied during training;
+    * ``return_``: the episode's summed reward (as the env returned it).
+
+    Presets: setting :attr:`next_datapack` (directly, or from another process with
+    ``set_wrapper_attr`` / a vector env's ``set_attr``) makes the next reset present that
+    datapack instead of drawing one; the reset consumes it. With ``sampler=None`` the wrapper
+    only presents presets (a reset without one raises :class:`~gymcurric.errors.ConfigError`)
+    and reports nothing: this is how the vector twin
+    :class:`gymcurric.wrappers.vector.DatapackTask` drives its sub-envs from one central sampler.
 
     An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
     task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
@@ -116,7 +124,7 @@ class DatapackTask(
     def __init__(
         self,
         env: gym.Env[ObsType, ActType],
-        sampler: Any,
+        sampler: Any | None,
         *,
         success_fn: SuccessFn | None = None,
         mpl_fn: MplFn | None = None,
@@ -126,11 +134,12 @@ class DatapackTask(
         Args:
             env: the env; it must accept ``reset(options={"task": task})``.
             sampler: a :class:`~gymcurric.datapacks.DataPackRLSampler` (or any object with its
-                ``sample_batch`` method and a ``curriculum`` attribute, which may be ``None``).
+                ``sample_batch`` method and a ``curriculum`` attribute, which may be ``None``);
+                ``None``: present only the datapacks set in :attr:`next_datapack`.
             success_fn: ``success_fn(info) -> bool | None`` on the last step's info.
             mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
         """
-        if not callable(getattr(sampler, "sample_batch", None)):
+        if sampler is not None and not callable(getattr(sampler, "sample_batch", None)):
             raise ConfigError(
                 "sampler",
                 sampler,
@@ -154,8 +163,11 @@ class DatapackTask(
         #: The datapack of the current episode; ``None`` before the first reset or for an
         #: explicit task.
         self.datapack: DataPack | None = None
+        #: Preset: the datapack the next reset presents instead of drawing one (then ``None``).
+        self.next_datapack: DataPack | None = None
         self._live = False
         self._cost = 0.0
+        self._return = 0.0
 
     # ---------------------------------------------------------------- reset
     def reset(
@@ -165,20 +177,13 @@ class DatapackTask(
         opts = dict(options) if options else {}
         self._live = False
         self._cost = 0.0
+        self._return = 0.0
         if opts.get("task") is not None:
             pack = None
             obs, info = self.env.reset(seed=seed, options=opts)
         else:
             opts.pop("task", None)
-            batch = self.sampler.sample_batch(1)
-            if len(batch) != 1:
-                raise ConfigError(
-                    "sampler",
-                    self.sampler,
-                    f"sample_batch(1) returned {len(batch)} datapacks",
-                    source="DatapackTask.reset",
-                )
-            pack = batch[0]
+            pack = self._next_pack()
             if seed is None and pack.seed is not None:
                 seed = int(pack.seed)
             obs, info = self.env.reset(
@@ -194,11 +199,37 @@ class DatapackTask(
         self._live = pack is not None
         return obs, info
 
+    def _next_pack(self) -> DataPack:
+        if self.next_datapack is not None:
+            pack, self.next_datapack = self.next_datapack, None
+            if not isinstance(pack, DataPack):
+                raise ConfigError(
+                    "next_datapack", pack, "expected a DataPack", source="DatapackTask.reset"
+                )
+            return pack
+        if self.sampler is None:
+            raise ConfigError(
+                "next_datapack",
+                None,
+                "sampler is None and no datapack was preset for this reset",
+                source="DatapackTask.reset",
+            )
+        batch = self.sampler.sample_batch(1)
+        if len(batch) != 1:
+            raise ConfigError(
+                "sampler",
+                self.sampler,
+                f"sample_batch(1) returned {len(batch)} datapacks",
+                source="DatapackTask.reset",
+            )
+        return batch[0]
+
     # ---------------------------------------------------------------- step
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env; at episode end report the outcome to the sampler's curriculum."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._live:
+            self._return += float(reward)
             cost = info.get("cost")
             if cost is not None:
                 self._cost += float(cost)
@@ -211,23 +242,51 @@ class DatapackTask(
         curriculum = getattr(self.sampler, "curriculum", None)
         if curriculum is None or self.datapack is None:
             return
-        if self._success_fn is not None:
-            raw = self._success_fn(info)
-        else:
-            raw = info.get("is_success", info.get("success"))
-        success = bool(raw) if raw is not None else False
-        mpl = self._mpl_fn(info) if self._mpl_fn is not None else None
-        tags = {a.name: success for a in self.datapack.enrichment.affordances}
-        try:
-            curriculum.update_diagnostics(
-                success=success,
-                error=self._cost > 0.0,
-                mpl=None if mpl is None else float(mpl),
-                tag_results=tags or None,
-            )
-        except GymcurricError as exc:
-            exc.add_note(
-                f"reported by DatapackTask at the end of an episode of datapack "
-                f"{self.datapack.pack_id!r}"
-            )
-            raise
+        report_episode(
+            curriculum,
+            self.datapack,
+            info,
+            cost=self._cost,
+            return_=self._return,
+            success_fn=self._success_fn,
+            mpl_fn=self._mpl_fn,
+            reporter="DatapackTask",
+        )
+
+
+def report_episode(
+    curriculum: Any,
+    pack: DataPack,
+    info: dict[str, Any],
+    *,
+    cost: float,
+    return_: float,
+    success_fn: SuccessFn | None,
+    mpl_fn: MplFn | None,
+    reporter: str,
+) -> None:
+    """Feed one finished episode of ``pack`` to ``curriculum.update_diagnostics``.
+
+    ``info`` is the episode's last step info; ``cost`` and ``return_`` its sums. Shared by
+    :class:`DatapackTask` and its vector twin, so both report the same outcome.
+    """
+    if success_fn is not None:
+        raw = success_fn(info)
+    else:
+        raw = info.get("is_success", info.get("success"))
+    success = bool(raw) if raw is not None else False
+    mpl = mpl_fn(info) if mpl_fn is not None else None
+    tags = {a.name: success for a in pack.enrichment.affordances}
+    try:
+        curriculum.update_diagnostics(
+            success=success,
+            error=cost > 0.0,
+            mpl=None if mpl is None else float(mpl),
+            tag_results=tags or None,
+            return_=float(return_),
+        )
+    except GymcurricError as exc:
+        exc.add_note(
+            f"reported by {reporter} at the end of an episode of datapack {pack.pack_id!r}"
+        )
+        raise

@@ -261,3 +261,27 @@ def test_bad_file_syntax(tmp_path):
     g.write_text("stages: [unclosed")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_curriculum_config(g)
+
+
+def test_mean_return_metric_and_rule():
+    from gymcurric.datapacks import StageSpec, TransitionRule
+
+    cfg = DataPackCurriculumConfig(
+        window=4,
+        stages=(
+            StageSpec("a", rules=(TransitionRule("mean_return", 5.0, ">="),)),
+            StageSpec("b"),
+        ),
+    )
+    cur = DataPackCurriculum(cfg)
+    cur.update_diagnostics(success=True)  # no return reported: not counted
+    assert cur.metrics()["mean_return"] is None
+    for r in (4.0, 6.0, 4.0):
+        assert cur.update_diagnostics(success=True, return_=r) is None
+    assert cur.metrics()["mean_return"] == pytest.approx(14.0 / 3)
+    assert cur.update_diagnostics(success=True, return_=10.0) == "b"  # (4+6+4+10)/4 >= 5
+    state = cur.state_dict()
+    assert "return" in state["arrays"]
+    other = DataPackCurriculum(cfg)
+    other.load_state_dict(state)
+    assert other.get_diagnostics() == cur.get_diagnostics()

@@ -199,3 +199,14 @@ def test_direct_construction_is_checked_and_frozen():
         args = {"pack_id": "x", "task_type": "reach", "env_id": "E-v0", "tier": 1, **kw}
         with pytest.raises(DataError, match=f"field '{field}'"):
             DataPack(**args)
+
+
+def test_datapack_pickles_through_its_json_form():
+    import pickle
+
+    pack = DataPack.from_dict(record("px", colour={"r": [1, 2]}), source="dir/a.jsonl")
+    back = pickle.loads(pickle.dumps(pack))
+    assert back == pack and back.to_dict() == pack.to_dict()
+    assert back.source == "dir/a.jsonl"  # episode paths still resolve
+    with pytest.raises(TypeError):
+        back.task_params["hazard_radius"] = 1.0  # still read-only

@@ -143,10 +143,47 @@ def test_diagnostics_reported_at_episode_end():
     env.step(0)
     assert sampler.curriculum.calls == []  # not before the episode ends
     env.reset()  # an episode cut short by a reset is not reported
-    run_episode(env, actions=[0])
+    rewards, _ = run_episode(env, actions=[0])
     assert sampler.curriculum.calls == [
-        {"success": True, "error": False, "mpl": 2.0, "tag_results": {"reach": True}}
+        {
+            "success": True,
+            "error": False,
+            "mpl": 2.0,
+            "tag_results": {"reach": True},
+            "return_": pytest.approx(sum(rewards)),
+        }
     ]
+
+
+def test_episode_return_reaches_the_curriculum():
+    # the mean over the stage's window equals the mean of what the env paid out
+    cur = DataPackCurriculum()
+    env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(packs(), curriculum=cur, seed=2))
+    totals = [sum(run_episode(env, actions=[0, 1, 2, 3])[0]) for _ in range(3)]
+    assert cur.metrics()["mean_return"] == pytest.approx(np.mean(totals))
+
+
+def test_preset_datapack_is_presented_once():
+    recs = packs()
+    sampler = StubSampler(recs)
+    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env.next_datapack = recs[5]
+    _, info = env.reset()
+    assert info["datapack"]["pack_id"] == "p5" and env.next_datapack is None
+    assert sampler.i == 0  # nothing drawn for a preset
+    _, info = env.reset()
+    assert info["datapack"]["pack_id"] == "p0" and sampler.i == 1
+
+
+def test_no_sampler_needs_a_preset():
+    recs = packs()
+    env = DatapackTask(gym.make(ENV_ID), None)
+    env.set_wrapper_attr("next_datapack", recs[2])  # how a vector env sets it
+    _, info = env.reset()
+    assert info["datapack"]["pack_id"] == "p2"
+    run_episode(env, options={"task": {"size": 4}}, actions=[0])  # explicit tasks still run
+    with pytest.raises(ConfigError, match="next_datapack"):
+        env.reset()
 
 
 def test_success_counted_in_real_curriculum():
