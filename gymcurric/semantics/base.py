@@ -2,14 +2,20 @@
 
 The shaper, the risk head and the probe only ever see this protocol, so a HuggingFace CLIP or
 SigLIP model, a sentence-embedding model over captions and a user callable are interchangeable.
+
+Besides the protocol this module holds the torch-free helpers every embedder shares:
+:func:`unit_rows`, :func:`embedder_modality` (does an embedder read frames or captions?) and
+:class:`FailedEmbedder`, the stand-in a fail-soft wrapper uses when a model could not be loaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+Modality = Literal["image", "text"]
 
 
 @runtime_checkable
@@ -20,6 +26,10 @@ class Embedder(Protocol):
         dim: the embedding size ``d``.
         status: a short human-readable string saying what was loaded and how
             (e.g. ``"ok: clip /path dtype=bfloat16 device=cpu"``, or ``"failed: ..."``).
+
+    Embedders may also define ``modality`` (``"image"``: states are embedded from rendered
+    frames; ``"text"``: from captions, ``info["caption"]`` or ``env.describe()``); see
+    :func:`embedder_modality`. It is not part of the protocol, so older embedders still match.
     """
 
     dim: int
@@ -49,4 +59,42 @@ def unit_rows(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     return x / np.maximum(norms, eps)
 
 
-__all__ = ["Embedder", "unit_rows"]
+def embedder_modality(embedder: object) -> Modality:
+    """What an embedder embeds states from: ``"image"`` (frames, the default) or ``"text"``."""
+    modality = getattr(embedder, "modality", "image")
+    return "text" if modality == "text" else "image"
+
+
+def is_failed(embedder: object) -> bool:
+    """Whether an embedder reports a failed load (its ``status`` starts with ``"failed"``)."""
+    return str(getattr(embedder, "status", "")).startswith("failed")
+
+
+class FailedEmbedder:
+    """An embedder that could not be built: every call raises, ``status`` says why.
+
+    Fail-soft wrappers hold one of these instead of raising at construction, so that training
+    goes on without shaping while the status (and a one-time warning) tell the user.
+
+    Example:
+        >>> e = FailedEmbedder("failed: load '/nowhere': not a directory")
+        >>> e.status.startswith("failed"), e.dim
+        (True, 0)
+    """
+
+    dim = 0
+    modality: Modality = "image"
+
+    def __init__(self, status: str) -> None:
+        self.status = status if status.startswith("failed") else f"failed: {status}"
+
+    def embed_images(self, frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+        """Raise: there is no model."""
+        raise RuntimeError(self.status)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Raise: there is no model."""
+        raise RuntimeError(self.status)
+
+
+__all__ = ["Embedder", "FailedEmbedder", "Modality", "embedder_modality", "is_failed", "unit_rows"]

@@ -1,0 +1,183 @@
+"""Building embedders: :func:`load_embedder` and :class:`CallableEmbedder` for user callables.
+
+Importing this module does not import torch: the HuggingFace embedders are imported inside
+:func:`load_embedder` when one is built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gymcurric.errors import ConfigError
+from gymcurric.semantics.base import Embedder, Modality, unit_rows
+
+__all__ = ["CallableEmbedder", "detect_kind", "load_embedder"]
+
+_KINDS = ("auto", "clip", "siglip", "caption")
+_VLM_TYPES = {"clip": "clip", "siglip": "siglip", "siglip2": "siglip"}
+
+
+class CallableEmbedder:
+    """Any user function(s) as an :class:`~gymcurric.semantics.base.Embedder`.
+
+    The functions return one row per input, any float dtype; rows are L2-normalised to float32.
+    ``dim`` is taken from the first call when not given.
+
+    Args:
+        images: ``images(frames) -> (n, d)`` for ``(n, H, W, 3)`` uint8 frames, or ``None``.
+        texts: ``texts(list_of_str) -> (n, d)``, or ``None``.
+        dim: the embedding size, if known.
+        modality: ``"image"`` (states are frames) or ``"text"`` (states are captions); by
+            default ``"text"`` when only ``texts`` is given.
+
+    Example:
+        >>> import numpy as np
+        >>> red = lambda frames: np.stack(
+        ...     [np.asarray(frames)[..., 0].mean((1, 2)), np.full(len(frames), 128.0)], 1)
+        >>> words = lambda texts: np.array([[1.0, 0.0] if "red" in t else [0.0, 1.0]
+        ...                                 for t in texts])
+        >>> e = CallableEmbedder(images=red, texts=words)
+        >>> e.embed_texts(["red danger", "calm"]).round(3).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+        >>> e.embed_images(np.full((1, 4, 4, 3), 128, np.uint8)).round(3).tolist()
+        [[0.707, 0.707]]
+    """
+
+    def __init__(
+        self,
+        images: Callable[[Any], Any] | None = None,
+        texts: Callable[[list[str]], Any] | None = None,
+        *,
+        dim: int | None = None,
+        modality: Modality | None = None,
+    ) -> None:
+        if images is None and texts is None:
+            raise ConfigError("images", None, "give an images and/or a texts callable")
+        for name, fn in (("images", images), ("texts", texts)):
+            if fn is not None and not callable(fn):
+                raise ConfigError(name, fn, "must be callable or None", source="CallableEmbedder")
+        if modality is None:
+            modality = "text" if images is None else "image"
+        if modality not in ("image", "text"):
+            raise ConfigError("modality", modality, "expected 'image' or 'text'")
+        if dim is not None and (not isinstance(dim, int) or dim <= 0):
+            raise ConfigError("dim", dim, "must be a positive int or None")
+        self._images, self._texts = images, texts
+        self.modality: Modality = modality
+        self.dim = dim or 0
+        name = getattr(images or texts, "__name__", type(images or texts).__name__)
+        self.status = f"ok: callable {name}"
+
+    def _rows(self, out: Any, n: int, what: str) -> np.ndarray:
+        rows = np.asarray(out, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] != n:
+            raise ValueError(f"the {what} callable returned shape {rows.shape}, expected ({n}, d)")
+        if self.dim and rows.shape[1] != self.dim:
+            raise ValueError(f"the {what} callable returned d={rows.shape[1]}, expected {self.dim}")
+        self.dim = int(rows.shape[1])
+        return unit_rows(rows)
+
+    def embed_images(self, frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+        """Call the ``images`` function on the frames; unit rows."""
+        if self._images is None:
+            raise TypeError("this CallableEmbedder has no images callable")
+        batch = np.asarray(frames) if not isinstance(frames, np.ndarray) else frames
+        return self._rows(self._images(batch), len(batch), "images")
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Call the ``texts`` function on the strings; unit rows."""
+        if self._texts is None:
+            raise TypeError("this CallableEmbedder has no texts callable")
+        texts = [str(t) for t in texts]
+        return self._rows(self._texts(texts), len(texts), "texts")
+
+    def __repr__(self) -> str:
+        return f"CallableEmbedder({self.status}, modality={self.modality!r})"
+
+
+def detect_kind(model_name: str | os.PathLike[str]) -> str:
+    """``"clip"``, ``"siglip"`` or ``"caption"`` from a local folder's ``config.json``.
+
+    A hub id (not a folder) is read through transformers' cache (offline).
+    """
+    folder = Path(os.fspath(model_name))
+    if folder.is_dir():
+        config_file = folder / "config.json"
+        if not config_file.is_file():
+            raise ConfigError("model_name", str(model_name), "folder has no config.json")
+        try:
+            model_type = json.loads(config_file.read_text()).get("model_type", "")
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                "model_name", str(model_name), f"unreadable config.json: {exc}"
+            ) from None
+    else:
+        from gymcurric.semantics.hf import transformers
+
+        config = transformers.AutoConfig.from_pretrained(
+            os.fspath(model_name), local_files_only=True
+        )
+        model_type = getattr(config, "model_type", "")
+    return _VLM_TYPES.get(model_type, "caption")
+
+
+def load_embedder(
+    model_name: str | os.PathLike[str] | Embedder | Callable[..., Any] | None = None,
+    kind: str = "auto",
+    *,
+    device: str = "cpu",
+    dtype: str = "auto",
+    **kwargs: Any,
+) -> Embedder:
+    """Build an embedder from a model folder / cached hub id, an embedder, or a callable.
+
+    Args:
+        model_name: a ``save_pretrained`` folder or a hub id in the local cache (offline); an
+            object that already is an :class:`~gymcurric.semantics.base.Embedder` (returned
+            as is); a callable (wrapped in :class:`CallableEmbedder`, used for frames and, with
+            ``kind="caption"``, for captions); ``None`` with ``kind`` ``"caption"`` or
+            ``"auto"``: the shipped offline MiniLM caption model.
+        kind: ``"auto"`` (from the folder's ``config.json``: CLIP/SigLIP model types are
+            vision-language, anything else is a sentence-embedding model for captions),
+            ``"clip"``, ``"siglip"`` or ``"caption"``.
+        device: where the model runs (``"cpu"``, ``"cuda"``, ``"auto"``).
+        dtype: ``"auto"`` (bf16 → fp32 on CPU, bf16/fp16 → fp32 on CUDA) or one dtype; for
+            caption models ``"auto"`` means float32.
+        **kwargs: passed to :class:`~gymcurric.semantics.hf.HFVisionLanguageEmbedder` or
+            :class:`~gymcurric.semantics.caption.CaptionEmbedder`.
+
+    Raises:
+        ConfigError: bad ``kind``, or a model that is not of the requested kind.
+        DependencyNotInstalled: torch/transformers missing (``pip install "gymcurric[semantic]"``).
+        OSError: the model cannot be read (a missing folder, an uncached hub id, no safetensors).
+    """
+    if kind not in _KINDS:
+        raise ConfigError("kind", kind, f"expected one of {_KINDS}")
+    if isinstance(model_name, Embedder):
+        return model_name
+    if callable(model_name):
+        if kind == "caption":
+            return CallableEmbedder(texts=model_name, modality="text")
+        return CallableEmbedder(images=model_name, texts=model_name, modality="image")
+    if model_name is None:
+        if kind not in ("auto", "caption"):
+            raise ConfigError("model_name", None, f"kind={kind!r} needs a model folder")
+        kind = "caption"
+    elif kind == "auto":
+        kind = detect_kind(model_name)
+    if kind == "caption":
+        from gymcurric.semantics.caption import CaptionEmbedder
+
+        return CaptionEmbedder(
+            model_name, device=device, dtype="float32" if dtype == "auto" else dtype, **kwargs
+        )
+    from gymcurric.semantics.hf import HFVisionLanguageEmbedder
+
+    assert model_name is not None
+    return HFVisionLanguageEmbedder(model_name, kind=kind, device=device, dtype=dtype, **kwargs)

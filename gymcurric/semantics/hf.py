@@ -1,0 +1,250 @@
+"""CLIP and SigLIP image/text embedders through HuggingFace ``AutoModel`` / ``AutoProcessor``.
+
+Torch-level module: importing it imports torch and transformers (the ``semantic`` extra).
+
+Loading is offline and safetensors-only: ``model_name`` is a local folder written by
+``save_pretrained`` or a hub id already in the local cache (``local_files_only=True``). The
+dtype is picked down a chain, each candidate checked with one forward pass of both towers:
+bf16 → fp32 on CPU (fp16 runs but is about 4x slower than fp32 on CPUs without native fp16),
+bf16 (where supported) → fp16 → fp32 on CUDA. What was loaded and how is in :attr:`status`.
+
+transformers ≥ 5 returns a ``BaseModelOutputWithPooling`` from ``get_image_features`` /
+``get_text_features`` (the embedding is ``pooler_output``), 4.x a tensor: both are handled.
+SigLIP pools the *last* text position, so its prompts are padded to ``max_length``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gymcurric._optional import import_optional
+from gymcurric.errors import ConfigError
+from gymcurric.semantics.base import Modality, unit_rows
+
+torch = import_optional("torch", "semantic", purpose="for the HuggingFace embedders")
+transformers = import_optional("transformers", "semantic", purpose="for the HuggingFace embedders")
+
+__all__ = ["HFVisionLanguageEmbedder", "dtype_chain", "load_pretrained", "resolve_device"]
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+_TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
+_KINDS = {"clip": "clip", "siglip": "siglip", "siglip2": "siglip"}
+
+
+def resolve_device(device: str | Any) -> Any:
+    """``"auto"`` → ``cuda`` if available else ``cpu``; anything else → ``torch.device``."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError("device", device, f"not a torch device ({exc})") from None
+
+
+def dtype_chain(dtype: str | Any, device: Any) -> list[Any]:
+    """The dtypes to try in order for ``dtype`` (``"auto"`` or one name) on ``device``."""
+    if dtype is None or dtype == "auto":
+        if device.type == "cuda":
+            chain = [torch.float16, torch.float32]
+            if torch.cuda.is_bf16_supported():
+                chain.insert(0, torch.bfloat16)
+            return chain
+        return [torch.bfloat16, torch.float32]
+    if isinstance(dtype, torch.dtype):
+        return [dtype]
+    if dtype not in _DTYPES:
+        raise ConfigError(
+            "dtype", dtype, f"expected 'auto' or one of {sorted(_DTYPES)} (or a torch.dtype)"
+        )
+    return [_DTYPES[dtype]]
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.bfloat16`` → ``"bfloat16"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def resolve_model_path(model_name: str | os.PathLike[str]) -> str:
+    """A folder as given; a hub id is passed on for ``local_files_only`` loading."""
+    name = os.fspath(model_name)
+    if not name:
+        raise ConfigError("model_name", model_name, "must be a folder or a hub id")
+    return name
+
+
+def load_pretrained(loader: Any, path: str, dtype: Any, **kwargs: Any) -> Any:
+    """``loader.from_pretrained(path)`` offline, safetensors only, in ``dtype``."""
+    dtype_kw = "dtype" if _TRANSFORMERS_MAJOR >= 5 else "torch_dtype"
+    return loader.from_pretrained(
+        path, local_files_only=True, use_safetensors=True, **{dtype_kw: dtype}, **kwargs
+    )
+
+
+def pooled(out: Any) -> Any:
+    """The embedding from a feature getter: a tensor (transformers 4.x) or ``pooler_output``."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if getattr(out, "pooler_output", None) is not None:
+        return out.pooler_output
+    if isinstance(out, tuple | list):
+        return out[-1]
+    raise TypeError(f"cannot find the pooled embedding in a {type(out).__name__}")
+
+
+def _frames_list(frames: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
+    if isinstance(frames, np.ndarray):
+        if frames.ndim == 3:
+            frames = frames[None]
+        if frames.ndim != 4 or frames.shape[-1] != 3:
+            raise ValueError(f"expected frames of shape (n, H, W, 3), got {frames.shape}")
+        return list(frames)
+    out = [np.asarray(f) for f in frames]
+    for f in out:
+        if f.ndim != 3 or f.shape[-1] != 3:
+            raise ValueError(f"expected (H, W, 3) frames, got one of shape {f.shape}")
+    return out
+
+
+class HFVisionLanguageEmbedder:
+    """A CLIP or SigLIP model as an :class:`~gymcurric.semantics.base.Embedder`.
+
+    Frames and texts are embedded with ``get_image_features`` / ``get_text_features`` under
+    ``torch.inference_mode()``, cast to float32, moved to the host and L2-normalised.
+
+    Args:
+        model_name: a folder written by ``save_pretrained`` (model + processor), or a hub id
+            already in the local HuggingFace cache.
+        kind: ``"auto"`` (from the config's ``model_type``), ``"clip"`` or ``"siglip"``.
+        device: where the model runs (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"auto"``);
+            results always come back to the host as numpy.
+        dtype: ``"auto"`` (the chain above) or ``"float32"``/``"bfloat16"``/``"float16"``.
+        text_max_length: token length of SigLIP's ``max_length`` padding (default: the
+            tokenizer's ``model_max_length`` capped by the text model's position embeddings).
+
+    Raises:
+        ConfigError: a bad argument, or a model of another family.
+        OSError: the folder or cached hub id cannot be read (transformers' own error).
+        RuntimeError: no dtype in the chain produced finite embeddings.
+
+    Attributes:
+        dim: the embedding size (the projection size).
+        status: e.g. ``"ok: clip '/models/clip' dtype=bfloat16 device=cpu"``.
+        model_device: the ``torch.device`` the model is on.
+        dtype: the ``torch.dtype`` it runs in.
+    """
+
+    modality: Modality = "image"
+
+    def __init__(
+        self,
+        model_name: str | os.PathLike[str],
+        *,
+        kind: str = "auto",
+        device: str | Any = "cpu",
+        dtype: str | Any = "auto",
+        text_max_length: int | None = None,
+    ) -> None:
+        if kind not in ("auto", "clip", "siglip"):
+            raise ConfigError("kind", kind, "expected 'auto', 'clip' or 'siglip'")
+        path = resolve_model_path(model_name)
+        self.model_device = resolve_device(device)
+        chain = dtype_chain(dtype, self.model_device)
+        config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+        model_type = _KINDS.get(getattr(config, "model_type", ""))
+        if model_type is None:
+            raise ConfigError(
+                "model_name",
+                path,
+                f"model_type {getattr(config, 'model_type', None)!r} is not a CLIP or SigLIP "
+                "model; use kind='caption' for sentence-embedding models",
+            )
+        if kind != "auto" and kind != model_type:
+            raise ConfigError("kind", kind, f"{path!r} holds a {model_type} model")
+        self.kind = model_type
+        self.processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
+        tokenizer = getattr(self.processor, "tokenizer", None)
+        limit = getattr(getattr(config, "text_config", None), "max_position_embeddings", None)
+        if text_max_length is None:
+            text_max_length = int(getattr(tokenizer, "model_max_length", 0) or 0)
+            if not 0 < text_max_length < 100_000:  # transformers' "unset" is ~1e30
+                text_max_length = int(limit or 64)
+            if limit:
+                text_max_length = min(text_max_length, int(limit))
+        if text_max_length <= 0:
+            raise ConfigError("text_max_length", text_max_length, "must be > 0")
+        self.text_max_length = int(text_max_length)
+        size = getattr(getattr(config, "vision_config", None), "image_size", 224)
+        self._probe_frame = np.zeros((int(size), int(size), 3), dtype=np.uint8)
+        tried: list[str] = []
+        self.model: Any = None
+        for candidate in chain:
+            try:
+                model = load_pretrained(transformers.AutoModel, path, candidate)
+                model = model.to(self.model_device).eval()
+                self.model, self.dtype = model, candidate
+                probe = np.concatenate(
+                    [self._embed_texts(["a photo"]), self._embed_images([self._probe_frame])]
+                )
+                if not np.isfinite(probe).all():
+                    raise FloatingPointError("non-finite embeddings")
+                break
+            except (RuntimeError, FloatingPointError, TypeError, NotImplementedError) as exc:
+                self.model = None
+                tried.append(f"{dtype_name(candidate)}: {type(exc).__name__}: {exc}"[:200])
+        if self.model is None:
+            raise RuntimeError(f"{path!r}: no dtype worked ({'; '.join(tried)})")
+        self.dim = int(probe.shape[1])
+        fallback = f" (fell back from {', '.join(t.split(':')[0] for t in tried)})" if tried else ""
+        self.status = (
+            f"ok: {self.kind} {path!r} dtype={dtype_name(self.dtype)} "
+            f"device={self.model_device}{fallback}"
+        )
+
+    def _embed_images(self, frames: Sequence[np.ndarray]) -> np.ndarray:
+        inputs = self.processor(images=list(frames), return_tensors="pt")
+        pixels = inputs["pixel_values"].to(self.model_device, dtype=self.dtype)
+        with torch.inference_mode():
+            out = pooled(self.model.get_image_features(pixel_values=pixels))
+            return unit_rows(out.float().cpu().numpy())
+
+    def _embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        padding: Any = "max_length" if self.kind == "siglip" else True
+        inputs = self.processor(
+            text=list(texts),
+            padding=padding,
+            truncation=True,
+            max_length=self.text_max_length,
+            return_tensors="pt",
+        )
+        inputs = {k: v.to(self.model_device) for k, v in inputs.items()}
+        with torch.inference_mode():
+            return unit_rows(pooled(self.model.get_text_features(**inputs)).float().cpu().numpy())
+
+    def embed_images(self, frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+        """Embed RGB ``uint8`` frames; ``(n, dim)`` float32 unit rows on the host."""
+        frames = _frames_list(frames)
+        if not frames:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed_images(frames)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed strings; SigLIP pads to ``max_length``, both truncate."""
+        if isinstance(texts, str):
+            raise TypeError("embed_texts takes a sequence of strings, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed_texts(list(texts))
+
+    def __repr__(self) -> str:
+        return f"HFVisionLanguageEmbedder({self.status})"
