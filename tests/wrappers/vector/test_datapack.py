@@ -1,0 +1,304 @@
+import inspect
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import gymcurric  # noqa: F401  (registers the env ids)
+from gymcurric.datapacks import (
+    DataPack,
+    DataPackCurriculum,
+    DataPackCurriculumConfig,
+    DataPackRLSampler,
+)
+from gymcurric.errors import ConfigError
+from gymcurric.wrappers.datapack import DatapackTask as SingleDatapackTask
+from gymcurric.wrappers.vector.datapack import DatapackTask, make_datapack_vec, sub_env_info
+from tests.datapacks.packs import record
+
+ENV_ID = "gymcurric/HazardGrid-v0"
+MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
+
+
+def packs(n: int = 8) -> list[DataPack]:
+    """HazardGrid datapacks with distinct sizes, hazards and short, different time limits."""
+    return [
+        DataPack.from_dict(
+            record(
+                f"p{i}",
+                env_id=ENV_ID,
+                tier=i % 3,
+                task_params={
+                    "size": 4 + i % 3,
+                    "goal_distance": 1 + i % 2,  # random actions sometimes reach it
+                    "num_hazards": i % 4,
+                    "max_steps": 3 + i % 4,
+                },
+                seed=50 + i,
+                enrichment={"affordances": [{"name": "reach"}]},
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(n)
+    ]
+
+
+class Events:
+    """Spy curriculum + stub sampler sharing one event list (draws and reports, in order)."""
+
+    def __init__(self, records):
+        self.records, self.i, self.events = records, 0, []
+        self.curriculum = self
+
+    def sample_batch(self, n):
+        out = [self.records[(self.i + k) % len(self.records)] for k in range(n)]
+        self.i += n
+        self.events.append(("draw", [p.pack_id for p in out]))
+        return out
+
+    def update_diagnostics(self, **kwargs):
+        self.events.append(("report", kwargs))
+
+    def get_diagnostics(self):
+        return {"draws": self.i}
+
+    def reports(self):
+        return [e[1] for e in self.events if e[0] == "report"]
+
+
+def make(mode, sampler, vec="sync", n=2, **kw):
+    return make_datapack_vec(
+        ENV_ID, sampler, num_envs=n, vectorization_mode=vec,
+        vector_kwargs={"autoreset_mode": mode}, **kw,
+    )  # fmt: skip
+
+
+def rollout(envs, steps=40, seed=0):
+    """Step with seeded actions; reference outcomes computed from what the vector env returned.
+
+    Returns (ended episodes in order as (sub-env, pack_id, return, error, success), presented
+    pack ids per sub-env in order).
+    """
+    mode = envs.metadata["autoreset_mode"]
+    n = envs.num_envs
+    rng = np.random.default_rng(seed)
+    _, info = envs.reset(seed=seed)
+    assert info["_datapack"].all()
+    presented = [[pid] for pid in info["datapack"]["pack_id"]]
+    assert [p.pack_id for p in envs.datapacks] == [s[0] for s in presented]
+    ret, cost = np.zeros(n), np.zeros(n)
+    episodes = []
+    for _ in range(steps):
+        _, r, term, trunc, info = envs.step(rng.integers(0, 4, size=n))
+        dones = term | trunc
+        step_cost = np.where(info.get("_cost", np.zeros(n, bool)), info.get("cost", 0.0), 0.0)
+        if mode == AutoresetMode.SAME_STEP and dones.any():
+            fin = info["final_info"]
+            step_cost = np.where(dones, np.where(fin["_cost"], fin["cost"], 0.0), step_cost)
+            success = np.where(dones, fin["is_success"], False)
+        else:
+            success = info.get("is_success", np.zeros(n, bool))
+        ret += r
+        cost += step_cost
+        for i in np.flatnonzero(dones):
+            episodes.append(
+                (int(i), envs.datapacks[i].pack_id, float(ret[i]), bool(cost[i] > 0),
+                 bool(success[i]))
+            )  # fmt: skip
+            ret[i] = cost[i] = 0.0
+        if "_datapack" in info:
+            for i in np.flatnonzero(info["_datapack"]):
+                presented[i].append(info["datapack"]["pack_id"][i])
+    return episodes, presented
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("vec", ["sync", "async"])
+def test_outcomes_and_presentation_match_the_vector_stream(mode, vec):
+    sampler = Events(packs())
+    envs = make(mode, sampler, vec=vec)
+    episodes, presented = rollout(envs)
+    tasks = envs.env.get_attr("task")  # the tasks really running in the sub-envs
+    envs.close()
+    # every ended episode was reported once, in order, with what the agent saw
+    reports = sampler.reports()
+    assert len(reports) == len(episodes) >= 6
+    for rep, (_, _, ret, err, ok) in zip(reports, episodes, strict=True):
+        assert rep["return_"] == pytest.approx(ret, abs=1e-9)
+        assert (rep["error"], rep["success"], rep["tag_results"]) == (err, ok, {"reach": ok})
+    assert any(e[3] for e in episodes)  # some episode hit a hazard
+    assert {e[4] for e in episodes} == {True, False}  # some reached the goal, some did not
+    assert len({round(e[2], 6) for e in episodes}) > 2  # returns differ between episodes
+    # each sub-env ran exactly the datapacks presented to it, in order; the last one is live
+    for i in range(envs.num_envs):
+        mine = [e[1] for e in episodes if e[0] == i]
+        assert mine == presented[i][: len(mine)] and len(presented[i]) == len(mine) + 1
+        pack = next(p for p in packs() if p.pack_id == presented[i][-1])
+        assert tasks[i]["size"] == pack.task_params["size"]
+        assert tasks[i]["max_steps"] == pack.task_params["max_steps"]
+    # every drawn datapack was presented (NEXT_STEP) or is presented / waiting (SAME_STEP)
+    drawn = [pid for e in sampler.events if e[0] == "draw" for pid in e[1]]
+    shown = sorted(pid for seq in presented for pid in seq)
+    waiting = 0 if mode == AutoresetMode.NEXT_STEP else envs.num_envs
+    assert len(drawn) == len(shown) + waiting
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sync_and_async_agree(mode):
+    results = []
+    for vec in ("sync", "async"):
+        sampler = DataPackRLSampler(packs(), curriculum=DataPackCurriculum(), seed=3)
+        envs = make(mode, sampler, vec=vec, n=3)
+        episodes, presented = rollout(envs, steps=30, seed=1)
+        envs.close()
+        results.append((episodes, presented, sampler.curriculum.get_diagnostics()))
+    assert results[0] == results[1]
+
+
+def test_next_step_draws_after_reporting():
+    sampler = Events(packs())
+    envs = make(AutoresetMode.NEXT_STEP, sampler)
+    rollout(envs, steps=20)
+    envs.close()
+    kinds = [e[0] for e in sampler.events]
+    # first draw for the reset; afterwards every draw follows the reports of that step
+    assert kinds[0] == "draw"
+    for k in range(1, len(kinds)):
+        if kinds[k] == "draw":
+            assert kinds[k - 1] == "report"
+    n_draws = sum(len(e[1]) for e in sampler.events if e[0] == "draw")
+    assert n_draws == 2 + len(sampler.reports())  # one new datapack per ended episode
+
+
+def test_same_step_keeps_one_preset_ahead():
+    sampler = Events(packs())
+    envs = make(AutoresetMode.SAME_STEP, sampler)
+    _, info = envs.reset(seed=0)
+    assert [e[1] for e in sampler.events] == [["p0", "p1"], ["p2", "p3"]]
+    assert list(info["datapack"]["pack_id"]) == ["p0", "p1"]
+    presets = envs.env.get_attr("next_datapack")
+    assert [p.pack_id for p in presets] == ["p2", "p3"]
+    envs.close()
+
+
+def test_stages_advance_from_async_workers():
+    safe = [
+        DataPack.from_dict(
+            record(
+                f"s{i}",
+                env_id=ENV_ID,
+                tier=i % 2,
+                task_params={"size": 4, "num_hazards": 0, "max_steps": 3},
+                seed=i,
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(4)
+    ]
+    cur = DataPackCurriculum(DataPackCurriculumConfig(window=4))
+    sampler = DataPackRLSampler(safe, curriculum=cur, seed=0)
+    envs = make(AutoresetMode.NEXT_STEP, sampler, vec="async")
+    envs.reset(seed=0)
+    for _ in range(12):
+        envs.step(np.zeros(2, np.int64))
+    envs.close()
+    assert cur.episode >= 4 and cur.stage == "skill_building"
+    assert cur.metrics()["mean_return"] is not None
+    assert any(e["stage"] == "skill_building" for e in sampler.logs)  # later draws use it
+    assert envs.get_diagnostics()["curriculum"]["stage"] == "skill_building"
+
+
+def test_explicit_task_reset_draws_and_reports_nothing():
+    sampler = Events(packs())
+    envs = make(AutoresetMode.NEXT_STEP, sampler)
+    _, info = envs.reset(options={"task": {"size": 4, "max_steps": 2}})
+    assert sampler.events == [] and envs.datapacks == [None, None]
+    assert all(d is None for d in info["datapack"])
+    envs.step(np.zeros(2, np.int64))
+    _, _, term, trunc, _ = envs.step(np.zeros(2, np.int64))
+    assert (term | trunc).all() and sampler.reports() == []
+    _, _, _, _, info = envs.step(np.zeros(2, np.int64))  # autoreset: back to datapacks
+    assert list(info["datapack"]["pack_id"]) == ["p0", "p1"]
+    envs.close()
+
+
+def test_disabled_mode_draws_at_masked_reset():
+    sampler = Events(packs())
+    envs = make(AutoresetMode.DISABLED, sampler)
+    envs.reset(seed=0)
+    dones = np.zeros(2, bool)
+    while not dones.any():
+        _, _, term, trunc, _ = envs.step(np.zeros(2, np.int64))
+        dones = term | trunc
+    assert len(sampler.reports()) == int(dones.sum())
+    _, info = envs.reset(options={"reset_mask": dones})
+    assert info["_datapack"].tolist() == dones.tolist()
+    assert sampler.events[-1] == ("draw", ["p2", "p3"][: int(dones.sum())])
+    envs.close()
+
+
+def test_unwrapped_sub_envs_are_refused():
+    sync = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync")
+    with pytest.raises(ConfigError, match="DatapackTask"):
+        DatapackTask(sync, Events(packs()))
+    envs = DatapackTask(gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="async"),
+                        Events(packs()))  # fmt: skip
+    with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\].*without info\['datapack'\]"):
+        envs.reset(seed=0)
+    envs.close()
+
+
+def test_sub_env_with_its_own_sampler_is_refused():
+    own = DataPackRLSampler(packs(), seed=0)
+    sync = gym.make_vec(
+        ENV_ID, num_envs=2, vectorization_mode="sync",
+        wrappers=[partial(SingleDatapackTask, sampler=own)],
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="its own sampler"):
+        DatapackTask(sync, own)
+
+
+def test_records_all_constructor_arguments_and_validates():
+    sampler = Events(packs())
+    fn = lambda info: True  # noqa: E731
+    envs = make(AutoresetMode.NEXT_STEP, sampler, success_fn=fn)
+    params = set(inspect.signature(DatapackTask.__init__).parameters) - {"self", "env"}
+    assert set(envs._saved_kwargs) == params
+    assert envs._saved_kwargs["sampler"] is sampler and envs._saved_kwargs["success_fn"] is fn
+    for kwargs, key in (({"success_fn": 1}, "success_fn"), ({"mpl_fn": 2}, "mpl_fn")):
+        with pytest.raises(ConfigError, match=key):
+            DatapackTask(envs.env, sampler, **kwargs)
+    with pytest.raises(ConfigError, match="sampler"):
+        DatapackTask(envs.env, object())
+    with pytest.raises(ConfigError, match="vectorization_mode"):
+        make_datapack_vec(ENV_ID, sampler, vectorization_mode="vector")
+    envs.close()
+
+
+def test_success_fn_and_mpl_fn_see_the_sub_env_final_info():
+    seen = []
+
+    def success(info):
+        seen.append(info)
+        return True
+
+    sampler = Events(packs())
+    envs = make(AutoresetMode.SAME_STEP, sampler, success_fn=success, mpl_fn=lambda i: 1.5)
+    rollout(envs, steps=10)
+    envs.close()
+    assert seen and all("is_success" in i and "datapack" not in i for i in seen)
+    assert all(r["success"] is True and r["mpl"] == 1.5 for r in sampler.reports())
+
+
+def test_sub_env_info():
+    infos = {
+        "cost": np.array([0.0, 1.0]),
+        "_cost": np.array([True, True]),
+        "datapack": {"pack_id": np.array(["a", None], object), "_pack_id": np.array([1, 0], bool)},
+        "_datapack": np.array([True, False]),
+    }
+    assert sub_env_info(infos, 0) == {"cost": 0.0, "datapack": {"pack_id": "a"}}
+    assert sub_env_info(infos, 1) == {"cost": 1.0}
+    assert isinstance(sub_env_info(infos, 1)["cost"], float)
