@@ -1,0 +1,316 @@
+"""A small float32 MLP that predicts the discounted cost-to-go ("risk"), trained online (torch).
+
+The head sees feature vectors (frame/caption embeddings or flattened observations) and regresses
+the horizon-``H`` cost-to-go targets of :mod:`gymcurric.safety.risk_targets` with SmoothL1.
+Samples go into a bounded FIFO buffer; :meth:`RiskHead.train` runs ``risk_update_iters``
+minibatches of ``risk_batch_size`` drawn with the head's own ``torch.Generator`` once the buffer
+holds ``risk_min_samples``.
+
+Fail-soft: a non-finite feature entry is replaced by 0, a sample with a non-finite target is
+dropped, a non-finite prediction is reported as 0 and a minibatch with a non-finite loss is
+skipped (no optimiser step); each case adds to ``risk/nan_events`` and nothing non-finite ever
+reaches the weights. Inputs are standardised with running mean/variance (updated from the
+training samples, clipped to ±10), so raw observations of any scale work.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+
+from gymcurric.errors import ConfigError
+
+__all__ = ["RiskHead"]
+
+_CLIP = 10.0
+_EVAL_MAX = 4096  # fresh samples kept for the held-out metrics between two train() calls
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ConfigError(name, value, f"must be an integer >= {minimum}", source="RiskHead")
+    return int(value)
+
+
+class RiskHead:
+    """Online risk regressor: ``predict(features) -> risk`` and ``add_samples`` / ``train``.
+
+    Metrics (:meth:`stats`): ``risk/loss`` (mean SmoothL1 of the last :meth:`train`),
+    ``risk/corr``, ``risk/pred_mean`` and ``risk/target_mean`` (Pearson correlation and means of
+    the predictions and targets of the samples added since the previous :meth:`train`, measured
+    *before* training on them, so held out; NaN when undefined), ``risk/train_samples`` (samples
+    accepted so far) and ``risk/nan_events``.
+
+    Args:
+        input_dim: feature size ``d``.
+        hidden: hidden layer sizes (ReLU).
+        risk_lr: Adam learning rate.
+        risk_min_samples: buffer size before the first update.
+        risk_batch_size: minibatch size.
+        risk_update_iters: minibatches per :meth:`train` call.
+        buffer_size: the most samples kept (oldest dropped first).
+        smooth_l1_beta: the SmoothL1 (Huber) transition point.
+        grad_clip: max gradient norm.
+        seed: seeds the weight init and the minibatch generator.
+        device: torch device of the MLP (features and targets stay on the host).
+
+    Example:
+        >>> import numpy as np
+        >>> head = RiskHead(2, risk_min_samples=8, risk_batch_size=8, seed=0)
+        >>> x = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)
+        >>> head.add_samples(x, x[:, 0] ** 2)
+        32
+        >>> _ = head.train()
+        >>> head.predict(x).shape, head.stats()["risk/train_samples"]
+        ((32,), 32)
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        *,
+        hidden: Sequence[int] = (64, 64),
+        risk_lr: float = 1e-3,
+        risk_min_samples: int = 256,
+        risk_batch_size: int = 128,
+        risk_update_iters: int = 4,
+        buffer_size: int = 50_000,
+        smooth_l1_beta: float = 1.0,
+        grad_clip: float = 10.0,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.input_dim = _positive_int("input_dim", input_dim)
+        self.hidden = tuple(_positive_int("hidden", h) for h in hidden)
+        for name, value in (("risk_lr", risk_lr), ("smooth_l1_beta", smooth_l1_beta)):
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ConfigError(name, value, "must be a finite number > 0", source="RiskHead")
+        if not (isinstance(grad_clip, int | float) and grad_clip > 0):
+            raise ConfigError("grad_clip", grad_clip, "must be > 0", source="RiskHead")
+        self.risk_lr = float(risk_lr)
+        self.risk_min_samples = _positive_int("risk_min_samples", risk_min_samples)
+        self.risk_batch_size = _positive_int("risk_batch_size", risk_batch_size)
+        self.risk_update_iters = _positive_int("risk_update_iters", risk_update_iters)
+        self.buffer_size = _positive_int("buffer_size", buffer_size)
+        self.smooth_l1_beta = float(smooth_l1_beta)
+        self.grad_clip = float(grad_clip)
+        self.seed = int(seed)
+        self.device = torch.device(device)
+
+        init_gen = torch.Generator().manual_seed(self.seed)
+        layers: list[nn.Module] = []
+        width = self.input_dim
+        with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global RNG
+            for h in self.hidden:
+                layers += [nn.Linear(width, h), nn.ReLU()]
+                width = h
+            layers.append(nn.Linear(width, 1))
+        self.model = nn.Sequential(*layers)
+        with torch.no_grad():  # PyTorch's default bounds, drawn from the head's own generator
+            for layer in self.model:
+                if isinstance(layer, nn.Linear):
+                    bound = 1.0 / math.sqrt(layer.in_features)
+                    for p in (layer.weight, layer.bias):
+                        p.copy_(torch.empty(p.shape).uniform_(-bound, bound, generator=init_gen))
+        self.model.to(device=self.device, dtype=torch.float32)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.risk_lr)
+        self.generator = torch.Generator().manual_seed(self.seed + 1)
+
+        self._x = np.zeros((self.buffer_size, self.input_dim), dtype=np.float32)
+        self._y = np.zeros(self.buffer_size, dtype=np.float32)
+        self._size = 0
+        self._pos = 0
+        # running input statistics (float64, Chan's parallel update)
+        self._count = 0.0
+        self._mean = np.zeros(self.input_dim)
+        self._m2 = np.zeros(self.input_dim)
+        self._fresh_x: list[npt.NDArray[np.float32]] = []
+        self._fresh_y: list[npt.NDArray[np.float32]] = []
+        self.train_samples = 0
+        self.updates = 0
+        self.nan_events = 0
+        self.last: dict[str, float] = {
+            "risk/loss": float("nan"),
+            "risk/corr": float("nan"),
+            "risk/pred_mean": float("nan"),
+            "risk/target_mean": float("nan"),
+        }
+
+    # -- inputs ------------------------------------------------------------------------------
+    def _sanitise(self, features: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        x = np.asarray(features, dtype=np.float32).reshape(-1, self.input_dim)
+        bad = ~np.isfinite(x)
+        if bad.any():
+            self.nan_events += int(np.any(bad, axis=1).sum())
+            x = np.where(bad, np.float32(0.0), x)
+        return x
+
+    def _normalise(self, x: npt.NDArray[np.float32]) -> torch.Tensor:
+        if self._count > 1:
+            std = np.sqrt(self._m2 / self._count) + 1e-6
+            x = ((x - self._mean) / std).astype(np.float32)
+            np.clip(x, -_CLIP, _CLIP, out=x)
+        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(self.device)
+
+    # -- inference ---------------------------------------------------------------------------
+    def predict(self, features: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Predict the risk of ``features`` (``[n, d]`` or ``[d]``); returns ``[n]`` float32."""
+        x = self._normalise(self._sanitise(features))
+        with torch.inference_mode():
+            out = self.model(x)[:, 0].float().cpu().numpy()
+        bad = ~np.isfinite(out)
+        if bad.any():
+            self.nan_events += int(bad.sum())
+            out[bad] = 0.0
+        return out
+
+    # -- learning ----------------------------------------------------------------------------
+    def add_samples(self, features: npt.ArrayLike, targets: npt.ArrayLike) -> int:
+        """Add ``(features [n, d], targets [n])`` to the buffer; returns how many were kept."""
+        x = self._sanitise(features)
+        y = np.asarray(targets, dtype=np.float32).reshape(-1)
+        if y.shape[0] != x.shape[0]:
+            raise ConfigError(
+                "targets", y.shape, f"expected {x.shape[0]} targets for {x.shape[0]} feature rows"
+            )
+        ok = np.isfinite(y)
+        if not ok.all():
+            self.nan_events += int((~ok).sum())
+            x, y = x[ok], y[ok]
+        n = x.shape[0]
+        if n == 0:
+            return 0
+        # running statistics
+        b_mean = x.mean(axis=0, dtype=np.float64)
+        b_m2 = ((x - b_mean) ** 2).sum(axis=0, dtype=np.float64)
+        total = self._count + n
+        delta = b_mean - self._mean
+        self._mean = self._mean + delta * n / total
+        self._m2 = self._m2 + b_m2 + delta**2 * self._count * n / total
+        self._count = total
+        # ring buffer
+        keep = min(n, self.buffer_size)
+        idx = (self._pos + np.arange(keep)) % self.buffer_size
+        self._x[idx] = x[n - keep :]
+        self._y[idx] = y[n - keep :]
+        self._pos = int((self._pos + keep) % self.buffer_size)
+        self._size = min(self._size + keep, self.buffer_size)
+        self.train_samples += n
+        if sum(len(f) for f in self._fresh_y) < _EVAL_MAX:
+            self._fresh_x.append(x)
+            self._fresh_y.append(y)
+        return n
+
+    @property
+    def buffer_len(self) -> int:
+        """Samples currently held."""
+        return self._size
+
+    def _evaluate_fresh(self) -> None:
+        if not self._fresh_y:
+            return
+        x = np.concatenate(self._fresh_x)[:_EVAL_MAX]
+        y = np.concatenate(self._fresh_y)[:_EVAL_MAX].astype(np.float64)
+        self._fresh_x, self._fresh_y = [], []
+        pred = self.predict(x).astype(np.float64)
+        self.last["risk/pred_mean"] = float(pred.mean())
+        self.last["risk/target_mean"] = float(y.mean())
+        if y.size > 1 and pred.std() > 0 and y.std() > 0:
+            self.last["risk/corr"] = float(np.corrcoef(pred, y)[0, 1])
+        else:
+            self.last["risk/corr"] = float("nan")
+
+    def train(self) -> dict[str, float] | None:
+        """Run ``risk_update_iters`` minibatch updates if enough samples; return :meth:`stats`.
+
+        Returns ``None`` (and trains nothing) while fewer than ``risk_min_samples`` are held.
+        """
+        self._evaluate_fresh()
+        if self._size < self.risk_min_samples:
+            return None
+        self.model.train()
+        losses = []
+        for _ in range(self.risk_update_iters):
+            idx = torch.randint(
+                0, self._size, (min(self.risk_batch_size, self._size),), generator=self.generator
+            ).numpy()
+            x = self._normalise(self._x[idx])
+            y = torch.from_numpy(self._y[idx]).to(self.device)
+            loss = nn.functional.smooth_l1_loss(self.model(x)[:, 0], y, beta=self.smooth_l1_beta)
+            if not torch.isfinite(loss):
+                self.nan_events += 1
+                continue
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+            if not torch.isfinite(norm):
+                self.nan_events += 1
+                self.optimizer.zero_grad(set_to_none=True)
+                continue
+            self.optimizer.step()
+            losses.append(float(loss.detach()))
+        self.model.eval()
+        self.updates += 1
+        if losses:
+            self.last["risk/loss"] = float(np.mean(losses))
+        return self.stats()
+
+    def stats(self) -> dict[str, float]:
+        """The ``risk/*`` metrics (see the class docstring)."""
+        return {
+            **self.last,
+            "risk/train_samples": self.train_samples,
+            "risk/nan_events": self.nan_events,
+        }
+
+    # -- checkpointing -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: weights, optimiser, generator, buffer, statistics."""
+        return {
+            "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),  # Adam shares its tensors
+            "generator": self.generator.get_state(),
+            "buffer_x": self._x[: self._size].copy()
+            if self._size < self.buffer_size
+            else self._x.copy(),
+            "buffer_y": self._y[: self._size].copy()
+            if self._size < self.buffer_size
+            else self._y.copy(),
+            "pos": self._pos,
+            "count": self._count,
+            "mean": self._mean.copy(),
+            "m2": self._m2.copy(),
+            "train_samples": self.train_samples,
+            "updates": self.updates,
+            "nan_events": self.nan_events,
+            "last": dict(self.last),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (same ``input_dim``, ``hidden`` and ``buffer_size``)."""
+        bx = np.asarray(state["buffer_x"], dtype=np.float32)
+        if bx.ndim != 2 or bx.shape[1] != self.input_dim or bx.shape[0] > self.buffer_size:
+            raise ConfigError("buffer_x", bx.shape, "does not fit this head", source="RiskHead")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+        self.generator.set_state(state["generator"])
+        self._size = bx.shape[0]
+        self._x[: self._size] = bx
+        self._y[: self._size] = np.asarray(state["buffer_y"], dtype=np.float32)
+        self._pos = int(state["pos"])
+        self._count = float(state["count"])
+        self._mean = np.array(state["mean"], dtype=np.float64)
+        self._m2 = np.array(state["m2"], dtype=np.float64)
+        self.train_samples = int(state["train_samples"])
+        self.updates = int(state["updates"])
+        self.nan_events = int(state["nan_events"])
+        self.last = dict(state["last"])
+        self._fresh_x, self._fresh_y = [], []
+        self.model.eval()
