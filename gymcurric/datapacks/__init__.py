@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gymcurric.datapacks.curriculum import DataPackCurriculum
 from gymcurric.datapacks.loading import (
+    EPISODE_KEYS,
     iter_datapack_file,
     iter_episodes,
     load_datapacks,
@@ -50,6 +51,7 @@ __all__ = [
     "SupervisionHints",
     "TIERS",
     # loading
+    "EPISODE_KEYS",
     "iter_datapack_file",
     "iter_episodes",
     "load_datapacks",

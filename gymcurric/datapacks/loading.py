@@ -18,7 +18,13 @@ import numpy as np
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import DataError
 
-__all__ = ["iter_datapack_file", "iter_episodes", "load_datapacks", "load_episode"]
+__all__ = [
+    "EPISODE_KEYS",
+    "iter_datapack_file",
+    "iter_episodes",
+    "load_datapacks",
+    "load_episode",
+]
 
 _SUFFIXES = (".json", ".jsonl")
 
@@ -145,12 +151,78 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
     return out
 
 
-def iter_episodes(packs: Iterable[DataPack]) -> Iterator[tuple[DataPack, dict[str, np.ndarray]]]:
+#: Conventional array names of a recorded episode of ``T`` steps (what a replay buffer reads):
+#: ``obs`` (``T`` or ``T + 1`` rows: with the final observation), ``actions`` (``T``),
+#: ``rewards`` (``T``), ``terminated`` and ``truncated`` (``T`` booleans); optional ``costs``
+#: (``T``) and ``next_obs`` (``T``). Other arrays are kept and passed through.
+EPISODE_KEYS: tuple[str, ...] = ("obs", "actions", "rewards", "terminated", "truncated")
+
+
+def iter_episodes(
+    packs: Iterable[DataPack], *, require: Iterable[str] | None = None
+) -> Iterator[tuple[DataPack, dict[str, np.ndarray]]]:
     """Yield ``(pack, arrays)`` for each datapack that has a recorded episode, in order.
 
-    Loads one ``.npz`` at a time (read-only arrays, ``allow_pickle=False``), e.g. to fill an
-    off-policy replay buffer; datapacks without an ``episode`` are skipped.
+    This is the iterator an off-policy replay buffer is filled from: it loads one ``.npz`` at a
+    time (read-only arrays, ``allow_pickle=False``), skips datapacks without an ``episode``, and
+    never changes a datapack or its arrays. See :data:`EPISODE_KEYS` for the array names.
+
+    Args:
+        packs: the datapacks, e.g. ``sampler.table.records`` or a sampled batch.
+        require: array names every episode must have (e.g. :data:`EPISODE_KEYS`); they must
+            also agree on the number of steps ``T`` (``obs`` may have ``T + 1`` rows).
+
+    Raises:
+        DataError: a file that cannot be loaded (see :func:`load_episode`), or a required array
+            that is missing or has the wrong length; the message names the file and the array.
+
+    Example:
+        >>> import json, os, tempfile
+        >>> import numpy as np
+        >>> d = tempfile.mkdtemp()
+        >>> np.savez(os.path.join(d, "e.npz"), obs=np.zeros((3, 2)), actions=np.zeros(2),
+        ...          rewards=np.ones(2), terminated=np.array([False, True]),
+        ...          truncated=np.zeros(2, bool))
+        >>> rec = {"pack_id": "a", "task_type": "reach", "env_id": "E-v0", "tier": 0,
+        ...        "episode": "e.npz"}
+        >>> with open(os.path.join(d, "packs.json"), "w") as f:
+        ...     json.dump([rec, {**rec, "pack_id": "b", "episode": None}], f)
+        >>> [(p.pack_id, float(ep["rewards"].sum()))
+        ...  for p, ep in iter_episodes(load_datapacks(d), require=EPISODE_KEYS)]
+        [('a', 2.0)]
     """
+    need = tuple(require) if require is not None else ()
     for pack in packs:
-        if pack.episode is not None:
-            yield pack, load_episode(pack)
+        if pack.episode is None:
+            continue
+        arrays = load_episode(pack)
+        if need:
+            _check_episode(pack, arrays, need)
+        yield pack, arrays
+
+
+def _check_episode(pack: DataPack, arrays: dict[str, np.ndarray], need: tuple[str, ...]) -> None:
+    where = Path(pack.source).parent / str(pack.episode) if pack.source else pack.episode
+    steps: int | None = None
+    for key in need:
+        if key not in arrays:
+            raise DataError(
+                f"{where}: episode of datapack {pack.pack_id!r} has no array {key!r}; "
+                f"got {sorted(arrays)}"
+            )
+        n = arrays[key].shape[0] if arrays[key].ndim else 0
+        if key != "obs":
+            if steps is None:
+                steps = n
+            elif n != steps:
+                raise DataError(
+                    f"{where}: array {key!r} of datapack {pack.pack_id!r} has {n} rows, "
+                    f"expected {steps} like the other per-step arrays"
+                )
+    if "obs" in need and steps is not None:
+        n = arrays["obs"].shape[0] if arrays["obs"].ndim else 0
+        if n not in (steps, steps + 1):
+            raise DataError(
+                f"{where}: array 'obs' of datapack {pack.pack_id!r} has {n} rows, expected "
+                f"{steps} or {steps + 1}"
+            )

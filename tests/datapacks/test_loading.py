@@ -111,3 +111,57 @@ def test_iter_episodes_skips_packs_without_one(tmp_path):
 
     got = list(iter_episodes(load_datapacks(tmp_path)))
     assert [p.pack_id for p, _ in got] == ["b"] and got[0][1]["obs"].shape == (2, 3)
+
+
+def _episode(tmp_path, name, **arrays):
+    np.savez(tmp_path / f"{name}.npz", **arrays)
+    return minimal(name, 0, episode=f"{name}.npz")
+
+
+def test_iter_episodes_require_checks_names_and_lengths(tmp_path):
+    from gymcurric.datapacks import EPISODE_KEYS, DataPackRLSampler, iter_episodes
+
+    good = {
+        "obs": np.zeros((4, 2)),
+        "actions": np.zeros(3, np.int64),
+        "rewards": np.arange(3.0),
+        "terminated": np.array([0, 0, 1], bool),
+        "truncated": np.zeros(3, bool),
+    }
+    recs = [
+        _episode(tmp_path, "a", **good),
+        _episode(tmp_path, "b", **{**good, "obs": good["obs"][:3]}),
+    ]
+    (tmp_path / "p.json").write_text(json.dumps(recs))
+    packs = load_datapacks(tmp_path)
+    before = [p.to_dict() for p in packs]
+    got = list(iter_episodes(packs, require=EPISODE_KEYS))
+    assert [p.pack_id for p, _ in got] == ["a", "b"]
+    assert all(ep["rewards"].tolist() == [0.0, 1.0, 2.0] for _, ep in got)
+    # a sampled batch feeds the same iterator; nothing is changed
+    batch = DataPackRLSampler(packs, seed=0).sample_batch(4)
+    assert {p.pack_id for p, _ in iter_episodes(batch)} <= {"a", "b"}
+    assert [p.to_dict() for p in packs] == before
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    missing = {k: v for k, v in good.items() if k != "truncated"}
+    (bad / "p.json").write_text(json.dumps([_episode(bad, "m", **missing)]))
+    with pytest.raises(
+        DataError, match=r"m\.npz: episode of datapack 'm' has no array 'truncated'"
+    ):
+        list(iter_episodes(load_datapacks(bad), require=EPISODE_KEYS))
+    assert len(list(iter_episodes(load_datapacks(bad)))) == 1  # no requirement: yielded
+
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "p.json").write_text(
+        json.dumps([_episode(short, "s", **{**good, "rewards": np.zeros(2)})])
+    )
+    with pytest.raises(DataError, match=r"'rewards' of datapack 's' has 2 rows, expected 3"):
+        list(iter_episodes(load_datapacks(short), require=EPISODE_KEYS))
+    (short / "p.json").write_text(
+        json.dumps([_episode(short, "o", **{**good, "obs": np.zeros((6, 2))})])
+    )
+    with pytest.raises(DataError, match=r"'obs' of datapack 'o' has 6 rows, expected 3 or 4"):
+        list(iter_episodes(load_datapacks(short), require=EPISODE_KEYS))
