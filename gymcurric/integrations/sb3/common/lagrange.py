@@ -1,0 +1,281 @@
+"""Lagrange multipliers for constrained RL: Adam / gradient ascent (OmniSafe) and PID (CPPOPID).
+
+Each multiplier turns the mean episode cost ``J_c`` of recent episodes and the cost limit ``d``
+into a penalty coefficient ``λ ≥ 0``, once per rollout. They hold their whole state (λ, the
+optimiser's moments, the PID integrator and EMAs) in ``state_dict()``, which contains only
+tensors, floats and lists, so SB3's ``save``/``load`` (``torch.load(weights_only=True)``)
+restores them exactly.
+
+An optional ``lr_scale`` per update multiplies the step size (the learning rate for
+:class:`LagrangeMultiplier`, the integral gain for :class:`PIDLagrangeMultiplier`); the risk hook
+uses it to slow or speed the multiplier when a semantic risk annotation is present.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import torch as th
+
+from gymcurric.errors import ConfigError
+
+__all__ = ["LagrangeMultiplier", "Multiplier", "PIDLagrangeMultiplier", "make_multiplier"]
+
+
+def _check_finite(name: str, value: Any, *, minimum: float | None = None, source: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(name, value, "expected a real number", source=source) from None
+    if not math.isfinite(out):
+        raise ConfigError(name, value, "expected a finite number", source=source)
+    if minimum is not None and out < minimum:
+        raise ConfigError(name, value, f"expected a number >= {minimum:g}", source=source)
+    return out
+
+
+@runtime_checkable
+class Multiplier(Protocol):
+    """What the Lagrangian algorithms need from a multiplier."""
+
+    @property
+    def value(self) -> float:
+        """The current λ (≥ 0)."""
+        ...
+
+    def update(
+        self, ep_cost: float, cost_limit: float, *, lr: float | None = None, lr_scale: float = 1.0
+    ) -> float:
+        """Update λ from the mean episode cost and the limit; return the new λ."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly."""
+        ...
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Restore a :meth:`state_dict`."""
+        ...
+
+
+class LagrangeMultiplier:
+    """λ as a parameter trained by gradient descent on ``-λ·(J_c - d)``, clamped to ``[0, ub]``.
+
+    This is OmniSafe's ``Lagrange`` (``omnisafe/common/lagrange.py``): with ``optimizer="adam"``
+    (the default) the step is Adam's, about ``±lr`` per update whatever the size of the
+    violation; ``optimizer="sgd"`` is plain gradient ascent on the dual,
+    ``λ ← max(0, λ + lr·(J_c - d))``.
+
+    Args:
+        init: initial λ (≥ 0), 0.001 as OmniSafe.
+        lr: the step size (≥ 0), 0.035 as OmniSafe; :meth:`update` may override it per call
+            (a schedule evaluated by the algorithm).
+        optimizer: ``"adam"`` or ``"sgd"``.
+        upper_bound: optional cap on λ.
+
+    Example:
+        >>> lag = LagrangeMultiplier(init=0.0, lr=0.5, optimizer="sgd")
+        >>> lag.update(ep_cost=30.0, cost_limit=25.0)
+        2.5
+        >>> lag.update(ep_cost=0.0, cost_limit=25.0)
+        0.0
+    """
+
+    def __init__(
+        self,
+        init: float = 0.001,
+        lr: float = 0.035,
+        optimizer: Literal["adam", "sgd"] = "adam",
+        upper_bound: float | None = None,
+    ) -> None:
+        src = "LagrangeMultiplier(...)"
+        init = _check_finite("lagrange_init", init, minimum=0.0, source=src)
+        self.lr = _check_finite("lagrange_lr", lr, minimum=0.0, source=src)
+        if optimizer not in ("adam", "sgd"):
+            raise ConfigError("optimizer", optimizer, "expected 'adam' or 'sgd'", source=src)
+        self.upper_bound = (
+            None
+            if upper_bound is None
+            else _check_finite("upper_bound", upper_bound, minimum=0.0, source=src)
+        )
+        self.optimizer_name = optimizer
+        self.param = th.nn.Parameter(th.tensor(init, dtype=th.float32))
+        opt_cls = th.optim.Adam if optimizer == "adam" else th.optim.SGD
+        self.optimizer: th.optim.Optimizer = opt_cls([self.param], lr=self.lr)
+
+    @property
+    def value(self) -> float:
+        """The current λ."""
+        return float(self.param.detach())
+
+    def update(
+        self, ep_cost: float, cost_limit: float, *, lr: float | None = None, lr_scale: float = 1.0
+    ) -> float:
+        """One optimiser step on the dual loss ``-λ·(J_c - d)``; return the new λ.
+
+        Args:
+            ep_cost: ``J_c``, the mean episode cost of recent episodes.
+            cost_limit: ``d``.
+            lr: step size for this update (default: the constructor's).
+            lr_scale: multiplies the step size for this update (risk modulation).
+        """
+        src = "LagrangeMultiplier.update"
+        jc = _check_finite("ep_cost", ep_cost, source=src)
+        d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
+        step = self.lr if lr is None else _check_finite("lagrange_lr", lr, minimum=0.0, source=src)
+        scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
+        for group in self.optimizer.param_groups:
+            group["lr"] = step * scale
+        self.optimizer.zero_grad()
+        loss = -self.param * (jc - d)  # OmniSafe compute_lambda_loss
+        loss.backward()
+        self.optimizer.step()
+        with th.no_grad():
+            self.param.clamp_(min=0.0, max=self.upper_bound)
+        return self.value
+
+    def state_dict(self) -> dict[str, Any]:
+        """λ and the optimiser state (tensors and numbers only)."""
+        return {"lambda": self.param.detach().clone(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Restore λ and the optimiser state."""
+        del strict
+        with th.no_grad():
+            self.param.copy_(th.as_tensor(state["lambda"], dtype=th.float32))
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+class PIDLagrangeMultiplier:
+    """PID Lagrangian multiplier as OmniSafe's ``PIDLagrangian`` (Stooke et al., 2020, CPPOPID).
+
+    Per update with ``Δ = J_c - d``::
+
+        I      = max(0, I + lr_scale·Ki·Δ)          (I starts at ``init``)
+        P      = a_p·P + (1 - a_p)·Δ                 (EMA of the error)
+        C_ema  = a_d·C_ema + (1 - a_d)·J_c           (EMA of the cost)
+        D      = max(0, C_ema - C_ema[t - delay])    (rise of the cost EMA over ``delay`` updates)
+        λ      = min(max(0, Kp·P + I + Kd·D), penalty_max)
+
+    Args:
+        kp: proportional gain (0.1).
+        ki: integral gain (0.01).
+        kd: derivative gain (0.01).
+        init: initial integral term (0.001); λ is 0 until the first update, as in OmniSafe.
+        d_delay: the delay of the derivative term, in updates (10).
+        p_ema_alpha: EMA factor of the error for P (0.95).
+        d_ema_alpha: EMA factor of the cost for D (0.95).
+        penalty_max: cap on λ (100.0).
+
+    Example:
+        >>> pid = PIDLagrangeMultiplier(kp=0.0, ki=0.1, kd=0.0, init=0.0)
+        >>> pid.update(ep_cost=35.0, cost_limit=25.0)
+        1.0
+    """
+
+    def __init__(
+        self,
+        kp: float = 0.1,
+        ki: float = 0.01,
+        kd: float = 0.01,
+        init: float = 0.001,
+        d_delay: int = 10,
+        p_ema_alpha: float = 0.95,
+        d_ema_alpha: float = 0.95,
+        penalty_max: float = 100.0,
+    ) -> None:
+        src = "PIDLagrangeMultiplier(...)"
+        self.kp = _check_finite("kp", kp, minimum=0.0, source=src)
+        self.ki = _check_finite("ki", ki, minimum=0.0, source=src)
+        self.kd = _check_finite("kd", kd, minimum=0.0, source=src)
+        init = _check_finite("lagrange_init", init, minimum=0.0, source=src)
+        if not isinstance(d_delay, int) or isinstance(d_delay, bool) or d_delay < 1:
+            raise ConfigError("d_delay", d_delay, "expected an int >= 1", source=src)
+        self.d_delay = d_delay
+        for name, a in (("p_ema_alpha", p_ema_alpha), ("d_ema_alpha", d_ema_alpha)):
+            if not 0.0 <= _check_finite(name, a, source=src) < 1.0:
+                raise ConfigError(name, a, "expected a number in [0, 1)", source=src)
+        self.p_ema_alpha = float(p_ema_alpha)
+        self.d_ema_alpha = float(d_ema_alpha)
+        self.penalty_max = _check_finite("penalty_max", penalty_max, minimum=0.0, source=src)
+        self.integral = init
+        self.p_term = 0.0
+        self.cost_ema = 0.0
+        self.d_term = 0.0
+        self.cost_history: deque[float] = deque([0.0], maxlen=d_delay)
+        self._value = 0.0  # OmniSafe: the penalty is 0 until the first update
+
+    @property
+    def value(self) -> float:
+        """The current λ."""
+        return self._value
+
+    def update(
+        self, ep_cost: float, cost_limit: float, *, lr: float | None = None, lr_scale: float = 1.0
+    ) -> float:
+        """One PID step; return the new λ (``lr`` is ignored: the gains set the step).
+
+        Args:
+            ep_cost: ``J_c``, the mean episode cost of recent episodes.
+            cost_limit: ``d``.
+            lr: unused (accepted so that every multiplier has the same signature).
+            lr_scale: multiplies the integral step ``Ki·Δ`` for this update (risk modulation).
+        """
+        del lr
+        src = "PIDLagrangeMultiplier.update"
+        jc = _check_finite("ep_cost", ep_cost, source=src)
+        d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
+        scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
+        delta = jc - d
+        self.integral = max(0.0, self.integral + scale * self.ki * delta)
+        a_p, a_d = self.p_ema_alpha, self.d_ema_alpha
+        self.p_term = a_p * self.p_term + (1.0 - a_p) * delta
+        self.cost_ema = a_d * self.cost_ema + (1.0 - a_d) * jc
+        self.d_term = max(0.0, self.cost_ema - self.cost_history[0])
+        self.cost_history.append(self.cost_ema)
+        pid = self.kp * self.p_term + self.integral + self.kd * self.d_term
+        self._value = min(max(0.0, pid), self.penalty_max)
+        return self._value
+
+    def state_dict(self) -> dict[str, Any]:
+        """The integrator, the EMAs, the delay line and λ (floats and a list)."""
+        return {
+            "integral": self.integral,
+            "p_term": self.p_term,
+            "cost_ema": self.cost_ema,
+            "d_term": self.d_term,
+            "cost_history": list(self.cost_history),
+            "lambda": self._value,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Restore a :meth:`state_dict`."""
+        del strict
+        self.integral = float(state["integral"])
+        self.p_term = float(state["p_term"])
+        self.cost_ema = float(state["cost_ema"])
+        self.d_term = float(state["d_term"])
+        self.cost_history = deque((float(c) for c in state["cost_history"]), maxlen=self.d_delay)
+        self._value = float(state["lambda"])
+
+
+def make_multiplier(
+    kind: str, *, init: float, lr: float, kwargs: dict[str, Any] | None = None
+) -> Multiplier:
+    """Build a multiplier by name: ``"adam"``, ``"sgd"`` or ``"pid"``.
+
+    Args:
+        kind: the multiplier kind.
+        init: initial λ.
+        lr: step size (Adam/SGD; ignored by PID).
+        kwargs: extra constructor arguments (``upper_bound``; PID gains ``kp``, ``ki``, ``kd``,
+            ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``).
+    """
+    kwargs = dict(kwargs or {})
+    if kind in ("adam", "sgd"):
+        return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
+    if kind == "pid":
+        return PIDLagrangeMultiplier(init=init, **kwargs)
+    raise ConfigError("multiplier", kind, "expected 'adam', 'sgd' or 'pid'")

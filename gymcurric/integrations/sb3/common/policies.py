@@ -1,0 +1,105 @@
+"""Actor-critic policies with a separate cost critic ``V_c`` for the Lagrangian algorithms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.torch_layers import NatureCNN, create_mlp
+from stable_baselines3.common.type_aliases import Schedule
+from torch import nn
+
+__all__ = ["CostActorCriticCnnPolicy", "CostActorCriticPolicy", "CnnPolicy", "MlpPolicy"]
+
+_MIX = 0x9E3779B97F4A7C15  # odd 64-bit constant: spreads the torch seed into another stream
+
+
+class CostActorCriticPolicy(ActorCriticPolicy):
+    """SB3 ``ActorCriticPolicy`` plus a cost critic with its own features and its own optimiser.
+
+    The cost critic (OmniSafe ``constraint_actor_critic``: a separate ``V_c`` MLP) has its own
+    features extractor, an MLP (``cost_net_arch``, default the value ``net_arch``, with the
+    policy's activation) and a linear output. It is built after the actor and reward critic,
+    from a torch RNG stream forked off the seeded one, so the actor, the reward critic and the
+    action noise are exactly those SB3's PPO draws for the same seed. ``policy.optimizer``
+    covers the actor and reward critic only (as in SB3); ``policy.cost_optimizer`` the cost
+    critic. Parameter names contain ``value`` so sb3-contrib's TRPO leaves them out of its
+    natural-gradient step.
+
+    Args:
+        observation_space: the observation space.
+        action_space: the action space.
+        lr_schedule: learning-rate schedule (both optimisers).
+        cost_net_arch: hidden layers of the cost critic (default: the value net's).
+        **kwargs: everything SB3's ``ActorCriticPolicy`` accepts.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        *args: Any,
+        cost_net_arch: list[int] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.cost_net_arch = None if cost_net_arch is None else list(cost_net_arch)
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)  # actor, reward critic, self.optimizer (as SB3)
+        arch = self.cost_net_arch
+        if arch is None:
+            net_arch = self.net_arch
+            arch = list(net_arch.get("vf", [])) if isinstance(net_arch, dict) else list(net_arch)
+        with th.random.fork_rng(devices=[]):
+            th.manual_seed((th.initial_seed() * _MIX + 0xC057) % 2**63)
+            self.cost_value_extractor = self.make_features_extractor()
+            dim = self.cost_value_extractor.features_dim
+            self.cost_value_net = nn.Sequential(*create_mlp(dim, 1, arch, self.activation_fn))
+            if self.ortho_init:
+                self.cost_value_extractor.apply(lambda m: self.init_weights(m, gain=np.sqrt(2)))
+                linears = [m for m in self.cost_value_net if isinstance(m, nn.Linear)]
+                for layer in linears[:-1]:
+                    self.init_weights(layer, gain=np.sqrt(2))
+                self.init_weights(linears[-1], gain=1.0)
+        self.cost_optimizer = self.optimizer_class(  # type: ignore[call-arg]
+            self.cost_parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+        )
+
+    def cost_parameters(self) -> list[nn.Parameter]:
+        """The cost critic's parameters (features extractor and MLP)."""
+        return [*self.cost_value_extractor.parameters(), *self.cost_value_net.parameters()]
+
+    def predict_cost_values(self, obs: th.Tensor) -> th.Tensor:
+        """The cost critic's estimate ``V_c(obs)``, shape ``(batch, 1)``."""
+        x = preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
+        return self.cost_value_net(self.cost_value_extractor(x))
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["cost_net_arch"] = self.cost_net_arch
+        return data
+
+
+class CostActorCriticCnnPolicy(CostActorCriticPolicy):
+    """:class:`CostActorCriticPolicy` with SB3's ``NatureCNN`` features (image observations)."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("features_extractor_class", NatureCNN)
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+
+MlpPolicy = CostActorCriticPolicy
+CnnPolicy = CostActorCriticCnnPolicy

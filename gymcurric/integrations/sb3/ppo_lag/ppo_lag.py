@@ -1,0 +1,244 @@
+"""PPO-Lagrangian (and PID-Lagrangian) on Stable-Baselines3."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
+from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
+
+__all__ = ["PPOLag", "PPOPIDLag"]
+
+SelfPPOLag = TypeVar("SelfPPOLag", bound="PPOLag")
+
+
+class PPOLag(LagrangianMixin, PPO):
+    """PPO-Lagrangian: PPO's clipped surrogate on the penalised advantage, λ learned per rollout.
+
+    Reads the cost of every step from ``info["cost"]`` (a :class:`~gymcurric.errors.ConfigError`
+    names the sub-envs that do not report it). Costs get their own GAE (``cost_gamma``,
+    ``cost_gae_lambda``) and their own critic (:class:`CostActorCriticPolicy`). Once per rollout,
+    before the policy update, λ is updated from ``J_c``, the mean cost of the last
+    ``cost_window`` finished episodes, against ``cost_limit`` — by default as OmniSafe's PPOLag
+    (a parameter trained with Adam on ``-λ·(J_c - d)``, init 0.001, lr 0.035, λ ≥ 0). The policy
+    then maximises PPO's clipped surrogate of ``A = (A_r - λ·A_c)/(1 + λ)`` with ``A_r``
+    standardised and ``A_c`` centred per minibatch. With ``lagrange_init=0``,
+    ``lagrange_lr=0`` and ``update_cost_critic=False`` the policy's parameters after ``learn()``
+    are exactly SB3 PPO's for the same seed.
+
+    Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
+    ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``.
+    ``save``/``load`` keep λ, its optimiser state, the cost critic and its optimiser, and the
+    window of episode costs.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
+        env: the env (or its registered id); every sub-env must report ``info["cost"]``.
+        learning_rate: as PPO (also the cost critic's).
+        n_steps: as PPO.
+        batch_size: as PPO.
+        n_epochs: as PPO (also the cost critic's epochs).
+        gamma: as PPO.
+        gae_lambda: as PPO.
+        clip_range: as PPO.
+        clip_range_vf: as PPO.
+        normalize_advantage: standardise the reward advantage per minibatch (as PPO).
+        ent_coef: as PPO.
+        vf_coef: as PPO.
+        max_grad_norm: as PPO.
+        use_sde: as PPO.
+        sde_sample_freq: as PPO.
+        target_kl: as PPO.
+        stats_window_size: as PPO.
+        tensorboard_log: as PPO.
+        policy_kwargs: as PPO; ``cost_net_arch`` sets the cost critic's hidden layers.
+        verbose: as PPO.
+        seed: as PPO (also seeds the cost critic's minibatch shuffle).
+        device: as PPO.
+        cost_limit: ``d``, the limit on the expected episode cost (≥ 0; float or schedule).
+        multiplier: ``"adam"`` (OmniSafe), ``"sgd"`` (plain gradient ascent) or ``"pid"``
+            (CPPOPID-style PID Lagrangian, see :class:`PPOPIDLag`).
+        lagrange_init: initial λ (float or schedule, evaluated at the start), 0.001.
+        lagrange_lr: λ's step size (float or schedule), 0.035; unused by ``"pid"``.
+        multiplier_kwargs: extra multiplier arguments (``upper_bound``; PID ``kp``, ``ki``,
+            ``kd``, ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``).
+        cost_gamma: discount of the cost (default ``gamma``).
+        cost_gae_lambda: GAE λ of the cost (default ``gae_lambda``).
+        cost_window: how many finished episodes ``J_c`` averages (100, as OmniSafe).
+        update_cost_critic: fit the cost critic (True).
+        cost_max_grad_norm: gradient clip of the cost critic (40, as OmniSafe).
+        center_cost_advantage: centre ``A_c`` per minibatch (True, as OmniSafe).
+        _init_setup_model: as SB3.
+
+    Example:
+        >>> import gymnasium as gym, gymcurric
+        >>> model = PPOLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=64, batch_size=32,
+        ...                n_epochs=1, cost_limit=5.0, seed=0)
+        >>> model = model.learn(128)
+        >>> model.lagrange_multiplier >= 0.0
+        True
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[CostActorCriticPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 3e-4,
+        n_steps: int = 2048,
+        batch_size: int = 64,
+        n_epochs: int = 10,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        clip_range: float | Schedule = 0.2,
+        clip_range_vf: float | Schedule | None = None,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        *,
+        cost_limit: FloatOrSchedule = 25.0,
+        multiplier: str = "adam",
+        lagrange_init: FloatOrSchedule = 0.001,
+        lagrange_lr: FloatOrSchedule = 0.035,
+        multiplier_kwargs: dict[str, Any] | None = None,
+        cost_gamma: float | None = None,
+        cost_gae_lambda: float | None = None,
+        cost_window: int = 100,
+        update_cost_critic: bool = True,
+        cost_max_grad_norm: float | None = 40.0,
+        center_cost_advantage: bool = True,
+        _init_setup_model: bool = True,
+    ) -> None:
+        self._init_lagrangian(
+            cost_limit=cost_limit,
+            multiplier=multiplier,
+            lagrange_init=lagrange_init,
+            lagrange_lr=lagrange_lr,
+            multiplier_kwargs=multiplier_kwargs,
+            cost_window=cost_window,
+            update_cost_critic=update_cost_critic,
+            cost_max_grad_norm=cost_max_grad_norm,
+            center_cost_advantage=center_cost_advantage,
+            seed=seed,
+        )
+        if normalize_advantage and batch_size <= 1:
+            raise ConfigError(
+                "batch_size", batch_size, "must be > 1 to normalise advantages (SB3 #440)"
+            )
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            batch_size=batch_size,
+            n_epochs=n_epochs,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            clip_range=clip_range,
+            clip_range_vf=clip_range_vf,
+            # The buffer standardises A_r (before combining it with A_c); PPO.train must not
+            # normalise the penalised advantage again.
+            normalize_advantage=False,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=CostRolloutBuffer,
+            rollout_buffer_kwargs={"cost_gamma": cost_gamma, "cost_gae_lambda": cost_gae_lambda},
+            target_kl=target_kl,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=False,
+        )
+        self.normalize_reward_advantage = bool(normalize_advantage)
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.rollout_buffer.normalize_advantage = self.normalize_reward_advantage
+        self._setup_lagrangian()
+
+    def train(self) -> None:
+        """Update λ, then PPO's update on the penalised advantage, then the cost critic."""
+        self._update_lagrange()
+        super().train()
+        self._train_cost_critic(self.n_epochs, self.batch_size)
+
+    def learn(
+        self: SelfPPOLag,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "PPOLag",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfPPOLag:
+        """Train for ``total_timesteps`` env steps (see SB3's ``PPO.learn``)."""
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+
+
+class PPOPIDLag(PPOLag):
+    """PPO with the PID Lagrangian multiplier (OmniSafe ``CPPOPID``; Stooke et al., 2020).
+
+    :class:`PPOLag` with ``multiplier="pid"``: λ = max(0, Kp·P + I + Kd·D) with P an EMA of
+    ``J_c - d``, I the clamped integral, D the rise of an EMA of ``J_c`` over ``d_delay``
+    rollouts (see :class:`~gymcurric.integrations.sb3.common.lagrange.PIDLagrangeMultiplier`).
+
+    Args:
+        policy: as :class:`PPOLag`.
+        env: as :class:`PPOLag`.
+        kp: proportional gain (0.1).
+        ki: integral gain (0.01).
+        kd: derivative gain (0.01).
+        **kwargs: every other :class:`PPOLag` argument; ``multiplier_kwargs`` may set
+            ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``.
+    """
+
+    def __init__(
+        self,
+        policy: str | type[CostActorCriticPolicy],
+        env: GymEnv | str,
+        *,
+        kp: float = 0.1,
+        ki: float = 0.01,
+        kd: float = 0.01,
+        **kwargs: Any,
+    ) -> None:
+        extra = kwargs.pop("multiplier_kwargs", None) or {}
+        multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
+        kwargs.setdefault("multiplier", "pid")
+        super().__init__(policy, env, multiplier_kwargs=multiplier_kwargs, **kwargs)
