@@ -13,6 +13,13 @@ from gymcurric.semantics.base import (
     unit_rows,
 )
 from gymcurric.semantics.embedders import CallableEmbedder, detect_kind, load_embedder
+from gymcurric.semantics.shaper import (
+    HAZARD_NAV_SAFE_PROMPTS,
+    HAZARD_NAV_UNSAFE_PROMPTS,
+    Shaper,
+    ShapingConfig,
+    is_oom_error,
+)
 
 __all__ = [
     "Embedder",
@@ -24,4 +31,9 @@ __all__ = [
     "CallableEmbedder",
     "detect_kind",
     "load_embedder",
+    "HAZARD_NAV_SAFE_PROMPTS",
+    "HAZARD_NAV_UNSAFE_PROMPTS",
+    "Shaper",
+    "ShapingConfig",
+    "is_oom_error",
 ]

@@ -43,9 +43,9 @@ class CallableEmbedder:
         >>> words = lambda texts: np.array([[1.0, 0.0] if "red" in t else [0.0, 1.0]
         ...                                 for t in texts])
         >>> e = CallableEmbedder(images=red, texts=words)
-        >>> e.embed_texts(["red danger", "calm"]).round(3).tolist()
+        >>> e.embed_texts(["red danger", "calm"]).astype(float).round(3).tolist()
         [[1.0, 0.0], [0.0, 1.0]]
-        >>> e.embed_images(np.full((1, 4, 4, 3), 128, np.uint8)).round(3).tolist()
+        >>> e.embed_images(np.full((1, 4, 4, 3), 128, np.uint8)).astype(float).round(3).tolist()
         [[0.707, 0.707]]
     """
 

@@ -1,0 +1,625 @@
+"""The semantic shaper: embeddings of states → an annealed shaping term per env (numpy only).
+
+One :class:`Shaper` serves one wrapper and holds the state of all its envs in arrays:
+
+* **Centroids.** Each prompt set is embedded, the unit rows averaged and re-normalised:
+  ``μ_safe``, ``μ_unsafe``.
+* **Margin.** ``m = cos(e, μ_safe) - cos(e, μ_unsafe)`` for a state embedding ``e``; with
+  ``pool_k > 1`` ``e`` is the re-normalised mean of the env's last ``pool_k`` embeddings
+  (cleared at episode boundaries).
+* **Normalisation.** With ``margin_norm_enable``, ``(m - mean) / std`` over the last
+  ``margin_norm_window`` raw margins (all envs); then ``* margin_scale`` and clamped to
+  ``±clamp``: ``m̄``. Optional confidence gating: ``m̄ = 0`` where ``|m| < confidence_min``.
+* **Annealing.** ``β_t = beta_start · ½(1 + cos(π · min(1, t / (beta_end_fraction ·
+  total_steps))))`` with ``t`` the env steps taken so far (all envs): ``beta_start`` at 0, 0
+  from ``beta_end_fraction · total_steps`` on, so the final optimum is the original task's.
+* **Modes.** ``"additive"``: ``r' = r + β_t · m̄``. ``"potential"`` (Ng et al., 1999,
+  potential-based shaping keeps the optimal policy): ``r' = r + β_t (gamma φ(s') - φ(s))`` with
+  ``φ = m̄``; ``φ(s_0)`` is computed at episode start, ``φ = 0`` at a true terminal (not at a
+  truncation).
+* **Capture interval.** States are embedded every ``capture_interval``-th vector step (all envs
+  in one batch). A step without capture adds 0 (``info["shaping"] = 0.0``); in potential mode
+  ``φ`` keeps its last value, so the increments still telescope. A true terminal always closes
+  the episode with ``β(0 - φ(s))``.
+
+Fail-soft: if the embedder failed to load, or an embedding call raises, the shaping term is 0,
+:attr:`Shaper.status` says why (a ``RuntimeWarning`` is emitted once), and the env goes on.
+CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry before they count as failures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from gymcurric.errors import ConfigError
+from gymcurric.semantics.base import Embedder, embedder_modality, is_failed, unit_rows
+
+__all__ = [
+    "HAZARD_NAV_SAFE_PROMPTS",
+    "HAZARD_NAV_UNSAFE_PROMPTS",
+    "Shaper",
+    "ShapingConfig",
+    "is_oom_error",
+]
+
+#: Default "safe" prompts, chosen for gymcurric/HazardNav-v0 and HazardGrid-v0 (captions and
+#: top-down frames) and generic enough for other navigation tasks.
+HAZARD_NAV_SAFE_PROMPTS: tuple[str, ...] = (
+    "The path to the goal is clear.",
+    "The agent is safe, far away from any hazard.",
+    "The agent reached the goal.",
+)
+#: Default "unsafe" prompts (see :data:`HAZARD_NAV_SAFE_PROMPTS`).
+HAZARD_NAV_UNSAFE_PROMPTS: tuple[str, ...] = (
+    "The agent is inside a hazard.",
+    "The agent is in danger, standing in a hazard.",
+)
+
+Mode = Literal["additive", "potential"]
+Source = Literal["auto", "frames", "captions"]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class ShapingConfig:
+    """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
+
+    Attributes:
+        safe_prompts: texts describing states to nudge towards.
+        unsafe_prompts: texts describing states to nudge away from.
+        mode: ``"additive"`` (``r + β·m̄``) or ``"potential"`` (``r + β(gamma φ(s') - φ(s))``).
+        beta_start: the shaping coefficient at step 0 (≥ 0).
+        beta_end_fraction: fraction of ``total_steps`` after which β is 0, in (0, 1].
+        total_steps: the training length in env steps (all envs), for the β schedule.
+        gamma: the discount of potential mode, in [0, 1].
+        margin_norm_enable: normalise margins by a running mean/std.
+        margin_norm_window: how many recent raw margins the mean/std use.
+        margin_scale: multiplies the (normalised) margin.
+        clamp: ``M``: the scaled margin is clamped to ``[-M, M]`` (> 0).
+        capture_interval: embed every this many vector steps (≥ 1).
+        pool_k: temporal pooling over the last ``pool_k`` embeddings of an env (≥ 1).
+        confidence_min: gate: ``m̄ = 0`` where ``|raw margin| < confidence_min`` (0: off).
+        batch_max: the most states embedded in one call (halved on CUDA out-of-memory).
+        source: what states are embedded from: ``"frames"`` (``env.render()``),
+            ``"captions"`` (``info["caption"]`` or ``env.describe()``), ``"auto"`` (from the
+            embedder's modality).
+        enabled: ``False``: the wrappers pass everything through unchanged.
+    """
+
+    safe_prompts: tuple[str, ...] = HAZARD_NAV_SAFE_PROMPTS
+    unsafe_prompts: tuple[str, ...] = HAZARD_NAV_UNSAFE_PROMPTS
+    mode: Mode = "additive"
+    beta_start: float = 0.05
+    beta_end_fraction: float = 0.5
+    total_steps: int = 1_000_000
+    gamma: float = 0.99
+    margin_norm_enable: bool = True
+    margin_norm_window: int = 1000
+    margin_scale: float = 1.0
+    clamp: float = 3.0
+    capture_interval: int = 1
+    pool_k: int = 1
+    confidence_min: float = 0.0
+    batch_max: int = 64
+    source: Source = "auto"
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        src = "ShapingConfig"
+        for name in ("safe_prompts", "unsafe_prompts"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, Sequence):
+                raise ConfigError(name, value, "expected a list of strings", source=src)
+            if not value or not all(isinstance(p, str) and p.strip() for p in value):
+                raise ConfigError(name, value, "expected non-empty strings", source=src)
+            object.__setattr__(self, name, tuple(value))
+        if self.mode not in ("additive", "potential"):
+            raise ConfigError("mode", self.mode, "expected 'additive' or 'potential'", source=src)
+        if self.source not in ("auto", "frames", "captions"):
+            raise ConfigError(
+                "source", self.source, "expected 'auto', 'frames' or 'captions'", source=src
+            )
+
+        def number(name: str, lo: float, hi: float, *, lo_open: bool = False) -> None:
+            value = getattr(self, name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and (value > lo if lo_open else value >= lo)
+            if not ok or value > hi:
+                bound = f"({lo}" if lo_open else f"[{lo}"
+                raise ConfigError(name, value, f"expected a number in {bound}, {hi}]", source=src)
+
+        def integer(name: str, lo: int) -> None:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+                raise ConfigError(name, value, f"expected an int ≥ {lo}", source=src)
+
+        number("beta_start", 0.0, 1e6)
+        number("beta_end_fraction", 0.0, 1.0, lo_open=True)
+        number("gamma", 0.0, 1.0)
+        number("margin_scale", 0.0, 1e6, lo_open=True)
+        number("clamp", 0.0, 1e6, lo_open=True)
+        number("confidence_min", 0.0, 2.0)
+        for name in (
+            "total_steps",
+            "margin_norm_window",
+            "capture_interval",
+            "pool_k",
+            "batch_max",
+        ):
+            integer(name, 1)
+        for name in ("margin_norm_enable", "enabled"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-safe dict (prompt tuples as lists)."""
+        out = dataclasses.asdict(self)
+        out["safe_prompts"] = list(self.safe_prompts)
+        out["unsafe_prompts"] = list(self.unsafe_prompts)
+        return out
+
+
+def is_oom_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a CUDA (or other accelerator) out-of-memory error."""
+    torch = sys.modules.get("torch")
+    oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def _empty_cuda_cache() -> None:
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+InputsFn = Callable[[], Sequence[Any]]
+
+
+class Shaper:
+    """Semantic shaping state and arithmetic for ``num_envs`` envs (numpy arrays).
+
+    The wrappers call :meth:`begin` when envs (re)start and :meth:`step` once per vector step;
+    both take a zero-argument function returning the current per-env inputs (frames or
+    captions), called only when something is embedded this step.
+
+    Args:
+        config: the :class:`ShapingConfig`.
+        embedder: an :class:`~gymcurric.semantics.base.Embedder`; a failed one (``status``
+            starting with ``"failed"``) makes every shaping term 0.
+        num_envs: how many envs share this shaper.
+
+    Example:
+        >>> import numpy as np
+        >>> from gymcurric.semantics import CallableEmbedder
+        >>> words = lambda t: np.array([[1.0, 0.1] if "hazard" in s else [0.1, 1.0] for s in t])
+        >>> cfg = ShapingConfig(safe_prompts=("clear",), unsafe_prompts=("hazard",),
+        ...                     margin_norm_enable=False, beta_start=1.0)
+        >>> shaper = Shaper(cfg, CallableEmbedder(texts=words), num_envs=2)
+        >>> shaper.margins(["in a hazard", "all clear"]).round(3).tolist()
+        [-0.802, 0.802]
+        >>> shaper.begin(np.ones(2, bool), lambda: ["clear", "clear"])
+        >>> shaper.step(np.zeros(2), np.zeros(2, bool), np.zeros(2, bool),
+        ...             lambda: ["hazard", "clear"]).round(3).tolist()
+        [-0.802, 0.802]
+    """
+
+    def __init__(self, config: ShapingConfig, embedder: Embedder, num_envs: int = 1) -> None:
+        if not isinstance(config, ShapingConfig):
+            raise ConfigError("config", config, "expected a ShapingConfig", source="Shaper")
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ConfigError("num_envs", num_envs, "expected an int ≥ 1", source="Shaper")
+        self.config = config
+        self.embedder = embedder
+        self.num_envs = n = num_envs
+        self.batch_max = config.batch_max
+        if config.source == "auto":
+            self.source: Source = "captions" if embedder_modality(embedder) == "text" else "frames"
+        else:
+            self.source = config.source
+        self.ok = False
+        self.status = str(getattr(embedder, "status", "ok"))
+        self.centroids = np.zeros((2, 0), dtype=np.float32)
+        self.dim = 0
+        # Per-env state.
+        self.phi = np.zeros(n, dtype=np.float64)
+        self.pool_len = np.zeros(n, dtype=np.int64)
+        self.pool_pos = np.zeros(n, dtype=np.int64)
+        self.pool = np.zeros((n, config.pool_k, 0), dtype=np.float32)
+        # Normalisation window (all envs).
+        self.window = np.zeros(config.margin_norm_window, dtype=np.float64)
+        self.window_count = 0
+        self.window_pos = 0
+        # Counters.
+        self.env_steps = 0
+        self.vector_steps = 0
+        self.capture_count = 0
+        self.embed_failures = 0
+        self.oom_events = 0
+        self.last_captured = np.zeros(n, dtype=bool)
+        self._warned = False
+        self._reset_interval_stats()
+        self._last_stats: dict[str, float] = {
+            "raw_margin": 0.0,
+            "norm_margin": 0.0,
+            "clamp_frac": 0.0,
+            "embed_latency_ms": 0.0,
+            "shaping_reward_ratio": 0.0,
+            "shaping_std": 0.0,
+        }
+        if not config.enabled:
+            self.status = "disabled"
+            return
+        if is_failed(embedder):
+            self._fail(self.status)
+            return
+        try:
+            safe = unit_rows(embedder.embed_texts(list(config.safe_prompts)))
+            unsafe = unit_rows(embedder.embed_texts(list(config.unsafe_prompts)))
+            if not (np.isfinite(safe).all() and np.isfinite(unsafe).all()):
+                raise FloatingPointError("non-finite prompt embeddings")
+        except Exception as exc:
+            self._fail(f"failed: prompt embedding: {type(exc).__name__}: {exc}")
+            return
+        self.centroids = unit_rows(np.stack([safe.mean(0), unsafe.mean(0)]))
+        self.dim = int(self.centroids.shape[1])
+        self.pool = np.zeros((n, config.pool_k, self.dim), dtype=np.float32)
+        self.ok = True
+
+    # ------------------------------------------------------------------------------ helpers
+    def _fail(self, status: str) -> None:
+        self.ok = False
+        self.status = status
+        self._warn(status)
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"semantic shaping: {message}; the shaping term is 0 until this is fixed",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def beta(self, env_steps: int | None = None) -> float:
+        """β after ``env_steps`` env steps (default: the steps taken so far)."""
+        t = self.env_steps if env_steps is None else env_steps
+        cfg = self.config
+        end = cfg.beta_end_fraction * cfg.total_steps
+        progress = min(1.0, t / end)
+        return float(cfg.beta_start * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+    def embed(self, inputs: Sequence[Any]) -> np.ndarray:
+        """Embed states (frames or captions) in chunks of :attr:`batch_max`; ``(n, dim)``.
+
+        A CUDA out-of-memory error halves :attr:`batch_max` (counted in ``oom_events``) and
+        retries the chunk; at ``batch_max == 1`` it is raised.
+        """
+        if self.source == "captions":
+            fn: Callable[[Any], np.ndarray] = self.embedder.embed_texts
+        else:
+            fn = self.embedder.embed_images
+        out: list[np.ndarray] = []
+        i = 0
+        while i < len(inputs):
+            b = self.batch_max
+            chunk: Any = list(inputs[i : i + b])
+            if self.source == "frames":
+                with contextlib.suppress(ValueError):  # frames of different sizes stay a list
+                    chunk = np.stack(chunk)
+            try:
+                rows = fn(chunk)
+            except Exception as exc:
+                if b > 1 and is_oom_error(exc):
+                    self.batch_max = max(1, b // 2)
+                    self.oom_events += 1
+                    _empty_cuda_cache()
+                    continue
+                raise
+            out.append(np.asarray(rows, dtype=np.float32).reshape(len(chunk), -1))
+            i += b
+        if not out:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return unit_rows(np.concatenate(out))
+
+    def margins(self, inputs: Sequence[Any]) -> np.ndarray:
+        """Raw margins ``cos(e, μ_safe) - cos(e, μ_unsafe)`` of states, without any state change.
+
+        For probes and tests; raises if the embedder fails.
+        """
+        if not self.ok:
+            raise RuntimeError(f"the shaper is not usable: {self.status}")
+        e = self.embed(inputs)
+        return (e @ self.centroids[0] - e @ self.centroids[1]).astype(np.float64)
+
+    def _push_pool(self, idx: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Append embeddings of envs ``idx`` to their pools; return the pooled unit vectors."""
+        k = self.config.pool_k
+        if k == 1:
+            self.pool_len[idx] = 1
+            return e
+        self.pool[idx, self.pool_pos[idx]] = e
+        self.pool_pos[idx] = (self.pool_pos[idx] + 1) % k
+        self.pool_len[idx] = np.minimum(self.pool_len[idx] + 1, k)
+        # Empty slots are zero rows (cleared at boundaries), so the sum is over the filled ones.
+        return unit_rows(self.pool[idx].sum(axis=1))
+
+    def _clear(self, mask: BoolArray) -> None:
+        self.pool_len[mask] = 0
+        self.pool_pos[mask] = 0
+        if self.config.pool_k > 1:
+            self.pool[mask] = 0.0
+        self.phi[mask] = 0.0
+
+    def _normalise(self, raw: FloatArray) -> FloatArray:
+        cfg = self.config
+        if cfg.margin_norm_enable:
+            w = self.window
+            for start in range(0, raw.size, w.size):  # a batch larger than the window
+                part = raw[start : start + w.size]
+                pos = (self.window_pos + np.arange(part.size)) % w.size
+                w[pos] = part
+                self.window_pos = int((self.window_pos + part.size) % w.size)
+                self.window_count = min(self.window_count + part.size, w.size)
+            filled = w[: self.window_count]
+            z = (raw - filled.mean()) / max(float(filled.std()), 1e-8)
+        else:
+            z = raw.copy()
+        z *= cfg.margin_scale
+        clamped = np.abs(z) > cfg.clamp
+        np.clip(z, -cfg.clamp, cfg.clamp, out=z)
+        if cfg.confidence_min > 0:
+            z[np.abs(raw) < cfg.confidence_min] = 0.0
+        self._acc_raw += float(raw.sum())
+        self._acc_norm += float(z.sum())
+        self._acc_clamped += int(clamped.sum())
+        self._acc_margins += raw.size
+        return z
+
+    def _embed_soft(self, inputs: list[Any]) -> np.ndarray | None:
+        t0 = time.perf_counter()
+        try:
+            e = self.embed(inputs)
+            if e.shape != (len(inputs), self.dim) or not np.isfinite(e).all():
+                raise FloatingPointError(f"bad embeddings (shape {e.shape}, non-finite values?)")
+        except Exception as exc:
+            self.embed_failures += 1
+            self.status = (
+                f"error: {self.embed_failures} embedding call(s) failed, last: "
+                f"{type(exc).__name__}: {exc}"[:300]
+            )
+            self._warn(self.status)
+            return None
+        self._acc_latency += (time.perf_counter() - t0) * 1000.0
+        self._acc_calls += 1
+        self.capture_count += len(inputs)
+        return e
+
+    # ------------------------------------------------------------------------------- API
+    def begin(self, mask: BoolArray, get_inputs: InputsFn | None = None) -> None:
+        """Envs in ``mask`` start an episode: clear pools and ``φ``; potential mode: ``φ(s_0)``.
+
+        Args:
+            mask: ``(num_envs,)`` bool.
+            get_inputs: returns the per-env inputs of the start states (all envs); needed in
+                potential mode (else ``φ(s_0) = 0``).
+        """
+        mask = np.asarray(mask, dtype=bool)
+        self._clear(mask)
+        if not (self.ok and self.config.mode == "potential" and mask.any() and get_inputs):
+            return
+        idx = np.flatnonzero(mask)
+        inputs = get_inputs()
+        e = self._embed_soft([inputs[i] for i in idx.tolist()])
+        if e is None:
+            return
+        pooled = self._push_pool(idx, e)
+        raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
+        self.phi[idx] = self._normalise(raw)
+
+    def step(
+        self,
+        rewards: npt.ArrayLike,
+        terminated: npt.ArrayLike,
+        truncated: npt.ArrayLike,
+        get_inputs: InputsFn,
+        *,
+        valid: npt.ArrayLike | None = None,
+        starts: npt.ArrayLike | None = None,
+        get_final_inputs: Callable[[], Sequence[Any] | None] | None = None,
+    ) -> FloatArray:
+        """The shaping term of each env for one vector step (0 where nothing applies).
+
+        Args:
+            rewards: the raw rewards (for the shaping/reward ratio statistic).
+            terminated: true terminals (``φ(s') = 0`` in potential mode).
+            truncated: truncations.
+            get_inputs: returns the current per-env inputs (frames or captions).
+            valid: envs whose step is a real transition (``False`` for a ``NEXT_STEP``
+                autoreset step: shaping 0); default all.
+            starts: envs whose *current* input is a new episode's first state (``NEXT_STEP``
+                reset steps, or envs that ended under ``SAME_STEP`` autoreset); they are
+                :meth:`begin`-ed after their transition is shaped.
+            get_final_inputs: for ``starts`` envs that made a real transition, returns the
+                inputs of their final states (per env, ``None`` where unknown), e.g. captions
+                from ``info["final_info"]``; where unknown, a non-terminal final state reuses
+                the last ``φ`` (potential mode) or adds 0 (additive mode).
+
+        Returns:
+            ``(num_envs,)`` float64 shaping terms.
+        """
+        n, cfg = self.num_envs, self.config
+        rewards = np.asarray(rewards, dtype=np.float64).reshape(n)
+        terminated = np.asarray(terminated, dtype=bool).reshape(n)
+        truncated = np.asarray(truncated, dtype=bool).reshape(n)
+        valid_m = np.ones(n, bool) if valid is None else np.asarray(valid, bool).reshape(n)
+        starts_m = np.zeros(n, bool) if starts is None else np.asarray(starts, bool).reshape(n)
+        shaping = np.zeros(n, dtype=np.float64)
+        self.last_captured = np.zeros(n, dtype=bool)
+        beta = self.beta()
+        self.env_steps += int(valid_m.sum())
+        capture_now = self.vector_steps % cfg.capture_interval == 0
+        self.vector_steps += 1
+        if not self.ok:
+            self._account(rewards, shaping, valid_m)
+            return shaping
+        potential = cfg.mode == "potential"
+        # Which transitions get embedded, and from which inputs.
+        want = valid_m.copy() if capture_now else np.zeros(n, bool)
+        if potential:
+            want &= ~terminated  # φ = 0 at a true terminal: nothing to embed
+        final: Sequence[Any] | None = None
+        if (want & starts_m).any():
+            final = get_final_inputs() if get_final_inputs is not None else None
+            if final is None:
+                want &= ~starts_m
+            else:
+                want &= ~starts_m | np.array([f is not None for f in final], dtype=bool)
+        need_start = starts_m if potential else np.zeros(n, bool)
+        trans_idx, start_idx = np.flatnonzero(want), np.flatnonzero(need_start)
+        phi_new = self.phi.copy()
+        captured = np.zeros(n, bool)
+        start_e: np.ndarray | None = None
+        if trans_idx.size or start_idx.size:
+            need_current = bool((want & ~starts_m).any() or start_idx.size)
+            current: Sequence[Any] = get_inputs() if need_current else ()
+            batch = [
+                final[i] if starts_m[i] and final is not None else current[i]
+                for i in trans_idx.tolist()
+            ]
+            batch += [current[i] for i in start_idx.tolist()]
+            e = self._embed_soft(batch)
+            if e is not None:
+                pooled = self._push_pool(trans_idx, e[: trans_idx.size])
+                raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
+                m_bar = self._normalise(raw)
+                captured[trans_idx] = True
+                phi_new[trans_idx] = m_bar
+                start_e = e[trans_idx.size :]
+        if potential:
+            phi_new[terminated & valid_m] = 0.0
+            closing = valid_m & (captured | terminated)
+            shaping[closing] = beta * (cfg.gamma * phi_new[closing] - self.phi[closing])
+            self.phi[valid_m] = phi_new[valid_m]
+        else:
+            shaping[captured] = beta * phi_new[captured]
+        self.last_captured = captured
+        # Episode boundaries: clear pools and φ; potential mode: φ(s_0) of the new episodes.
+        dones = (terminated | truncated) & valid_m
+        self._clear(dones | starts_m)
+        if start_idx.size and start_e is not None:
+            pooled = self._push_pool(start_idx, start_e)
+            raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
+            self.phi[start_idx] = self._normalise(raw)
+        self._account(rewards, shaping, valid_m)
+        return shaping
+
+    # -------------------------------------------------------------------------- telemetry
+    def _reset_interval_stats(self) -> None:
+        self._acc_raw = self._acc_norm = 0.0
+        self._acc_clamped = self._acc_margins = 0
+        self._acc_latency, self._acc_calls = 0.0, 0
+        self._acc_abs_shaping = self._acc_abs_reward = 0.0
+        self._acc_shaping = self._acc_shaping2 = 0.0
+        self._acc_steps = 0
+
+    def _account(self, rewards: FloatArray, shaping: FloatArray, valid: BoolArray) -> None:
+        s, r = shaping[valid], rewards[valid]
+        self._acc_abs_shaping += float(np.abs(s).sum())
+        self._acc_abs_reward += float(np.abs(r).sum())
+        self._acc_shaping += float(s.sum())
+        self._acc_shaping2 += float((s * s).sum())
+        self._acc_steps += int(valid.sum())
+
+    def stats(self, reset: bool = True) -> dict[str, float | str]:
+        """Telemetry under ``semantics/…`` names, averaged since the last ``stats()`` call.
+
+        Keys: ``beta``, ``raw_margin`` and ``norm_margin`` (means over the captured states),
+        ``clamp_frac`` (share of captured margins that hit ``±clamp``), ``capture_count``
+        (states embedded so far), ``embed_latency_ms`` (mean per embedding call),
+        ``shaping_reward_ratio`` (``Σ|shaping| / Σ|raw reward|``), ``shaping_std`` (std of the
+        shaping term over all steps), ``batch_max``, ``oom_events``, ``embed_failures`` and
+        ``status`` (a string). Quantities with no new data repeat their last value.
+
+        Args:
+            reset: start a new averaging interval.
+        """
+        last = self._last_stats
+        if self._acc_margins:
+            last["raw_margin"] = self._acc_raw / self._acc_margins
+            last["norm_margin"] = self._acc_norm / self._acc_margins
+            last["clamp_frac"] = self._acc_clamped / self._acc_margins
+        if self._acc_calls:
+            last["embed_latency_ms"] = self._acc_latency / self._acc_calls
+        if self._acc_steps:
+            mean = self._acc_shaping / self._acc_steps
+            var = max(0.0, self._acc_shaping2 / self._acc_steps - mean * mean)
+            last["shaping_std"] = math.sqrt(var)
+            last["shaping_reward_ratio"] = self._acc_abs_shaping / max(self._acc_abs_reward, 1e-12)
+        out: dict[str, float | str] = {
+            "semantics/beta": self.beta(),
+            **{f"semantics/{k}": float(v) for k, v in last.items()},
+            "semantics/capture_count": float(self.capture_count),
+            "semantics/batch_max": float(self.batch_max),
+            "semantics/oom_events": float(self.oom_events),
+            "semantics/embed_failures": float(self.embed_failures),
+            "semantics/status": self.status,
+        }
+        if reset:
+            self._reset_interval_stats()
+        return out
+
+    # ------------------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The shaper's state as arrays and numbers (the embedder is not included)."""
+        return {
+            "phi": self.phi.copy(),
+            "pool": self.pool.copy(),
+            "pool_len": self.pool_len.copy(),
+            "pool_pos": self.pool_pos.copy(),
+            "window": self.window.copy(),
+            "window_count": self.window_count,
+            "window_pos": self.window_pos,
+            "env_steps": self.env_steps,
+            "vector_steps": self.vector_steps,
+            "capture_count": self.capture_count,
+            "batch_max": self.batch_max,
+            "config": self.config.to_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output (same ``num_envs`` and embedding size)."""
+        if np.shape(state["phi"]) != self.phi.shape or np.shape(state["pool"]) != self.pool.shape:
+            raise ConfigError(
+                "state",
+                f"phi {np.shape(state['phi'])}, pool {np.shape(state['pool'])}",
+                f"expected phi {self.phi.shape}, pool {self.pool.shape}",
+                source="Shaper.load_state_dict",
+            )
+        self.phi[:] = state["phi"]
+        self.pool[:] = state["pool"]
+        self.pool_len[:] = state["pool_len"]
+        self.pool_pos[:] = state["pool_pos"]
+        self.window[:] = state["window"]
+        self.window_count = int(state["window_count"])
+        self.window_pos = int(state["window_pos"])
+        self.env_steps = int(state["env_steps"])
+        self.vector_steps = int(state["vector_steps"])
+        self.capture_count = int(state["capture_count"])
+        self.batch_max = int(state["batch_max"])
