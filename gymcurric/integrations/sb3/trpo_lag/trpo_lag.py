@@ -1,0 +1,198 @@
+"""TRPO-Lagrangian on sb3-contrib's ``TRPO``, sharing PPOLag's cost and multiplier code."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from sb3_contrib import TRPO
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
+from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.common.policies import (
+    CnnPolicy,
+    CostActorCriticPolicy,
+    MlpPolicy,
+)
+
+__all__ = ["TRPOLag"]
+
+SelfTRPOLag = TypeVar("SelfTRPOLag", bound="TRPOLag")
+
+
+class TRPOLag(LagrangianMixin, TRPO):
+    """TRPO-Lagrangian: sb3-contrib's TRPO step on the penalised advantage ``(A_r - λ·A_c)/(1+λ)``.
+
+    The cost rollouts, cost critic, multiplier (``"adam"``, ``"sgd"`` or ``"pid"``), logs and
+    save/load are :class:`~gymcurric.integrations.sb3.ppo_lag.PPOLag`'s (one shared
+    :class:`~gymcurric.integrations.sb3.common.LagrangianMixin`); only the policy step is TRPO's
+    (conjugate gradient, KL-constrained line search), unmodified. ``A_r`` is standardised and
+    ``A_c`` centred over the whole rollout (TRPO's single batch), as OmniSafe's TRPOLag. The cost
+    critic is fitted for ``n_critic_updates`` epochs of ``batch_size`` minibatches, as the reward
+    critic.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
+        env: the env; every sub-env must report ``info["cost"]``.
+        learning_rate: as TRPO (the critics' learning rate).
+        n_steps: as TRPO.
+        batch_size: as TRPO (the critics' minibatch).
+        gamma: as TRPO.
+        cg_max_steps: as TRPO.
+        cg_damping: as TRPO.
+        line_search_shrinking_factor: as TRPO.
+        line_search_max_iter: as TRPO.
+        n_critic_updates: as TRPO (also the cost critic's epochs).
+        gae_lambda: as TRPO.
+        use_sde: as TRPO.
+        sde_sample_freq: as TRPO.
+        normalize_advantage: standardise the reward advantage (as TRPO).
+        target_kl: as TRPO.
+        sub_sampling_factor: as TRPO.
+        stats_window_size: as TRPO.
+        tensorboard_log: as TRPO.
+        policy_kwargs: as TRPO; ``cost_net_arch`` sets the cost critic's hidden layers.
+        verbose: as TRPO.
+        seed: as TRPO.
+        device: as TRPO.
+        cost_limit: see :class:`~gymcurric.integrations.sb3.ppo_lag.PPOLag`.
+        multiplier: see PPOLag.
+        lagrange_init: see PPOLag.
+        lagrange_lr: see PPOLag.
+        multiplier_kwargs: see PPOLag.
+        cost_gamma: see PPOLag.
+        cost_gae_lambda: see PPOLag.
+        cost_window: see PPOLag.
+        update_cost_critic: see PPOLag.
+        cost_max_grad_norm: see PPOLag.
+        center_cost_advantage: see PPOLag.
+        _init_setup_model: as SB3.
+
+    Example:
+        >>> import gymcurric
+        >>> model = TRPOLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=64, batch_size=32,
+        ...                 n_critic_updates=1, cost_limit=5.0, seed=0).learn(128)
+        >>> model.lagrange_multiplier >= 0.0
+        True
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[CostActorCriticPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 1e-3,
+        n_steps: int = 2048,
+        batch_size: int = 128,
+        gamma: float = 0.99,
+        cg_max_steps: int = 15,
+        cg_damping: float = 0.1,
+        line_search_shrinking_factor: float = 0.8,
+        line_search_max_iter: int = 10,
+        n_critic_updates: int = 10,
+        gae_lambda: float = 0.95,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        normalize_advantage: bool = True,
+        target_kl: float = 0.01,
+        sub_sampling_factor: int = 1,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        *,
+        cost_limit: FloatOrSchedule = 25.0,
+        multiplier: str = "adam",
+        lagrange_init: FloatOrSchedule = 0.001,
+        lagrange_lr: FloatOrSchedule = 0.035,
+        multiplier_kwargs: dict[str, Any] | None = None,
+        cost_gamma: float | None = None,
+        cost_gae_lambda: float | None = None,
+        cost_window: int = 100,
+        update_cost_critic: bool = True,
+        cost_max_grad_norm: float | None = 40.0,
+        center_cost_advantage: bool = True,
+        _init_setup_model: bool = True,
+    ) -> None:
+        self._init_lagrangian(
+            cost_limit=cost_limit,
+            multiplier=multiplier,
+            lagrange_init=lagrange_init,
+            lagrange_lr=lagrange_lr,
+            multiplier_kwargs=multiplier_kwargs,
+            cost_window=cost_window,
+            update_cost_critic=update_cost_critic,
+            cost_max_grad_norm=cost_max_grad_norm,
+            center_cost_advantage=center_cost_advantage,
+            seed=seed,
+        )
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            batch_size=batch_size,
+            gamma=gamma,
+            cg_max_steps=cg_max_steps,
+            cg_damping=cg_damping,
+            line_search_shrinking_factor=line_search_shrinking_factor,
+            line_search_max_iter=line_search_max_iter,
+            n_critic_updates=n_critic_updates,
+            gae_lambda=gae_lambda,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=CostRolloutBuffer,
+            rollout_buffer_kwargs={"cost_gamma": cost_gamma, "cost_gae_lambda": cost_gae_lambda},
+            # The buffer standardises A_r before combining it with A_c.
+            normalize_advantage=False,
+            target_kl=target_kl,
+            sub_sampling_factor=sub_sampling_factor,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=False,
+        )
+        self.normalize_reward_advantage = bool(normalize_advantage)
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.rollout_buffer.normalize_advantage = self.normalize_reward_advantage
+        self._setup_lagrangian()
+
+    def train(self) -> None:
+        """Update λ, then TRPO's update on the penalised advantage, then the cost critic."""
+        self._update_lagrange()
+        super().train()
+        self._train_cost_critic(self.n_critic_updates, self.batch_size)
+
+    def learn(
+        self: SelfTRPOLag,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "TRPOLag",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfTRPOLag:
+        """Train for ``total_timesteps`` env steps (see sb3-contrib's ``TRPO.learn``)."""
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
