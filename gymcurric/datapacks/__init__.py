@@ -13,6 +13,7 @@ from gymcurric.datapacks.loading import (
     iter_episodes,
     load_datapacks,
     load_episode,
+    validate_datapacks,
 )
 from gymcurric.datapacks.sampler import LOG_FILENAME, DataPackRLSampler
 from gymcurric.datapacks.schedule import (
@@ -56,6 +57,7 @@ __all__ = [
     "iter_episodes",
     "load_datapacks",
     "load_episode",
+    "validate_datapacks",
     # precomputed arrays
     "DatapackTable",
     "STRATIFY_KEYS",

@@ -24,9 +24,58 @@ __all__ = [
     "iter_episodes",
     "load_datapacks",
     "load_episode",
+    "validate_datapacks",
 ]
 
 _SUFFIXES = (".json", ".jsonl")
+
+
+def _records(path: Path) -> Iterator[tuple[DataPack | DataError, str]]:
+    """``(record or its error, where)`` for one file; ``where`` is "file, line N" or similar."""
+    src = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        yield DataError(f"{src}: cannot read datapack file ({exc})"), src
+        return
+    if path.suffix == ".jsonl":
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                where = f"{src}, line {lineno}"
+                yield (
+                    DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got "
+                              f"{line[:80]!r}"),
+                    where,
+                )  # fmt: skip
+                continue
+            yield _record(data, src, lineno, f"{src}, line {lineno}")
+        return
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"{src}, line {exc.lineno}"
+        yield DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), where
+        return
+    if not isinstance(data, list):
+        yield _record(data, src, None, src)
+        return
+    for i, item in enumerate(data):
+        # A JSON list has no per-record line; name the record's index instead.
+        pack, where = _record(item, src, None, f"{src}, record {i}")
+        if isinstance(pack, DataError):
+            pack = DataError(str(pack).replace(f"{src}:", f"{where}:", 1))
+        yield pack, where
+
+
+def _record(data: Any, src: str, line: int | None, where: str) -> tuple[DataPack | DataError, str]:
+    try:
+        return DataPack.from_dict(data, source=src, line=line), where
+    except DataError as exc:
+        return exc, where
 
 
 def iter_datapack_file(path: str | os.PathLike[str]) -> Iterator[DataPack]:
@@ -36,40 +85,29 @@ def iter_datapack_file(path: str | os.PathLike[str]) -> Iterator[DataPack]:
         DataError: the file is not valid JSON, or a record is invalid; the message names the
             file, the line (JSONL, or where the JSON parser stopped), the field and the value.
     """
-    path = Path(path)
-    src = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{src}: cannot read datapack file ({exc})") from exc
-    if path.suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"{src}, line {lineno}: invalid JSON ({exc.msg}, column "
-                    f"{exc.colno}); got {line[:80]!r}"
-                ) from exc
-            yield DataPack.from_dict(data, source=src, line=lineno)
-        return
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{src}, line {exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno})"
-        ) from exc
-    items: list[Any] = data if isinstance(data, list) else [data]
-    for i, item in enumerate(items):
-        try:
-            yield DataPack.from_dict(item, source=src)
-        except DataError as exc:
-            if not isinstance(data, list):
-                raise
-            # A JSON list has no per-record line; name the record's index instead.
-            raise DataError(str(exc).replace(f"{src}:", f"{src}, record {i}:", 1)) from None
+    for item, _ in _records(Path(path)):
+        if isinstance(item, DataError):
+            raise item
+        yield item
+
+
+def _files(path: str | os.PathLike[str], recursive: bool) -> list[Path]:
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise DataError(f"{root}: no such file or directory")
+    pattern = "**/*" if recursive else "*"
+    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in _SUFFIXES)
+    if not files:
+        raise DataError(f"{root}: no .json or .jsonl datapack files found")
+    return files
+
+
+def _duplicate(pack: DataPack, where: str, first: str) -> DataError:
+    return DataError(
+        f"{where}: field 'pack_id': duplicate of the record at {first}; got {pack.pack_id!r}"
+    )
 
 
 def load_datapacks(path: str | os.PathLike[str], *, recursive: bool = False) -> list[DataPack]:
@@ -86,29 +124,57 @@ def load_datapacks(path: str | os.PathLike[str], *, recursive: bool = False) -> 
         DataError: a malformed file or record (see :func:`iter_datapack_file`), a ``pack_id``
             seen twice (both places are named), or a path with no datapack files.
     """
-    root = Path(path)
-    if root.is_file():
-        files = [root]
-    elif root.is_dir():
-        pattern = "**/*" if recursive else "*"
-        files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in _SUFFIXES)
-    else:
-        raise DataError(f"{root}: no such file or directory")
-    if not files:
-        raise DataError(f"{root}: no .json or .jsonl datapack files found")
     packs: list[DataPack] = []
-    seen: dict[str, DataPack] = {}
-    for file in files:
-        for pack in iter_datapack_file(file):
+    seen: dict[str, str] = {}
+    for file in _files(path, recursive):
+        for pack, where in _records(file):
+            if isinstance(pack, DataError):
+                raise pack
             if pack.pack_id in seen:
-                first = seen[pack.pack_id]
-                raise DataError(
-                    f"{pack.source}: field 'pack_id': duplicate of a record in "
-                    f"{first.source}; got {pack.pack_id!r}"
-                )
-            seen[pack.pack_id] = pack
+                raise _duplicate(pack, where, seen[pack.pack_id])
+            seen[pack.pack_id] = where
             packs.append(pack)
     return packs
+
+
+def validate_datapacks(
+    path: str | os.PathLike[str], *, recursive: bool = False, check_episodes: bool = False
+) -> tuple[list[DataPack], list[str]]:
+    """Check every record under ``path`` and collect *all* problems instead of stopping.
+
+    Args:
+        path: a directory of ``.json`` / ``.jsonl`` files, or one such file.
+        recursive: also read sub-directories.
+        check_episodes: also load each recorded episode (see :func:`load_episode`).
+
+    Returns:
+        ``(valid records, error messages)``; each message names the file, the line (or record
+        index), the field and the value, as :func:`load_datapacks` would raise it.
+    """
+    try:
+        files = _files(path, recursive)
+    except DataError as exc:
+        return [], [str(exc)]
+    packs: list[DataPack] = []
+    errors: list[str] = []
+    seen: dict[str, str] = {}
+    for file in files:
+        for item, where in _records(file):
+            if isinstance(item, DataError):
+                errors.append(str(item))
+            elif item.pack_id in seen:
+                errors.append(str(_duplicate(item, where, seen[item.pack_id])))
+            else:
+                seen[item.pack_id] = where
+                packs.append(item)
+    if check_episodes:
+        for pack in packs:
+            if pack.episode is not None:
+                try:
+                    load_episode(pack)
+                except DataError as exc:
+                    errors.append(str(exc))
+    return packs, errors
 
 
 def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
