@@ -1,1 +1,16 @@
-"""replay layer (see DESIGN.md)."""
+"""Replay ring for off-policy and sequence learners (extra ``torch``; see ``docs/replay.md``).
+
+``import gymcurric`` does not import this package; it needs torch.
+"""
+
+from __future__ import annotations
+
+from gymcurric._optional import import_optional
+
+import_optional("torch", "torch", purpose="by gymcurric.replay")
+
+from gymcurric.replay._checks import RingInvariantError  # noqa: E402
+from gymcurric.replay.recorder import RecordToRing  # noqa: E402
+from gymcurric.replay.ring import FieldSpec, ReplayRing, Transitions  # noqa: E402
+
+__all__ = ["FieldSpec", "RecordToRing", "ReplayRing", "RingInvariantError", "Transitions"]

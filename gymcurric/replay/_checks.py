@@ -1,0 +1,194 @@
+"""Validation helpers of the replay ring: write checks, invariants, memory budget."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from gymcurric.errors import ConfigError, DataError
+
+
+class RingInvariantError(DataError):
+    """A ``ReplayRing`` invariant does not hold; ``env`` and ``step`` locate the first violation.
+
+    Attributes:
+        env: the env (column) index.
+        step: the absolute step index (``total_steps`` counter value when the row was written).
+        row: the physical row of the ring.
+    """
+
+    def __init__(self, message: str, env: int = -1, step: int = -1, row: int = -1) -> None:
+        super().__init__(message)
+        self.env = env
+        self.step = step
+        self.row = row
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.env, self.step, self.row))
+
+
+_NUMPY_OF: dict[torch.dtype, Any] = {
+    torch.bool: np.bool_,
+    torch.uint8: np.uint8,
+    torch.int8: np.int8,
+    torch.int16: np.int16,
+    torch.int32: np.int32,
+    torch.int64: np.int64,
+    torch.float16: np.float16,
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+}
+
+
+def numpy_dtype(dtype: torch.dtype) -> Any:
+    """The numpy dtype matching ``dtype`` (``None`` for dtypes numpy lacks, e.g. bfloat16)."""
+    return _NUMPY_OF.get(dtype)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_from_name(name: str, where: str) -> torch.dtype:
+    """Inverse of :func:`dtype_name`."""
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise DataError(f"{where}: unknown torch dtype; got {name!r}")
+    return dt
+
+
+def as_tensor_like(
+    name: str, value: Any, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """Check a write of ``value`` into a ``shape``/``dtype`` slot on ``device``.
+
+    Tensors must match dtype and device exactly (no silent casts or transfers); numpy arrays and
+    Python numbers are accepted when numpy's ``same_kind`` casting allows it (float64 rewards into
+    float32, int64 actions into int32) and are copied over. Returns a tensor ready for ``copy_``
+    (a CPU tensor sharing memory with a numpy input).
+    """
+    if isinstance(value, torch.Tensor):
+        if value.device != device:
+            raise ConfigError(
+                name,
+                f"tensor on {value.device}",
+                f"expected a tensor on the ring's device {device} (or a numpy array)",
+                source="ReplayRing",
+            )
+        if value.dtype != dtype:
+            raise ConfigError(
+                name,
+                f"tensor of dtype {value.dtype}",
+                f"expected dtype {dtype}",
+                source="ReplayRing",
+            )
+        if tuple(value.shape) != shape:
+            raise ConfigError(
+                name,
+                f"tensor of shape {tuple(value.shape)}",
+                f"expected shape {shape}",
+                source="ReplayRing",
+            )
+        return value
+    arr = np.asarray(value)
+    if arr.shape != shape:
+        raise ConfigError(
+            name, f"array of shape {arr.shape}", f"expected shape {shape}", source="ReplayRing"
+        )
+    target = numpy_dtype(dtype)
+    if target is None:
+        raise ConfigError(
+            name,
+            f"numpy array of dtype {arr.dtype}",
+            f"the field has dtype {dtype}, which numpy lacks: pass a torch tensor",
+            source="ReplayRing",
+        )
+    ok = (
+        arr.dtype == np.bool_ if target is np.bool_ else np.can_cast(arr.dtype, target, "same_kind")
+    )
+    if not ok:
+        raise ConfigError(
+            name,
+            f"array of dtype {arr.dtype}",
+            f"cannot be stored as {dtype} without changing its kind",
+            source="ReplayRing",
+        )
+    if arr.dtype == np.object_:
+        raise ConfigError(name, "object array", "expected a numeric array", source="ReplayRing")
+    if not arr.flags.writeable:  # torch.from_numpy warns on read-only arrays
+        arr = arr.copy()
+    return torch.from_numpy(arr)
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory available for a new allocation on ``device`` (host RAM or the CUDA device)."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic platforms
+        return 1 << 62
+
+
+def check_invariants(
+    *,
+    episode_id: torch.Tensor,
+    is_first: torch.Tensor,
+    continue_: torch.Tensor,
+    oldest: int,
+    size: int,
+    total_steps: int,
+) -> None:
+    """Check the ring's continuity invariants over its chronological view (O(size * num_envs)).
+
+    Raises:
+        RingInvariantError: at the first (oldest) violation, naming env and step.
+    """
+    if size == 0:
+        return
+    capacity = episode_id.shape[0]
+    order = (torch.arange(size, device=episode_id.device) + oldest) % capacity
+    ep = episode_id.index_select(0, order).cpu()
+    first = is_first.index_select(0, order).cpu()
+    cont = continue_.index_select(0, order).cpu()
+    first_step = total_steps - size
+
+    # the earliest violation (in time, then env) of any kind is reported
+    bad = torch.zeros(ep.shape, dtype=torch.int8)
+    bad[~((cont == 0) | (cont == 1))] = 1
+    if size > 1:
+        same = ep[1:] == ep[:-1]
+        nxt_first = first[1:]
+        bad[1:][~(same | nxt_first) & (bad[1:] == 0)] = 2
+        bad[1:][nxt_first & (ep[1:] != ep[:-1] + 1) & (bad[1:] == 0)] = 3
+    hits = bad.nonzero()
+    if hits.numel() == 0:
+        return
+    i, env = (int(v) for v in hits[0])
+    what = {
+        1: f"continue_ must be 0.0 or 1.0, got {float(cont[i, env])}",
+        2: "episode_id changed without is_first "
+        f"(expected episode_id[t+1] == episode_id[t] or is_first[t+1]; got "
+        f"{int(ep[i - 1, env])} -> {int(ep[i, env])})",
+        3: "is_first set but episode_id is not the previous episode_id + 1 (got "
+        f"{int(ep[i - 1, env])} -> {int(ep[i, env])})",
+    }[int(bad[i, env])]
+    row = (oldest + i) % capacity
+    raise RingInvariantError(
+        f"ReplayRing invariant violated at env {env}, step {first_step + i} (row {row}): {what}",
+        env=env,
+        step=first_step + i,
+        row=row,
+    )
