@@ -27,7 +27,7 @@ from torch import nn
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["RiskHead"]
+__all__ = ["RiskAnnotator", "RiskHead"]
 
 _CLIP = 10.0
 _EVAL_MAX = 4096  # fresh samples kept for the held-out metrics between two train() calls
@@ -314,3 +314,189 @@ class RiskHead:
         self.last = dict(state["last"])
         self._fresh_x, self._fresh_y = [], []
         self.model.eval()
+
+
+class RiskAnnotator:
+    """The online loop shared by the risk wrappers: predict, hold pending steps, train.
+
+    For ``num_envs`` parallel envs (1 for a single env): :meth:`predict` gives the risk of the
+    current states' features (one batched forward), :meth:`record` appends the step that left
+    those states (their features, the step's costs and end flags) to a
+    :class:`~gymcurric.safety.risk_targets.PendingCostToGo`, and every ``train_every`` calls
+    the rows whose horizon has passed (or whose episode ended) become samples of the
+    :class:`RiskHead`, which then runs one :meth:`RiskHead.train`. The head is built on the
+    first :meth:`predict`, when the feature size is known.
+
+    Non-finite features (replaced by 0) and costs (replaced by 0) are counted in
+    ``risk/nan_events``. The last ``history`` predictions are kept for
+    :meth:`modulation`.
+
+    Args:
+        num_envs: parallel envs.
+        gamma: cost discount of the targets.
+        horizon: ``H`` of the targets.
+        truncation: ``"complete"`` or ``"drop"`` (see :func:`cost_to_go_targets`).
+        train_every: :meth:`record` calls between two training rounds.
+        history: predictions kept for :meth:`modulation`.
+        seed: the head's seed.
+        **head_kwargs: passed to :class:`RiskHead` (``risk_lr``, ``risk_min_samples``, ...).
+    """
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        gamma: float = 0.99,
+        horizon: int = 50,
+        truncation: str = "complete",
+        train_every: int = 64,
+        history: int = 10_000,
+        seed: int = 0,
+        **head_kwargs: Any,
+    ) -> None:
+        from gymcurric.safety.risk_targets import PendingCostToGo
+
+        self.num_envs = num_envs
+        self.train_every = _positive_int("train_every", train_every)
+        self.pending = PendingCostToGo(
+            num_envs,
+            gamma=gamma,
+            horizon=horizon,
+            truncation=truncation,  # type: ignore[arg-type]
+        )
+        self.seed = int(seed)
+        self.head_kwargs = dict(head_kwargs)
+        RiskHead(1, seed=self.seed, **self.head_kwargs)  # validate the head's arguments now
+        self.head: RiskHead | None = None
+        self._history = np.zeros(_positive_int("history", history), dtype=np.float32)
+        self._hist_n = 0  # predictions made so far (the ring position is _hist_n % len)
+        self._mod_mark = 0  # _hist_n at the previous modulation() call
+        self.episodes = 0
+        self.steps = 0
+        self._early_nan = 0  # non-finite values seen before the head existed
+
+    # -- prediction ----------------------------------------------------------------------------
+    def sanitise(self, features: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """``[num_envs, d]`` float32 features with non-finite entries replaced by 0 (counted)."""
+        x = np.asarray(features, dtype=np.float32).reshape(self.num_envs, -1)
+        bad = ~np.isfinite(x)
+        if bad.any():
+            self._count_nan(int(bad.any(axis=1).sum()))
+            x = np.where(bad, np.float32(0.0), x)
+        return x
+
+    def _count_nan(self, n: int) -> None:
+        if self.head is None:
+            self._early_nan += n
+        else:
+            self.head.nan_events += n
+
+    def predict(self, features: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Risk of sanitised ``[num_envs, d]`` features (one forward); kept in the history."""
+        if self.head is None:
+            self.head = RiskHead(features.shape[1], seed=self.seed, **self.head_kwargs)
+            self.head.nan_events += self._early_nan
+        risk = self.head.predict(features)
+        n = risk.shape[0]
+        size = self._history.shape[0]
+        idx = (self._hist_n + np.arange(n)) % size
+        self._history[idx] = risk
+        self._hist_n += n
+        return risk
+
+    # -- learning ------------------------------------------------------------------------------
+    def record(
+        self,
+        features: npt.NDArray[np.float32],
+        costs: npt.ArrayLike,
+        terminated: npt.ArrayLike,
+        truncated: npt.ArrayLike,
+        valid: npt.ArrayLike | None = None,
+    ) -> None:
+        """Append one step (features of the states it started from); train on the cadence."""
+        c = np.array(costs, dtype=np.float64).reshape(self.num_envs)
+        bad = ~np.isfinite(c)
+        if bad.any():
+            self._count_nan(int(bad.sum()))
+            c[bad] = 0.0
+        self.pending.add(features, c, terminated, truncated, valid)
+        self.steps += 1
+        if self.steps % self.train_every == 0:
+            self.train_now()
+
+    def train_now(self) -> None:
+        """Move the ready rows into the head's buffer and run one training round."""
+        feats, targets = self.pending.pop_ready()
+        if self.head is None:
+            return
+        if targets.size:
+            self.head.add_samples(feats, targets)
+        self.head.train()
+
+    # -- reporting -----------------------------------------------------------------------------
+    def stats(self) -> dict[str, float]:
+        """The head's ``risk/*`` metrics (NaN, or 0 for the counts, before it exists)."""
+        if self.head is None:
+            nan = float("nan")
+            return {
+                "risk/loss": nan,
+                "risk/corr": nan,
+                "risk/pred_mean": nan,
+                "risk/target_mean": nan,
+                "risk/train_samples": 0,
+                "risk/nan_events": self._early_nan,
+            }
+        return self.head.stats()
+
+    def history(self) -> npt.NDArray[np.float32]:
+        """The last ``history`` predictions, oldest first."""
+        size = self._history.shape[0]
+        if self._hist_n <= size:
+            return self._history[: self._hist_n].copy()
+        start = self._hist_n % size
+        return np.concatenate([self._history[start:], self._history[:start]])
+
+    def modulation(self, **kwargs: Any) -> Any:
+        """:func:`~gymcurric.safety.modulation.lagrange_modulation` of the recent predictions.
+
+        ``mean`` is over the predictions made since the previous call (at most ``history``),
+        ``q_p`` over the whole history window; ``episodes_seen`` is the episodes finished so
+        far. Keyword arguments (``alpha``, ``quantile_p``, ``slope``, ``eps``,
+        ``min_episodes``) are passed on.
+        """
+        from gymcurric.safety.modulation import lagrange_modulation
+
+        hist = self.history()
+        recent_n = min(self._hist_n - self._mod_mark, hist.shape[0])
+        self._mod_mark = self._hist_n
+        recent = hist[hist.shape[0] - recent_n :]
+        return lagrange_modulation(recent, hist, episodes_seen=self.episodes, **kwargs)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Head state, history and counters (the pending window is not saved)."""
+        return {
+            "head": None if self.head is None else self.head.state_dict(),
+            "history": self._history.copy(),
+            "hist_n": self._hist_n,
+            "mod_mark": self._mod_mark,
+            "episodes": self.episodes,
+            "steps": self.steps,
+            "early_nan": self._early_nan,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict`; pending steps are forgotten."""
+        head_state = state["head"]
+        if head_state is not None:
+            dim = int(np.asarray(head_state["mean"]).shape[0])
+            self.head = RiskHead(dim, seed=self.seed, **self.head_kwargs)
+            self.head.load_state_dict(head_state)
+        else:
+            self.head = None
+        self._history = np.array(state["history"], dtype=np.float32)
+        self._hist_n = int(state["hist_n"])
+        self._mod_mark = int(state["mod_mark"])
+        self.episodes = int(state["episodes"])
+        self.steps = int(state["steps"])
+        self._early_nan = int(state["early_nan"])
+        self.pending.clear()
