@@ -110,7 +110,10 @@ class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "RecordToRing supports NEXT_STEP and SAME_STEP autoreset",
                 source="RecordToRing",
             )
-        gym.utils.RecordConstructorArgs.__init__(self, ring=ring, extra_fn=extra_fn)
+        # no deepcopy: the kwargs hold the ring itself (possibly GBs); recorded by reference
+        gym.utils.RecordConstructorArgs.__init__(
+            self, ring=ring, extra_fn=extra_fn, _disable_deepcopy=True
+        )
         VectorWrapper.__init__(self, env)
         self.ring = ring
         self._mode = mode
