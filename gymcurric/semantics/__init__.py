@@ -12,7 +12,12 @@ from gymcurric.semantics.base import (
     is_failed,
     unit_rows,
 )
-from gymcurric.semantics.embedders import CallableEmbedder, detect_kind, load_embedder
+from gymcurric.semantics.embedders import (
+    CallableEmbedder,
+    detect_kind,
+    load_embedder,
+    load_embedder_soft,
+)
 from gymcurric.semantics.shaper import (
     HAZARD_NAV_SAFE_PROMPTS,
     HAZARD_NAV_UNSAFE_PROMPTS,
@@ -31,6 +36,7 @@ __all__ = [
     "CallableEmbedder",
     "detect_kind",
     "load_embedder",
+    "load_embedder_soft",
     "HAZARD_NAV_SAFE_PROMPTS",
     "HAZARD_NAV_UNSAFE_PROMPTS",
     "Shaper",

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError
-from gymcurric.semantics.base import Embedder, Modality, unit_rows
+from gymcurric.semantics.base import Embedder, FailedEmbedder, Modality, unit_rows
 
-__all__ = ["CallableEmbedder", "detect_kind", "load_embedder"]
+__all__ = ["CallableEmbedder", "detect_kind", "load_embedder", "load_embedder_soft"]
 
 _KINDS = ("auto", "clip", "siglip", "caption")
 _VLM_TYPES = {"clip": "clip", "siglip": "siglip", "siglip2": "siglip"}
@@ -181,3 +181,26 @@ def load_embedder(
 
     assert model_name is not None
     return HFVisionLanguageEmbedder(model_name, kind=kind, device=device, dtype=dtype, **kwargs)
+
+
+def load_embedder_soft(
+    model_name: str | os.PathLike[str] | Embedder | Callable[..., Any] | None = None,
+    kind: str = "auto",
+    *,
+    device: str = "cpu",
+    dtype: str = "auto",
+    **kwargs: Any,
+) -> Embedder:
+    """:func:`load_embedder`, but a model that cannot be loaded gives a :class:`FailedEmbedder`.
+
+    Bad arguments (:class:`~gymcurric.errors.ConfigError`) still raise; anything else (a missing
+    folder, an uncached hub id, a corrupt checkpoint, missing torch) is caught, and the returned
+    embedder's ``status`` says ``"failed: load ...: <error>"``.
+    """
+    try:
+        return load_embedder(model_name, kind, device=device, dtype=dtype, **kwargs)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        name = os.fspath(model_name) if isinstance(model_name, str | os.PathLike) else model_name
+        return FailedEmbedder(f"failed: load {name!r}: {type(exc).__name__}: {exc}"[:500])

@@ -43,13 +43,20 @@ import numpy as np
 import numpy.typing as npt
 
 from gymcurric.errors import ConfigError
-from gymcurric.semantics.base import Embedder, embedder_modality, is_failed, unit_rows
+from gymcurric.semantics.base import (
+    Embedder,
+    FailedEmbedder,
+    embedder_modality,
+    is_failed,
+    unit_rows,
+)
 
 __all__ = [
     "HAZARD_NAV_SAFE_PROMPTS",
     "HAZARD_NAV_UNSAFE_PROMPTS",
     "Shaper",
     "ShapingConfig",
+    "build_shaper",
     "is_oom_error",
 ]
 
@@ -163,12 +170,61 @@ class ShapingConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
 
+    @classmethod
+    def coerce(
+        cls, value: ShapingConfig | dict[str, Any] | None, **overrides: Any
+    ) -> ShapingConfig:
+        """``None`` → defaults, a dict → ``ShapingConfig(**dict)``; ``overrides`` replace fields.
+
+        Raises:
+            ConfigError: an unknown key or a bad value.
+        """
+        if value is None:
+            fields: dict[str, Any] = {}
+        elif isinstance(value, ShapingConfig):
+            fields = dataclasses.asdict(value)
+        elif isinstance(value, dict):
+            fields = dict(value)
+        else:
+            raise ConfigError("config", value, "expected a ShapingConfig, a dict or None")
+        fields.update(overrides)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError(
+                unknown[0], fields[unknown[0]], f"unknown shaping option; known: {sorted(known)}"
+            )
+        return cls(**fields)
+
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-safe dict (prompt tuples as lists)."""
         out = dataclasses.asdict(self)
         out["safe_prompts"] = list(self.safe_prompts)
         out["unsafe_prompts"] = list(self.unsafe_prompts)
         return out
+
+
+def build_shaper(
+    config: ShapingConfig | dict[str, Any] | None,
+    embedder: Any,
+    num_envs: int,
+    *,
+    kind: str = "auto",
+    device: str = "cpu",
+    dtype: str = "auto",
+) -> Shaper:
+    """A :class:`Shaper` for a wrapper: loads ``embedder`` fail-soft unless shaping is disabled.
+
+    ``embedder`` is anything :func:`~gymcurric.semantics.embedders.load_embedder` takes (a model
+    folder or cached hub id, an :class:`~gymcurric.semantics.base.Embedder`, a callable, or
+    ``None`` for the shipped MiniLM caption model).
+    """
+    from gymcurric.semantics.embedders import load_embedder_soft
+
+    cfg = ShapingConfig.coerce(config)
+    if not cfg.enabled:
+        return Shaper(cfg, FailedEmbedder("failed: shaping disabled"), num_envs)
+    return Shaper(cfg, load_embedder_soft(embedder, kind, device=device, dtype=dtype), num_envs)
 
 
 def is_oom_error(exc: BaseException) -> bool:

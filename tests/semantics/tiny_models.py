@@ -112,6 +112,24 @@ __all__ = [
     "MAX_TEXT_LEN",
     "SIGLIP_DIM",
     "build_tiny_clip",
+    "cached_tiny",
     "build_tiny_siglip",
     "tiny_tokenizer",
 ]
+
+
+_CACHE: dict[str, str] = {}
+
+
+def cached_tiny(kind: str) -> str:
+    """A tiny ``"clip"`` or ``"siglip"`` folder built once per process (in a temp dir)."""
+    if kind not in _CACHE:
+        import atexit
+        import shutil
+        import tempfile
+
+        root = tempfile.mkdtemp(prefix=f"gymcurric-tiny-{kind}-")
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        builder = build_tiny_clip if kind == "clip" else build_tiny_siglip
+        _CACHE[kind] = builder(os.path.join(root, kind))
+    return _CACHE[kind]
