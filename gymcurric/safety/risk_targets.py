@@ -237,14 +237,16 @@ class PendingCostToGo:
         ok = np.ones(n, dtype=bool) if valid is None else np.asarray(valid, dtype=bool).reshape(n)
         self._valid.append(ok)
 
-    def end_all(self) -> None:
-        """Close every running episode without a cost (e.g. on an explicit ``reset()``).
+    def end_all(self, mask: npt.ArrayLike | None = None) -> None:
+        """Close the running episodes (of the envs in ``mask``, or all) without a cost.
 
-        The last held row of each env is marked truncated, so rows waiting on an episode that
-        will never continue become ready (or dropped) at the next :meth:`pop_ready`.
+        For an explicit ``reset()`` in the middle of an episode: the last held row of each of
+        those envs is marked truncated, so rows waiting on an episode that will never continue
+        become ready (or dropped) at the next :meth:`pop_ready`.
         """
         if self._trunc:
-            self._trunc[-1] = self._trunc[-1] | ~self._term[-1]
+            sel = np.ones(self.num_envs, bool) if mask is None else np.asarray(mask, bool)
+            self._trunc[-1] = self._trunc[-1] | (sel.reshape(self.num_envs) & ~self._term[-1])
 
     def pop_ready(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
         """Return ``(features [m, d], targets [m])`` of the rows that became ready; trim."""
