@@ -1,0 +1,231 @@
+r"""``gymcurric probe``: how well do "safe" and "unsafe" prompts separate a folder of frames?
+
+For prompt engineering without training: embed the prompts and the frames with a CLIP/SigLIP
+model, and report
+
+* prompt-set geometry: mean pairwise cosine within the safe set and within the unsafe set
+  (intra-class), between the two sets (inter-class), and the cosine and angle between the two
+  normalised centroids ``mu_safe`` and ``mu_unsafe`` (the mean of the unit prompt embeddings,
+  renormalised; the same centroids the shaper uses);
+* per frame: ``sim_safe = cos(e, mu_safe)``, ``sim_unsafe = cos(e, mu_unsafe)`` and the margin
+  ``m = sim_safe - sim_unsafe``; over the frames: mean, std, min, max, quantiles and the
+  fraction of positive margins.
+
+The report is printed as JSON on stdout and, with ``--out DIR``, written to
+``DIR/report.json`` together with one annotated PNG per frame (``<name>_probe.png``: the frame,
+enlarged, above a strip with both similarities, the margin and a margin bar).
+
+Example::
+
+    gymcurric probe --model ./my-clip --frames ./frames \
+        --safe "a clear path to the goal" --unsafe "a robot inside a red hazard" --out ./probe
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gymcurric.errors import ConfigError
+
+__all__ = ["HELP", "add_arguments", "centroid", "run", "separation_report"]
+
+HELP = (
+    "report how well --safe and --unsafe prompts separate a folder of frames under a "
+    "CLIP/SigLIP model (JSON, annotated frames)"
+)
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+_BATCH = 32
+_MIN_WIDTH = 256
+_STRIP = 44
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``probe`` options to ``parser``."""
+    parser.add_argument("--model", required=True, help="save_pretrained folder (or cached hub id)")
+    parser.add_argument("--frames", required=True, help="folder of frames (png/jpg/bmp/gif/webp)")
+    parser.add_argument("--safe", required=True, nargs="+", metavar="TEXT", help="safe prompts")
+    parser.add_argument("--unsafe", required=True, nargs="+", metavar="TEXT", help="unsafe prompts")
+    parser.add_argument("--out", default=None, help="folder for report.json and annotated frames")
+    parser.add_argument(
+        "--kind", default="auto", choices=("auto", "clip", "siglip"), help="model family"
+    )
+    parser.add_argument("--device", default="cpu", help="torch device of the model")
+    parser.add_argument("--dtype", default="auto", help="model dtype (auto: bf16 -> fp32 chain)")
+
+
+def centroid(rows: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The normalised mean of unit rows (zero vector if they cancel out)."""
+    x = np.asarray(rows, dtype=np.float64)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    mean = x.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm > 1e-12 else mean
+
+
+def _mean_offdiag(x: npt.NDArray[np.float64]) -> float | None:
+    n = x.shape[0]
+    if n < 2:
+        return None
+    sims = x @ x.T
+    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def _unit(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    a = np.asarray(x, dtype=np.float64)
+    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+
+
+def separation_report(
+    frames: npt.ArrayLike, safe: npt.ArrayLike, unsafe: npt.ArrayLike
+) -> dict[str, Any]:
+    """Prompt-set geometry and per-frame margins (see the module docstring); JSON-safe.
+
+    Args:
+        frames: ``(n, d)`` frame embeddings.
+        safe: ``(k_s, d)`` safe prompt embeddings.
+        unsafe: ``(k_u, d)`` unsafe prompt embeddings.
+
+    Returns:
+        ``{"prompts": {...}, "frames": {...}, "per_frame": [{sim_safe, sim_unsafe, margin}]}``.
+
+    Example:
+        >>> r = separation_report([[1, 0], [0, 1]], [[1, 0]], [[0, 1]])
+        >>> r["prompts"]["centroid_angle_deg"], [f["margin"] for f in r["per_frame"]]
+        (90.0, [1.0, -1.0])
+    """
+    f, s, u = _unit(frames), _unit(safe), _unit(unsafe)
+    mu_s, mu_u = centroid(s), centroid(u)
+    cos_c = float(np.clip(mu_s @ mu_u, -1.0, 1.0))
+    sim_s = f @ mu_s
+    sim_u = f @ mu_u
+    margin = sim_s - sim_u
+    qs = np.quantile(margin, [0.05, 0.25, 0.5, 0.75, 0.95]) if margin.size else [np.nan] * 5
+    return {
+        "prompts": {
+            "n_safe": int(s.shape[0]),
+            "n_unsafe": int(u.shape[0]),
+            "safe_intra_similarity": _mean_offdiag(s),
+            "unsafe_intra_similarity": _mean_offdiag(u),
+            "inter_similarity": float((s @ u.T).mean()),
+            "centroid_cosine": cos_c,
+            "centroid_angle_deg": float(np.degrees(np.arccos(cos_c))),
+        },
+        "frames": {
+            "n": int(f.shape[0]),
+            "sim_safe_mean": float(sim_s.mean()) if f.shape[0] else None,
+            "sim_unsafe_mean": float(sim_u.mean()) if f.shape[0] else None,
+            "margin": {
+                "mean": float(margin.mean()) if margin.size else None,
+                "std": float(margin.std()) if margin.size else None,
+                "min": float(margin.min()) if margin.size else None,
+                "max": float(margin.max()) if margin.size else None,
+                "p05": float(qs[0]),
+                "p25": float(qs[1]),
+                "p50": float(qs[2]),
+                "p75": float(qs[3]),
+                "p95": float(qs[4]),
+                "frac_positive": float((margin > 0).mean()) if margin.size else None,
+            },
+        },
+        "per_frame": [
+            {"sim_safe": float(a), "sim_unsafe": float(b), "margin": float(m)}
+            for a, b, m in zip(sim_s, sim_u, margin, strict=True)
+        ],
+    }
+
+
+def _frame_files(folder: str) -> list[Path]:
+    path = Path(folder)
+    if not path.is_dir():
+        raise ConfigError("--frames", folder, "is not a directory", source="gymcurric probe")
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise ConfigError(
+            "--frames", folder, f"holds no image files {IMAGE_SUFFIXES}", source="gymcurric probe"
+        )
+    return files
+
+
+def _annotate(image: Any, row: dict[str, Any], scale: float, dest: Path) -> None:
+    from PIL import Image, ImageDraw
+
+    w, h = image.size
+    factor = max(1, -(-_MIN_WIDTH // w))
+    big = image.resize((w * factor, h * factor), Image.Resampling.NEAREST)
+    canvas = Image.new("RGB", (big.width, big.height + _STRIP), (255, 255, 255))
+    canvas.paste(big, (0, 0))
+    draw = ImageDraw.Draw(canvas)
+    m = row["margin"]
+    colour = (0, 130, 0) if m > 0 else (190, 0, 0)
+    draw.text(
+        (4, big.height + 2),
+        f"safe {row['sim_safe']:+.3f}  unsafe {row['sim_unsafe']:+.3f}",
+        fill=(0, 0, 0),
+    )
+    draw.text((4, big.height + 15), f"margin {m:+.4f}", fill=colour)
+    mid = big.width // 2
+    length = round((big.width // 2 - 4) * min(1.0, abs(m) / scale)) if scale > 0 else 0
+    top = big.height + 31
+    draw.line([(mid, top - 2), (mid, top + 10)], fill=(0, 0, 0))
+    x0, x1 = (mid, mid + length) if m > 0 else (mid - length, mid)
+    draw.rectangle([(x0, top), (x1, top + 8)], fill=colour)
+    canvas.save(dest)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the probe; 0 on success (2 on a bad model or frames folder, via ConfigError)."""
+    files = _frame_files(args.frames)
+    from PIL import Image
+
+    from gymcurric.semantics.embedders import load_embedder
+
+    try:
+        embedder = load_embedder(args.model, kind=args.kind, device=args.device, dtype=args.dtype)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(
+            "--model", args.model, f"could not be loaded: {exc}", source="gymcurric probe"
+        ) from exc
+    images: list[Any] = []
+    for p in files:
+        with Image.open(p) as im:
+            images.append(im.convert("RGB"))
+    arrays = [np.asarray(im) for im in images]
+    frame_emb = np.concatenate(
+        [embedder.embed_images(arrays[i : i + _BATCH]) for i in range(0, len(arrays), _BATCH)]
+    )
+    safe: Sequence[str] = list(args.safe)
+    unsafe: Sequence[str] = list(args.unsafe)
+    report = separation_report(frame_emb, embedder.embed_texts(safe), embedder.embed_texts(unsafe))
+    for row, p in zip(report["per_frame"], files, strict=True):
+        row["file"] = p.name
+    report = {
+        "model": str(args.model),
+        "status": str(getattr(embedder, "status", "")),
+        "safe": safe,
+        "unsafe": unsafe,
+        **report,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        scale = max((abs(r["margin"]) for r in report["per_frame"]), default=0.0)
+        for im, row, p in zip(images, report["per_frame"], files, strict=True):
+            dest = out / f"{p.stem}_probe.png"
+            _annotate(im, row, scale, dest)
+            row["annotated"] = dest.name
+        report["out"] = str(out)
+        (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    json.dump(report, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
