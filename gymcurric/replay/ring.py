@@ -491,6 +491,23 @@ class ReplayRing:
         if self.debug_checks:
             self.check_invariants()
 
+    def attach_final_obs(self, row: int, final_obs: Any, mask: Any) -> None:
+        """Record ``final_obs`` as the next observation of the already written ``row``.
+
+        ``final_obs`` is ``[num_envs, *obs_shape]``; only envs where ``mask`` is True are kept
+        (in the side store, as for an episode that ended at ``row``; ``continue_`` is left as
+        it is, so the step bootstraps like a truncation). For streams that break without an
+        episode end (e.g. an env reset between two ``learn()`` calls): push the next row with
+        ``is_first`` set for those envs.
+        """
+        if not isinstance(row, int) or not 0 <= row < self.capacity:
+            raise ConfigError("row", row, f"must be an int in [0, {self.capacity})")
+        spec = self.specs["obs"]
+        fo = as_tensor_like(
+            "final_obs", final_obs, (self.num_envs, *spec.shape), spec.dtype, self.device
+        )
+        self._store_final(row, fo, self._check_bool("mask", mask))
+
     def _store_final(self, row: int, final_obs: torch.Tensor, mask: torch.Tensor) -> None:
         # Sync-free: slots come from a cumulative sum; masked-out envs write to the trash slot.
         P = self.side_capacity
@@ -640,15 +657,7 @@ class ReplayRing:
             raise ConfigError("batch", batch, "must be an int >= 1")
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
             raise ConfigError("candidates", candidates, "must be an int >= 1")
-        nxt_obs = None
-        if next_obs is not None:
-            nxt_obs = as_tensor_like(
-                "next_obs",
-                next_obs,
-                (self.num_envs, *self.specs["obs"].shape),
-                self.specs["obs"].dtype,
-                self.device,
-            ).to(self.device)
+        nxt_obs = self._check_next_obs(next_obs)
         rows = self.size - (0 if nxt_obs is not None else 1)
         if rows < 1:
             raise ConfigError("batch", batch, f"no transition stored yet (size={self.size})")
@@ -680,14 +689,46 @@ class ReplayRing:
                 logical_s[bad] = torch.where(v, lg, logical_s[bad])
                 env_s[bad] = torch.where(v, ev, env_s[bad])
                 valid_s[bad] = v
+        return self._gather_transitions(logical_s, env_s, valid_s, nxt_obs)
+
+    def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
+        """The transitions at physical rows ``t_index`` of envs ``env_index`` (no sampling).
+
+        Rows must lie in the ring's view; ``valid`` is False where a row has no successor (the
+        newest row without ``next_obs``, next-step autoreset's final-observation rows, rows whose
+        side-store entry was dropped); their ``next_obs`` is then meaningless.
+        """
+        t = torch.as_tensor(t_index, dtype=torch.int64, device=self.device).view(-1)
+        env = torch.as_tensor(env_index, dtype=torch.int64, device=self.device).view(-1)
+        if t.shape != env.shape:
+            raise ConfigError("env_index", tuple(env.shape), f"must match t_index {tuple(t.shape)}")
+        nxt_obs = self._check_next_obs(next_obs)
+        logical = (t - self.oldest) % self.capacity
+        valid = self._validity(logical, env, nxt_obs is not None)[0] & (logical < self.size)
+        return self._gather_transitions(logical, env, valid, nxt_obs)
+
+    def _check_next_obs(self, next_obs: Any) -> torch.Tensor | None:
+        if next_obs is None:
+            return None
+        spec = self.specs["obs"]
+        return as_tensor_like(
+            "next_obs", next_obs, (self.num_envs, *spec.shape), spec.dtype, self.device
+        ).to(self.device)
+
+    def _gather_transitions(
+        self,
+        logical_s: torch.Tensor,
+        env_s: torch.Tensor,
+        valid_s: torch.Tensor,
+        nxt_obs: torch.Tensor | None,
+    ) -> Transitions:
         _, flat_s, nxt_s, slot_s = self._validity(logical_s, env_s, nxt_obs is not None)
         obs_flat = self._flat["obs"]
         obs = torch.index_select(obs_flat, 0, flat_s)
         next_o = torch.index_select(obs_flat, 0, nxt_s)
         has_side = slot_s >= 0
-        newest = logical_s == self.size - 1
         if nxt_obs is not None:
-            use_pending = newest & ~has_side
+            use_pending = (logical_s == self.size - 1) & ~has_side
             self._override(next_o, use_pending, nxt_obs, env_s)
         self._override(next_o, has_side, self._side_obs, slot_s.clamp(min=0))
         return Transitions(

@@ -1,0 +1,243 @@
+"""``RingReplayBuffer``: SB3's ``replay_buffer_class`` backed by a :class:`ReplayRing`.
+
+Observations are stored once (time-major, ``obs[t+1]`` is the next observation), terminal
+observations of SB3's same-step autoreset go to the ring's side store, so it holds about half
+of SB3's default memory for image observations and, unlike SB3's ``optimize_memory_usage``, it
+keeps the true final observation of truncated episodes (so ``handle_timeout_termination`` works).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.buffers import BaseBuffer, ReplayBuffer
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+from stable_baselines3.common.vec_env import VecNormalize
+
+from gymcurric.errors import ConfigError
+from gymcurric.replay.ring import FieldSpec, ReplayRing, Transitions
+
+__all__ = ["RingReplayBuffer"]
+
+
+def _torch_dtype(dtype: Any) -> torch.dtype:
+    return torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
+
+
+class RingReplayBuffer(ReplayBuffer):
+    """Drop-in SB3 ``ReplayBuffer`` (SAC, TD3, DQN, ...) storing transitions in a ReplayRing.
+
+    Pass it as ``SAC(..., replay_buffer_class=RingReplayBuffer)``. It returns the same
+    transitions as SB3's ``ReplayBuffer`` for the same stored data (observation, action, the
+    true next observation, reward and ``done * (1 - timeout)``), while each observation is
+    stored once. ``optimize_memory_usage`` is accepted and ignored (memory is already optimised
+    and reported as ``False`` so that SB3 takes its ordinary code paths); unlike SB3's
+    memory-optimised buffer it may be combined with ``handle_timeout_termination``.
+
+    Sampling uses the ring's own ``torch.Generator``, seeded from NumPy's global generator at
+    construction, so ``model = SAC(..., seed=s)`` makes the batches reproducible; the generator
+    state is saved by ``save_replay_buffer``. The ring lives on ``storage_device`` (default CPU;
+    pass ``"cuda"`` to keep the buffer on the GPU) and batches are returned on SB3's ``device``.
+    ``.ring`` is the underlying :class:`~gymcurric.replay.ReplayRing` (sequence sampling,
+    invariant checks).
+
+    Example:
+        >>> import numpy as np
+        >>> from gymnasium import spaces
+        >>> box = spaces.Box(-1, 1, (3,), np.float32)
+        >>> buf = RingReplayBuffer(100, box, spaces.Discrete(2), device="cpu", n_envs=2)
+        >>> o = np.zeros((2, 3), np.float32)
+        >>> for _ in range(4):
+        ...     buf.add(o, o + 1, np.array([0, 1]), np.ones(2), np.array([False, True]),
+        ...             [{}, {"TimeLimit.truncated": True}])
+        >>> batch = buf.sample(8)
+        >>> batch.observations.shape, batch.actions.dtype, float(batch.dones.sum())
+        (torch.Size([8, 3]), torch.int64, 0.0)
+
+    (In training: ``SAC("MlpPolicy", env, replay_buffer_class=RingReplayBuffer)``.)
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        device: torch.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        *,
+        storage_device: torch.device | str = "cpu",
+        side_capacity: int | None = None,
+        memory_budget: int | None = None,
+    ) -> None:
+        """Create the buffer (arguments as SB3's ``ReplayBuffer``, plus the ring's).
+
+        Args:
+            buffer_size: transitions kept, all envs together (``buffer_size // n_envs`` rows).
+            observation_space: the env's observation space (Box, Discrete, MultiDiscrete,
+                MultiBinary; Dict spaces need SB3's ``DictReplayBuffer``).
+            action_space: the env's action space.
+            device: where sampled batches go (SB3's ``device``).
+            n_envs: number of envs of the vec env.
+            optimize_memory_usage: ignored (see the class docstring).
+            handle_timeout_termination: treat ``TimeLimit.truncated`` ends as non-terminal.
+            storage_device: where the ring lives.
+            side_capacity: terminal-observation slots (default: ``rows * n_envs // 8`` for
+                observations up to 4 KiB, ``// 32`` for larger ones, at least ``4 * n_envs``).
+            memory_budget: bytes the ring may use (default: what is available).
+        """
+        if isinstance(observation_space, spaces.Dict):
+            raise ConfigError(
+                "observation_space",
+                observation_space,
+                "Dict observations are not supported; use SB3's DictReplayBuffer",
+                source="RingReplayBuffer",
+            )
+        BaseBuffer.__init__(
+            self, buffer_size, observation_space, action_space, device, n_envs=n_envs
+        )
+        self.buffer_size = max(buffer_size // n_envs, 2)
+        self.optimize_memory_usage = False
+        self.handle_timeout_termination = handle_timeout_termination
+        obs_dtype = _torch_dtype(observation_space.dtype)
+        act_dtype = _torch_dtype(self._maybe_cast_dtype(action_space.dtype))
+        obs_spec = FieldSpec(tuple(self.obs_shape), obs_dtype)
+        fields = {"obs": obs_spec, "action": FieldSpec((self.action_dim,), act_dtype)}
+        if side_capacity is None:
+            rows = self.buffer_size * n_envs
+            small = obs_spec.nbytes_per_row(1) <= 4096
+            side_capacity = max(4 * n_envs, rows // 8 if small else rows // 32)
+        self.ring = ReplayRing(
+            self.buffer_size,
+            n_envs,
+            fields,
+            storage_device,
+            side_capacity=side_capacity,
+            # follows SB3's seeding (set_random_seed seeds NumPy's global generator first)
+            seed=int(np.random.randint(2**31 - 1)),  # noqa: NPY002
+            memory_budget=memory_budget,
+        )
+        self._next_obs = torch.zeros(
+            (n_envs, *self.obs_shape), dtype=obs_dtype, device=self.ring.device
+        )
+        self._prev_done = np.ones(n_envs, dtype=bool)
+
+    # SB3 reads these as attributes
+    @property
+    def pos(self) -> int:
+        """Next row to write (SB3's ``pos``)."""
+        return self.ring.head if hasattr(self, "ring") else 0
+
+    @pos.setter
+    def pos(self, value: int) -> None:
+        if hasattr(self, "ring") and value != self.ring.head:
+            raise ConfigError("pos", value, "the ring's write position cannot be moved")
+
+    @property
+    def full(self) -> bool:
+        """Whether every row has been written (SB3's ``full``)."""
+        return self.ring.full if hasattr(self, "ring") else False
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        if hasattr(self, "ring") and value != self.ring.full:
+            raise ConfigError("full", value, "follows the ring; use reset() to empty it")
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """Store one vec-env step (SB3's signature; ``next_obs`` holds terminal observations)."""
+        n = self.n_envs
+        if isinstance(self.observation_space, spaces.Discrete):
+            obs = obs.reshape((n, *self.obs_shape))
+            next_obs = next_obs.reshape((n, *self.obs_shape))
+        # cast like SB3's own buffer does when it assigns into its arrays
+        obs = np.asarray(obs, dtype=self.observation_space.dtype)
+        next_obs = np.asarray(next_obs, dtype=self.observation_space.dtype)
+        action = np.asarray(action).reshape((n, self.action_dim))
+        done = np.asarray(done, dtype=bool).reshape(n)
+        if self.handle_timeout_termination:
+            timeout = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos]) & done
+        else:
+            timeout = np.zeros(n, dtype=bool)
+        ring = self.ring
+        obs_t = torch.from_numpy(np.ascontiguousarray(obs))
+        is_first = self._prev_done.copy()
+        if ring.total_steps > 0:
+            # the stream broke without an episode end (env reset between learn() calls):
+            # keep the next obs SB3 gave for the previous row and start a new episode here
+            prev = self._next_obs.cpu() if self._next_obs.device.type != "cpu" else self._next_obs
+            broke = ~is_first & ~_rows_equal(obs_t, prev)
+            if broke.any():
+                ring.attach_final_obs((ring.head - 1) % ring.capacity, self._next_obs, broke)
+                is_first |= broke
+        ring.push_step(
+            obs_t,
+            torch.from_numpy(action) if action.dtype == np.float32 else action,
+            np.asarray(reward, dtype=np.float32).reshape(n),
+            terminated=done & ~timeout,
+            truncated=timeout,
+            is_first=is_first,
+            final_obs=next_obs if done.any() else None,
+        )
+        self._next_obs.copy_(torch.from_numpy(np.ascontiguousarray(next_obs)))
+        self._prev_done = done
+
+    def reset(self) -> None:
+        """Empty the buffer (memory is kept)."""
+        self.ring.clear()
+        self._prev_done = np.ones(self.n_envs, dtype=bool)
+
+    def size(self) -> int:
+        """Transitions per env currently stored."""
+        return self.ring.size
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        """``batch_size`` transitions uniformly over stored steps and envs (SB3's contract)."""
+        tr = self.ring.sample_transitions(batch_size, self.ring.generator, next_obs=self._next_obs)
+        return self._to_samples(tr, env)
+
+    def _get_samples(
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None
+    ) -> ReplayBufferSamples:
+        # SB3's hook: rows given, envs drawn from NumPy's global generator as SB3 does.
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))  # noqa: NPY002
+        return self.transitions_at(batch_inds, env_indices, env)
+
+    def transitions_at(
+        self, batch_inds: np.ndarray, env_indices: np.ndarray, env: VecNormalize | None = None
+    ) -> ReplayBufferSamples:
+        """The transitions at rows ``batch_inds`` (SB3's ``pos``) of envs ``env_indices``."""
+        tr = self.ring.transitions_at(batch_inds, env_indices, next_obs=self._next_obs)
+        return self._to_samples(tr, env)
+
+    def _to_samples(self, tr: Transitions, env: VecNormalize | None) -> ReplayBufferSamples:
+        obs, next_obs, reward = tr.obs, tr.next_obs, tr.reward.view(-1, 1)
+        if env is not None:
+            obs = torch.from_numpy(self._normalize_obs(obs.cpu().numpy(), env))
+            next_obs = torch.from_numpy(self._normalize_obs(next_obs.cpu().numpy(), env))
+            reward = torch.from_numpy(self._normalize_reward(reward.cpu().numpy(), env))
+        dev = self.device
+        return ReplayBufferSamples(
+            observations=obs.to(dev),
+            actions=tr.action.to(dev),
+            next_observations=next_obs.to(dev),
+            dones=tr.done.view(-1, 1).to(dev),
+            rewards=reward.to(dev),
+        )
+
+
+def _rows_equal(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    if a.dtype != b.dtype:
+        a = a.to(b.dtype)
+    return (a == b).reshape(a.shape[0], -1).all(dim=1).numpy()

@@ -1,0 +1,190 @@
+"""RingReplayBuffer: same transitions as SB3's ReplayBuffer; real SAC/TD3/DQN learn(); save/load."""
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from stable_baselines3 import DQN, SAC, TD3
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.env_util import make_vec_env
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.replay import RingReplayBuffer
+
+pytestmark = pytest.mark.sb3
+torch.set_num_threads(1)
+
+SPACES = {
+    "box": (spaces.Box(-5, 5, (4,), np.float32), spaces.Box(-1, 1, (2,), np.float32)),
+    "pixels_discrete": (spaces.Box(0, 255, (3, 3, 1), np.uint8), spaces.Discrete(3)),
+}
+
+
+def stream(obs_space, act_space, n_envs, steps, seed):
+    """SB3-style add() arguments: next_obs[i] is the terminal obs where done[i]."""
+    rng = np.random.default_rng(seed)
+    obs_space.seed(seed)
+    act_space.seed(seed)
+    obs = np.stack([obs_space.sample() for _ in range(n_envs)])
+    for _ in range(steps):
+        nxt = np.stack([obs_space.sample() for _ in range(n_envs)])
+        done = rng.random(n_envs) < 0.25
+        timeout = done & (rng.random(n_envs) < 0.5)
+        terminal = np.stack([obs_space.sample() for _ in range(n_envs)])
+        next_obs = np.where(done.reshape(-1, *[1] * (obs.ndim - 1)), terminal, nxt)
+        action = np.stack([act_space.sample() for _ in range(n_envs)])
+        reward = rng.normal(size=n_envs).astype(np.float32)
+        infos = [{"TimeLimit.truncated": bool(t)} for t in timeout]
+        yield obs, next_obs, action, reward, done, infos
+        obs = nxt  # the reset obs for done envs, the next obs otherwise
+
+
+def same_batch(a, b):
+    return all((x is None and y is None) or torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("space", sorted(SPACES))
+@pytest.mark.parametrize("timeouts", [True, False])
+@pytest.mark.parametrize("steps", [5, 31])  # not full / wrapped 4 times
+def test_same_transitions_as_sb3_replay_buffer(space, timeouts, steps):
+    obs_space, act_space = SPACES[space]
+    n_envs, size = 3, 3 * 7
+    sb3 = ReplayBuffer(
+        size, obs_space, act_space, "cpu", n_envs, handle_timeout_termination=timeouts
+    )
+    ring = RingReplayBuffer(
+        size, obs_space, act_space, "cpu", n_envs, handle_timeout_termination=timeouts
+    )
+    for args in stream(obs_space, act_space, n_envs, steps, seed=steps):
+        sb3.add(*args)
+        ring.add(*args)
+    assert (ring.pos, ring.full, ring.size()) == (sb3.pos, sb3.full, sb3.size())
+    rows = np.repeat(np.arange(sb3.size()), n_envs)
+    np.random.seed(1)  # noqa: NPY002 (SB3 draws env indices from it)
+    want = sb3._get_samples(rows)
+    np.random.seed(1)  # noqa: NPY002 (SB3 draws env indices from it)
+    got = ring._get_samples(rows)
+    for name in want._fields:
+        w, g = getattr(want, name), getattr(got, name)
+        if w is None:  # optional fields of ReplayBufferSamples (e.g. n-step discounts)
+            assert g is None, name
+            continue
+        assert w.dtype == g.dtype and w.shape == g.shape, name
+        assert torch.equal(w, g), name
+    assert ring.ring.side_lost == 0
+    ring.ring.check_invariants()
+    # uniform sampling covers the same set of (row, env) pairs
+    batch = ring.sample(2000)
+    assert batch.observations.shape == (2000, *ring.obs_shape)
+
+
+def test_stream_break_between_learn_calls_keeps_sb3s_next_obs():
+    obs_space, act_space = SPACES["box"]
+    buf = RingReplayBuffer(20, obs_space, act_space, "cpu", 1)
+    a = np.zeros((1, 2), np.float32)
+    o = [np.full((1, 4), float(k), np.float32) for k in range(6)]
+    buf.add(o[0], o[1], a, np.zeros(1), np.array([False]), [{}])
+    buf.add(o[1], o[2], a, np.zeros(1), np.array([False]), [{}])
+    # env reset without an episode end: the next obs SB3 gave (o[2]) must stay the successor
+    buf.add(o[4], o[5], a, np.zeros(1), np.array([False]), [{}])
+    got = buf.transitions_at(np.array([0, 1, 2]), np.array([0, 0, 0]))
+    assert got.next_observations[:, 0].tolist() == [1.0, 2.0, 5.0]
+    assert got.dones.view(-1).tolist() == [0.0, 0.0, 0.0]
+    assert buf.ring["is_first"][:3, 0].tolist() == [True, False, True]
+    buf.ring.check_invariants()
+
+
+def test_seeded_buffers_sample_identically():
+    obs_space, act_space = SPACES["box"]
+    bufs = []
+    for _ in range(2):
+        np.random.seed(123)  # noqa: NPY002 (SB3 seeds this way)
+        buf = RingReplayBuffer(40, obs_space, act_space, "cpu", 2)
+        for args in stream(obs_space, act_space, 2, 15, seed=0):
+            buf.add(*args)
+        bufs.append(buf)
+    a, b = bufs[0].sample(32), bufs[1].sample(32)
+    assert same_batch(a, b)
+
+
+def test_dict_observations_are_refused():
+    with pytest.raises(ConfigError, match="DictReplayBuffer"):
+        RingReplayBuffer(10, spaces.Dict({"a": spaces.Discrete(2)}), spaces.Discrete(2))
+
+
+def test_memory_is_half_of_sb3_for_pixels():
+    obs_space = spaces.Box(0, 255, (64, 64, 3), np.uint8)
+    act_space = spaces.Box(-1, 1, (6,), np.float32)
+    sb3 = ReplayBuffer(4000, obs_space, act_space, "cpu", 4)
+    ring = RingReplayBuffer(4000, obs_space, act_space, "cpu", 4)
+    sb3_bytes = sum(
+        getattr(sb3, n).nbytes
+        for n in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+    )
+    assert ring.ring.nbytes < 0.55 * sb3_bytes
+
+
+ALGOS = {
+    "SAC": (SAC, "Pendulum-v1", {}),
+    "TD3": (TD3, "Pendulum-v1", {}),
+    "DQN": (DQN, "CartPole-v1", {"target_update_interval": 50, "exploration_fraction": 0.5}),
+}
+
+
+def small_model(name, seed=0, **kw):
+    cls, env_id, extra = ALGOS[name]
+    env = make_vec_env(env_id, n_envs=2, seed=seed)
+    return cls(
+        "MlpPolicy",
+        env,
+        buffer_size=600,
+        learning_starts=100,
+        batch_size=32,
+        train_freq=4,
+        gradient_steps=1,
+        policy_kwargs={"net_arch": [32, 32]},
+        replay_buffer_class=RingReplayBuffer,
+        seed=seed,
+        device="cpu",
+        **extra,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(ALGOS))
+def test_learn_with_ring_buffer(name):
+    model = small_model(name)
+    model.learn(400)
+    buf = model.replay_buffer
+    assert isinstance(buf, RingReplayBuffer)
+    assert buf.ring.total_steps == 200 and buf.size() == 200  # 400 steps over 2 envs
+    buf.ring.check_invariants()
+    assert buf.ring.side_lost == 0
+    if name == "DQN":  # CartPole episodes end (terminate or truncate): terminal obs kept
+        assert bool((buf.ring["continue_"] == 0).any())
+        assert int((buf.ring._side_slot >= 0).sum()) > 0
+    # the policy was trained: parameters moved away from their initial values
+    fresh = small_model(name)
+    moved = [
+        not torch.equal(p, q)
+        for p, q in zip(model.policy.parameters(), fresh.policy.parameters(), strict=True)
+    ]
+    assert any(moved)
+
+
+def test_save_and_load_replay_buffer(tmp_path):
+    model = small_model("SAC")
+    model.learn(150)
+    model.save_replay_buffer(tmp_path / "rb.pkl")
+    other = small_model("SAC", seed=1)
+    other.load_replay_buffer(tmp_path / "rb.pkl")
+    a, b = model.replay_buffer, other.replay_buffer
+    assert isinstance(b, RingReplayBuffer)
+    assert (b.pos, b.full, b.size()) == (a.pos, a.full, a.size())
+    for name, t in a.ring.fields.items():
+        assert torch.equal(b.ring[name], t), name
+    x, y = a.sample(16), b.sample(16)  # generator state travelled with the buffer
+    assert same_batch(x, y)
+    other.learn(50, reset_num_timesteps=False)
+    assert b.ring.total_steps > a.ring.total_steps  # appended after the loaded rows
+    b.ring.check_invariants()
