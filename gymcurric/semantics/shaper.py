@@ -364,8 +364,8 @@ class Shaper:
     def embed(self, inputs: Sequence[Any]) -> np.ndarray:
         """Embed states (frames or captions) in chunks of :attr:`batch_max`; ``(n, dim)``.
 
-        A CUDA out-of-memory error halves :attr:`batch_max` (counted in ``oom_events``) and
-        retries the chunk; at ``batch_max == 1`` it is raised.
+        A CUDA out-of-memory error sets :attr:`batch_max` to half the failed chunk (counted in
+        ``oom_events``) and retries; an out-of-memory error on a single state is raised.
         """
         if self.source == "captions":
             fn: Callable[[Any], np.ndarray] = self.embedder.embed_texts
@@ -382,8 +382,8 @@ class Shaper:
             try:
                 rows = fn(chunk)
             except Exception as exc:
-                if b > 1 and is_oom_error(exc):
-                    self.batch_max = max(1, b // 2)
+                if len(chunk) > 1 and is_oom_error(exc):
+                    self.batch_max = max(1, len(chunk) // 2)
                     self.oom_events += 1
                     _empty_cuda_cache()
                     continue
