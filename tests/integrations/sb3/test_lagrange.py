@@ -1,0 +1,135 @@
+import io
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import torch as th
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.lagrange import (
+    LagrangeMultiplier,
+    PIDLagrangeMultiplier,
+    make_multiplier,
+)
+from gymcurric.integrations.sb3.common.lagrangian import checked_schedule
+
+
+def roundtrip(state):
+    # what SB3's save/load does with it: torch.save, then torch.load(weights_only=True)
+    f = io.BytesIO()
+    th.save(state, f)
+    f.seek(0)
+    return th.load(f, weights_only=True)
+
+
+def test_adam_rises_over_limit_and_returns_to_zero_under():
+    lag = LagrangeMultiplier()  # OmniSafe: init 0.001, lr 0.035, Adam
+    assert lag.value == pytest.approx(0.001)
+    rising = [lag.update(40.0, 25.0) for _ in range(20)]
+    assert np.all(np.diff(rising) > 0)
+    # Adam's first step on a constant-sign gradient is lr (sign-like), whatever the violation
+    assert rising[0] == pytest.approx(0.001 + 0.035, rel=1e-4)
+    assert rising[-1] == pytest.approx(0.001 + 20 * 0.035, rel=0.05)
+    falling = [lag.update(10.0, 25.0) for _ in range(200)]
+    # Adam's momentum carries λ up for a few more updates, then it falls
+    assert falling[15] < rising[-1]
+    assert np.all(np.diff(falling[5:37]) < 0)
+    assert falling[-1] == 0.0  # clamped at 0 and stays there
+    assert min(falling) == 0.0
+
+
+def test_sgd_is_plain_gradient_ascent_and_lr_scale():
+    lag = LagrangeMultiplier(init=1.0, lr=0.1, optimizer="sgd")
+    assert lag.update(30.0, 25.0) == pytest.approx(1.5)
+    assert lag.update(30.0, 25.0, lr=0.2) == pytest.approx(2.5)
+    assert lag.update(30.0, 25.0, lr_scale=0.0) == pytest.approx(2.5)
+    assert lag.update(20.0, 25.0, lr_scale=2.0) == pytest.approx(1.5)
+    assert lag.update(0.0, 25.0) == 0.0
+
+
+def test_upper_bound():
+    lag = LagrangeMultiplier(init=0.0, lr=10.0, optimizer="sgd", upper_bound=3.0)
+    assert lag.update(100.0, 0.0) == 3.0
+
+
+def test_pid_reference_sequence():
+    pid = PIDLagrangeMultiplier(
+        kp=0.1, ki=0.01, kd=0.01, init=0.001, d_delay=2, p_ema_alpha=0.5, d_ema_alpha=0.5
+    )
+    assert pid.value == 0.0  # as OmniSafe, the penalty is 0 before the first update
+    # computed by hand from the CPPOPID formulas, cost limit 25:
+    # step   delta  I      P        C_ema    D       lambda
+    # 35     10     0.101  5        17.5     17.5    0.5 + 0.101 + 0.175
+    # 45     20     0.301  12.5     31.25    31.25   1.25 + 0.301 + 0.3125
+    # 15     -10    0.201  1.25     23.125   5.625   0.125 + 0.201 + 0.05625  (delay line: 17.5)
+    # 0      -25    0      -11.875  11.5625  0       max(0, -1.1875)
+    expected = [
+        (0.101, 5.0, 17.5, 17.5, 0.776),
+        (0.301, 12.5, 31.25, 31.25, 1.8635),
+        (0.201, 1.25, 23.125, 5.625, 0.38225),
+        (0.0, -11.875, 11.5625, 0.0, 0.0),
+    ]
+    for jc, (i, p, c, d, lam) in zip((35.0, 45.0, 15.0, 0.0), expected, strict=True):
+        assert pid.update(jc, 25.0) == pytest.approx(lam)
+        assert (pid.integral, pid.p_term, pid.cost_ema, pid.d_term) == pytest.approx((i, p, c, d))
+
+
+def test_pid_defaults_and_penalty_max():
+    pid = PIDLagrangeMultiplier()
+    assert (pid.kp, pid.ki, pid.kd, pid.d_delay) == (0.1, 0.01, 0.01, 10)
+    capped = PIDLagrangeMultiplier(ki=1.0, penalty_max=2.0)
+    assert capped.update(100.0, 0.0) == 2.0
+    scaled = PIDLagrangeMultiplier(kp=0.0, kd=0.0, ki=0.1, init=0.0)
+    assert scaled.update(35.0, 25.0, lr_scale=0.5) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd", "pid"])
+def test_state_dict_resumes_exactly(kind):
+    costs = [40.0, 35.0, 10.0, 50.0, 5.0, 30.0, 31.0, 2.0]
+    a = make_multiplier(kind, init=0.5, lr=0.05)
+    for jc in costs[:4]:
+        a.update(jc, 25.0)
+    b = make_multiplier(kind, init=0.0, lr=0.05)
+    b.load_state_dict(roundtrip(a.state_dict()))
+    assert b.value == a.value
+    for jc in costs[4:]:
+        assert b.update(jc, 25.0) == a.update(jc, 25.0)
+
+
+def test_errors():
+    with pytest.raises(ConfigError, match="lagrange_init"):
+        LagrangeMultiplier(init=-1.0)
+    with pytest.raises(ConfigError, match="optimizer"):
+        LagrangeMultiplier(optimizer="rmsprop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="multiplier"):
+        make_multiplier("lbfgs", init=0.0, lr=0.1)
+    with pytest.raises(ConfigError, match="d_delay"):
+        PIDLagrangeMultiplier(d_delay=0)
+    with pytest.raises(ConfigError, match="p_ema_alpha"):
+        PIDLagrangeMultiplier(p_ema_alpha=1.0)
+    lag = LagrangeMultiplier()
+    with pytest.raises(ConfigError, match="cost_limit"):
+        lag.update(1.0, -1.0)
+    with pytest.raises(ConfigError, match="ep_cost"):
+        lag.update(float("nan"), 1.0)
+    with pytest.raises(ConfigError, match="lr_scale"):
+        lag.update(1.0, 1.0, lr_scale=-1.0)
+
+
+def test_checked_schedule():
+    s = checked_schedule("cost_limit", lambda p: 25.0 * p)
+    assert s(1.0) == 25.0 and s(0.0) == 0.0
+    assert checked_schedule("cost_limit", 3)(0.3) == 3.0
+    with pytest.raises(ConfigError, match="cost_limit"):
+        checked_schedule("cost_limit", -1.0)
+    with pytest.raises(ConfigError, match="expected a number or a schedule"):
+        checked_schedule("cost_limit", "25")
+    with pytest.raises(ConfigError, match="returned 'x'"):
+        checked_schedule("lagrange_lr", lambda p: "x")
+    late = checked_schedule("lagrange_lr", lambda p: p - 0.5)  # fine at the start only
+    with pytest.raises(ConfigError, match=r"progress_remaining=0\.2"):
+        late(0.2)
+    with pytest.raises(ConfigError, match="raised"):
+        checked_schedule("lagrange_init", lambda: 1.0)

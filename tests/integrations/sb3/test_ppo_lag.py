@@ -1,0 +1,247 @@
+import csv
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+import gymcurric  # noqa: F401  (registers the built-in envs)
+from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.integrations.sb3.cost import VecCostMonitor
+from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag
+from tests.stubs import make_scripted
+
+pytestmark = pytest.mark.sb3
+
+ENV_ID = "gymcurric/HazardNav-v0"
+# Many hazards across the start-goal path: costs are frequent even for a random policy.
+TASK = {"num_hazards": 8, "hazard_radius": 0.3, "hazard_placement": "between", "max_steps": 50}
+SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "device": "cpu"}
+
+
+def make_hazard(**task):
+    return gym.make(ENV_ID, **{**TASK, **task})
+
+
+def hazard_vec(n=2, seed=0):
+    venv = DummyVecEnv([make_hazard] * n)
+    venv.seed(seed)
+    return venv
+
+
+def policy_params(model):
+    return {k: v.clone() for k, v in model.policy.state_dict().items()}
+
+
+def test_parity_with_ppo_when_lambda_is_fixed_at_zero():
+    ppo = PPO("MlpPolicy", hazard_vec(), seed=3, **SMALL).learn(256)
+    lag = PPOLag(
+        "MlpPolicy",
+        hazard_vec(),
+        seed=3,
+        lagrange_init=0.0,
+        lagrange_lr=0.0,
+        update_cost_critic=False,
+        **SMALL,
+    ).learn(256)
+    a, b = policy_params(ppo), policy_params(lag)
+    assert set(b) - set(a) == {k for k in b if k.startswith("cost_value_net")}
+    for k in a:
+        assert th.equal(a[k], b[k]), k
+    assert lag.lagrange_multiplier == 0.0
+    # ... and the test can fail: a positive λ changes the policy
+    pen = PPOLag(
+        "MlpPolicy", hazard_vec(), seed=3, lagrange_init=5.0, lagrange_lr=0.0, **SMALL
+    ).learn(256)
+    c = policy_params(pen)
+    assert not all(th.equal(a[k], c[k]) for k in a)
+
+
+def snapshot(model):
+    return (
+        policy_params(model),
+        model.lagrange.state_dict(),
+        model.policy.cost_optimizer.state_dict(),
+        model.policy.optimizer.state_dict(),
+    )
+
+
+def assert_same(x, y, where="model"):
+    if isinstance(x, dict | list | tuple):
+        assert type(x) is type(y) and len(x) == len(y), where
+        items = x.items() if isinstance(x, dict) else enumerate(x)
+        for k, v in items:
+            assert_same(v, y[k], f"{where}[{k!r}]")
+    elif isinstance(x, th.Tensor):
+        assert th.equal(x, y), where
+    else:
+        assert x == y, where
+
+
+@pytest.mark.parametrize("cls", [PPOLag, PPOPIDLag])
+def test_save_load_continue_equals_uninterrupted(tmp_path, cls):
+    kw = {**SMALL, "seed": 1, "cost_limit": 0.5, "cost_window": 5}
+    if cls is PPOLag:
+        kw["lagrange_lr"] = 0.2
+    a = cls("MlpPolicy", hazard_vec(seed=1), **kw).learn(320)
+    assert a.lagrange_multiplier > 0.01  # λ moved: its state matters below
+    a.save(tmp_path / "model.zip")
+    b = cls.load(tmp_path / "model.zip", env=hazard_vec(), device="cpu")
+    a.set_env(hazard_vec())  # both continue from a fresh reset of the same seeded envs
+    for m in (a, b):
+        m.get_env().seed(7)
+        th.manual_seed(11)
+        np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
+        m.learn(320, reset_num_timesteps=False)
+    assert a.num_timesteps == b.num_timesteps == 640
+    assert list(a.ep_cost_buffer) == list(b.ep_cost_buffer)
+    assert a.lagrange_multiplier == b.lagrange_multiplier
+    assert_same(snapshot(a), snapshot(b))
+
+
+def test_costs_bypass_vec_normalize():
+    seen = []
+
+    class Grab(BaseCallback):
+        def _on_step(self):
+            return True
+
+        def _on_rollout_end(self):
+            seen.append(self.model.rollout_buffer.costs.copy())
+
+    venv = VecNormalize(DummyVecEnv([partial(make_scripted, 4)] * 2), norm_reward=True)
+    model = PPOLag("MlpPolicy", venv, n_steps=8, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model.learn(16, callback=Grab())
+    t = np.arange(8) % 4 + 1  # terminal episodes of 4 steps: cost = 0.5 * step index
+    np.testing.assert_array_equal(seen[0], np.stack([0.5 * t, 0.5 * t], axis=1))
+    assert list(model.ep_cost_buffer) == [5.0] * 4
+    assert venv.ret_rms.count > 1  # rewards were normalised meanwhile
+
+
+def test_logs_and_ep_cost(tmp_path):
+    model = PPOLag("MlpPolicy", VecCostMonitor(hazard_vec()), seed=0, **SMALL)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(320)
+    with open(tmp_path / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    keys = set(rows[-1])
+    for key in (
+        "rollout/ep_cost_mean",
+        "rollout/ep_rew_mean",
+        "train/lagrange_multiplier",
+        "train/cost_value_loss",
+        "train/cost_explained_variance",
+        "train/cost_limit",
+        "train/policy_gradient_loss",
+        "train/value_loss",
+        "train/approx_kl",
+        "time/fps",
+    ):
+        assert key in keys, key
+    # ep_cost_mean is the mean over the same episodes VecCostMonitor counts
+    costs = [ep["c"] for ep in model.ep_info_buffer]
+    assert float(rows[-1]["rollout/ep_cost_mean"]) == pytest.approx(np.mean(costs), rel=1e-5)
+    assert float(rows[-1]["train/lagrange_multiplier"]) >= 0.0
+
+
+def test_lambda_rises_when_over_the_limit_and_falls_when_under():
+    over = PPOLag(
+        "MlpPolicy",
+        hazard_vec(),
+        seed=0,
+        cost_limit=0.0,
+        multiplier="sgd",
+        lagrange_init=0.0,
+        lagrange_lr=0.1,
+        **SMALL,
+    ).learn(320)
+    assert over.lagrange_multiplier > 0.1
+    under = PPOLag(
+        "MlpPolicy", hazard_vec(), seed=0, cost_limit=1000.0, lagrange_init=1.0, **SMALL
+    ).learn(320)
+    assert under.lagrange_multiplier < 1.0
+
+
+def test_schedules_for_cost_limit_and_lr():
+    seen = []
+
+    def limit(progress):
+        seen.append(progress)
+        return 10.0 * progress
+
+    model = PPOLag(
+        "MlpPolicy",
+        hazard_vec(),
+        seed=0,
+        cost_limit=limit,
+        lagrange_lr=lambda p: 0.01 * p,
+        lagrange_init=lambda p: 0.5,
+        **SMALL,
+    )
+    assert model.lagrange_multiplier == 0.5
+    model.learn(192)
+    assert min(seen) < 1.0  # evaluated at the current progress
+
+
+def test_subproc_vec_env_and_progress_bar():
+    pytest.importorskip("tqdm")
+    pytest.importorskip("rich")
+    venv = SubprocVecEnv([make_hazard] * 2)
+    try:
+        model = PPOLag("MlpPolicy", venv, seed=0, **SMALL).learn(128, progress_bar=True)
+        assert model.num_timesteps == 128
+    finally:
+        venv.close()
+
+
+def test_missing_cost_is_a_clear_error():
+    venv = DummyVecEnv([partial(make_scripted, 3, mode="none")])
+    model = PPOLag("MlpPolicy", venv, n_steps=8, batch_size=8, device="cpu")
+    with pytest.raises(ConfigError, match=r"sub-envs \[0\] reported no info\['cost'\]"):
+        model.learn(8)
+
+
+def test_nonfinite_cost_raises():
+    venv = DummyVecEnv([partial(make_scripted, 3, nan_at=(2,))])
+    model = PPOLag("MlpPolicy", venv, n_steps=8, batch_size=8, device="cpu")
+    with pytest.raises(NonFiniteValueError, match="non-finite"):
+        model.learn(8)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"cost_limit": -1.0}, "cost_limit"),
+        ({"cost_limit": "25"}, "cost_limit"),
+        ({"cost_limit": lambda p: -p}, "cost_limit"),
+        ({"lagrange_lr": lambda p: None}, "lagrange_lr"),
+        ({"lagrange_init": -0.5}, "lagrange_init"),
+        ({"multiplier": "newton"}, "multiplier"),
+        ({"multiplier_kwargs": {"d_delay": 0}, "multiplier": "pid"}, "d_delay"),
+        ({"cost_window": 0}, "cost_window"),
+        ({"cost_gamma": 2.0}, "cost_gamma"),
+    ],
+)
+def test_config_errors(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        PPOLag("MlpPolicy", hazard_vec(1), **SMALL, **kwargs)
+
+
+def test_schedule_going_negative_mid_training_is_reported():
+    model = PPOLag("MlpPolicy", hazard_vec(1), cost_limit=lambda p: p - 0.5, **SMALL)
+    with pytest.raises(ConfigError, match=r"cost_limit.*progress_remaining"):
+        model.learn(320)
+
+
+def test_pid_variant_defaults():
+    model = PPOPIDLag("MlpPolicy", hazard_vec(), seed=0, cost_limit=0.0, **SMALL).learn(128)
+    assert (model.lagrange.kp, model.lagrange.ki, model.lagrange.kd) == (0.1, 0.01, 0.01)
+    assert model.lagrange_multiplier > 0.0
