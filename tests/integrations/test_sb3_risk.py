@@ -1,0 +1,73 @@
+import csv
+from functools import partial
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from stable_baselines3 import PPO
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.risk import RiskCallback
+from gymcurric.wrappers.risk import AnnotateRisk
+from tests.wrappers.test_risk import make_walk
+
+pytestmark = pytest.mark.sb3
+
+
+def risky(seed, **kwargs):
+    return AnnotateRisk(
+        make_walk(episode_len=20),
+        horizon=5,
+        seed=seed,
+        train_every=16,
+        risk_min_samples=32,
+        risk_batch_size=32,
+        **kwargs,
+    )
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize(
+    "vec",
+    [DummyVecEnv, pytest.param(SubprocVecEnv, marks=pytest.mark.slow)],  # spawn: ~13 s
+)
+def test_ppo_learn_logs_risk_metrics(vec, tmp_path):
+    kwargs = {"start_method": "spawn"} if vec is SubprocVecEnv else {}
+    venv = vec([partial(risky, 0), partial(risky, 1)], **kwargs)
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.set_logger(configure(str(tmp_path), ["csv"]))
+        callback = RiskCallback(min_episodes=2)
+        model.learn(256, callback=callback)
+    finally:
+        venv.close()
+    rows = read_csv(tmp_path / "progress.csv")
+    assert {"risk/loss", "risk/corr", "risk/modulation_scale", "risk/train_samples"} <= set(rows[0])
+    last = rows[-1]
+    assert float(last["risk/train_samples"]) > 100
+    assert float(last["risk/nan_events"]) == 0
+    assert np.isfinite(float(last["risk/loss"]))
+    scale = float(last["risk/modulation_scale"])
+    assert 0.5 <= scale < 1.0 and scale == callback.modulation_scale  # gate open, q_p > 0
+    assert float(rows[0]["risk/modulation_scale"]) <= 1.0
+
+
+def test_no_risk_wrapper_is_a_clear_error():
+    venv = DummyVecEnv([partial(make_walk, episode_len=20)])
+    model = PPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, device="cpu")
+    with pytest.raises(ConfigError, match="AnnotateRisk"):
+        model.learn(32, callback=RiskCallback())
+
+
+def test_invalid_modulation_arguments():
+    with pytest.raises(ConfigError) as err:
+        RiskCallback(quantile_p=1.5)
+    assert err.value.key == "quantile_p"
