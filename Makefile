@@ -25,7 +25,7 @@ $(VENV)/.demo-installed: $(BIN)/python $(DEPS)
 
 $(VENV)/.test-installed: $(BIN)/python $(DEPS)
 	$(PIP) install -c constraints.txt $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(PIP) install -c constraints.txt -e ".[dev,sb3,torch,safety,semantic,ray,datapacks]"
+	$(PIP) install -c constraints.txt -e ".[dev,sb3,torch,safety,semantic,ray,datapacks,train]"
 	$(PIP) install --no-deps "$(SAFETY_GYMNASIUM_SPEC)"
 	touch $@ $(VENV)/.demo-installed
 

@@ -65,7 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # ``key=value`` overrides may come before or after options (argparse alone would only
+    # take them in one run): leftovers go to a command's ``overrides`` when it has one
+    args, extra = parser.parse_known_args(argv)
+    bad = [a for a in extra if a.startswith("-") or "=" not in a]
+    if extra and (bad or not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(bad or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     try:
         return int(args._run(args))
     except GymcurricError as exc:

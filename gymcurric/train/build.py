@@ -1,0 +1,232 @@
+"""Turn a :class:`~gymcurric.train.config.TrainConfig` into envs, wrappers and an agent.
+
+Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``CurriculumTask`` or
+``DatapackTask`` (they set each episode's task at reset) → the optional per-env wrappers
+(Saute, semantic shaping, risk). Then the SB3 vector env (``DummyVecEnv`` or ``SubprocVecEnv``)
+→ ``VecCostMonitor`` (episode return, length and cost) → ``VecNormalize`` when asked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from gymcurric.errors import ConfigError
+from gymcurric.train.config import TrainConfig
+
+__all__ = ["Built", "build_curriculum", "build_env_fn", "build_run", "make_agent"]
+
+# algo -> (module, class); imported only when used
+AGENTS: dict[str, tuple[str, str]] = {
+    "ppo": ("stable_baselines3", "PPO"),
+    "sac": ("stable_baselines3", "SAC"),
+    "ppolag": ("gymcurric.integrations.sb3.ppo_lag", "PPOLag"),
+    "pidlag": ("gymcurric.integrations.sb3.ppo_lag", "PIDLag"),
+    "trpolag": ("gymcurric.integrations.sb3.trpo_lag", "TRPOLag"),
+}
+
+
+@dataclass
+class Built:
+    """What :func:`build_run` made: close it with :meth:`close`."""
+
+    venv: Any
+    curriculum: Any = None
+    sampler: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    closed_envs: bool = False
+
+    def close_envs(self) -> None:
+        """Close the vector env (workers flush their buffered curriculum updates)."""
+        if not self.closed_envs:
+            self.closed_envs = True
+            self.venv.close()
+
+    def close(self) -> None:
+        """Close the vector env and the curriculum."""
+        try:
+            self.close_envs()
+        finally:
+            if self.curriculum is not None:
+                self.curriculum.close()
+
+
+def _space(spec: dict[str, Any], seed: int, source: str) -> Any:
+    from gymcurric.tasks import BoxTaskSpace, BucketedTaskSpace, FixedTaskSpace, Span
+
+    kind = spec.get("type")
+    rest = {k: v for k, v in spec.items() if k != "type"}
+    key = "curriculum.space"
+    try:
+        if kind == "fixed":
+            return FixedTaskSpace(rest.pop("tasks", []), **rest)
+        if kind == "bucketed":
+            params = rest.pop("params", {})
+            if not isinstance(params, dict):
+                raise ConfigError(f"{key}.params", params, "expected a mapping", source=source)
+            conv = {
+                name: [Span(v["min"], v["max"]) if isinstance(v, dict) else v for v in values]
+                for name, values in params.items()
+            }
+            return BucketedTaskSpace(conv, seed=rest.pop("seed", seed), **rest)
+        if kind == "box":
+            return BoxTaskSpace(seed=rest.pop("seed", seed), **rest)
+    except TypeError as exc:  # an unknown keyword of the space's constructor
+        raise ConfigError(key, spec, str(exc), source=source) from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{key}.{exc.key}", exc.value, exc.reason, source=source) from exc
+    raise ConfigError(f"{key}.type", kind, "expected 'fixed', 'bucketed' or 'box'",
+                      source=source)
+
+
+def build_curriculum(cfg: TrainConfig, source: str = "config") -> Any:
+    """The run's :class:`~gymcurric.tasks.Curriculum`, or None when disabled."""
+    sec = cfg.curriculum
+    if not sec.enabled:
+        return None
+    from gymcurric.tasks import Curriculum, CurriculumConfig
+
+    space = _space(dict(sec.space), cfg.run.seed, source)
+    data = dict(sec.config)
+    data.setdefault("seed", cfg.run.seed)
+    try:
+        ccfg = CurriculumConfig.from_dict(data, source=source)
+    except ConfigError as exc:
+        raise ConfigError(f"curriculum.config.{exc.key}", exc.value, exc.reason,
+                          source=source) from exc
+    backend = "shared" if sec.backend == "shared" else "local"
+    try:
+        return Curriculum(space, config=ccfg, backend=backend)
+    except ConfigError as exc:  # e.g. a pool larger than a finite space
+        where = f" ({exc.source})" if exc.source else ""
+        raise ConfigError(f"curriculum.{exc.key}", exc.value, exc.reason + where,
+                          source=source) from exc
+
+
+def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str) -> gym.Env:
+    # the optional per-env wrappers, by config section
+    targets = {
+        "saute": ("gymcurric.wrappers.saute", "SauteBudget"),
+        "shaping": ("gymcurric.wrappers.semantic", "ShapeRewardSemantic"),
+        "risk": ("gymcurric.wrappers.risk", "AnnotateRisk"),
+    }
+    module, cls_name = targets[name]
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{name}.enabled", True, f"this install has no {module}.{cls_name} "
+                          f"({exc})", source=source) from exc
+    try:
+        return cls(env, **params)
+    except TypeError as exc:
+        raise ConfigError(f"{name}.params", params, str(exc), source=source) from exc
+
+
+def build_env_fn(cfg: TrainConfig, curriculum: Any = None, sampler: Any = None,
+                 source: str = "config") -> Any:
+    """A picklable factory ``f() -> gym.Env`` for one sub-env (SB3's ``make_vec_env`` seeds it)."""
+    return _EnvFactory(cfg, curriculum, sampler, source)
+
+
+class _EnvFactory:
+    def __init__(self, cfg: TrainConfig, curriculum: Any, sampler: Any, source: str) -> None:
+        self.cfg, self.curriculum, self.sampler, self.source = cfg, curriculum, sampler, source
+
+    def __call__(self) -> gym.Env:
+        import gymcurric  # noqa: F401  (registers the ids in a fresh worker process)
+        from gymcurric.wrappers import AnnotateCost, CurriculumTask
+
+        cfg = self.cfg
+        try:
+            env = gym.make(cfg.env.id, **cfg.env.kwargs)
+        except gym.error.Error as exc:
+            raise ConfigError("env.id", cfg.env.id, str(exc), source=self.source) from exc
+        if cfg.cost.enabled:
+            env = AnnotateCost(env, nonfinite=cfg.cost.nonfinite)
+        if self.curriculum is not None:
+            env = CurriculumTask(env, self.curriculum)
+        if self.sampler is not None:
+            from gymcurric.wrappers.datapack import DatapackTask
+
+            env = DatapackTask(env, self.sampler)
+        for name in ("saute", "shaping", "risk"):
+            sec = getattr(cfg, name)
+            if sec.enabled:
+                env = _wrap_optional(env, name, dict(sec.params), self.source)
+        return env
+
+
+def _datapack_sampler(cfg: TrainConfig, source: str) -> Any:
+    sec = cfg.datapacks
+    if not sec.enabled:
+        return None
+    try:
+        from gymcurric.datapacks.cli import build_sampler
+    except ImportError as exc:
+        raise ConfigError("datapacks.enabled", True, f"datapack training options are not "
+                          f"available in this install ({exc})", source=source) from exc
+    assert sec.dir is not None  # checked by DatapacksSection
+    return build_sampler(sec.dir, sec.curriculum_config, sec.strategy, sec.auto_advance,
+                         seed=cfg.run.seed)
+
+
+def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "config",
+              monitor_name: str = "monitor.csv") -> Built:
+    """Build the vector env (and curriculum / datapack sampler) for ``cfg``.
+
+    With ``run_dir``, the episode monitor writes ``run_dir / monitor_name``.
+    """
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+    from gymcurric.integrations.sb3 import VecCostMonitor
+
+    curriculum = build_curriculum(cfg, source)
+    try:
+        sampler = _datapack_sampler(cfg, source)
+        factory = build_env_fn(cfg, curriculum, sampler, source)
+        kwargs: dict[str, Any] = {}
+        vec_cls: Any = DummyVecEnv
+        if cfg.env.vectorization == "subproc":
+            vec_cls = SubprocVecEnv
+            if cfg.env.start_method:
+                kwargs["vec_env_kwargs"] = {"start_method": cfg.env.start_method}
+        venv = make_vec_env(factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed,
+                            vec_env_cls=vec_cls, **kwargs)
+        monitor_file = None if run_dir is None else str(run_dir / monitor_name)
+        venv = VecCostMonitor(venv, filename=monitor_file)
+        if cfg.agent.normalize:
+            venv = VecNormalize(venv, gamma=float(cfg.agent.kwargs.get("gamma", 0.99)))
+    except BaseException:
+        if curriculum is not None:
+            curriculum.close()
+        raise
+    return Built(venv=venv, curriculum=curriculum, sampler=sampler)
+
+
+def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
+    """Construct the configured SB3 algorithm on ``venv``."""
+    module, cls_name = AGENTS[cfg.agent.algo]
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError("agent.algo", cfg.agent.algo, f"not available in this install "
+                          f"({module}.{cls_name}: {exc})", source=source) from exc
+    kwargs = dict(cfg.agent.kwargs)
+    if cfg.agent.algo == "sac":
+        try:
+            from gymcurric.integrations.sb3.replay import RingReplayBuffer
+
+            kwargs.setdefault("replay_buffer_class", RingReplayBuffer)
+        except ImportError:  # the replay ring is not part of this install: SB3's buffer
+            pass
+    try:
+        return cls(cfg.agent.policy, venv, seed=cfg.run.seed, device=cfg.agent.device,
+                   verbose=0, **kwargs)
+    except TypeError as exc:
+        raise ConfigError("agent.kwargs", kwargs, str(exc), source=source) from exc

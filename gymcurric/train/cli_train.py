@@ -1,0 +1,91 @@
+"""``gymcurric train --config FILE [key=value ...]``: train into a run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+HELP = "train an agent from a YAML/JSON config (overrides as dotted key=value)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``train`` options."""
+    parser.add_argument("--config", "-c", default=None,
+                        help="YAML/JSON run config (default: every default)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="dotted overrides, e.g. agent.algo=ppolag run.total_steps=50000")
+    parser.add_argument("--run-dir", default=None,
+                        help="the run directory (default: run.out_dir/run.name)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing run directory")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate and print the merged config, train nothing")
+    # the datapack options of the datapacks issue, as shortcuts for datapacks.* keys
+    parser.add_argument("--datapack-dir", default=None, help="= datapacks.dir (enables them)")
+    parser.add_argument("--curriculum-config", default=None,
+                        help="= datapacks.curriculum_config")
+    parser.add_argument("--sampling-strategy", default=None, help="= datapacks.strategy")
+    parser.add_argument("--curriculum-auto-advance", default=None, choices=["true", "false"],
+                        help="= datapacks.auto_advance")
+
+
+def _datapack_overrides(args: argparse.Namespace) -> list[str]:
+    out = []
+    if args.datapack_dir is not None:
+        out += ["datapacks.enabled=true", f"datapacks.dir={args.datapack_dir}"]
+    if args.curriculum_config is not None:
+        out.append(f"datapacks.curriculum_config={args.curriculum_config}")
+    if args.sampling_strategy is not None:
+        out.append(f"datapacks.strategy={args.sampling_strategy}")
+    if args.curriculum_auto_advance is not None:
+        out.append(f"datapacks.auto_advance={args.curriculum_auto_advance}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, then train; prints the run directory and a summary."""
+    import json
+
+    from gymcurric.train.config import load_config
+
+    overrides = [*args.overrides, *_datapack_overrides(args)]
+    cfg = load_config(args.config, overrides)
+    if args.dry_run:
+        print(json.dumps(cfg.to_dict(), indent=2))
+        return 0
+    from gymcurric.train._progress import run_with_progress
+    from gymcurric.train.runner import train
+
+    source = f"{args.config or 'defaults'}"
+    result = run_with_progress(cfg.run.progress_bar, cfg.run.total_steps, 0,
+                               lambda cb: train(cfg, run_dir=args.run_dir, source=source,
+                                                progress=cb, overwrite=args.overwrite))
+    print_summary(result)
+    return 0
+
+
+def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
+    """Five lines: where the run is, what ran, how it ended."""
+    file = file or sys.stdout
+    def fmt(v: object) -> str:
+        return "n/a" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    print(f"run directory: {result['run_dir']}", file=file)
+    print(f"trained {result['algo']} on {result['env']} for {result['total_steps']} steps "
+          f"in {result['wall_seconds']:.0f} s ({result['steps_per_second']:.0f} steps/s)",
+          file=file)
+    print(f"last {result['episodes_in_window']} episodes: return {fmt(result['ep_return_mean'])}"
+          f", cost {fmt(result['ep_cost_mean'])}, success {fmt(result['success_rate'])}",
+          file=file)
+    extra = []
+    if "lagrange_multiplier" in result:
+        extra.append(f"lambda {result['lagrange_multiplier']:.3g}")
+    cur = result.get("curriculum") or {}
+    if cur:
+        extra.append(f"curriculum entropy {cur.get('curriculum/entropy_norm', float('nan')):.2f}"
+                     f", mean success {cur.get('curriculum/mean_success', float('nan')):.2f}")
+    print("; ".join(extra) if extra else "no curriculum, no Lagrange multiplier", file=file)
+    plots = result.get("plots") or []
+    print(f"plots: {', '.join(plots) if plots else result.get('plots_error', 'none')}",
+          file=file)

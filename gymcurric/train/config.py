@@ -1,0 +1,398 @@
+"""The run configuration of ``gymcurric train``: typed sections, validated on load.
+
+A YAML or JSON file maps 1:1 onto :class:`TrainConfig`; every key is checked before anything
+starts, and an error names the file, the dotted key and the value received. ``key=value``
+overrides from the command line are applied to the file's mapping first, so they are checked the
+same way. The merged config (defaults filled in) is what the run directory's ``config.json``
+holds, and ``TrainConfig.from_dict(cfg.to_dict()) == cfg``.
+
+Example:
+    >>> cfg = TrainConfig.from_dict({"env": {"id": "gymcurric/HazardGrid-v0"},
+    ...                              "run": {"total_steps": 2048}})
+    >>> cfg.agent.algo, cfg.env.num_envs
+    ('ppo', 4)
+    >>> apply_overrides(cfg.to_dict(), ["agent.algo=ppolag", "env.num_envs=2"])["env"]
+    {'id': 'gymcurric/HazardGrid-v0', 'kwargs': {}, 'num_envs': 2, 'vectorization': 'dummy', 'start_method': None}
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from gymcurric.errors import ConfigError, DataError
+
+__all__ = [
+    "AgentSection",
+    "CostSection",
+    "CurriculumSection",
+    "DatapacksSection",
+    "EnvSection",
+    "RunSection",
+    "TrainConfig",
+    "WrapperSection",
+    "apply_overrides",
+    "load_config",
+]
+
+ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "sac")
+
+
+@dataclass(frozen=True)
+class EnvSection:
+    """Which env, how many copies, and how they are vectorised.
+
+    Attributes:
+        id: a registered id: built-in (``gymcurric/HazardNav-v0``), any Gymnasium id, or a
+            Safety-Gymnasium one (``gymcurric/SafetyPointGoal1-v0``).
+        kwargs: keyword arguments of ``gym.make``.
+        num_envs: parallel copies (>= 1).
+        vectorization: ``"dummy"`` (SB3 ``DummyVecEnv``, one process) or ``"subproc"`` (SB3
+            ``SubprocVecEnv``, one process per env).
+        start_method: ``fork``, ``forkserver`` or ``spawn`` for ``subproc`` (None: the
+            platform default).
+    """
+
+    id: str = "gymcurric/HazardNav-v0"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    num_envs: int = 4
+    vectorization: Literal["dummy", "subproc"] = "dummy"
+    start_method: Literal["fork", "forkserver", "spawn"] | None = None
+
+    def _check(self, key: str, source: str | None) -> None:
+        _at_least(self.num_envs, 1, f"{key}.num_envs", source)
+        if not self.id:
+            raise ConfigError(f"{key}.id", self.id, "expected an env id", source=source)
+
+
+@dataclass(frozen=True)
+class CostSection:
+    """Cost annotation (``AnnotateCost`` on each env; ``VecCostMonitor`` on the vector env).
+
+    Attributes:
+        enabled: annotate (on by default: every agent and log expects ``info["cost"]``).
+        nonfinite: what to do with a NaN/Inf cost: ``raise`` (default: a run never trains
+            on a corrupt cost silently), ``warn`` or ``ignore`` (replace it by 0.0; see
+            :class:`~gymcurric.wrappers.AnnotateCost`).
+    """
+
+    enabled: bool = True
+    nonfinite: Literal["warn", "raise", "ignore"] = "raise"
+
+
+@dataclass(frozen=True)
+class CurriculumSection:
+    """Learning-progress task selection (``CurriculumTask`` on each env).
+
+    Attributes:
+        enabled: use a curriculum.
+        space: the task space: ``{"type": "fixed", "tasks": [...]}``,
+            ``{"type": "bucketed", "params": {name: [value | {"min": a, "max": b}, ...]},
+            "base": {...}}`` or ``{"type": "box", "low": [...], "high": [...], "bins": 10,
+            "names": [...]}``.
+        config: :class:`~gymcurric.tasks.CurriculumConfig` as a dict (scorer, pool, signal,
+            recompute_every); its seed defaults to the run's seed.
+        backend: ``local`` (one process; ``dummy`` vectorisation) or ``shared`` (shared memory,
+            needed for ``subproc``).
+    """
+
+    enabled: bool = False
+    space: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    backend: Literal["local", "shared"] = "local"
+
+    def _check(self, key: str, source: str | None) -> None:
+        if self.enabled and not self.space:
+            raise ConfigError(f"{key}.space", self.space, "a curriculum needs a task space",
+                              source=source)
+
+
+@dataclass(frozen=True)
+class DatapacksSection:
+    """Datapack sampling (``DatapackTask`` on each env).
+
+    Attributes:
+        enabled: present datapacks.
+        dir: the folder of JSON/JSONL datapacks (``--datapack-dir``).
+        curriculum_config: a YAML/JSON stage config (``--curriculum-config``), or None for the
+            shipped four-stage default.
+        strategy: force one sampling strategy in every stage (``--sampling-strategy``).
+        auto_advance: advance stages by their transition rules (``--curriculum-auto-advance``).
+    """
+
+    enabled: bool = False
+    dir: str | None = None
+    curriculum_config: str | None = None
+    strategy: str | None = None
+    auto_advance: bool = True
+
+    def _check(self, key: str, source: str | None) -> None:
+        if self.enabled and not self.dir:
+            raise ConfigError(f"{key}.dir", self.dir, "datapacks need a directory",
+                              source=source)
+
+
+@dataclass(frozen=True)
+class WrapperSection:
+    """An optional wrapper configured by its own keyword arguments (shaping, risk, Saute).
+
+    Attributes:
+        enabled: apply the wrapper.
+        params: its constructor's keyword arguments; the wrapper validates them by name.
+    """
+
+    enabled: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentSection:
+    """The learner.
+
+    Attributes:
+        algo: ``ppo`` (SB3), ``ppolag``, ``pidlag``, ``trpolag`` (gymcurric's Lagrangian agents)
+            or ``sac`` (SB3, with the replay ring).
+        policy: the SB3 policy name.
+        kwargs: the algorithm's constructor keyword arguments (hyperparameters).
+        normalize: wrap the vector env in ``VecNormalize`` (costs are never normalised).
+        device: the torch device.
+    """
+
+    algo: Literal["ppo", "ppolag", "pidlag", "trpolag", "sac"] = "ppo"
+    policy: str = "MlpPolicy"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    normalize: bool = False
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class RunSection:
+    """Budget, seed and where the run directory goes.
+
+    Attributes:
+        total_steps: env steps to train for (>= 1).
+        seed: seeds the agent, the envs (``seed + i``) and the curriculum.
+        out_dir: parent folder of run directories.
+        name: the run directory's name (None: ``<env>-<algo>-s<seed>``).
+        checkpoint_every: env steps between checkpoints (model, curriculum state, RNG
+            states); None: only at the end. Training runs in chunks of this size.
+        progress_bar: show a progress bar.
+        plots: write PNG plots at the end (needs matplotlib).
+        torch_threads: torch CPU threads (1 is fastest for small MLPs on few cores).
+    """
+
+    total_steps: int = 100_000
+    seed: int = 0
+    out_dir: str = "runs"
+    name: str | None = None
+    checkpoint_every: int | None = None
+    progress_bar: bool = True
+    plots: bool = True
+    torch_threads: int = 1
+
+    def _check(self, key: str, source: str | None) -> None:
+        _at_least(self.total_steps, 1, f"{key}.total_steps", source)
+        _at_least(self.seed, 0, f"{key}.seed", source)
+        _at_least(self.torch_threads, 1, f"{key}.torch_threads", source)
+        if self.checkpoint_every is not None:
+            _at_least(self.checkpoint_every, 1, f"{key}.checkpoint_every", source)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything ``gymcurric train`` is configured with (see the section classes)."""
+
+    env: EnvSection = field(default_factory=EnvSection)
+    cost: CostSection = field(default_factory=CostSection)
+    curriculum: CurriculumSection = field(default_factory=CurriculumSection)
+    datapacks: DatapacksSection = field(default_factory=DatapacksSection)
+    shaping: WrapperSection = field(default_factory=WrapperSection)
+    risk: WrapperSection = field(default_factory=WrapperSection)
+    saute: WrapperSection = field(default_factory=WrapperSection)
+    agent: AgentSection = field(default_factory=AgentSection)
+    run: RunSection = field(default_factory=RunSection)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict with every default filled in."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> TrainConfig:
+        """Validate ``data`` and build the config; errors name the dotted key and ``source``."""
+        cfg = _build(cls, data, "", source)
+        if cfg.curriculum.enabled and cfg.datapacks.enabled:
+            raise ConfigError("datapacks.enabled", True, "a run takes its tasks either from a "
+                              "curriculum or from datapacks, not both", source=source)
+        if (cfg.curriculum.enabled and cfg.env.vectorization == "subproc"
+                and cfg.curriculum.backend == "local"):
+            raise ConfigError("curriculum.backend", "local", "subproc envs run in other "
+                              "processes: use backend 'shared'", source=source)
+        return cfg
+
+
+# ------------------------------------------------------------------------------- validation
+def _at_least(v: Any, lo: int, key: str, source: str | None) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ConfigError(key, v, f"expected an int >= {lo}", source=source)
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if get_origin(tp) in (types.UnionType, typing.Union):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _ok(value: Any, tp: Any) -> bool:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return value in get_args(tp) and not isinstance(value, bool)
+    if origin in (types.UnionType, typing.Union):
+        return any(_ok(value, a) for a in get_args(tp))
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if origin is dict or tp is dict:
+        return isinstance(value, Mapping)
+    raise TypeError(f"unsupported config type {tp!r}")  # pragma: no cover
+
+
+def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
+    where = prefix.rstrip(".") or "config"
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, data, "expected a mapping", source=source)
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in names:
+            raise ConfigError(dotted, value, f"unknown key; expected one of {names}",
+                              source=source)
+        tp = hints[key]
+        if dataclasses.is_dataclass(tp):
+            kwargs[key] = _build(tp, value, f"{dotted}.", source)
+            continue
+        if not _ok(value, tp):
+            raise ConfigError(dotted, value, f"expected {_type_name(tp)}", source=source)
+        kwargs[key] = dict(value) if isinstance(value, Mapping) else value
+    obj = cls(**kwargs)
+    check = getattr(obj, "_check", None)
+    if check is not None:
+        check(where, source)
+    return obj
+
+
+# ------------------------------------------------------------------------------- files
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as exc:  # pragma: no cover - pyyaml ships with the train extras
+            raise ConfigError("--config", str(path), "YAML configs need pyyaml "
+                              "(pip install 'gymcurric[datapacks]'); or use JSON") from exc
+        try:
+            return _yaml_load(text)
+        except yaml.YAMLError as exc:
+            raise DataError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+
+
+def _yaml_load(text: str) -> Any:
+    """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1 wants ``1.0e-3``)."""
+    import re
+
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X),
+        list("-+0123456789."),
+    )
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: safe
+
+
+def _parse_value(text: str) -> Any:
+    """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``)."""
+    try:
+        import yaml  # noqa: F401
+
+        return _yaml_load(text) if text != "" else ""
+    except ImportError:  # pragma: no cover
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+    except Exception:
+        return text
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``dotted.key=value`` applied (values parsed as YAML).
+
+    Raises:
+        ConfigError: an override is not ``key=value`` or walks through a non-mapping.
+    """
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key or any(not p for p in key.split(".")):
+            raise ConfigError("override", item, "expected dotted.key=value", source="command line")
+        node = out
+        *parents, leaf = key.split(".")
+        for i, p in enumerate(parents):
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(".".join(parents[: i + 1]), nxt, "is not a mapping; cannot "
+                                  f"set {key!r}", source="command line")
+            node = nxt
+        node[leaf] = _parse_value(text)
+    return out
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Read a YAML/JSON config (or start from defaults), apply overrides, validate.
+
+    Raises:
+        ConfigError: a bad key or value; the message names the file and the dotted key.
+        DataError: the file is not valid YAML/JSON.
+    """
+    source = str(path) if path is not None else "defaults"
+    data: Any = {} if path is None else _read(Path(path))
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("config", data, "the file must hold a mapping", source=source)
+    if overrides:
+        source = f"{source} + overrides"
+    return TrainConfig.from_dict(apply_overrides(data, overrides), source=source)

@@ -1,0 +1,98 @@
+"""``gymcurric train | resume | demo``: exit codes, help, dry runs, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gymcurric import cli
+from tests.train.test_runner import _cfg
+
+
+def _write(tmp_path, cfg):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    return path
+
+
+@pytest.mark.parametrize("command", ["train", "resume", "demo"])
+def test_help_exits_zero(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, "--help"])
+    assert exc.value.code == 0
+    assert f"usage: gymcurric {command}" in capsys.readouterr().out
+
+
+def test_dry_run_prints_the_merged_config(tmp_path, capsys):
+    path = _write(tmp_path, _cfg())
+    assert (
+        cli.main(
+            [
+                "train",
+                "--config",
+                str(path),
+                "--dry-run",
+                "run.seed=7",
+                "--datapack-dir",
+                "packs",
+                "curriculum.enabled=false",
+            ]
+        )
+        == 0
+    )
+    merged = json.loads(capsys.readouterr().out)
+    assert merged["run"]["seed"] == 7
+    assert merged["datapacks"]["enabled"] is True and merged["datapacks"]["dir"] == "packs"
+
+
+def test_bad_values_exit_2_and_name_key_and_value(tmp_path, capsys):
+    path = _write(tmp_path, _cfg())
+    assert cli.main(["train", "--config", str(path), "env.num_envs=-1"]) == 2
+    err = capsys.readouterr().err
+    assert "env.num_envs" in err and "-1" in err and "run.json" in err
+    assert cli.main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
+
+
+def test_train_then_resume_through_the_cli(tmp_path, capsys):
+    path = _write(tmp_path, _cfg(256))
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", "--config", str(path), "--run-dir", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"run directory: {run_dir}" in out and "256 steps" in out
+    assert cli.main(["train", "--config", str(path), "--run-dir", str(run_dir)]) == 2
+    assert "resume" in capsys.readouterr().err  # the existing run is kept
+    assert cli.main(["resume", str(run_dir), "--total-steps", "512"]) == 0
+    assert "512 steps" in capsys.readouterr().out
+    assert cli.main(["resume", str(tmp_path / "empty")]) == 2
+
+
+def test_demo_list_and_unknown_name(capsys):
+    assert cli.main(["demo", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "hazardnav-ppolag" in out and "(default)" in out and "safety-pointgoal1" in out
+    assert cli.main(["demo", "no-such-demo"]) == 2
+    assert "no-such-demo" in capsys.readouterr().err
+
+
+def test_demo_runs_a_shipped_config_without_overwriting(tmp_path):
+    args = [
+        sys.executable,
+        "-m",
+        "gymcurric",
+        "demo",
+        "hazardgrid-quick",
+        "--steps",
+        "256",
+        "--out-dir",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    for expected in ("hazardgrid-quick", "hazardgrid-quick-2"):
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert f"run directory: {tmp_path / expected}" in proc.stdout
+        assert (tmp_path / expected / "plots" / "return_cost.png").is_file()

@@ -1,0 +1,125 @@
+"""TrainConfig: validation errors name file, key and value; overrides; round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gymcurric.errors import ConfigError, DataError
+from gymcurric.train.cli_demo import shipped_configs
+from gymcurric.train.config import TrainConfig, apply_overrides, load_config
+
+
+def test_defaults_round_trip_through_json():
+    cfg = TrainConfig()
+    again = TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert again == cfg
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "value"),
+    [
+        ({"env": {"num_envs": 0}}, "env.num_envs", 0),
+        ({"env": {"num_envs": "4"}}, "env.num_envs", "4"),
+        ({"env": {"vectorization": "async"}}, "env.vectorization", "async"),
+        ({"agent": {"algo": "a2c"}}, "agent.algo", "a2c"),
+        ({"agent": {"lr": 1}}, "agent.lr", 1),
+        ({"run": {"total_steps": -5}}, "run.total_steps", -5),
+        ({"run": {"seed": True}}, "run.seed", True),
+        ({"run": {"checkpoint_every": 0}}, "run.checkpoint_every", 0),
+        ({"cost": {"nonfinite": "zero"}}, "cost.nonfinite", "zero"),
+        ({"curriculum": {"enabled": True}}, "curriculum.space", {}),
+        ({"datapacks": {"enabled": True}}, "datapacks.dir", None),
+        ({"bogus": 1}, "bogus", 1),
+        ({"env": []}, "env", []),
+    ],
+)
+def test_bad_values_name_the_dotted_key_and_the_value(data, key, value):
+    with pytest.raises(ConfigError) as exc:
+        TrainConfig.from_dict(data, source="my.yaml")
+    assert exc.value.key == key
+    assert exc.value.value == value
+    assert "my.yaml" in str(exc.value)
+
+
+def test_cross_section_rules():
+    space = {"type": "fixed", "tasks": [{}]}
+    with pytest.raises(ConfigError, match="backend"):
+        TrainConfig.from_dict(
+            {"env": {"vectorization": "subproc"}, "curriculum": {"enabled": True, "space": space}}
+        )
+    with pytest.raises(ConfigError, match="not both"):
+        TrainConfig.from_dict(
+            {
+                "curriculum": {"enabled": True, "space": space},
+                "datapacks": {"enabled": True, "dir": "x"},
+            }
+        )
+
+
+def test_overrides_parse_yaml_values_and_create_nested_keys():
+    out = apply_overrides(
+        {"agent": {"kwargs": {}}},
+        [
+            "agent.kwargs.learning_rate=1e-3",
+            "run.plots=false",
+            "agent.kwargs.net_arch=[64, 64]",
+            "env.id=gymcurric/HazardGrid-v0",
+        ],
+    )
+    assert out["agent"]["kwargs"] == {"learning_rate": 1e-3, "net_arch": [64, 64]}
+    assert out["run"]["plots"] is False
+    assert out["env"]["id"] == "gymcurric/HazardGrid-v0"
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=3", "a..b=1"])
+def test_malformed_overrides_are_config_errors(bad):
+    with pytest.raises(ConfigError, match=r"dotted\.key=value"):
+        apply_overrides({}, [bad])
+
+
+def test_override_through_a_scalar_is_an_error():
+    with pytest.raises(ConfigError, match="not a mapping"):
+        apply_overrides({"run": {"seed": 1}}, ["run.seed.x=2"])
+
+
+def test_load_config_names_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("env:\n  num_envs: zero\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert str(path) in str(exc.value) and exc.value.key == "env.num_envs"
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"env": {"id": }')
+    with pytest.raises(DataError, match=r"broken\.json:1"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(lst)
+
+
+def test_overrides_are_validated_like_the_file(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"run": {"total_steps": 100}}))
+    cfg = load_config(path, ["run.total_steps=200"])
+    assert cfg.run.total_steps == 200
+    with pytest.raises(ConfigError, match="overrides") as exc:
+        load_config(path, ["run.total_steps=lots"])
+    assert exc.value.value == "lots"
+
+
+@pytest.mark.parametrize("name", sorted(shipped_configs()))
+def test_every_shipped_config_validates(name):
+    cfg = load_config(shipped_configs()[name])
+    assert cfg.run.total_steps > 0
+
+
+def test_yaml_files_read_exponent_floats(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("agent:\n  kwargs: {learning_rate: 3e-4, ent_coef: 1.5E-2, name: e5}\n")
+    kwargs = load_config(path).agent.kwargs
+    assert kwargs == {"learning_rate": 3e-4, "ent_coef": 1.5e-2, "name": "e5"}

@@ -1,0 +1,191 @@
+"""The training runner: run directory, composed stacks, exact resume, errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from gymcurric.errors import ConfigError, DataError
+from gymcurric.train.config import TrainConfig
+from gymcurric.train.runner import resume, train
+
+SPACE = {
+    "type": "bucketed",
+    "params": {
+        "goal_distance": [{"min": 1, "max": 3}, {"min": 4, "max": 7}],
+        "num_hazards": [0, 5],
+    },
+    "base": {"size": 8, "max_steps": 40},
+}
+POOL = {"pool": {"type": "DualPool", "explore_size": 4, "exploit_size": 4, "min_samples": 4}}
+
+
+def _cfg(total=512, **sections):
+    data = {
+        "env": {"id": "gymcurric/HazardGrid-v0", "num_envs": 2},
+        "curriculum": {"enabled": True, "space": SPACE, "config": POOL},
+        "agent": {"kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}},
+        "run": {
+            "total_steps": total,
+            "checkpoint_every": 256,
+            "plots": False,
+            "progress_bar": False,
+        },
+    }
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value}
+    return TrainConfig.from_dict(data)
+
+
+def _rows(path):
+    with open(path) as f:
+        return [
+            {k: v for k, v in r.items() if not k.startswith("time/")} for r in csv.DictReader(f)
+        ]
+
+
+def _params(path):
+    from stable_baselines3 import PPO
+
+    return PPO.load(path, device="cpu").policy.state_dict()
+
+
+def test_run_directory_holds_what_the_docs_promise(tmp_path):
+    out = train(_cfg(run={"plots": True}), run_dir=tmp_path / "r")
+    run = tmp_path / "r"
+    for name in (
+        "config.json",
+        "progress.csv",
+        "monitor.csv",
+        "model.zip",
+        "curriculum.npz",
+        "curriculum_history.npz",
+        "summary.json",
+        "checkpoint/model.zip",
+        "plots/return_cost.png",
+        "plots/curriculum.png",
+    ):
+        assert (run / name).is_file(), name
+    assert list(run.glob("events.out.tfevents.*"))
+    assert TrainConfig.from_dict(json.loads((run / "config.json").read_text())) == _cfg(
+        run={"plots": True}
+    )
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["total_steps"] == out["total_steps"] == 512
+    assert summary["ep_cost_mean"] is not None and "curriculum" in summary
+    header = (run / "progress.csv").read_text().splitlines()[0].split(",")
+    assert "rollout/ep_cost_mean" in header and "curriculum/entropy" in header
+    with np.load(run / "curriculum_history.npz") as h:
+        assert h["probs"].shape == (len(h["steps"]), len(h["keys"]))
+        np.testing.assert_allclose(h["probs"].sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_same_seed_same_model_and_logs(tmp_path):
+    train(_cfg(), run_dir=tmp_path / "a")
+    train(_cfg(), run_dir=tmp_path / "b")
+    pa, pb = _params(tmp_path / "a/model.zip"), _params(tmp_path / "b/model.zip")
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert _rows(tmp_path / "a/progress.csv") == _rows(tmp_path / "b/progress.csv")
+    other = train(_cfg(run={"seed": 1}), run_dir=tmp_path / "c")
+    pc = _params(tmp_path / "c/model.zip")
+    assert not all(torch.equal(pa[k], pc[k]) for k in pa)
+    assert other["seed"] == 1
+
+
+def test_resume_equals_the_uninterrupted_run(tmp_path):
+    train(_cfg(768), run_dir=tmp_path / "full")
+    train(_cfg(256), run_dir=tmp_path / "part")
+    out = resume(tmp_path / "part", total_steps=768)
+    assert out["total_steps"] == 768
+    pa, pb = _params(tmp_path / "full/model.zip"), _params(tmp_path / "part/model.zip")
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert _rows(tmp_path / "full/progress.csv") == _rows(tmp_path / "part/progress.csv")
+    full = json.loads((tmp_path / "full/summary.json").read_text())
+    assert out["curriculum"] == full["curriculum"]
+    # the first part's episode log is kept; the resumed part writes its own
+    assert (tmp_path / "part/monitor.csv").is_file()
+    assert (tmp_path / "part/resumed-256.monitor.csv").is_file()
+    from gymcurric.train.plots import read_monitor
+
+    both = read_monitor(tmp_path / "part")
+    assert len(both["r"]) == len(read_monitor(tmp_path / "full")["r"])
+
+
+def test_an_existing_run_directory_is_not_overwritten(tmp_path):
+    train(_cfg(256), run_dir=tmp_path / "r")
+    before = (tmp_path / "r/summary.json").read_text()
+    with pytest.raises(ConfigError, match="resume"):
+        train(_cfg(256), run_dir=tmp_path / "r")
+    assert (tmp_path / "r/summary.json").read_text() == before
+    train(_cfg(256, run={"seed": 3}), run_dir=tmp_path / "r", overwrite=True)
+    assert json.loads((tmp_path / "r/summary.json").read_text())["seed"] == 3
+
+
+def test_resume_errors_name_the_directory(tmp_path):
+    with pytest.raises(DataError, match=r"no config\.json"):
+        resume(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(_cfg().to_dict()))
+    with pytest.raises(DataError, match="no checkpoint"):
+        resume(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "sections",
+    [
+        {"curriculum": {"enabled": False}},
+        {"agent": {"normalize": True}},
+        {"cost": {"enabled": False}},
+        {
+            "env": {"id": "gymcurric/HazardNav-v0"},
+            "curriculum": {
+                "space": {"type": "fixed", "tasks": [{"num_hazards": 0}, {"num_hazards": 8}]},
+                "config": {"pool": {"type": "ReplacementPool"}},
+            },
+        },
+    ],
+    ids=["no-curriculum", "vecnormalize", "no-cost-wrapper", "hazardnav-fixed-tasks"],
+)
+def test_composed_stacks_build_and_run(tmp_path, sections):
+    out = train(_cfg(256, **sections), run_dir=tmp_path / "r")
+    assert out["total_steps"] == 256
+
+
+@pytest.mark.slow
+def test_subproc_with_shared_curriculum_runs_and_resumes(tmp_path):
+    cfg = _cfg(
+        512,
+        env={"vectorization": "subproc", "start_method": "forkserver"},
+        curriculum={"backend": "shared"},
+    )
+    out = train(cfg, run_dir=tmp_path / "r")
+    assert out["curriculum"]["curriculum/updates"] > 0
+    again = resume(tmp_path / "r", total_steps=768)  # fresh workers, continued state
+    assert again["total_steps"] == 768
+    assert again["curriculum"]["curriculum/updates"] > out["curriculum"]["curriculum/updates"]
+
+
+def test_bad_curriculum_space_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        train(_cfg(curriculum={"space": {"type": "spiral"}}), run_dir=tmp_path / "r")
+    assert exc.value.key == "curriculum.space.type"
+    with pytest.raises(ConfigError) as exc:
+        train(
+            _cfg(curriculum={"config": {"pool": {"type": "DualPool", "explore_size": -1}}}),
+            run_dir=tmp_path / "s",
+        )
+    assert str(exc.value.key).startswith("curriculum.config")
+
+
+def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        train(
+            _cfg(env={"id": "NoSuchEnv-v9"}, curriculum={"enabled": False}), run_dir=tmp_path / "r"
+        )
+    assert exc.value.key == "env.id"
+    with pytest.raises(ConfigError) as exc:
+        train(_cfg(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
+    assert exc.value.key == "agent.kwargs"
