@@ -1,0 +1,210 @@
+"""Semantic reward shaping for Stable-Baselines3: a ``VecEnvWrapper`` and its logger hook.
+
+SB3 vec envs reset a sub-env in the same step its episode ends: the returned observation is
+the new episode's, the returned info the final step's (with ``terminal_observation``), and the
+reset info sits in ``venv.reset_infos``. So the final state's caption is ``infos[i]["caption"]``
+and the new episode's is ``reset_infos[i]["caption"]``; frames (``venv.get_images()``) always
+show the current state, so a truncated episode's last step adds 0 (additive) or keeps ``φ``
+(potential) when shaping from frames; a true terminal has ``φ = 0`` and needs no frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
+
+__all__ = ["SemanticShapingCallback", "VecSemanticShaping"]
+
+
+class VecSemanticShaping(VecEnvWrapper):
+    """SB3 twin of :class:`gymcurric.wrappers.semantic.ShapeRewardSemantic`.
+
+    All sub-envs' states are embedded in one batched call per captured step: frames from
+    ``venv.get_images()`` (make the envs with ``render_mode="rgb_array"``, e.g.
+    ``make_vec_env(id, env_kwargs={"render_mode": "rgb_array"})``) or captions from the infos
+    (``info["caption"]``, else the sub-envs' ``describe()``). Same config, fail-soft behaviour
+    and ``stats()`` as the Gymnasium wrappers; log the stats with
+    :class:`SemanticShapingCallback`.
+
+    Info keys written every step: ``shaping`` and ``raw_reward`` (floats, per sub-env).
+    """
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        embedder: Any = None,
+        config: ShapingConfig | dict[str, Any] | None = None,
+        *,
+        kind: str = "auto",
+        device: str = "cpu",
+        dtype: str = "auto",
+        batch_max: int | None = None,
+    ) -> None:
+        """Wrap ``venv``; arguments as in the Gymnasium vector wrapper.
+
+        Args:
+            venv: the SB3 vec env.
+            embedder: a model folder or cached hub id, an embedder, a callable, or ``None``
+                for the shipped MiniLM caption model.
+            config: a :class:`ShapingConfig` or a dict of its fields.
+            kind: ``"auto"``, ``"clip"``, ``"siglip"`` or ``"caption"``.
+            device: where the model runs.
+            dtype: ``"auto"`` or a dtype name.
+            batch_max: the most states per embedding call (overrides ``config.batch_max``).
+        """
+        super().__init__(venv)
+        cfg = ShapingConfig.coerce(config)
+        if batch_max is not None:
+            cfg = ShapingConfig.coerce(cfg, batch_max=batch_max)
+        self.shaper: Shaper = build_shaper(
+            cfg, embedder, self.num_envs, kind=kind, device=device, dtype=dtype
+        )
+        self.enabled = cfg.enabled
+        render_mode = getattr(venv, "render_mode", None)
+        if self.enabled and self.shaper.source == "frames" and render_mode != "rgb_array":
+            raise ConfigError(
+                "render_mode",
+                render_mode,
+                "frame embedders need sub-envs made with render_mode='rgb_array'",
+                source="VecSemanticShaping",
+            )
+        self._current: list[Any] = [None] * self.num_envs
+
+    @property
+    def status(self) -> str:
+        """The shaper's status, e.g. ``"ok: ..."``, ``"failed: ..."`` or ``"disabled"``."""
+        return self.shaper.status
+
+    def stats(self, reset: bool = True) -> dict[str, float | str]:
+        """The ``semantics/…`` telemetry (see :meth:`gymcurric.semantics.Shaper.stats`)."""
+        return self.shaper.stats(reset=reset)
+
+    def _captions(self, infos: list[dict[str, Any]]) -> list[Any]:
+        captions = [info.get("caption") for info in infos]
+        missing = [i for i, c in enumerate(captions) if c is None]
+        if missing:
+            try:
+                described = self.venv.env_method("describe", indices=missing)
+            except AttributeError:
+                raise ConfigError(
+                    "source",
+                    "captions",
+                    f"sub-envs {missing} write no info['caption'] and have no describe(); use a "
+                    "frame embedder (CLIP/SigLIP) or add captions to the env",
+                ) from None
+            for i, d in zip(missing, described, strict=True):
+                captions[i] = d
+        return [str(c) for c in captions]
+
+    def _inputs(self) -> list[Any]:
+        if self.shaper.source == "captions":
+            return self._current
+        return list(self.venv.get_images())
+
+    def reset(self) -> VecEnvObs:
+        """Reset all envs; in potential mode, ``φ`` of the first states."""
+        obs = self.venv.reset()
+        if self.enabled:
+            if self.shaper.source == "captions":
+                self._current = self._captions(list(self.venv.reset_infos))
+            self.shaper.begin(np.ones(self.num_envs, dtype=bool), self._inputs)
+        return obs
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step the envs and add the shaping terms; writes ``shaping`` and ``raw_reward``."""
+        obs, rewards, dones, infos = self.venv.step_wait()
+        if not self.enabled:
+            return obs, rewards, dones, infos
+        dones = np.asarray(dones, dtype=bool)
+        truncated = np.array(
+            [bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool
+        )
+        truncated &= dones
+        terminated = dones & ~truncated
+        final: list[Any] | None = None
+        if self.shaper.source == "captions":
+            step_captions = self._captions(list(infos))
+            if dones.any():
+                final = [c if d else None for c, d in zip(step_captions, dones, strict=True)]
+                reset_infos = list(self.venv.reset_infos)
+                started = self._captions([reset_infos[i] for i in np.flatnonzero(dones)])
+                for i, c in zip(np.flatnonzero(dones), started, strict=True):
+                    step_captions[i] = c
+            self._current = step_captions
+        raw = np.asarray(rewards)
+        shaping = self.shaper.step(
+            raw,
+            terminated,
+            truncated,
+            self._inputs,
+            starts=dones,
+            get_final_inputs=lambda: final,
+        )
+        for info, s, r in zip(infos, shaping.tolist(), raw.tolist(), strict=True):
+            for key in ("shaping", "raw_reward"):
+                if key in info:
+                    raise InfoKeyConflictError(
+                        f"a sub-env already reports info[{key!r}]; VecSemanticShaping will not "
+                        "overwrite it"
+                    )
+            info["shaping"] = s
+            info["raw_reward"] = float(r)
+        return obs, (raw + shaping).astype(raw.dtype, copy=False), dones, infos
+
+
+def find_shaping_wrapper(venv: Any) -> Any:
+    """The first object with ``stats()`` in a chain of SB3 vec-env wrappers (or ``None``)."""
+    env = venv
+    while env is not None:
+        if isinstance(env, VecSemanticShaping):
+            return env
+        env = getattr(env, "venv", None)
+    return None
+
+
+class SemanticShapingCallback(BaseCallback):
+    """Log the ``semantics/…`` telemetry at the end of every rollout.
+
+    Finds the :class:`VecSemanticShaping` in the model's env chain, or uses ``source`` (any
+    object with a ``stats()`` method, e.g. a Gymnasium vector ``ShapeRewardSemantic``). Logs
+    ``semantics/beta``, ``raw_margin``, ``norm_margin``, ``clamp_frac``, ``capture_count``,
+    ``embed_latency_ms``, ``shaping_reward_ratio``, ``shaping_std``, ``batch_max``,
+    ``oom_events``, ``embed_failures`` and ``status`` (text; not sent to TensorBoard).
+
+    Args:
+        source: where the stats come from; ``None``: the model's env chain.
+        verbose: SB3 verbosity.
+    """
+
+    def __init__(self, source: Any = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.source = source
+
+    def _on_training_start(self) -> None:
+        if self.source is None:
+            self.source = find_shaping_wrapper(self.training_env)
+        if self.source is None or not callable(getattr(self.source, "stats", None)):
+            raise ConfigError(
+                "source",
+                self.source,
+                "no VecSemanticShaping in the model's env chain; wrap the vec env in "
+                "VecSemanticShaping or pass source=<object with stats()>",
+                source="SemanticShapingCallback",
+            )
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        for key, value in self.source.stats().items():
+            if isinstance(value, str):
+                self.logger.record(key, value, exclude=("tensorboard",))
+            else:
+                self.logger.record(key, float(value))
