@@ -150,6 +150,7 @@ def test_logs_and_ep_cost(tmp_path):
     costs = [ep["c"] for ep in model.ep_info_buffer]
     assert float(rows[-1]["rollout/ep_cost_mean"]) == pytest.approx(np.mean(costs), rel=1e-5)
     assert float(rows[-1]["train/lagrange_multiplier"]) >= 0.0
+    assert "risk/modulation_scale" not in keys  # the risk hook is off by default
 
 
 def test_lambda_rises_when_over_the_limit_and_falls_when_under():
@@ -245,3 +246,60 @@ def test_pid_variant_defaults():
     model = PPOPIDLag("MlpPolicy", hazard_vec(), seed=0, cost_limit=0.0, **SMALL).learn(128)
     assert (model.lagrange.kp, model.lagrange.ki, model.lagrange.kd) == (0.1, 0.01, 0.01)
     assert model.lagrange_multiplier > 0.0
+
+
+class AddRisk(gym.Wrapper):
+    """Annotates every step with info['risk'] = the step index (a stand-in for the risk head)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "risk": float(self.env.unwrapped.t)}
+
+
+def risk_run(tmp_path, with_risk, risk_modulation):
+    make = (lambda: AddRisk(make_scripted(4))) if with_risk else partial(make_scripted, 4)
+    model = PPOLag(
+        "MlpPolicy",
+        DummyVecEnv([make]),
+        n_steps=8,
+        batch_size=8,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        cost_limit=0.0,
+        multiplier="sgd",
+        lagrange_init=0.0,
+        lagrange_lr=1.0,
+        risk_modulation=risk_modulation,
+    )
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(8)
+    # recorded by train() after the (only) dump: still in the logger
+    return model, dict(model.logger.name_to_value)
+
+
+def test_risk_hook_scales_the_multiplier_step(tmp_path):
+    from gymcurric.safety.modulation import lagrange_modulation
+
+    settings = {"min_episodes": 0, "alpha": 1.0, "quantile_p": 0.5}
+    model, rows = risk_run(tmp_path / "a", True, settings)
+    logged = rows["risk/modulation_scale"]
+    risks = [1.0, 2.0, 3.0, 4.0] * 2
+    scale = lagrange_modulation(risks, risks, episodes_seen=2, **settings).scale
+    assert 0.5 < scale < 1.0
+    # two episodes of cost 0.5·(1+2+3+4) = 5 each; SGD: λ = lr·M·(J_c - d)
+    assert model.lagrange_multiplier == pytest.approx(5.0 * scale, rel=1e-6)
+    assert logged == pytest.approx(scale, rel=1e-6)
+    model2, rows2 = risk_run(tmp_path / "b", False, settings)  # no info['risk']: M = 1
+    assert model2.lagrange_multiplier == pytest.approx(5.0)
+    model3, rows3 = risk_run(tmp_path / "c", True, False)  # hook off (default)
+    assert model3.lagrange_multiplier == pytest.approx(5.0)
+    assert "risk/modulation_scale" not in rows3
+    assert rows3["train/lagrange_multiplier"] == pytest.approx(5.0)
+
+
+def test_risk_hook_settings_are_checked():
+    with pytest.raises(ConfigError, match="unknown keys"):
+        PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"gain": 2.0}, **SMALL)
+    with pytest.raises(ConfigError, match="alpha"):
+        PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"alpha": -1.0}, **SMALL)

@@ -34,6 +34,7 @@ from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.lagrange import Multiplier, make_multiplier
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
+from gymcurric.safety.modulation import lagrange_modulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
 
@@ -116,6 +117,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
         update_cost_critic: bool,
         cost_max_grad_norm: float | None,
         center_cost_advantage: bool,
+        risk_modulation: bool | dict[str, Any] | None,
         seed: int | None,
     ) -> None:
         src = type(self).__name__
@@ -152,6 +154,38 @@ class LagrangianMixin(OnPolicyAlgorithm):
         # exactly as in PPO/TRPO (parity), and it is saved with the model.
         self._cost_rng = np.random.default_rng(seed)
         self._last_jc: float | None = None
+        self._init_risk_hook(risk_modulation, src)
+
+    _RISK_KEYS = ("alpha", "quantile_p", "slope", "eps", "min_episodes", "reference_window")
+
+    def _init_risk_hook(self, risk_modulation: bool | dict[str, Any] | None, src: str) -> None:
+        if risk_modulation is None or risk_modulation is False:
+            self.risk_modulation: dict[str, Any] | None = None
+        elif risk_modulation is True or isinstance(risk_modulation, dict):
+            kw = {} if risk_modulation is True else dict(risk_modulation)
+            unknown = sorted(set(kw) - set(self._RISK_KEYS))
+            if unknown:
+                raise ConfigError(
+                    "risk_modulation",
+                    risk_modulation,
+                    f"unknown keys {unknown}; expected some of {list(self._RISK_KEYS)}",
+                    source=src,
+                )
+            window = kw.pop("reference_window", 10_000)
+            if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+                raise ConfigError(
+                    "risk_modulation.reference_window", window, "expected an int >= 1", source=src
+                )
+            lagrange_modulation([], **kw)  # raises ConfigError on bad settings
+            self.risk_modulation = {**kw, "reference_window": window}
+        else:
+            raise ConfigError(
+                "risk_modulation", risk_modulation, "expected a bool or a dict", source=src
+            )
+        window = self.risk_modulation["reference_window"] if self.risk_modulation else 1
+        self._risk_reference: deque[float] = deque(maxlen=window)
+        self._rollout_risks: list[float] = []
+        self.episodes_seen = 0
 
     # ------------------------------------------------------------------ set-up and save/load
     def _setup_lagrangian(self) -> None:
@@ -242,6 +276,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
         cost_gamma = rollout_buffer.cost_gamma
+        self._rollout_risks = []
 
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
@@ -268,7 +303,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 return False
             self._update_info_buffer(infos, dones)
             self._running_cost += costs
+            if self.risk_modulation is not None:
+                self._rollout_risks.extend(float(i["risk"]) for i in infos if "risk" in i)
             if dones.any():
+                self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():
                     self.ep_cost_buffer.append(float(self._running_cost[idx]))
                 self._running_cost[dones] = 0.0
@@ -323,19 +361,36 @@ class LagrangianMixin(OnPolicyAlgorithm):
 
     # ----------------------------------------------------------------------------- training
     def _lagrange_lr_scale(self) -> float:
-        """Per-rollout scale of λ's step size (1.0; the risk hook overrides it)."""
-        return 1.0
+        """Per-rollout scale of λ's step size: 1.0, or the risk modulation scale ``M``.
+
+        With ``risk_modulation`` on and ``info["risk"]`` present in this rollout, ``M`` is
+        :func:`gymcurric.safety.modulation.lagrange_modulation` of the rollout's risk values
+        against the last ``reference_window`` ones (this rollout's included), logged as
+        ``risk/modulation_scale``. Without risk values the scale is 1.0.
+        """
+        if self.risk_modulation is None:
+            return 1.0
+        kw = {k: v for k, v in self.risk_modulation.items() if k != "reference_window"}
+        recent = self._rollout_risks
+        scale = 1.0
+        if recent:
+            self._risk_reference.extend(recent)
+            mod = lagrange_modulation(
+                recent, list(self._risk_reference), episodes_seen=self.episodes_seen, **kw
+            )
+            scale = mod.scale
+        self.logger.record("risk/modulation_scale", scale)
+        return scale
 
     def _update_lagrange(self) -> None:
         """Update λ once per rollout (before the policy update, as OmniSafe) and hand it over."""
         progress = self._current_progress_remaining
         limit = self.cost_limit(progress)
+        lr_scale = self._lagrange_lr_scale()
         if self.ep_cost_buffer:
             jc = float(np.mean(self.ep_cost_buffer))
             self._last_jc = jc
-            self.lagrange.update(
-                jc, limit, lr=self.lagrange_lr(progress), lr_scale=self._lagrange_lr_scale()
-            )
+            self.lagrange.update(jc, limit, lr=self.lagrange_lr(progress), lr_scale=lr_scale)
         self.rollout_buffer.penalty = self.lagrange.value
         self.logger.record("train/lagrange_multiplier", self.lagrange.value)
         self.logger.record("train/cost_limit", limit)

@@ -75,6 +75,12 @@ class PPOLag(LagrangianMixin, PPO):
         update_cost_critic: fit the cost critic (True).
         cost_max_grad_norm: gradient clip of the cost critic (40, as OmniSafe).
         center_cost_advantage: centre ``A_c`` per minibatch (True, as OmniSafe).
+        risk_modulation: the semantic risk hook, off by default. ``True`` or a dict of
+            :func:`gymcurric.safety.modulation.lagrange_modulation` settings (``alpha``,
+            ``quantile_p``, ``slope``, ``eps``, ``min_episodes``) plus ``reference_window``
+            (10,000): when the envs report ``info["risk"]``, λ's step size of each rollout is
+            scaled by the modulation scale ``M`` of that rollout's risk values (logged as
+            ``risk/modulation_scale``; 1.0 when no risk value was reported).
         _init_setup_model: as SB3.
 
     Example:
@@ -128,6 +134,7 @@ class PPOLag(LagrangianMixin, PPO):
         update_cost_critic: bool = True,
         cost_max_grad_norm: float | None = 40.0,
         center_cost_advantage: bool = True,
+        risk_modulation: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(
@@ -140,6 +147,7 @@ class PPOLag(LagrangianMixin, PPO):
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
             center_cost_advantage=center_cost_advantage,
+            risk_modulation=risk_modulation,
             seed=seed,
         )
         if normalize_advantage and batch_size <= 1:

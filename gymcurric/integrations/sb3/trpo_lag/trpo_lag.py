@@ -68,6 +68,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         update_cost_critic: see PPOLag.
         cost_max_grad_norm: see PPOLag.
         center_cost_advantage: see PPOLag.
+        risk_modulation: see PPOLag (off by default).
         _init_setup_model: as SB3.
 
     Example:
@@ -120,6 +121,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         update_cost_critic: bool = True,
         cost_max_grad_norm: float | None = 40.0,
         center_cost_advantage: bool = True,
+        risk_modulation: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(
@@ -132,6 +134,7 @@ class TRPOLag(LagrangianMixin, TRPO):
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
             center_cost_advantage=center_cost_advantage,
+            risk_modulation=risk_modulation,
             seed=seed,
         )
         super().__init__(
