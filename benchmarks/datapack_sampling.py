@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{'ratio':>7}{'cpu':>6}   tier shares gymcurric | baseline"
     )
     print(head)
-    worst = 0.0
+    worst, worst_cpu = 0.0, 0.0
     for label, stage_name, strategy in scenarios:
         cur = DataPackCurriculum()
         # a mid-training state: every prerequisite tag satisfied but the rarest, so the
@@ -365,14 +365,18 @@ def main(argv: list[str] | None = None) -> None:
             tb.append(b)
         m_o, m_t = statistics.median(ours) * 1e3, statistics.median(theirs) * 1e3
         c_o, c_t = statistics.median(ours_c) * 1e3, statistics.median(theirs_c) * 1e3
-        worst = max(worst, m_o)
+        worst, worst_cpu = max(worst, m_o), max(worst_cpu, c_o)
         print(
             f"{label:<26}{m_o:>13.3f}{c_o:>8.2f}{m_t:>13.2f}{c_t:>8.2f}{m_t / m_o:>6.0f}x"
             f"{c_t / max(c_o, 1e-9):>5.0f}x"
             f"   {_tier_share(ob)} | {_tier_share(tb)}"
         )
-    verdict = "meets" if worst <= 5.0 else "misses"
-    print(f"\nslowest gymcurric median: {worst:.3f} ms per batch ({verdict} the 5 ms goal)")
+    print(
+        f"\nslowest gymcurric median per batch: {worst:.3f} ms wall, {worst_cpu:.3f} ms cpu "
+        f"(goal <= 5 ms: {'met' if worst <= 5.0 else 'missed'} in wall time, "
+        f"{'met' if worst_cpu <= 5.0 else 'missed'} in cpu time; wall time includes waiting "
+        "for the cpu when other processes load the machine)"
+    )
     sys.stdout.flush()
 
 

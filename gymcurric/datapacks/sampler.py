@@ -81,6 +81,7 @@ class DataPackRLSampler:
         self._bits = 1 << np.arange(len(TAG_FAMILIES), dtype=np.uint16)
         self._strategies: dict[str, SamplingStrategy] = {}
         self._urgency: dict[str, np.ndarray] = {}
+        self._eligible: tuple[Any, np.ndarray] | None = None
         self._written = 0
 
     def _current(self) -> SamplingStrategy:
@@ -100,13 +101,22 @@ class DataPackRLSampler:
             self._urgency[key] = (s or FrontierPrioritizedStrategy()).urgency(self.table)
         return self._urgency[key]
 
+    def _weights(self) -> np.ndarray:
+        # Eligibility depends only on the stage and the satisfied prerequisite tags, which
+        # change rarely: recompute (O(N) numpy passes) only when they do.
+        cur = self.curriculum
+        key = None if cur is None else (cur.stage_index, cur.satisfied_tags)
+        if self._eligible is None or self._eligible[0] != key:
+            w = np.ones(len(self.table)) if cur is None else cur.eligible_weights(self.table)
+            w = np.array(w, np.float64)
+            w.setflags(write=False)
+            self._eligible = (key, w)
+        return self._eligible[1]
+
     def sample_batch(self, batch_size: int) -> list[DataPack]:
         """The next batch of datapack records (and one log entry appended to :attr:`logs`)."""
         strategy = self._current()
-        if self.curriculum is not None:
-            weights = self.curriculum.eligible_weights(self.table)
-        else:
-            weights = np.ones(len(self.table))
+        weights = self._weights()
         rows = strategy.sample(self.table, batch_size, self.rng, weights)
         urgency = self._urgency_of(strategy)
         t = self.table

@@ -144,3 +144,17 @@ def test_empty_or_all_ineligible():
     with pytest.raises(ConfigError, match="no eligible datapack"):
         s.sample_batch(1)
     assert np.array_equal(s.get_diagnostics()["datapacks_sampled"], 0)
+
+
+def test_eligibility_follows_newly_satisfied_prerequisites():
+    cur = DataPackCurriculum()
+    s = DataPackRLSampler(_packs(), curriculum=cur, seed=0)
+    gated = {f"m{i}" for i in range(5) if i % 3 <= 1}  # tiers 0-1 that need "grasp"
+    seen = {p.pack_id for _ in range(20) for p in s.sample_batch(16)}
+    assert not seen & gated
+    for _ in range(10):  # the default needs 10 attempts above 0.9 success
+        cur.update_diagnostics(success=True, tag_results={"grasp": True})
+    assert "grasp" in cur.satisfied_tags and cur.stage == "warmup"
+    seen = {p.pack_id for _ in range(40) for p in s.sample_batch(16)}
+    assert seen & gated  # the cached eligibility was recomputed
+    assert all(e["weight"] > 0 for e in s.logs[-1]["samples"])
