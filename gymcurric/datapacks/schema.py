@@ -331,7 +331,7 @@ class DataPack:
             task_type=_str(data, "task_type", at, required=True),
             env_id=_str(data, "env_id", at, required=True),
             tier=_int(data, "tier", at, None, allowed=TIERS),
-            task_params=_freeze(params),
+            task_params=params,  # frozen (once) by __post_init__
             seed=_int(data, "seed", at, None),
             trust_score=_num(data, "trust_score", at, 1.0, 0.0, 1.0),
             sampling_weight=_num(data, "sampling_weight", at, 1.0, 0.0),
@@ -341,7 +341,7 @@ class DataPack:
             enrichment=Enrichment.from_dict(data.get("enrichment"), at),
             supervision_hints=SupervisionHints.from_dict(data.get("supervision_hints"), at),
             episode=_str(data, "episode", at),
-            extra=_extra(data, cls._KNOWN),
+            extra={k: v for k, v in data.items() if k not in cls._KNOWN},  # frozen there too
             source=source,
         )
 
