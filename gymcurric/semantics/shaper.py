@@ -99,6 +99,9 @@ class ShapingConfig:
         pool_k: temporal pooling over the last ``pool_k`` embeddings of an env (≥ 1).
         confidence_min: gate: ``m̄ = 0`` where ``|raw margin| < confidence_min`` (0: off).
         batch_max: the most states embedded in one call (halved on CUDA out-of-memory).
+        caption_cache_size: how many distinct captions' embeddings are kept (0: no cache);
+            envs with a small caption vocabulary (HazardNav has 11) then cost one dict lookup
+            per state.
         source: what states are embedded from: ``"frames"`` (``env.render()``),
             ``"captions"`` (``info["caption"]`` or ``env.describe()``), ``"auto"`` (from the
             embedder's modality).
@@ -120,6 +123,7 @@ class ShapingConfig:
     pool_k: int = 1
     confidence_min: float = 0.0
     batch_max: int = 64
+    caption_cache_size: int = 4096
     source: Source = "auto"
     enabled: bool = True
 
@@ -166,6 +170,7 @@ class ShapingConfig:
             "batch_max",
         ):
             integer(name, 1)
+        integer("caption_cache_size", 0)
         for name in ("margin_norm_enable", "enabled"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
@@ -309,6 +314,7 @@ class Shaper:
         self.embed_failures = 0
         self.oom_events = 0
         self.last_captured = np.zeros(n, dtype=bool)
+        self._caption_cache: dict[str, np.ndarray] = {}
         self._warned = False
         self._reset_interval_stats()
         self._last_stats: dict[str, float] = {
@@ -366,7 +372,27 @@ class Shaper:
 
         A CUDA out-of-memory error sets :attr:`batch_max` to half the failed chunk (counted in
         ``oom_events``) and retries; an out-of-memory error on a single state is raised.
+        Captions already seen are taken from a cache (``caption_cache_size``), as embedding a
+        string is a pure function.
         """
+        size = self.config.caption_cache_size
+        if self.source != "captions" or size == 0:
+            return self._embed_chunks(inputs)
+        keys = [str(x) for x in inputs]
+        cache = self._caption_cache
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = {k: cache[k] for k in dict.fromkeys(keys) if k in cache}
+        missing = [k for k in dict.fromkeys(keys) if k not in rows]
+        if missing:
+            for key, row in zip(missing, self._embed_chunks(missing), strict=True):
+                rows[key] = row
+                if len(cache) >= size:
+                    del cache[next(iter(cache))]  # oldest first
+                cache[key] = row
+        return np.stack([rows[k] for k in keys])
+
+    def _embed_chunks(self, inputs: Sequence[Any]) -> np.ndarray:
         if self.source == "captions":
             fn: Callable[[Any], np.ndarray] = self.embedder.embed_texts
         else:

@@ -333,3 +333,26 @@ def test_config_validation_names_key_and_value(key, value):
 def test_config_to_dict_roundtrip():
     c = cfg(mode="potential", pool_k=3)
     assert ShapingConfig(**c.to_dict()) == c
+
+
+def test_caption_cache_embeds_each_distinct_caption_once():
+    calls = []
+
+    def texts(t):
+        calls.append(list(t))
+        return np.array([[0.0, 1.0] if "unsafe" in s else [1.0, 0.2] for s in t])
+
+    emb = CallableEmbedder(texts=texts)
+    shaper = Shaper(cfg(caption_cache_size=2), emb, 3)
+    calls.clear()
+    a = run(shaper, ["ok", "ok", "unsafe here"])
+    b = run(shaper, ["unsafe here", "ok", "ok"])
+    assert calls == [["ok", "unsafe here"]]
+    np.testing.assert_allclose(b, a[::-1])
+    run(shaper, ["new", "ok", "ok"])  # caching "new" evicts the oldest entry, "ok"
+    run(shaper, ["ok", "new", "new"])
+    assert calls[1:] == [["new"], ["ok"]] and len(shaper._caption_cache) == 2
+    nocache = Shaper(cfg(caption_cache_size=0), emb, 3)
+    calls.clear()
+    np.testing.assert_allclose(run(nocache, ["ok", "ok", "unsafe here"]), a)
+    assert calls == [["ok", "ok", "unsafe here"]]

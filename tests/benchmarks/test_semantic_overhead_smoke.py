@@ -1,0 +1,60 @@
+"""benchmarks/semantic_overhead.py runs end to end (structure only; timings are never asserted)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_semantic_overhead_quick(tmp_path):
+    out = tmp_path / "semantic.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "semantic_overhead.py"),
+            "--quick",
+            "--json",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = json.loads(out.read_text())
+    assert results["num_envs"] == 16
+    names = [m["model"] for m in results["models"]]
+    assert len(names) == 3 and names[0].startswith("tiny-clip")
+    for m in results["models"]:
+        assert m["status"].startswith("ok")
+        assert set(m["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
+        assert all(v["wall"] > 0 and v["cpu"] > 0 for v in m["steps_per_s"].values())
+        assert m["fraction_of_raw"]["cpu"] > 0
+
+
+def test_semantic_overhead_tiny_only(tmp_path):
+    out = tmp_path / "semantic.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "semantic_overhead.py"),
+            "--quick",
+            "--no-minilm",
+            "--json",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (model,) = json.loads(out.read_text())["models"]
+    assert model["status"].startswith("ok: clip")
+    assert set(model["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
