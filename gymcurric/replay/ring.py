@@ -58,6 +58,7 @@ _SCALARS: dict[str, torch.dtype] = {
     "continue_": torch.float32,
     "episode_id": torch.int32,
 }
+_PACKED = {"reward": 0, "cost": 1, "continue_": 2}
 _RESERVED = frozenset({"next_obs", "done", "valid", "t_index", "env_index", "step_index"})
 _FORMAT = "gymcurric.ReplayRing/1"
 
@@ -271,13 +272,37 @@ class ReplayRing:
             )
 
         dev = self.device
-        self._data: dict[str, torch.Tensor] = {
-            name: torch.zeros((capacity, num_envs, *s.shape), dtype=s.dtype, device=dev)
-            for name, s in specs.items()
-        }
+        # reward, cost and continue_ share one [capacity, num_envs, 3] float32 tensor: one copy
+        # per push and one gather per sample instead of three (per-step writes are
+        # dispatch-bound); ring["reward"] etc. are (strided) views of it.
+        self._scalars = torch.zeros((capacity, num_envs, 3), dtype=torch.float32, device=dev)
+        self._scalars_flat = self._scalars.view(capacity * num_envs, 3)
+        self._data: dict[str, torch.Tensor] = {}
+        for name, spec in specs.items():
+            if name in _PACKED:
+                self._data[name] = self._scalars[..., _PACKED[name]]
+            else:
+                self._data[name] = torch.zeros(
+                    (capacity, num_envs, *spec.shape), dtype=spec.dtype, device=dev
+                )
         self._flat: dict[str, torch.Tensor] = {
-            name: t.view(capacity * num_envs, *specs[name].shape) for name, t in self._data.items()
+            name: t.view(capacity * num_envs, *specs[name].shape)
+            for name, t in self._data.items()
+            if name not in _PACKED
         }
+        self._np_dtype = {name: numpy_dtype(spec.dtype) for name, spec in specs.items()}
+        # CUDA: sampling without host syncs (fixed-trip candidate draws, torch.where overrides)
+        self._sync_free = dev.type != "cpu"
+        # numpy views of the CPU tensors (shared memory) for the per-step writes
+        self._np: dict[str, np.ndarray] = {}
+        if dev.type == "cpu":
+            self._np = {
+                name: t.numpy()
+                for name, t in self._data.items()
+                if name not in _PACKED and self._np_dtype[name] is not None
+            }
+            self._np_scalars = self._scalars.numpy()
+        self._row_shape = {name: (num_envs, *spec.shape) for name, spec in specs.items()}
         obs_spec = specs["obs"]
         # side store; the last entry of each tensor is a trash slot for masked-out writes
         self._side_obs = torch.zeros(
@@ -290,8 +315,10 @@ class ReplayRing:
         self._side_slot = self._side_slot_storage[: capacity * num_envs].view(capacity, num_envs)
         self._side_ptr = torch.zeros((), dtype=torch.int64, device=dev)
         self._side_lost = torch.zeros((), dtype=torch.int64, device=dev)
-        self._cur_episode = torch.full((num_envs,), -1, dtype=torch.int32, device=dev)
-        self._ended = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        # per-step bookkeeping lives on the host (flags come from envs as numpy arrays)
+        self._cur_episode = np.full(num_envs, -1, dtype=np.int32)
+        self._ended = np.ones(num_envs, dtype=bool)
+        self._row_has_side = np.zeros(capacity, dtype=bool)
         self._env_arange = torch.arange(num_envs, dtype=torch.int64, device=dev)
         self._time_arange = torch.arange(capacity, dtype=torch.int64, device=dev)
         self.generator = torch.Generator(device=dev)
@@ -384,9 +411,90 @@ class ReplayRing:
         return self._data["obs"][row]
 
     # ------------------------------------------------------------------ writing
-    def _check_bool(self, name: str, value: Any) -> torch.Tensor:
-        t = as_tensor_like(name, value, (self.num_envs,), torch.bool, self.device)
-        return t.to(self.device, non_blocking=True) if t.device != self.device else t
+    def _host_bool(self, name: str, value: Any) -> np.ndarray:
+        if (
+            type(value) is np.ndarray
+            and value.dtype == np.bool_
+            and value.shape == (self.num_envs,)
+        ):
+            return value
+        if isinstance(value, torch.Tensor):
+            if value.dtype != torch.bool or tuple(value.shape) != (self.num_envs,):
+                raise ConfigError(
+                    name,
+                    f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}",
+                    f"expected dtype torch.bool and shape ({self.num_envs},)",
+                    source="ReplayRing",
+                )
+            return value.cpu().numpy()  # a device sync for CUDA tensors (documented)
+        arr = np.asarray(value)
+        if arr.dtype != np.bool_ or arr.shape != (self.num_envs,):
+            raise ConfigError(
+                name,
+                f"array of dtype {arr.dtype} and shape {arr.shape}",
+                f"expected bool and shape ({self.num_envs},)",
+                source="ReplayRing",
+            )
+        return arr
+
+    def _src(self, name: str, value: Any, field: str | None = None) -> torch.Tensor:
+        field = field or name
+        # fast path: a writable numpy array of exactly the field's dtype and shape
+        if (
+            type(value) is np.ndarray
+            and value.dtype == self._np_dtype[field]
+            and value.shape == self._row_shape[field]
+            and value.flags.writeable
+        ):
+            return torch.from_numpy(value)
+        spec = self.specs[field]
+        return as_tensor_like(name, value, self._row_shape[field], spec.dtype, self.device)
+
+    def _prepare(self, name: str, value: Any) -> np.ndarray | torch.Tensor:
+        # CPU ring + numpy input: checked here, written by numpy assignment (a numpy store costs
+        # ~1 us against ~4-8 us for torch's indexing + copy_ on small rows)
+        if name in self._np and type(value) is np.ndarray and value.shape == self._row_shape[name]:
+            target = self._np_dtype[name]
+            if value.dtype == target or (
+                value.dtype != np.object_
+                and target is not np.bool_
+                and value.dtype != np.bool_
+                and np.can_cast(value.dtype, target, "same_kind")
+            ):
+                return value
+        return self._src(name, value)
+
+    def _commit(self, name: str, row: int, src: np.ndarray | torch.Tensor) -> None:
+        if isinstance(src, np.ndarray):
+            self._np[name][row] = src
+        else:
+            self._data[name][row].copy_(src)
+
+    def _scalar_row(self, reward: Any, cost: Any, cont: np.ndarray) -> np.ndarray | torch.Tensor:
+        E = self.num_envs
+        if isinstance(reward, torch.Tensor) and reward.device.type != "cpu":
+            r = self._src("reward", reward)
+            c = torch.zeros_like(r) if cost is None else self._src("cost", cost)
+            k = torch.from_numpy(cont).to(self.device, non_blocking=True)
+            return torch.stack((r, c, k), dim=-1)
+        buf = np.empty((E, 3), dtype=np.float32)
+        for col, name, value in ((0, "reward", reward), (1, "cost", cost)):
+            if value is None:
+                buf[:, col] = 0.0
+                continue
+            if isinstance(value, torch.Tensor):
+                value = self._src(name, value).numpy()
+            arr = np.asarray(value)
+            if arr.shape != (E,) or arr.dtype.kind not in "biuf":
+                raise ConfigError(
+                    name,
+                    f"array of dtype {arr.dtype} and shape {arr.shape}",
+                    f"expected numbers of shape ({E},)",
+                    source="ReplayRing",
+                )
+            buf[:, col] = arr
+        buf[:, 2] = cont
+        return buf
 
     def push_step(
         self,
@@ -441,50 +549,48 @@ class ReplayRing:
                 f"missing user fields {missing}, unknown fields {unknown}",
                 source="ReplayRing",
             )
-        E = self.num_envs
         row = self.head
         data = self._data
-        specs = self.specs
-        term = self._check_bool("terminated", terminated)
-        trunc = self._check_bool("truncated", truncated)
+        term = self._host_bool("terminated", terminated)
+        trunc = self._host_bool("truncated", truncated)
         if is_first is None:
             first = self._ended
         else:
-            first = self._check_bool("is_first", is_first)
-            if self.total_steps == 0 and not bool(first.all()):
+            first = self._host_bool("is_first", is_first)
+            if self.total_steps == 0 and not first.all():
                 raise ConfigError(
                     "is_first", is_first, "the first step of every env must start an episode"
                 )
-        writes: list[tuple[str, Any]] = [("action", action), ("reward", reward)]
-        if obs is not None:
-            writes.append(("obs", obs))
-        if cost is not None:
-            writes.append(("cost", cost))
-        writes.extend(extra.items())
         # check everything before writing anything, so a bad call leaves the ring unchanged
-        checked = [
-            (name, as_tensor_like(name, v, (E, *specs[name].shape), specs[name].dtype, self.device))
-            for name, v in writes
-        ]
-        fo = None
-        if final_obs is not None:
-            fo = as_tensor_like(
-                "final_obs", final_obs, (E, *specs["obs"].shape), specs["obs"].dtype, self.device
-            )
-        for name, src in checked:
-            data[name][row].copy_(src)
-        if cost is None:
-            data["cost"][row].zero_()
-        data["continue_"][row].copy_(~term)
-        data["is_first"][row].copy_(first)
-        episode = self._cur_episode + first.to(torch.int32)
-        data["episode_id"][row].copy_(episode)
-        self._cur_episode = episode
+        srcs = [("action", self._prepare("action", action))]
+        if obs is not None:
+            srcs.append(("obs", self._prepare("obs", obs)))
+        srcs.extend((name, self._prepare(name, v)) for name, v in extra.items())
+        scalars = self._scalar_row(reward, cost, ~term)
         ended = term | trunc
+        fo = None
+        if final_obs is not None and ended.any():
+            fo = self._src("final_obs", final_obs, field="obs")
+        for name, src in srcs:
+            self._commit(name, row, src)
+        episode = self._cur_episode + first
+        if self._np:
+            self._np_scalars[row] = scalars
+            self._np["is_first"][row] = first
+            self._np["episode_id"][row] = episode
+        else:
+            self._scalars[row].copy_(
+                torch.from_numpy(scalars) if isinstance(scalars, np.ndarray) else scalars
+            )
+            data["is_first"][row].copy_(torch.from_numpy(np.array(first)))
+            data["episode_id"][row].copy_(torch.from_numpy(episode))
+        self._cur_episode = episode
         self._ended = ended
-        self._side_slot[row].fill_(-1)
+        if self._row_has_side[row]:
+            self._side_slot[row].fill_(-1)
+            self._row_has_side[row] = False
         if fo is not None:
-            self._store_final(row, fo, ended)
+            self._store_final(row, fo, torch.from_numpy(ended).to(self.device))
         self.head = (row + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
         self.total_steps += 1
@@ -500,16 +606,15 @@ class ReplayRing:
         episode end (e.g. an env reset between two ``learn()`` calls): push the next row with
         ``is_first`` set for those envs.
         """
-        if not isinstance(row, int) or not 0 <= row < self.capacity:
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < self.capacity:
             raise ConfigError("row", row, f"must be an int in [0, {self.capacity})")
-        spec = self.specs["obs"]
-        fo = as_tensor_like(
-            "final_obs", final_obs, (self.num_envs, *spec.shape), spec.dtype, self.device
-        )
-        self._store_final(row, fo, self._check_bool("mask", mask))
+        fo = self._src("final_obs", final_obs, field="obs")
+        m = torch.from_numpy(np.array(self._host_bool("mask", mask))).to(self.device)
+        self._store_final(row, fo, m)
 
     def _store_final(self, row: int, final_obs: torch.Tensor, mask: torch.Tensor) -> None:
         # Sync-free: slots come from a cumulative sum; masked-out envs write to the trash slot.
+        self._row_has_side[row] = True
         P = self.side_capacity
         trash_owner = self.capacity * self.num_envs
         if final_obs.device != self.device:
@@ -530,11 +635,13 @@ class ReplayRing:
 
     def clear(self) -> None:
         """Forget every row (tensors keep their memory); the generator is left as it is."""
-        for t in (self._side_owner, self._side_slot_storage, self._cur_episode):
+        for t in (self._side_owner, self._side_slot_storage):
             t.fill_(-1)
+        self._cur_episode = np.full(self.num_envs, -1, dtype=np.int32)
+        self._row_has_side[:] = False
         self._side_ptr.zero_()
         self._side_lost.zero_()
-        self._ended.fill_(True)
+        self._ended = np.ones(self.num_envs, dtype=bool)
         self.head = self.size = self.total_steps = 0
 
     # ------------------------------------------------------------------ sampling
@@ -594,12 +701,17 @@ class ReplayRing:
         env = torch.randint(self.num_envs, (batch,), generator=gen, device=dev)
         t = (self._time_arange[:seq_len, None] + (start + self.oldest)[None, :]) % self.capacity
         flat = (t * self.num_envs + env[None, :]).view(-1)
-        out = {
-            name: torch.index_select(self._flat[name], 0, flat).view(
-                seq_len, batch, *self.specs[name].shape
-            )
-            for name in names
-        }
+        out: dict[str, torch.Tensor] = {}
+        packed = None
+        for name in names:
+            if name in _PACKED:
+                if packed is None:
+                    packed = self._scalars_flat.index_select(0, flat).view(seq_len, batch, 3)
+                out[name] = packed[..., _PACKED[name]]
+            else:
+                out[name] = torch.index_select(self._flat[name], 0, flat).view(
+                    seq_len, batch, *self.specs[name].shape
+                )
         if force_first and "is_first" in out:
             out["is_first"][0] = True
         if return_indices:
@@ -637,17 +749,18 @@ class ReplayRing:
         episode, or the side store's final observation when the episode ended at ``t``. The
         newest row has one only when ``next_obs`` is given (and where the side store has it).
         Rows without a successor (next-step autoreset's final-observation rows, rows whose
-        side-store entry was dropped) are never returned on CPU; on CUDA each batch entry is
-        the first valid one of ``candidates`` uniform draws (no host sync), so an entry is
-        invalid with probability ``p ** candidates`` (``p`` the fraction of rows without a
-        successor, 0 for same-step autoreset without losses); ``valid`` masks it.
+        side-store entry was dropped) are never returned on CPU, where such draws are redrawn;
+        on CUDA each batch entry is the first valid one of ``candidates`` uniform draws (no
+        host sync), so an entry is invalid with probability ``p ** candidates`` (``p`` the
+        fraction of rows without a successor: 0 for same-step autoreset without losses, about
+        1 / episode length for next-step autoreset); ``valid`` masks it.
 
         Args:
             batch: number of transitions.
             gen: a ``torch.Generator`` on the ring's device.
             next_obs: ``[num_envs, *obs_shape]`` observations following the newest row (the
                 SB3 adapter passes them so that the newest step is sampled, as SB3 does).
-            candidates: draws per entry (see above), >= 1.
+            candidates: draws per entry on CUDA (see above), >= 1.
 
         Returns:
             :class:`Transitions` with ``done = 1 - continue_`` (terminations only).
@@ -662,18 +775,13 @@ class ReplayRing:
         if rows < 1:
             raise ConfigError("batch", batch, f"no transition stored yet (size={self.size})")
         dev = self.device
-        k = candidates
-        logical = torch.randint(rows, (k, batch), generator=gen, device=dev)
-        env = torch.randint(self.num_envs, (k, batch), generator=gen, device=dev)
-        valid = self._validity(logical.view(-1), env.view(-1), nxt_obs is not None)[0]
-        valid = valid.view(k, batch)
-        pick = valid.to(torch.int8).argmax(0)  # first valid candidate (0 if none)
-        cols = torch.arange(batch, device=dev)
-        sel = pick * batch + cols
-        logical_s = logical.view(-1).index_select(0, sel)
-        env_s = env.view(-1).index_select(0, sel)
-        valid_s = valid.view(-1).index_select(0, sel)
-        if dev.type == "cpu":
+        newest_ok = nxt_obs is not None
+        if not self._sync_free:
+            # one draw per entry; the (rare) entries without a successor are redrawn: exact
+            logical_s = torch.randint(rows, (batch,), generator=gen, device=dev)
+            env_s = torch.randint(self.num_envs, (batch,), generator=gen, device=dev)
+            checked = self._validity(logical_s, env_s, newest_ok)
+            valid_s = checked[0]
             rounds = 0
             while not bool(valid_s.all()):
                 rounds += 1
@@ -685,11 +793,23 @@ class ReplayRing:
                 bad = (~valid_s).nonzero().view(-1)
                 lg = torch.randint(rows, (bad.numel(),), generator=gen, device=dev)
                 ev = torch.randint(self.num_envs, (bad.numel(),), generator=gen, device=dev)
-                v, _, _, _ = self._validity(lg, ev, nxt_obs is not None)
+                v = self._validity(lg, ev, newest_ok)[0]
                 logical_s[bad] = torch.where(v, lg, logical_s[bad])
                 env_s[bad] = torch.where(v, ev, env_s[bad])
                 valid_s[bad] = v
-        return self._gather_transitions(logical_s, env_s, valid_s, nxt_obs)
+                checked = self._validity(logical_s, env_s, newest_ok)
+            return self._gather_transitions(logical_s, env_s, checked, nxt_obs)
+        # CUDA: the first valid of `candidates` draws per entry, no host sync
+        k = candidates
+        logical = torch.randint(rows, (k, batch), generator=gen, device=dev)
+        env = torch.randint(self.num_envs, (k, batch), generator=gen, device=dev)
+        valid = self._validity(logical.view(-1), env.view(-1), newest_ok)[0].view(k, batch)
+        pick = valid.to(torch.int8).argmax(0)  # first valid candidate (0 if none)
+        sel = pick * batch + torch.arange(batch, device=dev)
+        logical_s = logical.view(-1).index_select(0, sel)
+        env_s = env.view(-1).index_select(0, sel)
+        checked = self._validity(logical_s, env_s, newest_ok)
+        return self._gather_transitions(logical_s, env_s, checked, nxt_obs)
 
     def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
         """The transitions at physical rows ``t_index`` of envs ``env_index`` (no sampling).
@@ -704,8 +824,9 @@ class ReplayRing:
             raise ConfigError("env_index", tuple(env.shape), f"must match t_index {tuple(t.shape)}")
         nxt_obs = self._check_next_obs(next_obs)
         logical = (t - self.oldest) % self.capacity
-        valid = self._validity(logical, env, nxt_obs is not None)[0] & (logical < self.size)
-        return self._gather_transitions(logical, env, valid, nxt_obs)
+        valid, flat, nxt, slot = self._validity(logical, env, nxt_obs is not None)
+        valid = valid & (logical < self.size)
+        return self._gather_transitions(logical, env, (valid, flat, nxt, slot), nxt_obs)
 
     def _check_next_obs(self, next_obs: Any) -> torch.Tensor | None:
         if next_obs is None:
@@ -719,10 +840,10 @@ class ReplayRing:
         self,
         logical_s: torch.Tensor,
         env_s: torch.Tensor,
-        valid_s: torch.Tensor,
+        checked: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
         nxt_obs: torch.Tensor | None,
     ) -> Transitions:
-        _, flat_s, nxt_s, slot_s = self._validity(logical_s, env_s, nxt_obs is not None)
+        valid_s, flat_s, nxt_s, slot_s = checked
         obs_flat = self._flat["obs"]
         obs = torch.index_select(obs_flat, 0, flat_s)
         next_o = torch.index_select(obs_flat, 0, nxt_s)
@@ -731,13 +852,14 @@ class ReplayRing:
             use_pending = (logical_s == self.size - 1) & ~has_side
             self._override(next_o, use_pending, nxt_obs, env_s)
         self._override(next_o, has_side, self._side_obs, slot_s.clamp(min=0))
+        packed = self._scalars_flat.index_select(0, flat_s)
         return Transitions(
             obs=obs,
             action=torch.index_select(self._flat["action"], 0, flat_s),
-            reward=torch.index_select(self._flat["reward"], 0, flat_s),
-            cost=torch.index_select(self._flat["cost"], 0, flat_s),
+            reward=packed[:, 0],
+            cost=packed[:, 1],
             next_obs=next_o,
-            done=1.0 - torch.index_select(self._flat["continue_"], 0, flat_s),
+            done=1.0 - packed[:, 2],
             valid=valid_s,
             t_index=flat_s // self.num_envs,
             env_index=env_s,
@@ -747,7 +869,7 @@ class ReplayRing:
     def _override(
         self, dst: torch.Tensor, mask: torch.Tensor, src: torch.Tensor, src_idx: torch.Tensor
     ) -> None:
-        if self.device.type == "cpu":
+        if not self._sync_free:
             if bool(mask.any()):
                 where = mask.nonzero().view(-1)
                 dst.index_copy_(0, where, src.index_select(0, src_idx.index_select(0, where)))
@@ -803,8 +925,8 @@ class ReplayRing:
                 "side.slot": self._side_slot_storage,
                 "side.ptr": self._side_ptr,
                 "side.lost": self._side_lost,
-                "state.cur_episode": self._cur_episode,
-                "state.ended": self._ended,
+                "state.cur_episode": torch.from_numpy(self._cur_episode),
+                "state.ended": torch.from_numpy(self._ended),
                 "generator": self.generator.get_state(),
             }
         )
@@ -851,6 +973,7 @@ class ReplayRing:
         if meta["head"] >= self.capacity or meta["size"] > min(self.capacity, meta["total_steps"]):
             raise DataError(f"ReplayRing.load_state_dict: inconsistent counters; got {meta!r}")
         self.head, self.size, self.total_steps = meta["head"], meta["size"], meta["total_steps"]
+        self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
         self.seed = int(meta.get("seed", self.seed))
 
     def save(self, path: str | os.PathLike[str]) -> None:

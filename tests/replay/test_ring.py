@@ -517,3 +517,30 @@ def test_clear_keeps_memory_and_restarts_episodes(device):
     push(ring, 0)
     assert ring["obs"].data_ptr() == ptr and ring["episode_id"][0].tolist() == [0, 0]
     assert ring["is_first"][0].tolist() == [True, True]
+
+
+# ---------------------------------------------------------------- the CUDA code paths, on CPU
+
+
+def test_device_code_paths_give_the_same_ring_and_valid_samples():
+    """Torch-only writes and sync-free sampling (the CUDA paths) exercised on CPU."""
+    a = make("cpu", capacity=12, num_envs=3)
+    b = make("cpu", capacity=12, num_envs=3)
+    b._np.clear()  # no numpy write path: every write goes through torch copy_
+    b._sync_free = True  # candidate draws + torch.where, as on CUDA
+    firsts = None
+    for k in range(30):
+        term = [k % 5 == 4, k % 7 == 6, False]
+        trunc = [False, False, k % 4 == 3]
+        final = torch.full((3, 3), 900.0)
+        for ring in (a, b):
+            push(ring, k, term=term, trunc=trunc, final=final, is_first=firsts)
+    for name, t in a.fields.items():
+        assert torch.equal(b[name], t), name
+    tr = b.sample_transitions(1000, gen("cpu"), candidates=4)
+    assert bool(tr.valid.all())
+    s = step_of(tr.obs[:, 0])
+    ended = torch.tensor([[k % 5 == 4, k % 7 == 6, k % 4 == 3] for k in range(30)])
+    end_here = ended[s.long(), tr.env_index]
+    assert bool((tr.next_obs[:, 0][end_here] == 900).all())
+    assert bool((step_of(tr.next_obs[:, 0][~end_here]) == s[~end_here] + 1).all())
