@@ -1,0 +1,325 @@
+"""PPO / PPOLag / PID-Lagrangian / TRPOLag on Safety-Gymnasium tasks, next to OmniSafe's figures.
+
+Run (smoke scale; the full run is in BENCHMARKS.md):
+
+    .venv/bin/python benchmarks/safety_gym.py --algos ppo ppolag pidlag trpolag \\
+        --envs SafetyPointGoal1-v0 --steps 50000 --seeds 0 --speed-steps 8192
+
+For every (algo, env, seed) it trains with SB3 (the gymcurric agents for the Lagrangian ones),
+reads episode return and cost from :class:`~gymcurric.integrations.sb3.cost.VecCostMonitor`, and
+writes ``<out>/runs/<algo>__<env>__s<seed>.csv`` (one row per rollout: timesteps, mean return
+and cost of the episodes finished in that rollout, λ, wall time). ``summary.md``/``summary.csv``
+give the final return and cost (mean over the episodes that ended in the last 10 % of training;
+mean ± std over seeds) beside OmniSafe's published numbers (1e7 steps, 5 seeds, cost limit 25;
+``benchmarks/on-policy/README.md`` at omnisafe 15603dd), and ``curves_<env>.png`` the learning
+curves (mean ± std over seeds, cost limit dashed).
+
+``--speed-steps N`` also times SB3 PPO and PPOLag with identical settings on the first env:
+``--speed-repeats`` interleaved pairs (the order alternates), steps/s measured from the end of
+the first reset to the end of ``learn`` (training included), wall and process-CPU time; the
+ratio PPOLag/PPO is printed (goal: >= 0.85).
+
+torch runs on one thread (``torch.set_num_threads(1)``): on this 2-core machine two threads
+made small-MLP training about 8x slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import gymcurric  # noqa: F401  (registers the env ids)
+from gymcurric.integrations.sb3.cost import VecCostMonitor
+
+ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo")
+
+# OmniSafe, benchmarks/on-policy/README.md Table 2 (1e7 steps, cost_limit 25): return, cost.
+OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
+    ("ppo", "SafetyPointGoal1-v0"): ("25.44 ± 5.43", "55.72 ± 35.55"),
+    ("ppolag", "SafetyPointGoal1-v0"): ("12.96 ± 6.95", "25.80 ± 34.99"),
+    ("pidlag", "SafetyPointGoal1-v0"): ("8.43 ± 3.43", "25.74 ± 7.83"),
+    ("trpolag", "SafetyPointGoal1-v0"): ("18.51 ± 3.83", "22.98 ± 8.45"),
+    ("ppo", "SafetyCarGoal1-v0"): ("33.41 ± 2.89", "58.06 ± 42.06"),
+    ("ppolag", "SafetyCarGoal1-v0"): ("13.27 ± 9.26", "21.72 ± 32.06"),
+    ("pidlag", "SafetyCarGoal1-v0"): ("10.60 ± 2.51", "30.66 ± 7.53"),
+    ("trpolag", "SafetyCarGoal1-v0"): ("27.04 ± 1.82", "26.80 ± 5.64"),
+}
+
+
+def env_id(name: str) -> str:
+    return name if "/" in name else f"gymcurric/{name}"
+
+
+def short(name: str) -> str:
+    return name.split("/")[-1]
+
+
+def make_venv(name: str, n_envs: int, seed: int) -> VecCostMonitor:
+    venv = DummyVecEnv([lambda: gym.make(env_id(name))] * n_envs)
+    venv.seed(seed)
+    return VecCostMonitor(venv)
+
+
+def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
+    common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
+    lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
+    if algo in ("ppo", "ppolag", "pidlag"):
+        common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
+    if algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO("MlpPolicy", venv, **common)
+    if algo == "ppolag":
+        from gymcurric.integrations.sb3.ppo_lag import PPOLag
+
+        return PPOLag("MlpPolicy", venv, **common, **lag)
+    if algo == "pidlag":
+        from gymcurric.integrations.sb3.ppo_lag import PPOPIDLag
+
+        return PPOPIDLag("MlpPolicy", venv, **common, **lag)
+    if algo == "trpo":
+        from sb3_contrib import TRPO
+
+        return TRPO("MlpPolicy", venv, **common)
+    if algo == "trpolag":
+        from gymcurric.integrations.sb3.trpo_lag import TRPOLag
+
+        return TRPOLag("MlpPolicy", venv, **common, **lag)
+    raise SystemExit(f"unknown algo {algo!r}; expected one of {ALGOS}")
+
+
+class Recorder(BaseCallback):
+    """Episode (timestep, return, cost) and one row per rollout; times from the first reset."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.episodes: list[tuple[int, float, float]] = []
+        self.rows: list[dict[str, float]] = []
+        self._since = 0
+        self.t0 = self.c0 = 0.0
+        self.wall = self.cpu = 0.0
+
+    def _on_training_start(self) -> None:
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            ep = info.get("episode")
+            if ep is not None:
+                self.episodes.append((self.num_timesteps, float(ep["r"]), float(ep["c"])))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        new = self.episodes[self._since :]
+        self._since = len(self.episodes)
+        lam = getattr(self.model, "lagrange_multiplier", float("nan"))
+        self.rows.append(
+            {
+                "timesteps": self.num_timesteps,
+                "ep_return": float(np.mean([e[1] for e in new])) if new else float("nan"),
+                "ep_cost": float(np.mean([e[2] for e in new])) if new else float("nan"),
+                "episodes": len(new),
+                "lagrange_multiplier": float(lam),
+                "wall_s": time.perf_counter() - self.t0,
+            }
+        )
+
+    def _on_training_end(self) -> None:
+        self.wall = time.perf_counter() - self.t0
+        self.cpu = time.process_time() - self.c0
+
+
+def train(algo: str, name: str, seed: int, args: argparse.Namespace, steps: int) -> Recorder:
+    venv = make_venv(name, args.n_envs, seed)
+    model = make_model(algo, venv, seed, args)
+    rec = Recorder()
+    model.learn(steps, callback=rec)
+    venv.close()
+    return rec
+
+
+def final_stats(rec: Recorder, steps: int) -> tuple[float, float]:
+    """Mean return and cost of the episodes that ended in the last 10 % of training."""
+    last = [e for e in rec.episodes if e[0] > 0.9 * steps] or rec.episodes[-1:]
+    if not last:
+        return float("nan"), float("nan")
+    return float(np.mean([e[1] for e in last])), float(np.mean([e[2] for e in last]))
+
+
+def mean_std(values: list[float]) -> str:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return "n/a"
+    std = statistics.stdev(vals) if len(vals) > 1 else 0.0
+    return f"{statistics.fmean(vals):.2f} ± {std:.2f}"
+
+
+def write_run_csv(path: Path, rec: Recorder) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rec.rows[0]) if rec.rows else ["timesteps"])
+        writer.writeheader()
+        writer.writerows(rec.rows)
+
+
+def plot(out: Path, name: str, runs: dict[tuple[str, int], Recorder], args: argparse.Namespace):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for algo in args.algos:
+        recs = [runs[(algo, s)] for s in args.seeds if (algo, s) in runs]
+        if not recs or not recs[0].rows:
+            continue
+        n = min(len(r.rows) for r in recs)
+        x = np.array([r["timesteps"] for r in recs[0].rows[:n]])
+        for ax, key in zip(axes, ("ep_return", "ep_cost"), strict=True):
+            ys = np.array([[row[key] for row in r.rows[:n]] for r in recs], dtype=float)
+            with warnings.catch_warnings():  # rollouts in which no episode ended are NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(ys, axis=0)
+                std = np.nanstd(ys, axis=0)
+            ax.plot(x, mean, label=algo)
+            ax.fill_between(x, mean - std, mean + std, alpha=0.2)
+    axes[0].set_title(f"{short(name)}: episode return")
+    axes[1].set_title(f"{short(name)}: episode cost")
+    axes[1].axhline(args.cost_limit, ls="--", c="k", lw=1, label=f"limit {args.cost_limit:g}")
+    for ax in axes:
+        ax.set_xlabel("env steps")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / f"curves_{short(name)}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def speed(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Interleaved PPO vs PPOLag steps/s (wall and CPU) on the first env, same settings."""
+    name = args.envs[0]
+    res: dict[str, list[tuple[float, float]]] = {"ppo": [], "ppolag": []}
+    for r in range(args.speed_repeats):
+        order = ("ppo", "ppolag") if r % 2 == 0 else ("ppolag", "ppo")
+        for algo in order:
+            rec = train(algo, name, 100 + r, args, args.speed_steps)
+            steps = rec.rows[-1]["timesteps"] if rec.rows else args.speed_steps
+            res[algo].append((steps / rec.wall, steps / rec.cpu))
+            print(
+                f"  speed {algo:7s} rep {r}: {steps / rec.wall:8.1f} steps/s wall, "
+                f"{steps / rec.cpu:8.1f} steps/s cpu",
+                flush=True,
+            )
+    summary = {
+        algo: {
+            "wall_steps_per_s_median": statistics.median(v[0] for v in vals),
+            "cpu_steps_per_s_median": statistics.median(v[1] for v in vals),
+        }
+        for algo, vals in res.items()
+    }
+    summary["ratio_wall"] = (
+        summary["ppolag"]["wall_steps_per_s_median"] / summary["ppo"]["wall_steps_per_s_median"]
+    )
+    summary["ratio_cpu"] = (
+        summary["ppolag"]["cpu_steps_per_s_median"] / summary["ppo"]["cpu_steps_per_s_median"]
+    )
+    summary["env"] = name
+    summary["steps"] = args.speed_steps
+    summary["repeats"] = args.speed_repeats
+    (out / "speed.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument(
+        "--algos", nargs="+", default=["ppo", "ppolag", "pidlag", "trpolag"], choices=ALGOS
+    )
+    p.add_argument("--envs", nargs="+", default=["SafetyPointGoal1-v0"])
+    p.add_argument("--steps", type=int, default=1_000_000)
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--n-envs", type=int, default=1)
+    p.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--n-epochs", type=int, default=10)
+    p.add_argument("--cost-limit", type=float, default=25.0)
+    p.add_argument("--cost-window", type=int, default=100, help="episodes J_c averages")
+    p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
+    p.add_argument("--speed-repeats", type=int, default=3)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/safety_gym"))
+    args = p.parse_args(argv)
+    th.set_num_threads(1)
+    out: Path = args.out
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}))
+
+    rows = []
+    for name in args.envs:
+        runs: dict[tuple[str, int], Recorder] = {}
+        for algo in args.algos:
+            finals = []
+            for seed in args.seeds:
+                t = time.perf_counter()
+                rec = train(algo, name, seed, args, args.steps)
+                runs[(algo, seed)] = rec
+                write_run_csv(out / "runs" / f"{algo}__{short(name)}__s{seed}.csv", rec)
+                finals.append(final_stats(rec, args.steps))
+                print(
+                    f"{algo:8s} {short(name)} seed {seed}: return {finals[-1][0]:.2f} "
+                    f"cost {finals[-1][1]:.2f} ({time.perf_counter() - t:.0f} s)",
+                    flush=True,
+                )
+            pub = OMNISAFE.get((algo, short(name)), ("-", "-"))
+            rows.append(
+                {
+                    "algo": algo,
+                    "env": short(name),
+                    "steps": args.steps,
+                    "seeds": len(args.seeds),
+                    "return": mean_std([f[0] for f in finals]),
+                    "cost": mean_std([f[1] for f in finals]),
+                    "omnisafe_return_1e7": pub[0],
+                    "omnisafe_cost_1e7": pub[1],
+                }
+            )
+        print("plot:", plot(out, name, runs, args))
+
+    with (out / "summary.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    head = (
+        "| algo | env | steps | seeds | return (last 10 %) | cost (last 10 %) | "
+        "OmniSafe return @1e7 | OmniSafe cost @1e7 |"
+    )
+    lines = [head, "|" + "---|" * 8]
+    lines += ["| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows]
+    table = "\n".join(lines)
+    (out / "summary.md").write_text(table + "\n")
+    print(table)
+
+    if args.speed_steps:
+        s = speed(args, out)
+        print(
+            f"speed on {s['env']} ({s['steps']} steps x {s['repeats']} interleaved pairs): "
+            f"PPOLag/PPO = {s['ratio_wall']:.3f} (wall), {s['ratio_cpu']:.3f} (cpu)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
