@@ -49,6 +49,32 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+_OPEN = 1 << 40  # "episode still open at the end of the block" for the distance counters
+
+
+def _backward_scalar(
+    c: FloatArray,
+    link: FloatArray,
+    keep: npt.NDArray[np.int64],
+    tail: FloatArray,
+    h: int,
+    targets: FloatArray,
+    dist: npt.NDArray[np.int64],
+) -> None:
+    """The backward recursion of :func:`cost_to_go_targets` for one env, on Python floats."""
+    cl, ll, kl, tl = c.tolist(), link.tolist(), keep.tolist(), tail.tolist()
+    out = [0.0] * len(cl)
+    dl = [0] * len(cl)
+    nxt, d = 0.0, _OPEN
+    for t in range(len(cl) - 1, -1, -1):
+        nxt = cl[t] + ll[t] * nxt - (tl[t] if d >= h else 0.0)
+        d = d * kl[t] + 1
+        out[t] = nxt
+        dl[t] = d
+    targets[:, 0] = out
+    dist[:, 0] = dl
+
+
 class CostToGoTargets(NamedTuple):
     """Result of :func:`cost_to_go_targets`, each array shaped like ``costs``.
 
@@ -134,30 +160,39 @@ def cost_to_go_targets(
     n_steps, n_envs = c.shape
     h = int(horizon)
     g = float(gamma)
-    g_h = g**h
+    done = term | trunc
+    # Per-row constants, computed vectorised so that the backward loop does only the
+    # recursion: the discount that links row t to row t+1 (0 across an episode end) and the
+    # term gamma**H * c_{t+H} that leaves the window when stepping back (0 past the data).
+    link = np.where(done, 0.0, g)
+    keep = (~done).astype(np.int64)
+    tail = np.zeros_like(c)
+    if h < n_steps:
+        tail[: n_steps - h] = np.where(done[: n_steps - h], 0.0, g**h * c[h:])
+    targets = np.empty_like(c)
+    # dist[t]: steps from row t to the end of its episode, inclusive (_OPEN: not in the data)
+    dist = np.empty(c.shape, dtype=np.int64)
+    if n_envs == 1:  # plain floats: ~20x faster than numpy on one-element rows
+        _backward_scalar(c[:, 0], link[:, 0], keep[:, 0], tail[:, 0], h, targets, dist)
+    else:
+        nxt = np.zeros(n_envs)
+        d = np.full(n_envs, _OPEN, dtype=np.int64)
+        for t in range(n_steps - 1, -1, -1):
+            # c_{t+H} was inside row t+1's window iff t+H is in its episode (d >= H)
+            nxt = c[t] + link[t] * nxt - tail[t] * (d >= h)
+            d = d * keep[t] + 1
+            targets[t] = nxt
+            dist[t] = d
 
-    targets = np.zeros_like(c)
-    ready = np.zeros(c.shape, dtype=bool)
-    pending = np.zeros(c.shape, dtype=bool)
-    # State for row t+1, per env: its target, the steps from it to the end of its episode
-    # (inclusive; a big number while the episode is still open at the end of the block) and
-    # whether that end is a truncation.
-    nxt = np.zeros(n_envs)
-    dist = np.full(n_envs, np.iinfo(np.int64).max // 2, dtype=np.int64)
-    end_trunc = np.zeros(n_envs, dtype=bool)
-    for t in range(n_steps - 1, -1, -1):
-        done = term[t] | trunc[t]
-        # c_{t+H} was inside row t+1's window iff t+H is in its episode and in the data.
-        drop_tail = np.where(dist >= h, g_h * c[t + h], 0.0) if t + h <= n_steps - 1 else 0.0
-        cur = np.where(done, c[t], c[t] + g * nxt - drop_tail)
-        dist = np.where(done, 1, dist + 1)
-        end_trunc = np.where(done, trunc[t], end_trunc)
-        decided = (dist <= h) | (t + h - 1 <= n_steps - 1)
-        cut = end_trunc & (dist < h) if truncation == "drop" else False
-        targets[t] = cur
-        pending[t] = ~decided
-        ready[t] = decided & ok[t] & ~cut
-        nxt = cur
+    rows = np.arange(n_steps)[:, None]
+    decided = (dist <= h) | (rows + h - 1 <= n_steps - 1)
+    pending = ~decided
+    ready = decided & ok
+    if truncation == "drop":
+        ends = dist < _OPEN // 2
+        end_row = np.where(ends, rows + dist - 1, 0)
+        by_trunc = trunc[end_row, np.arange(n_envs)[None, :]] & ends
+        ready &= ~(by_trunc & (dist < h))
     if one_d:
         return CostToGoTargets(targets[:, 0], ready[:, 0], pending[:, 0])
     return CostToGoTargets(targets, ready, pending)
@@ -267,7 +302,10 @@ class PendingCostToGo:
         take = res.ready & (rows >= self._start[None, :]) & (rows < first_pending[None, :])
         t_idx, e_idx = np.nonzero(take)
         if t_idx.size:
-            feats = np.stack([self._features[t][e] for t, e in zip(t_idx, e_idx, strict=True)])
+            try:
+                feats = np.stack(self._features)[t_idx, e_idx]
+            except ValueError:  # rows of another size (an embedding that failed): not taken
+                feats = np.stack([self._features[t][e] for t, e in zip(t_idx, e_idx, strict=True)])
         else:
             feats = np.zeros((0, self._dim), dtype=np.float32)
         targets = res.targets[t_idx, e_idx]

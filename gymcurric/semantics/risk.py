@@ -131,6 +131,9 @@ class RiskHead:
         self._count = 0.0
         self._mean = np.zeros(self.input_dim)
         self._m2 = np.zeros(self.input_dim)
+        self._shift: npt.NDArray[np.float32] | None = None
+        self._scale: npt.NDArray[np.float32] | None = None
+        self._refresh_weights()
         self._fresh_x: list[npt.NDArray[np.float32]] = []
         self._fresh_y: list[npt.NDArray[np.float32]] = []
         self.train_samples = 0
@@ -152,19 +155,50 @@ class RiskHead:
             x = np.where(bad, np.float32(0.0), x)
         return x
 
-    def _normalise(self, x: npt.NDArray[np.float32]) -> torch.Tensor:
+    def _refresh_norm(self) -> None:
         if self._count > 1:
-            std = np.sqrt(self._m2 / self._count) + 1e-6
-            x = ((x - self._mean) / std).astype(np.float32)
-            np.clip(x, -_CLIP, _CLIP, out=x)
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(self.device)
+            self._shift = self._mean.astype(np.float32)
+            self._scale = (1.0 / (np.sqrt(self._m2 / self._count) + 1e-6)).astype(np.float32)
+        else:
+            self._shift = self._scale = None
+
+    def _np_normalise(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        if self._shift is None or self._scale is None:
+            return x
+        y = (x - self._shift) * self._scale
+        return np.clip(y, -_CLIP, _CLIP, out=y)
+
+    def _normalise(self, x: npt.NDArray[np.float32]) -> torch.Tensor:
+        y = np.ascontiguousarray(self._np_normalise(x), dtype=np.float32)
+        return torch.from_numpy(y).to(self.device)
+
+    def _refresh_weights(self) -> None:
+        # Inference runs on a host copy of the (tiny) weights: a numpy forward of a 64x64 MLP
+        # on one row costs a few microseconds, torch's per-module dispatch tens of them.
+        self._layers = [
+            (
+                layer.weight.detach().float().cpu().numpy().T.copy(),
+                layer.bias.detach().float().cpu().numpy().copy(),
+            )
+            for layer in self.model
+            if isinstance(layer, nn.Linear)
+        ]
 
     # -- inference ---------------------------------------------------------------------------
     def predict(self, features: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        """Predict the risk of ``features`` (``[n, d]`` or ``[d]``); returns ``[n]`` float32."""
-        x = self._normalise(self._sanitise(features))
-        with torch.inference_mode():
-            out = self.model(x)[:, 0].float().cpu().numpy()
+        """Predict the risk of ``features`` (``[n, d]`` or ``[d]``); returns ``[n]`` float32.
+
+        One forward of the MLP on the host (a numpy copy of the weights, refreshed after every
+        :meth:`train`), whatever ``device`` the head trains on.
+        """
+        h = self._np_normalise(self._sanitise(features))
+        last = len(self._layers) - 1
+        for i, (w, b) in enumerate(self._layers):
+            h = h @ w
+            h += b
+            if i < last:
+                np.maximum(h, 0.0, out=h)
+        out = np.ascontiguousarray(h[:, 0], dtype=np.float32)
         bad = ~np.isfinite(out)
         if bad.any():
             self.nan_events += int(bad.sum())
@@ -195,6 +229,7 @@ class RiskHead:
         self._mean = self._mean + delta * n / total
         self._m2 = self._m2 + b_m2 + delta**2 * self._count * n / total
         self._count = total
+        self._refresh_norm()
         # ring buffer
         keep = min(n, self.buffer_size)
         idx = (self._pos + np.arange(keep)) % self.buffer_size
@@ -257,6 +292,7 @@ class RiskHead:
             self.optimizer.step()
             losses.append(float(loss.detach()))
         self.model.eval()
+        self._refresh_weights()
         self.updates += 1
         if losses:
             self.last["risk/loss"] = float(np.mean(losses))
@@ -314,6 +350,8 @@ class RiskHead:
         self.last = dict(state["last"])
         self._fresh_x, self._fresh_y = [], []
         self.model.eval()
+        self._refresh_norm()
+        self._refresh_weights()
 
 
 class RiskAnnotator:

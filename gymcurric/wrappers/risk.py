@@ -114,7 +114,7 @@ class AnnotateRisk(
         gamma: float = 0.99,
         horizon: int = 50,
         truncation: str = "complete",
-        train_every: int = 64,
+        train_every: int = 128,
         risk_lr: float = 1e-3,
         risk_min_samples: int = 256,
         risk_batch_size: int = 128,

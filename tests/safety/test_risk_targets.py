@@ -41,9 +41,10 @@ def random_block(rng, n_steps, n_envs, p_term=0.08, p_trunc=0.05):
 @pytest.mark.parametrize("horizon", [1, 2, 5, 17, 200])
 @pytest.mark.parametrize("gamma", [0.0, 0.9, 1.0])
 @pytest.mark.parametrize("truncation", ["complete", "drop"])
-def test_matches_brute_force(horizon, gamma, truncation):
+@pytest.mark.parametrize("n_envs", [1, 4])  # one env runs a scalar loop, several a numpy one
+def test_matches_brute_force(horizon, gamma, truncation, n_envs):
     rng = np.random.default_rng(horizon * 7 + int(gamma * 10))
-    costs, term, trunc = random_block(rng, 60, 4)
+    costs, term, trunc = random_block(rng, 60, n_envs)
     valid = rng.random(costs.shape) > 0.1
     out = cost_to_go_targets(
         costs, term, trunc, gamma=gamma, horizon=horizon, valid=valid, truncation=truncation
@@ -148,3 +149,11 @@ def test_pending_buffer_end_all_closes_open_episodes():
     buf.end_all()
     assert buf.pop_ready()[1].tolist() == [3.0, 2.0]
     assert len(buf) == 0
+
+
+def test_pending_buffer_skips_invalid_rows_of_another_feature_size():
+    buf = PendingCostToGo(1, gamma=1.0, horizon=1)
+    buf.add([[0.0]], [9.0], [False], [False], valid=[False])  # e.g. a failed embedding
+    buf.add([[1.0, 1.0]], [1.0], [False], [False])
+    feats, targets = buf.pop_ready()
+    assert feats.tolist() == [[1.0, 1.0]] and targets.tolist() == [1.0]

@@ -139,3 +139,14 @@ def test_invalid_configuration_names_the_parameter(kwargs, key):
     with pytest.raises(ConfigError) as err:
         RiskHead(**args)
     assert err.value.key == key
+
+
+def test_host_forward_matches_the_torch_model():
+    rng = np.random.default_rng(5)
+    x = rng.normal(3.0, 2.0, size=(64, 5)).astype(np.float32)
+    head = RiskHead(5, risk_min_samples=16, risk_batch_size=16, seed=0)
+    head.add_samples(x, x[:, 0])
+    head.train()
+    with torch.no_grad():
+        ref = head.model(head._normalise(x))[:, 0].numpy()
+    np.testing.assert_allclose(head.predict(x), ref, rtol=1e-5, atol=1e-5)

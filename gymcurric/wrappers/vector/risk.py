@@ -57,7 +57,7 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
         gamma: float = 0.99,
         horizon: int = 50,
         truncation: str = "complete",
-        train_every: int = 16,
+        train_every: int = 8,
         risk_lr: float = 1e-3,
         risk_min_samples: int = 256,
         risk_batch_size: int = 128,
