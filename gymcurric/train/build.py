@@ -25,7 +25,7 @@ AGENTS: dict[str, tuple[str, str]] = {
     "ppo": ("stable_baselines3", "PPO"),
     "sac": ("stable_baselines3", "SAC"),
     "ppolag": ("gymcurric.integrations.sb3.ppo_lag", "PPOLag"),
-    "pidlag": ("gymcurric.integrations.sb3.ppo_lag", "PIDLag"),
+    "pidlag": ("gymcurric.integrations.sb3.ppo_lag", "PPOPIDLag"),
     "trpolag": ("gymcurric.integrations.sb3.trpo_lag", "TRPOLag"),
 }
 

@@ -280,6 +280,7 @@ class CurriculumTask(
                     raise
                 last = exc
                 self.rejections += 1
+                rearm_passive_checker(self.env)
                 cur.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
                 continue
             return obs, info, tid, task
@@ -382,3 +383,22 @@ class CurriculumTask(
 
 class _SpaceMismatch(ConfigError):
     """A factory env with other spaces: a configuration error, never a task rejection."""
+
+
+def rearm_passive_checker(env: Any) -> None:
+    """Let Gymnasium's ``PassiveEnvChecker`` check the next reset after one that raised.
+
+    The checker marks its first reset as checked *before* running it; when that reset raises
+    (an env refusing a task) and a retry succeeds, the checker holds no reset data and its
+    first ``step`` fails with ``TypeError: cannot unpack non-iterable NoneType object``
+    (Gymnasium 1.4's data-reuse check). Every env made by ``gym.make`` has that checker, so
+    after a refused reset the checkers that saw no completed reset are re-armed.
+    """
+    from gymnasium.wrappers import PassiveEnvChecker
+
+    e = env
+    while e is not None:
+        if (isinstance(e, PassiveEnvChecker) and e.checked_reset and not e.checked_step
+                and getattr(e, "_previous_data", True) is None):
+            e.checked_reset = False
+        e = getattr(e, "env", None)

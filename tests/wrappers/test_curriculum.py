@@ -370,3 +370,20 @@ def test_pending_task_id_validation():
     assert env.pending_task_id is None
     with pytest.raises(ConfigError, match="pending_task_id"):
         env.pending_task_id = -3
+
+
+def test_a_refused_first_reset_under_gym_make_leaves_the_env_checker_working():
+    # gym.make adds PassiveEnvChecker; a first reset that raises used to leave it without
+    # reset data, so the first step crashed (TypeError) after a successful retry
+    gym.register("gymcurric-test/TaskStub-v0", entry_point=TaskStubEnv)
+    try:
+        tasks = [{"level": 0, "reject": True}, {"level": 1}]
+        for seed in range(4):  # whichever task is drawn first, the run goes on
+            cur = Curriculum(FixedTaskSpace(tasks), seed=seed)
+            env = CurriculumTask(gym.make("gymcurric-test/TaskStub-v0"), cur)
+            env.reset(seed=seed)
+            env.step(0)
+            env.step(0)
+            assert env.task == {"level": 1}
+    finally:
+        gym.registry.pop("gymcurric-test/TaskStub-v0")
