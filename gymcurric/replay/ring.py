@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -612,6 +612,18 @@ class ReplayRing:
         m = torch.from_numpy(np.array(self._host_bool("mask", mask))).to(self.device)
         self._store_final(row, fo, m)
 
+    def extend_from_episodes(self, episodes: Iterable[Any]) -> Any:
+        """Append recorded episodes (e.g. datapacks' ``.npz``).
+
+        See :func:`gymcurric.replay.episodes.extend_from_episodes` for the array layout.
+
+        Returns:
+            The :class:`~gymcurric.replay.episodes.EpisodeLoadReport`.
+        """
+        from gymcurric.replay.episodes import extend_from_episodes
+
+        return extend_from_episodes(self, episodes)
+
     def _store_final(self, row: int, final_obs: torch.Tensor, mask: torch.Tensor) -> None:
         # Sync-free: slots come from a cumulative sum; masked-out envs write to the trash slot.
         self._row_has_side[row] = True
@@ -777,28 +789,7 @@ class ReplayRing:
         dev = self.device
         newest_ok = nxt_obs is not None
         if not self._sync_free:
-            # one draw per entry; the (rare) entries without a successor are redrawn: exact
-            logical_s = torch.randint(rows, (batch,), generator=gen, device=dev)
-            env_s = torch.randint(self.num_envs, (batch,), generator=gen, device=dev)
-            checked = self._validity(logical_s, env_s, newest_ok)
-            valid_s = checked[0]
-            rounds = 0
-            while not bool(valid_s.all()):
-                rounds += 1
-                if rounds > 10_000:
-                    raise DataError(
-                        "ReplayRing.sample_transitions: no valid transition found (every stored "
-                        "step lacks its next observation)"
-                    )
-                bad = (~valid_s).nonzero().view(-1)
-                lg = torch.randint(rows, (bad.numel(),), generator=gen, device=dev)
-                ev = torch.randint(self.num_envs, (bad.numel(),), generator=gen, device=dev)
-                v = self._validity(lg, ev, newest_ok)[0]
-                logical_s[bad] = torch.where(v, lg, logical_s[bad])
-                env_s[bad] = torch.where(v, ev, env_s[bad])
-                valid_s[bad] = v
-                checked = self._validity(logical_s, env_s, newest_ok)
-            return self._gather_transitions(logical_s, env_s, checked, nxt_obs)
+            return self._sample_transitions_host(batch, gen, rows, nxt_obs)
         # CUDA: the first valid of `candidates` draws per entry, no host sync
         k = candidates
         logical = torch.randint(rows, (k, batch), generator=gen, device=dev)
@@ -810,6 +801,45 @@ class ReplayRing:
         env_s = env.view(-1).index_select(0, sel)
         checked = self._validity(logical_s, env_s, newest_ok)
         return self._gather_transitions(logical_s, env_s, checked, nxt_obs)
+
+    def _sample_transitions_host(
+        self, batch: int, gen: torch.Generator, rows: int, nxt_obs: torch.Tensor | None
+    ) -> Transitions:
+        # CPU: one draw over (row, env) pairs, index math in numpy (small arrays: ~1 us per op
+        # against ~4 us for torch), entries without a successor redrawn (exact), torch gathers.
+        E, C = self.num_envs, self.capacity
+        newest_ok = nxt_obs is not None
+        slots = self._side_slot_storage.numpy()
+        first = self._np["is_first"].reshape(-1)
+        pair = torch.randint(rows * E, (batch,), generator=gen).numpy()
+        for _ in range(10_000):
+            logical, env = np.divmod(pair, E)
+            t = (logical + self.oldest) % C
+            flat = t * E + env
+            slot = slots[flat]
+            nxt = ((t + 1) % C) * E + env
+            newest = logical == self.size - 1
+            valid = (slot >= 0) | ~(first[nxt] | newest)
+            if newest_ok:
+                valid |= newest
+            if valid.all():
+                break
+            bad = np.flatnonzero(~valid)
+            pair[bad] = torch.randint(rows * E, (bad.size,), generator=gen).numpy()
+        else:
+            raise DataError(
+                "ReplayRing.sample_transitions: no valid transition found (every stored step "
+                "lacks its next observation)"
+            )
+        checked = (
+            torch.from_numpy(valid),
+            torch.from_numpy(flat),
+            torch.from_numpy(nxt),
+            torch.from_numpy(slot),
+        )
+        return self._gather_transitions(
+            torch.from_numpy(logical), torch.from_numpy(env), checked, nxt_obs
+        )
 
     def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
         """The transitions at physical rows ``t_index`` of envs ``env_index`` (no sampling).

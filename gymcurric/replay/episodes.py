@@ -1,0 +1,203 @@
+"""Load recorded episodes (e.g. datapacks' ``.npz`` episodes) into a :class:`ReplayRing`.
+
+An episode is a mapping of arrays (what :func:`gymcurric.datapacks.load_episode` returns):
+
+================= ============ ==========================================================
+key               shape        meaning
+================= ============ ==========================================================
+``obs``           ``[T+1, ...]`` observations ``o_0 .. o_T`` (``o_T`` the final one), or
+                  ``[T, ...]``   with ``next_obs`` ``[T, ...]`` (then ``o_T = next_obs[-1]``)
+``action``        ``[T, ...]``   actions
+``reward``        ``[T]``        rewards
+``cost``          ``[T]``        optional, default 0
+``terminated``    scalar/``[T]`` optional: the episode ended in a terminal state (the last
+                                 value counts); default False
+``truncated``     scalar/``[T]`` optional, informative: an episode that did not terminate is
+                                 written as truncated (it bootstraps)
+================= ============ ==========================================================
+
+Episodes are streamed into the ring's ``num_envs`` columns (each episode goes to the column
+with the fewest queued steps) and written in lock-step rows with the same-step layout: the final
+observation of each episode goes to the side store and the next episode of the column starts
+with ``is_first``. When the input ends, the steps that cannot fill a whole row are dropped; a
+column cut in the middle of an episode keeps the next observation of its last written step (so
+that step bootstraps, like a truncation).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gymcurric.errors import DataError
+from gymcurric.replay.ring import ReplayRing
+
+__all__ = ["EpisodeLoadReport", "extend_from_episodes"]
+
+
+@dataclass(frozen=True)
+class EpisodeLoadReport:
+    """What :func:`extend_from_episodes` wrote.
+
+    Attributes:
+        episodes: episodes read.
+        rows: ring rows written (each holds one step of every env).
+        steps: steps written (``rows * num_envs``).
+        dropped_steps: steps left over at the end that did not fill a whole row.
+    """
+
+    episodes: int
+    rows: int
+    steps: int
+    dropped_steps: int
+
+
+@dataclass
+class _Episode:
+    obs: np.ndarray  # [T+1, ...]
+    action: np.ndarray
+    reward: np.ndarray
+    cost: np.ndarray
+    terminated: bool
+
+    @property
+    def length(self) -> int:
+        return len(self.action)
+
+
+def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
+    where = f"episode {index}"
+    arrays = item
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+        pack, arrays = item
+        where = f"{getattr(pack, 'source', None)}: datapack {getattr(pack, 'pack_id', '?')!r}"
+    if not isinstance(arrays, Mapping):
+        raise DataError(f"{where}: expected a mapping of arrays; got {type(arrays).__name__}")
+    for key in ("obs", "action", "reward"):
+        if key not in arrays:
+            raise DataError(f"{where}: array {key!r} is missing; got keys {sorted(arrays)}")
+    action = np.asarray(arrays["action"])
+    reward = np.asarray(arrays["reward"])
+    T = len(action)
+    if T < 1 or reward.shape != (T,):
+        raise DataError(
+            f"{where}: 'action' must have T >= 1 rows and 'reward' shape (T,); got "
+            f"{action.shape} and {reward.shape}"
+        )
+    obs = np.asarray(arrays["obs"])
+    if "next_obs" in arrays and len(obs) == T:
+        obs = np.concatenate([obs, np.asarray(arrays["next_obs"])[-1:]], axis=0)
+    if len(obs) != T + 1:
+        raise DataError(
+            f"{where}: 'obs' must have T + 1 = {T + 1} rows (the final observation last), or "
+            f"T rows plus 'next_obs'; got {len(obs)} rows"
+        )
+    if obs_dtype is not None and not np.can_cast(obs.dtype, obs_dtype, "same_kind"):
+        raise DataError(
+            f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
+            f"{np.dtype(obs_dtype)} observations"
+        )
+    cost = np.asarray(arrays.get("cost", np.zeros(T)))
+    if cost.shape != (T,):
+        raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
+    term = np.asarray(arrays.get("terminated", False)).reshape(-1)
+    return _Episode(obs, action, reward, cost, bool(term[-1]) if term.size else False)
+
+
+def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLoadReport:
+    """Append recorded episodes to ``ring`` (see the module docstring for the array layout).
+
+    Args:
+        ring: the ring to fill (its user fields, if any, are written as zeros).
+        episodes: mappings of arrays, or ``(pack, arrays)`` pairs as yielded by
+            :func:`gymcurric.datapacks.iter_episodes`.
+
+    Returns:
+        An :class:`EpisodeLoadReport`.
+
+    Raises:
+        DataError: an episode lacks an array or has inconsistent lengths (names the datapack).
+        ConfigError: an array does not fit the ring's field (shape or dtype kind).
+
+    Example:
+        >>> import numpy as np, torch
+        >>> ring = ReplayRing(16, 1, {"obs": ((2,), torch.float32), "action": ((), torch.int64)})
+        >>> ep = {"obs": np.zeros((4, 2), np.float32), "action": np.zeros(3, np.int64),
+        ...       "reward": np.ones(3), "terminated": True}
+        >>> extend_from_episodes(ring, [ep, ep])
+        EpisodeLoadReport(episodes=2, rows=6, steps=6, dropped_steps=0)
+        >>> ring["continue_"][:6, 0].tolist(), ring["episode_id"][:6, 0].tolist()
+        ([1.0, 1.0, 0.0, 1.0, 1.0, 0.0], [0, 0, 0, 1, 1, 1])
+    """
+    E = ring.num_envs
+    queues: list[deque[list[Any]]] = [deque() for _ in range(E)]  # [episode, next index]
+    queued = np.zeros(E, dtype=np.int64)
+    zeros_extra: dict[str, Any] = {
+        n: np.zeros(ring._row_shape[n], dtype=ring._np_dtype[n]) for n in ring.user_fields
+    }
+    obs_shape = ring._row_shape["obs"]
+    obs_dtype = ring._np_dtype["obs"]
+    last_written: list[tuple[_Episode, int] | None] = [None] * E
+    n_episodes = rows = 0
+
+    def write_row() -> None:
+        obs = np.empty(obs_shape, dtype=obs_dtype)
+        final = np.zeros_like(obs)
+        actions, rewards, costs = [], np.zeros(E), np.zeros(E)
+        term = np.zeros(E, dtype=bool)
+        trunc = np.zeros(E, dtype=bool)
+        first = np.zeros(E, dtype=bool)
+        for e in range(E):
+            entry = queues[e][0]
+            ep, i = entry
+            obs[e] = ep.obs[i]
+            actions.append(ep.action[i])
+            rewards[e] = ep.reward[i]
+            costs[e] = ep.cost[i]
+            first[e] = i == 0
+            if i == ep.length - 1:
+                term[e] = ep.terminated
+                trunc[e] = not ep.terminated
+                final[e] = ep.obs[i + 1]
+                queues[e].popleft()
+            else:
+                entry[1] = i + 1
+            last_written[e] = (ep, i)
+            queued[e] -= 1
+        ring.push_step(
+            obs,
+            np.stack(actions),
+            rewards,
+            cost=costs,
+            terminated=term,
+            truncated=trunc,
+            is_first=first,
+            final_obs=final if (term | trunc).any() else None,
+            **zeros_extra,
+        )
+
+    for index, item in enumerate(episodes):
+        ep = _as_episode(item, index, obs_dtype)
+        n_episodes += 1
+        e = int(np.argmin(queued))
+        queues[e].append([ep, 0])
+        queued[e] += ep.length
+        while queued.min() > 0:
+            write_row()
+            rows += 1
+    # a column cut mid-episode: keep the next observation of its last written step
+    cut = np.zeros(E, dtype=bool)
+    nxt = np.zeros(obs_shape, dtype=obs_dtype)
+    for e in range(E):
+        last = last_written[e]
+        if rows and last is not None and last[1] < last[0].length - 1:
+            cut[e] = True
+            nxt[e] = last[0].obs[last[1] + 1]
+    if cut.any():
+        ring.attach_final_obs((ring.head - 1) % ring.capacity, nxt, cut)
+        ring._ended = ring._ended | cut  # the next pushed row of those envs starts an episode
+    return EpisodeLoadReport(n_episodes, rows, rows * E, int(queued.sum()))

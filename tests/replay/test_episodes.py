@@ -1,0 +1,113 @@
+"""Recorded episodes (datapacks' .npz) into a ReplayRing."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from gymcurric.datapacks import iter_episodes, load_datapacks
+from gymcurric.errors import ConfigError, DataError
+from gymcurric.replay import ReplayRing
+from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
+
+
+def episode(k, length, terminated):
+    """obs = 1000 * k + step (final obs included), action = step, reward = k + step / 10."""
+    steps = np.arange(length + 1, dtype=np.float32)
+    return {
+        "obs": np.stack([1000 * k + steps, -steps], axis=1),
+        "action": np.arange(length, dtype=np.int64),
+        "reward": k + np.arange(length) / 10,
+        "cost": np.full(length, 0.5),
+        "terminated": terminated,
+    }
+
+
+def ring(num_envs=2, capacity=64):
+    return ReplayRing(
+        capacity, num_envs, {"obs": ((2,), torch.float32), "action": ((), torch.int64)}
+    )
+
+
+def write_packs(tmp_path, specs):
+    (tmp_path / "ep").mkdir()
+    records = []
+    for k, (length, term) in enumerate(specs):
+        np.savez(tmp_path / "ep" / f"e{k}.npz", **episode(k, length, term))
+        records.append(
+            {"pack_id": f"p{k}", "task_type": "t", "env_id": "gymcurric/Grid-v0", "tier": 1,
+             "episode": f"ep/e{k}.npz"}
+        )  # fmt: skip
+    records.append({"pack_id": "none", "task_type": "t", "env_id": "x", "tier": 0})
+    (tmp_path / "packs.json").write_text(json.dumps(records))
+    return load_datapacks(tmp_path)
+
+
+def test_datapack_episodes_into_a_two_env_ring(tmp_path):
+    packs = write_packs(tmp_path, [(5, True), (3, False), (4, True), (2, False)])
+    r = ring()
+    report = r.extend_from_episodes(iter_episodes(packs))
+    # columns: env0 gets p0 (5 steps), env1 gets p1 (3) + p2 (4) ... greedy by queued steps
+    assert isinstance(report, EpisodeLoadReport)
+    assert report.episodes == 4 and report.steps + report.dropped_steps == 14
+    assert report.rows == r.total_steps and report.steps == 2 * report.rows
+    r.check_invariants()
+    n = r.size
+    obs = r["obs"][:n, :, 0]
+    k, step = obs // 1000, obs % 1000
+    assert torch.equal(r["is_first"][:n], step == 0)
+    assert torch.equal(r["action"][:n].float(), step)
+    assert torch.allclose(r["reward"][:n], k + step / 10)
+    assert bool((r["cost"][:n] == 0.5).all())
+    lengths = torch.tensor([5, 3, 4, 2])
+    terminal = torch.tensor([True, False, True, False])
+    last = step == lengths[k.long()] - 1
+    assert torch.equal(r["continue_"][:n] == 0, last & terminal[k.long()])
+    # every transition's next obs is the recorded one, final observations included
+    tr = r.sample_transitions(500, torch.Generator().manual_seed(0))
+    assert torch.equal(tr.next_obs[:, 0], tr.obs[:, 0] + 1)
+    assert torch.equal(tr.next_obs[:, 1], tr.obs[:, 1] - 1)
+    ks = (tr.obs[:, 0] // 1000).long()
+    ends = tr.obs[:, 0] % 1000 == lengths[ks] - 1
+    assert torch.equal(tr.done.bool(), ends & terminal[ks])
+
+
+def test_cut_column_keeps_its_next_obs_and_next_push_starts_an_episode():
+    r = ring(num_envs=2)
+    report = extend_from_episodes(r, [episode(0, 6, True), episode(1, 2, True)])
+    assert report == EpisodeLoadReport(episodes=2, rows=2, steps=4, dropped_steps=4)
+    tr = r.transitions_at([1, 1], [0, 1])
+    assert tr.next_obs[:, 0].tolist() == [2.0, 1002.0]  # cut mid-episode / final obs
+    assert tr.done.tolist() == [0.0, 1.0]
+    r.push_step(
+        np.zeros((2, 2), np.float32), np.zeros(2, np.int64), np.zeros(2),
+        terminated=np.zeros(2, bool), truncated=np.zeros(2, bool),
+    )  # fmt: skip
+    assert r["is_first"][2].tolist() == [True, True]
+    r.check_invariants()
+
+
+def test_obs_plus_next_obs_layout_and_errors():
+    ep = episode(0, 3, False)
+    alt = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:])
+    a, b = ring(1), ring(1)
+    extend_from_episodes(a, [ep])
+    extend_from_episodes(b, [alt])
+    assert torch.equal(a["obs"], b["obs"])
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(
+        a.sample_transitions(20, g).next_obs,
+        b.transitions_at(
+            a.sample_transitions(20, torch.Generator().manual_seed(0)).t_index, [0] * 20
+        ).next_obs,
+    )
+    with pytest.raises(DataError, match="'obs' must have T \\+ 1 = 4 rows"):
+        extend_from_episodes(ring(1), [dict(ep, obs=ep["obs"][:3])])
+    with pytest.raises(DataError, match="'reward' is missing"):
+        extend_from_episodes(ring(1), [{"obs": ep["obs"], "action": ep["action"]}])
+    with pytest.raises(DataError, match="cannot be stored"):
+        u8 = ReplayRing(8, 1, {"obs": ((2,), torch.uint8), "action": ((), torch.int64)})
+        extend_from_episodes(u8, [ep])
+    with pytest.raises(ConfigError, match="'action'"):
+        extend_from_episodes(ring(1), [dict(ep, action=ep["action"].astype(np.float32))])
