@@ -253,9 +253,7 @@ class SB3RingCase:
         from gymcurric.integrations.sb3.replay import RingReplayBuffer
 
         self.buf = RingReplayBuffer(rows * E, *_spaces(obs_shape, obs_dtype), "cpu", E)
-        self.nbytes = (
-            self.buf.ring.nbytes + self.buf._next_obs.numel() * self.buf._next_obs.element_size()
-        )
+        self.nbytes = self.buf.ring.nbytes + self.buf._next_np.nbytes
 
     def add(self, s: Step) -> None:
         self.buf.add(s.obs, s.next_obs, s.action, s.reward, s.done, s.infos)

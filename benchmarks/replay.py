@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _replay_cases import ALL_CASES, Stream, make_case  # noqa: E402
+from _replay_cases import ALL_CASES, Stream, make_case
 
 OBS = {"pixel": ((64, 64, 3), np.uint8), "vector": ((60,), np.float32)}
 
@@ -195,20 +195,16 @@ def report(kind: str, out: dict[str, Any]) -> None:
         print("\nring / minimal ring (median of paired per-round ratios; goal <= 1.2):")
         for p in ("add", "seq", "uni"):
             if f"{p}_wall_vs_min" in ring:
-                print(
-                    f"  {p}: wall {ring[f'{p}_wall_vs_min']:.2f}x, CPU {ring[f'{p}_cpu_vs_min']:.2f}x"
-                )
+                w, c = ring[f"{p}_wall_vs_min"], ring[f"{p}_cpu_vs_min"]
+                print(f"  {p}: wall {w:.2f}x, CPU {c:.2f}x")
     if ring and "sb3" in res:
-        print(
-            f"ring storage / SB3 default storage: {ring['storage_mb'] / res['sb3']['storage_mb']:.3f} "
-            "(goal ~0.5)"
-        )
+        frac = ring["storage_mb"] / res["sb3"]["storage_mb"]
+        print(f"ring storage / SB3 default storage: {frac:.3f} (goal ~0.5)")
     if ring and "torchrl_seq" in res and "seq_wall_us" in res["torchrl_seq"]:
         tr = res["torchrl_seq"]
-        print(
-            f"torchrl SliceSampler / ring, seq: wall {tr['seq_wall_us'] / ring['seq_wall_us']:.1f}x, "
-            f"CPU {tr['seq_cpu_us'] / ring['seq_cpu_us']:.1f}x (goal >= 10)"
-        )
+        w = tr["seq_wall_us"] / ring["seq_wall_us"]
+        c = tr["seq_cpu_us"] / ring["seq_cpu_us"]
+        print(f"torchrl SliceSampler / ring, seq: wall {w:.1f}x, CPU {c:.1f}x (goal >= 10)")
     if ring and "sb3" in res and "uni_wall_us" in res["sb3"]:
         print(
             f"SB3 sample(256) / ring sample_transitions(256): "

@@ -121,9 +121,14 @@ class RingReplayBuffer(ReplayBuffer):
             seed=int(np.random.randint(2**31 - 1)),  # noqa: NPY002
             memory_budget=memory_budget,
         )
-        self._next_obs = torch.zeros(
-            (n_envs, *self.obs_shape), dtype=obs_dtype, device=self.ring.device
-        )
+        # the next observation of the newest row (SB3 hands it over one add early); kept on
+        # the host for the stream-break check, mirrored on the ring's device when not the CPU
+        self._next_np = np.zeros((n_envs, *self.obs_shape), dtype=observation_space.dtype)
+        self._next_dev: torch.Tensor | None = None
+        if self.ring.device.type != "cpu":
+            self._next_dev = torch.zeros(
+                (n_envs, *self.obs_shape), dtype=obs_dtype, device=self.ring.device
+            )
         self._prev_done = np.ones(n_envs, dtype=bool)
 
     # SB3 reads these as attributes
@@ -171,18 +176,17 @@ class RingReplayBuffer(ReplayBuffer):
         else:
             timeout = np.zeros(n, dtype=bool)
         ring = self.ring
-        obs_t = torch.from_numpy(np.ascontiguousarray(obs))
         is_first = self._prev_done.copy()
-        if ring.total_steps > 0:
+        if ring.total_steps > 0 and not is_first.all():
             # the stream broke without an episode end (env reset between learn() calls):
             # keep the next obs SB3 gave for the previous row and start a new episode here
-            prev = self._next_obs.cpu() if self._next_obs.device.type != "cpu" else self._next_obs
-            broke = ~is_first & ~_rows_equal(obs_t, prev)
+            differs = (obs.reshape(n, -1) != self._next_np.reshape(n, -1)).any(axis=1)
+            broke = differs & ~is_first
             if broke.any():
-                ring.attach_final_obs((ring.head - 1) % ring.capacity, self._next_obs, broke)
+                ring.attach_final_obs((ring.head - 1) % ring.capacity, self._next_np, broke)
                 is_first |= broke
         ring.push_step(
-            obs_t,
+            obs,
             torch.from_numpy(action) if action.dtype == np.float32 else action,
             np.asarray(reward, dtype=np.float32).reshape(n),
             terminated=done & ~timeout,
@@ -190,8 +194,13 @@ class RingReplayBuffer(ReplayBuffer):
             is_first=is_first,
             final_obs=next_obs if done.any() else None,
         )
-        self._next_obs.copy_(torch.from_numpy(np.ascontiguousarray(next_obs)))
+        np.copyto(self._next_np, next_obs)
+        if self._next_dev is not None:
+            self._next_dev.copy_(torch.from_numpy(self._next_np))
         self._prev_done = done
+
+    def _pending(self) -> torch.Tensor:
+        return self._next_dev if self._next_dev is not None else torch.from_numpy(self._next_np)
 
     def reset(self) -> None:
         """Empty the buffer (memory is kept)."""
@@ -204,7 +213,7 @@ class RingReplayBuffer(ReplayBuffer):
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """``batch_size`` transitions uniformly over stored steps and envs (SB3's contract)."""
-        tr = self.ring.sample_transitions(batch_size, self.ring.generator, next_obs=self._next_obs)
+        tr = self.ring.sample_transitions(batch_size, self.ring.generator, next_obs=self._pending())
         return self._to_samples(tr, env)
 
     def _get_samples(
@@ -218,7 +227,7 @@ class RingReplayBuffer(ReplayBuffer):
         self, batch_inds: np.ndarray, env_indices: np.ndarray, env: VecNormalize | None = None
     ) -> ReplayBufferSamples:
         """The transitions at rows ``batch_inds`` (SB3's ``pos``) of envs ``env_indices``."""
-        tr = self.ring.transitions_at(batch_inds, env_indices, next_obs=self._next_obs)
+        tr = self.ring.transitions_at(batch_inds, env_indices, next_obs=self._pending())
         return self._to_samples(tr, env)
 
     def _to_samples(self, tr: Transitions, env: VecNormalize | None) -> ReplayBufferSamples:
@@ -235,9 +244,3 @@ class RingReplayBuffer(ReplayBuffer):
             dones=tr.done.view(-1, 1).to(dev),
             rewards=reward.to(dev),
         )
-
-
-def _rows_equal(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
-    if a.dtype != b.dtype:
-        a = a.to(b.dtype)
-    return (a == b).reshape(a.shape[0], -1).all(dim=1).numpy()
