@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "--algos", nargs="+", default=["ppo", "ppolag", "pidlag", "trpolag"], choices=ALGOS
     )
     p.add_argument("--envs", nargs="+", default=["SafetyPointGoal1-v0"])
-    p.add_argument("--steps", type=int, default=1_000_000)
+    p.add_argument("--steps", type=int, default=1_000_000, help="0: speed comparison only")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--n-envs", type=int, default=1)
     p.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "config.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}))
 
     rows = []
-    for name in args.envs:
+    for name in args.envs if args.steps > 0 else []:
         runs: dict[tuple[str, int], Recorder] = {}
         for algo in args.algos:
             finals = []
@@ -298,6 +298,18 @@ def main(argv: list[str] | None = None) -> int:
             )
         print("plot:", plot(out, name, runs, args))
 
+    if rows:
+        write_summary(out, rows)
+    if args.speed_steps:
+        s = speed(args, out)
+        print(
+            f"speed on {s['env']} ({s['steps']} steps x {s['repeats']} interleaved pairs): "
+            f"PPOLag/PPO = {s['ratio_wall']:.3f} (wall), {s['ratio_cpu']:.3f} (cpu)"
+        )
+    return 0
+
+
+def write_summary(out: Path, rows: list[dict[str, Any]]) -> None:
     with (out / "summary.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -311,14 +323,6 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     (out / "summary.md").write_text(table + "\n")
     print(table)
-
-    if args.speed_steps:
-        s = speed(args, out)
-        print(
-            f"speed on {s['env']} ({s['steps']} steps x {s['repeats']} interleaved pairs): "
-            f"PPOLag/PPO = {s['ratio_wall']:.3f} (wall), {s['ratio_cpu']:.3f} (cpu)"
-        )
-    return 0
 
 
 if __name__ == "__main__":

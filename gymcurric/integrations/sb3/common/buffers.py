@@ -156,11 +156,16 @@ class CostRolloutBuffer(RolloutBuffer):
         log_prob: th.Tensor,
         *,
         cost: np.ndarray,
-        cost_value: th.Tensor,
+        cost_value: th.Tensor | None,
     ) -> None:
-        """Add one step of every env; ``cost`` and ``cost_value`` as ``reward`` and ``value``."""
+        """Add one step of every env; ``cost`` and ``cost_value`` as ``reward`` and ``value``.
+
+        ``cost_value=None`` leaves the cost values to be written into :attr:`cost_values`
+        before :meth:`compute_returns_and_advantage` (the algorithms do it in one batch).
+        """
         self.costs[self.pos] = np.asarray(cost, dtype=np.float32)
-        self.cost_values[self.pos] = cost_value.clone().cpu().numpy().flatten()
+        if cost_value is not None:
+            self.cost_values[self.pos] = cost_value.clone().cpu().numpy().flatten()
         super().add(obs, action, reward, episode_start, value, log_prob)
 
     def compute_returns_and_advantage(

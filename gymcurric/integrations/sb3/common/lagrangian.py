@@ -284,7 +284,6 @@ class LagrangianMixin(OnPolicyAlgorithm):
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
                 actions, values, log_probs = self.policy(obs_tensor)
-                cost_values = self.policy.predict_cost_values(obs_tensor)  # type: ignore[arg-type]
             actions = actions.cpu().numpy()
             clipped_actions = actions
             if isinstance(self.action_space, spaces.Box):
@@ -337,7 +336,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 values,
                 log_probs,
                 cost=costs,
-                cost_value=cost_values,
+                cost_value=None,  # filled in one batched pass after the rollout
             )
             self._last_obs = new_obs  # type: ignore[assignment]
             self._last_episode_starts = dones
@@ -346,6 +345,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
             new_obs_tensor = obs_as_tensor(new_obs, self.device)  # type: ignore[arg-type]
             values = self.policy.predict_values(new_obs_tensor)
             last_cost_values = self.policy.predict_cost_values(new_obs_tensor)  # type: ignore[arg-type]
+        # V_c does not change during the rollout: evaluate it on all stored observations at once
+        # instead of once per step (the same values, a fraction of the per-step overhead).
+        rollout_buffer.cost_values[:] = self._batched_cost_values(rollout_buffer.observations)
         rollout_buffer.compute_returns_and_advantage(
             last_values=values, dones=dones, last_cost_values=last_cost_values
         )
@@ -395,6 +397,18 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.logger.record("train/lagrange_multiplier", self.lagrange.value)
         self.logger.record("train/cost_limit", limit)
 
+    def _batched_cost_values(self, observations: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """``V_c`` of a ``(n_steps, n_envs, *obs_shape)`` array, shape ``(n_steps, n_envs)``."""
+        lead = observations.shape[:2]
+        flat = observations.reshape(-1, *observations.shape[2:])
+        out = np.empty(len(flat), dtype=np.float32)
+        with th.no_grad():
+            for start in range(0, len(flat), chunk):
+                obs = th.as_tensor(flat[start : start + chunk], device=self.device)
+                pred = self.policy.predict_cost_values(obs).flatten()
+                out[start : start + chunk] = pred.cpu().numpy()
+        return out.reshape(lead)
+
     def _train_cost_critic(self, n_epochs: int, batch_size: int | None) -> None:
         """Fit ``V_c`` to the cost TD(λ) returns (MSE), with its own optimiser and shuffle."""
         buffer = self.rollout_buffer
@@ -403,10 +417,19 @@ class LagrangianMixin(OnPolicyAlgorithm):
             optimizer = self.policy.cost_optimizer
             self._update_learning_rate(optimizer)
             params = self.policy.cost_parameters()
+            # The buffer arrays are flattened to (n_steps * n_envs, ...) by the policy update's
+            # buffer.get(); convert them once and index minibatches (own generator: SB3's global
+            # NumPy stream is left as PPO/TRPO would leave it).
+            n = buffer.buffer_size * buffer.n_envs
+            obs_all = buffer.to_torch(buffer.observations.reshape(n, *buffer.obs_shape))
+            ret_all = buffer.to_torch(buffer.cost_returns.reshape(n))
+            size = n if batch_size is None else batch_size
             for _ in range(n_epochs):
-                for data in buffer.get(batch_size, rng=self._cost_rng):
-                    pred = self.policy.predict_cost_values(data.observations).flatten()
-                    loss = F.mse_loss(data.cost_returns, pred)
+                perm = th.as_tensor(self._cost_rng.permutation(n), device=obs_all.device)
+                for start in range(0, n, size):
+                    idx = perm[start : start + size]
+                    pred = self.policy.predict_cost_values(obs_all[idx]).flatten()
+                    loss = F.mse_loss(ret_all[idx], pred)
                     optimizer.zero_grad()
                     loss.backward()
                     if self.cost_max_grad_norm is not None:
