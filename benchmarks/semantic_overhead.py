@@ -82,7 +82,9 @@ def bench_model(
     actions = rng.uniform(-1, 1, (steps, NUM_ENVS, 2)).astype(np.float32)
     base = make_envs(render=False)
     shaped = {
-        k: ShapeRewardSemantic(make_envs(render=frames_source), embedder, {"capture_interval": k})
+        k: ShapeRewardSemantic(
+            make_envs(render=frames_source), embedder, {**(config or {}), "capture_interval": k}
+        )
         for k in INTERVALS
     }
     # raw model input: one vector step's worth of states
@@ -133,6 +135,7 @@ def bench_model(
     out["slowdown"] = {
         key: best["baseline"][1] / c for key, (w, c) in best.items() if key.startswith("interval")
     }
+    out["stats"] = {f"interval_{k}": envs.stats() for k, envs in shaped.items()}
     for envs in (base, *shaped.values()):
         envs.close()
     return out
