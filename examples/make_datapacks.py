@@ -14,7 +14,9 @@ scenario is, the way a data team would annotate it:
 
 Optionally the first ``--episodes`` datapacks get a recorded episode: a short random-policy
 rollout of that very scenario, saved as ``episodes/<pack_id>.npz`` with the arrays of
-:data:`gymcurric.datapacks.EPISODE_KEYS` plus ``costs``.
+:data:`gymcurric.datapacks.EPISODE_KEYS` (``obs`` with the final observation, ``action``,
+``reward``) plus ``cost``, ``terminated`` and ``truncated``, ready for
+:func:`gymcurric.replay.extend_from_episodes`.
 
     python examples/make_datapacks.py --out datapacks --count 3000 --seed 0 [--episodes 20]
     gymcurric datapacks validate datapacks --check-episodes
@@ -160,14 +162,14 @@ def record_episode(pack: dict[str, Any], path: Path, max_steps: int = 64) -> Non
     env = gym.make(pack["env_id"])
     obs, _ = env.reset(seed=pack["seed"], options={"task": pack["task_params"]})
     env.action_space.seed(pack["seed"])
-    rows: dict[str, list[Any]] = {k: [] for k in ("actions", "rewards", "costs", "term", "trunc")}
+    rows: dict[str, list[Any]] = {k: [] for k in ("action", "reward", "cost", "term", "trunc")}
     all_obs = [obs]
     for t in range(max_steps):
         action = env.action_space.sample()
         obs, reward, term, trunc, info = env.step(action)
         trunc = trunc or t == max_steps - 1
         for key, value in zip(
-            ("actions", "rewards", "costs", "term", "trunc"),
+            ("action", "reward", "cost", "term", "trunc"),
             (action, reward, info.get("cost", 0.0), term, trunc),
             strict=True,
         ):
@@ -179,9 +181,9 @@ def record_episode(pack: dict[str, Any], path: Path, max_steps: int = 64) -> Non
     np.savez_compressed(
         path,
         obs=np.asarray(all_obs, np.float32),
-        actions=np.asarray(rows["actions"]),
-        rewards=np.asarray(rows["rewards"], np.float64),
-        costs=np.asarray(rows["costs"], np.float64),
+        action=np.asarray(rows["action"]),
+        reward=np.asarray(rows["reward"], np.float64),
+        cost=np.asarray(rows["cost"], np.float64),
         terminated=np.asarray(rows["term"], bool),
         truncated=np.asarray(rows["trunc"], bool),
     )

@@ -217,11 +217,14 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
     return out
 
 
-#: Conventional array names of a recorded episode of ``T`` steps (what a replay buffer reads):
-#: ``obs`` (``T`` or ``T + 1`` rows: with the final observation), ``actions`` (``T``),
-#: ``rewards`` (``T``), ``terminated`` and ``truncated`` (``T`` booleans); optional ``costs``
-#: (``T``) and ``next_obs`` (``T``). Other arrays are kept and passed through.
-EPISODE_KEYS: tuple[str, ...] = ("obs", "actions", "rewards", "terminated", "truncated")
+#: Array names every recorded episode of ``T`` steps should have (the layout
+#: :func:`gymcurric.replay.extend_from_episodes` reads): ``obs`` (``T + 1`` rows, the final
+#: observation last; or ``T`` rows with ``next_obs``), ``action`` (``T``) and ``reward``
+#: (``T``). Optional: ``cost`` (``T``), ``next_obs`` (``T``), ``terminated`` and ``truncated``
+#: (a scalar or ``T`` booleans). Other arrays are kept and passed through.
+EPISODE_KEYS: tuple[str, ...] = ("obs", "action", "reward")
+#: Arrays with one row per step when present.
+_PER_STEP = ("action", "reward", "cost", "next_obs")
 
 
 def iter_episodes(
@@ -235,8 +238,10 @@ def iter_episodes(
 
     Args:
         packs: the datapacks, e.g. ``sampler.table.records`` or a sampled batch.
-        require: array names every episode must have (e.g. :data:`EPISODE_KEYS`); they must
-            also agree on the number of steps ``T`` (``obs`` may have ``T + 1`` rows).
+        require: array names every episode must have (e.g. :data:`EPISODE_KEYS`). When given,
+            the per-step arrays present (``action``, ``reward``, ``cost``, ``next_obs``) must
+            also agree on ``T``, ``obs`` must have ``T`` or ``T + 1`` rows and ``terminated``
+            / ``truncated`` must be scalars or ``T`` long.
 
     Raises:
         DataError: a file that cannot be loaded (see :func:`load_episode`), or a required array
@@ -246,14 +251,13 @@ def iter_episodes(
         >>> import json, os, tempfile
         >>> import numpy as np
         >>> d = tempfile.mkdtemp()
-        >>> np.savez(os.path.join(d, "e.npz"), obs=np.zeros((3, 2)), actions=np.zeros(2),
-        ...          rewards=np.ones(2), terminated=np.array([False, True]),
-        ...          truncated=np.zeros(2, bool))
+        >>> np.savez(os.path.join(d, "e.npz"), obs=np.zeros((3, 2)), action=np.zeros(2),
+        ...          reward=np.ones(2), cost=np.zeros(2), terminated=np.array([False, True]))
         >>> rec = {"pack_id": "a", "task_type": "reach", "env_id": "E-v0", "tier": 0,
         ...        "episode": "e.npz"}
         >>> with open(os.path.join(d, "packs.json"), "w") as f:
         ...     json.dump([rec, {**rec, "pack_id": "b", "episode": None}], f)
-        >>> [(p.pack_id, float(ep["rewards"].sum()))
+        >>> [(p.pack_id, float(ep["reward"].sum()))
         ...  for p, ep in iter_episodes(load_datapacks(d), require=EPISODE_KEYS)]
         [('a', 2.0)]
     """
@@ -269,26 +273,33 @@ def iter_episodes(
 
 def _check_episode(pack: DataPack, arrays: dict[str, np.ndarray], need: tuple[str, ...]) -> None:
     where = Path(pack.source).parent / str(pack.episode) if pack.source else pack.episode
-    steps: int | None = None
+
+    def rows(key: str) -> int:
+        return int(arrays[key].shape[0]) if arrays[key].ndim else 0
+
     for key in need:
         if key not in arrays:
             raise DataError(
                 f"{where}: episode of datapack {pack.pack_id!r} has no array {key!r}; "
                 f"got {sorted(arrays)}"
             )
-        n = arrays[key].shape[0] if arrays[key].ndim else 0
-        if key != "obs":
+    steps: int | None = None
+    for key in _PER_STEP:
+        if key in arrays:
             if steps is None:
-                steps = n
-            elif n != steps:
+                steps = rows(key)
+            elif rows(key) != steps:
                 raise DataError(
-                    f"{where}: array {key!r} of datapack {pack.pack_id!r} has {n} rows, "
+                    f"{where}: array {key!r} of datapack {pack.pack_id!r} has {rows(key)} rows, "
                     f"expected {steps} like the other per-step arrays"
                 )
-    if "obs" in need and steps is not None:
-        n = arrays["obs"].shape[0] if arrays["obs"].ndim else 0
-        if n not in (steps, steps + 1):
+    if steps is None:
+        return
+    allowed = {"obs": (steps, steps + 1), "terminated": (0, steps), "truncated": (0, steps)}
+    for key, ok in allowed.items():
+        if key in arrays and rows(key) not in ok:
+            expected = " or ".join(str(v) for v in ok) if key == "obs" else f"a scalar or {steps}"
             raise DataError(
-                f"{where}: array 'obs' of datapack {pack.pack_id!r} has {n} rows, expected "
-                f"{steps} or {steps + 1}"
+                f"{where}: array {key!r} of datapack {pack.pack_id!r} has {rows(key)} rows, "
+                f"expected {expected}"
             )

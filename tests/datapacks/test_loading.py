@@ -121,47 +121,45 @@ def _episode(tmp_path, name, **arrays):
 def test_iter_episodes_require_checks_names_and_lengths(tmp_path):
     from gymcurric.datapacks import EPISODE_KEYS, DataPackRLSampler, iter_episodes
 
+    assert EPISODE_KEYS == ("obs", "action", "reward")  # what gymcurric.replay reads
     good = {
         "obs": np.zeros((4, 2)),
-        "actions": np.zeros(3, np.int64),
-        "rewards": np.arange(3.0),
+        "action": np.zeros(3, np.int64),
+        "reward": np.arange(3.0),
+        "cost": np.zeros(3),
         "terminated": np.array([0, 0, 1], bool),
-        "truncated": np.zeros(3, bool),
     }
     recs = [
         _episode(tmp_path, "a", **good),
-        _episode(tmp_path, "b", **{**good, "obs": good["obs"][:3]}),
+        _episode(tmp_path, "b", **{**good, "obs": good["obs"][:3], "terminated": np.True_}),
     ]
     (tmp_path / "p.json").write_text(json.dumps(recs))
     packs = load_datapacks(tmp_path)
     before = [p.to_dict() for p in packs]
     got = list(iter_episodes(packs, require=EPISODE_KEYS))
     assert [p.pack_id for p, _ in got] == ["a", "b"]
-    assert all(ep["rewards"].tolist() == [0.0, 1.0, 2.0] for _, ep in got)
+    assert all(ep["reward"].tolist() == [0.0, 1.0, 2.0] for _, ep in got)
     # a sampled batch feeds the same iterator; nothing is changed
     batch = DataPackRLSampler(packs, seed=0).sample_batch(4)
     assert {p.pack_id for p, _ in iter_episodes(batch)} <= {"a", "b"}
     assert [p.to_dict() for p in packs] == before
 
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    missing = {k: v for k, v in good.items() if k != "truncated"}
-    (bad / "p.json").write_text(json.dumps([_episode(bad, "m", **missing)]))
-    with pytest.raises(
-        DataError, match=r"m\.npz: episode of datapack 'm' has no array 'truncated'"
-    ):
-        list(iter_episodes(load_datapacks(bad), require=EPISODE_KEYS))
-    assert len(list(iter_episodes(load_datapacks(bad)))) == 1  # no requirement: yielded
+    def bad(name, **arrays):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "p.json").write_text(json.dumps([_episode(folder, name, **arrays)]))
+        return load_datapacks(folder)
 
-    short = tmp_path / "short"
-    short.mkdir()
-    (short / "p.json").write_text(
-        json.dumps([_episode(short, "s", **{**good, "rewards": np.zeros(2)})])
-    )
-    with pytest.raises(DataError, match=r"'rewards' of datapack 's' has 2 rows, expected 3"):
-        list(iter_episodes(load_datapacks(short), require=EPISODE_KEYS))
-    (short / "p.json").write_text(
-        json.dumps([_episode(short, "o", **{**good, "obs": np.zeros((6, 2))})])
-    )
+    missing = bad("m", **{k: v for k, v in good.items() if k != "action"})
+    with pytest.raises(DataError, match=r"m\.npz: episode of datapack 'm' has no array 'action'"):
+        list(iter_episodes(missing, require=EPISODE_KEYS))
+    assert len(list(iter_episodes(missing))) == 1  # no requirement: yielded as it is
+    short = bad("s", **{**good, "cost": np.zeros(2)})
+    with pytest.raises(DataError, match=r"'cost' of datapack 's' has 2 rows, expected 3"):
+        list(iter_episodes(short, require=EPISODE_KEYS))
+    long_obs = bad("o", **{**good, "obs": np.zeros((6, 2))})
     with pytest.raises(DataError, match=r"'obs' of datapack 'o' has 6 rows, expected 3 or 4"):
-        list(iter_episodes(load_datapacks(short), require=EPISODE_KEYS))
+        list(iter_episodes(long_obs, require=EPISODE_KEYS))
+    flags = bad("t", **{**good, "terminated": np.zeros(2, bool)})
+    with pytest.raises(DataError, match=r"'terminated' of datapack 't' has 2 rows, expected a"):
+        list(iter_episodes(flags, require=EPISODE_KEYS))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.datapacks import (
@@ -50,7 +51,7 @@ def test_writes_valid_varied_datapacks_the_envs_accept(tmp_path):
         env.reset(seed=pack.seed, options={"task": dict(pack.task_params)})
         assert env.unwrapped.task == {**env.unwrapped.task, **dict(pack.task_params)}
     episodes = list(iter_episodes(packs, require=EPISODE_KEYS))
-    assert len(episodes) == 3 and all(ep["rewards"].size >= 1 for _, ep in episodes)
+    assert len(episodes) == 3 and all(ep["reward"].size >= 1 for _, ep in episodes)
     sampler = DataPackRLSampler(packs, curriculum=DataPackCurriculum(), seed=0)
     assert len(sampler.sample_batch(64)) == 64
 
@@ -76,3 +77,20 @@ def test_runs_as_a_script(tmp_path):
         "datapacks-000.jsonl",
         "datapacks-001.jsonl",
     ]
+
+
+def test_recorded_episodes_load_into_the_replay_ring(tmp_path):
+    torch = pytest.importorskip("torch")
+    from gymcurric.datapacks import load_datapacks
+    from gymcurric.replay import ReplayRing
+    from gymcurric.replay.episodes import extend_from_episodes
+
+    mod = _module()
+    mod.write_datapacks(tmp_path, 40, seed=0, episodes=4)
+    packs = [p for p in load_datapacks(tmp_path) if p.env_id == mod.GRID]
+    assert packs, "no HazardGrid pack with an episode among the first four"
+    obs_dim = np.load(tmp_path / packs[0].episode)["obs"].shape[1]
+    ring = ReplayRing(512, 1, {"obs": ((obs_dim,), torch.float32), "action": ((), torch.int64)})
+    eps = [(p, ep) for p, ep in iter_episodes(packs, require=EPISODE_KEYS)]
+    report = extend_from_episodes(ring, eps)
+    assert report.episodes == len(eps) and report.steps == sum(e["reward"].size for _, e in eps)
