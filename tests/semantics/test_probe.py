@@ -174,3 +174,47 @@ def test_separation_report_by_hand():
     margins = [f["margin"] for f in r["per_frame"]]
     assert margins[0] == pytest.approx(mu[0]) and margins[1] == pytest.approx(mu[1] - 1)
     assert r["frames"]["margin"]["frac_positive"] == pytest.approx(2 / 3)
+
+
+def test_probe_help_from_the_command_line():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "gymcurric", "probe", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for option in ("--model", "--frames", "--safe", "--unsafe", "--out", "--kind"):
+        assert option in out.stdout
+
+
+@pytest.mark.slow
+def test_probe_as_a_subprocess(tiny_clip, frames_dir, tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gymcurric",
+            "probe",
+            "--model",
+            tiny_clip,
+            "--frames",
+            str(frames_dir),
+            "--safe",
+            "safe",
+            "--unsafe",
+            "unsafe",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout) == json.loads((tmp_path / "report.json").read_text())
+    assert len(list(tmp_path.glob("*_probe.png"))) == 5

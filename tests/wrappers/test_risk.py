@@ -268,3 +268,16 @@ def test_state_dict_round_trip_and_reset_mid_episode():
     a.reset(seed=6)
     a.annotator.train_now()
     assert a.stats()["risk/train_samples"] > before
+
+
+def test_importing_the_wrappers_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymcurric.wrappers.risk, gymcurric.wrappers.vector.risk, "
+        "gymcurric.safety.risk_targets, gymcurric.safety.modulation, gymcurric.semantics.probe;"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
