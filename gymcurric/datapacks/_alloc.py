@@ -5,6 +5,8 @@ The rules are documented in :mod:`gymcurric.datapacks.strategies`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from gymcurric.errors import ConfigError
@@ -55,7 +57,9 @@ def allocate(
     return counts, extra
 
 
-def _first_draws(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray | None:
+def _first_draws(
+    weights: np.ndarray, k: int, rng: np.random.Generator, cdf: np.ndarray | None = None
+) -> np.ndarray | None:
     """``k`` distinct indices by weighted draws with replacement, keeping first occurrences.
 
     The distinct values of an i.i.d. weighted sequence, in order of first occurrence, are a
@@ -63,7 +67,8 @@ def _first_draws(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
     :func:`pick`; for ``k`` much smaller than the stratum this avoids a key per row. Gives up
     (``None``) after a few rounds when the weights are so skewed that repeats dominate.
     """
-    cdf = np.cumsum(weights)
+    if cdf is None:
+        cdf = np.cumsum(weights)
     got = np.empty(0, np.int64)
     for _ in range(6):
         draws = np.searchsorted(cdf, rng.random(2 * k) * cdf[-1], side="right")
@@ -76,7 +81,12 @@ def _first_draws(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
 
 
 def pick(
-    rows: np.ndarray, weights: np.ndarray, k: int, extra: int, rng: np.random.Generator
+    rows: np.ndarray,
+    weights: np.ndarray,
+    k: int,
+    extra: int,
+    rng: np.random.Generator,
+    cdf: np.ndarray | None = None,
 ) -> np.ndarray:
     """``k`` distinct rows drawn in proportion to ``weights``, then ``extra`` with replacement.
 
@@ -85,7 +95,7 @@ def pick(
     """
     out = []
     if k > 0:
-        first = _first_draws(weights, k, rng) if 4 * k <= rows.size else None
+        first = _first_draws(weights, k, rng, cdf) if 4 * k <= rows.size else None
         if first is not None:
             out.append(rows[first])
         else:
@@ -99,6 +109,43 @@ def pick(
     return np.concatenate(out) if out else np.empty(0, np.int64)
 
 
+class Prepared(NamedTuple):
+    """Strata reduced to their positive-weight rows, with cumulative weights (read-only)."""
+
+    rows: tuple[np.ndarray, ...]
+    weights: tuple[np.ndarray, ...]
+    cdf: tuple[np.ndarray, ...]
+    capacity: np.ndarray
+
+
+def prepare(strata: list[tuple[np.ndarray, np.ndarray]]) -> Prepared:
+    """The per-batch-independent part of :func:`stratified` (cacheable while weights hold)."""
+    kept = [(r[w > 0], w[w > 0]) for r, w in strata]
+    cdf = [np.cumsum(w) for _, w in kept]
+    for arr in [a for pair in kept for a in pair] + cdf:
+        arr.setflags(write=False)
+    capacity = np.array([r.size for r, _ in kept], np.int64)
+    capacity.setflags(write=False)
+    return Prepared(tuple(r for r, _ in kept), tuple(w for _, w in kept), tuple(cdf), capacity)
+
+
+def draw(
+    prep: Prepared,
+    ratios: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+    fallback: int | None = None,
+) -> np.ndarray:
+    """Rows drawn from prepared strata as :func:`allocate` splits ``n``."""
+    counts, extra = allocate(np.asarray(ratios, np.float64), prep.capacity, n, rng, fallback)
+    parts = [
+        pick(r, w, int(c), int(e), rng, cdf)
+        for r, w, cdf, c, e in zip(prep.rows, prep.weights, prep.cdf, counts, extra, strict=True)
+        if c or e
+    ]
+    return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+
+
 def stratified(
     strata: list[tuple[np.ndarray, np.ndarray]],
     ratios: np.ndarray,
@@ -107,12 +154,4 @@ def stratified(
     fallback: int | None = None,
 ) -> np.ndarray:
     """Rows drawn from ``strata`` (``(rows, weights)`` pairs) as :func:`allocate` splits ``n``."""
-    kept = [(r[w > 0], w[w > 0]) for r, w in strata]
-    capacity = np.array([r.size for r, _ in kept], np.int64)
-    counts, extra = allocate(np.asarray(ratios, np.float64), capacity, n, rng, fallback)
-    parts = [
-        pick(r, w, int(c), int(e), rng)
-        for (r, w), c, e in zip(kept, counts, extra, strict=True)
-        if c or e
-    ]
-    return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+    return draw(prepare(strata), ratios, n, rng, fallback)

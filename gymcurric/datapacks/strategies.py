@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gymcurric.datapacks._alloc import stratified
+from gymcurric.datapacks._alloc import Prepared, draw, prepare
 from gymcurric.datapacks.schema import TIERS
 from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
 from gymcurric.errors import ConfigError
@@ -118,13 +118,37 @@ class SamplingStrategy:
             weights: optional per-row multipliers >= 0 (0 excludes the row).
         """
         n = _check_size(batch_size)
-        rows = self._draw(table, n, rng, _row_weights(table, weights))
+        prep, ratios, fallback = self._prepared(table, weights)
+        rows = draw(prep, ratios, n, rng, fallback)
         return rng.permutation(rows) if self.shuffle else rows
 
-    def _draw(
-        self, table: DatapackTable, n: int, rng: np.random.Generator, w: np.ndarray
-    ) -> np.ndarray:
+    def _prepared(
+        self, table: DatapackTable, weights: np.ndarray | None
+    ) -> tuple[Prepared, np.ndarray, int | None]:
+        # The strata depend only on the table and the weights, not on the batch: with weights
+        # that cannot change (read-only, as the sampler passes them, or None) they are kept
+        # until the next call with other weights, so a batch costs O(batch), not O(datapacks).
+        frozen = weights is None or (
+            isinstance(weights, np.ndarray) and not weights.flags.writeable
+        )
+        cached = self.__dict__.get("_cache")
+        if frozen and cached is not None and cached[0] is table and cached[1] is weights:
+            return cached[2]
+        strata, ratios, fallback = self._plan(table, _row_weights(table, weights))
+        out = (prepare(strata), np.asarray(ratios, np.float64), fallback)
+        if frozen:
+            object.__setattr__(self, "_cache", (table, weights, out))
+        return out
+
+    def _plan(
+        self, table: DatapackTable, w: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any, int | None]:
+        """``(strata as (rows, weights) pairs, ratios, fallback stratum)`` for weights ``w``."""
         raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the cache holds the table: never pickle or copy it with the configuration
+        return {k: v for k, v in self.__dict__.items() if k != "_cache"}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form: ``{"strategy": name, **params}``; :func:`make_strategy` reads it."""
@@ -178,9 +202,9 @@ class BalancedStrategy(SamplingStrategy):
             )
         object.__setattr__(self, "stratify_by", keys)
 
-    def _draw(
-        self, table: DatapackTable, n: int, rng: np.random.Generator, w: np.ndarray
-    ) -> np.ndarray:
+    def _plan(
+        self, table: DatapackTable, w: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any, int | None]:
         if self.use_trust_weighting:
             w = w * table.trust
         key = table.tier.astype(np.int64)
@@ -201,7 +225,7 @@ class BalancedStrategy(SamplingStrategy):
             if subs.size == 0:  # an empty tier still counts, so its share is redistributed
                 strata.append((np.empty(0, np.int64), np.empty(0)))
                 ratios.append(self.tier_ratios[tier])
-        return stratified(strata, np.array(ratios), n, rng)
+        return strata, np.array(ratios), None
 
 
 @dataclass(frozen=True)
@@ -254,14 +278,14 @@ class FrontierPrioritizedStrategy(SamplingStrategy):
         boost = np.where(table.safety_critical, self.safety_boost_factor, 1.0)
         return np.clip(tier_w * base * boost, 0.0, 1.0)
 
-    def _draw(
-        self, table: DatapackTable, n: int, rng: np.random.Generator, w: np.ndarray
-    ) -> np.ndarray:
+    def _plan(
+        self, table: DatapackTable, w: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any, int | None]:
         u = self.urgency(table)
         urgent = u >= self.urgency_threshold
         hot, rest = np.flatnonzero(urgent), np.flatnonzero(~urgent)
         strata = [(hot, u[hot] * w[hot]), (rest, table.sampling_weight[rest] * w[rest])]
-        return stratified(strata, np.array([self.urgent_ratio, 1 - self.urgent_ratio]), n, rng)
+        return strata, np.array([self.urgent_ratio, 1 - self.urgent_ratio]), None
 
 
 @dataclass(frozen=True)
@@ -311,9 +335,9 @@ class TagAwareStrategy(SamplingStrategy):
         q = _ratios("tag_quotas", self.tag_quotas, TAG_FAMILIES, owner, total=1.0)
         object.__setattr__(self, "tag_quotas", q)
 
-    def _draw(
-        self, table: DatapackTable, n: int, rng: np.random.Generator, w: np.ndarray
-    ) -> np.ndarray:
+    def _plan(
+        self, table: DatapackTable, w: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any, int | None]:
         families = list(self.tag_quotas)
         if self.fallback_to_baseline and "baseline" not in families:
             families.append("baseline")
@@ -328,7 +352,7 @@ class TagAwareStrategy(SamplingStrategy):
             strata.append((rows, w[rows]))
         ratios = np.array([self.tag_quotas.get(f, 0.0) for f in families])
         fb = families.index("baseline") if self.fallback_to_baseline else None
-        return stratified(strata, ratios, n, rng, fallback=fb)
+        return strata, ratios, fb
 
 
 #: Strategy classes by name.

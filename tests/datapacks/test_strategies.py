@@ -334,3 +334,36 @@ def test_extremely_skewed_weights_still_give_distinct_rows():
     s = BalancedStrategy(tier_ratios={1: 1.0}, use_trust_weighting=False)
     rows = s.sample(table, 5, np.random.default_rng(0), weights=w)
     assert len(set(rows.tolist())) == 5 and 7 in rows
+
+
+@pytest.mark.parametrize("name", ["balanced", "frontier_prioritized", "tag_aware"])
+def test_cached_strata_give_the_same_batches_and_follow_new_weights(name):
+    packs = [DataPack.from_dict(record(f"c{i}", tier=i % 3)) for i in range(60)]
+    packs += [_pack(f"b{i}", i % 3) for i in range(60)]
+    table = DatapackTable(packs)
+    w = np.linspace(0.5, 2.0, len(table))
+    frozen = w.copy()
+    frozen.setflags(write=False)
+    fresh, cached = make_strategy(name), make_strategy(name)
+    r1, r2 = np.random.default_rng(4), np.random.default_rng(4)
+    for _ in range(5):  # writeable weights are never cached; read-only ones are
+        np.testing.assert_array_equal(
+            fresh.sample(table, 12, r1, w.copy()), cached.sample(table, 12, r2, frozen)
+        )
+    assert "_cache" in cached.__dict__ and "_cache" not in fresh.__dict__
+    # new (read-only) weights replace the cached strata
+    no_tier0 = np.where(table.tier == 0, 0.0, 1.0)
+    no_tier0.setflags(write=False)
+    rows = cached.sample(table, 30, r2, no_tier0)
+    assert not (table.tier[rows] == 0).any()
+    # weights changed in place between calls are seen (writeable: not cached)
+    mutable = np.ones(len(table))
+    cached.sample(table, 5, r2, mutable)
+    mutable[table.tier != 2] = 0.0
+    assert (table.tier[cached.sample(table, 20, r2, mutable)] == 2).all()
+    # the cache is not part of the configuration: not compared, copied or pickled
+    assert cached == make_strategy(name)
+    import pickle
+
+    assert "_cache" not in pickle.loads(pickle.dumps(cached)).__dict__
+    assert "_cache" not in copy.deepcopy(cached).__dict__
