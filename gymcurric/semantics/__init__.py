@@ -23,6 +23,7 @@ from gymcurric.semantics.shaper import (
     HAZARD_NAV_UNSAFE_PROMPTS,
     Shaper,
     ShapingConfig,
+    build_shaper,
     is_oom_error,
 )
 
@@ -41,5 +42,6 @@ __all__ = [
     "HAZARD_NAV_UNSAFE_PROMPTS",
     "Shaper",
     "ShapingConfig",
+    "build_shaper",
     "is_oom_error",
 ]
