@@ -43,10 +43,10 @@ class RiskHead:
     """Online risk regressor: ``predict(features) -> risk`` and ``add_samples`` / ``train``.
 
     Metrics (:meth:`stats`): ``risk/loss`` (mean SmoothL1 of the last :meth:`train`),
-    ``risk/corr``, ``risk/pred_mean`` and ``risk/target_mean`` (Pearson correlation and means of
-    the predictions and targets of the samples added since the previous :meth:`train`, measured
-    *before* training on them, so held out; NaN when undefined), ``risk/train_samples`` (samples
-    accepted so far) and ``risk/nan_events``.
+    ``risk/corr``, ``risk/pred_mean`` and ``risk/target_mean`` (Pearson correlation and means
+    over the last ``metric_window`` samples, each predicted at the first :meth:`train` after it
+    was added, *before* training on it, so held out; NaN when undefined),
+    ``risk/train_samples`` (samples accepted so far) and ``risk/nan_events``.
 
     Args:
         input_dim: feature size ``d``.
@@ -58,6 +58,7 @@ class RiskHead:
         buffer_size: the most samples kept (oldest dropped first).
         smooth_l1_beta: the SmoothL1 (Huber) transition point.
         grad_clip: max gradient norm.
+        metric_window: held-out (prediction, target) pairs the metrics are computed over.
         seed: seeds the weight init and the minibatch generator.
         device: torch device of the MLP (features and targets stay on the host).
 
@@ -84,6 +85,7 @@ class RiskHead:
         buffer_size: int = 50_000,
         smooth_l1_beta: float = 1.0,
         grad_clip: float = 10.0,
+        metric_window: int = 1024,
         seed: int = 0,
         device: str | torch.device = "cpu",
     ) -> None:
@@ -99,6 +101,7 @@ class RiskHead:
         self.risk_batch_size = _positive_int("risk_batch_size", risk_batch_size)
         self.risk_update_iters = _positive_int("risk_update_iters", risk_update_iters)
         self.buffer_size = _positive_int("buffer_size", buffer_size)
+        self.metric_window = _positive_int("metric_window", metric_window)
         self.smooth_l1_beta = float(smooth_l1_beta)
         self.grad_clip = float(grad_clip)
         self.seed = int(seed)
@@ -134,6 +137,9 @@ class RiskHead:
         self._shift: npt.NDArray[np.float32] | None = None
         self._scale: npt.NDArray[np.float32] | None = None
         self._refresh_weights()
+        self._eval_pred = np.zeros(self.metric_window, dtype=np.float32)
+        self._eval_y = np.zeros(self.metric_window, dtype=np.float32)
+        self._eval_pos = self._eval_len = 0
         self._fresh_x: list[npt.NDArray[np.float32]] = []
         self._fresh_y: list[npt.NDArray[np.float32]] = []
         self.train_samples = 0
@@ -252,13 +258,22 @@ class RiskHead:
         if not self._fresh_y:
             return
         x = np.concatenate(self._fresh_x)[:_EVAL_MAX]
-        y = np.concatenate(self._fresh_y)[:_EVAL_MAX].astype(np.float64)
+        y = np.concatenate(self._fresh_y)[:_EVAL_MAX]
         self._fresh_x, self._fresh_y = [], []
-        pred = self.predict(x).astype(np.float64)
-        self.last["risk/pred_mean"] = float(pred.mean())
-        self.last["risk/target_mean"] = float(y.mean())
-        if y.size > 1 and pred.std() > 0 and y.std() > 0:
-            self.last["risk/corr"] = float(np.corrcoef(pred, y)[0, 1])
+        pred = self.predict(x)
+        # held-out pairs (predicted before any training on them) in a ring of metric_window
+        n = min(y.shape[0], self.metric_window)
+        idx = (self._eval_pos + np.arange(n)) % self.metric_window
+        self._eval_pred[idx] = pred[-n:]
+        self._eval_y[idx] = y[-n:]
+        self._eval_pos = int((self._eval_pos + n) % self.metric_window)
+        self._eval_len = min(self._eval_len + n, self.metric_window)
+        p = self._eval_pred[: self._eval_len].astype(np.float64)
+        t = self._eval_y[: self._eval_len].astype(np.float64)
+        self.last["risk/pred_mean"] = float(p.mean())
+        self.last["risk/target_mean"] = float(t.mean())
+        if t.size > 1 and p.std() > 0 and t.std() > 0:
+            self.last["risk/corr"] = float(np.corrcoef(p, t)[0, 1])
         else:
             self.last["risk/corr"] = float("nan")
 
@@ -327,6 +342,10 @@ class RiskHead:
             "updates": self.updates,
             "nan_events": self.nan_events,
             "last": dict(self.last),
+            "eval_pred": self._eval_pred.copy(),
+            "eval_y": self._eval_y.copy(),
+            "eval_pos": self._eval_pos,
+            "eval_len": self._eval_len,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -348,6 +367,10 @@ class RiskHead:
         self.updates = int(state["updates"])
         self.nan_events = int(state["nan_events"])
         self.last = dict(state["last"])
+        self._eval_pred = np.array(state["eval_pred"], dtype=np.float32)
+        self._eval_y = np.array(state["eval_y"], dtype=np.float32)
+        self._eval_pos = int(state["eval_pos"])
+        self._eval_len = int(state["eval_len"])
         self._fresh_x, self._fresh_y = [], []
         self.model.eval()
         self._refresh_norm()
