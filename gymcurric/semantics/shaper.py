@@ -475,6 +475,16 @@ class Shaper:
         return z
 
     def _embed_soft(self, inputs: list[Any]) -> np.ndarray | None:
+        if any(x is None for x in inputs):
+            what = (
+                "caption (info['caption'] or describe())" if self.source == "captions" else "frame"
+            )
+            raise ConfigError(
+                "source",
+                self.source,
+                f"the env gave no {what} for a state that must be embedded",
+                source="Shaper",
+            )
         t0 = time.perf_counter()
         try:
             e = self.embed(inputs)

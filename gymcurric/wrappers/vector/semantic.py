@@ -132,10 +132,13 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
     def _inputs(self) -> list[Any]:
         if self.shaper.source == "captions":
             captions = _vector_captions(self._infos, self.num_envs)
-            if captions is None or any(c is None for c in captions):
-                described = self.env.unwrapped.call("describe")  # type: ignore[attr-defined]
-                if captions is None:
-                    captions = [None] * self.num_envs
+            if captions is None:
+                captions = [None] * self.num_envs
+            if any(c is None for c in captions):
+                try:
+                    described = self.env.unwrapped.call("describe")  # type: ignore[attr-defined]
+                except AttributeError:  # no describe(): the shaper names what is missing
+                    return captions
                 captions = [
                     c if c is not None else str(d) for c, d in zip(captions, described, strict=True)
                 ]
@@ -157,11 +160,12 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the envs (or those in ``options["reset_mask"]``); potential mode: ``φ(s_0)``."""
+        # read the mask first: the vector env may pop it from ``options``
+        mask = None if options is None else options.get("reset_mask")
+        mask = self._all if mask is None else np.array(mask, dtype=bool)
         obs, infos = self.env.reset(seed=seed, options=options)
         if not self.enabled:
             return obs, infos
-        mask = None if options is None else options.get("reset_mask")
-        mask = self._all if mask is None else np.asarray(mask, dtype=bool)
         self._infos = infos
         self.shaper.begin(mask, self._inputs)
         self._prev_dones[mask] = False

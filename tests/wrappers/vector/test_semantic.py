@@ -260,3 +260,26 @@ def test_tiny_siglip_batched_equals_one_by_one_in_vector_env():
     frames = envs.env.render()
     alone = [envs.shaper.margins([f])[0] for f in frames]
     np.testing.assert_allclose(shaping, alone, atol=1e-5)
+
+
+def test_disabled_autoreset_restarts_masked_envs():
+    cfg = {**STUB_CONFIG, "mode": "potential", "gamma": 1.0}
+    envs = ShapeRewardSemantic(make_vec("sync", AutoresetMode.DISABLED), caption_embedder(), cfg)
+    envs.reset(seed=0)
+    np.testing.assert_allclose(envs.shaper.phi, [margin(o) for o in OFFSETS])
+    envs.step(np.zeros(3, np.int64))
+    envs.step(np.zeros(3, np.int64))  # env 0 (length 2) terminated: φ = 0
+    assert envs.shaper.phi[0] == 0.0
+    envs.reset(options={"reset_mask": np.array([True, False, False])})
+    assert envs.shaper.phi[0] == pytest.approx(margin(OFFSETS[0]))
+    assert envs.shaper.phi[1] == pytest.approx(margin((OFFSETS[1] + 2) % 5))
+    info = envs.step(np.zeros(3, np.int64))[-1]
+    assert info["shaping"][0] == pytest.approx(margin(1) - margin(0))
+
+
+def test_records_constructor_arguments():
+    envs = ShapeRewardSemantic(
+        make_vec("sync", AutoresetMode.NEXT_STEP), caption_embedder(), STUB_CONFIG, batch_max=5
+    )
+    assert set(envs._saved_kwargs) == {"embedder", "config", "kind", "device", "dtype", "batch_max"}
+    assert envs.batch_max == 5 and envs._saved_kwargs["config"].batch_max == 5
