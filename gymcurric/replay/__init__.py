@@ -10,7 +10,16 @@ from gymcurric._optional import import_optional
 import_optional("torch", "torch", purpose="by gymcurric.replay")
 
 from gymcurric.replay._checks import RingInvariantError  # noqa: E402
+from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes  # noqa: E402
 from gymcurric.replay.recorder import RecordToRing  # noqa: E402
 from gymcurric.replay.ring import FieldSpec, ReplayRing, Transitions  # noqa: E402
 
-__all__ = ["FieldSpec", "RecordToRing", "ReplayRing", "RingInvariantError", "Transitions"]
+__all__ = [
+    "EpisodeLoadReport",
+    "FieldSpec",
+    "RecordToRing",
+    "ReplayRing",
+    "RingInvariantError",
+    "Transitions",
+    "extend_from_episodes",
+]

@@ -87,9 +87,10 @@ class Transitions(NamedTuple):
 
     ``done`` is 1.0 only where the step *terminated* the episode (truncations bootstrap);
     ``next_obs`` is the true next observation (the final observation from the side store where
-    the episode ended at that step). ``valid`` is all True on CPU; on CUDA see
-    :meth:`ReplayRing.sample_transitions`. ``t_index`` is the physical row, ``env_index`` the env.
-    ``extras`` holds the user fields of the rows.
+    the episode ended at that step). ``valid`` is False for entries without a successor: never
+    from :meth:`ReplayRing.sample_transitions` on CPU, rarely on CUDA (see there), and where
+    :meth:`ReplayRing.transitions_at` was asked for such a row. ``t_index`` is the physical
+    row, ``env_index`` the env, ``extras`` the user fields of the rows.
     """
 
     obs: torch.Tensor
