@@ -320,6 +320,7 @@ class ReplayRing:
         self._cur_episode = np.full(num_envs, -1, dtype=np.int32)
         self._ended = np.ones(num_envs, dtype=bool)
         self._row_has_side = np.zeros(capacity, dtype=bool)
+        self._row_any_first = np.zeros(capacity, dtype=bool)
         self._env_arange = torch.arange(num_envs, dtype=torch.int64, device=dev)
         self._time_arange = torch.arange(capacity, dtype=torch.int64, device=dev)
         self.generator = torch.Generator(device=dev)
@@ -575,6 +576,7 @@ class ReplayRing:
         for name, src in srcs:
             self._commit(name, row, src)
         episode = self._cur_episode + first
+        self._row_any_first[row] = first.any()
         if self._np:
             self._np_scalars[row] = scalars
             self._np["is_first"][row] = first
@@ -652,6 +654,7 @@ class ReplayRing:
             t.fill_(-1)
         self._cur_episode = np.full(self.num_envs, -1, dtype=np.int32)
         self._row_has_side[:] = False
+        self._row_any_first[:] = False
         self._side_ptr.zero_()
         self._side_lost.zero_()
         self._ended = np.ones(self.num_envs, dtype=bool)
@@ -808,6 +811,9 @@ class ReplayRing:
     ) -> Transitions:
         # CPU: one draw over (row, env) pairs, index math in numpy (small arrays: ~1 us per op
         # against ~4 us for torch), entries without a successor redrawn (exact), torch gathers.
+        # Per-row flags (rows followed by an episode start / rows with side-store entries)
+        # keep the per-(row, env) lookups, which miss the cache on big rings, to the few rows
+        # that need them.
         E, C = self.num_envs, self.capacity
         newest_ok = nxt_obs is not None
         slots = self._side_slot_storage.numpy()
@@ -815,14 +821,18 @@ class ReplayRing:
         pair = torch.randint(rows * E, (batch,), generator=gen).numpy()
         for _ in range(10_000):
             logical, env = np.divmod(pair, E)
-            t = (logical + self.oldest) % C
-            flat = t * E + env
-            slot = slots[flat]
-            nxt = ((t + 1) % C) * E + env
+            t = logical + self.oldest
+            t[t >= C] -= C
+            tn = t + 1
+            tn[tn == C] = 0
             newest = logical == self.size - 1
-            valid = (slot >= 0) | ~(first[nxt] | newest)
-            if newest_ok:
-                valid |= newest
+            valid = np.ones(batch, dtype=bool)
+            suspect = np.flatnonzero(self._row_any_first[tn] | newest)
+            if suspect.size:
+                ts, es = t[suspect], env[suspect]
+                has = slots[ts * E + es] >= 0
+                ok = has | ~(first[tn[suspect] * E + es] | newest[suspect])
+                valid[suspect] = (ok | newest[suspect]) if newest_ok else ok
             if valid.all():
                 break
             bad = np.flatnonzero(~valid)
@@ -832,14 +842,41 @@ class ReplayRing:
                 "ReplayRing.sample_transitions: no valid transition found (every stored step "
                 "lacks its next observation)"
             )
-        checked = (
-            torch.from_numpy(valid),
-            torch.from_numpy(flat),
-            torch.from_numpy(nxt),
-            torch.from_numpy(slot),
-        )
-        return self._gather_transitions(
-            torch.from_numpy(logical), torch.from_numpy(env), checked, nxt_obs
+        flat = torch.from_numpy(t * E + env)
+        obs_flat = self._flat["obs"]
+        obs = torch.index_select(obs_flat, 0, flat)
+        next_o = torch.index_select(obs_flat, 0, torch.from_numpy(tn * E + env))
+        side_rows = np.flatnonzero(self._row_has_side[t])
+        with_side = np.zeros(batch, dtype=bool)
+        if side_rows.size:
+            sl = slots[t[side_rows] * E + env[side_rows]]
+            keep = sl >= 0
+            if keep.any():
+                at = side_rows[keep]
+                with_side[at] = True
+                next_o.index_copy_(
+                    0,
+                    torch.from_numpy(at),
+                    self._side_obs.index_select(0, torch.from_numpy(sl[keep])),
+                )
+        if nxt_obs is not None:
+            at = np.flatnonzero(newest & ~with_side)
+            if at.size:
+                next_o.index_copy_(
+                    0, torch.from_numpy(at), nxt_obs.index_select(0, torch.from_numpy(env[at]))
+                )
+        packed = self._scalars_flat.index_select(0, flat)
+        return Transitions(
+            obs=obs,
+            action=torch.index_select(self._flat["action"], 0, flat),
+            reward=packed[:, 0],
+            cost=packed[:, 1],
+            next_obs=next_o,
+            done=1.0 - packed[:, 2],
+            valid=torch.from_numpy(valid),
+            t_index=torch.from_numpy(t),
+            env_index=torch.from_numpy(env),
+            extras={n: torch.index_select(self._flat[n], 0, flat) for n in self.user_fields},
         )
 
     def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
@@ -1005,6 +1042,7 @@ class ReplayRing:
             raise DataError(f"ReplayRing.load_state_dict: inconsistent counters; got {meta!r}")
         self.head, self.size, self.total_steps = meta["head"], meta["size"], meta["total_steps"]
         self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
+        self._row_any_first = self._data["is_first"].any(dim=1).cpu().numpy()
         self.seed = int(meta.get("seed", self.seed))
 
     def save(self, path: str | os.PathLike[str]) -> None:
