@@ -91,6 +91,11 @@ class DatapackTask(
     stream; ``reset(seed=s)`` seeds the env only (a sampler shared by several envs of a
     :class:`~gymnasium.vector.SyncVectorEnv` would otherwise be reseeded once per sub-env).
 
+    Worker processes (``AsyncVectorEnv``, SB3's ``SubprocVecEnv``) would each unpickle their own
+    copy of the sampler: every copy draws the same stream and reports to a curriculum the
+    trainer never sees. Use :class:`gymcurric.wrappers.vector.datapack.DatapackTask` (central
+    sampling) for Gymnasium vector envs.
+
     Info keys written (at reset): ``datapack``, see :func:`datapack_info` (``pack_id``, ``tier``,
     ``task_type``, ``objective_vector`` as a list, ``trust_score``). An env that already sets it
     raises :class:`~gymcurric.errors.InfoKeyConflictError`. ``task`` / ``task_id`` belong to
