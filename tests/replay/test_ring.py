@@ -544,3 +544,11 @@ def test_device_code_paths_give_the_same_ring_and_valid_samples():
     end_here = ended[s.long(), tr.env_index]
     assert bool((tr.next_obs[:, 0][end_here] == 900).all())
     assert bool((step_of(tr.next_obs[:, 0][~end_here]) == s[~end_here] + 1).all())
+
+
+def test_no_transition_with_a_successor_raises():
+    ring = make("cpu", capacity=4, num_envs=1)
+    push(ring, 0, is_first=[True])
+    push(ring, 1, is_first=[True])  # row 0 ends without a final obs: it has no successor
+    with pytest.raises(DataError, match="no valid transition"):
+        ring.sample_transitions(3, gen("cpu"))
