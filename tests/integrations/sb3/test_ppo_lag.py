@@ -303,3 +303,57 @@ def test_risk_hook_settings_are_checked():
         PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"gain": 2.0}, **SMALL)
     with pytest.raises(ConfigError, match="alpha"):
         PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"alpha": -1.0}, **SMALL)
+
+
+LEARN_TASK = {
+    "num_hazards": 12,
+    "hazard_radius": 0.25,
+    "hazard_placement": "random",
+    "max_steps": 100,
+    "goal_distance": 2.5,
+}
+
+
+def learn_run(cls, steps, **kwargs):
+    venv = DummyVecEnv([lambda: gym.make(ENV_ID, **LEARN_TASK)] * 4)
+    venv.seed(0)
+    model = cls(
+        "MlpPolicy",
+        VecCostMonitor(venv),
+        n_steps=256,
+        batch_size=256,
+        n_epochs=10,
+        learning_rate=1e-3,
+        seed=0,
+        device="cpu",
+        **kwargs,
+    )
+    model.learn(steps)
+    last = list(model.ep_info_buffer)[-40:]
+    return model, np.mean([e["r"] for e in last]), np.mean([e["c"] for e in last])
+
+
+@pytest.mark.slow
+def test_ppolag_keeps_the_cost_near_the_limit_where_ppo_exceeds_it():
+    # 12 hazards in a 4x4 arena, goal 2.5 away: the straight path crosses hazards, so PPO
+    # collects ~3 cost per episode; PPOLag (limit 1) learns to go around them.
+    th.set_num_threads(1)
+    limit, steps = 1.0, 60_000
+    _, ppo_ret, ppo_cost = learn_run(PPO, steps)
+    lag, lag_ret, lag_cost = learn_run(
+        PPOLag,
+        steps,
+        cost_limit=limit,
+        multiplier="sgd",
+        lagrange_init=0.0,
+        lagrange_lr=0.05,
+        cost_window=20,
+    )
+    print(
+        f"PPO return {ppo_ret:.2f} cost {ppo_cost:.2f}; PPOLag return {lag_ret:.2f} "
+        f"cost {lag_cost:.2f} lambda {lag.lagrange_multiplier:.2f}"
+    )
+    assert ppo_cost > 2.0 * limit
+    assert lag_cost < 1.6 * limit
+    assert lag_cost < 0.6 * ppo_cost
+    assert lag_ret > 1.0  # still reaches the goal (reward 1 + distance progress)

@@ -119,7 +119,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_gae_lambda: float | None = None,
         cost_window: int = 100,
         update_cost_critic: bool = True,
-        cost_max_grad_norm: float | None = 40.0,
+        cost_max_grad_norm: float | None = None,
         center_cost_advantage: bool = True,
         risk_modulation: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
