@@ -256,7 +256,16 @@ class AnnotateRisk(
 
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env, learn from the step's cost, write ``info["risk"]``."""
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        out = self.env.step(action)
+        if len(out) != 5:
+            raise ConfigError(
+                "env",
+                self.env,
+                f"step returned a {len(out)}-tuple; AnnotateRisk needs the Gymnasium 5-tuple "
+                "with info['cost'] (wrap a Safety-Gymnasium env in AnnotateCost first)",
+                source="AnnotateRisk",
+            )
+        obs, reward, terminated, truncated, info = out
         if "cost" not in info:
             raise missing_risk_cost_error(self.env)
         if self._current is None:

@@ -172,6 +172,13 @@ def test_missing_cost_names_the_key():
     assert err.value.key == "info['cost']" and "AnnotateCost" in str(err.value)
 
 
+def test_six_tuple_env_is_a_clear_error():
+    env = AnnotateRisk(ScriptedCostEnv(mode="tuple"))
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match="6-tuple"):
+        env.step(0)
+
+
 def test_existing_risk_key_is_not_overwritten():
     class HasRisk(gym.Wrapper):
         def reset(self, **kwargs):
