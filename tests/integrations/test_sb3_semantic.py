@@ -42,7 +42,7 @@ def expected(steps, source):
 
 
 @pytest.mark.parametrize("source", ["captions", "frames"])
-@pytest.mark.parametrize("vec", ["dummy", "subproc"])
+@pytest.mark.parametrize("vec", ["dummy", pytest.param("subproc", marks=pytest.mark.slow)])
 def test_shaping_aligned_with_rewards(vec, source):
     if vec == "subproc" and source == "frames":
         pytest.skip("one subprocess variant keeps the suite fast")
