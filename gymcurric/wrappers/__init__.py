@@ -16,6 +16,7 @@ from gymcurric.wrappers.curriculum_state import (
     save_curriculum_state,
 )
 from gymcurric.wrappers.datapack import DatapackTask, MplFn, datapack_info
+from gymcurric.wrappers.saute import SauteBudget, saute_step_budget
 
 __all__ = [
     "AnnotateCost",
@@ -34,4 +35,7 @@ __all__ = [
     "DatapackTask",
     "MplFn",
     "datapack_info",
+    # safe RL
+    "SauteBudget",
+    "saute_step_budget",
 ]

@@ -189,3 +189,28 @@ def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
     with pytest.raises(ConfigError) as exc:
         train(_cfg(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
     assert exc.value.key == "agent.kwargs"
+
+
+def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
+    from tests.datapacks.packs import record
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    lines = []
+    for i in range(12):
+        rec = record(f"p{i}", env_id="gymcurric/HazardGrid-v0", tier=i % 3, seed=i,
+                     task_params={"goal_distance": 1 + i % 5, "num_hazards": i % 4,
+                                  "size": 8, "max_steps": 40})
+        rec["supervision_hints"]["prerequisite_tags"] = []
+        lines.append(json.dumps(rec))
+    (packs / "packs.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = _cfg(256, curriculum={"enabled": False},
+               datapacks={"enabled": True, "dir": str(packs)})
+    out = train(cfg, run_dir=tmp_path / "r")
+    assert out["total_steps"] == 256
+    logs = list((tmp_path / "r" / "datapacks").rglob("*.jsonl"))
+    entries = [json.loads(line) for line in logs[0].read_text().splitlines()] if logs else []
+    assert entries and all(e["samples"][0]["pack_id"].startswith("p") for e in entries)
+    with pytest.raises(ConfigError, match="dummy"):
+        _cfg(256, curriculum={"enabled": False}, env={"vectorization": "subproc"},
+             datapacks={"enabled": True, "dir": str(packs)})

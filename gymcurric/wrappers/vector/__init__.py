@@ -8,11 +8,16 @@ from gymcurric.wrappers.vector.cost import (
     read_step_costs,
 )
 from gymcurric.wrappers.vector.curriculum import CurriculumTask, make_curriculum_vec
+from gymcurric.wrappers.vector.datapack import DatapackTask, make_datapack_vec
+from gymcurric.wrappers.vector.saute import SauteBudget
 
 __all__ = [
     "AnnotateCost",
     "CurriculumTask",
+    "DatapackTask",
     "RecordEpisodeStatisticsWithCost",
+    "SauteBudget",
     "make_curriculum_vec",
+    "make_datapack_vec",
     "read_step_costs",
 ]
