@@ -47,9 +47,16 @@ def resolve_device(device: str | Any) -> Any:
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ConfigError("device", device, f"not a torch device ({exc})") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            "device",
+            device,
+            f"CUDA is not available here (torch {torch.__version__}); use 'cpu' or 'auto'",
+        )
+    return resolved
 
 
 def dtype_chain(dtype: str | Any, device: Any) -> list[Any]:

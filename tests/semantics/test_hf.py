@@ -186,3 +186,28 @@ def test_pickle_weights_are_refused(tmp_path):
     torch.save(model.state_dict(), path / "pytorch_model.bin")
     e = load_embedder_soft(str(path))
     assert e.status.startswith("failed: load"), e.status
+
+
+def test_dtype_chain_falls_back_and_says_so(monkeypatch):
+    import gymcurric.semantics.hf as hf
+
+    real = hf.load_pretrained
+
+    def no_bf16(loader, path, dtype, **kw):
+        if dtype == torch.bfloat16:
+            raise RuntimeError("bf16 kernels unavailable")
+        return real(loader, path, dtype, **kw)
+
+    monkeypatch.setattr(hf, "load_pretrained", no_bf16)
+    e = load_embedder(cached_tiny("clip"))
+    assert e.dtype == torch.float32
+    assert "dtype=float32" in e.status and "fell back from bfloat16" in e.status
+
+
+def test_cuda_device_without_cuda_is_a_config_error():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ConfigError, match="CUDA is not available"):
+        load_embedder(cached_tiny("clip"), device="cuda")
+    with pytest.raises(ConfigError, match="device"):
+        load_embedder(cached_tiny("clip"), device="tpu:x")
