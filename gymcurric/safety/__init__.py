@@ -8,5 +8,28 @@ from gymcurric.safety.costs import (
     NonFiniteGuard,
     NonFinitePolicy,
 )
+from gymcurric.safety.modulation import (
+    Modulation,
+    lagrange_modulation,
+    lagrange_modulation_scale,
+)
+from gymcurric.safety.risk_targets import (
+    CostToGoTargets,
+    PendingCostToGo,
+    TruncationPolicy,
+    cost_to_go_targets,
+)
 
-__all__ = ["NONFINITE_POLICIES", "EpisodeCostTracker", "NonFiniteGuard", "NonFinitePolicy"]
+__all__ = [
+    "NONFINITE_POLICIES",
+    "CostToGoTargets",
+    "EpisodeCostTracker",
+    "Modulation",
+    "NonFiniteGuard",
+    "NonFinitePolicy",
+    "PendingCostToGo",
+    "TruncationPolicy",
+    "cost_to_go_targets",
+    "lagrange_modulation",
+    "lagrange_modulation_scale",
+]

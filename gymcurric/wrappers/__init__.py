@@ -16,6 +16,7 @@ from gymcurric.wrappers.curriculum_state import (
     save_curriculum_state,
 )
 from gymcurric.wrappers.datapack import DatapackTask, MplFn, datapack_info
+from gymcurric.wrappers.risk import AnnotateRisk
 from gymcurric.wrappers.saute import SauteBudget, saute_step_budget
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "MplFn",
     "datapack_info",
     # safe RL
+    "AnnotateRisk",
     "SauteBudget",
     "saute_step_budget",
 ]

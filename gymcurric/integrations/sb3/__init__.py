@@ -12,10 +12,12 @@ from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     load_curriculum_state,
     save_curriculum_state,
 )
+from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 
 __all__ = [
     "CurriculumCallback",
     "EpisodeCostCallback",
+    "RiskCallback",
     "VecCostMonitor",
     "load_curriculum_state",
     "save_curriculum_state",

@@ -9,10 +9,12 @@ from gymcurric.wrappers.vector.cost import (
 )
 from gymcurric.wrappers.vector.curriculum import CurriculumTask, make_curriculum_vec
 from gymcurric.wrappers.vector.datapack import DatapackTask, make_datapack_vec
+from gymcurric.wrappers.vector.risk import AnnotateRisk
 from gymcurric.wrappers.vector.saute import SauteBudget
 
 __all__ = [
     "AnnotateCost",
+    "AnnotateRisk",
     "CurriculumTask",
     "DatapackTask",
     "RecordEpisodeStatisticsWithCost",
