@@ -96,8 +96,15 @@ class ShapeRewardSemantic(
             dtype: ``"auto"`` (bf16 → fp32 on CPU) or a dtype name.
         """
         cfg = ShapingConfig.coerce(config)
+        # no deepcopy: the embedder may hold a model of hundreds of MB
         gym.utils.RecordConstructorArgs.__init__(
-            self, embedder=embedder, config=cfg, kind=kind, device=device, dtype=dtype
+            self,
+            _disable_deepcopy=True,
+            embedder=embedder,
+            config=cfg,
+            kind=kind,
+            device=device,
+            dtype=dtype,
         )
         gym.Wrapper.__init__(self, env)
         self.shaper: Shaper = build_shaper(cfg, embedder, 1, kind=kind, device=device, dtype=dtype)

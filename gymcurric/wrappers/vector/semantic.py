@@ -89,8 +89,10 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         cfg = ShapingConfig.coerce(config)
         if batch_max is not None:
             cfg = ShapingConfig.coerce(cfg, batch_max=batch_max)
+        # no deepcopy: the embedder may hold a model of hundreds of MB
         gym.utils.RecordConstructorArgs.__init__(
             self,
+            _disable_deepcopy=True,
             embedder=embedder,
             config=cfg,
             kind=kind,
