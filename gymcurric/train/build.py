@@ -37,7 +37,7 @@ class Built:
     venv: Any
     curriculum: Any = None
     sampler: Any = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    callbacks: list[Any] = field(default_factory=list)
 
     closed_envs: bool = False
 

@@ -62,13 +62,18 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _callbacks(built: Built, run_dir: Path) -> list[Any]:
+def _callbacks(built: Built, cfg: TrainConfig) -> list[Any]:
     from gymcurric.integrations.sb3 import CurriculumCallback, EpisodeCostCallback
     from gymcurric.train._callbacks import CurriculumHistory
 
     cbs: list[Any] = [EpisodeCostCallback()]
     if built.curriculum is not None:
         cbs += [CurriculumCallback(built.curriculum), CurriculumHistory(built.curriculum)]
+    if cfg.risk.enabled:
+        from gymcurric.integrations.sb3 import RiskCallback
+
+        cbs.append(RiskCallback())  # risk/* and risk/modulation_scale
+    cbs.extend(built.callbacks)
     return cbs
 
 
@@ -288,7 +293,7 @@ def train(cfg: TrainConfig, *, run_dir: str | Path | None = None, source: str = 
     try:
         model = make_agent(cfg, built.venv, source)
         _configure_logger(model, path)
-        _learn(model, cfg, built, path, _callbacks(built, path), progress)
+        _learn(model, cfg, built, path, _callbacks(built, cfg), progress)
         return _finish(model, cfg, built, path, started, 0)
     finally:
         built.close()
@@ -338,7 +343,7 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
         _configure_logger(model, path, append=True)
         for name, values in rng.get("logger", {}).items():
             getattr(model.logger, name).update(values)
-        callbacks = _callbacks(built, path)
+        callbacks = _callbacks(built, cfg)
         from gymcurric.train._callbacks import CurriculumHistory
 
         for cb in callbacks:

@@ -139,6 +139,12 @@ def test_resume_errors_name_the_directory(tmp_path):
         {"curriculum": {"enabled": False}},
         {"agent": {"normalize": True}},
         {"cost": {"enabled": False}},
+        {"risk": {"enabled": True, "params": {"train_every": 64}}},
+        {"saute": {"enabled": True, "params": {"safety_budget": 5.0, "max_episode_steps": 40}}},
+        {"agent": {"algo": "ppolag", "kwargs": {"n_steps": 64, "batch_size": 64,
+                                                 "cost_limit": 1.0}}},
+        {"agent": {"algo": "pidlag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
+        {"agent": {"algo": "trpolag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
         {
             "env": {"id": "gymcurric/HazardNav-v0"},
             "curriculum": {
@@ -147,11 +153,17 @@ def test_resume_errors_name_the_directory(tmp_path):
             },
         },
     ],
-    ids=["no-curriculum", "vecnormalize", "no-cost-wrapper", "hazardnav-fixed-tasks"],
+    ids=["no-curriculum", "vecnormalize", "no-cost-wrapper", "risk", "saute", "ppolag", "pidlag",
+         "trpolag", "hazardnav-fixed-tasks"],
 )
 def test_composed_stacks_build_and_run(tmp_path, sections):
     out = train(_cfg(256, **sections), run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
+    header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
+    if "risk" in sections:
+        assert "risk/pred_mean" in header and "risk/modulation_scale" in header
+    if sections.get("agent", {}).get("algo", "ppo") != "ppo":
+        assert "train/lagrange_multiplier" in header and out["lagrange_multiplier"] >= 0
 
 
 @pytest.mark.slow
