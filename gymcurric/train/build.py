@@ -112,7 +112,6 @@ def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str)
     # the optional per-env wrappers, by config section
     targets = {
         "saute": ("gymcurric.wrappers.saute", "SauteBudget"),
-        "shaping": ("gymcurric.wrappers.semantic", "ShapeRewardSemantic"),
         "risk": ("gymcurric.wrappers.risk", "AnnotateRisk"),
     }
     module, cls_name = targets[name]
@@ -154,7 +153,7 @@ class _EnvFactory:
             from gymcurric.wrappers.datapack import DatapackTask
 
             env = DatapackTask(env, self.sampler)
-        for name in ("saute", "shaping", "risk"):
+        for name in ("saute", "risk"):
             sec = getattr(cfg, name)
             if sec.enabled:
                 env = _wrap_optional(env, name, dict(sec.params), self.source)
@@ -199,14 +198,35 @@ def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "conf
         venv = make_vec_env(factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed,
                             vec_env_cls=vec_cls, **kwargs)
         monitor_file = None if run_dir is None else str(run_dir / monitor_name)
-        venv = VecCostMonitor(venv, filename=monitor_file)
+        venv = VecCostMonitor(venv, filename=monitor_file)  # records the unshaped returns
+        callbacks: list[Any] = []
+        if cfg.shaping.enabled:
+            venv, cb = _shaping(cfg, venv, source)
+            callbacks.append(cb)
         if cfg.agent.normalize:
             venv = VecNormalize(venv, gamma=float(cfg.agent.kwargs.get("gamma", 0.99)))
     except BaseException:
         if curriculum is not None:
             curriculum.close()
         raise
-    return Built(venv=venv, curriculum=curriculum, sampler=sampler)
+    return Built(venv=venv, curriculum=curriculum, sampler=sampler, callbacks=callbacks)
+
+
+def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:
+    # one batched embedding call per captured step for all envs (SB3 twin of the wrapper)
+    from gymcurric.integrations.sb3.semantic import SemanticShapingCallback, VecSemanticShaping
+
+    params = dict(cfg.shaping.params)
+    config = dict(params.pop("config", {}) or {})
+    config.setdefault("total_steps", cfg.run.total_steps)  # beta anneals over this run
+    try:
+        shaped = VecSemanticShaping(venv, config=config, **params)
+    except TypeError as exc:
+        raise ConfigError("shaping.params", cfg.shaping.params, str(exc), source=source) from exc
+    except ConfigError as exc:
+        raise ConfigError(f"shaping.params.{exc.key}", exc.value, exc.reason,
+                          source=source) from exc
+    return shaped, SemanticShapingCallback(shaped)
 
 
 def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:

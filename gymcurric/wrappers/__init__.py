@@ -18,6 +18,7 @@ from gymcurric.wrappers.curriculum_state import (
 from gymcurric.wrappers.datapack import DatapackTask, MplFn, datapack_info
 from gymcurric.wrappers.risk import AnnotateRisk
 from gymcurric.wrappers.saute import SauteBudget, saute_step_budget
+from gymcurric.wrappers.semantic import ShapeRewardSemantic
 
 __all__ = [
     "AnnotateCost",
@@ -40,4 +41,6 @@ __all__ = [
     "AnnotateRisk",
     "SauteBudget",
     "saute_step_budget",
+    # semantic shaping
+    "ShapeRewardSemantic",
 ]

@@ -81,6 +81,21 @@ def test_potential_mode_uses_reset_captions_and_telescopes():
                 assert env.shaper.phi[i] == pytest.approx(margin(OFFSETS[i]))
 
 
+def test_reset_captions_are_read_through_other_vec_wrappers():
+    # SB3's VecEnvWrapper (VecMonitor, VecNormalize, ...) does not forward reset_infos:
+    # the reset captions must come from the innermost VecEnv
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    cfg = {**STUB_CONFIG, "mode": "potential", "gamma": 0.9, "beta_start": 0.5}
+    inner = VecNormalize(VecMonitor(DummyVecEnv(fns())), norm_reward=False)
+    env = VecSemanticShaping(inner, caption_embedder(), cfg)
+    env.reset()
+    np.testing.assert_allclose(env.shaper.phi, [margin(o) for o in OFFSETS])
+    for _ in range(6):  # episodes end and restart: their first captions come from reset_infos
+        env.step(np.zeros(2, np.int64))
+    env.close()
+
+
 def test_frames_need_rgb_array():
     with pytest.raises(ConfigError, match="render_mode"):
         VecSemanticShaping(DummyVecEnv(fns(render_mode=None)), frame_embedder())

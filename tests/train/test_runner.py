@@ -203,6 +203,20 @@ def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
     assert exc.value.key == "agent.kwargs"
 
 
+def test_caption_shaping_stack_logs_semantics(tmp_path):
+    cfg = _cfg(256, shaping={"enabled": True, "params": {"config": {"capture_interval": 2}}},
+               run={"plots": True})
+    out = train(cfg, run_dir=tmp_path / "r")
+    assert out["total_steps"] == 256
+    header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
+    assert "semantics/beta" in header and "semantics/norm_margin" in header
+    assert (tmp_path / "r" / "plots" / "shaping.png").is_file()
+    with pytest.raises(ConfigError) as exc:
+        train(_cfg(256, shaping={"enabled": True, "params": {"bogus": 1}}),
+              run_dir=tmp_path / "s")
+    assert exc.value.key == "shaping.params"
+
+
 def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     from tests.datapacks.packs import record
 

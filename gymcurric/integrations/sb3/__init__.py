@@ -13,11 +13,17 @@ from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     save_curriculum_state,
 )
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
+from gymcurric.integrations.sb3.semantic import (  # noqa: E402
+    SemanticShapingCallback,
+    VecSemanticShaping,
+)
 
 __all__ = [
     "CurriculumCallback",
     "EpisodeCostCallback",
     "RiskCallback",
+    "SemanticShapingCallback",
+    "VecSemanticShaping",
     "VecCostMonitor",
     "load_curriculum_state",
     "save_curriculum_state",

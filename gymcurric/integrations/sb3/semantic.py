@@ -113,7 +113,7 @@ class VecSemanticShaping(VecEnvWrapper):
         obs = self.venv.reset()
         if self.enabled:
             if self.shaper.source == "captions":
-                self._current = self._captions(list(self.venv.reset_infos))
+                self._current = self._captions(_reset_infos(self.venv))
             self.shaper.begin(np.ones(self.num_envs, dtype=bool), self._inputs)
         return obs
 
@@ -133,7 +133,7 @@ class VecSemanticShaping(VecEnvWrapper):
             step_captions = self._captions(list(infos))
             if dones.any():
                 final = [c if d else None for c, d in zip(step_captions, dones, strict=True)]
-                reset_infos = list(self.venv.reset_infos)
+                reset_infos = _reset_infos(self.venv)
                 started = self._captions([reset_infos[i] for i in np.flatnonzero(dones)])
                 for i, c in zip(np.flatnonzero(dones), started, strict=True):
                     step_captions[i] = c
@@ -208,3 +208,11 @@ class SemanticShapingCallback(BaseCallback):
                 self.logger.record(key, value, exclude=("tensorboard",))
             else:
                 self.logger.record(key, float(value))
+
+
+def _reset_infos(venv: VecEnv) -> list[dict[str, Any]]:
+    # SB3's VecEnvWrapper keeps its own (empty) reset_infos and does not forward the inner
+    # ones (VecMonitor, VecNormalize, ...): read them from the innermost VecEnv
+    while isinstance(venv, VecEnvWrapper):
+        venv = venv.venv
+    return list(venv.reset_infos)

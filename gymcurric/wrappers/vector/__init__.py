@@ -11,6 +11,7 @@ from gymcurric.wrappers.vector.curriculum import CurriculumTask, make_curriculum
 from gymcurric.wrappers.vector.datapack import DatapackTask, make_datapack_vec
 from gymcurric.wrappers.vector.risk import AnnotateRisk
 from gymcurric.wrappers.vector.saute import SauteBudget
+from gymcurric.wrappers.vector.semantic import ShapeRewardSemantic
 
 __all__ = [
     "AnnotateCost",
@@ -19,6 +20,7 @@ __all__ = [
     "DatapackTask",
     "RecordEpisodeStatisticsWithCost",
     "SauteBudget",
+    "ShapeRewardSemantic",
     "make_curriculum_vec",
     "make_datapack_vec",
     "read_step_costs",
