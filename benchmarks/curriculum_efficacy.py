@@ -21,11 +21,12 @@ same budget under each condition:
   or after a fixed number of episodes, earlier buckets still mixed in).
 
 Every ``--eval-every`` steps the deterministic policy plays ``--eval-episodes`` fixed-seed
-episodes of every task (the same episodes for every condition and seed); the hard bucket's
-success rate decides "steps until >= 80 % success on the hardest bucket". Reported per
-condition, over seeds: mean and 95 % confidence interval (Student t) of those steps (a run
-that never gets there counts as the budget, and the number that got there is shown), of the
-final success per bucket and of the training episode cost.
+episodes of every hard task, and at the end of every task (the same episodes for every
+condition and seed); the hard bucket's success rate decides "steps until >= 80 % success
+on the hardest bucket". Reported per condition, over seeds: mean and 95 % confidence
+interval (Student t) of those steps (a run that never gets there counts as the budget, and
+the number that got there is shown), of the final success per bucket and of the training
+episode cost.
 
     python benchmarks/curriculum_efficacy.py --steps 200000 --seeds 0 1 2 3 4 --workers 2 \
         --out runs/efficacy
@@ -111,7 +112,8 @@ def make_curriculum(condition: str, seed: int, episodes_per_stage: int) -> Any:
     raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
 
 
-def evaluate(model: Any, episodes: int) -> dict[str, dict[str, float]]:
+def evaluate(model: Any, episodes: int,
+             buckets: Sequence[str] = tuple(BUCKETS)) -> dict[str, dict[str, float]]:
     """Deterministic policy, fixed seeds: success and cost per bucket."""
     import gymnasium as gym
 
@@ -120,7 +122,8 @@ def evaluate(model: Any, episodes: int) -> dict[str, dict[str, float]]:
     all_tasks, ids = tasks()
     env = gym.make("gymcurric/HazardGrid-v0", **ENV_KWARGS)
     out: dict[str, dict[str, float]] = {}
-    for bucket, members in ids.items():
+    for bucket in buckets:
+        members = ids[bucket]
         succ, cost = [], []
         for tid in members:
             for ep in range(episodes):
@@ -169,8 +172,8 @@ def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episode
                     costs.append(float(info["episode"]["c"]))
             if self.num_timesteps >= self.next:
                 self.next += eval_every
-                history.append({"steps": int(self.num_timesteps),
-                                **evaluate(self.model, eval_episodes)})
+                history.append({"steps": int(self.num_timesteps),  # the hard bucket only
+                                **evaluate(self.model, eval_episodes, ("hard",))})
             return True
 
     model = PPO("MlpPolicy", venv, n_steps=256, batch_size=256, n_epochs=5,
