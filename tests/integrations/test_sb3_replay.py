@@ -188,3 +188,28 @@ def test_save_and_load_replay_buffer(tmp_path):
     other.learn(50, reset_num_timesteps=False)
     assert b.ring.total_steps > a.ring.total_steps  # appended after the loaded rows
     b.ring.check_invariants()
+
+
+def test_vec_normalize_is_applied_like_sb3():
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+    venv.obs_rms.mean = np.array([0.5, -0.5, 1.0])
+    venv.obs_rms.var = np.array([4.0, 2.0, 9.0])
+    venv.ret_rms.var = np.array(3.0)
+    obs_space, act_space = venv.observation_space, venv.action_space
+    sb3 = ReplayBuffer(40, obs_space, act_space, "cpu", 2)
+    ring = RingReplayBuffer(40, obs_space, act_space, "cpu", 2)
+    for args in stream(obs_space, act_space, 2, 12, seed=3):
+        sb3.add(*args)
+        ring.add(*args)
+    rows = np.repeat(np.arange(sb3.size()), 2)
+    np.random.seed(2)  # noqa: NPY002 (SB3 draws env indices from it)
+    want = sb3._get_samples(rows, env=venv)
+    np.random.seed(2)  # noqa: NPY002
+    got = ring._get_samples(rows, env=venv)
+    for name in ("observations", "next_observations", "rewards", "dones", "actions"):
+        w, g = getattr(want, name), getattr(got, name)
+        assert w.dtype == g.dtype, name
+        assert torch.allclose(w, g), name
+    venv.close()
