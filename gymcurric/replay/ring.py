@@ -944,7 +944,7 @@ class ReplayRing:
             return
         picked = src.index_select(0, src_idx)
         m = mask.view(-1, *([1] * (dst.dim() - 1)))
-        torch.where(m, picked, dst, out=dst)
+        dst.copy_(torch.where(m, picked, dst))
 
     # ------------------------------------------------------------------ invariants
     def check_invariants(self) -> None:
