@@ -1,0 +1,305 @@
+"""Datapack presentation for Stable-Baselines3 vector envs: :class:`VecDatapackTask`.
+
+The design is that of the Gymnasium vector twin :class:`gymcurric.wrappers.vector.DatapackTask`:
+the :class:`~gymcurric.datapacks.DataPackRLSampler` and its
+:class:`~gymcurric.datapacks.DataPackCurriculum` stay in the main process (a ``SubprocVecEnv``
+worker would otherwise unpickle its own copy, draw the same stream as every other worker and
+report to a curriculum the trainer never sees). Each sub-env is wrapped in the single-env
+:class:`gymcurric.wrappers.DatapackTask` with ``sampler=None``, which presents the datapack
+preset in its ``next_datapack`` attribute at its next reset. This wrapper draws the presets,
+sends them with ``env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])`` (it finds
+the ``DatapackTask`` anywhere in the sub-env's wrapper chain, for ``DummyVecEnv`` and
+``SubprocVecEnv`` alike), computes each episode's outcome from the vector stream (return from
+the rewards, cost from the summed ``info["cost"]``, success from the final step's
+``info["is_success"]``) and reports it with ``curriculum.update_diagnostics``.
+
+One episode ahead. SB3 vector envs reset a sub-env *inside* the ``step_wait`` that ends its
+episode (the final observation goes to ``info["terminal_observation"]``), before the main
+process can react, exactly like Gymnasium's ``SAME_STEP`` autoreset mode. So every sub-env
+always holds a preset drawn in advance: the datapack of its episode ``k + 1`` is drawn right after
+episode ``k - 1`` ends (at the first reset: two batches, for episodes 1 and 2). Stage changes and
+newly satisfied prerequisites therefore reach each sub-env one episode late. The only way around
+it would be to reset the sub-env a second time from the main process and swap the returned
+observation, which VecEnv wrappers below this one (``VecFrameStack``, ``VecNormalize``
+statistics, ``VecMonitor``) would already have seen: not done.
+
+Draws made together (the sub-envs whose episode ended in one vector step, in index order) come
+from one ``sample_batch(k)`` call, so the sampler's log has one entry per such step. The same
+sampler seed, env seeds and actions give the same datapack sequence per sub-env for
+``DummyVecEnv`` and ``SubprocVecEnv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from gymcurric.datapacks.schema import DataPack
+from gymcurric.errors import ConfigError
+from gymcurric.wrappers.curriculum import SuccessFn
+from gymcurric.wrappers.datapack import DatapackTask, MplFn, report_episode
+
+__all__ = ["VecDatapackTask", "make_datapack_vec_env"]
+
+_SRC = "VecDatapackTask"
+
+
+class VecDatapackTask(VecEnvWrapper):
+    """Present sampled datapacks to the sub-envs of an SB3 ``VecEnv``; report their outcomes.
+
+    At every reset of every sub-env (the first ``reset()`` and every auto-reset) the sub-env runs
+    a datapack drawn from ``sampler`` in this process, one episode ahead (see the module
+    docstring). When a sub-env's episode ends, ``sampler.curriculum.update_diagnostics`` gets
+    the same outcome the single-env :class:`gymcurric.wrappers.DatapackTask` reports
+    (``success``, ``error`` = positive summed cost, ``mpl``, ``tag_results``, ``return_``), in
+    sub-env index order, so stages advance during ``learn()``. Observations, rewards and infos
+    pass through unchanged; an episode cut short by ``reset()`` is not reported.
+
+    The sub-envs must each be wrapped in ``DatapackTask(env, sampler=None)``
+    (:func:`make_datapack_vec_env` does it); otherwise :class:`~gymcurric.errors.ConfigError`.
+
+    Attributes:
+        sampler: the sampler (this process).
+        datapacks: per sub-env, the datapack of the transition the last ``step_wait`` /
+            ``reset`` returned (for a sub-env that just ended: the ended episode's).
+        next_datapacks: per sub-env, the preset its next (auto-)reset will present.
+
+    Info keys: none written. The sub-envs write ``datapack`` into their *reset* info, which SB3
+    keeps in ``reset_infos`` (passed through by this wrapper).
+
+    Example:
+        >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
+        >>> packs = [DataPack(f"p{n}", "nav", "gymcurric/HazardGrid-v0", n % 3, seed=n,
+        ...                   task_params={"size": 5, "num_hazards": n, "max_steps": 10})
+        ...          for n in range(6)]
+        >>> sampler = DataPackRLSampler(packs, curriculum=DataPackCurriculum(), seed=0)
+        >>> venv = make_datapack_vec_env("gymcurric/HazardGrid-v0", sampler, n_envs=2, seed=0)
+        >>> _ = venv.reset()
+        >>> len(sampler.logs)  # episode 1 and, ahead, episode 2 of both sub-envs
+        2
+        >>> for _ in range(25):
+        ...     _ = venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
+        >>> sampler.curriculum.episode >= 4
+        True
+        >>> venv.close()
+    """
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        sampler: Any,
+        *,
+        success_fn: SuccessFn | None = None,
+        mpl_fn: MplFn | None = None,
+    ) -> None:
+        """Wrap ``venv``, whose sub-envs are wrapped in ``DatapackTask(..., sampler=None)``.
+
+        Args:
+            venv: the SB3 vector env (``DummyVecEnv``, ``SubprocVecEnv``, or a wrapper of one).
+            sampler: a :class:`~gymcurric.datapacks.DataPackRLSampler` (or an object with its
+                ``sample_batch`` method and a ``curriculum`` attribute, which may be ``None``).
+            success_fn: ``success_fn(info) -> bool | None`` on a sub-env's last step info.
+            mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
+        """
+        if not isinstance(venv, VecEnv):
+            raise ConfigError("venv", venv, "expected a stable_baselines3 VecEnv", source=_SRC)
+        if not callable(getattr(sampler, "sample_batch", None)):
+            raise ConfigError(
+                "sampler",
+                sampler,
+                "expected a DataPackRLSampler (missing method 'sample_batch')",
+                source=_SRC,
+            )
+        for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
+            if fn is not None and not callable(fn):
+                raise ConfigError(name, fn, "must be callable or None", source=_SRC)
+        wrapped = venv.env_is_wrapped(DatapackTask)
+        if not all(wrapped):
+            raise self._unwrapped_error([i for i, w in enumerate(wrapped) if not w], venv)
+        own = [i for i, s in enumerate(venv.get_attr("sampler")) if s is not None]
+        if own:
+            raise ConfigError(
+                "venv",
+                venv,
+                f"sub-envs {own} are wrapped in DatapackTask with their own sampler; "
+                "VecDatapackTask samples centrally: wrap sub-envs with DatapackTask(env, None)",
+                source=_SRC,
+            )
+        super().__init__(venv)
+        self.sampler = sampler
+        self._success_fn = success_fn
+        self._mpl_fn = mpl_fn
+        n = self.num_envs
+        self.next_datapacks: list[DataPack | None] = [None] * n  # mirror of the sub-envs' presets
+        self._episode: list[DataPack | None] = [None] * n
+        self.datapacks: list[DataPack | None] = [None] * n
+        self._return = np.zeros(n, np.float64)
+        self._cost = np.zeros(n, np.float64)
+
+    @staticmethod
+    def _unwrapped_error(envs: Sequence[int], venv: Any) -> ConfigError:
+        return ConfigError(
+            "venv",
+            venv,
+            f"sub-envs {list(envs)} are not wrapped in gymcurric.wrappers.DatapackTask(env, "
+            "sampler=None) (e.g. make_datapack_vec_env, or make_vec_env(..., "
+            "wrapper_class=DatapackTask, wrapper_kwargs={'sampler': None}))",
+            source=_SRC,
+        )
+
+    # ---------------------------------------------------------------- presets
+    def _draw(self, envs: Sequence[int]) -> None:
+        """Draw one preset for each sub-env in ``envs`` (one batch) and send each its own."""
+        if not envs:
+            return
+        batch = self.sampler.sample_batch(len(envs))
+        if len(batch) != len(envs):
+            raise ConfigError(
+                "sampler",
+                self.sampler,
+                f"sample_batch({len(envs)}) returned {len(batch)} datapacks",
+                source=_SRC,
+            )
+        for i, pack in zip(envs, batch, strict=True):
+            self.next_datapacks[i] = pack
+            self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
+
+    def _start(self, envs: Sequence[int]) -> None:
+        """Sub-envs ``envs`` just reset on their presets (and consumed them)."""
+        reset_infos = getattr(self.venv, "reset_infos", None)
+        for i in envs:
+            pack = self.next_datapacks[i]
+            if reset_infos is not None:  # the sub-env reports what it presented
+                info = reset_infos[i].get("datapack") if reset_infos[i] else None
+                if pack is not None and (info is None or info.get("pack_id") != pack.pack_id):
+                    raise ConfigError(
+                        "venv",
+                        self.venv,
+                        f"sub-env {i} reset on {info!r} instead of its preset datapack "
+                        f"{pack.pack_id!r}: is its DatapackTask's next_datapack set by someone "
+                        "else?",
+                        source=_SRC,
+                    )
+            self._episode[i], self.next_datapacks[i] = pack, None
+            self._return[i] = 0.0
+            self._cost[i] = 0.0
+
+    # ---------------------------------------------------------------- VecEnv API
+    def reset(self) -> VecEnvObs:
+        """Reset every sub-env on its preset, then draw the presets of the episodes after."""
+        self._draw([i for i in range(self.num_envs) if self.next_datapacks[i] is None])
+        obs = self.venv.reset()
+        everyone = list(range(self.num_envs))
+        self._start(everyone)
+        self._draw(everyone)  # one episode ahead: an auto-reset cannot wait for the main process
+        self.datapacks = list(self._episode)
+        self._pass_reset_infos()
+        return obs
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step; report the ended episodes; draw the presets of the sub-envs that auto-reset."""
+        obs, rewards, dones, infos = self.venv.step_wait()
+        self._return += np.asarray(rewards, np.float64)
+        for i, info in enumerate(infos):
+            cost = info.get("cost")
+            if cost is not None:
+                self._cost[i] += float(cost)
+        self.datapacks = list(self._episode)
+        ended = np.flatnonzero(dones).tolist()
+        if ended:
+            curriculum = getattr(self.sampler, "curriculum", None)
+            for i in ended:
+                pack = self._episode[i]
+                if curriculum is not None and pack is not None:
+                    report_episode(
+                        curriculum,
+                        pack,
+                        infos[i],
+                        cost=float(self._cost[i]),
+                        return_=float(self._return[i]),
+                        success_fn=self._success_fn,
+                        mpl_fn=self._mpl_fn,
+                        reporter=f"VecDatapackTask (sub-env {i})",
+                    )
+            self._start(ended)  # the auto-reset inside step_wait consumed the presets
+            self._draw(ended)
+        self._pass_reset_infos()
+        return obs, rewards, dones, infos
+
+    def _pass_reset_infos(self) -> None:
+        # VecEnvWrapper keeps a reset_infos list of its own: show the wrapped env's
+        inner = getattr(self.venv, "reset_infos", None)
+        if inner is not None:
+            self.reset_infos = list(inner)
+
+    def get_diagnostics(self) -> dict[str, Any]:
+        """The sampler's diagnostics (and its curriculum's)."""
+        return dict(self.sampler.get_diagnostics())
+
+
+class _MakeEnv:
+    """Picklable env factory for worker processes (imports gymcurric there to register ids)."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs
+
+    def __call__(self) -> gym.Env[Any, Any]:
+        import gymcurric  # noqa: F401
+
+        return gym.make(self.env_id, **self.env_kwargs)
+
+
+def make_datapack_vec_env(
+    env_id: str,
+    sampler: Any,
+    n_envs: int = 1,
+    *,
+    seed: int | None = None,
+    vec_env_cls: type[DummyVecEnv] | type[SubprocVecEnv] | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    success_fn: SuccessFn | None = None,
+    mpl_fn: MplFn | None = None,
+    monitor_kwargs: dict[str, Any] | None = None,
+    wrapper: Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]] | None = None,
+) -> VecDatapackTask:
+    """SB3's ``make_vec_env`` with every sub-env in ``DatapackTask(env, None)``, plus the wrapper.
+
+    Args:
+        env_id: the registered env id; the env must accept ``reset(options={"task": ...})``.
+        sampler: the sampler, kept in this process.
+        n_envs: number of sub-envs.
+        seed: ``make_vec_env``'s seed (sub-env ``i`` gets ``seed + i`` at the first reset).
+        vec_env_cls: ``DummyVecEnv`` (default) or ``SubprocVecEnv``.
+        vec_env_kwargs: e.g. ``{"start_method": "forkserver"}``.
+        env_kwargs: passed to the env constructor.
+        success_fn: see :class:`VecDatapackTask`.
+        mpl_fn: see :class:`VecDatapackTask`.
+        monitor_kwargs: passed to SB3's ``Monitor`` (which sits inside ``DatapackTask``).
+        wrapper: an extra single-env wrapper applied outside ``DatapackTask`` (e.g. a cost
+            annotator), or ``None``.
+    """
+    if not isinstance(env_id, str):
+        raise ConfigError("env_id", env_id, "expected a registered env id", source=_SRC)
+
+    def wrap(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
+        out: gym.Env[Any, Any] = DatapackTask(env, None)
+        return wrapper(out) if wrapper is not None else out
+
+    venv = make_vec_env(
+        _MakeEnv(env_id, dict(env_kwargs or {})),
+        n_envs=n_envs,
+        seed=seed,
+        vec_env_cls=vec_env_cls or DummyVecEnv,
+        vec_env_kwargs=vec_env_kwargs,
+        monitor_kwargs=monitor_kwargs,
+        wrapper_class=wrap,
+    )
+    return VecDatapackTask(venv, sampler, success_fn=success_fn, mpl_fn=mpl_fn)

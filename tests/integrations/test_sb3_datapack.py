@@ -1,0 +1,258 @@
+"""VecDatapackTask: central datapack sampling for SB3 DummyVecEnv / SubprocVecEnv."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+import gymcurric  # noqa: F401  (registers the env ids)
+from gymcurric.datapacks import (
+    DataPack,
+    DataPackCurriculum,
+    DataPackCurriculumConfig,
+    DataPackRLSampler,
+)
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.datapack import VecDatapackTask, make_datapack_vec_env
+from gymcurric.wrappers.datapack import DatapackTask
+from tests.datapacks.packs import record
+
+ENV_ID = "gymcurric/HazardGrid-v0"
+FORKSERVER = {"start_method": "forkserver"}
+
+
+def packs(n: int = 8) -> list[DataPack]:
+    """HazardGrid datapacks with distinct sizes, hazards and short, different time limits."""
+    return [
+        DataPack.from_dict(
+            record(
+                f"p{i}",
+                env_id=ENV_ID,
+                tier=i % 3,
+                task_params={
+                    "size": 4 + i % 3,
+                    "goal_distance": 1 + i % 2,  # random actions sometimes reach it
+                    "num_hazards": i % 4,
+                    "max_steps": 3 + i % 4,
+                },
+                seed=50 + i,
+                enrichment={"affordances": [{"name": "reach"}]},
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(n)
+    ]
+
+
+def safe_packs() -> list[DataPack]:
+    """Hazard-free 3-step episodes: with window=4 the default curriculum leaves warmup fast."""
+    return [
+        DataPack.from_dict(
+            record(
+                f"s{i}",
+                env_id=ENV_ID,
+                tier=i % 2,
+                task_params={"size": 4, "num_hazards": 0, "max_steps": 3},
+                seed=i,
+                supervision_hints={"safety_critical": False},
+            )
+        )
+        for i in range(4)
+    ]
+
+
+class Events:
+    """Spy curriculum + stub sampler sharing one event list (draws and reports, in order)."""
+
+    def __init__(self, records: list[DataPack]) -> None:
+        self.records, self.i, self.events = records, 0, []
+        self.curriculum = self
+
+    def sample_batch(self, n: int) -> list[DataPack]:
+        out = [self.records[(self.i + k) % len(self.records)] for k in range(n)]
+        self.i += n
+        self.events.append(("draw", [p.pack_id for p in out]))
+        return out
+
+    def update_diagnostics(self, **kwargs):
+        self.events.append(("report", kwargs))
+
+    def get_diagnostics(self):
+        return {"draws": self.i}
+
+
+def rollout(venv: VecDatapackTask, steps: int = 40, seed: int = 0):
+    """Seeded random actions. Returns, computed here from what the vector env returned: the
+    ended episodes in (step, sub-env) order as (sub-env, pack id, return, cost, success), the
+    pack id each reset of each sub-env reported, and the sub-envs that ended at each step."""
+    rng = np.random.default_rng(seed)
+    venv.reset()
+    n = venv.num_envs
+    started = [[venv.reset_infos[i]["datapack"]["pack_id"]] for i in range(n)]
+    ret, cost = np.zeros(n), np.zeros(n)
+    episodes: list[tuple] = []
+    ends: list[list[int]] = []
+    for _ in range(steps):
+        _, rewards, dones, infos = venv.step(rng.integers(0, 4, n))
+        ret += rewards
+        cost += [info["cost"] for info in infos]
+        ended = np.flatnonzero(dones).tolist()
+        for i in ended:
+            pack = venv.datapacks[i]
+            success = bool(infos[i]["is_success"])
+            episodes.append((i, pack.pack_id, ret[i], cost[i], success))
+            started[i].append(venv.reset_infos[i]["datapack"]["pack_id"])
+            ret[i] = cost[i] = 0.0
+        if ended:
+            ends.append(ended)
+    return episodes, started, ends
+
+
+def test_reports_match_the_stream_and_presets_run_one_episode_ahead():
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=0)
+    episodes, started, ends = rollout(venv, steps=60)
+    venv.close()
+    reports = [e[1] for e in sampler.events if e[0] == "report"]
+    assert len(reports) == len(episodes) > 10
+    assert any(ep[4] for ep in episodes) and any(ep[3] > 0 for ep in episodes)
+    for rep, (_, _, ret, cost, success) in zip(reports, episodes, strict=True):
+        assert rep["return_"] == pytest.approx(ret)
+        assert (rep["error"], rep["success"], rep["tag_results"]) == (
+            cost > 0,
+            success,
+            {"reach": success},
+        )
+    # one episode ahead: the first reset draws episode 1 and episode 2 of both sub-envs; each
+    # later draw (one batch per step with ended episodes, in sub-env order) is episode k + 2
+    # of the sub-env whose episode k just ended
+    draws = [e[1] for e in sampler.events if e[0] == "draw"]
+    assert draws[:2] == [["p0", "p1"], ["p2", "p3"]]
+    expected = [["p0", "p2"], ["p1", "p3"]]
+    for ended, batch in zip(ends, draws[2:], strict=True):
+        for i, pack_id in zip(ended, batch, strict=True):
+            expected[i].append(pack_id)
+    for i in range(2):
+        assert started[i] == expected[i][: len(started[i])]
+        assert [p.pack_id for p in [venv.next_datapacks[i]]] == [expected[i][len(started[i])]]
+        ran = [ep[1] for ep in episodes if ep[0] == i]  # venv.datapacks named the ended episode
+        assert ran == started[i][: len(ran)]
+
+
+def test_report_order_is_by_step_then_sub_env():
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=3, seed=1)
+    episodes, _, _ = rollout(venv, steps=30, seed=1)
+    venv.close()
+    kinds = [e[0] for e in sampler.events]
+    assert kinds[:2] == ["draw", "draw"]
+    # after the first reset, each step's reports are followed by exactly one draw of as many
+    i = 2
+    while i < len(kinds):
+        j = i
+        while kinds[j] == "report":
+            j += 1
+        assert j > i and kinds[j] == "draw"
+        assert len(sampler.events[j][1]) == j - i
+        i = j + 1
+    assert len(episodes) == kinds.count("report")
+
+
+def _sequence(vec_env_cls, vec_env_kwargs=None):
+    cur = DataPackCurriculum(DataPackCurriculumConfig(window=4))
+    sampler = DataPackRLSampler(packs(), curriculum=cur, seed=3)
+    venv = make_datapack_vec_env(
+        ENV_ID, sampler, n_envs=2, seed=5, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs
+    )
+    episodes, started, _ = rollout(venv, steps=50, seed=2)
+    venv.close()
+    return episodes, started, [[p["pack_id"] for p in e["samples"]] for e in sampler.logs], cur
+
+
+def test_dummy_and_subproc_give_the_same_datapack_sequence():
+    dummy = _sequence(DummyVecEnv)
+    sub = _sequence(SubprocVecEnv, FORKSERVER)
+    # episodes: sub-env, pack, success; returns up to SB3's reward dtype (Dummy keeps float32)
+    assert [(e[0], e[1], e[4]) for e in dummy[0]] == [(e[0], e[1], e[4]) for e in sub[0]]
+    assert [e[2] for e in dummy[0]] == pytest.approx([e[2] for e in sub[0]], abs=1e-6)
+    assert [e[3] for e in dummy[0]] == [e[3] for e in sub[0]]  # costs
+    assert dummy[1] == sub[1]  # what every reset presented
+    assert dummy[2] == sub[2]  # the sampler's logs
+    assert dummy[3].episode == sub[3].episode > 10  # worker episodes reached the curriculum
+
+
+def _learn(vec_env_cls, vec_env_kwargs=None):
+    cur = DataPackCurriculum(DataPackCurriculumConfig(window=4))
+    sampler = DataPackRLSampler(safe_packs(), curriculum=cur, seed=0)
+    venv = make_datapack_vec_env(
+        ENV_ID, sampler, n_envs=2, seed=0, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs
+    )
+    model = PPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(128)
+    venv.close()
+    assert cur.episode >= 4 and cur.stage == "skill_building"
+    assert cur.metrics()["mean_return"] is not None
+    assert any(e["stage"] == "skill_building" for e in sampler.logs)  # later draws use it
+    assert venv.get_diagnostics()["curriculum"]["stage"] == "skill_building"
+    return cur.episode
+
+
+def test_stages_advance_during_ppo_learn_dummy():
+    assert _learn(DummyVecEnv) >= 40  # 128 steps of 3-step episodes
+
+
+@pytest.mark.slow
+def test_stages_advance_from_subproc_worker_episodes_during_ppo_learn():
+    assert _learn(SubprocVecEnv, FORKSERVER) >= 40
+
+
+def test_reset_mid_episode_reports_nothing_and_presents_the_preset():
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=0)
+    venv.reset()
+    venv.step(np.zeros(2, np.int64))  # max_steps >= 3: nobody ends
+    assert venv.next_datapacks[0].pack_id == "p2"
+    venv.reset()
+    assert not [e for e in sampler.events if e[0] == "report"]
+    assert [venv.reset_infos[i]["datapack"]["pack_id"] for i in range(2)] == ["p2", "p3"]
+    assert [p.pack_id for p in venv.datapacks] == ["p2", "p3"]
+    assert [p.pack_id for p in venv.next_datapacks] == ["p4", "p5"]
+    venv.close()
+
+
+def test_success_fn_is_used():
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=0, success_fn=lambda info: True)
+    rollout(venv, steps=12)
+    venv.close()
+    reports = [e[1] for e in sampler.events if e[0] == "report"]
+    assert reports and all(r["success"] for r in reports)
+
+
+def test_clear_errors():
+    plain = make_vec_env(ENV_ID, n_envs=2)
+    with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] are not wrapped"):
+        VecDatapackTask(plain, Events(packs()))
+    own = make_vec_env(
+        ENV_ID, n_envs=2, wrapper_class=DatapackTask, wrapper_kwargs={"sampler": Events(packs())}
+    )
+    with pytest.raises(ConfigError, match="their own sampler"):
+        VecDatapackTask(own, Events(packs()))
+    ok = make_vec_env(
+        ENV_ID, n_envs=2, wrapper_class=DatapackTask, wrapper_kwargs={"sampler": None}
+    )
+    with pytest.raises(ConfigError, match="sample_batch"):
+        VecDatapackTask(ok, object())
+    with pytest.raises(ConfigError, match="success_fn"):
+        VecDatapackTask(ok, Events(packs()), success_fn=3)
+    with pytest.raises(ConfigError, match="VecEnv"):
+        VecDatapackTask("not a venv", Events(packs()))  # type: ignore[arg-type]
+    venv = VecDatapackTask(ok, Events(packs()))  # make_vec_env's wrapper_class route works too
+    venv.reset()
+    assert [p.pack_id for p in venv.datapacks] == ["p0", "p1"]
+    venv.close()
+    plain.close()
+    own.close()
