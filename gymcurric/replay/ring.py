@@ -321,6 +321,8 @@ class ReplayRing:
         self._ended = np.ones(num_envs, dtype=bool)
         self._row_has_side = np.zeros(capacity, dtype=bool)
         self._row_any_first = np.zeros(capacity, dtype=bool)
+        # row r's successor (row r+1) starts an episode in some env; False for the newest row
+        self._row_next_first = np.zeros(capacity, dtype=bool)
         self._env_arange = torch.arange(num_envs, dtype=torch.int64, device=dev)
         self._time_arange = torch.arange(capacity, dtype=torch.int64, device=dev)
         self.generator = torch.Generator(device=dev)
@@ -576,7 +578,11 @@ class ReplayRing:
         for name, src in srcs:
             self._commit(name, row, src)
         episode = self._cur_episode + first
-        self._row_any_first[row] = first.any()
+        any_first = bool(first.any())
+        self._row_any_first[row] = any_first
+        self._row_next_first[row] = False
+        if self.total_steps:
+            self._row_next_first[row - 1 if row else self.capacity - 1] = any_first
         if self._np:
             self._np_scalars[row] = scalars
             self._np["is_first"][row] = first
@@ -655,6 +661,7 @@ class ReplayRing:
         self._cur_episode = np.full(self.num_envs, -1, dtype=np.int32)
         self._row_has_side[:] = False
         self._row_any_first[:] = False
+        self._row_next_first[:] = False
         self._side_ptr.zero_()
         self._side_lost.zero_()
         self._ended = np.ones(self.num_envs, dtype=bool)
@@ -818,20 +825,22 @@ class ReplayRing:
         newest_ok = nxt_obs is not None
         slots = self._side_slot_storage.numpy()
         first = self._np["is_first"].reshape(-1)
+        CE = C * E
+        shift = self.oldest * E
+        last = (self.size - 1) * E  # pairs >= last are on the newest row
         pair = torch.randint(rows * E, (batch,), generator=gen).numpy()
         for _ in range(10_000):
-            logical, env = np.divmod(pair, E)
-            t = logical + self.oldest
-            t[t >= C] -= C
-            tn = t + 1
-            tn[tn == C] = 0
-            newest = logical == self.size - 1
+            flat_np = pair + shift
+            flat_np[flat_np >= CE] -= CE
+            t = flat_np // E
+            newest = pair >= last
             valid = np.ones(batch, dtype=bool)
-            suspect = np.flatnonzero(self._row_any_first[tn] | newest)
+            suspect = np.flatnonzero(self._row_next_first[t] | newest)
             if suspect.size:
-                ts, es = t[suspect], env[suspect]
-                has = slots[ts * E + es] >= 0
-                ok = has | ~(first[tn[suspect] * E + es] | newest[suspect])
+                fs = flat_np[suspect]
+                ns = fs + E
+                ns[ns >= CE] -= CE
+                ok = (slots[fs] >= 0) | ~(first[ns] | newest[suspect])
                 valid[suspect] = (ok | newest[suspect]) if newest_ok else ok
             if valid.all():
                 break
@@ -842,14 +851,17 @@ class ReplayRing:
                 "ReplayRing.sample_transitions: no valid transition found (every stored step "
                 "lacks its next observation)"
             )
-        flat = torch.from_numpy(t * E + env)
+        env = flat_np - t * E
+        nxt_np = flat_np + E
+        nxt_np[nxt_np >= CE] -= CE
+        flat = torch.from_numpy(flat_np)
         obs_flat = self._flat["obs"]
         obs = torch.index_select(obs_flat, 0, flat)
-        next_o = torch.index_select(obs_flat, 0, torch.from_numpy(tn * E + env))
+        next_o = torch.index_select(obs_flat, 0, torch.from_numpy(nxt_np))
         side_rows = np.flatnonzero(self._row_has_side[t])
         with_side = np.zeros(batch, dtype=bool)
         if side_rows.size:
-            sl = slots[t[side_rows] * E + env[side_rows]]
+            sl = slots[flat_np[side_rows]]
             keep = sl >= 0
             if keep.any():
                 at = side_rows[keep]
@@ -1043,6 +1055,9 @@ class ReplayRing:
         self.head, self.size, self.total_steps = meta["head"], meta["size"], meta["total_steps"]
         self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
         self._row_any_first = self._data["is_first"].any(dim=1).cpu().numpy()
+        self._row_next_first = np.roll(self._row_any_first, -1)
+        if self.size:
+            self._row_next_first[(self.head - 1) % self.capacity] = False
         self.seed = int(meta.get("seed", self.seed))
 
     def save(self, path: str | os.PathLike[str]) -> None:
