@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import gymcurric  # noqa: F401  (registers the env ids)
@@ -16,7 +17,11 @@ from gymcurric.datapacks import (
     DataPackRLSampler,
 )
 from gymcurric.errors import ConfigError
-from gymcurric.integrations.sb3.datapack import VecDatapackTask, make_datapack_vec_env
+from gymcurric.integrations.sb3.datapack import (
+    DatapackCallback,
+    VecDatapackTask,
+    make_datapack_vec_env,
+)
 from gymcurric.wrappers.datapack import DatapackTask
 from tests.datapacks.packs import record
 
@@ -256,3 +261,22 @@ def test_clear_errors():
     venv.close()
     plain.close()
     own.close()
+
+
+def test_callback_logs_the_stage_during_learn(tmp_path):
+    cur = DataPackCurriculum(DataPackCurriculumConfig(window=4))
+    sampler = DataPackRLSampler(safe_packs(), curriculum=cur, seed=0)
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=0)
+    model = PPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    callback = DatapackCallback(venv)
+    model.learn(128, callback=callback)
+    venv.close()
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    stage = [row.split(",")[header.index("datapack/stage_index")] for row in rows[1:]]
+    assert stage[-1] == "1.0"  # skill_building, logged from the rollouts
+    assert callback.last["datapack/stage"] == "skill_building"
+    assert callback.last["datapack/episode"] == cur.episode
+    with pytest.raises(ConfigError, match="get_diagnostics"):
+        DatapackCallback(object())

@@ -36,6 +36,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
@@ -45,7 +46,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import DatapackTask, MplFn, report_episode
 
-__all__ = ["VecDatapackTask", "make_datapack_vec_env"]
+__all__ = ["DatapackCallback", "VecDatapackTask", "datapack_log_values", "make_datapack_vec_env"]
 
 _SRC = "VecDatapackTask"
 
@@ -303,3 +304,77 @@ def make_datapack_vec_env(
         wrapper_class=wrap,
     )
     return VecDatapackTask(venv, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
+
+
+def datapack_log_values(diagnostics: dict[str, Any]) -> dict[str, float | str]:
+    """The ``datapack/…`` values logged for a sampler's ``get_diagnostics()``.
+
+    Example:
+        >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
+        >>> sampler = DataPackRLSampler([DataPack(f"p{i}", "x", "E-v0", i % 3) for i in range(6)],
+        ...                             curriculum=DataPackCurriculum(), seed=0)
+        >>> _ = sampler.sample_batch(4)
+        >>> values = datapack_log_values(sampler.get_diagnostics())
+        >>> values["datapack/stage"], values["datapack/stage_index"], values["datapack/sampled"]
+        ('warmup', 0.0, 4.0)
+    """
+    out: dict[str, float | str] = {
+        "datapack/batches": float(diagnostics.get("batches", 0)),
+        "datapack/sampled": float(diagnostics.get("datapacks_sampled", 0)),
+    }
+    tiers = diagnostics.get("tier_distribution") or {}
+    total = sum(tiers.values())
+    for tier, count in tiers.items():
+        out[f"datapack/tier{tier}_frac"] = float(count) / total if total else 0.0
+    cur = diagnostics.get("curriculum")
+    if isinstance(cur, dict):
+        out["datapack/stage"] = str(cur.get("stage"))
+        for key in ("stage_index", "episode", "episodes_in_stage", "stage_progress"):
+            if cur.get(key) is not None:
+                out[f"datapack/{key}"] = float(cur[key])
+        for key, value in (cur.get("metrics") or {}).items():
+            if value is not None:
+                out[f"datapack/{key}"] = float(value)
+        out["datapack/satisfied_prerequisites"] = float(
+            len(cur.get("satisfied_prerequisites") or ())
+        )
+    return out
+
+
+class DatapackCallback(BaseCallback):
+    """Log the sampler's and its curriculum's ``datapack/…`` diagnostics at every rollout end.
+
+    Values (see :func:`datapack_log_values`): ``datapack/stage`` (the stage name; not sent to
+    TensorBoard), ``datapack/stage_index``, ``datapack/episode``, ``datapack/episodes_in_stage``,
+    ``datapack/stage_progress``, the curriculum's rolling metrics (``datapack/error_rate``,
+    ``datapack/success_rate``, ``datapack/mean_return``, ... once defined),
+    ``datapack/satisfied_prerequisites`` (a count), ``datapack/batches``, ``datapack/sampled``
+    and ``datapack/tier{0,1,2}_frac`` (the tiers of all datapacks drawn so far).
+
+    Args:
+        sampler: the sampler, or a :class:`VecDatapackTask` (its sampler is used).
+        verbose: SB3's verbosity.
+    """
+
+    def __init__(self, sampler: Any, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        sampler = getattr(sampler, "sampler", sampler)
+        if not callable(getattr(sampler, "get_diagnostics", None)):
+            raise ConfigError(
+                "sampler",
+                sampler,
+                "expected a DataPackRLSampler or a VecDatapackTask (missing get_diagnostics)",
+                source="DatapackCallback",
+            )
+        self.sampler = sampler
+        #: The values recorded at the last rollout end.
+        self.last: dict[str, float | str] = {}
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.last = datapack_log_values(self.sampler.get_diagnostics())
+        for key, value in self.last.items():
+            exclude = ("tensorboard",) if isinstance(value, str) else None
+            self.logger.record(key, value, exclude=exclude)
