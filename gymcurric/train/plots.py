@@ -178,29 +178,31 @@ def _curriculum_plot(h: dict[str, np.ndarray], name: str, out_dir: Path, plt: An
                              sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [3, 1]} if has_ratio else None)
     ax = axes[0, 0]
-    img = ax.imshow(probs[:, order].T, aspect="auto", origin="lower", cmap="viridis",
-                    extent=(float(steps[0]), float(steps[-1]), -0.5, len(order) - 0.5),
-                    interpolation="nearest")
+    # the distribution at the end of rollout i is drawn over that rollout's steps
+    x_edges = np.concatenate([[0.0], steps.astype(float)])
+    y_edges = np.arange(len(order) + 1) - 0.5
+    img = ax.pcolormesh(x_edges, y_edges, probs[:, order].T, cmap="viridis", shading="flat")
     ax.set_ylabel("task (sorted by mean probability)")
     if len(order) <= 20:
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels([str(int(k)) for k in keys[order]], fontsize=7)
-    fig.colorbar(img, ax=ax, label="sampling probability")
-    ax.set_title(f"{name}: curriculum task distribution over time")
+    fig.colorbar(img, ax=list(axes[:, 0]), label="sampling probability", pad=0.02)
+    ax.set_title(f"{name}: curriculum task distribution (after each rollout)")
     if has_ratio:
         ax2 = axes[1, 0]
-        ax2.plot(steps, ratio, color="tab:orange", lw=2)
+        ax2.step(x_edges, np.append(ratio[:1], ratio), where="pre", color="tab:orange", lw=2)
         ax2.set_ylabel("explore ratio (rho)")
         ax2.set_ylim(0, 1)
         ax2.grid(alpha=0.3)
         ax2.set_xlabel("env steps")
     else:
         ax.set_xlabel("env steps")
-    return _save(fig, out_dir / "curriculum.png", plt)
+    return _save(fig, out_dir / "curriculum.png", plt, tight=False)
 
 
-def _save(fig: Any, path: Path, plt: Any) -> Path:
-    fig.tight_layout()
+def _save(fig: Any, path: Path, plt: Any, tight: bool = True) -> Path:
+    if tight:  # (a colorbar shared by stacked axes keeps the layout it was given)
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
