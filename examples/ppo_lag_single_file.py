@@ -38,6 +38,7 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import json
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ import gymcurric  # noqa: F401  (registers gymcurric/HazardNav-v0)
 class Args:
     env_id: str = "gymcurric/HazardNav-v0"
     """Gymnasium id of a continuous-action env whose steps report ``info["cost"]``."""
+    env_kwargs: str = "{}"
+    """JSON dict of env constructor kwargs, e.g. '{"hazard_placement": "between"}'."""
     seed: int = 0
     """Seed of the envs, the torch generator and the curriculum / datapack sampler."""
     device: str = "cpu"
@@ -137,7 +140,7 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
     """The vector env, with the gymcurric features the options ask for."""
     if args.curriculum and args.datapacks:
         raise SystemExit("--curriculum and --datapacks both choose tasks: pick one")
-    n = args.num_envs
+    n, kw = args.num_envs, json.loads(args.env_kwargs)
     if args.curriculum:
         from gymcurric.tasks import BucketedTaskSpace, Curriculum, ReplacementPool, Span
         from gymcurric.wrappers.vector import make_curriculum_vec
@@ -148,7 +151,10 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
             seed=args.seed,
         )
         envs: Any = make_curriculum_vec(
-            args.env_id, Curriculum(space, pool=ReplacementPool(capacity=16), seed=args.seed), n
+            args.env_id,
+            Curriculum(space, pool=ReplacementPool(capacity=16), seed=args.seed),
+            n,
+            **kw,
         )
     elif args.datapacks:
         from gymcurric.datapacks import DataPackRLSampler
@@ -161,9 +167,9 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
             raise SystemExit(f"no datapack in {args.datapacks} is for {args.env_id}")
         if len(packs) < len(sampler.table):  # a mixed set: keep this env's packs
             sampler = DataPackRLSampler(packs, curriculum=sampler.curriculum, seed=args.seed)
-        envs = make_datapack_vec(args.env_id, sampler, n)
+        envs = make_datapack_vec(args.env_id, sampler, n, **kw)
     else:
-        envs = gym.make_vec(args.env_id, num_envs=n, vectorization_mode="sync")
+        envs = gym.make_vec(args.env_id, num_envs=n, vectorization_mode="sync", **kw)
     if args.risk:
         from gymcurric.wrappers.vector.risk import AnnotateRisk
 

@@ -186,3 +186,9 @@ def test_cli_parses_every_field_with_its_docstring_as_help():
     for f in dataclasses.fields(MOD.Args):
         assert "--" + f.name.replace("_", "-") in out
     assert "allowed mean episode cost" in out
+
+
+def test_env_kwargs_reach_the_env():
+    out = _run(env_kwargs='{"num_hazards": 0}')
+    assert out["history"][-1]["ep_cost"] == 0.0
+    assert out["history"][-1]["lambda"] == 0.0  # under the limit: λ → 0 (clamped)
