@@ -990,6 +990,7 @@ class ReplayRing:
             "head": self.head,
             "size": self.size,
             "total_steps": self.total_steps,
+            "generator_device": self.device.type,
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -1029,6 +1030,11 @@ class ReplayRing:
                 )
         tensors = state["tensors"]
         own = self.state_dict()["tensors"]
+        # generator states are per device type (CPU Mersenne Twister vs CUDA Philox): a state
+        # saved on another device type is not restored; the generator is re-seeded from `seed`
+        same_gen = meta.get("generator_device", self.device.type) == self.device.type
+        if not same_gen:
+            own.pop("generator")
         for name, dst in own.items():
             src = tensors.get(name)
             if (
@@ -1046,6 +1052,8 @@ class ReplayRing:
                 self.generator.set_state(tensors[name].cpu())
             else:
                 dst.copy_(tensors[name])
+        if not same_gen:
+            self.generator.manual_seed(int(meta.get("seed", self.seed)))
         for key in ("head", "size", "total_steps"):
             value = meta.get(key)
             if not isinstance(value, int) or value < 0:

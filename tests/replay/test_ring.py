@@ -552,3 +552,14 @@ def test_no_transition_with_a_successor_raises():
     push(ring, 1, is_first=[True])  # row 0 ends without a final obs: it has no successor
     with pytest.raises(DataError, match="no valid transition"):
         ring.sample_transitions(3, gen("cpu"))
+
+
+def test_state_from_another_device_type_reseeds_the_generator():
+    ring = filled("cpu")
+    state = ring.state_dict()
+    state["meta"] = dict(state["meta"], generator_device="cuda")
+    state["tensors"] = dict(state["tensors"], generator=torch.zeros(16, dtype=torch.uint8))
+    clone = make("cpu", capacity=6, num_envs=2, seed=5)
+    clone.load_state_dict(state)
+    assert torch.equal(clone["obs"], ring["obs"])
+    assert torch.equal(clone.generator.get_state(), torch.Generator().manual_seed(0).get_state())
