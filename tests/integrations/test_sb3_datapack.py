@@ -280,3 +280,20 @@ def test_callback_logs_the_stage_during_learn(tmp_path):
     assert callback.last["datapack/episode"] == cur.episode
     with pytest.raises(ConfigError, match="get_diagnostics"):
         DatapackCallback(object())
+
+
+def test_explicit_task_via_set_options_draws_and_reports_nothing():
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=0)
+    venv.reset()
+    draws = len(sampler.events)
+    venv.set_options({"task": {"size": 4, "num_hazards": 0, "max_steps": 2}})
+    venv.reset()
+    assert venv.datapacks == [None, None] and len(sampler.events) == draws  # presets kept
+    assert [p.pack_id for p in venv.next_datapacks] == ["p2", "p3"]
+    for _ in range(2):  # the explicit 2-step episodes end: not reported, presets presented
+        venv.step(np.zeros(2, np.int64))
+    assert not [e for e in sampler.events if e[0] == "report"]
+    assert [venv.reset_infos[i]["datapack"]["pack_id"] for i in range(2)] == ["p2", "p3"]
+    assert [p.pack_id for p in venv.next_datapacks] == ["p4", "p5"]
+    venv.close()

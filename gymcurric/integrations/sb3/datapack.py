@@ -64,6 +64,10 @@ class VecDatapackTask(VecEnvWrapper):
 
     The sub-envs must each be wrapped in ``DatapackTask(env, sampler=None)``
     (:func:`make_datapack_vec_env` does it); otherwise :class:`~gymcurric.errors.ConfigError`.
+    Put this wrapper directly on the base ``VecEnv`` (under ``VecNormalize``), so that the
+    returns it reports are the env's own. ``venv.set_options({"task": {...}})`` before
+    ``reset()`` runs that task on every sub-env (SB3 applies options to the next ``reset()``
+    only): those episodes are not reported and the presets wait for the next auto-reset.
 
     Attributes:
         sampler: the sampler (this process).
@@ -171,34 +175,45 @@ class VecDatapackTask(VecEnvWrapper):
             self.next_datapacks[i] = pack
             self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
 
-    def _start(self, envs: Sequence[int]) -> None:
-        """Sub-envs ``envs`` just reset on their presets (and consumed them)."""
+    def _start(self, envs: Sequence[int]) -> list[int]:
+        """Sub-envs ``envs`` just reset; returns those that consumed their preset.
+
+        A sub-env whose reset info has ``datapack = None`` ran an explicit task (SB3's
+        ``set_options({"task": ...})`` before ``reset()``): nothing is reported for that episode
+        and its preset stays for its next reset.
+        """
         reset_infos = getattr(self.venv, "reset_infos", None)
+        consumed = []
         for i in envs:
             pack = self.next_datapacks[i]
             if reset_infos is not None:  # the sub-env reports what it presented
-                info = reset_infos[i].get("datapack") if reset_infos[i] else None
-                if pack is not None and (info is None or info.get("pack_id") != pack.pack_id):
+                info = reset_infos[i] or {}
+                if "datapack" in info and info["datapack"] is None:
+                    self._episode[i] = None
+                    self._return[i] = self._cost[i] = 0.0
+                    continue
+                shown = info.get("datapack")
+                if pack is not None and (shown is None or shown.get("pack_id") != pack.pack_id):
                     raise ConfigError(
                         "venv",
                         self.venv,
-                        f"sub-env {i} reset on {info!r} instead of its preset datapack "
+                        f"sub-env {i} reset on {shown!r} instead of its preset datapack "
                         f"{pack.pack_id!r}: is its DatapackTask's next_datapack set by someone "
                         "else?",
                         source=_SRC,
                     )
             self._episode[i], self.next_datapacks[i] = pack, None
-            self._return[i] = 0.0
-            self._cost[i] = 0.0
+            self._return[i] = self._cost[i] = 0.0
+            consumed.append(i)
+        return consumed
 
     # ---------------------------------------------------------------- VecEnv API
     def reset(self) -> VecEnvObs:
         """Reset every sub-env on its preset, then draw the presets of the episodes after."""
         self._draw([i for i in range(self.num_envs) if self.next_datapacks[i] is None])
         obs = self.venv.reset()
-        everyone = list(range(self.num_envs))
-        self._start(everyone)
-        self._draw(everyone)  # one episode ahead: an auto-reset cannot wait for the main process
+        # one episode ahead: an auto-reset cannot wait for the main process
+        self._draw(self._start(range(self.num_envs)))
         self.datapacks = list(self._episode)
         self._pass_reset_infos()
         return obs
@@ -228,8 +243,7 @@ class VecDatapackTask(VecEnvWrapper):
                         mpl_fn=self._mpl_fn,
                         reporter=f"VecDatapackTask (sub-env {i})",
                     )
-            self._start(ended)  # the auto-reset inside step_wait consumed the presets
-            self._draw(ended)
+            self._draw(self._start(ended))  # the auto-resets in step_wait consumed presets
         self._pass_reset_infos()
         return obs, rewards, dones, infos
 
