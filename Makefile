@@ -49,15 +49,15 @@ test-slow: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q -m slow
 
 # The anchors the benchmarks compare against (not dependencies of gymcurric itself).
-BENCH_ANCHORS ?= syllabus-rl==0.7 scipy matplotlib
+BENCH_ANCHORS ?= syllabus-rl==0.7 scipy matplotlib torchrl==0.14.1
 
 $(VENV)/.bench-installed: $(VENV)/.test-installed
 	$(PIP) install -c constraints.txt $(BENCH_ANCHORS)
 	touch $@
 
+# the quick benchmarks; `gymcurric bench --all` adds the long ones (safety_gym, efficacy)
 bench: $(VENV)/.bench-installed
-	$(BIN)/python benchmarks/env_speed.py
-	$(BIN)/python benchmarks/curriculum_overhead.py
+	$(BIN)/gymcurric bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -145,6 +145,9 @@ def test_resume_errors_name_the_directory(tmp_path):
                                                  "cost_limit": 1.0}}},
         {"agent": {"algo": "pidlag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
         {"agent": {"algo": "trpolag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
+        {"env": {"id": "gymcurric/HazardNav-v0"}, "curriculum": {"enabled": False},
+         "agent": {"algo": "sac", "kwargs": {"learning_starts": 64, "buffer_size": 512,
+                                              "batch_size": 32}}},
         {
             "env": {"id": "gymcurric/HazardNav-v0"},
             "curriculum": {
@@ -154,15 +157,21 @@ def test_resume_errors_name_the_directory(tmp_path):
         },
     ],
     ids=["no-curriculum", "vecnormalize", "no-cost-wrapper", "risk", "saute", "ppolag", "pidlag",
-         "trpolag", "hazardnav-fixed-tasks"],
+         "trpolag", "sac-replay-ring", "hazardnav-fixed-tasks"],
 )
 def test_composed_stacks_build_and_run(tmp_path, sections):
     out = train(_cfg(256, **sections), run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
-    header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
+    header = ((tmp_path / "r" / "progress.csv").read_text().splitlines() or [""])[0]
     if "risk" in sections:
         assert "risk/pred_mean" in header and "risk/modulation_scale" in header
-    if sections.get("agent", {}).get("algo", "ppo") != "ppo":
+    if sections.get("agent", {}).get("algo") == "sac":
+        from stable_baselines3 import SAC
+
+        from gymcurric.integrations.sb3 import RingReplayBuffer
+
+        assert SAC.load(tmp_path / "r" / "model.zip").replay_buffer_class is RingReplayBuffer
+    elif sections.get("agent", {}).get("algo", "ppo") != "ppo":
         assert "train/lagrange_multiplier" in header and out["lagrange_multiplier"] >= 0
 
 

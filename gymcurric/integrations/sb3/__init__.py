@@ -12,6 +12,7 @@ from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     load_curriculum_state,
     save_curriculum_state,
 )
+from gymcurric.integrations.sb3.replay import RingReplayBuffer  # noqa: E402
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 from gymcurric.integrations.sb3.semantic import (  # noqa: E402
     SemanticShapingCallback,
@@ -21,6 +22,7 @@ from gymcurric.integrations.sb3.semantic import (  # noqa: E402
 __all__ = [
     "CurriculumCallback",
     "EpisodeCostCallback",
+    "RingReplayBuffer",
     "RiskCallback",
     "SemanticShapingCallback",
     "VecSemanticShaping",
