@@ -305,6 +305,29 @@ def test_risk_hook_settings_are_checked():
         PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"alpha": -1.0}, **SMALL)
 
 
+def test_cnn_policy_on_pixels():
+    from gymnasium.wrappers import AddRenderObservation
+
+    def make():
+        env = gym.make(ENV_ID, render_mode="rgb_array", render_size=48, **TASK)
+        return AddRenderObservation(env, render_only=True)
+
+    model = PPOLag(
+        "CnnPolicy",
+        DummyVecEnv([make]),
+        n_steps=16,
+        batch_size=16,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        cost_limit=0.0,
+    )
+    model.learn(32)
+    assert type(model.policy.cost_value_extractor).__name__ == "NatureCNN"
+    assert model.policy.cost_value_extractor is not model.policy.features_extractor
+    assert np.isfinite(model.rollout_buffer.cost_values).all()
+
+
 LEARN_TASK = {
     "num_hazards": 12,
     "hazard_radius": 0.25,
