@@ -30,7 +30,7 @@ from gymcurric.datapacks.loading import load_datapacks, validate_datapacks
 from gymcurric.datapacks.sampler import DataPackRLSampler
 from gymcurric.datapacks.schedule import DataPackCurriculumConfig, load_curriculum_config
 from gymcurric.datapacks.strategies import STRATEGIES
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
     "HELP",
@@ -52,6 +52,7 @@ def build_sampler(
     *,
     seed: int = 0,
     recursive: bool = False,
+    env_id: str | None = None,
 ) -> DataPackRLSampler:
     """A sampler over the datapacks in ``datapack_dir``, with the staged curriculum.
 
@@ -64,9 +65,11 @@ def build_sampler(
         curriculum_auto_advance: overrides the config's ``auto_advance``; ``None`` keeps it.
         seed: the sampler's seed.
         recursive: read sub-directories of ``datapack_dir`` too.
+        env_id: keep only the datapacks recorded for this env id (a folder may mix envs).
 
     Raises:
-        DataError: invalid datapacks (file, line, field and value named).
+        DataError: invalid datapacks (file, line, field and value named), or none for
+            ``env_id``.
         ConfigError: bad config file, unknown strategy.
     """
     if sampling_strategy is not None and sampling_strategy not in STRATEGIES:
@@ -81,6 +84,12 @@ def build_sampler(
     if curriculum_auto_advance is not None:
         config = dataclasses.replace(config, auto_advance=bool(curriculum_auto_advance))
     packs = load_datapacks(datapack_dir, recursive=recursive)
+    if env_id is not None:
+        found = sorted({p.env_id for p in packs})
+        packs = [p for p in packs if p.env_id == env_id]
+        if not packs:
+            raise DataError(f"{datapack_dir}: no datapack has env_id {env_id!r} "
+                            f"(the env ids found: {found})")
     return DataPackRLSampler(
         packs, curriculum=DataPackCurriculum(config), strategy=sampling_strategy, seed=seed
     )

@@ -152,7 +152,8 @@ class _EnvFactory:
         if self.sampler is not None:
             from gymcurric.wrappers.datapack import DatapackTask
 
-            env = DatapackTask(env, self.sampler)
+            # shows the datapacks VecDatapackTask draws in the main process
+            env = DatapackTask(env, None)
         for name in ("saute", "risk"):
             sec = getattr(cfg, name)
             if sec.enabled:
@@ -171,7 +172,7 @@ def _datapack_sampler(cfg: TrainConfig, source: str) -> Any:
                           f"available in this install ({exc})", source=source) from exc
     assert sec.dir is not None  # checked by DatapacksSection
     return build_sampler(sec.dir, sec.curriculum_config, sec.strategy, sec.auto_advance,
-                         seed=cfg.run.seed)
+                         seed=cfg.run.seed, env_id=cfg.env.id)
 
 
 def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "config",
@@ -197,9 +198,15 @@ def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "conf
                 kwargs["vec_env_kwargs"] = {"start_method": cfg.env.start_method}
         venv = make_vec_env(factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed,
                             vec_env_cls=vec_cls, **kwargs)
+        callbacks: list[Any] = []
+        if sampler is not None:
+            # one sampler in this process for every sub-env (also under subproc)
+            from gymcurric.integrations.sb3.datapack import DatapackCallback, VecDatapackTask
+
+            venv = VecDatapackTask(venv, sampler)
+            callbacks.append(DatapackCallback(venv))
         monitor_file = None if run_dir is None else str(run_dir / monitor_name)
         venv = VecCostMonitor(venv, filename=monitor_file)  # records the unshaped returns
-        callbacks: list[Any] = []
         if cfg.shaping.enabled:
             venv, cb = _shaping(cfg, venv, source)
             callbacks.append(cb)

@@ -229,10 +229,6 @@ class TrainConfig:
         if cfg.curriculum.enabled and cfg.datapacks.enabled:
             raise ConfigError("datapacks.enabled", True, "a run takes its tasks either from a "
                               "curriculum or from datapacks, not both", source=source)
-        if cfg.datapacks.enabled and cfg.env.vectorization == "subproc":
-            raise ConfigError("env.vectorization", "subproc", "datapacks are sampled in this "
-                              "process: use 'dummy' vectorisation (each subproc worker would "
-                              "draw the same datapack stream from its own copy)", source=source)
         if (cfg.curriculum.enabled and cfg.env.vectorization == "subproc"
                 and cfg.curriculum.backend == "local"):
             raise ConfigError("curriculum.backend", "local", "subproc envs run in other "

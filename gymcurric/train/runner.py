@@ -83,6 +83,8 @@ def _save_checkpoint(model: Any, built: Built, cfg: TrainConfig, run_dir: Path,
 
     from gymcurric.wrappers import save_curriculum_state
 
+    if built.sampler is not None:  # logs so far go to disk first: the copy below knows it
+        built.sampler.write_logs(run_dir / "datapacks")
     tmp = run_dir / f"{_CKPT}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -95,6 +97,9 @@ def _save_checkpoint(model: Any, built: Built, cfg: TrainConfig, run_dir: Path,
         # values recorded by the last train() that SB3 dumps with the next rollout's row
         "logger": {name: dict(getattr(model.logger, name)) for name in _PENDING},
     }
+    if built.sampler is not None:  # for runs whose envs are not pickled (subproc)
+        rng["datapacks"] = {"sampler": built.sampler.state_dict(),
+                            "curriculum": built.sampler.curriculum.state_dict()}
     with open(tmp / "rng.pkl", "wb") as f:
         pickle.dump(rng, f)
     if cfg.env.vectorization == "dummy":
@@ -163,6 +168,9 @@ def _restore_venv(built: Built, path: Path) -> None:
     else:
         built.venv = saved["base"]
     built.curriculum = _find_curriculum(saved["base"])
+    for layer in layers:  # the restored sampler is the one whose logs the run writes
+        if hasattr(layer, "sampler") and built.sampler is not None:
+            built.sampler = layer.sampler
 
 
 def _chunks(cfg: TrainConfig, start: int) -> list[int]:
@@ -328,10 +336,14 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
     exact = (ckpt / "venv.pkl").is_file()
     if exact:
         _restore_venv(built, ckpt / "venv.pkl")
-    elif built.curriculum is not None and (ckpt / "curriculum.npz").is_file():
-        from gymcurric.wrappers import load_curriculum_state
+    else:
+        if built.curriculum is not None and (ckpt / "curriculum.npz").is_file():
+            from gymcurric.wrappers import load_curriculum_state
 
-        load_curriculum_state(ckpt / "curriculum.npz", built.curriculum)
+            load_curriculum_state(ckpt / "curriculum.npz", built.curriculum)
+        if built.sampler is not None and "datapacks" in rng:
+            built.sampler.load_state_dict(rng["datapacks"]["sampler"])
+            built.sampler.curriculum.load_state_dict(rng["datapacks"]["curriculum"])
     try:
         # force_reset=False keeps the loaded model's last observations: they belong to the
         # restored envs, mid-episode (fresh subproc envs are reset instead)

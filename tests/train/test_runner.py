@@ -246,6 +246,34 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     logs = list((tmp_path / "r" / "datapacks").rglob("*.jsonl"))
     entries = [json.loads(line) for line in logs[0].read_text().splitlines()] if logs else []
     assert entries and all(e["samples"][0]["pack_id"].startswith("p") for e in entries)
-    with pytest.raises(ConfigError, match="dummy"):
-        _cfg(256, curriculum={"enabled": False}, env={"vectorization": "subproc"},
-             datapacks={"enabled": True, "dir": str(packs)})
+    header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
+    assert "datapack/stage_index" in header
+    # resume continues the same sampler (its logs go on from where they stopped)
+    again = resume(tmp_path / "r", total_steps=384)
+    assert again["total_steps"] == 384
+    ids = [json.loads(line)["sample_id"] for line in logs[0].read_text().splitlines()]
+    assert ids == list(range(len(ids))) and len(ids) > len(entries)
+    # a folder with another env's datapacks is refused, naming what it holds
+    with pytest.raises(DataError, match="HazardGrid"):
+        train(_cfg(256, env={"id": "gymcurric/HazardNav-v0"}, curriculum={"enabled": False},
+                   datapacks={"enabled": True, "dir": str(packs)}), run_dir=tmp_path / "s")
+
+
+@pytest.mark.slow
+def test_datapacks_under_subproc_share_one_sampler(tmp_path):
+    from tests.datapacks.packs import record
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    recs = [record(f"p{i}", env_id="gymcurric/HazardGrid-v0", tier=i % 3, seed=i,
+                   task_params={"goal_distance": 1 + i % 5, "size": 8, "max_steps": 40})
+            for i in range(6)]
+    for r in recs:
+        r["supervision_hints"]["prerequisite_tags"] = []
+    (packs / "p.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    cfg = _cfg(256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)},
+               env={"vectorization": "subproc", "start_method": "forkserver"})
+    out = train(cfg, run_dir=tmp_path / "r")
+    assert out["total_steps"] == 256
+    log = (tmp_path / "r" / "datapacks" / "datapack_samples.jsonl").read_text().splitlines()
+    assert len(log) > 2  # one stream of draws in this process, not one per worker

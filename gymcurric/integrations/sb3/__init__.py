@@ -12,6 +12,11 @@ from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     load_curriculum_state,
     save_curriculum_state,
 )
+from gymcurric.integrations.sb3.datapack import (  # noqa: E402
+    DatapackCallback,
+    VecDatapackTask,
+    make_datapack_vec_env,
+)
 from gymcurric.integrations.sb3.replay import RingReplayBuffer  # noqa: E402
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 from gymcurric.integrations.sb3.semantic import (  # noqa: E402
@@ -21,12 +26,15 @@ from gymcurric.integrations.sb3.semantic import (  # noqa: E402
 
 __all__ = [
     "CurriculumCallback",
+    "DatapackCallback",
     "EpisodeCostCallback",
     "RingReplayBuffer",
     "RiskCallback",
     "SemanticShapingCallback",
     "VecSemanticShaping",
     "VecCostMonitor",
+    "VecDatapackTask",
     "load_curriculum_state",
+    "make_datapack_vec_env",
     "save_curriculum_state",
 ]
