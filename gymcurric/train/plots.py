@@ -200,7 +200,19 @@ def _curriculum_plot(h: dict[str, np.ndarray], name: str, out_dir: Path, plt: An
     return _save(fig, out_dir / "curriculum.png", plt, tight=False)
 
 
+def _steps_axis(fig: Any) -> None:
+    # 150000 -> "150k": long step counts otherwise run into each other
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda x, _: f"{x / 1e6:g}M" if abs(x) >= 1e6 else
+                        f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}")
+    for ax in fig.axes:
+        if ax.get_xlabel() == "env steps" or ax.get_shared_x_axes().get_siblings(ax) != [ax]:
+            ax.xaxis.set_major_formatter(fmt)
+
+
 def _save(fig: Any, path: Path, plt: Any, tight: bool = True) -> Path:
+    _steps_axis(fig)
     if tight:  # (a colorbar shared by stacked axes keeps the layout it was given)
         fig.tight_layout()
     fig.savefig(path, dpi=110)

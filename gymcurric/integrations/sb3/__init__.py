@@ -1,4 +1,4 @@
-"""Stable-Baselines3 integration (extra ``sb3``): VecEnv hooks and callbacks."""
+"""Stable-Baselines3 integration (extra ``sb3``): agents, VecEnv hooks, callbacks, replay."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ from gymcurric._optional import import_optional
 
 import_optional("stable_baselines3", "sb3", purpose="by gymcurric.integrations.sb3")
 
+from gymcurric.integrations.sb3.common import (  # noqa: E402
+    CostActorCriticPolicy,
+    CostRolloutBuffer,
+    LagrangeMultiplier,
+    PIDLagrangeMultiplier,
+)
 from gymcurric.integrations.sb3.cost import EpisodeCostCallback, VecCostMonitor  # noqa: E402
 from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     CurriculumCallback,
@@ -17,14 +23,25 @@ from gymcurric.integrations.sb3.datapack import (  # noqa: E402
     VecDatapackTask,
     make_datapack_vec_env,
 )
+from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag  # noqa: E402
 from gymcurric.integrations.sb3.replay import RingReplayBuffer  # noqa: E402
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 from gymcurric.integrations.sb3.semantic import (  # noqa: E402
     SemanticShapingCallback,
     VecSemanticShaping,
 )
+from gymcurric.integrations.sb3.trpo_lag import TRPOLag  # noqa: E402
 
 __all__ = [
+    # agents
+    "CostActorCriticPolicy",
+    "CostRolloutBuffer",
+    "LagrangeMultiplier",
+    "PIDLagrangeMultiplier",
+    "PPOLag",
+    "PPOPIDLag",
+    "TRPOLag",
+    # hooks and callbacks
     "CurriculumCallback",
     "DatapackCallback",
     "EpisodeCostCallback",
