@@ -19,7 +19,12 @@ def run_with_progress(enabled: bool, total: int, initial: int,
         return job(None)
     bar: Any = tqdm(total=total, initial=initial, unit="step", unit_scale=True,
                     dynamic_ncols=True, desc="training")
+    def update(n: int) -> None:
+        if bar.n + n > bar.total:  # on-policy agents finish their last rollout
+            bar.total = bar.n + n
+        bar.update(n)
+
     try:
-        return job(bar.update)
+        return job(update)
     finally:
         bar.close()
