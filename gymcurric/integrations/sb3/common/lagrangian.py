@@ -104,6 +104,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
     rollout_buffer: CostRolloutBuffer
     policy: CostActorCriticPolicy
     lagrange: Multiplier
+    normalize_reward_advantage: bool  # the user's normalize_advantage, set by the subclass
 
     def _init_lagrangian(
         self,
@@ -188,6 +189,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.episodes_seen = 0
 
     # ------------------------------------------------------------------ set-up and save/load
+    def _setup_model(self) -> None:
+        super()._setup_model()  # the base algorithm's policy and rollout buffer
+        self._setup_lagrangian()
+
     def _setup_lagrangian(self) -> None:
         if not isinstance(self.policy, CostActorCriticPolicy):
             raise ConfigError(
@@ -197,6 +202,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "'CnnPolicy' of this algorithm, or a subclass)",
                 source=type(self).__name__,
             )
+        # the subclass keeps the user's normalize_advantage here (SB3's own flag is off: the
+        # buffer standardises A_r before combining it with A_c)
+        self.rollout_buffer.normalize_advantage = self.normalize_reward_advantage
         self.rollout_buffer.center_cost_advantage = self.center_cost_advantage
         self.lagrange = make_multiplier(
             self.multiplier,

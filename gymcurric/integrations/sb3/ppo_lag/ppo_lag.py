@@ -190,11 +190,6 @@ class PPOLag(LagrangianMixin, PPO):
         if _init_setup_model:
             self._setup_model()
 
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        self.rollout_buffer.normalize_advantage = self.normalize_reward_advantage
-        self._setup_lagrangian()
-
     def train(self) -> None:
         """Update λ, then PPO's update on the penalised advantage, then the cost critic."""
         self._update_lagrange()
