@@ -23,7 +23,7 @@ from gymcurric.semantics.base import Modality, unit_rows
 from gymcurric.semantics.hf import (
     dtype_chain,
     dtype_name,
-    load_pretrained,
+    load_first_working_dtype,
     resolve_device,
     resolve_model_path,
     torch,
@@ -77,24 +77,13 @@ class CaptionEmbedder:
         self.model_device = resolve_device(device)
         self.max_length = max_length
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-        tried: list[str] = []
         self.model: Any = None
-        for candidate in dtype_chain(dtype, self.model_device):
-            try:
-                self.model = load_pretrained(transformers.AutoModel, path, candidate)
-                self.model = self.model.to(self.model_device).eval()
-                self.dtype = candidate
-                probe = self.embed_texts(["a probe sentence"])
-                if not np.isfinite(probe).all():
-                    raise FloatingPointError("non-finite embeddings")
-                break
-            except (RuntimeError, FloatingPointError, TypeError, NotImplementedError) as exc:
-                self.model = None
-                tried.append(f"{dtype_name(candidate)}: {type(exc).__name__}: {exc}"[:200])
-        if self.model is None:
-            raise RuntimeError(f"{path!r}: no dtype worked ({'; '.join(tried)})")
+        self.dtype: Any = None  # set with the model by load_first_working_dtype
+        probe, fallback = load_first_working_dtype(
+            self, path, dtype_chain(dtype, self.model_device),
+            lambda: self.embed_texts(["a probe sentence"]),
+        )
         self.dim = int(probe.shape[1])
-        fallback = f" (fell back from {', '.join(t.split(':')[0] for t in tried)})" if tried else ""
         self.status = (
             f"ok: caption {path!r} dtype={dtype_name(self.dtype)} "
             f"device={self.model_device}{fallback}"

@@ -98,6 +98,38 @@ def load_pretrained(loader: Any, path: str, dtype: Any, **kwargs: Any) -> Any:
     )
 
 
+def load_first_working_dtype(
+    owner: Any, path: str, chain: Sequence[Any], probe: Any
+) -> tuple[np.ndarray, str]:
+    """Load ``path`` with ``AutoModel`` in the first dtype of ``chain`` that embeds finitely.
+
+    Sets ``owner.model`` (on ``owner.model_device``, eval mode) and ``owner.dtype``; ``probe()``
+    runs a forward pass with them and returns its embeddings.
+
+    Returns:
+        The probe's embeddings and ``" (fell back from ...)"`` naming the dtypes that failed
+        (empty when the first one worked).
+
+    Raises:
+        RuntimeError: no dtype in ``chain`` worked.
+    """
+    tried: list[str] = []
+    owner.model = None
+    for candidate in chain:
+        try:
+            model = load_pretrained(transformers.AutoModel, path, candidate)
+            owner.model, owner.dtype = model.to(owner.model_device).eval(), candidate
+            out = probe()
+            if not np.isfinite(out).all():
+                raise FloatingPointError("non-finite embeddings")
+            fallback = ", ".join(t.split(":")[0] for t in tried)
+            return out, f" (fell back from {fallback})" if tried else ""
+        except (RuntimeError, FloatingPointError, TypeError, NotImplementedError) as exc:
+            owner.model = None
+            tried.append(f"{dtype_name(candidate)}: {type(exc).__name__}: {exc}"[:200])
+    raise RuntimeError(f"{path!r}: no dtype worked ({'; '.join(tried)})")
+
+
 def pooled(out: Any) -> Any:
     """The embedding from a feature getter: a tensor (transformers 4.x) or ``pooler_output``."""
     if isinstance(out, torch.Tensor):
@@ -193,26 +225,15 @@ class HFVisionLanguageEmbedder:
         self.text_max_length = int(text_max_length)
         size = getattr(getattr(config, "vision_config", None), "image_size", 224)
         self._probe_frame = np.zeros((int(size), int(size), 3), dtype=np.uint8)
-        tried: list[str] = []
         self.model: Any = None
-        for candidate in chain:
-            try:
-                model = load_pretrained(transformers.AutoModel, path, candidate)
-                model = model.to(self.model_device).eval()
-                self.model, self.dtype = model, candidate
-                probe = np.concatenate(
-                    [self._embed_texts(["a photo"]), self._embed_images([self._probe_frame])]
-                )
-                if not np.isfinite(probe).all():
-                    raise FloatingPointError("non-finite embeddings")
-                break
-            except (RuntimeError, FloatingPointError, TypeError, NotImplementedError) as exc:
-                self.model = None
-                tried.append(f"{dtype_name(candidate)}: {type(exc).__name__}: {exc}"[:200])
-        if self.model is None:
-            raise RuntimeError(f"{path!r}: no dtype worked ({'; '.join(tried)})")
+        self.dtype: Any = None  # set with the model by load_first_working_dtype
+        probe, fallback = load_first_working_dtype(
+            self, path, chain,
+            lambda: np.concatenate(
+                [self._embed_texts(["a photo"]), self._embed_images([self._probe_frame])]
+            ),
+        )
         self.dim = int(probe.shape[1])
-        fallback = f" (fell back from {', '.join(t.split(':')[0] for t in tried)})" if tried else ""
         self.status = (
             f"ok: {self.kind} {path!r} dtype={dtype_name(self.dtype)} "
             f"device={self.model_device}{fallback}"
