@@ -380,14 +380,11 @@ def _agent_class(cfg: TrainConfig) -> Any:
 
 def _find_curriculum(venv: Any) -> Any:
     from gymcurric.wrappers import CurriculumTask
+    from gymcurric.wrappers.vector._common import find_wrapper
 
-    inner = venv
-    while hasattr(inner, "venv"):
-        inner = inner.venv
-    for env in getattr(inner, "envs", []):
-        e = env
-        while e is not None:
-            if isinstance(e, CurriculumTask):
-                return e.curriculum
-            e = getattr(e, "env", None)
+    base, _ = _layers(venv)
+    for env in getattr(base, "envs", []):
+        wrapper = find_wrapper(env, CurriculumTask)
+        if wrapper is not None:
+            return wrapper.curriculum
     return None

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from gymcurric.errors import ConfigError
+
+W = TypeVar("W", bound=gym.Wrapper[Any, Any, Any, Any])
+
+
+def find_wrapper(env: gym.Env[Any, Any], cls: type[W]) -> W | None:
+    """The outermost wrapper of type ``cls`` in ``env``'s wrapper chain, or None."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, cls):
+            return env
+        env = env.env
+    return None
 
 
 def autoreset_mode(env: VectorEnv) -> AutoresetMode:

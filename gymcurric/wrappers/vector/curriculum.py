@@ -35,17 +35,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrap
 
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
-from gymcurric.wrappers.vector._common import autoreset_mode
+from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
 
 __all__ = ["CurriculumTask", "make_curriculum_vec"]
-
-
-def _find_wrapper(env: gym.Env[Any, Any]) -> _SingleCurriculumTask[Any, Any] | None:
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, _SingleCurriculumTask):
-            return env
-        env = env.env
-    return None
 
 
 class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -103,7 +95,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         base = env.unwrapped
         if isinstance(base, SyncVectorEnv):
             for i, sub in enumerate(base.envs):
-                wrapper = _find_wrapper(sub)
+                wrapper = find_wrapper(sub, _SingleCurriculumTask)
                 if wrapper is None:
                     raise self._unwrapped_error([i])
                 if wrapper.curriculum is not curriculum:

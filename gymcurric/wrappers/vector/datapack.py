@@ -52,7 +52,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import DatapackTask as _SingleDatapackTask
 from gymcurric.wrappers.datapack import MplFn, report_episode
-from gymcurric.wrappers.vector._common import autoreset_mode
+from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
 from gymcurric.wrappers.vector.cost import read_step_costs
 
 __all__ = ["DatapackTask", "make_datapack_vec", "sub_env_info"]
@@ -82,14 +82,6 @@ def sub_env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
             item = value[i]
             out[key] = item.item() if isinstance(item, np.generic) else item
     return out
-
-
-def _find_wrapper(env: gym.Env[Any, Any]) -> _SingleDatapackTask[Any, Any] | None:
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, _SingleDatapackTask):
-            return env
-        env = env.env
-    return None
 
 
 class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -178,7 +170,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         base = env.unwrapped
         if isinstance(base, SyncVectorEnv):
             for i, sub in enumerate(base.envs):
-                wrapper = _find_wrapper(sub)
+                wrapper = find_wrapper(sub, _SingleDatapackTask)
                 if wrapper is None:
                     raise self._unwrapped_error([i])
                 if wrapper.sampler is not None:
