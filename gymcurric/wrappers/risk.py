@@ -171,6 +171,7 @@ class AnnotateRisk(
             history=history,
             seed=seed,
             device=device,
+            _disable_deepcopy=True,  # the embedder (a model) is recorded, not copied
         )
         gym.Wrapper.__init__(self, env)
         self.features = features

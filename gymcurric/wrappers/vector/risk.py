@@ -97,6 +97,7 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
             history=history,
             seed=seed,
             device=device,
+            _disable_deepcopy=True,  # the embedder (a model) is recorded, not copied
         )
         VectorWrapper.__init__(self, env)
         self._mode = autoreset_mode(env)
