@@ -18,7 +18,7 @@ import gymnasium as gym
 from gymcurric.errors import ConfigError
 from gymcurric.train.config import TrainConfig
 
-__all__ = ["Built", "build_curriculum", "build_env_fn", "build_run", "make_agent"]
+__all__ = ["Built", "agent_class", "build_curriculum", "build_env_fn", "build_run", "make_agent"]
 
 # algo -> (module, class); imported only when used
 AGENTS: dict[str, tuple[str, str]] = {
@@ -236,14 +236,19 @@ def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:
     return shaped, SemanticShapingCallback(shaped)
 
 
-def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
-    """Construct the configured SB3 algorithm on ``venv``."""
+def agent_class(cfg: TrainConfig, source: str = "config") -> Any:
+    """The SB3 algorithm class of ``cfg.agent.algo`` (imported now)."""
     module, cls_name = AGENTS[cfg.agent.algo]
     try:
-        cls = getattr(importlib.import_module(module), cls_name)
+        return getattr(importlib.import_module(module), cls_name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError("agent.algo", cfg.agent.algo, f"not available in this install "
                           f"({module}.{cls_name}: {exc})", source=source) from exc
+
+
+def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
+    """Construct the configured SB3 algorithm on ``venv``."""
+    cls = agent_class(cfg, source)
     kwargs = dict(cfg.agent.kwargs)
     if cfg.agent.algo == "sac":
         try:

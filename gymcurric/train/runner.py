@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.train.build import Built, build_run, make_agent
+from gymcurric.train.build import Built, agent_class, build_run, make_agent
 from gymcurric.train.config import TrainConfig
 
 __all__ = ["RunResult", "default_run_name", "resume", "train"]
@@ -347,7 +347,7 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
     try:
         # force_reset=False keeps the loaded model's last observations: they belong to the
         # restored envs, mid-episode (fresh subproc envs are reset instead)
-        model = _agent_class(cfg).load(ckpt / "model.zip", env=built.venv,
+        model = agent_class(cfg).load(ckpt / "model.zip", env=built.venv,
                                        device=cfg.agent.device, force_reset=not exact)
         np.random.set_state(rng["numpy"])  # noqa: NPY002 - the global RNG SB3 uses
         random.setstate(rng["python"])
@@ -367,15 +367,6 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
         return _finish(model, cfg, built, path, started, steps_before)
     finally:
         built.close()
-
-
-def _agent_class(cfg: TrainConfig) -> Any:
-    import importlib
-
-    from gymcurric.train.build import AGENTS
-
-    module, name = AGENTS[cfg.agent.algo]
-    return getattr(importlib.import_module(module), name)
 
 
 def _find_curriculum(venv: Any) -> Any:
