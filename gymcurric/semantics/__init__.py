@@ -10,6 +10,7 @@ from gymcurric.semantics.base import (
     Modality,
     embedder_modality,
     is_failed,
+    stack_frames,
     unit_rows,
 )
 from gymcurric.semantics.embedders import (
@@ -33,6 +34,7 @@ __all__ = [
     "Modality",
     "embedder_modality",
     "is_failed",
+    "stack_frames",
     "unit_rows",
     "CallableEmbedder",
     "detect_kind",

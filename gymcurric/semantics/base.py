@@ -11,7 +11,7 @@ Besides the protocol this module holds the torch-free helpers every embedder sha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -55,8 +55,22 @@ class Embedder(Protocol):
 def unit_rows(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     """Return ``x`` as float32 with every row scaled to unit L2 norm (zero rows stay zero)."""
     x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    if x.ndim == 2:  # the usual (n, d) case without np.linalg.norm's generic dispatch
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+    else:
+        norms = np.linalg.norm(x, axis=-1, keepdims=True)
     return x / np.maximum(norms, eps)
+
+
+def stack_frames(frames: Any) -> Any:
+    """Frames as one ``(n, H, W, C)`` array when they share a shape, else as a list."""
+    if isinstance(frames, np.ndarray):
+        return frames
+    frames = list(frames)
+    try:
+        return np.stack(frames)
+    except ValueError:  # frames of different sizes stay a list
+        return frames
 
 
 def embedder_modality(embedder: object) -> Modality:
@@ -97,4 +111,12 @@ class FailedEmbedder:
         raise RuntimeError(self.status)
 
 
-__all__ = ["Embedder", "FailedEmbedder", "Modality", "embedder_modality", "is_failed", "unit_rows"]
+__all__ = [
+    "Embedder",
+    "FailedEmbedder",
+    "Modality",
+    "embedder_modality",
+    "is_failed",
+    "stack_frames",
+    "unit_rows",
+]

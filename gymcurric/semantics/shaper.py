@@ -30,14 +30,12 @@ CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry before they c
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +48,12 @@ from gymcurric.semantics.base import (
     is_failed,
     unit_rows,
 )
+from gymcurric.semantics.config import (
+    HAZARD_NAV_SAFE_PROMPTS,
+    HAZARD_NAV_UNSAFE_PROMPTS,
+    ShapingConfig,
+    Source,
+)
 
 __all__ = [
     "HAZARD_NAV_SAFE_PROMPTS",
@@ -60,153 +64,8 @@ __all__ = [
     "is_oom_error",
 ]
 
-#: Default "safe" prompts, chosen for gymcurric/HazardNav-v0 and HazardGrid-v0 (captions and
-#: top-down frames) and generic enough for other navigation tasks.
-HAZARD_NAV_SAFE_PROMPTS: tuple[str, ...] = (
-    "The path to the goal is clear.",
-    "The agent is safe, far away from any hazard.",
-    "The agent reached the goal.",
-)
-#: Default "unsafe" prompts (see :data:`HAZARD_NAV_SAFE_PROMPTS`).
-HAZARD_NAV_UNSAFE_PROMPTS: tuple[str, ...] = (
-    "The agent is inside a hazard.",
-    "The agent is in danger, standing in a hazard.",
-)
-
-Mode = Literal["additive", "potential"]
-Source = Literal["auto", "frames", "captions"]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True)
-class ShapingConfig:
-    """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
-
-    Attributes:
-        safe_prompts: texts describing states to nudge towards.
-        unsafe_prompts: texts describing states to nudge away from.
-        mode: ``"additive"`` (``r + β·m̄``) or ``"potential"`` (``r + β(gamma φ(s') - φ(s))``).
-        beta_start: the shaping coefficient at step 0 (≥ 0).
-        beta_end_fraction: fraction of ``total_steps`` after which β is 0, in (0, 1].
-        total_steps: the training length in env steps (all envs), for the β schedule.
-        gamma: the discount of potential mode, in [0, 1].
-        margin_norm_enable: normalise margins by a running mean/std.
-        margin_norm_window: how many recent raw margins the mean/std use.
-        margin_scale: multiplies the (normalised) margin.
-        clamp: ``M``: the scaled margin is clamped to ``[-M, M]`` (> 0).
-        capture_interval: embed every this many vector steps (≥ 1).
-        pool_k: temporal pooling over the last ``pool_k`` embeddings of an env (≥ 1).
-        confidence_min: gate: ``m̄ = 0`` where ``|raw margin| < confidence_min`` (0: off).
-        batch_max: the most states embedded in one call (halved on CUDA out-of-memory).
-        caption_cache_size: how many distinct captions' embeddings are kept (0: no cache);
-            envs with a small caption vocabulary (HazardNav has 11) then cost one dict lookup
-            per state.
-        source: what states are embedded from: ``"frames"`` (``env.render()``),
-            ``"captions"`` (``info["caption"]`` or ``env.describe()``), ``"auto"`` (from the
-            embedder's modality).
-        enabled: ``False``: the wrappers pass everything through unchanged.
-    """
-
-    safe_prompts: tuple[str, ...] = HAZARD_NAV_SAFE_PROMPTS
-    unsafe_prompts: tuple[str, ...] = HAZARD_NAV_UNSAFE_PROMPTS
-    mode: Mode = "additive"
-    beta_start: float = 0.05
-    beta_end_fraction: float = 0.5
-    total_steps: int = 1_000_000
-    gamma: float = 0.99
-    margin_norm_enable: bool = True
-    margin_norm_window: int = 1000
-    margin_scale: float = 1.0
-    clamp: float = 3.0
-    capture_interval: int = 1
-    pool_k: int = 1
-    confidence_min: float = 0.0
-    batch_max: int = 64
-    caption_cache_size: int = 4096
-    source: Source = "auto"
-    enabled: bool = True
-
-    def __post_init__(self) -> None:
-        src = "ShapingConfig"
-        for name in ("safe_prompts", "unsafe_prompts"):
-            value = getattr(self, name)
-            if isinstance(value, str) or not isinstance(value, Sequence):
-                raise ConfigError(name, value, "expected a list of strings", source=src)
-            if not value or not all(isinstance(p, str) and p.strip() for p in value):
-                raise ConfigError(name, value, "expected non-empty strings", source=src)
-            object.__setattr__(self, name, tuple(value))
-        if self.mode not in ("additive", "potential"):
-            raise ConfigError("mode", self.mode, "expected 'additive' or 'potential'", source=src)
-        if self.source not in ("auto", "frames", "captions"):
-            raise ConfigError(
-                "source", self.source, "expected 'auto', 'frames' or 'captions'", source=src
-            )
-
-        def number(name: str, lo: float, hi: float, *, lo_open: bool = False) -> None:
-            value = getattr(self, name)
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and (value > lo if lo_open else value >= lo)
-            if not ok or value > hi:
-                bound = f"({lo}" if lo_open else f"[{lo}"
-                raise ConfigError(name, value, f"expected a number in {bound}, {hi}]", source=src)
-
-        def integer(name: str, lo: int) -> None:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-                raise ConfigError(name, value, f"expected an int ≥ {lo}", source=src)
-
-        number("beta_start", 0.0, 1e6)
-        number("beta_end_fraction", 0.0, 1.0, lo_open=True)
-        number("gamma", 0.0, 1.0)
-        number("margin_scale", 0.0, 1e6, lo_open=True)
-        number("clamp", 0.0, 1e6, lo_open=True)
-        number("confidence_min", 0.0, 2.0)
-        for name in (
-            "total_steps",
-            "margin_norm_window",
-            "capture_interval",
-            "pool_k",
-            "batch_max",
-        ):
-            integer(name, 1)
-        integer("caption_cache_size", 0)
-        for name in ("margin_norm_enable", "enabled"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
-
-    @classmethod
-    def coerce(
-        cls, value: ShapingConfig | dict[str, Any] | None, **overrides: Any
-    ) -> ShapingConfig:
-        """``None`` → defaults, a dict → ``ShapingConfig(**dict)``; ``overrides`` replace fields.
-
-        Raises:
-            ConfigError: an unknown key or a bad value.
-        """
-        if value is None:
-            fields: dict[str, Any] = {}
-        elif isinstance(value, ShapingConfig):
-            fields = dataclasses.asdict(value)
-        elif isinstance(value, dict):
-            fields = dict(value)
-        else:
-            raise ConfigError("config", value, "expected a ShapingConfig, a dict or None")
-        fields.update(overrides)
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ConfigError(
-                unknown[0], fields[unknown[0]], f"unknown shaping option; known: {sorted(known)}"
-            )
-        return cls(**fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-safe dict (prompt tuples as lists)."""
-        out = dataclasses.asdict(self)
-        out["safe_prompts"] = list(self.safe_prompts)
-        out["unsafe_prompts"] = list(self.unsafe_prompts)
-        return out
 
 
 def build_shaper(
@@ -307,6 +166,13 @@ class Shaper:
         self.window = np.zeros(config.margin_norm_window, dtype=np.float64)
         self.window_count = 0
         self.window_pos = 0
+        # Running Σx and Σx² of the window (exact re-sum once per turn of the ring).
+        self._wsum = self._wsq = 0.0
+        # Read-only masks for the common "every env valid, no episode start" step.
+        self._all = np.ones(n, dtype=bool)
+        self._none = np.zeros(n, dtype=bool)
+        self._all.flags.writeable = self._none.flags.writeable = False
+        self._margin_dir = np.zeros(0, dtype=np.float32)
         # Counters.
         self.env_steps = 0
         self.vector_steps = 0
@@ -341,6 +207,8 @@ class Shaper:
             return
         self.centroids = unit_rows(np.stack([safe.mean(0), unsafe.mean(0)]))
         self.dim = int(self.centroids.shape[1])
+        # cos(e, μ_safe) - cos(e, μ_unsafe) = e · (μ_safe - μ_unsafe) for unit e: one matvec
+        self._margin_dir = self.centroids[0] - self.centroids[1]
         self.pool = np.zeros((n, config.pool_k, self.dim), dtype=np.float32)
         self.ok = True
 
@@ -401,10 +269,12 @@ class Shaper:
         i = 0
         while i < len(inputs):
             b = self.batch_max
-            chunk: Any = list(inputs[i : i + b])
-            if self.source == "frames":
-                with contextlib.suppress(ValueError):  # frames of different sizes stay a list
-                    chunk = np.stack(chunk)
+            chunk: Any = inputs[i : i + b]
+            if not isinstance(chunk, np.ndarray):
+                chunk = list(chunk)
+                if self.source == "frames":
+                    with contextlib.suppress(ValueError):  # frames of different sizes stay a list
+                        chunk = np.stack(chunk)
             try:
                 rows = fn(chunk)
             except Exception as exc:
@@ -427,8 +297,10 @@ class Shaper:
         """
         if not self.ok:
             raise RuntimeError(f"the shaper is not usable: {self.status}")
-        e = self.embed(inputs)
-        return (e @ self.centroids[0] - e @ self.centroids[1]).astype(np.float64)
+        return self._raw_margins(self.embed(inputs))
+
+    def _raw_margins(self, e: np.ndarray) -> FloatArray:
+        return (e @ self._margin_dir).astype(np.float64)
 
     def _push_pool(self, idx: np.ndarray, e: np.ndarray) -> np.ndarray:
         """Append embeddings of envs ``idx`` to their pools; return the pooled unit vectors."""
@@ -451,16 +323,14 @@ class Shaper:
 
     def _normalise(self, raw: FloatArray) -> FloatArray:
         cfg = self.config
+        if raw.size == 0:
+            return raw.copy()
         if cfg.margin_norm_enable:
-            w = self.window
-            for start in range(0, raw.size, w.size):  # a batch larger than the window
-                part = raw[start : start + w.size]
-                pos = (self.window_pos + np.arange(part.size)) % w.size
-                w[pos] = part
-                self.window_pos = int((self.window_pos + part.size) % w.size)
-                self.window_count = min(self.window_count + part.size, w.size)
-            filled = w[: self.window_count]
-            z = (raw - filled.mean()) / max(float(filled.std()), 1e-8)
+            self._push_window(raw)
+            count = self.window_count
+            mean = self._wsum / count
+            std = math.sqrt(max(self._wsq / count - mean * mean, 0.0))
+            z = (raw - mean) / max(std, 1e-8)
         else:
             z = raw.copy()
         z *= cfg.margin_scale
@@ -474,8 +344,33 @@ class Shaper:
         self._acc_margins += raw.size
         return z
 
-    def _embed_soft(self, inputs: list[Any]) -> np.ndarray | None:
-        if any(x is None for x in inputs):
+    def _push_window(self, raw: FloatArray) -> None:
+        """Write ``raw`` into the margin window ring, keeping its Σx and Σx² current."""
+        w, size, k = self.window, self.window.size, raw.size
+        vals = raw[-size:]  # a batch larger than the window: only its last `size` values stay
+        start = (self.window_pos + k - vals.size) % size
+        end = start + vals.size
+        if end <= size:
+            old = w[start:end]
+            self._wsum += float(vals.sum() - old.sum())
+            self._wsq += float(vals @ vals - old @ old)
+            w[start:end] = vals
+        else:  # wraps: two slices
+            cut = size - start
+            w[start:] = vals[:cut]
+            w[: end - size] = vals[cut:]
+        wrapped = end >= size
+        self.window_pos = int((self.window_pos + k) % size)
+        self.window_count = min(self.window_count + k, size)
+        if wrapped:  # once per turn: re-sum exactly, so rounding never accumulates
+            self._resum_window()
+
+    def _resum_window(self) -> None:
+        self._wsum = float(self.window.sum())
+        self._wsq = float(self.window @ self.window)
+
+    def _embed_soft(self, inputs: Sequence[Any]) -> np.ndarray | None:
+        if not isinstance(inputs, np.ndarray) and any(x is None for x in inputs):
             what = (
                 "caption (info['caption'] or describe())" if self.source == "captions" else "frame"
             )
@@ -518,12 +413,14 @@ class Shaper:
             return
         idx = np.flatnonzero(mask)
         inputs = get_inputs()
-        e = self._embed_soft([inputs[i] for i in idx.tolist()])
+        if isinstance(inputs, np.ndarray):
+            e = self._embed_soft(inputs[idx])
+        else:
+            e = self._embed_soft([inputs[i] for i in idx.tolist()])
         if e is None:
             return
         pooled = self._push_pool(idx, e)
-        raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
-        self.phi[idx] = self._normalise(raw)
+        self.phi[idx] = self._normalise(self._raw_margins(pooled))
 
     def step(
         self,
@@ -560,16 +457,18 @@ class Shaper:
         rewards = np.asarray(rewards, dtype=np.float64).reshape(n)
         terminated = np.asarray(terminated, dtype=bool).reshape(n)
         truncated = np.asarray(truncated, dtype=bool).reshape(n)
-        valid_m = np.ones(n, bool) if valid is None else np.asarray(valid, bool).reshape(n)
-        starts_m = np.zeros(n, bool) if starts is None else np.asarray(starts, bool).reshape(n)
+        valid_m = self._all if valid is None else np.asarray(valid, bool).reshape(n)
+        starts_m = self._none if starts is None else np.asarray(starts, bool).reshape(n)
+        all_valid = valid_m is self._all or bool(valid_m.all())
+        any_start = starts_m is not self._none and bool(starts_m.any())
         shaping = np.zeros(n, dtype=np.float64)
-        self.last_captured = np.zeros(n, dtype=bool)
         beta = self.beta()
-        self.env_steps += int(valid_m.sum())
+        self.env_steps += n if all_valid else int(valid_m.sum())
         capture_now = self.vector_steps % cfg.capture_interval == 0
         self.vector_steps += 1
         if not self.ok:
-            self._account(rewards, shaping, valid_m)
+            self.last_captured = np.zeros(n, dtype=bool)
+            self._account(rewards, shaping, valid_m, all_valid)
             return shaping
         potential = cfg.mode == "potential"
         # Which transitions get embedded, and from which inputs.
@@ -577,50 +476,79 @@ class Shaper:
         if potential:
             want &= ~terminated  # φ = 0 at a true terminal: nothing to embed
         final: Sequence[Any] | None = None
-        if (want & starts_m).any():
+        if any_start and (want & starts_m).any():
             final = get_final_inputs() if get_final_inputs is not None else None
             if final is None:
                 want &= ~starts_m
             else:
                 want &= ~starts_m | np.array([f is not None for f in final], dtype=bool)
-        need_start = starts_m if potential else np.zeros(n, bool)
-        trans_idx, start_idx = np.flatnonzero(want), np.flatnonzero(need_start)
+        trans_idx = np.flatnonzero(want)
+        start_idx = np.flatnonzero(starts_m) if potential and any_start else trans_idx[:0]
         phi_new = self.phi.copy()
         captured = np.zeros(n, bool)
         start_e: np.ndarray | None = None
         if trans_idx.size or start_idx.size:
-            need_current = bool((want & ~starts_m).any() or start_idx.size)
-            current: Sequence[Any] = get_inputs() if need_current else ()
-            batch = [
-                final[i] if starts_m[i] and final is not None else current[i]
-                for i in trans_idx.tolist()
-            ]
-            batch += [current[i] for i in start_idx.tolist()]
-            e = self._embed_soft(batch)
+            e = self._embed_soft(self._gather(get_inputs, final, starts_m, trans_idx, start_idx))
             if e is not None:
                 pooled = self._push_pool(trans_idx, e[: trans_idx.size])
-                raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
-                m_bar = self._normalise(raw)
                 captured[trans_idx] = True
-                phi_new[trans_idx] = m_bar
+                phi_new[trans_idx] = self._normalise(self._raw_margins(pooled))
                 start_e = e[trans_idx.size :]
         if potential:
             phi_new[terminated & valid_m] = 0.0
             closing = valid_m & (captured | terminated)
             shaping[closing] = beta * (cfg.gamma * phi_new[closing] - self.phi[closing])
-            self.phi[valid_m] = phi_new[valid_m]
+            if all_valid:
+                self.phi = phi_new
+            else:
+                self.phi[valid_m] = phi_new[valid_m]
         else:
             shaping[captured] = beta * phi_new[captured]
         self.last_captured = captured
         # Episode boundaries: clear pools and φ; potential mode: φ(s_0) of the new episodes.
-        dones = (terminated | truncated) & valid_m
-        self._clear(dones | starts_m)
+        ends = terminated | truncated
+        if not all_valid:
+            ends &= valid_m
+        if any_start:
+            ends |= starts_m
+        if ends.any():
+            self._clear(ends)
         if start_idx.size and start_e is not None:
             pooled = self._push_pool(start_idx, start_e)
-            raw = (pooled @ self.centroids[0] - pooled @ self.centroids[1]).astype(np.float64)
-            self.phi[start_idx] = self._normalise(raw)
-        self._account(rewards, shaping, valid_m)
+            self.phi[start_idx] = self._normalise(self._raw_margins(pooled))
+        self._account(rewards, shaping, valid_m, all_valid)
         return shaping
+
+    def _gather(
+        self,
+        get_inputs: InputsFn,
+        final: Sequence[Any] | None,
+        starts_m: BoolArray,
+        trans_idx: np.ndarray,
+        start_idx: np.ndarray,
+    ) -> Any:
+        """The states to embed, as one batch.
+
+        Those of the ``trans_idx`` envs (the final state for envs that just restarted), then
+        the current states of the ``start_idx`` envs. An array of frames stays an array (the
+        array itself when every env is taken, in order).
+        """
+        no_final = np.zeros(trans_idx.size, dtype=bool)
+        from_final = no_final if final is None else starts_m[trans_idx]
+        need_current = start_idx.size > 0 or not from_final.all()
+        current: Sequence[Any] = get_inputs() if need_current else ()
+        if not from_final.any():
+            if isinstance(current, np.ndarray):
+                if start_idx.size == 0 and trans_idx.size == self.num_envs:
+                    return current
+                return current[np.concatenate([trans_idx, start_idx])]
+            return [current[i] for i in trans_idx.tolist() + start_idx.tolist()]
+        assert final is not None
+        batch = [
+            final[i] if f else current[i]
+            for i, f in zip(trans_idx.tolist(), from_final.tolist(), strict=True)
+        ]
+        return batch + [current[i] for i in start_idx.tolist()]
 
     # -------------------------------------------------------------------------- telemetry
     def _reset_interval_stats(self) -> None:
@@ -631,13 +559,15 @@ class Shaper:
         self._acc_shaping = self._acc_shaping2 = 0.0
         self._acc_steps = 0
 
-    def _account(self, rewards: FloatArray, shaping: FloatArray, valid: BoolArray) -> None:
-        s, r = shaping[valid], rewards[valid]
+    def _account(
+        self, rewards: FloatArray, shaping: FloatArray, valid: BoolArray, all_valid: bool
+    ) -> None:
+        s, r = (shaping, rewards) if all_valid else (shaping[valid], rewards[valid])
         self._acc_abs_shaping += float(np.abs(s).sum())
         self._acc_abs_reward += float(np.abs(r).sum())
         self._acc_shaping += float(s.sum())
-        self._acc_shaping2 += float((s * s).sum())
-        self._acc_steps += int(valid.sum())
+        self._acc_shaping2 += float(s @ s)
+        self._acc_steps += s.size
 
     def stats(self, reset: bool = True) -> dict[str, float | str]:
         """Telemetry under ``semantics/…`` names, averaged since the last ``stats()`` call.
@@ -711,6 +641,7 @@ class Shaper:
         self.window[:] = state["window"]
         self.window_count = int(state["window_count"])
         self.window_pos = int(state["window_pos"])
+        self._resum_window()
         self.env_steps = int(state["env_steps"])
         self.vector_steps = int(state["vector_steps"])
         self.capture_count = int(state["capture_count"])

@@ -37,6 +37,10 @@ def test_semantic_overhead_quick(tmp_path):
         assert set(m["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
         assert all(v["wall"] > 0 and v["cpu"] > 0 for v in m["steps_per_s"].values())
         assert m["fraction_of_raw"]["cpu"] > 0
+        assert m["fraction_of_raw_median"]["cpu"] > 0
+        assert m["per_step_ms_cpu"]["model_raw"] > 0
+    assert "render" in results["models"][0]["per_step_ms_cpu"]  # frames: render timed apart
+    assert "render" not in results["models"][1]["per_step_ms_cpu"]  # captions: nothing to render
 
 
 def test_semantic_overhead_tiny_only(tmp_path):

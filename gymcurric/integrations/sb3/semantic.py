@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
 
 __all__ = ["SemanticShapingCallback", "VecSemanticShaping"]
@@ -103,10 +104,10 @@ class VecSemanticShaping(VecEnvWrapper):
                 captions[i] = d
         return [str(c) for c in captions]
 
-    def _inputs(self) -> list[Any]:
+    def _inputs(self) -> Any:
         if self.shaper.source == "captions":
             return self._current
-        return list(self.venv.get_images())
+        return stack_frames(self.venv.get_images())
 
     def reset(self) -> VecEnvObs:
         """Reset all envs; in potential mode, ``φ`` of the first states."""

@@ -21,6 +21,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
 from gymcurric.wrappers.vector._common import autoreset_mode
 
@@ -131,7 +132,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         """The ``semantics/…`` telemetry (see :meth:`gymcurric.semantics.Shaper.stats`)."""
         return self.shaper.stats(reset=reset)
 
-    def _inputs(self) -> list[Any]:
+    def _inputs(self) -> Any:
         if self.shaper.source == "captions":
             captions = _vector_captions(self._infos, self.num_envs)
             if captions is None:
@@ -148,7 +149,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         frames = self.env.render()
         if frames is None:
             raise RuntimeError(f"{self.env}.render() returned None")
-        return list(frames)
+        return stack_frames(frames)
 
     def _final_inputs(self) -> list[Any] | None:
         if self.shaper.source != "captions":

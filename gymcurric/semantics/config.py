@@ -1,0 +1,170 @@
+"""Shaping configuration: :class:`ShapingConfig` and the default HazardNav prompt sets.
+
+Torch-free and JSON-safe: ``ShapingConfig(**dict)`` / :meth:`ShapingConfig.to_dict` round-trip,
+:meth:`ShapingConfig.coerce` takes ``None``, a dict or a config. The arithmetic these options
+control is described in :mod:`gymcurric.semantics.shaper`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gymcurric.errors import ConfigError
+
+__all__ = [
+    "HAZARD_NAV_SAFE_PROMPTS",
+    "HAZARD_NAV_UNSAFE_PROMPTS",
+    "Mode",
+    "ShapingConfig",
+    "Source",
+]
+
+#: Default "safe" prompts, chosen for gymcurric/HazardNav-v0 and HazardGrid-v0 (captions and
+#: top-down frames) and generic enough for other navigation tasks.
+HAZARD_NAV_SAFE_PROMPTS: tuple[str, ...] = (
+    "The path to the goal is clear.",
+    "The agent is safe, far away from any hazard.",
+    "The agent reached the goal.",
+)
+#: Default "unsafe" prompts (see :data:`HAZARD_NAV_SAFE_PROMPTS`).
+HAZARD_NAV_UNSAFE_PROMPTS: tuple[str, ...] = (
+    "The agent is inside a hazard.",
+    "The agent is in danger, standing in a hazard.",
+)
+
+Mode = Literal["additive", "potential"]
+Source = Literal["auto", "frames", "captions"]
+
+
+@dataclass(frozen=True)
+class ShapingConfig:
+    """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
+
+    Attributes:
+        safe_prompts: texts describing states to nudge towards.
+        unsafe_prompts: texts describing states to nudge away from.
+        mode: ``"additive"`` (``r + β·m̄``) or ``"potential"`` (``r + β(gamma φ(s') - φ(s))``).
+        beta_start: the shaping coefficient at step 0 (≥ 0).
+        beta_end_fraction: fraction of ``total_steps`` after which β is 0, in (0, 1].
+        total_steps: the training length in env steps (all envs), for the β schedule.
+        gamma: the discount of potential mode, in [0, 1].
+        margin_norm_enable: normalise margins by a running mean/std.
+        margin_norm_window: how many recent raw margins the mean/std use.
+        margin_scale: multiplies the (normalised) margin.
+        clamp: ``M``: the scaled margin is clamped to ``[-M, M]`` (> 0).
+        capture_interval: embed every this many vector steps (≥ 1).
+        pool_k: temporal pooling over the last ``pool_k`` embeddings of an env (≥ 1).
+        confidence_min: gate: ``m̄ = 0`` where ``|raw margin| < confidence_min`` (0: off).
+        batch_max: the most states embedded in one call (halved on CUDA out-of-memory).
+        caption_cache_size: how many distinct captions' embeddings are kept (0: no cache);
+            envs with a small caption vocabulary (HazardNav has 11) then cost one dict lookup
+            per state.
+        source: what states are embedded from: ``"frames"`` (``env.render()``),
+            ``"captions"`` (``info["caption"]`` or ``env.describe()``), ``"auto"`` (from the
+            embedder's modality).
+        enabled: ``False``: the wrappers pass everything through unchanged.
+    """
+
+    safe_prompts: tuple[str, ...] = HAZARD_NAV_SAFE_PROMPTS
+    unsafe_prompts: tuple[str, ...] = HAZARD_NAV_UNSAFE_PROMPTS
+    mode: Mode = "additive"
+    beta_start: float = 0.05
+    beta_end_fraction: float = 0.5
+    total_steps: int = 1_000_000
+    gamma: float = 0.99
+    margin_norm_enable: bool = True
+    margin_norm_window: int = 1000
+    margin_scale: float = 1.0
+    clamp: float = 3.0
+    capture_interval: int = 1
+    pool_k: int = 1
+    confidence_min: float = 0.0
+    batch_max: int = 64
+    caption_cache_size: int = 4096
+    source: Source = "auto"
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        src = "ShapingConfig"
+        for name in ("safe_prompts", "unsafe_prompts"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, Sequence):
+                raise ConfigError(name, value, "expected a list of strings", source=src)
+            if not value or not all(isinstance(p, str) and p.strip() for p in value):
+                raise ConfigError(name, value, "expected non-empty strings", source=src)
+            object.__setattr__(self, name, tuple(value))
+        if self.mode not in ("additive", "potential"):
+            raise ConfigError("mode", self.mode, "expected 'additive' or 'potential'", source=src)
+        if self.source not in ("auto", "frames", "captions"):
+            raise ConfigError(
+                "source", self.source, "expected 'auto', 'frames' or 'captions'", source=src
+            )
+
+        def number(name: str, lo: float, hi: float, *, lo_open: bool = False) -> None:
+            value = getattr(self, name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and (value > lo if lo_open else value >= lo)
+            if not ok or value > hi:
+                bound = f"({lo}" if lo_open else f"[{lo}"
+                raise ConfigError(name, value, f"expected a number in {bound}, {hi}]", source=src)
+
+        def integer(name: str, lo: int) -> None:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+                raise ConfigError(name, value, f"expected an int ≥ {lo}", source=src)
+
+        number("beta_start", 0.0, 1e6)
+        number("beta_end_fraction", 0.0, 1.0, lo_open=True)
+        number("gamma", 0.0, 1.0)
+        number("margin_scale", 0.0, 1e6, lo_open=True)
+        number("clamp", 0.0, 1e6, lo_open=True)
+        number("confidence_min", 0.0, 2.0)
+        for name in (
+            "total_steps",
+            "margin_norm_window",
+            "capture_interval",
+            "pool_k",
+            "batch_max",
+        ):
+            integer(name, 1)
+        integer("caption_cache_size", 0)
+        for name in ("margin_norm_enable", "enabled"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
+
+    @classmethod
+    def coerce(
+        cls, value: ShapingConfig | dict[str, Any] | None, **overrides: Any
+    ) -> ShapingConfig:
+        """``None`` → defaults, a dict → ``ShapingConfig(**dict)``; ``overrides`` replace fields.
+
+        Raises:
+            ConfigError: an unknown key or a bad value.
+        """
+        if value is None:
+            fields: dict[str, Any] = {}
+        elif isinstance(value, ShapingConfig):
+            fields = dataclasses.asdict(value)
+        elif isinstance(value, dict):
+            fields = dict(value)
+        else:
+            raise ConfigError("config", value, "expected a ShapingConfig, a dict or None")
+        fields.update(overrides)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError(
+                unknown[0], fields[unknown[0]], f"unknown shaping option; known: {sorted(known)}"
+            )
+        return cls(**fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-safe dict (prompt tuples as lists)."""
+        out = dataclasses.asdict(self)
+        out["safe_prompts"] = list(self.safe_prompts)
+        out["unsafe_prompts"] = list(self.unsafe_prompts)
+        return out
