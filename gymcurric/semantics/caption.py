@@ -80,7 +80,9 @@ class CaptionEmbedder:
         self.model: Any = None
         self.dtype: Any = None  # set with the model by load_first_working_dtype
         probe, fallback = load_first_working_dtype(
-            self, path, dtype_chain(dtype, self.model_device),
+            self,
+            path,
+            dtype_chain(dtype, self.model_device),
             lambda: self.embed_texts(["a probe sentence"]),
         )
         self.dim = int(probe.shape[1])

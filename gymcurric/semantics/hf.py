@@ -228,7 +228,9 @@ class HFVisionLanguageEmbedder:
         self.model: Any = None
         self.dtype: Any = None  # set with the model by load_first_working_dtype
         probe, fallback = load_first_working_dtype(
-            self, path, chain,
+            self,
+            path,
+            chain,
             lambda: np.concatenate(
                 [self._embed_texts(["a photo"]), self._embed_images([self._probe_frame])]
             ),

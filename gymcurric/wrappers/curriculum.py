@@ -398,7 +398,11 @@ def rearm_passive_checker(env: Any) -> None:
 
     e = env
     while e is not None:
-        if (isinstance(e, PassiveEnvChecker) and e.checked_reset and not e.checked_step
-                and getattr(e, "_previous_data", True) is None):
+        if (
+            isinstance(e, PassiveEnvChecker)
+            and e.checked_reset
+            and not e.checked_step
+            and getattr(e, "_previous_data", True) is None
+        ):
             e.checked_reset = False
         e = getattr(e, "env", None)
