@@ -12,12 +12,69 @@ import torch
 
 from gymcurric.errors import DataError
 from gymcurric.replay._checks import check_invariants, dtype_from_name, dtype_name, numpy_dtype
-from gymcurric.replay.ring import _SCALARS, FieldSpec
+from gymcurric.replay.ring import _RESERVED, _SCALARS, FieldSpec
 
 if TYPE_CHECKING:
     from gymcurric.replay.ring import ReplayRing
 
 _FORMAT = "gymcurric.ReplayRing/1"
+
+
+_BITCAST = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+# (key, smallest value) of the ints the constructor needs from a file's metadata
+_META_INTS = (("capacity", 2), ("num_envs", 1), ("side_capacity", 1), ("seed", None))
+
+
+def _read_meta(raw: np.ndarray | None) -> tuple[dict[str, Any], dict[str, FieldSpec]]:
+    """Parse and check the ``meta`` array of a ring file (``ValueError`` names the key)."""
+    if raw is None:
+        raise ValueError("no 'meta' array in the file")
+    meta = json.loads(bytes(raw).decode())
+    if not isinstance(meta, dict):
+        raise ValueError(f"expected a JSON object; got {type(meta).__name__}")
+    if meta.get("format") != _FORMAT:
+        raise ValueError(f"format is {meta.get('format')!r}, expected {_FORMAT!r}")
+    missing = [k for k in (*(key for key, _ in _META_INTS), "specs") if k not in meta]
+    if missing:
+        names = ", ".join(repr(k) for k in missing)
+        raise ValueError(f"missing key{'s' if len(missing) > 1 else ''} {names}")
+    for key, low in _META_INTS:
+        value = meta[key]
+        if isinstance(value, bool) or not isinstance(value, int) or (low and value < low):
+            raise ValueError(f"{key!r} must be an int{f' >= {low}' if low else ''}; got {value!r}")
+    raw_specs = meta["specs"]
+    if not isinstance(raw_specs, dict) or "obs" not in raw_specs or "action" not in raw_specs:
+        raise ValueError(f"'specs' must be an object with 'obs' and 'action'; got {raw_specs!r}")
+    specs = {}
+    for name, entry in raw_specs.items():
+        if name in _RESERVED or not name.isidentifier():
+            raise ValueError(f"specs[{name!r}]: the field name is reserved or not an identifier")
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], list)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[0])
+            and isinstance(entry[1], str)
+        ):
+            raise ValueError(f"specs[{name!r}] must be [shape, dtype name]; got {entry!r}")
+        specs[name] = FieldSpec(tuple(entry[0]), dtype_from_name(entry[1], f"specs[{name!r}]"))
+    return meta, specs
+
+
+def _unbitcast(t: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
+    """Undo :meth:`RingPersistenceMixin.save`'s bit-cast of a dtype numpy lacks.
+
+    Also reads files from before the same-item-size bit-cast, which stored such tensors as
+    ``uint8`` with the last axis multiplied by the item size. A tensor that does not fit is
+    returned as it is and refused, with its shape, by ``load_state_dict``.
+    """
+    try:
+        v = t.view(want.dtype)
+    except RuntimeError:
+        return t
+    if tuple(v.shape) == (*want.shape, 1):
+        v = v.squeeze(-1)
+    return v if v.shape == want.shape else t
 
 
 class RingPersistenceMixin:
@@ -109,70 +166,146 @@ class RingPersistenceMixin:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict` output into this ring (same fields and sizes).
 
+        All or nothing: the whole state (keys, tensor shapes and dtypes, index tables, counters,
+        seed and generator state) is checked before anything is written, so a refused state
+        leaves the ring exactly as it was.
+
         Raises:
-            DataError: the state belongs to a ring of another shape, or a tensor is missing or
-                has the wrong shape/dtype.
+            DataError: the state belongs to a ring of another shape, a tensor is missing or has
+                the wrong shape/dtype, an index table or counter is out of range, or the
+                generator state is invalid.
         """
-        meta = dict(state.get("meta", {}))
+        tensors, counters, seed, gen_state = self._checked_state(state)
+        # --- nothing above writes to the ring; nothing below can fail on valid input
+        for name, dst in self.state_dict()["tensors"].items():
+            if name != "generator":
+                dst.copy_(tensors[name])
+        if gen_state is not None:
+            self.generator.set_state(gen_state)
+        else:
+            self.generator.manual_seed(seed)
+        self.head, self.size, self.total_steps = counters
+        self.seed = seed
+        self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
+        self._row_any_first = self._data["is_first"].any(dim=1).cpu().numpy()
+        self._row_next_first = np.roll(self._row_any_first, -1)
+        if self.size:
+            self._row_next_first[(self.head - 1) % self.capacity] = False
+
+    def _checked_state(
+        self, state: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any], tuple[int, int, int], int, torch.Tensor | None]:
+        """Validate a :meth:`state_dict` without touching the ring.
+
+        Returns the tensors, ``(head, size, total_steps)``, the seed and the generator state to
+        restore (``None`` when the state comes from another device type: re-seed instead).
+        """
+        where = "ReplayRing.load_state_dict"
+        if not isinstance(state, Mapping):
+            raise DataError(f"{where}: expected a mapping with 'meta' and 'tensors'; got {state!r}")
+        for key in ("meta", "tensors"):
+            if not isinstance(state.get(key), Mapping):
+                raise DataError(
+                    f"{where}: state[{key!r}] must be a mapping; got {state.get(key)!r}"
+                )
+        meta: Mapping[str, Any] = state["meta"]
+        tensors: Mapping[str, Any] = state["tensors"]
         mine = self._meta()
         for key in ("format", "capacity", "num_envs", "side_capacity", "specs"):
             if meta.get(key) != mine[key]:
                 raise DataError(
-                    f"ReplayRing.load_state_dict: {key!r} differs: ring has {mine[key]!r}, "
-                    f"state has {meta.get(key)!r}"
+                    f"{where}: {key!r} differs: ring has {mine[key]!r}, state has {meta.get(key)!r}"
                 )
-        tensors = state["tensors"]
+        counters = []
+        for key in ("head", "size", "total_steps"):
+            value = meta.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise DataError(f"{where}: meta {key!r} must be an int >= 0; got {value!r}")
+            counters.append(value)
+        head, size, total = counters
+        # push_step and clear keep exactly these relations; any other triple misorders the rows
+        if size != min(total, self.capacity) or head != total % self.capacity:
+            raise DataError(
+                f"{where}: inconsistent counters head={head!r}, size={size!r}, "
+                f"total_steps={total!r} (with capacity {self.capacity}, expected "
+                f"size == min(total_steps, capacity) and head == total_steps % capacity)"
+            )
+        seed = meta.get("seed", self.seed)
+        gen_device = meta.get("generator_device", self.device.type)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise DataError(f"{where}: meta 'seed' must be an int; got {seed!r}")
+        seed = int(seed)
+        if not isinstance(gen_device, str):
+            raise DataError(f"{where}: meta 'generator_device' must be a str; got {gen_device!r}")
+
         own = self.state_dict()["tensors"]
         # generator states are per device type (CPU Mersenne Twister vs CUDA Philox): a state
         # saved on another device type is not restored; the generator is re-seeded from `seed`
-        same_gen = meta.get("generator_device", self.device.type) == self.device.type
+        same_gen = gen_device == self.device.type
         if not same_gen:
             own.pop("generator")
         for name, dst in own.items():
             src = tensors.get(name)
             if (
                 not isinstance(src, torch.Tensor)
+                or src.is_meta
                 or src.shape != dst.shape
                 or src.dtype != dst.dtype
             ):
-                got = None if src is None else (tuple(src.shape), src.dtype)
+                if isinstance(src, torch.Tensor):
+                    got: Any = (tuple(src.shape), src.dtype, src.device.type)
+                else:
+                    got = "missing" if name not in tensors else type(src).__name__
                 raise DataError(
-                    f"ReplayRing.load_state_dict: tensor {name!r} expected "
-                    f"{(tuple(dst.shape), dst.dtype)}, got {got}"
+                    f"{where}: tensor {name!r} expected {(tuple(dst.shape), dst.dtype)}, got {got}"
                 )
-        for name, dst in own.items():
-            if name == "generator":
-                self.generator.set_state(tensors[name].cpu())
+        # index tables: out-of-range entries would index past the side store when sampling
+        P, CE = self.side_capacity, self.capacity * self.num_envs
+        ranges = {
+            "side.slot": (tensors["side.slot"][:CE], -1, P - 1),
+            "side.owner": (tensors["side.owner"], -1, CE - 1),
+            "side.ptr": (tensors["side.ptr"], 0, None),
+            "side.lost": (tensors["side.lost"], 0, None),
+            "state.cur_episode": (tensors["state.cur_episode"], -1, None),
+        }
+        for name, (t, lo, hi) in ranges.items():
+            if t.numel() and (int(t.min()) < lo or (hi is not None and int(t.max()) > hi)):
+                span = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+                raise DataError(
+                    f"{where}: tensor {name!r} has entries outside {span}; "
+                    f"got min {int(t.min())}, max {int(t.max())}"
+                )
+        probe = torch.Generator(device=self.device)
+        gen_state = None
+        try:
+            if same_gen:
+                gen_state = tensors["generator"].detach().cpu()
+                probe.set_state(gen_state)
             else:
-                dst.copy_(tensors[name])
-        if not same_gen:
-            self.generator.manual_seed(int(meta.get("seed", self.seed)))
-        for key in ("head", "size", "total_steps"):
-            value = meta.get(key)
-            if not isinstance(value, int) or value < 0:
-                raise DataError(f"ReplayRing.load_state_dict: meta {key!r} invalid; got {value!r}")
-        if meta["head"] >= self.capacity or meta["size"] > min(self.capacity, meta["total_steps"]):
-            raise DataError(f"ReplayRing.load_state_dict: inconsistent counters; got {meta!r}")
-        self.head, self.size, self.total_steps = meta["head"], meta["size"], meta["total_steps"]
-        self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
-        self._row_any_first = self._data["is_first"].any(dim=1).cpu().numpy()
-        self._row_next_first = np.roll(self._row_any_first, -1)
-        if self.size:
-            self._row_next_first[(self.head - 1) % self.capacity] = False
-        self.seed = int(meta.get("seed", self.seed))
+                probe.manual_seed(seed)
+        except (RuntimeError, ValueError) as exc:
+            what = (
+                "tensor 'generator' is not a valid generator state"
+                if same_gen
+                else f"meta 'seed' cannot seed a generator; got {seed!r}"
+            )
+            raise DataError(f"{where}: {what} ({exc})") from exc
+        return tensors, (head, size, total), seed, gen_state
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the ring to an uncompressed ``.npz`` without pickle.
 
-        ``np.load(path, allow_pickle=False)`` reads it; fields numpy lacks (bfloat16) are stored
-        bit-cast and restored by :meth:`load`.
+        ``np.load(path, allow_pickle=False)`` reads it; fields numpy lacks (bfloat16, uint32,
+        complex) are stored bit-cast to an integer array of the same item size (a trailing
+        byte axis for 16-byte items) and restored by :meth:`load`.
         """
         state = self.state_dict()
         arrays: dict[str, np.ndarray] = {}
         for name, t in state["tensors"].items():
             t = t.detach().cpu()
             if numpy_dtype(t.dtype) is None:
-                t = t.view(torch.int16) if t.element_size() == 2 else t.view(torch.uint8)
+                bits = _BITCAST.get(t.element_size())
+                t = t.view(bits) if bits else t.contiguous().unsqueeze(-1).view(torch.uint8)
             arrays[name] = t.numpy()
         meta = json.dumps(state["meta"]).encode()
         arrays["meta"] = np.frombuffer(meta, dtype=np.uint8)
@@ -188,10 +321,13 @@ class RingPersistenceMixin:
     ) -> ReplayRing:
         """Read a ring written by :meth:`save` onto ``device``.
 
-        ``kwargs`` go to the constructor (e.g. ``memory_budget``).
+        ``device`` need not be the one the ring was saved from; the generator state is then
+        not restored (CPU and CUDA generators differ) and the generator is re-seeded from the
+        saved ``seed``. ``kwargs`` go to the constructor (e.g. ``memory_budget``).
 
         Raises:
-            DataError: not a ring file, or a malformed one (the message names the file).
+            DataError: not a ring file, or a malformed one (the message names the file and the
+                key, array or tensor at fault).
         """
         try:
             with np.load(path, allow_pickle=False) as npz:
@@ -199,13 +335,7 @@ class RingPersistenceMixin:
         except (OSError, ValueError) as exc:
             raise DataError(f"{path}: cannot read a ReplayRing file ({exc})") from exc
         try:
-            meta = json.loads(bytes(arrays.pop("meta")).decode())
-            if meta.get("format") != _FORMAT:
-                raise ValueError(f"format is {meta.get('format')!r}, expected {_FORMAT!r}")
-            specs = {
-                n: FieldSpec(tuple(shape), dtype_from_name(dt, str(path)))
-                for n, (shape, dt) in meta["specs"].items()
-            }
+            meta, specs = _read_meta(arrays.pop("meta", None))
         except (KeyError, ValueError, TypeError) as exc:
             raise DataError(f"{path}: malformed ReplayRing metadata ({exc})") from exc
         fields = {n: s for n, s in specs.items() if n not in _SCALARS}
@@ -222,16 +352,20 @@ class RingPersistenceMixin:
         own = ring.state_dict()["tensors"]
         tensors: dict[str, torch.Tensor] = {}
         for name, arr in arrays.items():
-            t = torch.from_numpy(np.array(arr))
+            try:
+                t = torch.from_numpy(np.array(arr))
+            except TypeError as exc:
+                raise DataError(
+                    f"{path}: array {name!r} has dtype {arr.dtype}, which torch cannot read"
+                ) from exc
             want = own.get(name)
-            if (
-                want is not None
-                and t.dtype != want.dtype
-                and t.element_size() == want.element_size()
-            ):
-                t = t.view(want.dtype)
+            if want is not None and t.dtype != want.dtype and numpy_dtype(want.dtype) is None:
+                t = _unbitcast(t, want)
             tensors[name] = t
-        ring.load_state_dict({"meta": meta, "tensors": tensors})
+        try:
+            ring.load_state_dict({"meta": meta, "tensors": tensors})
+        except DataError as exc:
+            raise DataError(f"{path}: {exc}") from exc
         return ring
 
     def __getstate__(self) -> dict[str, Any]:

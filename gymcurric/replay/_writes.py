@@ -60,7 +60,9 @@ class RingWritesMixin:
         not sample between the write and the push.
         """
         if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < self.capacity:
-            raise ConfigError("row", row, f"must be an int in [0, {self.capacity})")
+            raise ConfigError(
+                "row", row, f"must be an int in [0, {self.capacity})", source="ReplayRing"
+            )
         return self._data["obs"][row]
 
     def _host_bool(self, name: str, value: Any) -> np.ndarray:
@@ -190,7 +192,10 @@ class RingWritesMixin:
         """
         if t is not None and t != self.total_steps:
             raise ConfigError(
-                "t", t, f"must equal total_steps={self.total_steps} (rows are written in order)"
+                "t",
+                t,
+                f"must equal total_steps={self.total_steps} (rows are written in order)",
+                source="ReplayRing",
             )
         if set(extra) != set(self.user_fields):
             missing = sorted(set(self.user_fields) - set(extra))
@@ -211,7 +216,10 @@ class RingWritesMixin:
             first = self._host_bool("is_first", is_first)
             if self.total_steps == 0 and not first.all():
                 raise ConfigError(
-                    "is_first", is_first, "the first step of every env must start an episode"
+                    "is_first",
+                    is_first,
+                    "the first step of every env must start an episode",
+                    source="ReplayRing",
                 )
         # check everything before writing anything, so a bad call leaves the ring unchanged
         srcs = [("action", self._prepare("action", action))]
@@ -264,7 +272,9 @@ class RingWritesMixin:
         ``is_first`` set for those envs.
         """
         if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < self.capacity:
-            raise ConfigError("row", row, f"must be an int in [0, {self.capacity})")
+            raise ConfigError(
+                "row", row, f"must be an int in [0, {self.capacity})", source="ReplayRing"
+            )
         fo = self._src("final_obs", final_obs, field="obs")
         m = torch.from_numpy(np.array(self._host_bool("mask", mask))).to(self.device)
         self._store_final(row, fo, m)
