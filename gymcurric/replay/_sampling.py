@@ -189,77 +189,83 @@ class RingSamplingMixin:
     ) -> Transitions:
         # CPU: one draw over (row, env) pairs, index math in numpy (small arrays: ~1 us per op
         # against ~4 us for torch), entries without a successor redrawn (exact), torch gathers.
-        # Per-row flags (rows followed by an episode start / rows with side-store entries)
-        # keep the per-(row, env) lookups, which miss the cache on big rings, to the few rows
-        # that need them.
+        # Per-row flags (rows followed by an episode start / rows with side-store entries),
+        # kept at write time, leave the per-(row, env) lookups, which miss the cache on big
+        # rings, to the few "suspect" draws on flagged rows (and the newest row). The common
+        # path is about a dozen numpy calls and four gathers.
         E, C = self.num_envs, self.capacity
-        newest_ok = nxt_obs is not None
-        slots = self._side_slot_storage.numpy()
-        first = self._np["is_first"].reshape(-1)
         CE = C * E
         shift = self.oldest * E
         last = (self.size - 1) * E  # pairs >= last are on the newest row
+        pending = nxt_obs is not None  # only then is the newest row drawn (rows = size)
         pair = torch.randint(rows * E, (batch,), generator=gen).numpy()
+        slots = self._side_slot_storage.numpy()
+        first = self._np["is_first"].reshape(-1)
         for _ in range(10_000):
-            flat_np = pair + shift
-            flat_np[flat_np >= CE] -= CE
-            t = flat_np // E
-            newest = pair >= last
-            valid = np.ones(batch, dtype=bool)
-            suspect = np.flatnonzero(self._row_next_first[t] | newest)
-            if suspect.size:
-                fs = flat_np[suspect]
-                ns = fs + E
-                ns[ns >= CE] -= CE
-                ok = (slots[fs] >= 0) | ~(first[ns] | newest[suspect])
-                valid[suspect] = (ok | newest[suspect]) if newest_ok else ok
-            if valid.all():
+            flat = pair + shift
+            if shift:
+                flat %= CE
+            t = flat // E
+            suspect = self._row_next_first[t]
+            suspect |= self._row_has_side[t]
+            if pending:
+                suspect |= pair >= last
+            sidx = np.flatnonzero(suspect)
+            if not sidx.size:
                 break
-            bad = np.flatnonzero(~valid)
+            fs = flat[sidx]
+            nxt_s = fs + E
+            nxt_s %= CE
+            side = slots[fs]  # the side-store slot of the step's final observation, or -1
+            has_side = side >= 0
+            newest = pair[sidx] >= last if pending else None
+            ok = has_side | ~first[nxt_s]
+            if newest is not None:
+                ok |= newest
+            if ok.all():
+                break
+            bad = sidx[~ok]
             pair[bad] = torch.randint(rows * E, (bad.size,), generator=gen).numpy()
         else:
             raise DataError(
                 "ReplayRing.sample_transitions: no valid transition found (every stored step "
                 "lacks its next observation)"
             )
-        env = flat_np - t * E
-        nxt_np = flat_np + E
-        nxt_np[nxt_np >= CE] -= CE
-        flat = torch.from_numpy(flat_np)
-        obs_flat = self._flat["obs"]
-        obs = torch.index_select(obs_flat, 0, flat)
-        next_o = torch.index_select(obs_flat, 0, torch.from_numpy(nxt_np))
-        side_rows = np.flatnonzero(self._row_has_side[t])
-        with_side = np.zeros(batch, dtype=bool)
-        if side_rows.size:
-            sl = slots[flat_np[side_rows]]
-            keep = sl >= 0
-            if keep.any():
-                at = side_rows[keep]
-                with_side[at] = True
+        nxt = flat + E
+        nxt %= CE
+        flat_t = torch.from_numpy(flat)
+        # obs and next obs in one gather (two views of one tensor)
+        both = torch.index_select(
+            self._flat["obs"], 0, torch.from_numpy(np.concatenate((flat, nxt)))
+        )
+        obs, next_o = both[:batch], both[batch:]
+        env = flat % E
+        if sidx.size:
+            if has_side.any():
                 next_o.index_copy_(
                     0,
-                    torch.from_numpy(at),
-                    self._side_obs.index_select(0, torch.from_numpy(sl[keep])),
+                    torch.from_numpy(sidx[has_side]),
+                    self._side_obs.index_select(0, torch.from_numpy(side[has_side])),
                 )
-        if nxt_obs is not None:
-            at = np.flatnonzero(newest & ~with_side)
-            if at.size:
-                next_o.index_copy_(
-                    0, torch.from_numpy(at), nxt_obs.index_select(0, torch.from_numpy(env[at]))
-                )
-        packed = self._scalars_flat.index_select(0, flat)
+            if newest is not None:
+                assert nxt_obs is not None
+                at = sidx[newest & ~has_side]
+                if at.size:
+                    next_o.index_copy_(
+                        0, torch.from_numpy(at), nxt_obs.index_select(0, torch.from_numpy(env[at]))
+                    )
+        packed = self._scalars_flat.index_select(0, flat_t)
         return Transitions(
             obs=obs,
-            action=torch.index_select(self._flat["action"], 0, flat),
+            action=torch.index_select(self._flat["action"], 0, flat_t),
             reward=packed[:, 0],
             cost=packed[:, 1],
             next_obs=next_o,
             done=1.0 - packed[:, 2],
-            valid=torch.from_numpy(valid),
+            valid=torch.ones(batch, dtype=torch.bool),
             t_index=torch.from_numpy(t),
             env_index=torch.from_numpy(env),
-            extras={n: torch.index_select(self._flat[n], 0, flat) for n in self.user_fields},
+            extras={n: torch.index_select(self._flat[n], 0, flat_t) for n in self.user_fields},
         )
 
     def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
