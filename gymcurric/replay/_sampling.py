@@ -26,6 +26,8 @@ class RingSamplingMixin:
     _flat: dict[str, torch.Tensor]
     _scalars_flat: torch.Tensor
     _np: dict[str, np.ndarray]
+    _np_scalars: np.ndarray
+    _np_dtype: dict[str, Any]
     _sync_free: bool
     _side_obs: torch.Tensor
     _side_slot_storage: torch.Tensor
@@ -239,29 +241,39 @@ class RingSamplingMixin:
             self._flat["obs"], 0, torch.from_numpy(np.concatenate((flat, nxt)))
         )
         obs, next_o = both[:batch], both[batch:]
-        env = flat % E
+        env = flat - t * E
         if sidx.size:
+            # next obs from the side store / the pending row; numpy (~1 us per op) where the
+            # dtype allows it, torch otherwise (bfloat16)
+            numpy_obs = self._np_dtype["obs"] is not None
             if has_side.any():
-                next_o.index_copy_(
-                    0,
-                    torch.from_numpy(sidx[has_side]),
-                    self._side_obs.index_select(0, torch.from_numpy(side[has_side])),
-                )
+                at, src = sidx[has_side], side[has_side]
+                if numpy_obs:
+                    both.numpy()[batch + at] = self._side_obs.numpy()[src]
+                else:
+                    side_rows = self._side_obs.index_select(0, torch.from_numpy(src))
+                    next_o.index_copy_(0, torch.from_numpy(at), side_rows)
             if newest is not None:
                 assert nxt_obs is not None
                 at = sidx[newest & ~has_side]
                 if at.size:
-                    next_o.index_copy_(
-                        0, torch.from_numpy(at), nxt_obs.index_select(0, torch.from_numpy(env[at]))
-                    )
-        packed = self._scalars_flat.index_select(0, flat_t)
+                    if numpy_obs:
+                        both.numpy()[batch + at] = nxt_obs.numpy()[env[at]]
+                    else:
+                        next_o.index_copy_(
+                            0,
+                            torch.from_numpy(at),
+                            nxt_obs.index_select(0, torch.from_numpy(env[at])),
+                        )
+        # reward, cost, continue_: one numpy gather, three zero-copy columns
+        packed = np.take(self._np_scalars.reshape(CE, 3), flat, axis=0)
         return Transitions(
             obs=obs,
             action=torch.index_select(self._flat["action"], 0, flat_t),
-            reward=packed[:, 0],
-            cost=packed[:, 1],
+            reward=torch.from_numpy(packed[:, 0]),
+            cost=torch.from_numpy(packed[:, 1]),
             next_obs=next_o,
-            done=1.0 - packed[:, 2],
+            done=torch.from_numpy(1.0 - packed[:, 2]),
             valid=torch.ones(batch, dtype=torch.bool),
             t_index=torch.from_numpy(t),
             env_index=torch.from_numpy(env),

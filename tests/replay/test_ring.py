@@ -793,3 +793,42 @@ def test_save_on_one_device_load_on_the_other(tmp_path, src, dst):
     assert all(torch.equal(back[n].cpu(), t.cpu()) for n, t in ring.fields.items())
     assert torch.equal(back._side_obs.cpu(), ring._side_obs.cpu())
     back.sample_transitions(8, back.generator)
+
+
+# ------------------------------------------------------- sampled transitions = transitions_at
+@pytest.mark.parametrize("obs_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("pending", [False, True])
+def test_sampled_transitions_equal_transitions_at(obs_dtype, pending):
+    """The CPU sampler (numpy index math; numpy or torch next-obs overrides by dtype) returns,
+    entry by entry, what ``transitions_at`` (the device-generic path) gives for its indices."""
+    rng = np.random.default_rng(3)
+    C, E = 23, 4
+    ring = ReplayRing(
+        C, E, {"obs": ((3,), obs_dtype), "action": ((2,), torch.float32)}, side_capacity=6
+    )
+    for _ in range(57):  # wraps twice; terminals, truncations, side-store losses
+        term = rng.random(E) < 0.15
+        trunc = (rng.random(E) < 0.1) & ~term
+        ended = term | trunc
+        obs = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+        final = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+        ring.push_step(
+            obs,
+            rng.standard_normal((E, 2)).astype(np.float32),
+            rng.standard_normal(E).astype(np.float32),
+            cost=rng.random(E),
+            terminated=term,
+            truncated=trunc,
+            final_obs=final if ended.any() else None,
+        )
+    nxt = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+    nxt = nxt if pending else None
+    got = ring.sample_transitions(512, torch.Generator().manual_seed(0), next_obs=nxt)
+    ref = ring.transitions_at(got.t_index, got.env_index, next_obs=nxt)
+    assert got.valid.all() and ref.valid.all()
+    for name in ("obs", "action", "reward", "cost", "next_obs", "done"):
+        a, b = getattr(got, name), getattr(ref, name)
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    # the draws cover terminal rows (side store) and, with next_obs, the newest row
+    assert (got.done == 1).any()
+    assert (got.t_index == (ring.head - 1) % C).any() == pending
