@@ -52,11 +52,16 @@ class BoxTaskSpace(TaskSpace):
         lo = np.atleast_1d(np.asarray(low, dtype=np.float64))
         hi = np.atleast_1d(np.asarray(high, dtype=np.float64))
         if lo.ndim != 1 or lo.size == 0 or lo.shape != hi.shape:
-            raise ConfigError("low/high", (low, high), "expected two equal-length non-empty "
-                              "vectors (empty task space)", source=src)
+            raise ConfigError(
+                "low/high",
+                (low, high),
+                "expected two equal-length non-empty vectors (empty task space)",
+                source=src,
+            )
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
-            raise ConfigError("high", high, f"expected finite bounds with high > low={low}",
-                              source=src)
+            raise ConfigError(
+                "high", high, f"expected finite bounds with high > low={low}", source=src
+            )
         b = np.broadcast_to(np.asarray(bins), lo.shape)
         if not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
             raise ConfigError("bins", bins, "expected ints >= 1", source=src)
@@ -76,8 +81,9 @@ class BoxTaskSpace(TaskSpace):
         self._variants = ID_LIMIT // self._n
 
     @classmethod
-    def from_space(cls, space: gym.spaces.Box, bins: int | Sequence[int] = 10,
-                   **kwargs: Any) -> BoxTaskSpace:
+    def from_space(
+        cls, space: gym.spaces.Box, bins: int | Sequence[int] = 10, **kwargs: Any
+    ) -> BoxTaskSpace:
         """Build from a flat :class:`gymnasium.spaces.Box` with finite bounds."""
         return cls(space.low.ravel(), space.high.ravel(), bins, **kwargs)
 
@@ -114,14 +120,22 @@ class BoxTaskSpace(TaskSpace):
             if self.validator is None or self.validator(task):
                 return task, attempt
         raise TaskError(
-            "task", task,
+            "task",
+            task,
             f"the validator rejected {self.max_retries + 1} draws in cell {self.key(tid)} "
             f"(bounds {lo.tolist()}..{hi.tolist()}); relax the validator or report the task "
-            "with Curriculum.mark_invalid", source="BoxTaskSpace",
+            "with Curriculum.mark_invalid",
+            source="BoxTaskSpace",
         )
 
     def spec(self) -> dict[str, Any]:
         """Bounds, bins, names, seed and retry budget."""
-        return {"type": "BoxTaskSpace", "low": self.low.tolist(), "high": self.high.tolist(),
-                "bins": list(self.bins), "names": self.names, "seed": self.seed,
-                "max_retries": self.max_retries}
+        return {
+            "type": "BoxTaskSpace",
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "bins": list(self.bins),
+            "names": self.names,
+            "seed": self.seed,
+            "max_retries": self.max_retries,
+        }

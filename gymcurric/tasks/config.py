@@ -30,8 +30,16 @@ __all__ = ["CONFIG_TYPES", "CurriculumConfig"]
 CONFIG_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        LearningProgressScorer, LearnabilityScorer, UniformScorer, SequentialScorer, Stage,
-        StopCondition, ReplacementPool, OpenEndedPool, DualPool, SignalConfig,
+        LearningProgressScorer,
+        LearnabilityScorer,
+        UniformScorer,
+        SequentialScorer,
+        Stage,
+        StopCondition,
+        ReplacementPool,
+        OpenEndedPool,
+        DualPool,
+        SignalConfig,
     )
 }
 
@@ -55,16 +63,21 @@ def _build(data: Any, path: str, default: type | None, source: str | None) -> An
     name = data.get("type", default.__name__ if default else None)
     cls = CONFIG_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ConfigError(f"{path}.type", name, f"expected one of {sorted(CONFIG_TYPES)}",
-                          source=source)
+        raise ConfigError(
+            f"{path}.type", name, f"expected one of {sorted(CONFIG_TYPES)}", source=source
+        )
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key == "type":
             continue
         if key not in names:
-            raise ConfigError(f"{path}.{key}", value, f"unknown field of {name}; expected one "
-                              f"of {sorted(names)}", source=source)
+            raise ConfigError(
+                f"{path}.{key}",
+                value,
+                f"unknown field of {name}; expected one of {sorted(names)}",
+                source=source,
+            )
         sub = {"stages": Stage, "until": StopCondition}.get(key)
         kwargs[key] = _build(value, f"{path}.{key}", sub, source)
     try:
@@ -103,8 +116,7 @@ class CurriculumConfig:
         c = "CurriculumConfig"
         for name, cls in (("scorer", Scorer), ("pool", Pool), ("signal", SignalConfig)):
             if not isinstance(getattr(self, name), cls):
-                raise ConfigError(name, getattr(self, name), f"expected a {cls.__name__}",
-                                  source=c)
+                raise ConfigError(name, getattr(self, name), f"expected a {cls.__name__}", source=c)
         for name, lo in (("seed", 0), ("recompute_every", 1)):
             v = getattr(self, name)
             if v is None and name == "recompute_every":
@@ -131,12 +143,16 @@ class CurriculumConfig:
             raise ConfigError("curriculum", data, "expected a mapping", source=source)
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs: dict[str, Any] = {}
-        defaults = {"scorer": LearningProgressScorer, "pool": ReplacementPool,
-                    "signal": SignalConfig}
+        defaults = {
+            "scorer": LearningProgressScorer,
+            "pool": ReplacementPool,
+            "signal": SignalConfig,
+        }
         for key, value in data.items():
             if key not in names:
-                raise ConfigError(key, value, f"unknown key; expected one of {sorted(names)}",
-                                  source=source)
+                raise ConfigError(
+                    key, value, f"unknown key; expected one of {sorted(names)}", source=source
+                )
             kwargs[key] = _build(value, key, defaults.get(key), source)
         try:
             return cls(**kwargs)

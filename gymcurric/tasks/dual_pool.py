@@ -64,18 +64,21 @@ class DualPool(Pool):
             if not _int(getattr(self, name), 1):
                 raise ConfigError(name, getattr(self, name), "expected an int >= 1", source=c)
         if not _frac(self.promotion_quantile) or self.promotion_quantile >= 1:
-            raise ConfigError("promotion_quantile", self.promotion_quantile,
-                              "expected a float in [0, 1)", source=c)
+            raise ConfigError(
+                "promotion_quantile",
+                self.promotion_quantile,
+                "expected a float in [0, 1)",
+                source=c,
+            )
         for name in ("rho_alpha", "rho_min", "rho_max", "rho_init"):
             if not _frac(getattr(self, name)):
-                raise ConfigError(name, getattr(self, name), "expected a float in [0, 1]",
-                                  source=c)
+                raise ConfigError(name, getattr(self, name), "expected a float in [0, 1]", source=c)
         if not self.rho_min <= self.rho_max:
-            raise ConfigError("rho_max", self.rho_max, f"must be >= rho_min={self.rho_min}",
-                              source=c)
+            raise ConfigError(
+                "rho_max", self.rho_max, f"must be >= rho_min={self.rho_min}", source=c
+            )
         if not self.rho_min <= self.rho_init <= self.rho_max:
-            raise ConfigError("rho_init", self.rho_init, "must lie in [rho_min, rho_max]",
-                              source=c)
+            raise ConfigError("rho_init", self.rho_init, "must lie in [rho_min, rho_max]", source=c)
 
     @property
     def window_length(self) -> int:
@@ -86,8 +89,12 @@ class DualPool(Pool):
         """``explore_size + exploit_size`` (at most the size of a finite space)."""
         n = self.explore_size + self.exploit_size
         if space.size is not None and n > space.size:
-            raise ConfigError("explore_size + exploit_size", n, f"exceeds the {space.size} tasks "
-                              "of the space", source="DualPool")
+            raise ConfigError(
+                "explore_size + exploit_size",
+                n,
+                f"exceeds the {space.size} tasks of the space",
+                source="DualPool",
+            )
         return n
 
     def initial_slots(self, capacity: int) -> int:
@@ -121,8 +128,9 @@ class DualPool(Pool):
         c[K.PHASE] = int(np.count_nonzero(pool == EXPLOIT) == self.exploit_size)
         return changed
 
-    def _attempt(self, st: CurriculumState, raw: np.ndarray, cand: np.ndarray,
-                 ops: PoolOps) -> None:
+    def _attempt(
+        self, st: CurriculumState, raw: np.ndarray, cand: np.ndarray, ops: PoolOps
+    ) -> None:
         pool, c = st.pool, st.counters
         ex = np.flatnonzero(pool == EXPLOIT)
         thr = _quantile(raw[ex], self.promotion_quantile)
@@ -184,10 +192,10 @@ class DualPool(Pool):
         """Explore with probability ``rho`` (always in bootstrap), else exploit."""
         rho = self._rho(st)
         if rho < 1.0 and rng.random() >= rho:
-            return _pick(st.cdf_b, st.scalars.item(S.TOTAL_B), st.counters.item(K.LAST_B),
-                         rng.random())
-        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A),
-                     rng.random())
+            return _pick(
+                st.cdf_b, st.scalars.item(S.TOTAL_B), st.counters.item(K.LAST_B), rng.random()
+            )
+        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random())
 
     def sample(self, st: CurriculumState, rng: np.random.Generator, k: int) -> np.ndarray:
         """Draw ``k`` slots, each from explore with probability ``rho``."""

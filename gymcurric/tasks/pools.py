@@ -53,20 +53,28 @@ def _int(v: Any, lo: int) -> bool:
 
 
 def _frac(v: Any, lo: float = 0.0, hi: float = 1.0) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and (
-        lo <= v <= hi
+    return (
+        isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and (lo <= v <= hi)
     )
 
 
 def _capacity(pool: str, capacity: int | None, space: TaskSpace) -> int:
     if capacity is None:
         if space.size is None:
-            raise ConfigError("capacity", None, f"an open-ended {type(space).__name__} needs a "
-                              "pool capacity", source=pool)
+            raise ConfigError(
+                "capacity",
+                None,
+                f"an open-ended {type(space).__name__} needs a pool capacity",
+                source=pool,
+            )
         return space.size
     if space.size is not None and capacity > space.size:
-        raise ConfigError("capacity", capacity, f"exceeds the {space.size} tasks of the space",
-                          source=pool)
+        raise ConfigError(
+            "capacity", capacity, f"exceeds the {space.size} tasks of the space", source=pool
+        )
     return capacity
 
 
@@ -123,8 +131,7 @@ class Pool(ABC):
 
     def sample_one(self, st: CurriculumState, rng: np.random.Generator) -> int:
         """Draw one slot."""
-        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A),
-                     rng.random())
+        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random())
 
     def sample(self, st: CurriculumState, rng: np.random.Generator, k: int) -> np.ndarray:
         """Draw ``k`` slots (vectorised)."""
@@ -149,8 +156,9 @@ class ReplacementPool(Pool):
 
     def __post_init__(self) -> None:
         if self.capacity is not None and not _int(self.capacity, 1):
-            raise ConfigError("capacity", self.capacity, "expected None or an int >= 1",
-                              source="ReplacementPool")
+            raise ConfigError(
+                "capacity", self.capacity, "expected None or an int >= 1", source="ReplacementPool"
+            )
 
     def capacity_for(self, space: TaskSpace) -> int:
         """``capacity``, or the size of a finite space."""
@@ -188,11 +196,16 @@ class OpenEndedPool(Pool):
         if not _int(self.min_samples, 1):
             raise ConfigError("min_samples", self.min_samples, "expected an int >= 1", source=c)
         if not _frac(self.evict_quantile):
-            raise ConfigError("evict_quantile", self.evict_quantile, "expected a float in [0, 1]",
-                              source=c)
+            raise ConfigError(
+                "evict_quantile", self.evict_quantile, "expected a float in [0, 1]", source=c
+            )
         if not _int(self.evictions_per_recompute, 1):
-            raise ConfigError("evictions_per_recompute", self.evictions_per_recompute,
-                              "expected an int >= 1", source=c)
+            raise ConfigError(
+                "evictions_per_recompute",
+                self.evictions_per_recompute,
+                "expected an int >= 1",
+                source=c,
+            )
 
     def capacity_for(self, space: TaskSpace) -> int:
         """``capacity``, or the size of a finite space."""

@@ -189,21 +189,42 @@ class LearningProgressScorer(Scorer):
 
     def __post_init__(self) -> None:
         c = type(self).__name__
-        _check(c, "theta", self.theta, _isnum(self.theta) and 0 < self.theta < 1,
-               "a float in (0, 1)")
-        _check(c, "temperature", self.temperature, _isnum(self.temperature)
-               and self.temperature > 0, "a float > 0")
-        _check(c, "min_samples", self.min_samples, isinstance(self.min_samples, int)
-               and self.min_samples >= 1, "an int >= 1")
+        _check(
+            c, "theta", self.theta, _isnum(self.theta) and 0 < self.theta < 1, "a float in (0, 1)"
+        )
+        _check(
+            c,
+            "temperature",
+            self.temperature,
+            _isnum(self.temperature) and self.temperature > 0,
+            "a float > 0",
+        )
+        _check(
+            c,
+            "min_samples",
+            self.min_samples,
+            isinstance(self.min_samples, int) and self.min_samples >= 1,
+            "an int >= 1",
+        )
         _check(c, "explore_z", self.explore_z, _isnum(self.explore_z), "a finite float")
         for name in ("performance_weight", "cost_weight"):
             v = getattr(self, name)
             _check(c, name, v, _isnum(v) and v >= 0, "a float >= 0")
         _check(c, "baseline", self.baseline, isinstance(self.baseline, bool), "a bool")
-        _check(c, "baseline_max", self.baseline_max, _isnum(self.baseline_max)
-               and 0 <= self.baseline_max < 1, "a float in [0, 1)")
-        _check(c, "uniform_mix", self.uniform_mix, _isnum(self.uniform_mix)
-               and 0 <= self.uniform_mix <= 1, "a float in [0, 1]")
+        _check(
+            c,
+            "baseline_max",
+            self.baseline_max,
+            _isnum(self.baseline_max) and 0 <= self.baseline_max < 1,
+            "a float in [0, 1)",
+        )
+        _check(
+            c,
+            "uniform_mix",
+            self.uniform_mix,
+            _isnum(self.uniform_mix) and 0 <= self.uniform_mix <= 1,
+            "a float in [0, 1]",
+        )
 
     def normalised(self, st: CurriculumState, *values: np.ndarray) -> list[np.ndarray]:
         """Baseline-normalised copies of per-slot signal statistics, clipped to ``[0, 1]``."""
@@ -265,14 +286,34 @@ class LearnabilityScorer(Scorer):
 
     def __post_init__(self) -> None:
         c = type(self).__name__
-        _check(c, "min_samples", self.min_samples, isinstance(self.min_samples, int)
-               and self.min_samples >= 1, "an int >= 1")
-        _check(c, "cold_value", self.cold_value, _isnum(self.cold_value)
-               and 0 <= self.cold_value <= 0.25, "a float in [0, 0.25]")
-        _check(c, "top_k", self.top_k, self.top_k is None
-               or (isinstance(self.top_k, int) and self.top_k >= 1), "None or an int >= 1")
-        _check(c, "uniform_mix", self.uniform_mix, _isnum(self.uniform_mix)
-               and 0 <= self.uniform_mix <= 1, "a float in [0, 1]")
+        _check(
+            c,
+            "min_samples",
+            self.min_samples,
+            isinstance(self.min_samples, int) and self.min_samples >= 1,
+            "an int >= 1",
+        )
+        _check(
+            c,
+            "cold_value",
+            self.cold_value,
+            _isnum(self.cold_value) and 0 <= self.cold_value <= 0.25,
+            "a float in [0, 0.25]",
+        )
+        _check(
+            c,
+            "top_k",
+            self.top_k,
+            self.top_k is None or (isinstance(self.top_k, int) and self.top_k >= 1),
+            "None or an int >= 1",
+        )
+        _check(
+            c,
+            "uniform_mix",
+            self.uniform_mix,
+            _isnum(self.uniform_mix) and 0 <= self.uniform_mix <= 1,
+            "a float in [0, 1]",
+        )
 
     def raw(self, st: CurriculumState, active: np.ndarray, signal: SignalConfig) -> np.ndarray:
         """Unbiased ``p (1 - p)`` of the (not baseline-normalised) success level, in [0, 0.25]."""

@@ -87,24 +87,32 @@ class SignalConfig:
             raise ConfigError("source", self.source, f"expected one of {_SOURCES}", source=src)
         if self.return_range is not None:
             rr = self.return_range
-            if (not isinstance(rr, tuple | list) or len(rr) != 2 or not all(map(_num, rr))
-                    or not all(math.isfinite(v) for v in rr) or not rr[0] < rr[1]):
-                raise ConfigError("return_range", rr, "expected (lo, hi) finite with lo < hi",
-                                  source=src)
+            if (
+                not isinstance(rr, tuple | list)
+                or len(rr) != 2
+                or not all(map(_num, rr))
+                or not all(math.isfinite(v) for v in rr)
+                or not rr[0] < rr[1]
+            ):
+                raise ConfigError(
+                    "return_range", rr, "expected (lo, hi) finite with lo < hi", source=src
+                )
             object.__setattr__(self, "return_range", (float(rr[0]), float(rr[1])))
         if not _num(self.alpha) or not 0.0 < self.alpha <= 1.0:
             raise ConfigError("alpha", self.alpha, "expected a float in (0, 1]", source=src)
         if not _num(self.slow_factor) or not 0.0 < self.slow_factor < 1.0:
-            raise ConfigError("slow_factor", self.slow_factor, "expected a float in (0, 1)",
-                              source=src)
+            raise ConfigError(
+                "slow_factor", self.slow_factor, "expected a float in (0, 1)", source=src
+            )
         b = self.baseline_episodes
         if isinstance(b, bool) or not isinstance(b, int) or b < 0:
             raise ConfigError("baseline_episodes", b, "expected an int >= 0", source=src)
         if self.cost_limit is not None and (
             not _num(self.cost_limit) or not 0.0 < self.cost_limit < math.inf
         ):
-            raise ConfigError("cost_limit", self.cost_limit, "expected a float > 0 or None",
-                              source=src)
+            raise ConfigError(
+                "cost_limit", self.cost_limit, "expected a float > 0 or None", source=src
+            )
 
 
 def check_episodes(
@@ -145,8 +153,10 @@ def check_episode(
     """
     # Fast path for the common types: this runs once per episode.
     tr, ts, tc = type(return_), type(success), type(cost)
-    if (tr is float or tr is int) and (ts is bool or success is None) and (
-        cost is None or tc is float or tc is int
+    if (
+        (tr is float or tr is int)
+        and (ts is bool or success is None)
+        and (cost is None or tc is float or tc is int)
     ):
         r = float(return_)
         c = 0.0 if cost is None else float(cost)
@@ -162,14 +172,14 @@ def check_episode(
     s: float | None = None
     if success is not None:
         if not (_num(success) or isinstance(success, bool | np.bool_)):
-            raise ConfigError("success", success, f"expected a bool or a float in [0, 1] "
-                                                  f"(task_id={task_id})")
+            raise ConfigError(
+                "success", success, f"expected a bool or a float in [0, 1] (task_id={task_id})"
+            )
         s = float(success)
         if math.isnan(s):
             raise NonFiniteValueError(f"success of task_id={task_id} is NaN")
         if not 0.0 <= s <= 1.0:
-            raise ConfigError("success", success, f"expected a value in [0, 1] "
-                                                  f"(task_id={task_id})")
+            raise ConfigError("success", success, f"expected a value in [0, 1] (task_id={task_id})")
     c = 0.0
     if cost is not None:
         if not _num(cost):
@@ -189,8 +199,9 @@ def record_episode(
     if success is not None and cfg.source != "return":
         s = success
     elif cfg.source == "success":
-        raise ConfigError("success", None, "SignalConfig(source='success') needs success= in "
-                                           "every update")
+        raise ConfigError(
+            "success", None, "SignalConfig(source='success') needs success= in every update"
+        )
     elif cfg.return_range is not None:
         lo, hi = cfg.return_range
         s = min(max((r - lo) / (hi - lo), 0.0), 1.0)

@@ -28,8 +28,9 @@ __all__ = ["SequentialScorer", "Stage", "StopCondition"]
 
 
 def _opt_num(v: Any) -> bool:
-    return v is None or (isinstance(v, int | float) and not isinstance(v, bool)
-                         and math.isfinite(v))
+    return v is None or (
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    )
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,22 @@ class StopCondition:
         if not _opt_num(self.success_rate) or (
             self.success_rate is not None and not 0 <= self.success_rate <= 1
         ):
-            raise ConfigError("success_rate", self.success_rate, "expected None or a float in "
-                              "[0, 1]", source=c)
+            raise ConfigError(
+                "success_rate", self.success_rate, "expected None or a float in [0, 1]", source=c
+            )
         if not _opt_num(self.mean_return):
-            raise ConfigError("mean_return", self.mean_return, "expected None or a finite float",
-                              source=c)
-        if (self.min_episodes == 0 and mx is None and self.success_rate is None
-                and self.mean_return is None):
-            raise ConfigError("min_episodes", 0, "a StopCondition needs at least one criterion",
-                              source=c)
+            raise ConfigError(
+                "mean_return", self.mean_return, "expected None or a finite float", source=c
+            )
+        if (
+            self.min_episodes == 0
+            and mx is None
+            and self.success_rate is None
+            and self.mean_return is None
+        ):
+            raise ConfigError(
+                "min_episodes", 0, "a StopCondition needs at least one criterion", source=c
+            )
 
     def met(self, episodes: int, success: float, return_: float) -> bool:
         """True when the stage should end."""
@@ -102,16 +110,21 @@ class Stage:
 
     def __post_init__(self) -> None:
         ids = self.tasks
-        ok = isinstance(ids, Sequence) and not isinstance(ids, str) and len(ids) > 0 and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
+        ok = (
+            isinstance(ids, Sequence)
+            and not isinstance(ids, str)
+            and len(ids) > 0
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
         )
         if not ok or len(set(ids)) != len(ids):
-            raise ConfigError("tasks", ids, "expected a non-empty list of distinct task ids >= 0",
-                              source="Stage")
+            raise ConfigError(
+                "tasks", ids, "expected a non-empty list of distinct task ids >= 0", source="Stage"
+            )
         object.__setattr__(self, "tasks", tuple(ids))
         if self.until is not None and not isinstance(self.until, StopCondition):
-            raise ConfigError("until", self.until, "expected a StopCondition or None",
-                              source="Stage")
+            raise ConfigError(
+                "until", self.until, "expected a StopCondition or None", source="Stage"
+            )
 
 
 @dataclass(frozen=True)
@@ -145,15 +158,22 @@ class SequentialScorer(Scorer):
     def __post_init__(self) -> None:
         c = "SequentialScorer"
         st = self.stages
-        if isinstance(st, Stage) or not isinstance(st, Sequence) or len(st) == 0 or not all(
-            isinstance(s, Stage) for s in st
+        if (
+            isinstance(st, Stage)
+            or not isinstance(st, Sequence)
+            or len(st) == 0
+            or not all(isinstance(s, Stage) for s in st)
         ):
             raise ConfigError("stages", st, "expected a non-empty list of Stage", source=c)
         object.__setattr__(self, "stages", tuple(st))
         for i, s in enumerate(self.stages[:-1]):
             if s.until is None:
-                raise ConfigError(f"stages[{i}].until", None, "only the last stage may have no "
-                                  "stopping condition", source=c)
+                raise ConfigError(
+                    f"stages[{i}].until",
+                    None,
+                    "only the last stage may have no stopping condition",
+                    source=c,
+                )
         if not isinstance(self.inner, Scorer) or isinstance(self.inner, SequentialScorer):
             raise ConfigError("inner", self.inner, "expected a non-sequential Scorer", source=c)
         if not isinstance(self.cumulative, bool):
@@ -164,16 +184,27 @@ class SequentialScorer(Scorer):
         """Require a finite space held entirely by a replacement pool."""
         from gymcurric.tasks.pools import ReplacementPool
 
-        if space.size is None or space.has_variants or capacity != space.size or not isinstance(
-            pool, ReplacementPool
+        if (
+            space.size is None
+            or space.has_variants
+            or capacity != space.size
+            or not isinstance(pool, ReplacementPool)
         ):
-            raise ConfigError("scorer", "SequentialScorer", "needs a FixedTaskSpace (every task "
-                              "in the pool) and a ReplacementPool", source="CurriculumConfig")
+            raise ConfigError(
+                "scorer",
+                "SequentialScorer",
+                "needs a FixedTaskSpace (every task in the pool) and a ReplacementPool",
+                source="CurriculumConfig",
+            )
         for i, s in enumerate(self.stages):
             bad = [t for t in s.tasks if t >= space.size]
             if bad:
-                raise ConfigError(f"stages[{i}].tasks", bad, f"not ids of the {space.size}-task "
-                                  "space", source="SequentialScorer")
+                raise ConfigError(
+                    f"stages[{i}].tasks",
+                    bad,
+                    f"not ids of the {space.size}-task space",
+                    source="SequentialScorer",
+                )
         self.inner.check(space, capacity, pool)
 
     def _stage(self, st: CurriculumState) -> int:
@@ -186,8 +217,10 @@ class SequentialScorer(Scorer):
     def weights(self, st: CurriculumState, raw: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The inner scorer's weights restricted to the current stage's tasks."""
         cur = self._stage(st)
-        ids = [t for s in self.stages[: cur + 1] for t in s.tasks] if self.cumulative else list(
-            self.stages[cur].tasks
+        ids = (
+            [t for s in self.stages[: cur + 1] for t in s.tasks]
+            if self.cumulative
+            else list(self.stages[cur].tasks)
         )
         in_stage = np.zeros(st.capacity, dtype=bool)
         in_stage[ids] = True
@@ -218,6 +251,8 @@ class SequentialScorer(Scorer):
 
     def stats(self, st: CurriculumState) -> dict[str, float]:
         """Stage index, its episode count and success EMA."""
-        return {"curriculum/stage": float(self._stage(st)),
-                "curriculum/stage_episodes": float(st.counters[K.STAGE_EPISODES]),
-                "curriculum/stage_success": float(st.scalars[S.STAGE_SUCCESS])}
+        return {
+            "curriculum/stage": float(self._stage(st)),
+            "curriculum/stage_episodes": float(st.counters[K.STAGE_EPISODES]),
+            "curriculum/stage_success": float(st.scalars[S.STAGE_SUCCESS]),
+        }
