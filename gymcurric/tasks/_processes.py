@@ -69,6 +69,19 @@ class _Closed:
         return None
 
 
+class _Snapshot:
+    """A private copy of the arrays that sampling reads (see ``_sample_shared``)."""
+
+    __slots__ = ("cdf_a", "cdf_b", "counters", "scalars", "task_id")
+
+    def __init__(self, st: CurriculumState) -> None:
+        self.cdf_a = st.cdf_a.copy()
+        self.cdf_b = st.cdf_b.copy()
+        self.task_id = st.task_id.copy()
+        self.counters = st.counters.copy()
+        self.scalars = st.scalars.copy()
+
+
 class _CrossProcess(_Membership):
     """Per-process parts of a curriculum and the shared-backend paths of its public methods."""
 
@@ -89,6 +102,8 @@ class _CrossProcess(_Membership):
 
     def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
         self._st = CurriculumState(arrays)
+        self._snap: _Snapshot | None = None  # the last consistent copy of what sample reads
+        self._snap_seq = -1
         self._lock = self._backend.lock()
         self._xp = arrays[_XPROC] if self._shared else np.zeros(0, dtype=np.int64)
         self._hdr = self._sb.header if self._sb is not None else np.zeros(0, dtype=np.int64)
@@ -164,8 +179,8 @@ class _CrossProcess(_Membership):
         self._epoch = xp.item(_XP_EPOCH) + 1
         xp[_XP_EPOCH] = self._epoch
 
-    def _draw(self, k: int) -> tuple[list[int], np.ndarray]:
-        st = self._st
+    def _draw(self, k: int, state: Any = None) -> tuple[list[int], np.ndarray]:
+        st = cast(CurriculumState, self._st if state is None else state)
         if k == 1:
             slot = self._pool.sample_one(st, self.rng)
             return [slot], st.task_id[slot : slot + 1].copy()
@@ -186,12 +201,22 @@ class _CrossProcess(_Membership):
                     slots, ids = self._draw(k)
                 break
             seq = hdr.item(SEQ)
-            if seq & 1 or cnt.item(K.DIRTY) or hdr.item(CLOSED):
+            if cnt.item(K.DIRTY) or hdr.item(CLOSED) or (seq & 1 and self._snap is None):
                 self._sample_wait()
                 continue
-            slots, ids = self._draw(k)
-            if hdr.item(SEQ) == seq:  # nothing was published meanwhile: a consistent read
-                break
+            if not seq & 1 and seq != self._snap_seq:
+                # a publish since the last copy: copy what sampling reads (a few kB), and keep
+                # the copy only if nothing was published meanwhile (a consistent read)
+                snap = _Snapshot(self._st)
+                if hdr.item(SEQ) != seq:
+                    continue
+                self._snap, self._snap_seq = snap, seq
+            # While another process publishes (odd sequence), draw from the last consistent
+            # copy instead of waiting: with more processes than cores the publisher may be
+            # descheduled mid-publish for a whole time slice, and every sampler would stall.
+            # The draw is then one publish older, as if made just before the publish began.
+            slots, ids = self._draw(k, self._snap)
+            break
         pend = self._pend
         pend.extend(zip(slots, ids.tolist(), strict=True))
         if len(pend) >= _PENDING_MAX:
@@ -217,7 +242,7 @@ class _CrossProcess(_Membership):
         state["_pend"] = []
         state["_upd"] = []
         if self._shared:  # views and the lock guard are rebuilt by attaching, not copied
-            for key in ("_st", "_lock", "_taken", "_hdr", "_xp"):
+            for key in ("_st", "_lock", "_taken", "_hdr", "_xp", "_snap", "_snap_seq"):
                 del state[key]
             state["_slot_of"] = {}
             state["_seen_version"] = state["_epoch"] = -1
@@ -241,5 +266,6 @@ class _CrossProcess(_Membership):
                 self._sync()  # this process's buffered episodes and sample counts
         closed = cast(Any, _Closed(cast(SharedMemoryBackend, self._sb).name))
         self._st = self._lock = self._hdr = self._xp = closed
+        self._snap = None
         self._pend = []
         self._upd = []

@@ -46,6 +46,10 @@ from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, s
 #: A worker applies its buffered episodes once the oldest is this old (see worker_update_batch),
 #: so slow workers (long episodes) report about as soon as they would unbuffered.
 _UPD_MAX_AGE_S = 1.0
+#: An attached copy whose buffer is due but finds the lock taken keeps buffering, up to this
+#: many batches or this age (seconds); past either it waits for the lock.
+_UPD_HOLD_BATCHES = 8
+_UPD_HOLD_S = 4.0
 
 __all__ = ["STATE_FORMAT", "Curriculum"]
 
@@ -95,8 +99,12 @@ class Curriculum(_CrossProcess):
             names = {f.name for f in dataclasses.fields(CurriculumConfig)}
             for key in overrides:
                 if key not in names:
-                    raise ConfigError(key, overrides[key], f"unknown keyword; expected one of "
-                                      f"{sorted(names)}", source="Curriculum")
+                    raise ConfigError(
+                        key,
+                        overrides[key],
+                        f"unknown keyword; expected one of {sorted(names)}",
+                        source="Curriculum",
+                    )
             cfg = dataclasses.replace(cfg, **overrides)
         self.space, self.config = space, cfg
         self._scorer, self._pool, self._signal = cfg.scorer, cfg.pool, cfg.signal
@@ -206,8 +214,13 @@ class Curriculum(_CrossProcess):
         tid = int(self.sample(1)[0])
         return tid, self.task(tid)
 
-    def update(self, task_id: int, return_: float, success: float | bool | None = None,
-               cost: float | None = None) -> None:
+    def update(
+        self,
+        task_id: int,
+        return_: float,
+        success: float | bool | None = None,
+        cost: float | None = None,
+    ) -> None:
         """Report one finished episode of ``task_id``.
 
         Args:
@@ -233,7 +246,19 @@ class Curriculum(_CrossProcess):
             if not self._upd:
                 self._upd_t0 = now
             self._upd.append((task_id, r, s, c))
-            if len(self._upd) < self._upd_batch and now - self._upd_t0 < _UPD_MAX_AGE_S:
+            n, age = len(self._upd), now - self._upd_t0
+            if n < self._upd_batch and age < _UPD_MAX_AGE_S:
+                return
+            if n < _UPD_HOLD_BATCHES * self._upd_batch and age < _UPD_HOLD_S:
+                # Due, but never wait for another process's locked section here: the worker
+                # would stall its vector env's step. Apply now if the lock is free, else keep
+                # buffering (bounded) and try again at the next episode end.
+                guard = self._lock
+                if guard.try_enter():
+                    try:
+                        self._sync()
+                    finally:
+                        guard.__exit__(None, None, None)
                 return
         with self._lock:
             if self._shared:
@@ -253,10 +278,13 @@ class Curriculum(_CrossProcess):
             with self._lock:
                 self._enter("flush")
 
-    def update_batch(self, task_ids: Sequence[int] | np.ndarray,
-                     returns: Sequence[float] | np.ndarray,
-                     successes: Sequence[float | bool | None] | np.ndarray | None = None,
-                     costs: Sequence[float | None] | np.ndarray | None = None) -> None:
+    def update_batch(
+        self,
+        task_ids: Sequence[int] | np.ndarray,
+        returns: Sequence[float] | np.ndarray,
+        successes: Sequence[float | bool | None] | np.ndarray | None = None,
+        costs: Sequence[float | None] | np.ndarray | None = None,
+    ) -> None:
         """Report several episodes, in order (same result as calling :meth:`update` for each).
 
         Every value is validated before any is applied, so a bad entry changes nothing.
@@ -314,8 +342,12 @@ class Curriculum(_CrossProcess):
                 try:
                     self._recompute()
                 except TaskError as exc:
-                    raise TaskError("task_id", task_id, f"{exc.reason}; last refusal: "
-                                    f"{reason!r}", source="Curriculum.mark_invalid") from exc
+                    raise TaskError(
+                        "task_id",
+                        task_id,
+                        f"{exc.reason}; last refusal: {reason!r}",
+                        source="Curriculum.mark_invalid",
+                    ) from exc
             finally:
                 if sb is not None:
                     sb.publish_end(opened)

@@ -125,6 +125,17 @@ class _Guard:
         self._hdr[HOLDER] = 0
         self._release()
 
+    def try_enter(self) -> bool:
+        """Take the lock only if it is free now (then leave with ``__exit__``); never waits."""
+        if not self._acquire(False):
+            return False
+        hdr = self._hdr
+        if hdr.item(CLOSED):
+            self._release()
+            self._backend._raise_closed()
+        hdr[HOLDER] = _PID[0]
+        return True
+
 
 class SharedMemoryBackend(StateBackend):
     """Curriculum state in one shared-memory segment, shared by every process it is pickled into.

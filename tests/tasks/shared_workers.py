@@ -140,3 +140,18 @@ def slow_updates(cur: Curriculum, q: Any) -> None:
         return "done"
 
     _report(q, body)
+
+
+def timed_updates(cur: Curriculum, n: int, q: Any) -> None:
+    """``n`` updates of task 0; report the seconds each call took, then flush on close."""
+
+    def body() -> list[float]:
+        took = []
+        for _ in range(n):
+            t0 = time.monotonic()
+            cur.update(0, 1.0, success=True)
+            took.append(time.monotonic() - t0)
+        cur.close()  # flushes what is still buffered
+        return took
+
+    _report(q, body)

@@ -414,3 +414,47 @@ def test_a_slow_worker_reports_within_the_age_bound():
         assert _result(q) == "done"
         assert cur.stats()["curriculum/updates"] == 2  # before the worker closes or flushes
         p.join(30)
+
+
+def test_a_worker_does_not_wait_for_a_held_lock_until_its_buffer_bound():
+    """A due buffer meets a taken lock: the worker keeps buffering (no wait) up to 8 batches;
+    the update that reaches the bound waits; nothing is lost once the lock is free."""
+    batch, hold = 4, 1.5
+    backend = SharedMemoryBackend(worker_update_batch=batch)
+    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+        q = mp.get_context("fork").Queue()
+        with cur._lock:  # as if another process were recomputing
+            p = _start("fork", w.timed_updates, cur, 8 * batch + 2, q)
+            time.sleep(hold)
+        took = _result(q)
+        p.join(30)
+        bound = 8 * batch - 1  # the update that makes the buffer 8 batches long
+        assert max(took[:bound]) < 0.5 * hold  # buffered, including the due ones
+        assert took[bound] > 0.3 * hold  # at the bound: waits for the lock
+        assert cur.stats()["curriculum/updates"] == 8 * batch + 2
+        assert cur.state.count.tolist()[0] == 8 * batch + 2
+
+
+def test_sampling_during_a_publish_draws_from_the_last_consistent_copy():
+    n = 50  # stage 0 samples task 0 only, stage 1 task n-1 only
+    scorer = SequentialScorer((Stage((0,), StopCondition(min_episodes=1)), Stage((n - 1,))))
+    backend = SharedMemoryBackend(lock_timeout=0.5)
+    with Curriculum(_fixed(n), scorer=scorer, backend=backend, seed=0) as cur:
+        assert set(cur.sample(20).tolist()) == {0}  # the copy is taken here
+        later = Curriculum(_fixed(n), scorer=scorer, seed=0)
+        later.update(0, 1.0, success=True)
+        opened = backend.publish_begin()  # a publish in progress, half-written:
+        cur.state.cdf_a[:] = later.state.cdf_a
+        t0 = time.monotonic()
+        assert set(cur.sample(20).tolist()) == {0}  # no wait, no torn read
+        assert time.monotonic() - t0 < 0.25
+        backend.publish_end(opened)
+        cur.update(0, 1.0, success=True)  # moves to stage 1 (a real publish)
+        assert set(cur.sample(20).tolist()) == {n - 1}
+        # no consistent copy yet (a fresh handle) and a publish that never ends: it waits,
+        # then names the segment
+        cur._snap = None
+        opened = backend.publish_begin()
+        with pytest.raises(WorkerError, match="mid-write"):
+            cur.sample(1)
+        backend.publish_end(opened)
