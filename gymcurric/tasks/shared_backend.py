@@ -22,8 +22,12 @@ Design:
   kept in the header so that a waiter can tell a slow holder from a dead one.
 * **Seqlock.** Writes that change what ``sample`` reads (pool membership, the cumulative
   arrays, their totals) are bracketed by :meth:`publish_begin` / :meth:`publish_end`, which make
-  the header's sequence odd, then even. A reader notes an even sequence, reads, and retries if
-  the sequence moved, so ``sample`` takes no lock. This relies on stores and loads each staying
+  the header's sequence odd, then even. A reader notes an even sequence, copies what sampling
+  reads (cumulative arrays, task ids, a few scalars: a few kB) into a private snapshot and
+  keeps it if the sequence did not move; it draws from that snapshot until the next publish.
+  So ``sample`` takes no lock and, while another process publishes, draws from the last
+  consistent copy instead of waiting (with more processes than cores a publisher can be
+  descheduled mid-publish for a whole time slice). This relies on stores and loads each staying
   in program order (x86's TSO); elsewhere (ARM) ``sample`` takes the lock (``LOCK_FREE_READS``).
 * **Lifetime.** Only the creating process unlinks the segment: :meth:`close`, or a
   ``weakref.finalize`` when the backend is garbage collected or the interpreter exits; the
@@ -154,7 +158,10 @@ class SharedMemoryBackend(StateBackend):
             many episodes, or until the oldest is 1 s old, and applies them, in order, under one
             lock acquisition (the buffer is also applied by any other locked call, ``flush()``
             and ``close()``, which ``CurriculumTask.close()`` calls in each worker). Many workers
-            ending episodes at the same moment otherwise queue on the lock: with 8 async
+            ending episodes at the same moment otherwise queue on the lock. A due buffer is
+            applied only if the lock is free at that moment; otherwise the worker keeps
+            buffering, up to 8 batches or 4 s, and tries again at its next episode end, so an
+            episode end never waits for another process's locked section. With 8 async
             workers on 2 cores, skipping worker updates altogether lifted throughput from
             ~80 % to ~95 % of the plain vector env. ``1`` applies every update at once. The
             creator process always applies at once, so single-process runs are unchanged.
