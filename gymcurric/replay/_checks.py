@@ -10,6 +10,11 @@ import torch
 
 from gymcurric.errors import ConfigError, DataError
 
+#: Codes of the CPU sampler's next-observation table (``ReplayRing._next``): no next
+#: observation is known for the step / it is the newest row's, not written yet.
+NO_NEXT = -1
+PENDING = -2
+
 
 class RingInvariantError(DataError):
     """A ``ReplayRing`` invariant does not hold; ``env`` and ``step`` locate the first violation.

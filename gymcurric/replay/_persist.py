@@ -101,13 +101,13 @@ class RingPersistenceMixin:
     _cur_episode: np.ndarray
     _ended: np.ndarray
     _row_has_side: np.ndarray
-    _row_any_first: np.ndarray
-    _row_next_first: np.ndarray
 
     if TYPE_CHECKING:
 
         @property
         def oldest(self) -> int: ...
+
+        def _rebuild_next(self) -> None: ...
 
     def check_invariants(self) -> None:
         """Check continuity over the chronological view, per env (O(size * num_envs)).
@@ -187,10 +187,7 @@ class RingPersistenceMixin:
         self.head, self.size, self.total_steps = counters
         self.seed = seed
         self._row_has_side = (self._side_slot >= 0).any(dim=1).cpu().numpy()
-        self._row_any_first = self._data["is_first"].any(dim=1).cpu().numpy()
-        self._row_next_first = np.roll(self._row_any_first, -1)
-        if self.size:
-            self._row_next_first[(self.head - 1) % self.capacity] = False
+        self._rebuild_next()
 
     def _checked_state(
         self, state: Mapping[str, Any]

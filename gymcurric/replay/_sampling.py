@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.replay._checks import as_tensor_like
+from gymcurric.replay._checks import NO_NEXT, PENDING, as_tensor_like
 from gymcurric.replay.ring import _PACKED, FieldSpec, Transitions
 
 
@@ -32,8 +32,8 @@ class RingSamplingMixin:
     _side_obs: torch.Tensor
     _side_slot_storage: torch.Tensor
     _side_slot: torch.Tensor
-    _row_has_side: np.ndarray
-    _row_next_first: np.ndarray
+    _next: np.ndarray
+    _obs_all: torch.Tensor
     _time_arange: torch.Tensor
 
     if TYPE_CHECKING:
@@ -189,82 +189,49 @@ class RingSamplingMixin:
     def _sample_transitions_host(
         self, batch: int, gen: torch.Generator, rows: int, nxt_obs: torch.Tensor | None
     ) -> Transitions:
-        # CPU: one draw over (row, env) pairs, index math in numpy (small arrays: ~1 us per op
-        # against ~4 us for torch), entries without a successor redrawn (exact), torch gathers.
-        # Per-row flags (rows followed by an episode start / rows with side-store entries),
-        # kept at write time, leave the per-(row, env) lookups, which miss the cache on big
-        # rings, to the few "suspect" draws on flagged rows (and the newest row). The common
-        # path is about a dozen numpy calls and four gathers.
+        # CPU: one draw over (row, env) pairs; the next-observation table, kept at write time,
+        # gives each drawn step's next-observation row in the shared obs/side-store tensor in
+        # one lookup; steps without one are redrawn (exact). Index math in numpy (~1 us per
+        # small op against ~4 us for torch), then one gather for obs and next obs together.
         E, C = self.num_envs, self.capacity
         CE = C * E
         shift = self.oldest * E
-        last = (self.size - 1) * E  # pairs >= last are on the newest row
+        nx = self._next
         pending = nxt_obs is not None  # only then is the newest row drawn (rows = size)
         pair = torch.randint(rows * E, (batch,), generator=gen).numpy()
-        slots = self._side_slot_storage.numpy()
-        first = self._np["is_first"].reshape(-1)
+        idx = np.empty(2 * batch, dtype=np.int64)
+        flat, nxt = idx[:batch], idx[batch:]
         for _ in range(10_000):
-            flat = pair + shift
+            np.add(pair, shift, out=flat)
             if shift:
                 flat %= CE
-            t = flat // E
-            suspect = self._row_next_first[t]
-            suspect |= self._row_has_side[t]
-            if pending:
-                suspect |= pair >= last
-            sidx = np.flatnonzero(suspect)
-            if not sidx.size:
+            np.take(nx, flat, out=nxt)
+            if nxt.min() >= 0:
                 break
-            fs = flat[sidx]
-            nxt_s = fs + E
-            nxt_s %= CE
-            side = slots[fs]  # the side-store slot of the step's final observation, or -1
-            has_side = side >= 0
-            newest = pair[sidx] >= last if pending else None
-            ok = has_side | ~first[nxt_s]
-            if newest is not None:
-                ok |= newest
-            if ok.all():
+            bad = np.flatnonzero(nxt == NO_NEXT if pending else nxt < 0)
+            if not bad.size:
                 break
-            bad = sidx[~ok]
             pair[bad] = torch.randint(rows * E, (bad.size,), generator=gen).numpy()
         else:
             raise DataError(
                 "ReplayRing.sample_transitions: no valid transition found (every stored step "
                 "lacks its next observation)"
             )
-        nxt = flat + E
-        nxt %= CE
-        flat_t = torch.from_numpy(flat)
-        # obs and next obs in one gather (two views of one tensor)
-        both = torch.index_select(
-            self._flat["obs"], 0, torch.from_numpy(np.concatenate((flat, nxt)))
-        )
-        obs, next_o = both[:batch], both[batch:]
+        t = flat // E
         env = flat - t * E
-        if sidx.size:
-            # next obs from the side store / the pending row; numpy (~1 us per op) where the
-            # dtype allows it, torch otherwise (bfloat16)
-            numpy_obs = self._np_dtype["obs"] is not None
-            if has_side.any():
-                at, src = sidx[has_side], side[has_side]
-                if numpy_obs:
-                    both.numpy()[batch + at] = self._side_obs.numpy()[src]
-                else:
-                    side_rows = self._side_obs.index_select(0, torch.from_numpy(src))
-                    next_o.index_copy_(0, torch.from_numpy(at), side_rows)
-            if newest is not None:
-                assert nxt_obs is not None
-                at = sidx[newest & ~has_side]
-                if at.size:
-                    if numpy_obs:
-                        both.numpy()[batch + at] = nxt_obs.numpy()[env[at]]
-                    else:
-                        next_o.index_copy_(
-                            0,
-                            torch.from_numpy(at),
-                            nxt_obs.index_select(0, torch.from_numpy(env[at])),
-                        )
+        at = np.flatnonzero(nxt == PENDING) if pending and nxt.min() < 0 else None
+        if at is not None:
+            nxt[at] = flat[at]  # a placeholder row, overwritten below
+        both = torch.index_select(self._obs_all, 0, torch.from_numpy(idx))
+        obs, next_o = both[:batch], both[batch:]
+        if at is not None and at.size:
+            assert nxt_obs is not None
+            if self._np_dtype["obs"] is not None:
+                both.numpy()[batch + at] = nxt_obs.numpy()[env[at]]
+            else:
+                rows_at = nxt_obs.index_select(0, torch.from_numpy(env[at]))
+                next_o.index_copy_(0, torch.from_numpy(at), rows_at)
+        flat_t = torch.from_numpy(flat)
         # reward, cost, continue_: one numpy gather, three zero-copy columns
         packed = np.take(self._np_scalars.reshape(CE, 3), flat, axis=0)
         return Transitions(

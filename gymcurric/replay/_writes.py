@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import as_tensor_like
+from gymcurric.replay._checks import NO_NEXT, PENDING, as_tensor_like
 
 if TYPE_CHECKING:
     from gymcurric.replay.ring import FieldSpec, ReplayRing
@@ -43,8 +43,9 @@ class RingWritesMixin:
     _cur_episode: np.ndarray
     _ended: np.ndarray
     _row_has_side: np.ndarray
-    _row_any_first: np.ndarray
-    _row_next_first: np.ndarray
+    _next: np.ndarray
+    _env_arange_np: np.ndarray
+    _sync_free: bool
     _env_arange: torch.Tensor
 
     if TYPE_CHECKING:
@@ -234,11 +235,8 @@ class RingWritesMixin:
         for name, src in srcs:
             self._commit(name, row, src)
         episode = self._cur_episode + first
-        any_first = bool(first.any())
-        self._row_any_first[row] = any_first
-        self._row_next_first[row] = False
-        if self.total_steps:
-            self._row_next_first[row - 1 if row else self.capacity - 1] = any_first
+        if not self._sync_free:
+            self._link_rows(row, first)
         if self._np:
             self._np_scalars[row] = scalars
             self._np["is_first"][row] = first
@@ -255,7 +253,7 @@ class RingWritesMixin:
             self._side_slot[row].fill_(-1)
             self._row_has_side[row] = False
         if fo is not None:
-            self._store_final(row, fo, torch.from_numpy(ended).to(self.device))
+            self._store_final(row, fo, torch.from_numpy(ended).to(self.device), newest=row)
         self.head = (row + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
         self.total_steps += 1
@@ -277,7 +275,7 @@ class RingWritesMixin:
             )
         fo = self._src("final_obs", final_obs, field="obs")
         m = torch.from_numpy(np.array(self._host_bool("mask", mask))).to(self.device)
-        self._store_final(row, fo, m)
+        self._store_final(row, fo, m, newest=(self.head - 1) % self.capacity)
 
     def extend_from_episodes(self, episodes: Iterable[Any]) -> Any:
         """Append recorded episodes (e.g. datapacks' ``.npz``).
@@ -291,9 +289,14 @@ class RingWritesMixin:
 
         return extend_from_episodes(cast("ReplayRing", self), episodes)
 
-    def _store_final(self, row: int, final_obs: torch.Tensor, mask: torch.Tensor) -> None:
-        # Sync-free: slots come from a cumulative sum; masked-out envs write to the trash slot.
+    def _store_final(
+        self, row: int, final_obs: torch.Tensor, mask: torch.Tensor, *, newest: int
+    ) -> None:
         self._row_has_side[row] = True
+        if not self._sync_free:
+            self._store_final_host(row, final_obs, mask.numpy(), newest)
+            return
+        # Sync-free: slots come from a cumulative sum; masked-out envs write to the trash slot.
         P = self.side_capacity
         trash_owner = self.capacity * self.num_envs
         if final_obs.device != self.device:
@@ -312,14 +315,84 @@ class RingWritesMixin:
         self._side_slot_storage.index_copy_(0, torch.where(mask, flat_rows, trash_owner), slot)
         self._side_ptr += k[-1]
 
+    def _store_final_host(
+        self, row: int, final_obs: torch.Tensor, mask: np.ndarray, newest: int
+    ) -> None:
+        # CPU: the same slots, owners and losses as the sync-free path, in numpy, copying only
+        # the ended envs' final observations (usually one or two of num_envs).
+        envs = np.flatnonzero(mask)
+        if not envs.size:
+            return
+        P = self.side_capacity
+        slots = (int(self._side_ptr) + np.arange(envs.size)) % P
+        owner_np = self._side_owner.numpy()
+        slot_np = self._side_slot_storage.numpy()
+        owners = owner_np[slots]
+        held = owners >= 0
+        held[held] = slot_np[owners[held]] == slots[held]  # the slot still serves its owner
+        lost = owners[held]
+        if lost.size:
+            self._side_lost += int(lost.size)
+            slot_np[lost] = -1
+        if self._np_dtype["obs"] is not None:
+            self._side_obs.numpy()[slots] = final_obs.numpy()[envs]
+        else:
+            picked = final_obs.index_select(0, torch.from_numpy(envs))
+            self._side_obs.index_copy_(0, torch.from_numpy(slots), picked)
+        flats = row * self.num_envs + envs
+        owner_np[slots] = flats
+        slot_np[flats] = slots
+        self._side_ptr += int(envs.size)
+        self._relink(np.concatenate((flats, lost)), newest)  # steps that gained or lost one
+
+    def _link_rows(self, row: int, first: np.ndarray) -> None:
+        """Next-observation table for a push of ``row``: its steps are pending; the previous
+        row's steps (those without a side-store entry) link to ``row`` unless an episode starts
+        there, where no next observation is known."""
+        E = self.num_envs
+        nx = self._next
+        nx[row * E : (row + 1) * E] = PENDING
+        if self.total_steps:
+            p = row - 1 if row else self.capacity - 1
+            prev = nx[p * E : (p + 1) * E]
+            if not self._row_has_side[p] and not first.any():  # the usual step: all link
+                np.add(self._env_arange_np, row * E, out=prev)
+                return
+            linked = np.where(first, NO_NEXT, row * E + self._env_arange_np)
+            np.copyto(prev, linked, where=prev < self.capacity * E)
+
+    def _relink(self, flats: np.ndarray, newest: int) -> None:
+        """Recompute the next-observation table at steps ``flats`` (flat row·E + env) from the
+        side store and ``is_first`` (the same rule as the sampler's validity check)."""
+        if flats.size == 0:
+            return
+        E, C = self.num_envs, self.capacity
+        CE = C * E
+        flats = flats[flats < CE]  # the trash entry
+        t = flats // E
+        env = flats - t * E
+        nt = t + 1
+        nt[nt == C] = 0
+        linked = np.where(self._np["is_first"][nt, env], NO_NEXT, nt * E + env)
+        linked[t == newest] = PENDING
+        slot = self._side_slot_storage.numpy()[flats]
+        self._next[flats] = np.where(slot >= 0, CE + slot, linked)
+
+    def _rebuild_next(self) -> None:
+        """The whole next-observation table, from the stored rows (after a load)."""
+        if self._sync_free:
+            return
+        self._next.fill(NO_NEXT)
+        if self.size:
+            self._relink(np.arange(self.capacity * self.num_envs), (self.head - 1) % self.capacity)
+
     def clear(self) -> None:
         """Forget every row (tensors keep their memory); the generator is left as it is."""
         for t in (self._side_owner, self._side_slot_storage):
             t.fill_(-1)
         self._cur_episode = np.full(self.num_envs, -1, dtype=np.int32)
         self._row_has_side[:] = False
-        self._row_any_first[:] = False
-        self._row_next_first[:] = False
+        self._next.fill(NO_NEXT)
         self._side_ptr.zero_()
         self._side_lost.zero_()
         self._ended = np.ones(self.num_envs, dtype=bool)

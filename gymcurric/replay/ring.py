@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import available_bytes, numpy_dtype
+from gymcurric.replay._checks import NO_NEXT, available_bytes, numpy_dtype
 
 __all__ = ["FieldSpec", "ReplayRing", "Transitions"]
 
@@ -274,10 +274,20 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         # dispatch-bound); ring["reward"] etc. are (strided) views of it.
         self._scalars = torch.zeros((capacity, num_envs, 3), dtype=torch.float32, device=dev)
         self._scalars_flat = self._scalars.view(capacity * num_envs, 3)
+        obs_spec = specs["obs"]
+        CE = capacity * num_envs
+        # Observations and the side store share one tensor: rows [0, C·E) are the ring's
+        # (time-major), then side_capacity side-store rows and a trash row for masked-out
+        # writes. Every transition's next observation is then one row of it, wherever it lives.
+        self._obs_all = torch.zeros(
+            (CE + side_capacity + 1, *obs_spec.shape), dtype=obs_spec.dtype, device=dev
+        )
         self._data: dict[str, torch.Tensor] = {}
         for name, spec in specs.items():
             if name in _PACKED:
                 self._data[name] = self._scalars[..., _PACKED[name]]
+            elif name == "obs":
+                self._data[name] = self._obs_all[:CE].view(capacity, num_envs, *spec.shape)
             else:
                 self._data[name] = torch.zeros(
                     (capacity, num_envs, *spec.shape), dtype=spec.dtype, device=dev
@@ -300,11 +310,8 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
             }
             self._np_scalars = self._scalars.numpy()
         self._row_shape = {name: (num_envs, *spec.shape) for name, spec in specs.items()}
-        obs_spec = specs["obs"]
         # side store; the last entry of each tensor is a trash slot for masked-out writes
-        self._side_obs = torch.zeros(
-            (side_capacity + 1, *obs_spec.shape), dtype=obs_spec.dtype, device=dev
-        )
+        self._side_obs = self._obs_all[CE:]
         self._side_owner = torch.full((side_capacity + 1,), -1, dtype=torch.int64, device=dev)
         self._side_slot_storage = torch.full(
             (capacity * num_envs + 1,), -1, dtype=torch.int64, device=dev
@@ -316,9 +323,11 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         self._cur_episode = np.full(num_envs, -1, dtype=np.int32)
         self._ended = np.ones(num_envs, dtype=bool)
         self._row_has_side = np.zeros(capacity, dtype=bool)
-        self._row_any_first = np.zeros(capacity, dtype=bool)
-        # row r's successor (row r+1) starts an episode in some env; False for the newest row
-        self._row_next_first = np.zeros(capacity, dtype=bool)
+        # CPU sampler: per (row, env) the _obs_all row of the transition's next observation,
+        # NO_NEXT (none known) or PENDING (the newest row's, not written yet); kept at write
+        # time so that a uniform draw needs one lookup (entry C·E: trash for masked writes)
+        self._next = np.full(0 if self._sync_free else CE + 1, NO_NEXT, dtype=np.int64)
+        self._env_arange_np = np.arange(num_envs, dtype=np.int64)
         self._env_arange = torch.arange(num_envs, dtype=torch.int64, device=dev)
         self._time_arange = torch.arange(capacity, dtype=torch.int64, device=dev)
         self.generator = torch.Generator(device=dev)
@@ -359,14 +368,14 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         """Bytes a ring with these fields needs (fields, side store and index tables)."""
         total = sum(s.nbytes_per_row(num_envs) * capacity for s in specs.values())
         total += specs["obs"].nbytes_per_row(1) * (side_capacity + 1) + 8 * (side_capacity + 1)
-        total += 8 * (capacity * num_envs + 1) + 64 * num_envs
+        total += 2 * 8 * (capacity * num_envs + 1) + 64 * num_envs
         return int(total)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the ring's tensors."""
         tensors = [*self._data.values(), self._side_obs, self._side_owner, self._side_slot_storage]
-        return int(sum(t.numel() * t.element_size() for t in tensors))
+        return int(sum(t.numel() * t.element_size() for t in tensors)) + self._next.nbytes
 
     @property
     def full(self) -> bool:

@@ -622,8 +622,7 @@ def snapshot(ring):
             name: getattr(ring, name).copy()
             for name in (
                 "_row_has_side",
-                "_row_any_first",
-                "_row_next_first",
+                "_next",
                 "_cur_episode",
                 "_ended",
             )
@@ -832,3 +831,95 @@ def test_sampled_transitions_equal_transitions_at(obs_dtype, pending):
     # the draws cover terminal rows (side store) and, with next_obs, the newest row
     assert (got.done == 1).any()
     assert (got.t_index == (ring.head - 1) % C).any() == pending
+
+
+def test_next_observation_table_kept_at_write_time_equals_a_rebuild(tmp_path):
+    """The CPU sampler's per-step next-observation table, updated by every push and side-store
+    write (wrap-around, explicit is_first, attach_final_obs, side-store losses), equals the
+    table rebuilt from the stored rows; a saved and loaded ring samples identically."""
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        C, E = int(rng.integers(2, 12)), int(rng.integers(1, 5))
+        ring = ReplayRing(
+            C,
+            E,
+            {"obs": ((2,), torch.float32), "action": ((), torch.int64)},
+            side_capacity=int(rng.integers(1, 5)),
+        )
+        for _ in range(int(rng.integers(1, 3 * C))):
+            term = rng.random(E) < 0.2
+            trunc = (rng.random(E) < 0.1) & ~term
+            ended = term | trunc
+            same_step = trial % 3 != 0
+            ring.push_step(
+                rng.standard_normal((E, 2)).astype(np.float32),
+                np.zeros(E, np.int64),
+                np.zeros(E, np.float32),
+                terminated=term,
+                truncated=trunc,
+                final_obs=rng.standard_normal((E, 2)).astype(np.float32)
+                if same_step and ended.any()
+                else None,
+                is_first=(rng.random(E) < 0.1) | ring._ended if trial % 4 == 1 else None,
+            )
+            if rng.random() < 0.15:
+                ring.attach_final_obs(
+                    (ring.head - 1) % C,
+                    rng.standard_normal((E, 2)).astype(np.float32),
+                    rng.random(E) < 0.5,
+                )
+            live = ((ring.oldest + np.arange(ring.size)) % C)[:, None] * E + np.arange(E)
+            kept = ring._next[live.ravel()].copy()
+            ring._rebuild_next()
+            assert np.array_equal(kept, ring._next[live.ravel()]), trial
+        if ring.size > 1:
+            ring.save(tmp_path / "r.npz")
+            back = ReplayRing.load(tmp_path / "r.npz")
+            a = ring.sample_transitions(32, torch.Generator().manual_seed(trial))
+            b = back.sample_transitions(32, torch.Generator().manual_seed(trial))
+            assert all(torch.equal(x, y) for x, y in zip(a[:-1], b[:-1], strict=True))
+
+
+def test_cpu_side_store_writes_match_the_sync_free_path():
+    """The CPU side-store writes (numpy, ended envs only) leave the same slots, owners, losses
+    and final observations as the sync-free torch path used on CUDA (run here on CPU); only
+    the trash entries, which nothing reads, may differ."""
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        C, E, P = int(rng.integers(2, 20)), int(rng.integers(1, 7)), int(rng.integers(1, 6))
+
+        def mk(C=C, E=E, P=P):
+            return ReplayRing(
+                C, E, {"obs": ((2,), torch.float32), "action": ((), torch.int64)}, side_capacity=P
+            )
+
+        host, sync_free = mk(), mk()
+        sync_free._sync_free = True
+        for _ in range(int(rng.integers(1, 4 * C))):
+            term = rng.random(E) < 0.3
+            trunc = (rng.random(E) < 0.2) & ~term
+            step = (
+                rng.standard_normal((E, 2)).astype(np.float32),
+                np.zeros(E, np.int64),
+                np.zeros(E),
+            )
+            final = rng.standard_normal((E, 2)).astype(np.float32)
+            for r in (host, sync_free):
+                r.push_step(
+                    *step,
+                    terminated=term,
+                    truncated=trunc,
+                    final_obs=final if (term | trunc).any() else None,
+                )
+            if rng.random() < 0.2:
+                mask, late = rng.random(E) < 0.5, rng.standard_normal((E, 2)).astype(np.float32)
+                for r in (host, sync_free):
+                    r.attach_final_obs((r.head - 1) % C, late, mask)
+        a, b = host.state_dict()["tensors"], sync_free.state_dict()["tensors"]
+        for key in a:
+            if key != "generator":
+                x, y = a[key], b[key]
+                if key in ("side.obs", "side.slot"):  # without the trash entry
+                    x, y = x[:-1], y[:-1]
+                assert torch.equal(x, y), key
+        assert host.side_lost == sync_free.side_lost
