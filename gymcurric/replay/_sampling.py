@@ -254,6 +254,8 @@ class RingSamplingMixin:
         newest row without ``next_obs``, next-step autoreset's final-observation rows, rows whose
         side-store entry was dropped); their ``next_obs`` is then meaningless.
         """
+        self._check_index("t_index", t_index, self.capacity)
+        self._check_index("env_index", env_index, self.num_envs)
         t = torch.as_tensor(t_index, dtype=torch.int64, device=self.device).view(-1)
         env = torch.as_tensor(env_index, dtype=torch.int64, device=self.device).view(-1)
         if t.shape != env.shape:
@@ -263,6 +265,23 @@ class RingSamplingMixin:
         valid, flat, nxt, slot = self._validity(logical, env, nxt_obs is not None)
         valid = valid & (logical < self.size)
         return self._gather_transitions(logical, env, (valid, flat, nxt, slot), nxt_obs)
+
+    @staticmethod
+    def _check_index(name: str, value: Any, high: int) -> None:
+        """Integer indices in ``[0, high)``; checked on the host (device tensors are trusted:
+        reading them would sync)."""
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "cpu":
+                return
+            value = value.numpy()
+        a = np.asarray(value)
+        if a.size and a.dtype.kind not in "iu":
+            raise ConfigError(name, a.dtype, "expected integer indices", source="ReplayRing")
+        if a.size and (a.min() < 0 or a.max() >= high):
+            bad = a[(a < 0) | (a >= high)].ravel()[0]
+            raise ConfigError(
+                name, int(bad), f"indices must lie in [0, {high})", source="ReplayRing"
+            )
 
     def _check_next_obs(self, next_obs: Any) -> torch.Tensor | None:
         if next_obs is None:

@@ -923,3 +923,18 @@ def test_cpu_side_store_writes_match_the_sync_free_path():
                     x, y = x[:-1], y[:-1]
                 assert torch.equal(x, y), key
         assert host.side_lost == sync_free.side_lost
+
+
+def test_transitions_at_rejects_out_of_range_or_float_indices():
+    ring = filled("cpu")
+    ok = ring.transitions_at([0, 1], [0, 1])
+    assert ok.obs.shape[0] == 2
+    for kw, match in (
+        ({"t_index": [ring.capacity], "env_index": [0]}, "t_index"),
+        ({"t_index": [-1], "env_index": [0]}, "t_index"),
+        ({"t_index": [0], "env_index": [ring.num_envs]}, "env_index"),
+        ({"t_index": np.array([0.5]), "env_index": [0]}, "integer"),
+        ({"t_index": torch.tensor([0]), "env_index": torch.tensor([-3])}, "env_index"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            ring.transitions_at(kw["t_index"], kw["env_index"])
