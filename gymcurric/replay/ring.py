@@ -95,8 +95,26 @@ class Transitions(NamedTuple):
     extras: dict[str, torch.Tensor]
 
 
+#: Unsigned dtypes whose one-value-per-step fields torch cannot gather (``index_select`` is not
+#: implemented for them on 1-D tensors; fields with a shape work); refused at construction
+#: rather than at the first sample.
+_UNGATHERABLE = {torch.uint16: "int32", torch.uint32: "int64", torch.uint64: "int64"}
+
+
+def _check_dtype(name: str, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    if dtype in _UNGATHERABLE and shape == ():
+        raise ConfigError(
+            f"fields[{name!r}]",
+            dtype,
+            "torch cannot gather a shape-() field of this dtype (index_select is not "
+            f"implemented for it); store it as torch.{_UNGATHERABLE[dtype]}, or with shape (1,)",
+            source="ReplayRing",
+        )
+
+
 def _spec(name: str, value: Any) -> FieldSpec:
     if isinstance(value, FieldSpec):
+        _check_dtype(name, value.dtype, tuple(value.shape))
         return value
     if (
         isinstance(value, tuple)
@@ -107,6 +125,7 @@ def _spec(name: str, value: Any) -> FieldSpec:
         shape = tuple(int(s) for s in value[0])
         if any(s < 0 for s in shape):
             raise ConfigError(f"fields[{name!r}]", value, "shape entries must be >= 0")
+        _check_dtype(name, value[1], shape)
         return FieldSpec(shape, value[1])
     raise ConfigError(
         f"fields[{name!r}]", value, "expected a FieldSpec or a (shape, torch.dtype) tuple"
@@ -117,6 +136,7 @@ def _space_spec(name: str, space: gym.Space[Any]) -> FieldSpec:
     if isinstance(space, gym.spaces.Box):
         dt = np.dtype(space.dtype)
         torch_dt = torch.float32 if dt == np.float64 else torch.from_numpy(np.zeros(0, dt)).dtype
+        _check_dtype(name, torch_dt, tuple(space.shape))
         return FieldSpec(tuple(space.shape), torch_dt)
     if isinstance(space, gym.spaces.Discrete):
         return FieldSpec((), torch.int64)

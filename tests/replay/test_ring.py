@@ -761,8 +761,8 @@ def test_save_load_round_trips_user_fields_and_side_store(device, tmp_path):
 
 
 def test_load_reads_files_bitcast_to_bytes_by_earlier_versions(tmp_path):
-    ring = make("cpu", fields={"u": ((), torch.uint32)})
-    push(ring, 0, u=torch.full((2,), 3_000_000_000, dtype=torch.uint32))
+    ring = make("cpu", fields={"u": ((1,), torch.uint32)})
+    push(ring, 0, u=torch.full((2, 1), 3_000_000_000, dtype=torch.uint32))
     ring.save(tmp_path / "r.npz")
     old = ring["u"].view(torch.uint8).numpy()  # how save() stored 4-byte dtypes numpy lacks
     rewrite_meta(tmp_path / "r.npz", arrays_update={"field.u": old})
@@ -938,3 +938,13 @@ def test_transitions_at_rejects_out_of_range_or_float_indices():
     ):
         with pytest.raises(ConfigError, match=match):
             ring.transitions_at(kw["t_index"], kw["env_index"])
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_shape_free_unsigned_fields_torch_cannot_gather_are_refused_up_front(dtype):
+    with pytest.raises(ConfigError, match=r"fields\['u'\].*shape \(1,\)"):
+        make("cpu", fields={"u": ((), dtype)})
+    ring = make("cpu", fields={"u": ((1,), dtype)})  # with a shape torch gathers it
+    for k in range(3):
+        push(ring, k, u=torch.full((2, 1), 7, dtype=dtype))
+    assert ring.sample_transitions(4, ring.generator).extras["u"].dtype == dtype
