@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from gymcurric.errors import DataError
+from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay._checks import check_invariants, dtype_from_name, dtype_name, numpy_dtype
 from gymcurric.replay.ring import _RESERVED, _SCALARS, FieldSpec
 
@@ -336,6 +336,16 @@ class RingPersistenceMixin:
         except (KeyError, ValueError, TypeError) as exc:
             raise DataError(f"{path}: malformed ReplayRing metadata ({exc})") from exc
         fields = {n: s for n, s in specs.items() if n not in _SCALARS}
+        fixed = sorted(set(kwargs) & {"capacity", "num_envs", "fields", "side_capacity", "seed"})
+        if fixed:
+            raise ConfigError(
+                fixed[0],
+                kwargs[fixed[0]],
+                "comes from the saved ring and cannot be overridden when loading (load, then "
+                "build a new ring and extend it to change the layout; reseed with "
+                "ring.generator.manual_seed)",
+                source="ReplayRing.load",
+            )
         ring_cls = cast("type[ReplayRing]", cls)  # this mixin is only ever a base of ReplayRing
         ring = ring_cls(
             meta["capacity"],
@@ -377,20 +387,27 @@ class RingPersistenceMixin:
     def __setstate__(self, state: dict[str, Any]) -> None:
         from gymcurric.replay.ring import ReplayRing  # ring.py imports this module first
 
-        meta = state["meta"]
-        specs = {
-            n: FieldSpec(tuple(s), dtype_from_name(d, "pickle"))
-            for n, (s, d) in meta["specs"].items()
-        }
+        try:
+            meta = state["meta"]
+            specs = {
+                n: FieldSpec(tuple(s), dtype_from_name(d, "pickle"))
+                for n, (s, d) in meta["specs"].items()
+            }
+            args = (meta["capacity"], meta["num_envs"], state["device"], state["tensors"])
+            side, seed, debug = meta["side_capacity"], meta["seed"], state["debug_checks"]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(
+                f"malformed pickled ReplayRing state ({type(exc).__name__}: {exc})"
+            ) from exc
         fields = {n: s for n, s in specs.items() if n not in _SCALARS}
         ReplayRing.__init__(
             cast("ReplayRing", self),
-            meta["capacity"],
-            meta["num_envs"],
+            args[0],
+            args[1],
             fields,
-            state["device"],
-            side_capacity=meta["side_capacity"],
-            seed=meta["seed"],
-            debug_checks=state["debug_checks"],
+            args[2],
+            side_capacity=side,
+            seed=seed,
+            debug_checks=debug,
         )
-        self.load_state_dict({"meta": meta, "tensors": state["tensors"]})
+        self.load_state_dict({"meta": meta, "tensors": args[3]})

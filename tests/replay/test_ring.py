@@ -948,3 +948,24 @@ def test_shape_free_unsigned_fields_torch_cannot_gather_are_refused_up_front(dty
     for k in range(3):
         push(ring, k, u=torch.full((2, 1), 7, dtype=dtype))
     assert ring.sample_transitions(4, ring.generator).extras["u"].dtype == dtype
+
+
+def test_load_refuses_to_override_saved_layout_keywords(tmp_path):
+    filled("cpu").save(tmp_path / "r.npz")
+    for key, value in (("seed", 3), ("side_capacity", 4), ("capacity", 9)):
+        with pytest.raises(ConfigError, match=rf"'{key}'.*cannot be overridden"):
+            ReplayRing.load(tmp_path / "r.npz", **{key: value})
+    assert ReplayRing.load(tmp_path / "r.npz", memory_budget=10**9).size == filled("cpu").size
+
+
+def test_unpickling_a_malformed_state_is_a_data_error():
+    ring = filled("cpu")
+    state = ring.__getstate__()
+    no_meta = {k: v for k, v in state.items() if k != "meta"}
+    no_capacity = {**state, "meta": {k: v for k, v in state["meta"].items() if k != "capacity"}}
+    for broken in (no_meta, no_capacity):
+        fresh = ReplayRing.__new__(ReplayRing)
+        with pytest.raises(DataError, match="malformed pickled ReplayRing state"):
+            fresh.__setstate__(broken)
+    back = pickle.loads(pickle.dumps(ring))
+    assert torch.equal(back["obs"], ring["obs"])
