@@ -28,8 +28,14 @@ class PracticeLearner:
     drawn per task from ``centre``.
     """
 
-    def __init__(self, kinds: dict[int, int] | np.ndarray, seed: int, width: float = 15.0,
-                 centre: tuple[float, float] = (30.0, 150.0), linear: bool = False) -> None:
+    def __init__(
+        self,
+        kinds: dict[int, int] | np.ndarray,
+        seed: int,
+        width: float = 15.0,
+        centre: tuple[float, float] = (30.0, 150.0),
+        linear: bool = False,
+    ) -> None:
         self.linear = linear
         self.kinds = kinds
         self.rng = np.random.default_rng(seed)

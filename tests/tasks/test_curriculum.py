@@ -75,17 +75,33 @@ def test_lp_moves_away_from_tasks_once_mastered():
 def _configs():
     return {
         "fixed-lp": (lambda: _fixed(40), CurriculumConfig(recompute_every=7)),
-        "open-ended": (lambda: _bucketed(), CurriculumConfig(
-            pool=OpenEndedPool(capacity=25, min_samples=8), recompute_every=5)),
-        "dual": (lambda: _bucketed(), CurriculumConfig(
-            pool=DualPool(explore_size=10, exploit_size=15, min_samples=6, window=20),
-            recompute_every=3)),
-        "box-learnability": (lambda: BoxTaskSpace([0.0, 0.0], [1.0, 2.0], bins=(4, 3)),
-                             CurriculumConfig(scorer=LearnabilityScorer())),
-        "sequential": (lambda: _fixed(6), CurriculumConfig(scorer=SequentialScorer((
-            Stage((0, 1), StopCondition(min_episodes=300)),
-            Stage((2, 3), StopCondition(max_episodes=400)),
-            Stage((4, 5)))))),
+        "open-ended": (
+            lambda: _bucketed(),
+            CurriculumConfig(pool=OpenEndedPool(capacity=25, min_samples=8), recompute_every=5),
+        ),
+        "dual": (
+            lambda: _bucketed(),
+            CurriculumConfig(
+                pool=DualPool(explore_size=10, exploit_size=15, min_samples=6, window=20),
+                recompute_every=3,
+            ),
+        ),
+        "box-learnability": (
+            lambda: BoxTaskSpace([0.0, 0.0], [1.0, 2.0], bins=(4, 3)),
+            CurriculumConfig(scorer=LearnabilityScorer()),
+        ),
+        "sequential": (
+            lambda: _fixed(6),
+            CurriculumConfig(
+                scorer=SequentialScorer(
+                    (
+                        Stage((0, 1), StopCondition(min_episodes=300)),
+                        Stage((2, 3), StopCondition(max_episodes=400)),
+                        Stage((4, 5)),
+                    )
+                )
+            ),
+        ),
     }
 
 
@@ -115,17 +131,23 @@ def test_resume_reproduces_the_uninterrupted_task_sequence(name):
 
 def test_same_seed_same_sequence_other_seed_differs():
     def seq(seed):
-        return run(Curriculum(_bucketed(), pool=DualPool(explore_size=8, exploit_size=8,
-                                                         min_samples=4), seed=seed),
-                   _outcome, 600)
+        return run(
+            Curriculum(
+                _bucketed(), pool=DualPool(explore_size=8, exploit_size=8, min_samples=4), seed=seed
+            ),
+            _outcome,
+            600,
+        )
 
     assert seq(1) == seq(1)
     assert seq(1) != seq(2)
 
 
 def test_update_batch_equals_sequential_updates():
-    a, b = Curriculum(_fixed(10), seed=0, recompute_every=4), Curriculum(_fixed(10), seed=0,
-                                                                          recompute_every=4)
+    a, b = (
+        Curriculum(_fixed(10), seed=0, recompute_every=4),
+        Curriculum(_fixed(10), seed=0, recompute_every=4),
+    )
     ids = a.sample(50)
     assert np.array_equal(ids, b.sample(50))
     succ = [bool(i % 3) for i in range(50)]
@@ -153,14 +175,26 @@ def test_update_batch_validates_everything_first():
 
 @pytest.mark.parametrize(
     "other,key",
-    [(lambda: Curriculum(_bucketed(seed=1), pool=OpenEndedPool(capacity=20)), "space.seed"),
-     (lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=21)), "pool.capacity"),
-     (lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20), recompute_every=3),
-      "recompute_every"),
-     (lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20),
-                         scorer=LearningProgressScorer(theta=0.3)), "scorer.theta"),
-     (lambda: Curriculum(_bucketed(), pool=DualPool(explore_size=5, exploit_size=15)),
-      "pool.type")],
+    [
+        (lambda: Curriculum(_bucketed(seed=1), pool=OpenEndedPool(capacity=20)), "space.seed"),
+        (lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=21)), "pool.capacity"),
+        (
+            lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20), recompute_every=3),
+            "recompute_every",
+        ),
+        (
+            lambda: Curriculum(
+                _bucketed(),
+                pool=OpenEndedPool(capacity=20),
+                scorer=LearningProgressScorer(theta=0.3),
+            ),
+            "scorer.theta",
+        ),
+        (
+            lambda: Curriculum(_bucketed(), pool=DualPool(explore_size=5, exploit_size=15)),
+            "pool.type",
+        ),
+    ],
 )
 def test_state_dict_from_another_configuration_names_what_differs(other, key):
     saved = Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20)).state_dict()
@@ -203,14 +237,21 @@ def test_bad_config_values_name_field_and_value():
 
 def test_config_round_trip_and_file_errors():
     cfg = CurriculumConfig(
-        scorer=SequentialScorer((Stage((0,), StopCondition(min_episodes=3)), Stage((1, 2))),
-                                inner=LearningProgressScorer(temperature=0.3)),
-        signal=SignalConfig(return_range=(0.0, 10.0)), seed=2)
+        scorer=SequentialScorer(
+            (Stage((0,), StopCondition(min_episodes=3)), Stage((1, 2))),
+            inner=LearningProgressScorer(temperature=0.3),
+        ),
+        signal=SignalConfig(return_range=(0.0, 10.0)),
+        seed=2,
+    )
     assert CurriculumConfig.from_dict(cfg.to_dict()) == cfg
     bad = cfg.to_dict()
     bad["scorer"]["inner"]["temperature"] = -1
-    with pytest.raises(ConfigError, match=r"run\.yaml: invalid value for 'scorer\.inner\."
-                                          r"temperature': -1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"run\.yaml: invalid value for 'scorer\.inner\."
+        r"temperature': -1",
+    ):
         CurriculumConfig.from_dict(bad, source="run.yaml")
     with pytest.raises(ConfigError, match=r"pool\.evict"):
         CurriculumConfig.from_dict({"pool": {"type": "DualPool", "evict": 1}})
@@ -288,8 +329,12 @@ class _OneBufferBackend(LocalBackend):
             offsets[name] = total
             total += -(-spec.nbytes // 64) * 64
         self.buffer = np.zeros(total, dtype=np.uint8)
-        return {name: self.buffer[offsets[name]: offsets[name] + spec.nbytes]
-                .view(spec.dtype).reshape(spec.shape) for name, spec in layout.items()}
+        return {
+            name: self.buffer[offsets[name] : offsets[name] + spec.nbytes]
+            .view(spec.dtype)
+            .reshape(spec.shape)
+            for name, spec in layout.items()
+        }
 
 
 def test_state_lives_in_backend_memory_and_behaves_identically():
@@ -303,9 +348,11 @@ def test_state_lives_in_backend_memory_and_behaves_identically():
 
 
 def test_core_imports_only_numpy_and_gymnasium():
-    code = ("import sys, gymcurric.tasks; heavy = ('torch', 'stable_baselines3', 'ray', "
-            "'mujoco', 'transformers', 'pydantic', 'scipy'); "
-            "print([m for m in heavy if m in sys.modules])")
+    code = (
+        "import sys, gymcurric.tasks; heavy = ('torch', 'stable_baselines3', 'ray', "
+        "'mujoco', 'transformers', 'pydantic', 'scipy'); "
+        "print([m for m in heavy if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -57,10 +57,12 @@ def test_sample_bad_k():
 
 @pytest.mark.parametrize(
     "space,pool,match",
-    [(_open(), ReplacementPool(), "needs a pool capacity"),
-     (_fixed(3), ReplacementPool(capacity=4), "exceeds the 3 tasks"),
-     (_fixed(10), DualPool(explore_size=5, exploit_size=6), "exceeds the 10 tasks"),
-     (_open(), OpenEndedPool(), "needs a pool capacity")],
+    [
+        (_open(), ReplacementPool(), "needs a pool capacity"),
+        (_fixed(3), ReplacementPool(capacity=4), "exceeds the 3 tasks"),
+        (_fixed(10), DualPool(explore_size=5, exploit_size=6), "exceeds the 10 tasks"),
+        (_open(), OpenEndedPool(), "needs a pool capacity"),
+    ],
 )
 def test_capacity_errors(space, pool, match):
     with pytest.raises(ConfigError, match=match):
@@ -69,12 +71,14 @@ def test_capacity_errors(space, pool, match):
 
 @pytest.mark.parametrize(
     "make,key",
-    [(lambda: DualPool(explore_size=0), "explore_size"),
-     (lambda: DualPool(rho_min=0.6, rho_max=0.5), "rho_max"),
-     (lambda: DualPool(rho_init=0.99), "rho_init"),
-     (lambda: DualPool(promotion_quantile=1.0), "promotion_quantile"),
-     (lambda: OpenEndedPool(evict_quantile=-0.1), "evict_quantile"),
-     (lambda: ReplacementPool(capacity=0), "capacity")],
+    [
+        (lambda: DualPool(explore_size=0), "explore_size"),
+        (lambda: DualPool(rho_min=0.6, rho_max=0.5), "rho_max"),
+        (lambda: DualPool(rho_init=0.99), "rho_init"),
+        (lambda: DualPool(promotion_quantile=1.0), "promotion_quantile"),
+        (lambda: OpenEndedPool(evict_quantile=-0.1), "evict_quantile"),
+        (lambda: ReplacementPool(capacity=0), "capacity"),
+    ],
 )
 def test_pool_config_errors_name_the_field(make, key):
     with pytest.raises(ConfigError) as exc:
@@ -113,8 +117,13 @@ def test_open_ended_pool_evicts_low_progress_tasks_and_refills():
 
 
 def test_open_ended_pool_never_evicts_before_min_samples():
-    cur = Curriculum(_open(), pool=OpenEndedPool(capacity=20, min_samples=10 ** 6),
-                     scorer=UniformScorer(), recompute_every=1, seed=0)
+    cur = Curriculum(
+        _open(),
+        pool=OpenEndedPool(capacity=20, min_samples=10**6),
+        scorer=UniformScorer(),
+        recompute_every=1,
+        seed=0,
+    )
     run(cur, coin(0), 500)
     assert cur.stats()["curriculum/evictions"] == 0
 
@@ -138,8 +147,15 @@ class NoiseScorer(UniformScorer):
 
 
 @pytest.mark.parametrize(
-    "scorer", [LearningProgressScorer(), LearningProgressScorer(baseline=False), UniformScorer(),
-               NoiseScorer()], ids=["lp", "lp-no-baseline", "uniform", "noise"])
+    "scorer",
+    [
+        LearningProgressScorer(),
+        LearningProgressScorer(baseline=False),
+        UniformScorer(),
+        NoiseScorer(),
+    ],
+    ids=["lp", "lp-no-baseline", "uniform", "noise"],
+)
 @pytest.mark.parametrize("space", [_open(), _fixed(100)], ids=["open", "fixed"])
 def test_dual_pool_does_not_saturate_without_signal(scorer, space):
     cur = _dual(space, scorer)
@@ -200,12 +216,25 @@ def test_dual_pool_diagnostics():
     cur = _dual(_fixed(100))
     run(cur, coin(0), 3000)
     s = cur.stats()
-    for key in ("rho", "promotion_rate", "phase", "explore_size", "exploit_size",
-                "explore_mean_lp", "exploit_mean_lp", "gini_occupancy", "gini_raw_lp",
-                "gini_probs", "selectivity_loss", "explore_ratio", "entropy"):
+    for key in (
+        "rho",
+        "promotion_rate",
+        "phase",
+        "explore_size",
+        "exploit_size",
+        "explore_mean_lp",
+        "exploit_mean_lp",
+        "gini_occupancy",
+        "gini_raw_lp",
+        "gini_probs",
+        "selectivity_loss",
+        "explore_ratio",
+        "entropy",
+    ):
         assert f"curriculum/{key}" in s
     assert s["curriculum/selectivity_loss"] == pytest.approx(
-        s["curriculum/gini_raw_lp"] - s["curriculum/gini_probs"])
+        s["curriculum/gini_raw_lp"] - s["curriculum/gini_probs"]
+    )
     assert 0.05 <= s["curriculum/rho"] <= 0.95
     _, probs = cur.probabilities()
     assert probs.sum() == pytest.approx(1.0)

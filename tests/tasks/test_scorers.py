@@ -101,10 +101,15 @@ def test_cost_is_normalised_by_limit_or_largest_seen():
 
 @pytest.mark.parametrize(
     "ret,succ,cost,err",
-    [(math.nan, None, None, NonFiniteValueError), (math.inf, None, None, NonFiniteValueError),
-     (1.0, math.nan, None, NonFiniteValueError), (1.0, None, math.inf, NonFiniteValueError),
-     (1.0, 1.5, None, ConfigError), ("1", None, None, ConfigError),
-     (np.float32(np.nan), None, None, NonFiniteValueError)],
+    [
+        (math.nan, None, None, NonFiniteValueError),
+        (math.inf, None, None, NonFiniteValueError),
+        (1.0, math.nan, None, NonFiniteValueError),
+        (1.0, None, math.inf, NonFiniteValueError),
+        (1.0, 1.5, None, ConfigError),
+        ("1", None, None, ConfigError),
+        (np.float32(np.nan), None, None, NonFiniteValueError),
+    ],
 )
 def test_episode_values_are_checked(ret, succ, cost, err):
     with pytest.raises(err, match="task_id=7"):
@@ -112,11 +117,19 @@ def test_episode_values_are_checked(ret, succ, cost, err):
 
 
 @pytest.mark.parametrize(
-    "kw", [dict(source="x"), dict(alpha=0.0), dict(alpha=1.5), dict(slow_factor=1.0),
-           dict(return_range=(1.0, 1.0)), dict(baseline_episodes=-1), dict(cost_limit=0.0)],
+    "kw",
+    [
+        dict(source="x"),
+        dict(alpha=0.0),
+        dict(alpha=1.5),
+        dict(slow_factor=1.0),
+        dict(return_range=(1.0, 1.0)),
+        dict(baseline_episodes=-1),
+        dict(cost_limit=0.0),
+    ],
 )
 def test_signal_config_errors_name_field_and_value(kw):
-    (key, value), = kw.items()
+    ((key, value),) = kw.items()
     with pytest.raises(ConfigError) as exc:
         SignalConfig(**kw)
     assert exc.value.key == key and repr(value) in str(exc.value)
@@ -193,11 +206,19 @@ def test_lp_weights_sum_to_one_over_the_mask_and_respect_uniform_mix():
 
 
 @pytest.mark.parametrize(
-    "kw", [dict(theta=0.0), dict(temperature=0.0), dict(min_samples=0), dict(uniform_mix=1.1),
-           dict(cost_weight=-1.0), dict(baseline_max=1.0), dict(explore_z=math.nan)],
+    "kw",
+    [
+        dict(theta=0.0),
+        dict(temperature=0.0),
+        dict(min_samples=0),
+        dict(uniform_mix=1.1),
+        dict(cost_weight=-1.0),
+        dict(baseline_max=1.0),
+        dict(explore_z=math.nan),
+    ],
 )
 def test_lp_config_errors_name_field_and_value(kw):
-    (key, value), = kw.items()
+    ((key, value),) = kw.items()
     with pytest.raises(ConfigError) as exc:
         LearningProgressScorer(**kw)
     assert exc.value.key == key and exc.value.source == "LearningProgressScorer"
@@ -245,9 +266,11 @@ def _seq_curriculum(stages, **kw):
 
 
 def test_sequential_advances_on_success_and_stays_on_the_last_stage():
-    stages = (Stage((0, 1), StopCondition(min_episodes=5, success_rate=0.8, window=4)),
-              Stage((2,), StopCondition(max_episodes=3)),
-              Stage((3, 4, 5)))
+    stages = (
+        Stage((0, 1), StopCondition(min_episodes=5, success_rate=0.8, window=4)),
+        Stage((2,), StopCondition(max_episodes=3)),
+        Stage((3, 4, 5)),
+    )
     cur = _seq_curriculum(stages)
     assert set(cur.sample(50).tolist()) <= {0, 1}
     for _ in range(5):
@@ -290,5 +313,4 @@ def test_sequential_config_errors():
     with pytest.raises(ConfigError, match="ReplacementPool"):
         Curriculum(space, scorer=SequentialScorer((Stage((0,)),)), pool=OpenEndedPool())
     with pytest.raises(ConfigError, match="ReplacementPool"):
-        Curriculum(space, scorer=SequentialScorer((Stage((0,)),)),
-                   pool=ReplacementPool(capacity=3))
+        Curriculum(space, scorer=SequentialScorer((Stage((0,)),)), pool=ReplacementPool(capacity=3))

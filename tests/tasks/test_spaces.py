@@ -79,7 +79,9 @@ def test_span_bad_bounds(lo, hi):
 def _bucketed(seed=0, **kw):
     return BucketedTaskSpace(
         {"hazards": [Span(1, 8), 0], "goal.dist": [Span(1.0, 3.0)], "layout": ["a", "b"]},
-        base={"goal": {"kind": "circle"}, "size": 10}, seed=seed, **kw,
+        base={"goal": {"kind": "circle"}, "size": 10},
+        seed=seed,
+        **kw,
     )
 
 
@@ -113,8 +115,9 @@ def test_bucketed_regenerates_identically_in_another_process():
         f"print(json.dumps([s.task(i) for i in {ids!r}]))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert json.loads(out.stdout) == [space.task(i) for i in ids]
 
 
@@ -161,8 +164,7 @@ def test_box_cells_keys_and_variants():
 
 
 def test_box_validator_redraws_inside_the_cell_and_gives_up_clearly():
-    space = BoxTaskSpace([0.0], [1.0], bins=1, validator=lambda t: t["x0"] < 0.3,
-                         max_retries=200)
+    space = BoxTaskSpace([0.0], [1.0], bins=1, validator=lambda t: t["x0"] < 0.3, max_retries=200)
     task, rejected = space.generate(12)
     assert task["x0"] < 0.3
     never = BoxTaskSpace([0.0], [1.0], bins=2, validator=lambda t: False, max_retries=2)
@@ -172,8 +174,13 @@ def test_box_validator_redraws_inside_the_cell_and_gives_up_clearly():
 
 @pytest.mark.parametrize(
     "low,high,bins",
-    [([], [], 2), ([0.0], [0.0], 2), ([0.0], [1.0], 0), ([0.0, 0.0], [1.0], 2),
-     ([0.0], [np.inf], 2)],
+    [
+        ([], [], 2),
+        ([0.0], [0.0], 2),
+        ([0.0], [1.0], 0),
+        ([0.0, 0.0], [1.0], 2),
+        ([0.0], [np.inf], 2),
+    ],
 )
 def test_box_bad_config(low, high, bins):
     with pytest.raises(ConfigError):
@@ -181,8 +188,9 @@ def test_box_bad_config(low, high, bins):
 
 
 def test_box_from_gymnasium_space():
-    box = gym.spaces.Box(low=np.array([0.0, 1.0], dtype=np.float32),
-                         high=np.array([1.0, 2.0], dtype=np.float32))
+    box = gym.spaces.Box(
+        low=np.array([0.0, 1.0], dtype=np.float32), high=np.array([1.0, 2.0], dtype=np.float32)
+    )
     space = BoxTaskSpace.from_space(box, bins=3, names=["a", "b"])
     assert space.size == 9
     assert set(space.task(4)) == {"a", "b"}
