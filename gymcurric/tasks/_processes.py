@@ -91,6 +91,9 @@ class _CrossProcess(_Membership):
     _pend: list[tuple[int, int]]
     _upd: list[tuple[Any, float, float | None, float]]
     _upd_batch: int
+    _smp_batch: int
+    _ahead: list[tuple[int, int]]
+    _ahead_epoch: int
     _upd_t0: float
     _epoch: int
     _xp: np.ndarray
@@ -98,6 +101,9 @@ class _CrossProcess(_Membership):
     _mod: int
 
     def _update_one(self, task_id: Any, r: float, s: float | None, c: float) -> None:
+        raise NotImplementedError  # Curriculum's
+
+    def task(self, task_id: int) -> dict[str, Any]:
         raise NotImplementedError  # Curriculum's
 
     def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -125,8 +131,12 @@ class _CrossProcess(_Membership):
         self._pid = pid
         self._pend = []  # counts taken before a fork belong to the parent
         self._upd = []  # and so do buffered episodes
-        # Workers buffer their episodes (the creator applies at once): see worker_update_batch.
+        # Workers buffer their episodes (the creator applies at once): see worker_update_batch;
+        # and draw tasks ahead: see worker_sample_batch.
         self._upd_batch = cast(SharedMemoryBackend, self._sb).worker_update_batch
+        self._smp_batch = cast(SharedMemoryBackend, self._sb).worker_sample_batch
+        self._ahead = []
+        self._ahead_epoch = -1
         self._seen_version = self._epoch = -1
         self.rng.bit_generator.state = np.random.PCG64().state  # unseeded until reseed()
 
@@ -190,7 +200,11 @@ class _CrossProcess(_Membership):
     def _sample_shared(self, k: int) -> np.ndarray:
         if k != 1 and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
             raise ConfigError("k", k, "expected an int >= 1", source="Curriculum.sample")
-        k = int(k)
+        slots, ids = self._draw_shared(int(k))
+        self._count_samples(zip(slots, ids.tolist(), strict=True))
+        return self.space.expand(ids, self.rng) if self._mod else ids
+
+    def _draw_shared(self, k: int) -> tuple[list[int], np.ndarray]:
         hdr, cnt = self._hdr, self._st.counters
         while True:
             if not _sb.LOCK_FREE_READS:  # weakly ordered memory: read under the lock
@@ -217,12 +231,31 @@ class _CrossProcess(_Membership):
             # The draw is then one publish older, as if made just before the publish began.
             slots, ids = self._draw(k, self._snap)
             break
+        return slots, ids
+
+    def _count_samples(self, drawn: Any) -> None:
+        """Keep ``(slot, task id)`` sample counts for the next locked section."""
         pend = self._pend
-        pend.extend(zip(slots, ids.tolist(), strict=True))
+        pend.extend(drawn)
         if len(pend) >= _PENDING_MAX:
             with self._lock:
                 self._enter("sample")
-        return self.space.expand(ids, self.rng) if self._mod else ids
+
+    def _sample_ahead(self) -> tuple[int, dict[str, Any]]:
+        """A worker's ``sample_task``: hand out tasks drawn ``worker_sample_batch`` at a time;
+        each is counted as a sample when handed out."""
+        if _PID[0] != self._pid:
+            self._moved("sample")
+        ahead, epoch = self._ahead, self._xp.item(_XP_EPOCH)
+        if epoch != self._ahead_epoch:
+            ahead.clear()  # tasks were disabled (or the state loaded) meanwhile: draw afresh
+        if not ahead:  # drawn uncounted: each is counted as it is handed out
+            slots, ids = self._draw_shared(self._smp_batch)
+            ahead.extend(reversed(list(zip(slots, ids.tolist(), strict=True))))
+            self._ahead_epoch = epoch
+        slot, tid = ahead.pop()
+        self._count_samples(((slot, tid),))
+        return tid, self.task(tid)
 
     def _sample_wait(self) -> None:
         sb = cast(SharedMemoryBackend, self._sb)
@@ -241,6 +274,7 @@ class _CrossProcess(_Membership):
         state = self.__dict__.copy()
         state["_pend"] = []
         state["_upd"] = []
+        state["_ahead"] = []
         if self._shared:  # views and the lock guard are rebuilt by attaching, not copied
             for key in ("_st", "_lock", "_taken", "_hdr", "_xp", "_snap", "_snap_seq"):
                 del state[key]

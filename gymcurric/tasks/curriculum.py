@@ -123,6 +123,9 @@ class Curriculum(_CrossProcess):
             self._pend: list[tuple[int, int]] = []
             self._upd: list[tuple[Any, float, float | None, float]] = []
             self._upd_batch = 1  # the creating process applies every update at once
+            self._smp_batch = 1  # and draws one task per sample_task call
+            self._ahead: list[tuple[int, int]] = []  # (slot, id) drawn ahead by a worker
+            self._ahead_epoch = -1
             self._upd_t0 = 0.0
             self._epoch = 0
             self._attach(arrays)
@@ -169,6 +172,7 @@ class Curriculum(_CrossProcess):
             raise ConfigError("seed", seed, "expected an int >= 0", source="Curriculum.reseed")
         if _PID[0] != self._pid:
             self._moved("reseed")
+        self._ahead.clear()
         self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
 
     def sample(self, k: int = 1) -> np.ndarray:
@@ -210,7 +214,14 @@ class Curriculum(_CrossProcess):
         return task
 
     def sample_task(self) -> tuple[int, dict[str, Any]]:
-        """Draw one task: ``(task_id, task dict)``."""
+        """Draw one task: ``(task_id, task dict)``.
+
+        In a worker process of a shared curriculum, tasks are drawn
+        ``worker_sample_batch`` at a time and handed out in order (see
+        :class:`~gymcurric.tasks.SharedMemoryBackend`).
+        """
+        if self._smp_batch > 1 and not self._mod:  # a worker of a shared curriculum
+            return self._sample_ahead()
         tid = int(self.sample(1)[0])
         return tid, self.task(tid)
 

@@ -165,6 +165,13 @@ class SharedMemoryBackend(StateBackend):
             workers on 2 cores, skipping worker updates altogether lifted throughput from
             ~80 % to ~95 % of the plain vector env. ``1`` applies every update at once. The
             creator process always applies at once, so single-process runs are unchanged.
+        worker_sample_batch: in processes other than the creator, ``sample_task`` draws this
+            many tasks at once and hands them out one per call (the env wrappers call it once
+            per episode), so a worker's episodes use a distribution up to this many of its
+            episodes old and the per-episode cost of sampling is divided by it. Their sample
+            counts are recorded when drawn. ``reseed`` (``reset(seed=...)``) and a change of
+            the disabled tasks discard the prefetched ones. ``1`` draws at every call; the
+            creator process always does.
 
     Raises:
         ConfigError: an unknown start method or a bad timeout.
@@ -185,6 +192,7 @@ class SharedMemoryBackend(StateBackend):
         *,
         lock_timeout: float | None = 60.0,
         worker_update_batch: int = 16,
+        worker_sample_batch: int = 4,
     ) -> None:
         self._ctx, self.start_method = _context(context)
         if (
@@ -196,6 +204,15 @@ class SharedMemoryBackend(StateBackend):
                 "worker_update_batch", worker_update_batch, "expected an int >= 1", source=_SRC
             )
         self.worker_update_batch = worker_update_batch
+        if (
+            isinstance(worker_sample_batch, bool)
+            or not isinstance(worker_sample_batch, int)
+            or worker_sample_batch < 1
+        ):
+            raise ConfigError(
+                "worker_sample_batch", worker_sample_batch, "expected an int >= 1", source=_SRC
+            )
+        self.worker_sample_batch = worker_sample_batch
         if lock_timeout is not None and (
             isinstance(lock_timeout, bool)
             or not isinstance(lock_timeout, int | float)
@@ -376,6 +393,7 @@ class SharedMemoryBackend(StateBackend):
             "creator": self._creator,
             "lock_timeout": self.lock_timeout,
             "worker_update_batch": self.worker_update_batch,
+            "worker_sample_batch": self.worker_sample_batch,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -410,6 +428,7 @@ class SharedMemoryBackend(StateBackend):
         self._ctx, self.start_method = _context(state["start_method"])
         self.lock_timeout = state["lock_timeout"]
         self.worker_update_batch = state["worker_update_batch"]
+        self.worker_sample_batch = state.get("worker_sample_batch", 1)
         self.name, self._layout, self._lock = state["name"], state["layout"], state["lock"]
         self._creator, self._finalizer, self._closed = state["creator"], None, False
         self._seg, self._arrays = None, {}

@@ -155,3 +155,18 @@ def timed_updates(cur: Curriculum, n: int, q: Any) -> None:
         return took
 
     _report(q, body)
+
+
+def tasks_ahead(cur: Curriculum, n: int, q: Any, go: Any) -> None:
+    """``n`` sample_task calls, report; wait for ``go``; ``n`` more, report; close."""
+
+    def body() -> list[int]:
+        cur.reseed(0)
+        first = [cur.sample_task()[0] for _ in range(n)]
+        q.put(("ok", first))
+        go.wait(30)
+        second = [cur.sample_task()[0] for _ in range(n)]
+        cur.close()  # applies the sample counts
+        return second
+
+    _report(q, body)

@@ -458,3 +458,33 @@ def test_sampling_during_a_publish_draws_from_the_last_consistent_copy():
         with pytest.raises(WorkerError, match="mid-write"):
             cur.sample(1)
         backend.publish_end(opened)
+
+
+def test_workers_hand_out_tasks_drawn_ahead_and_count_each_when_handed_out():
+    backend = SharedMemoryBackend(worker_sample_batch=4)
+    with Curriculum(_fixed(6), backend=backend, seed=0) as cur:
+        ctx = mp.get_context("fork")
+        q, go = ctx.Queue(), ctx.Event()
+        p = _start("fork", w.tasks_ahead, cur, 6, q, go)
+        first = _result(q)
+        assert len(first) == 6
+        # the parent disables every task but one: whatever the worker holds ahead (2 tasks
+        # here) must not be handed out any more
+        keep = 0
+        for tid in range(1, 6):
+            cur.mark_invalid(tid, "test")
+        go.set()
+        second = _result(q)
+        p.join(30)
+        assert second == [keep] * 6
+        assert cur.stats()["curriculum/samples"] == 12  # counted as handed out, not as drawn
+    for bad in (0, 1.5, True):
+        with pytest.raises(ConfigError, match="worker_sample_batch"):
+            SharedMemoryBackend(worker_sample_batch=bad)
+
+
+def test_the_creator_and_batch_one_workers_draw_at_every_call():
+    one = Curriculum(_fixed(6), backend=SharedMemoryBackend(worker_sample_batch=1), seed=0)
+    ref = Curriculum(_fixed(6), seed=0)
+    with one, ref:
+        assert [one.sample_task()[0] for _ in range(9)] == [ref.sample_task()[0] for _ in range(9)]
