@@ -10,6 +10,7 @@ Besides the protocol this module holds the torch-free helpers every embedder sha
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -111,12 +112,33 @@ class FailedEmbedder:
         raise RuntimeError(self.status)
 
 
+def is_oom_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a CUDA (or other accelerator) out-of-memory error."""
+    torch = sys.modules.get("torch")
+    oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def empty_cuda_cache() -> None:
+    """Release cached CUDA memory if torch is loaded and CUDA is available (else nothing)."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
 __all__ = [
     "Embedder",
     "FailedEmbedder",
     "Modality",
     "embedder_modality",
+    "empty_cuda_cache",
     "is_failed",
+    "is_oom_error",
     "stack_frames",
     "unit_rows",
 ]

@@ -29,9 +29,7 @@ CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry before they c
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -41,11 +39,15 @@ import numpy as np
 import numpy.typing as npt
 
 from gymcurric.errors import ConfigError
+from gymcurric.semantics._telemetry import ShapingTelemetry
 from gymcurric.semantics.base import (
     Embedder,
     FailedEmbedder,
     embedder_modality,
+    empty_cuda_cache,
     is_failed,
+    is_oom_error,
+    stack_frames,
     unit_rows,
 )
 from gymcurric.semantics.config import (
@@ -89,24 +91,6 @@ def build_shaper(
     if not cfg.enabled:
         return Shaper(cfg, FailedEmbedder("failed: shaping disabled"), num_envs)
     return Shaper(cfg, load_embedder_soft(embedder, kind, device=device, dtype=dtype), num_envs)
-
-
-def is_oom_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is a CUDA (or other accelerator) out-of-memory error."""
-    torch = sys.modules.get("torch")
-    oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
-    if oom_type is not None and isinstance(exc, oom_type):
-        return True
-    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
-
-
-def _empty_cuda_cache() -> None:
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except Exception:
-        pass
 
 
 InputsFn = Callable[[], Sequence[Any]]
@@ -182,15 +166,7 @@ class Shaper:
         self.last_captured = np.zeros(n, dtype=bool)
         self._caption_cache: dict[str, np.ndarray] = {}
         self._warned = False
-        self._reset_interval_stats()
-        self._last_stats: dict[str, float] = {
-            "raw_margin": 0.0,
-            "norm_margin": 0.0,
-            "clamp_frac": 0.0,
-            "embed_latency_ms": 0.0,
-            "shaping_reward_ratio": 0.0,
-            "shaping_std": 0.0,
-        }
+        self._telemetry = ShapingTelemetry()
         if not config.enabled:
             self.status = "disabled"
             return
@@ -271,17 +247,14 @@ class Shaper:
             b = self.batch_max
             chunk: Any = inputs[i : i + b]
             if not isinstance(chunk, np.ndarray):
-                chunk = list(chunk)
-                if self.source == "frames":
-                    with contextlib.suppress(ValueError):  # frames of different sizes stay a list
-                        chunk = np.stack(chunk)
+                chunk = stack_frames(chunk) if self.source == "frames" else list(chunk)
             try:
                 rows = fn(chunk)
             except Exception as exc:
                 if len(chunk) > 1 and is_oom_error(exc):
                     self.batch_max = max(1, len(chunk) // 2)
                     self.oom_events += 1
-                    _empty_cuda_cache()
+                    empty_cuda_cache()
                     continue
                 raise
             out.append(np.asarray(rows, dtype=np.float32).reshape(len(chunk), -1))
@@ -338,10 +311,7 @@ class Shaper:
         np.clip(z, -cfg.clamp, cfg.clamp, out=z)
         if cfg.confidence_min > 0:
             z[np.abs(raw) < cfg.confidence_min] = 0.0
-        self._acc_raw += float(raw.sum())
-        self._acc_norm += float(z.sum())
-        self._acc_clamped += int(clamped.sum())
-        self._acc_margins += raw.size
+        self._telemetry.add_margins(raw, z, clamped)
         return z
 
     def _push_window(self, raw: FloatArray) -> None:
@@ -393,8 +363,7 @@ class Shaper:
             )
             self._warn(self.status)
             return None
-        self._acc_latency += (time.perf_counter() - t0) * 1000.0
-        self._acc_calls += 1
+        self._telemetry.add_call((time.perf_counter() - t0) * 1000.0)
         self.capture_count += len(inputs)
         return e
 
@@ -412,11 +381,7 @@ class Shaper:
         if not (self.ok and self.config.mode == "potential" and mask.any() and get_inputs):
             return
         idx = np.flatnonzero(mask)
-        inputs = get_inputs()
-        if isinstance(inputs, np.ndarray):
-            e = self._embed_soft(inputs[idx])
-        else:
-            e = self._embed_soft([inputs[i] for i in idx.tolist()])
+        e = self._embed_soft(self._gather(get_inputs, None, self._none, idx, idx[:0]))
         if e is None:
             return
         pooled = self._push_pool(idx, e)
@@ -551,23 +516,13 @@ class Shaper:
         return batch + [current[i] for i in start_idx.tolist()]
 
     # -------------------------------------------------------------------------- telemetry
-    def _reset_interval_stats(self) -> None:
-        self._acc_raw = self._acc_norm = 0.0
-        self._acc_clamped = self._acc_margins = 0
-        self._acc_latency, self._acc_calls = 0.0, 0
-        self._acc_abs_shaping = self._acc_abs_reward = 0.0
-        self._acc_shaping = self._acc_shaping2 = 0.0
-        self._acc_steps = 0
-
     def _account(
         self, rewards: FloatArray, shaping: FloatArray, valid: BoolArray, all_valid: bool
     ) -> None:
-        s, r = (shaping, rewards) if all_valid else (shaping[valid], rewards[valid])
-        self._acc_abs_shaping += float(np.abs(s).sum())
-        self._acc_abs_reward += float(np.abs(r).sum())
-        self._acc_shaping += float(s.sum())
-        self._acc_shaping2 += float(s @ s)
-        self._acc_steps += s.size
+        if all_valid:
+            self._telemetry.add_steps(rewards, shaping)
+        else:
+            self._telemetry.add_steps(rewards[valid], shaping[valid])
 
     def stats(self, reset: bool = True) -> dict[str, float | str]:
         """Telemetry under ``semantics/…`` names, averaged since the last ``stats()`` call.
@@ -582,18 +537,7 @@ class Shaper:
         Args:
             reset: start a new averaging interval.
         """
-        last = self._last_stats
-        if self._acc_margins:
-            last["raw_margin"] = self._acc_raw / self._acc_margins
-            last["norm_margin"] = self._acc_norm / self._acc_margins
-            last["clamp_frac"] = self._acc_clamped / self._acc_margins
-        if self._acc_calls:
-            last["embed_latency_ms"] = self._acc_latency / self._acc_calls
-        if self._acc_steps:
-            mean = self._acc_shaping / self._acc_steps
-            var = max(0.0, self._acc_shaping2 / self._acc_steps - mean * mean)
-            last["shaping_std"] = math.sqrt(var)
-            last["shaping_reward_ratio"] = self._acc_abs_shaping / max(self._acc_abs_reward, 1e-12)
+        last = self._telemetry.means()
         out: dict[str, float | str] = {
             "semantics/beta": self.beta(),
             **{f"semantics/{k}": float(v) for k, v in last.items()},
@@ -604,7 +548,7 @@ class Shaper:
             "semantics/status": self.status,
         }
         if reset:
-            self._reset_interval_stats()
+            self._telemetry.reset()
         return out
 
     # ------------------------------------------------------------------------- checkpoints
