@@ -1,0 +1,179 @@
+"""ReplayRing code paths that must agree: the sync-free (CUDA) paths run on CPU, the CPU sampler
+against ``transitions_at``, the next-observation table against a rebuild.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from gymcurric.errors import DataError
+from gymcurric.replay import ReplayRing
+from tests.replay.ring_helpers import gen, make, push, step_of
+
+torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- the CUDA code paths, on CPU
+
+
+def test_device_code_paths_give_the_same_ring_and_valid_samples():
+    """Torch-only writes and sync-free sampling (the CUDA paths) exercised on CPU."""
+    a = make("cpu", capacity=12, num_envs=3)
+    b = make("cpu", capacity=12, num_envs=3)
+    b._np.clear()  # no numpy write path: every write goes through torch copy_
+    b._sync_free = True  # candidate draws + torch.where, as on CUDA
+    firsts = None
+    for k in range(30):
+        term = [k % 5 == 4, k % 7 == 6, False]
+        trunc = [False, False, k % 4 == 3]
+        final = torch.full((3, 3), 900.0)
+        for ring in (a, b):
+            push(ring, k, term=term, trunc=trunc, final=final, is_first=firsts)
+    for name, t in a.fields.items():
+        assert torch.equal(b[name], t), name
+    tr = b.sample_transitions(1000, gen("cpu"), candidates=4)
+    assert bool(tr.valid.all())
+    s = step_of(tr.obs[:, 0])
+    ended = torch.tensor([[k % 5 == 4, k % 7 == 6, k % 4 == 3] for k in range(30)])
+    end_here = ended[s.long(), tr.env_index]
+    assert bool((tr.next_obs[:, 0][end_here] == 900).all())
+    assert bool((step_of(tr.next_obs[:, 0][~end_here]) == s[~end_here] + 1).all())
+
+
+def test_no_transition_with_a_successor_raises():
+    ring = make("cpu", capacity=4, num_envs=1)
+    push(ring, 0, is_first=[True])
+    push(ring, 1, is_first=[True])  # row 0 ends without a final obs: it has no successor
+    with pytest.raises(DataError, match="no valid transition"):
+        ring.sample_transitions(3, gen("cpu"))
+
+
+# ------------------------------------------------------- sampled transitions = transitions_at
+@pytest.mark.parametrize("obs_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("pending", [False, True])
+def test_sampled_transitions_equal_transitions_at(obs_dtype, pending):
+    """The CPU sampler (numpy index math; numpy or torch next-obs overrides by dtype) returns,
+    entry by entry, what ``transitions_at`` (the device-generic path) gives for its indices."""
+    rng = np.random.default_rng(3)
+    C, E = 23, 4
+    ring = ReplayRing(
+        C, E, {"obs": ((3,), obs_dtype), "action": ((2,), torch.float32)}, side_capacity=6
+    )
+    for _ in range(57):  # wraps twice; terminals, truncations, side-store losses
+        term = rng.random(E) < 0.15
+        trunc = (rng.random(E) < 0.1) & ~term
+        ended = term | trunc
+        obs = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+        final = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+        ring.push_step(
+            obs,
+            rng.standard_normal((E, 2)).astype(np.float32),
+            rng.standard_normal(E).astype(np.float32),
+            cost=rng.random(E),
+            terminated=term,
+            truncated=trunc,
+            final_obs=final if ended.any() else None,
+        )
+    nxt = torch.from_numpy(rng.standard_normal((E, 3)).astype(np.float32)).to(obs_dtype)
+    nxt = nxt if pending else None
+    got = ring.sample_transitions(512, torch.Generator().manual_seed(0), next_obs=nxt)
+    ref = ring.transitions_at(got.t_index, got.env_index, next_obs=nxt)
+    assert got.valid.all() and ref.valid.all()
+    for name in ("obs", "action", "reward", "cost", "next_obs", "done"):
+        a, b = getattr(got, name), getattr(ref, name)
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    # the draws cover terminal rows (side store) and, with next_obs, the newest row
+    assert (got.done == 1).any()
+    assert (got.t_index == (ring.head - 1) % C).any() == pending
+
+
+def test_next_observation_table_kept_at_write_time_equals_a_rebuild(tmp_path):
+    """The CPU sampler's per-step next-observation table, updated by every push and side-store
+    write (wrap-around, explicit is_first, attach_final_obs, side-store losses), equals the
+    table rebuilt from the stored rows; a saved and loaded ring samples identically."""
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        C, E = int(rng.integers(2, 12)), int(rng.integers(1, 5))
+        ring = ReplayRing(
+            C,
+            E,
+            {"obs": ((2,), torch.float32), "action": ((), torch.int64)},
+            side_capacity=int(rng.integers(1, 5)),
+        )
+        for _ in range(int(rng.integers(1, 3 * C))):
+            term = rng.random(E) < 0.2
+            trunc = (rng.random(E) < 0.1) & ~term
+            ended = term | trunc
+            same_step = trial % 3 != 0
+            ring.push_step(
+                rng.standard_normal((E, 2)).astype(np.float32),
+                np.zeros(E, np.int64),
+                np.zeros(E, np.float32),
+                terminated=term,
+                truncated=trunc,
+                final_obs=rng.standard_normal((E, 2)).astype(np.float32)
+                if same_step and ended.any()
+                else None,
+                is_first=(rng.random(E) < 0.1) | ring._ended if trial % 4 == 1 else None,
+            )
+            if rng.random() < 0.15:
+                ring.attach_final_obs(
+                    (ring.head - 1) % C,
+                    rng.standard_normal((E, 2)).astype(np.float32),
+                    rng.random(E) < 0.5,
+                )
+            live = ((ring.oldest + np.arange(ring.size)) % C)[:, None] * E + np.arange(E)
+            kept = ring._next[live.ravel()].copy()
+            ring._rebuild_next()
+            assert np.array_equal(kept, ring._next[live.ravel()]), trial
+        if ring.size > 1:
+            ring.save(tmp_path / "r.npz")
+            back = ReplayRing.load(tmp_path / "r.npz")
+            a = ring.sample_transitions(32, torch.Generator().manual_seed(trial))
+            b = back.sample_transitions(32, torch.Generator().manual_seed(trial))
+            assert all(torch.equal(x, y) for x, y in zip(a[:-1], b[:-1], strict=True))
+
+
+def test_cpu_side_store_writes_match_the_sync_free_path():
+    """The CPU side-store writes (numpy, ended envs only) leave the same slots, owners, losses
+    and final observations as the sync-free torch path used on CUDA (run here on CPU); only
+    the trash entries, which nothing reads, may differ."""
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        C, E, P = int(rng.integers(2, 20)), int(rng.integers(1, 7)), int(rng.integers(1, 6))
+
+        def mk(C=C, E=E, P=P):
+            return ReplayRing(
+                C, E, {"obs": ((2,), torch.float32), "action": ((), torch.int64)}, side_capacity=P
+            )
+
+        host, sync_free = mk(), mk()
+        sync_free._sync_free = True
+        for _ in range(int(rng.integers(1, 4 * C))):
+            term = rng.random(E) < 0.3
+            trunc = (rng.random(E) < 0.2) & ~term
+            step = (
+                rng.standard_normal((E, 2)).astype(np.float32),
+                np.zeros(E, np.int64),
+                np.zeros(E),
+            )
+            final = rng.standard_normal((E, 2)).astype(np.float32)
+            for r in (host, sync_free):
+                r.push_step(
+                    *step,
+                    terminated=term,
+                    truncated=trunc,
+                    final_obs=final if (term | trunc).any() else None,
+                )
+            if rng.random() < 0.2:
+                mask, late = rng.random(E) < 0.5, rng.standard_normal((E, 2)).astype(np.float32)
+                for r in (host, sync_free):
+                    r.attach_final_obs((r.head - 1) % C, late, mask)
+        a, b = host.state_dict()["tensors"], sync_free.state_dict()["tensors"]
+        for key in a:
+            if key != "generator":
+                x, y = a[key], b[key]
+                if key in ("side.obs", "side.slot"):  # without the trash entry
+                    x, y = x[:-1], y[:-1]
+                assert torch.equal(x, y), key
+        assert host.side_lost == sync_free.side_lost
