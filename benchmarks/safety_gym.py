@@ -19,6 +19,11 @@ curves (mean ± std over seeds, cost limit dashed).
 the first reset to the end of ``learn`` (training included), wall and process-CPU time; the
 ratio PPOLag/PPO is printed (goal: >= 0.85).
 
+``--jobs N`` trains N (algo, seed) runs at once in separate processes (one core each). Every
+run rewrites its CSVs after each rollout (``runs/<algo>__<env>__s<seed>.csv`` and
+``..._episodes.csv``), so an interrupted run keeps its curve so far; ``--summarize-only``
+rebuilds ``summary.*`` and the plots from those files without training.
+
 torch runs on one thread (``torch.set_num_threads(1)``): on this 2-core machine two threads
 made small-MLP training about 8x slower.
 """
@@ -26,14 +31,17 @@ made small-MLP training about 8x slower.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import csv
 import json
 import math
+import multiprocessing
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -103,12 +111,17 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
 
 
 class Recorder(BaseCallback):
-    """Episode (timestep, return, cost) and one row per rollout; times from the first reset."""
+    """Episode (timestep, return, cost) and one row per rollout; times from the first reset.
 
-    def __init__(self) -> None:
+    With ``flush_to`` (a path without suffix) the rows and episodes are rewritten to
+    ``<flush_to>.csv`` and ``<flush_to>_episodes.csv`` after every rollout.
+    """
+
+    def __init__(self, flush_to: Path | None = None) -> None:
         super().__init__()
         self.episodes: list[tuple[int, float, float]] = []
         self.rows: list[dict[str, float]] = []
+        self.flush_to = flush_to
         self._since = 0
         self.t0 = self.c0 = 0.0
         self.wall = self.cpu = 0.0
@@ -137,22 +150,68 @@ class Recorder(BaseCallback):
                 "wall_s": time.perf_counter() - self.t0,
             }
         )
+        if self.flush_to is not None:
+            write_run_csv(self.flush_to, self)
 
     def _on_training_end(self) -> None:
         self.wall = time.perf_counter() - self.t0
         self.cpu = time.process_time() - self.c0
 
 
-def train(algo: str, name: str, seed: int, args: argparse.Namespace, steps: int) -> Recorder:
+def train(
+    algo: str,
+    name: str,
+    seed: int,
+    args: argparse.Namespace,
+    steps: int,
+    flush_to: Path | None = None,
+) -> Recorder:
     venv = make_venv(name, args.n_envs, seed)
     model = make_model(algo, venv, seed, args)
-    rec = Recorder()
+    rec = Recorder(flush_to)
     model.learn(steps, callback=rec)
     venv.close()
     return rec
 
 
-def final_stats(rec: Recorder, steps: int) -> tuple[float, float]:
+def run_path(out: Path, algo: str, name: str, seed: int) -> Path:
+    return out / "runs" / f"{algo}__{short(name)}__s{seed}"
+
+
+def train_job(algo: str, name: str, seed: int, args: argparse.Namespace) -> SimpleNamespace:
+    """One (algo, env, seed) run in a worker process; returns what the summary needs."""
+    th.set_num_threads(1)
+    t = time.perf_counter()
+    rec = train(algo, name, seed, args, args.steps, run_path(args.out, algo, name, seed))
+    write_run_csv(run_path(args.out, algo, name, seed), rec)
+    return SimpleNamespace(
+        rows=rec.rows,
+        episodes=rec.episodes,
+        wall=rec.wall,
+        cpu=rec.cpu,
+        elapsed=time.perf_counter() - t,
+    )
+
+
+def load_run(out: Path, algo: str, name: str, seed: int) -> SimpleNamespace | None:
+    """A run as written by :func:`write_run_csv` (None if it was never started)."""
+    path = run_path(out, algo, name, seed)
+    rows_csv, eps_csv = path.with_suffix(".csv"), Path(f"{path}_episodes.csv")
+    if not rows_csv.exists():
+        return None
+    with rows_csv.open() as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    episodes = []
+    if eps_csv.exists():
+        with eps_csv.open() as f:
+            episodes = [
+                (int(r["timesteps"]), float(r["return"]), float(r["cost"]))
+                for r in csv.DictReader(f)
+            ]
+    return SimpleNamespace(rows=rows, episodes=episodes, wall=float("nan"), cpu=float("nan"))
+
+
+def final_stats(rec: Any, steps: int) -> tuple[float, float]:
     """Mean return and cost of the episodes that ended in the last 10 % of training."""
     last = [e for e in rec.episodes if e[0] > 0.9 * steps] or rec.episodes[-1:]
     if not last:
@@ -168,14 +227,20 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.fmean(vals):.2f} ± {std:.2f}"
 
 
-def write_run_csv(path: Path, rec: Recorder) -> None:
-    with path.open("w", newline="") as f:
+def write_run_csv(path: Path, rec: Any) -> None:
+    """``<path>.csv``: one row per rollout; ``<path>_episodes.csv``: one row per episode."""
+    rows_csv = path.with_suffix(".csv")
+    with rows_csv.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rec.rows[0]) if rec.rows else ["timesteps"])
         writer.writeheader()
         writer.writerows(rec.rows)
+    with Path(f"{path}_episodes.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["timesteps", "return", "cost"])
+        writer.writerows(rec.episodes)
 
 
-def plot(out: Path, name: str, runs: dict[tuple[str, int], Recorder], args: argparse.Namespace):
+def plot(out: Path, name: str, runs: dict[tuple[str, int], Any], args: argparse.Namespace):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -261,43 +326,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/safety_gym"))
+    p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one process each")
+    p.add_argument(
+        "--summarize-only", action="store_true", help="rebuild summary and plots from runs/*.csv"
+    )
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be >= 1, got {args.jobs}")
     th.set_num_threads(1)
     out: Path = args.out
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}))
+    if not args.summarize_only:
+        (out / "config.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}))
 
     rows = []
-    for name in args.envs if args.steps > 0 else []:
-        runs: dict[tuple[str, int], Recorder] = {}
-        for algo in args.algos:
-            finals = []
-            for seed in args.seeds:
-                t = time.perf_counter()
-                rec = train(algo, name, seed, args, args.steps)
-                runs[(algo, seed)] = rec
-                write_run_csv(out / "runs" / f"{algo}__{short(name)}__s{seed}.csv", rec)
-                finals.append(final_stats(rec, args.steps))
-                print(
-                    f"{algo:8s} {short(name)} seed {seed}: return {finals[-1][0]:.2f} "
-                    f"cost {finals[-1][1]:.2f} ({time.perf_counter() - t:.0f} s)",
-                    flush=True,
-                )
-            pub = OMNISAFE.get((algo, short(name)), ("-", "-"))
-            rows.append(
-                {
-                    "algo": algo,
-                    "env": short(name),
-                    "steps": args.steps,
-                    "seeds": len(args.seeds),
-                    "return": mean_std([f[0] for f in finals]),
-                    "cost": mean_std([f[1] for f in finals]),
-                    "omnisafe_return_1e7": pub[0],
-                    "omnisafe_cost_1e7": pub[1],
-                }
-            )
-        print("plot:", plot(out, name, runs, args))
-
+    if args.steps > 0:
+        rows = run_all(args, out)
     if rows:
         write_summary(out, rows)
     if args.speed_steps:
@@ -307,6 +351,55 @@ def main(argv: list[str] | None = None) -> int:
             f"PPOLag/PPO = {s['ratio_wall']:.3f} (wall), {s['ratio_cpu']:.3f} (cpu)"
         )
     return 0
+
+
+def run_all(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
+    """Train (or, with --summarize-only, load) every run; the summary rows, one per algo x env."""
+    keys = [(name, algo, seed) for name in args.envs for algo in args.algos for seed in args.seeds]
+    results: dict[tuple[str, str, int], Any] = {}
+    if args.summarize_only:
+        for key in keys:
+            run = load_run(out, key[1], key[0], key[2])
+            if run is not None:
+                results[key] = run
+    else:
+        ctx = multiprocessing.get_context("forkserver")
+        with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+            futures = {
+                pool.submit(train_job, algo, name, seed, args): (name, algo, seed)
+                for name, algo, seed in keys
+            }
+            for fut in concurrent.futures.as_completed(futures):
+                name, algo, seed = futures[fut]
+                run = results[(name, algo, seed)] = fut.result()
+                ret, cost = final_stats(run, args.steps)
+                print(
+                    f"{algo:8s} {short(name)} seed {seed}: return {ret:.2f} cost {cost:.2f} "
+                    f"({run.elapsed:.0f} s)",
+                    flush=True,
+                )
+    rows = []
+    for name in args.envs:
+        runs = {(a, s): r for (n, a, s), r in results.items() if n == name}
+        for algo in args.algos:
+            finals = [
+                final_stats(runs[(algo, s)], args.steps) for s in args.seeds if (algo, s) in runs
+            ]
+            pub = OMNISAFE.get((algo, short(name)), ("-", "-"))
+            rows.append(
+                {
+                    "algo": algo,
+                    "env": short(name),
+                    "steps": args.steps,
+                    "seeds": len(finals),
+                    "return": mean_std([f[0] for f in finals]),
+                    "cost": mean_std([f[1] for f in finals]),
+                    "omnisafe_return_1e7": pub[0],
+                    "omnisafe_cost_1e7": pub[1],
+                }
+            )
+        print("plot:", plot(out, name, runs, args))
+    return rows
 
 
 def write_summary(out: Path, rows: list[dict[str, Any]]) -> None:
