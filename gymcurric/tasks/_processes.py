@@ -106,6 +106,14 @@ class _CrossProcess(_Membership):
     def task(self, task_id: int) -> dict[str, Any]:
         raise NotImplementedError  # Curriculum's
 
+    def _check_ids(self, ids: Any) -> np.ndarray:
+        raise NotImplementedError  # Curriculum's
+
+    def _apply_episodes(
+        self, keys: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
+    ) -> None:
+        raise NotImplementedError  # Curriculum's
+
     def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
         self._st = CurriculumState(arrays)
         self._snap: _Snapshot | None = None  # the last consistent copy of what sample reads
@@ -160,8 +168,13 @@ class _CrossProcess(_Membership):
             self._rebuild_map()  # another process changed the pool
         if self._upd:  # buffered episodes, in order, against the up-to-date id -> slot map
             upd, self._upd = self._upd, []
-            for tid, r, s, c in upd:
-                self._update_one(tid, r, s, c)
+            n = len(upd)
+            self._apply_episodes(
+                self._check_ids([u[0] for u in upd]),
+                np.fromiter((u[1] for u in upd), np.float64, n),
+                np.fromiter((np.nan if u[2] is None else u[2] for u in upd), np.float64, n),
+                np.fromiter((u[3] for u in upd), np.float64, n),
+            )
 
     def _flush(self) -> None:
         st = self._st

@@ -39,13 +39,24 @@ from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.shared_backend import SharedMemoryBackend
-from gymcurric.tasks.signals import check_episode, check_episodes, record_episode
-from gymcurric.tasks.spaces import TaskSpace
+from gymcurric.tasks.signals import (
+    check_episode,
+    check_episode_arrays,
+    record_episode,
+    record_episodes,
+)
+from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
 #: A worker applies its buffered episodes once the oldest is this old (see worker_update_batch),
 #: so slow workers (long episodes) report about as soon as they would unbuffered.
 _UPD_MAX_AGE_S = 1.0
+#: Batches of at least this many episodes are applied vectorised (``record_episodes``) when the
+#: recompute cadence is at least as long; otherwise one by one: the vectorised path has a fixed
+#: cost of a few dozen array operations per piece between two recomputes, which pays off only
+#: for long pieces (measured: 2x faster per episode at 10,000 tasks, slower at 1,000 tasks
+#: whose default cadence is 32). Both give the same state, bit for bit.
+_VECTOR_MIN = 64
 #: An attached copy whose buffer is due but finds the lock taken keeps buffering, up to this
 #: many batches or this age (seconds); past either it waits for the lock.
 _UPD_HOLD_BATCHES = 8
@@ -252,6 +263,12 @@ class Curriculum(_CrossProcess):
         r, s, c = check_episode(task_id, return_, success, cost)
         if _PID[0] != self._pid:
             self._moved("update")
+        if type(task_id) is not int:
+            task_id = self.space.check_id(task_id)  # numpy ints; rejects floats, bools, str
+        if s is None and self._signal.source == "success":
+            raise ConfigError(
+                "success", None, "SignalConfig(source='success') needs success= in every update"
+            )
         if self._upd_batch > 1:  # an attached copy of a shared curriculum: buffer
             now = time.monotonic()
             if not self._upd:
@@ -298,19 +315,85 @@ class Curriculum(_CrossProcess):
     ) -> None:
         """Report several episodes, in order (same result as calling :meth:`update` for each).
 
-        Every value is validated before any is applied, so a bad entry changes nothing.
+        Every value and id is validated before any is applied, so a bad entry changes nothing.
+        Long batches under a long recompute cadence (64 or more episodes each) are applied
+        vectorised, a few array operations per piece between two recomputes instead of per
+        episode, with the same result bit for bit. The Ray actor applies its batches here.
         """
-        ids, checked = check_episodes(task_ids, returns, successes, costs)
+        ids, r, s, c = check_episode_arrays(
+            task_ids, returns, successes, costs, source="Curriculum.update_batch"
+        )
+        keys = self._check_ids(ids)
+        self._check_signals(s)
         with self._lock:
             self._enter("update_batch")
-            for tid, (r, s, c) in zip(ids, checked, strict=True):
-                self._update_one(tid, r, s, c)
+            self._apply_episodes(keys, r, s, c)
+
+    def _check_ids(self, ids: Any) -> np.ndarray:
+        """Task ids as an int64 array of scoring keys; ConfigError names the first bad one."""
+        space = self.space
+        limit = space.size if space.size is not None and not space.has_variants else ID_LIMIT
+        arr: np.ndarray | None = None
+        if isinstance(ids, np.ndarray):
+            if ids.ndim == 1 and ids.dtype.kind in "iu":
+                arr = ids.astype(np.int64, copy=False)
+        elif all(type(t) is int for t in ids):
+            arr = np.asarray(ids, dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
+        if arr is None or (len(arr) and (arr.min() < 0 or arr.max() >= limit)):
+            arr = np.array([space.check_id(t) for t in ids], dtype=np.int64)  # raises
+        return arr % self._mod if self._mod else arr
+
+    def _check_signals(self, s: np.ndarray) -> None:
+        if self._signal.source == "success" and np.isnan(s).any():
+            raise ConfigError(
+                "success",
+                None,
+                "SignalConfig(source='success') needs a success for every episode; entry "
+                f"{int(np.flatnonzero(np.isnan(s))[0])} has none",
+                source="Curriculum.update_batch",
+            )
+
+    def _apply_episodes(
+        self, keys: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
+    ) -> None:
+        """Apply checked episodes in order (under the lock).
+
+        One by one with :meth:`_update_one`, or vectorised in chunks that end where the
+        recompute cadence falls, so that every episode after a recompute maps through the pool
+        as that recompute left it.
+        """
+        n, every = len(keys), self._every
+        if self._hook or n < _VECTOR_MIN or every < _VECTOR_MIN:  # a hook sees every episode
+            ks, rs, cs = keys.tolist(), r.tolist(), c.tolist()
+            for i, si in enumerate(s.tolist()):
+                self._update_one(ks[i], rs[i], None if si != si else si, cs[i])
+            return
+        st, cnt = self._st, self._st.counters
+        get = self._slot_of.get
+        todo = keys.tolist()
+        start = 0
+        while start < n:
+            # up to the episode that makes the recompute due; stale ids (not in the pool) do
+            # not count, so a piece holding some ends before it and the next piece goes on
+            since = cnt.item(K.SINCE_RECOMPUTE)
+            end = min(n, start + max(every - since, 1))
+            slots = np.array([get(k, -1) for k in todo[start:end]], dtype=np.int64)
+            ok = slots >= 0
+            took = int(ok.sum())
+            if took < len(slots):
+                cnt[K.STALE_UPDATES] += len(slots) - took
+            if took:
+                sel = np.flatnonzero(ok) if took < len(slots) else slice(None)
+                at = slice(start, end) if took == len(slots) else sel + start
+                record_episodes(st, self._signal, slots[sel], r[at], s[at], c[at])
+                cnt[K.SINCE_RECOMPUTE] = since + took
+                if since + took >= every:
+                    self._recompute()
+            start = end
 
     def _update_one(self, task_id: Any, r: float, s: float | None, c: float) -> None:
         st = self._st
         cnt = st.counters
-        if type(task_id) is not int:
-            task_id = self.space.check_id(task_id)  # numpy ints; rejects floats, bools, str
         if self._mod:
             task_id %= self._mod
         slot = self._slot_of.get(task_id)

@@ -44,9 +44,11 @@ from gymcurric.tasks.state import CurriculumState, K, S
 __all__ = [
     "SignalConfig",
     "check_episode",
+    "check_episode_arrays",
     "check_episodes",
     "normalised_cost",
     "record_episode",
+    "record_episodes",
 ]
 
 _SOURCES = ("auto", "success", "return")
@@ -140,6 +142,81 @@ def check_episodes(
             source=source,
         )
     return ids, [check_episode(ids[i], rets[i], succ[i], cst[i]) for i in range(n)]
+
+
+def check_episode_arrays(
+    task_ids: Any, returns: Any, successes: Any, costs: Any, *, source: str | None = None
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a batch of episode reports into arrays; nothing is applied here.
+
+    Returns:
+        ``(task_ids, returns, successes, costs)``: the ids as given (the curriculum checks
+        them), then float64 arrays, with NaN in ``successes`` where none was given and 0 in
+        ``costs`` where none was given.
+
+    Raises:
+        ConfigError, NonFiniteValueError: as :func:`check_episodes`, for the first bad entry.
+
+    Numeric arrays and lists of plain numbers are checked as arrays; anything else (``None``
+    entries, mixed types) or any bad value goes through :func:`check_episode` one by one, which
+    names the offending entry.
+    """
+    fast = _fast_arrays(task_ids, returns, successes, costs)
+    if fast is not None:
+        return (task_ids, *fast)
+    ids, checked = check_episodes(task_ids, returns, successes, costs, source=source)
+    n = len(checked)
+    r = np.fromiter((x[0] for x in checked), np.float64, n)
+    s = np.fromiter((math.nan if x[1] is None else x[1] for x in checked), np.float64, n)
+    c = np.fromiter((x[2] for x in checked), np.float64, n)
+    return ids, r, s, c
+
+
+def _numeric(values: Any) -> np.ndarray | None:
+    """``values`` as a 1-D float64 array if it is a plain numeric sequence (no bools), else None."""
+    if isinstance(values, np.ndarray):
+        arr = values
+    elif isinstance(values, list | tuple) and all(
+        type(v) is float or type(v) is int for v in values
+    ):
+        arr = np.asarray(values, dtype=np.float64)
+    else:
+        return None
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        return None
+    return arr.astype(np.float64, copy=False)
+
+
+def _fast_arrays(
+    task_ids: Any, returns: Any, successes: Any, costs: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    try:
+        n = len(task_ids)
+    except TypeError:
+        return None
+    r = _numeric(returns)
+    if r is None or len(r) != n or not np.isfinite(r).all():
+        return None
+    if successes is None:
+        s = np.full(n, math.nan)
+    else:
+        if isinstance(successes, np.ndarray) and successes.dtype == np.bool_:
+            s = successes.astype(np.float64)
+        elif isinstance(successes, list | tuple) and all(type(v) is bool for v in successes):
+            s = np.asarray(successes, dtype=np.float64)
+        else:
+            s = _numeric(successes)  # floats in [0, 1]; NaN fails the range test
+            if s is None or not ((s >= 0.0) & (s <= 1.0)).all():
+                return None
+        if s.ndim != 1 or len(s) != n:
+            return None
+    if costs is None:
+        c = np.zeros(n)
+    else:
+        c = _numeric(costs)
+        if c is None or len(c) != n or not np.isfinite(c).all():
+            return None
+    return r, s, c
 
 
 def check_episode(
@@ -244,6 +321,102 @@ def record_episode(
     cnt = st.counters
     cnt[K.UPDATES] = cnt.item(K.UPDATES) + 1
     return s
+
+
+def episode_signals(
+    st: CurriculumState, cfg: SignalConfig, r: np.ndarray, success: np.ndarray
+) -> np.ndarray:
+    """The signals of several episodes, as :func:`record_episode` computes them one by one.
+
+    The running return range is advanced as it would be, episode by episode.
+
+    ``success`` holds NaN where an episode gave none. The caller has checked that
+    ``source="success"`` episodes all have one.
+    """
+    sc = st.scalars
+    given = ~np.isnan(success) if cfg.source != "return" else np.zeros(len(r), dtype=bool)
+    s = np.where(given, success, 0.0)
+    rest = ~given
+    if rest.any():
+        rr = r[rest]
+        if cfg.return_range is not None:
+            lo, hi = cfg.return_range
+            s[rest] = np.minimum(np.maximum((rr - lo) / (hi - lo), 0.0), 1.0)
+        else:
+            # the range seen *including* each episode: running min / max, started at the stored
+            lo = np.minimum.accumulate(np.concatenate(([sc.item(S.RET_LO)], rr)))[1:]
+            hi = np.maximum.accumulate(np.concatenate(([sc.item(S.RET_HI)], rr)))[1:]
+            wide = hi > lo
+            with np.errstate(invalid="ignore", divide="ignore"):
+                s[rest] = np.where(wide, (rr - lo) / np.where(wide, hi - lo, 1.0), 0.5)
+            sc[S.RET_LO], sc[S.RET_HI] = lo[-1], hi[-1]
+    return s
+
+
+def record_episodes(
+    st: CurriculumState,
+    cfg: SignalConfig,
+    slots: np.ndarray,
+    r: np.ndarray,
+    success: np.ndarray,
+    c: np.ndarray,
+) -> None:
+    """Write several episodes' statistics, in order, vectorised.
+
+    Gives the same state, bit for bit, as calling :func:`record_episode` for each
+    (``success`` holds NaN for "not given").
+
+    Vectorised: the episodes are applied in rounds, the k-th round holding every slot's k-th
+    episode of the batch, so each round touches distinct slots and runs as a few array
+    operations however many episodes it holds.
+    """
+    n_ep = len(slots)
+    if n_ep == 0:
+        return
+    s = episode_signals(st, cfg, r, success)
+    sc = st.scalars
+    cmax = float(c.max())
+    if cmax > sc.item(S.COST_HI):
+        sc[S.COST_HI] = cmax
+    # rank of each episode among the batch's episodes of its slot (0 for the first)
+    order = np.argsort(slots, kind="stable")
+    ss = slots[order]
+    head = np.ones(n_ep, dtype=bool)
+    head[1:] = ss[1:] != ss[:-1]
+    start = np.flatnonzero(head)
+    rank = np.empty(n_ep, dtype=np.int64)
+    rank[order] = np.arange(n_ep) - np.repeat(start, np.diff(np.append(start, n_ep)))
+    a, ak, m = cfg.alpha, cfg.alpha * cfg.slow_factor, cfg.baseline_episodes
+    count, fast, slow, w2 = st.count, st.fast, st.slow, st.w2
+    ret_ema, cost_ema, base = st.ret_ema, st.cost_ema, st.base
+    top = int(rank.max())
+    for k in range(top + 1):
+        if top == 0:
+            sl, sv, rv, cv = slots, s, r, c
+        else:
+            pick = rank == k
+            sl, sv, rv, cv = slots[pick], s[pick], r[pick], c[pick]
+        n = count[sl] + 1
+        count[sl] = n
+        st.age[sl] += 1
+        first = n == 1
+        inv = 1.0 / n
+        b = np.where(a > inv, a, inv)
+        f, w, g, h, q = fast[sl], slow[sl], ret_ema[sl], cost_ema[sl], w2[sl]
+        fast[sl] = np.where(first, sv, f + b * (sv - f))
+        w2[sl] = np.where(first, 1.0, (1.0 - b) * (1.0 - b) * q + b * b)
+        slow[sl] = np.where(first, sv, w + np.where(ak > inv, ak, inv) * (sv - w))
+        ret_ema[sl] = np.where(first, rv, g + a * (rv - g))
+        moved = (cv != 0.0) | (h != 0.0)
+        cost_ema[sl] = np.where(first, cv, np.where(moved, h + a * (cv - h), h))
+        if m:
+            early = n <= m
+            if early.any():
+                bs = sl[early]
+                mb = base[bs]
+                base[bs] = mb + (sv[early] - mb) / n[early]
+    cnt = st.counters
+    cnt[K.UPDATES] = cnt.item(K.UPDATES) + n_ep
 
 
 def normalised_cost(st: CurriculumState, cfg: SignalConfig) -> np.ndarray:
