@@ -106,12 +106,7 @@ class _CrossProcess(_Membership):
     def task(self, task_id: int) -> dict[str, Any]:
         raise NotImplementedError  # Curriculum's
 
-    def _check_ids(self, ids: Any) -> np.ndarray:
-        raise NotImplementedError  # Curriculum's
-
-    def _apply_episodes(
-        self, keys: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
-    ) -> None:
+    def _apply_buffered(self, upd: list[tuple[int, float, float | None, float]]) -> None:
         raise NotImplementedError  # Curriculum's
 
     def _attach(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -168,13 +163,7 @@ class _CrossProcess(_Membership):
             self._rebuild_map()  # another process changed the pool
         if self._upd:  # buffered episodes, in order, against the up-to-date id -> slot map
             upd, self._upd = self._upd, []
-            n = len(upd)
-            self._apply_episodes(
-                self._check_ids([u[0] for u in upd]),
-                np.fromiter((u[1] for u in upd), np.float64, n),
-                np.fromiter((np.nan if u[2] is None else u[2] for u in upd), np.float64, n),
-                np.fromiter((u[3] for u in upd), np.float64, n),
-            )
+            self._apply_buffered(upd)
 
     def _flush(self) -> None:
         st = self._st

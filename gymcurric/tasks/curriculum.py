@@ -147,6 +147,9 @@ class Curriculum(_CrossProcess):
             self._taken = _Taken(self._slot_of, self._disabled)
             self._mod = (space.size or 0) if space.has_variants else 0
             self._every = cfg.cadence(capacity)
+            self._id_limit = (
+                space.size if space.size is not None and not space.has_variants else ID_LIMIT
+            )
             self._hook = type(self._scorer).on_update is not Scorer.on_update
             with self._lock:
                 self._st.initialise()
@@ -263,8 +266,8 @@ class Curriculum(_CrossProcess):
         r, s, c = check_episode(task_id, return_, success, cost)
         if _PID[0] != self._pid:
             self._moved("update")
-        if type(task_id) is not int:
-            task_id = self.space.check_id(task_id)  # numpy ints; rejects floats, bools, str
+        if type(task_id) is not int or not 0 <= task_id < self._id_limit:
+            task_id = self.space.check_id(task_id)  # numpy ints; rejects the rest by name
         if s is None and self._signal.source == "success":
             raise ConfigError(
                 "success", None, "SignalConfig(source='success') needs success= in every update"
@@ -331,8 +334,7 @@ class Curriculum(_CrossProcess):
 
     def _check_ids(self, ids: Any) -> np.ndarray:
         """Task ids as an int64 array of scoring keys; ConfigError names the first bad one."""
-        space = self.space
-        limit = space.size if space.size is not None and not space.has_variants else ID_LIMIT
+        space, limit = self.space, self._id_limit
         arr: np.ndarray | None = None
         if isinstance(ids, np.ndarray):
             if ids.ndim == 1 and ids.dtype.kind in "iu":
@@ -352,6 +354,20 @@ class Curriculum(_CrossProcess):
                 f"{int(np.flatnonzero(np.isnan(s))[0])} has none",
                 source="Curriculum.update_batch",
             )
+
+    def _apply_buffered(self, upd: list[tuple[int, float, float | None, float]]) -> None:
+        """Apply a worker's buffered episodes (checked by ``update``), in order."""
+        n = len(upd)
+        if self._hook or n < _VECTOR_MIN or self._every < _VECTOR_MIN:
+            for tid, r, s, c in upd:
+                self._update_one(tid, r, s, c)
+            return
+        self._apply_episodes(
+            np.fromiter((u[0] for u in upd), np.int64, n) % (self._mod or ID_LIMIT),
+            np.fromiter((u[1] for u in upd), np.float64, n),
+            np.fromiter((np.nan if u[2] is None else u[2] for u in upd), np.float64, n),
+            np.fromiter((u[3] for u in upd), np.float64, n),
+        )
 
     def _apply_episodes(
         self, keys: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray

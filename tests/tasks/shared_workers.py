@@ -170,3 +170,15 @@ def tasks_ahead(cur: Curriculum, n: int, q: Any, go: Any) -> None:
         return second
 
     _report(q, body)
+
+
+def stream(cur: Curriculum, ids: list[int], returns: list[float], wins: list[Any], q: Any) -> None:
+    """Report a fixed stream of episodes with ``update`` (buffered in a worker), then flush."""
+
+    def body() -> int:
+        for tid, r, s in zip(ids, returns, wins, strict=True):
+            cur.update(tid, r, success=s)
+        cur.flush()
+        return len(ids)
+
+    _report(q, body)

@@ -397,6 +397,29 @@ def test_worker_updates_are_buffered_until_flush(batch):
         assert cur.stats()["curriculum/stale_updates"] == 0
 
 
+@pytest.mark.parametrize("batch", [16, 100])
+def test_a_workers_flushed_buffer_leaves_the_state_of_one_by_one_updates(batch):
+    """Buffers of 100 under a cadence of 80 take the vectorised path, 16 the one-by-one path."""
+    rng = np.random.default_rng(batch)
+    n = 700
+    ids = rng.integers(0, 150, n).tolist()
+    returns = rng.normal(size=n).tolist()
+    wins = [None if x < 0.3 else bool(x < 0.6) for x in rng.random(n)]
+    local = Curriculum(_fixed(150), seed=0, recompute_every=80)
+    for tid, r, s in zip(ids, returns, wins, strict=True):
+        local.update(tid, r, success=s)
+    backend = SharedMemoryBackend(worker_update_batch=batch)
+    with Curriculum(_fixed(150), backend=backend, seed=0, recompute_every=80) as cur:
+        q = mp.get_context("fork").Queue()
+        p = _start("fork", w.stream, cur, ids, returns, wins, q)
+        assert _result(q) == n
+        p.join(30)
+        want, got = local.state_dict()["arrays"], cur.state_dict()["arrays"]
+        for key, arr in want.items():
+            assert np.array_equal(arr, got[key], equal_nan=True), key
+        assert cur.stats()["curriculum/updates"] == n
+
+
 def test_creator_applies_updates_at_once_and_bad_batch_is_rejected():
     with Curriculum(_fixed(4), backend=SharedMemoryBackend(worker_update_batch=50), seed=0) as cur:
         cur.update(0, 1.0)
