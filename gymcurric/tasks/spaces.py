@@ -48,6 +48,9 @@ ID_LIMIT = 2**53
 Validator = Callable[[dict[str, Any]], bool]
 
 
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+
+
 def copy_task(task: Any) -> Any:
     """Copy JSON-safe data (dicts, lists, scalars) ~10x faster than ``copy.deepcopy``.
 
@@ -60,6 +63,12 @@ def copy_task(task: Any) -> Any:
         >>> c == t, c["extents"] is t["extents"]
         (True, False)
     """
+    if type(task) is dict:  # the common case: copy the dict, then rebuild nested containers
+        out = task.copy()
+        for k, v in out.items():
+            if type(v) not in _SCALARS:
+                out[k] = copy_task(v)  # replacing a key's value is safe while iterating
+        return out
     if isinstance(task, dict):
         return {k: copy_task(v) for k, v in task.items()}
     if isinstance(task, list):

@@ -194,3 +194,23 @@ def test_box_from_gymnasium_space():
     space = BoxTaskSpace.from_space(box, bins=3, names=["a", "b"])
     assert space.size == 9
     assert set(space.task(4)) == {"a", "b"}
+
+
+def test_copy_task_rebuilds_every_container_and_keeps_scalars():
+    from collections import OrderedDict
+
+    from gymcurric.tasks.spaces import copy_task
+
+    inner = {"speed": 1.5, "tags": ["a", "b"]}
+    task = {"level": 3, "name": "x", "on": True, "none": None, "agent": inner, "pair": (1, [2])}
+    out = copy_task(task)
+    assert out == task and out is not task
+    assert out["agent"] is not inner and out["agent"]["tags"] is not inner["tags"]
+    assert out["pair"][1] is not task["pair"][1] and isinstance(out["pair"], tuple)
+    out["agent"]["tags"].append("c")
+    assert inner["tags"] == ["a", "b"]  # the original is untouched
+    ordered = OrderedDict(b=[1], a=2)
+    copied = copy_task(ordered)
+    assert copied == ordered and copied["b"] is not ordered["b"]
+    flat = {"level": 1, "x": 0.5}
+    assert copy_task(flat) == flat and copy_task(flat) is not flat
