@@ -355,6 +355,40 @@ class Curriculum(_CrossProcess):
                 source="Curriculum.update_batch",
             )
 
+    # ---------------------------------------------------------------- for TaskChannel
+    def _draw_uncounted(self, k: int) -> tuple[list[int], np.ndarray]:
+        """Draw ``k`` task ids, uncounted: ``(slots, ids)`` (see :meth:`_count_drawn`)."""
+        if _PID[0] != self._pid:
+            self._moved("sample")
+        if self._shared:
+            slots, ids = self._draw_shared(k)
+        else:
+            with self._lock:
+                if self._st.counters.item(K.DIRTY):
+                    self._recompute()
+                slots, ids = self._draw(k)
+        return slots, (self.space.expand(ids, self.rng) if self._mod else ids)
+
+    def _count_drawn(self, slots: list[int], ids: list[int]) -> None:
+        """Count ids drawn by :meth:`_draw_uncounted` as sampled (a slot since reused is not)."""
+        keys = [i % self._mod for i in ids] if self._mod else ids
+        if self._shared:
+            self._count_samples(zip(slots, keys, strict=True))
+        else:
+            with self._lock:
+                self._pend.extend(zip(slots, keys, strict=True))
+                self._flush()
+
+    def _report_episodes(
+        self, ids: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
+    ) -> None:
+        """``update_batch`` for values checked elsewhere (``s``: NaN where no success)."""
+        keys = self._check_ids(ids)
+        self._check_signals(s)
+        with self._lock:
+            self._enter("update_batch")
+            self._apply_episodes(keys, r, s, c)
+
     def _apply_buffered(self, upd: list[tuple[int, float, float | None, float]]) -> None:
         """Apply a worker's buffered episodes (checked by ``update``), in order."""
         n = len(upd)

@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium.core import ActType, ObsType
 
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
+from gymcurric.tasks.signals import check_episode
 from gymcurric.tasks.spaces import copy_task
 
 __all__ = ["CurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
@@ -125,6 +126,7 @@ class CurriculumTask(
         cache_size: int = 4,
         max_retries: int = 10,
         reseed_curriculum: bool = True,
+        channel: Any = None,
     ) -> None:
         """Wrap ``env``.
 
@@ -138,6 +140,10 @@ class CurriculumTask(
             cache_size: how many factory-built envs are kept (>= 1).
             max_retries: rejected tasks tolerated in a row per reset before raising (>= 0).
             reseed_curriculum: whether ``reset(seed=s)`` reseeds the curriculum's generator.
+            channel: a :class:`~gymcurric.tasks.channel.TaskChannel` through which this sub-env
+                of an async vector env takes its tasks and leaves its results, once
+                :attr:`channel_index` is set (``make_curriculum_vec`` does both). ``None``:
+                the curriculum is used directly.
         """
         missing = [m for m in _CURRICULUM_METHODS if not callable(getattr(curriculum, m, None))]
         if missing:
@@ -164,6 +170,7 @@ class CurriculumTask(
             cache_size=cache_size,
             max_retries=max_retries,
             reseed_curriculum=reseed_curriculum,
+            channel=channel,
             _disable_deepcopy=True,  # the curriculum must stay the same (shared) object
         )
         self._cache: OrderedDict[str, gym.Env[Any, Any]] = OrderedDict()
@@ -195,6 +202,9 @@ class CurriculumTask(
         self._has_cost = False
         #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
         self.rejections = 0
+        self._channel = channel
+        #: This sub-env's slot in ``channel`` (-1: not bound; the curriculum is used directly).
+        self.channel_index = -1
 
     # ---------------------------------------------------------------- public state
     @property
@@ -271,8 +281,14 @@ class CurriculumTask(
                 tid, task = resumed, cur.task(resumed)
                 resumed = None
             else:
-                tid, task = cur.sample_task()
-                tid = int(tid)
+                waiting = None
+                if self.channel_index >= 0:  # the task the main process drew for this env
+                    waiting = self._channel.take(self.channel_index)
+                if waiting is not None:
+                    tid, task = waiting, cur.task(waiting)
+                else:  # none waiting (a retry after a refusal) or no channel: draw here
+                    tid, task = cur.sample_task()
+                    tid = int(tid)
             try:
                 obs, info = self._reset_inner(task, seed, opts)
             except ValueError as exc:
@@ -353,7 +369,11 @@ class CurriculumTask(
             success = info.get("is_success", info.get("success"))
         cost = self._cost if self._has_cost else None
         try:
-            self.curriculum.update(self.task_id, self._return, success, cost)
+            if self.channel_index >= 0:  # left for the main process, which applies it
+                r, s, c = check_episode(self.task_id, self._return, success, cost)
+                self._channel.put(self.channel_index, self.task_id, r, s, c)
+            else:
+                self.curriculum.update(self.task_id, self._return, success, cost)
         except GymcurricError as exc:
             exc.add_note(
                 f"reported by CurriculumTask at the end of an episode of task_id="
@@ -376,6 +396,9 @@ class CurriculumTask(
         self._template = None
         for env in envs.values():
             env.close()
+        chan = self._channel
+        if chan is not None and not chan.is_creator and not chan.closed:
+            chan.close()  # this worker's mapping; the vector env's process unlinks
         backend = getattr(self.curriculum, "backend", None)
         if getattr(backend, "is_creator", True) is False and not getattr(backend, "closed", 1):
             self.curriculum.close()

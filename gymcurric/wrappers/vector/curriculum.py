@@ -34,6 +34,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from gymcurric.errors import ConfigError
+from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
 from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
 
@@ -72,12 +73,25 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         True
     """
 
-    def __init__(self, env: VectorEnv, curriculum: Any) -> None:
+    def __init__(
+        self,
+        env: VectorEnv,
+        curriculum: Any,
+        *,
+        channel: TaskChannel | None = None,
+        reseed_curriculum: bool = True,
+    ) -> None:
         """Wrap ``env``, whose sub-envs are wrapped in the single-env ``CurriculumTask``.
 
         Args:
             env: the vector env.
             curriculum: the curriculum the sub-envs use (its ``stats`` are exposed).
+            channel: the :class:`~gymcurric.tasks.channel.TaskChannel` the sub-envs are bound
+                to (``make_curriculum_vec`` makes it for async vector envs): this wrapper then
+                draws every sub-env's next task and applies their results, in batches, in
+                this process. It is closed with the wrapper.
+            reseed_curriculum: with a channel, whether ``reset(seed=s)`` reseeds the
+                curriculum's generator here (as each sub-env's wrapper does without one).
         """
         if not callable(getattr(curriculum, "stats", None)):
             raise ConfigError(
@@ -86,8 +100,21 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "expected a gymcurric Curriculum",
                 source="vector.CurriculumTask",
             )
+        if channel is not None and (
+            not isinstance(channel, TaskChannel) or channel.num_envs != env.num_envs
+        ):
+            raise ConfigError(
+                "channel",
+                channel,
+                f"expected a TaskChannel for {env.num_envs} sub-envs",
+                source="vector.CurriculumTask",
+            )
         gym.utils.RecordConstructorArgs.__init__(
-            self, curriculum=curriculum, _disable_deepcopy=True
+            self,
+            curriculum=curriculum,
+            channel=channel,
+            reseed_curriculum=reseed_curriculum,
+            _disable_deepcopy=True,
         )
         VectorWrapper.__init__(self, env)
         self.curriculum = curriculum
@@ -110,6 +137,8 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
         self._prev_any = False
         self._dirty = False  # _current changed since task_ids was last copied from it
+        self._channel = channel
+        self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -150,8 +179,16 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-envs (or those in ``options["reset_mask"]``); each draws its task."""
         mask = None if options is None else options.get("reset_mask")  # the env pops it
-        obs, infos = self.env.reset(seed=seed, options=options)
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
+        chan = self._channel
+        if chan is not None:
+            if seed is not None and self._reseed:
+                self.curriculum.reseed(seed)
+            # the resetting envs get tasks drawn now (after any reseed), not earlier ones
+            chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
+        obs, infos = self.env.reset(seed=seed, options=options)
+        if chan is not None:
+            chan.refill(self.curriculum)
         self._record(infos, self._started(infos, expected))
         self._prev_dones[expected] = False
         self._prev_any = bool(self._prev_dones.any())
@@ -176,8 +213,24 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 self.task_ids, self._dirty = self._current.copy(), False
             if any_done or "_task_id" in infos:
                 self._record(infos, self._started(infos, dones))
+        if self._channel is not None and (any_done or self._prev_any):
+            # episodes that ended this step left their results; resets took their tasks
+            self._channel.collect(self.curriculum)
+            self._channel.refill(self.curriculum)
         self._prev_dones, self._prev_any = dones, any_done
         return obs, rewards, terminations, truncations, infos
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the vector env, then apply any results left in the channel and unlink it."""
+        try:
+            super().close(**kwargs)
+        finally:
+            chan = self._channel
+            if chan is not None and not chan.closed:
+                try:
+                    chan.collect(self.curriculum)
+                finally:
+                    chan.close()
 
 
 def make_curriculum_vec(
@@ -203,6 +256,16 @@ def make_curriculum_vec(
         wrapper_kwargs: keyword arguments of the single-env ``CurriculumTask``
             (``success_fn``, ``max_retries``, ...).
         **env_kwargs: passed to the env constructor.
+
+    Async vector envs of a :class:`~gymcurric.tasks.Curriculum` go through a
+    :class:`~gymcurric.tasks.channel.TaskChannel`: this process draws each sub-env's next task
+    and applies the finished episodes, in batches, once per vector step; the workers only take
+    the task waiting in their slot and leave their results there. The per-episode work then
+    runs once, hot, in this process, instead of cold in every worker; and the task stream
+    depends only on this process's generator (the same seed gives the same tasks in every run).
+    A sub-env whose env refuses its task draws the next one from the shared curriculum itself.
+    Sample counts are taken when a sub-env takes its task, so ``curriculum/samples`` counts the
+    episodes started.
     """
     if vectorization_mode not in ("sync", "async"):
         raise ConfigError(
@@ -211,13 +274,45 @@ def make_curriculum_vec(
             "expected 'sync' or 'async' (sub-envs must be wrapped one by one)",
             source="make_curriculum_vec",
         )
-    wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **(wrapper_kwargs or {}))
-    envs = gym.make_vec(
-        env_id,
-        num_envs=num_envs,
-        vectorization_mode=vectorization_mode,
-        vector_kwargs=vector_kwargs,
-        wrappers=[wrap],
-        **env_kwargs,
+    kwargs = dict(wrapper_kwargs or {})
+    channel = None
+    if vectorization_mode == "async" and _takes_channel(curriculum, kwargs):
+        channel = TaskChannel(num_envs)
+        kwargs["channel"] = channel
+    wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **kwargs)
+    try:
+        envs = gym.make_vec(
+            env_id,
+            num_envs=num_envs,
+            vectorization_mode=vectorization_mode,
+            vector_kwargs=vector_kwargs,
+            wrappers=[wrap],
+            **env_kwargs,
+        )
+        if channel is not None:
+            envs.set_attr("channel_index", list(range(num_envs)))
+        return CurriculumTask(
+            envs,
+            curriculum,
+            channel=channel,
+            reseed_curriculum=kwargs.get("reseed_curriculum", True),
+        )
+    except BaseException:
+        if channel is not None:
+            channel.close()
+        raise
+
+
+def _takes_channel(curriculum: Any, wrapper_kwargs: dict[str, Any]) -> bool:
+    """Whether the sub-envs of an async vector env can go through a :class:`TaskChannel`.
+
+    Only for a gymcurric curriculum on the shared-memory backend (the sub-envs still fall back
+    to it) and when the caller did not bring a channel of their own.
+    """
+    from gymcurric.tasks import Curriculum, SharedMemoryBackend
+
+    return (
+        isinstance(curriculum, Curriculum)
+        and isinstance(curriculum.backend, SharedMemoryBackend)
+        and "channel" not in wrapper_kwargs
     )
-    return CurriculumTask(envs, curriculum)

@@ -155,7 +155,7 @@ def test_unwrapped_sub_envs_are_a_clear_error():
 def test_records_constructor_arguments_and_validates_them():
     cur = Curriculum(SPACE, seed=0)
     envs = CurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), cur)
-    assert envs._saved_kwargs == {"curriculum": cur}
+    assert envs._saved_kwargs == {"curriculum": cur, "channel": None, "reseed_curriculum": True}
     assert envs._saved_kwargs["curriculum"] is cur
     with pytest.raises(ConfigError, match="'curriculum'"):
         CurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), object())

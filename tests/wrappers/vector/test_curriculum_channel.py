@@ -1,0 +1,193 @@
+"""Async vector envs from ``make_curriculum_vec``: tasks and results go through a TaskChannel."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.tasks._shm import segment_exists
+from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers.vector import make_curriculum_vec
+
+from .test_curriculum import MODES, SPACE, check_reports, level, run
+
+STUB = gym.envs.registration.EnvSpec(
+    "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
+)
+
+
+def _make(cur, n=3, mode=AutoresetMode.NEXT_STEP, context="forkserver", **wrapper_kwargs):
+    return make_curriculum_vec(
+        STUB,
+        cur,
+        n,
+        vectorization_mode="async",
+        vector_kwargs={"autoreset_mode": mode, "context": context},
+        wrapper_kwargs=wrapper_kwargs or None,
+    )
+
+
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_transition_has_its_task_and_every_episode_lands_at_once(mode, context):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = _make(cur, mode=mode, context=context)
+    try:
+        assert isinstance(envs._channel, TaskChannel)
+        starts = []
+        finished = run(envs, starts=starts)
+        # applied by this process after the step that ended them: no worker buffer to flush
+        check_reports(cur, finished)
+        taken = sum(starts)
+        # each started episode counted once, when its sub-env took the task
+        assert cur.stats()["curriculum/samples"] == float(taken)
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_the_same_seed_gives_the_same_tasks_in_every_env():
+    def stream(seed):
+        cur = Curriculum(SPACE, seed=0, backend="shared", recompute_every=4)
+        envs = _make(cur, n=3, context="fork")
+        try:
+            envs.reset(seed=seed)
+            out = [envs.task_ids.tolist()]
+            for _ in range(60):
+                envs.step(np.zeros(3, dtype=np.int64))
+                out.append(envs.task_ids.tolist())
+            return out, cur.state_dict()["arrays"]["samples"].tolist()
+        finally:
+            envs.close()
+            cur.close()
+
+    first, again, other = stream(1), stream(1), stream(2)
+    assert first == again
+    assert first[0] != other[0] or first != other
+
+
+def test_a_refused_task_is_disabled_and_the_sub_env_draws_another_itself():
+    tasks = [{"level": i + 1, "len": 2} for i in range(4)] + [{"level": 9, "reject": True}]
+    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared", recompute_every=2)
+    envs = _make(cur, n=2, context="fork")
+    try:
+        envs.reset(seed=0)
+        for _ in range(80):
+            _, rewards, _, _, _ = envs.step(np.zeros(2, dtype=np.int64))
+            assert (rewards != 9).all()
+        stats = cur.stats()
+        assert stats["curriculum/invalid_reported"] >= 1.0  # once per sub-env that met it
+        assert 4 not in cur.probabilities()[0].tolist()
+        assert stats["curriculum/updates"] > 20
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_disabled_autoreset_with_reset_mask_through_the_channel():
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = _make(cur, n=2, mode=AutoresetMode.DISABLED, context="fork")
+    try:
+        envs.reset(seed=0)
+        episodes = 0
+        for _ in range(30):
+            _, rewards, term, trunc, _ = envs.step(np.zeros(2, dtype=np.int64))
+            for i in range(2):
+                assert rewards[i] == level(envs.task_ids[i])
+            dones = term | trunc
+            if dones.any():
+                episodes += int(dones.sum())
+                _, info = envs.reset(options={"reset_mask": dones})
+                assert (envs.task_ids[dones] == info["task_id"][dones]).all()
+        assert cur.stats()["curriculum/updates"] == float(episodes) > 0
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*(Worker|exception|Traceback).*:UserWarning")
+def test_a_nan_return_is_reported_from_the_step_that_ends_the_episode():
+    tasks = [{"level": 1, "len": 2, "nan": True}]
+    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
+    envs = _make(cur, n=1, context="fork")
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(1, dtype=np.int64))
+        with pytest.raises(NonFiniteValueError, match="task_id=0 is nan"):
+            envs.step(np.zeros(1, dtype=np.int64))
+        assert cur.stats()["curriculum/updates"] == 0.0
+    finally:
+        envs.close(terminate=True)
+        cur.close()
+
+
+def test_the_channel_segment_is_unlinked_on_close():
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = _make(cur, n=2, context="forkserver")
+    name = envs._channel._backend.name
+    envs.reset(seed=0)
+    assert segment_exists(name)
+    envs.close()
+    assert not segment_exists(name)
+    cur.close()
+
+
+# ---------------------------------------------------------------- the channel alone
+
+
+def test_channel_counts_a_task_when_taken_and_revoked_tasks_never():
+    cur = Curriculum(FixedTaskSpace([{"i": i} for i in range(5)]), seed=0)
+    chan = TaskChannel(2)
+    try:
+        chan.refill(cur)
+        assert cur.stats()["curriculum/samples"] == 0.0  # drawn, not yet taken
+        first = chan.take(0)
+        assert first is not None and chan.take(0) is None  # one task waits per env
+        chan.refill(cur)
+        assert cur.stats()["curriculum/samples"] == 1.0
+        waiting = chan._next_id[1]
+        chan.refill(cur, revoke=np.array([1]))  # env 1's task is replaced, uncounted
+        assert chan.take(1) is not None
+        chan.refill(cur)
+        assert cur.stats()["curriculum/samples"] == 2.0
+        assert chan._given.tolist() == [2, 2]
+        assert waiting >= 0
+    finally:
+        chan.close()
+
+
+def test_channel_results_equal_update_batch():
+    a = Curriculum(FixedTaskSpace([{"i": i} for i in range(5)]), seed=0)
+    b = Curriculum(FixedTaskSpace([{"i": i} for i in range(5)]), seed=0)
+    chan = TaskChannel(3)
+    try:
+        chan.put(0, 2, 1.5, None, 0.0)
+        chan.put(2, 4, -1.0, 1.0, 2.0)
+        assert chan.collect(a) == 2
+        assert chan.collect(a) == 0  # each result is applied once
+        b.update_batch([2, 4], [1.5, -1.0], [None, True], [0.0, 2.0])
+        for key, arr in a.state_dict()["arrays"].items():
+            assert np.array_equal(arr, b.state_dict()["arrays"][key]), key
+    finally:
+        chan.close()
+
+
+def test_channel_argument_errors():
+    for bad in (0, 1.5, True):
+        with pytest.raises(ConfigError, match="num_envs"):
+            TaskChannel(bad)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    chan = TaskChannel(5)
+    try:
+        from gymnasium.vector import SyncVectorEnv
+
+        from gymcurric.wrappers.vector import CurriculumTask
+        from tests.curriculum_stubs import make_wrapped
+
+        with pytest.raises(ConfigError, match="'channel'"):
+            CurriculumTask(SyncVectorEnv([lambda: make_wrapped(cur)]), cur, channel=chan)
+    finally:
+        chan.close()
+        cur.close()
