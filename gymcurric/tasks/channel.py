@@ -81,23 +81,31 @@ class TaskChannel:
         self._res_seq, self._res_id = arrays["res_seq"], arrays["res_id"]
         self._res_r, self._res_s = arrays["res_return"], arrays["res_success"]
         self._res_c = arrays["res_cost"]
+        # the sub-env side reads and writes single items: memoryviews of the same memory are
+        # 2-3x cheaper per item than numpy scalar access
+        self._mv = {k: memoryview(a) for k, a in arrays.items()}
+        mv = self._mv
+        self._w_given, self._w_taken, self._w_next = mv["given"], mv["taken"], mv["next_id"]
 
     # ---------------------------------------------------------------- sub-env side
     def take(self, env: int) -> int | None:
         """The task id waiting for sub-env ``env`` (it is then taken), or None if none waits."""
-        t = self._taken.item(env)
-        if t == self._given.item(env):
+        taken = self._w_taken
+        t = taken[env]
+        if t == self._w_given[env]:
             return None
-        self._taken[env] = t + 1
-        return self._next_id.item(env)
+        taken[env] = t + 1
+        return self._w_next[env]
 
     def put(self, env: int, task_id: int, return_: float, success: float | None, cost: float):
         """Leave sub-env ``env``'s finished episode (values already checked) for the main."""
-        self._res_id[env] = task_id
-        self._res_r[env] = return_
-        self._res_s[env] = math.nan if success is None else success
-        self._res_c[env] = cost
-        self._res_seq[env] = self._res_seq.item(env) + 1
+        mv = self._mv
+        mv["res_id"][env] = task_id
+        mv["res_return"][env] = return_
+        mv["res_success"][env] = math.nan if success is None else success
+        mv["res_cost"][env] = cost
+        seq = mv["res_seq"]
+        seq[env] = seq[env] + 1
 
     # ---------------------------------------------------------------- main-process side
     def collect(self, curriculum: Any) -> int:

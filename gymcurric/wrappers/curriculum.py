@@ -205,6 +205,9 @@ class CurriculumTask(
         self._channel = channel
         #: This sub-env's slot in ``channel`` (-1: not bound; the curriculum is used directly).
         self.channel_index = -1
+        self._first: int | None = None  # a channel task the fast reset took but did not run
+        self._first_error: ValueError | None = None  # the fast reset's refusal
+        self._first_task: dict[str, Any] = {}  # and the task it refused
 
     # ---------------------------------------------------------------- public state
     @property
@@ -241,6 +244,10 @@ class CurriculumTask(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode on the next curriculum task (or on ``options["task"]``)."""
+        if options is None and seed is None and self.channel_index >= 0 and self._pending is None:
+            started = self._reset_from_channel()  # an autoreset in an async vector env
+            if started is not None:
+                return started
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
         self._live = False
@@ -258,31 +265,74 @@ class CurriculumTask(
             obs, info = self._reset_inner(task, seed, opts)
         else:
             obs, info, tid, task = self._reset_curriculum(seed, opts, resumed)
-        for key in ("task", "task_id"):
-            if key in info:
-                raise InfoKeyConflictError(
-                    f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
-                    f"CurriculumTask will not overwrite info key {key!r}"
-                )
+        if "task" in info or "task_id" in info:
+            self._conflict(info)
         self.task_id, self._task = tid, task
         info["task"] = copy_task(task)
         info["task_id"] = tid
         self._live = True
         return obs, info
 
+    def _reset_from_channel(self) -> tuple[ObsType, dict[str, Any]] | None:
+        """The common autoreset (no seed, no options) of a channel-bound sub-env, kept short.
+
+        It runs once per episode in every worker, where its cost is mostly cache misses.
+        Returns None if no task waits, with a factory, or if the env refused the task; the
+        general path then goes on (after a refusal, with one retry fewer).
+        """
+        tid = self._channel.take(self.channel_index)
+        if tid is None or self._factory is not None:
+            if tid is not None:
+                self._first = tid
+            return None
+        task = self.curriculum.task(tid)
+        self._live = False
+        self._return = self._cost = 0.0
+        self._has_cost = False
+        try:
+            obs, info = self.env.reset(options={"task": copy_task(task)})
+        except ValueError as exc:
+            if isinstance(exc, _SpaceMismatch):
+                raise
+            self._refused(tid, exc)
+            self._first_error, self._first_task = exc, task
+            return None
+        if "task" in info or "task_id" in info:
+            self._conflict(info)
+        self.task_id, self._task = tid, task
+        info["task"] = copy_task(task)
+        info["task_id"] = tid
+        self._live = True
+        return obs, info
+
+    def _refused(self, tid: int, exc: ValueError) -> None:
+        self.rejections += 1
+        rearm_passive_checker(self.env)
+        self.curriculum.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
+
+    def _conflict(self, info: dict[str, Any]) -> None:
+        for key in ("task", "task_id"):
+            if key in info:
+                raise InfoKeyConflictError(
+                    f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
+                    f"CurriculumTask will not overwrite info key {key!r}"
+                )
+
     def _reset_curriculum(
         self, seed: int | None, opts: dict[str, Any], resumed: int | None
     ) -> tuple[ObsType, dict[str, Any], int, dict[str, Any]]:
         cur = self.curriculum
-        last: Exception | None = None
-        task: dict[str, Any] = {}
-        for _ in range(self._max_retries + 1):
+        last: Exception | None = self._first_error  # the fast path's refusal, if any
+        tries = self._max_retries + (1 if last is None else 0)
+        task: dict[str, Any] = self._first_task
+        self._first_error, self._first_task = None, {}
+        for _ in range(tries):
             if resumed is not None:
                 tid, task = resumed, cur.task(resumed)
                 resumed = None
             else:
-                waiting = None
-                if self.channel_index >= 0:  # the task the main process drew for this env
+                waiting, self._first = self._first, None  # taken by the fast path (factory)
+                if waiting is None and self.channel_index >= 0:  # drawn by the main process
                     waiting = self._channel.take(self.channel_index)
                 if waiting is not None:
                     tid, task = waiting, cur.task(waiting)
@@ -295,9 +345,7 @@ class CurriculumTask(
                 if isinstance(exc, _SpaceMismatch):
                     raise
                 last = exc
-                self.rejections += 1
-                rearm_passive_checker(self.env)
-                cur.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
+                self._refused(tid, exc)
                 continue
             return obs, info, tid, task
         raise TaskError(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.errors import ConfigError, NonFiniteValueError, TaskError
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks._shm import segment_exists
 from gymcurric.tasks.channel import TaskChannel
@@ -191,3 +191,63 @@ def test_channel_argument_errors():
     finally:
         chan.close()
         cur.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*(Worker|exception|Traceback).*:UserWarning")
+def test_a_refused_channel_task_counts_against_max_retries():
+    tasks = [{"level": 9, "reject": True}, {"level": 8, "reject": True}]
+    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
+    envs = _make(cur, n=1, context="fork", max_retries=0)
+    try:
+        with pytest.raises(TaskError, match=r"refused 1 curriculum tasks in a row.*'reject': True"):
+            envs.reset(seed=0)
+    finally:
+        envs.close(terminate=True)
+        cur.close()
+
+
+def test_a_single_env_bound_to_a_channel_takes_its_tasks_and_leaves_its_results():
+    from tests.curriculum_stubs import make_wrapped
+
+    cur = Curriculum(SPACE, seed=0)
+    chan = TaskChannel(1)
+    env = make_wrapped(cur, "c", channel=chan)
+    env.channel_index = 0
+    try:
+        chan.refill(cur)
+        waiting = int(chan._next_id[0])
+        _, info = env.reset()  # autoreset form: no seed, no options
+        assert info["task_id"] == waiting
+        done = False
+        while not done:
+            _, _, term, trunc, _ = env.step(0)
+            done = term or trunc
+        assert cur.stats()["curriculum/updates"] == 0.0  # left in the channel
+        assert chan.collect(cur) == 1
+        assert cur.stats()["curriculum/updates"] == 1.0
+        _, info = env.reset()  # nothing waits: the env draws from the curriculum itself
+        assert info["task_id"] >= 0
+    finally:
+        chan.close()
+
+
+@pytest.mark.parametrize("max_retries", [0, 1])
+def test_an_autoreset_refusing_the_waiting_task_retries_within_max_retries(max_retries):
+    from tests.curriculum_stubs import make_wrapped
+
+    space = FixedTaskSpace([{"level": 2, "len": 2}, {"level": 9, "reject": True}])
+    cur = Curriculum(space, seed=0)
+    chan = TaskChannel(1)
+    env = make_wrapped(cur, "r", channel=chan, max_retries=max_retries)
+    env.channel_index = 0
+    try:
+        chan._next_id[0], chan._next_slot[0], chan._given[0] = 1, 1, 1  # the refused task waits
+        if max_retries == 0:
+            with pytest.raises(TaskError, match=r"refused 1 curriculum tasks.*'reject': True"):
+                env.reset()
+        else:
+            _, info = env.reset()
+            assert info["task_id"] == 0 and env.rejections == 1
+        assert cur.stats()["curriculum/invalid_reported"] == 1.0
+    finally:
+        chan.close()
