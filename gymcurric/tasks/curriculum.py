@@ -32,7 +32,12 @@ import numpy as np
 
 from gymcurric.errors import ConfigError, TaskError
 from gymcurric.tasks._membership import _Taken
-from gymcurric.tasks._processes import _CrossProcess, _make_backend, add_shared_fields
+from gymcurric.tasks._processes import (
+    _XP_EPOCH,
+    _CrossProcess,
+    _make_backend,
+    add_shared_fields,
+)
 from gymcurric.tasks.backends import _PID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
@@ -378,6 +383,12 @@ class Curriculum(_CrossProcess):
             with self._lock:
                 self._pend.extend(zip(slots, keys, strict=True))
                 self._flush()
+
+    def _disabled_version(self) -> int:
+        """Changes whenever a task is disabled in any process (or the whole state is loaded)."""
+        if self._shared:
+            return self._xp.item(_XP_EPOCH)
+        return len(self._disabled) + (self._epoch << 32)
 
     def _report_episodes(
         self, ids: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray

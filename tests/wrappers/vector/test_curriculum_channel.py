@@ -251,3 +251,20 @@ def test_an_autoreset_refusing_the_waiting_task_retries_within_max_retries(max_r
         assert cur.stats()["curriculum/invalid_reported"] == 1.0
     finally:
         chan.close()
+
+
+def test_waiting_tasks_are_redrawn_after_a_task_is_disabled():
+    cur = Curriculum(FixedTaskSpace([{"i": i} for i in range(2)]), seed=0, backend="shared")
+    chan = TaskChannel(4)
+    try:
+        chan.refill(cur)
+        waiting = chan._next_id.tolist()
+        bad = waiting[0]
+        cur.mark_invalid(bad, "refused elsewhere")
+        chan.refill(cur)
+        assert bad not in chan._next_id.tolist()  # every slot holds the one valid task now
+        assert chan._given.tolist() == [1, 1, 1, 1] and chan._taken.tolist() == [0, 0, 0, 0]
+        assert cur.stats()["curriculum/samples"] == 0.0  # withdrawn tasks are never counted
+    finally:
+        chan.close()
+        cur.close()
