@@ -74,7 +74,7 @@ class TaskChannel:
         # main-process bookkeeping (never read by workers)
         self._counted = np.zeros(num_envs, dtype=np.int64)  # tasks taken and counted
         self._seen = np.zeros(num_envs, dtype=np.int64)  # results applied
-        self._disabled_seen = -1  # the curriculum's disabled-tasks version at the last refill
+        self._pool_seen = (-1, -1)  # the curriculum's membership version at the last refill
 
     def _bind(self, arrays: dict[str, np.ndarray]) -> None:
         self._given, self._taken = arrays["given"], arrays["taken"]
@@ -126,16 +126,17 @@ class TaskChannel:
             curriculum: the (shared) curriculum of the sub-envs, in its creating process.
             revoke: envs whose waiting task is withdrawn first (uncounted), e.g. before a
                 reseed, so that their next task comes from the new generator. Every waiting
-                task is withdrawn when a task was disabled since the last call.
+                task is withdrawn when a task left the pool (disabled, evicted) since the
+                last call.
         """
         taken = self._taken
         fresh = np.flatnonzero(taken != self._counted)
         if len(fresh):
             self._counted[fresh] = taken[fresh]
             curriculum._count_drawn(self._next_slot[fresh].tolist(), self._next_id[fresh].tolist())
-        version = curriculum._disabled_version()
-        if version != self._disabled_seen:  # a task was disabled: what waits may be one of them
-            self._disabled_seen = version
+        version = curriculum._membership_version()
+        if version != self._pool_seen:  # a task left the pool: what waits may be one of them
+            self._pool_seen = version
             revoke = None
             self._given[:] = taken
         if revoke is not None:

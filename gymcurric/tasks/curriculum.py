@@ -384,11 +384,10 @@ class Curriculum(_CrossProcess):
                 self._pend.extend(zip(slots, keys, strict=True))
                 self._flush()
 
-    def _disabled_version(self) -> int:
-        """Changes whenever a task is disabled in any process (or the whole state is loaded)."""
-        if self._shared:
-            return self._xp.item(_XP_EPOCH)
-        return len(self._disabled) + (self._epoch << 32)
+    def _membership_version(self) -> tuple[int, int]:
+        """Changes whenever a task leaves the pool (disabled anywhere, evicted, state loaded)."""
+        disabled = self._xp.item(_XP_EPOCH) if self._shared else len(self._disabled)
+        return disabled, self._st.counters.item(K.VERSION)
 
     def _report_episodes(
         self, ids: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray

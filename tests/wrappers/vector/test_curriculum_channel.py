@@ -268,3 +268,25 @@ def test_waiting_tasks_are_redrawn_after_a_task_is_disabled():
     finally:
         chan.close()
         cur.close()
+
+
+def test_waiting_tasks_are_redrawn_after_an_eviction():
+    from gymcurric.tasks import BucketedTaskSpace, OpenEndedPool, Span
+
+    space = BucketedTaskSpace({"a": [Span(0, 100)]}, seed=1)
+    pool = OpenEndedPool(capacity=4, min_samples=1, evictions_per_recompute=4)
+    cur = Curriculum(space, seed=0, pool=pool, recompute_every=2, backend="shared")
+    chan = TaskChannel(3)
+    try:
+        for _ in range(20):
+            chan.refill(cur)
+            live = set(cur.probabilities()[0].tolist())
+            assert set(chan._next_id.tolist()) <= live  # never a task the pool has dropped
+            for env in (1, 2):  # env 0 never resets: its waiting task would go stale
+                tid = chan.take(env)
+                chan.put(env, tid, float(env), None, 0.0)
+            chan.collect(cur)  # evicts on the recompute cadence
+        assert cur.stats()["curriculum/evictions"] > 0
+    finally:
+        chan.close()
+        cur.close()
