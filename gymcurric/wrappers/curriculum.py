@@ -265,12 +265,7 @@ class CurriculumTask(
             obs, info = self._reset_inner(task, seed, opts)
         else:
             obs, info, tid, task = self._reset_curriculum(seed, opts, resumed)
-        if "task" in info or "task_id" in info:
-            self._conflict(info)
-        self.task_id, self._task = tid, task
-        info["task"] = copy_task(task)
-        info["task_id"] = tid
-        self._live = True
+        self._begin(info, tid, task)
         return obs, info
 
     def _reset_from_channel(self) -> tuple[ObsType, dict[str, Any]] | None:
@@ -297,26 +292,27 @@ class CurriculumTask(
             self._refused(tid, exc)
             self._first_error, self._first_task = exc, task
             return None
+        self._begin(info, tid, task)
+        return obs, info
+
+    def _begin(self, info: dict[str, Any], tid: int, task: dict[str, Any]) -> None:
+        """The episode of ``task`` started: record it and write the info keys."""
         if "task" in info or "task_id" in info:
-            self._conflict(info)
+            for key in ("task", "task_id"):
+                if key in info:
+                    raise InfoKeyConflictError(
+                        f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
+                        f"CurriculumTask will not overwrite info key {key!r}"
+                    )
         self.task_id, self._task = tid, task
         info["task"] = copy_task(task)
         info["task_id"] = tid
         self._live = True
-        return obs, info
 
     def _refused(self, tid: int, exc: ValueError) -> None:
         self.rejections += 1
         rearm_passive_checker(self.env)
         self.curriculum.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
-
-    def _conflict(self, info: dict[str, Any]) -> None:
-        for key in ("task", "task_id"):
-            if key in info:
-                raise InfoKeyConflictError(
-                    f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
-                    f"CurriculumTask will not overwrite info key {key!r}"
-                )
 
     def _reset_curriculum(
         self, seed: int | None, opts: dict[str, Any], resumed: int | None
