@@ -219,6 +219,14 @@ def final_stats(rec: Any, steps: int) -> tuple[float, float]:
     return float(np.mean([e[1] for e in last])), float(np.mean([e[2] for e in last]))
 
 
+def first_stats(rec: Any, steps: int) -> tuple[float, float]:
+    """Mean return and cost of the episodes that ended in the first 10 % of training."""
+    first = [e for e in rec.episodes if e[0] <= 0.1 * steps] or rec.episodes[:1]
+    if not first:
+        return float("nan"), float("nan")
+    return float(np.mean([e[1] for e in first])), float(np.mean([e[2] for e in first]))
+
+
 def mean_std(values: list[float]) -> str:
     vals = [v for v in values if not math.isnan(v)]
     if not vals:
@@ -385,6 +393,9 @@ def run_all(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
             finals = [
                 final_stats(runs[(algo, s)], args.steps) for s in args.seeds if (algo, s) in runs
             ]
+            firsts = [
+                first_stats(runs[(algo, s)], args.steps) for s in args.seeds if (algo, s) in runs
+            ]
             pub = OMNISAFE.get((algo, short(name)), ("-", "-"))
             rows.append(
                 {
@@ -392,6 +403,8 @@ def run_all(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
                     "env": short(name),
                     "steps": args.steps,
                     "seeds": len(finals),
+                    "return_first": mean_std([f[0] for f in firsts]),
+                    "cost_first": mean_std([f[1] for f in firsts]),
                     "return": mean_std([f[0] for f in finals]),
                     "cost": mean_std([f[1] for f in finals]),
                     "omnisafe_return_1e7": pub[0],
@@ -408,10 +421,10 @@ def write_summary(out: Path, rows: list[dict[str, Any]]) -> None:
         writer.writeheader()
         writer.writerows(rows)
     head = (
-        "| algo | env | steps | seeds | return (last 10 %) | cost (last 10 %) | "
-        "OmniSafe return @1e7 | OmniSafe cost @1e7 |"
+        "| algo | env | steps | seeds | return (first 10 %) | cost (first 10 %) | "
+        "return (last 10 %) | cost (last 10 %) | OmniSafe return @1e7 | OmniSafe cost @1e7 |"
     )
-    lines = [head, "|" + "---|" * 8]
+    lines = [head, "|" + "---|" * 10]
     lines += ["| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows]
     table = "\n".join(lines)
     (out / "summary.md").write_text(table + "\n")

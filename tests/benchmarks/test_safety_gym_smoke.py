@@ -16,6 +16,7 @@ ALGOS = ["ppo", "ppolag", "pidlag", "trpolag"]
 
 
 def test_safety_gym_benchmark_quick(tmp_path):
+    """Two runs at a time (--jobs 2); then --summarize-only rebuilds the same summary."""
     subprocess.run(
         [
             sys.executable,
@@ -34,6 +35,8 @@ def test_safety_gym_benchmark_quick(tmp_path):
             "64",
             "--speed-repeats",
             "1",
+            "--jobs",
+            "2",
             "--out",
             str(tmp_path),
         ],
@@ -56,3 +59,19 @@ def test_safety_gym_benchmark_quick(tmp_path):
     assert (tmp_path / "curves_HazardNav-v0.png").stat().st_size > 1000
     speed = json.loads((tmp_path / "speed.json").read_text())
     assert speed["ratio_wall"] > 0 and speed["ratio_cpu"] > 0
+    with open(tmp_path / "runs" / "ppolag__HazardNav-v0__s0_episodes.csv") as f:
+        assert next(csv.reader(f)) == ["timesteps", "return", "cost"]
+    before = (tmp_path / "summary.csv").read_text()
+    (tmp_path / "summary.csv").unlink()
+    subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--algos", *ALGOS),
+            *("--envs", "gymcurric/HazardNav-v0", "--steps", "128", "--seeds", "0"),
+            *("--summarize-only", "--out", str(tmp_path)),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (tmp_path / "summary.csv").read_text() == before
