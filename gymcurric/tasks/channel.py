@@ -84,7 +84,7 @@ class TaskChannel:
         self._res_c = arrays["res_cost"]
         # the sub-env side reads and writes single items: memoryviews of the same memory are
         # 2-3x cheaper per item than numpy scalar access
-        self._mv = {k: memoryview(a) for k, a in arrays.items()}
+        self._mv: dict[str, Any] = {k: a.data for k, a in arrays.items()}
         mv = self._mv
         self._w_given, self._w_taken, self._w_next = mv["given"], mv["taken"], mv["next_id"]
 

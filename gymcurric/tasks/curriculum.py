@@ -443,9 +443,12 @@ class Curriculum(_CrossProcess):
             if took < len(slots):
                 cnt[K.STALE_UPDATES] += len(slots) - took
             if took:
-                sel = np.flatnonzero(ok) if took < len(slots) else slice(None)
-                at = slice(start, end) if took == len(slots) else sel + start
-                record_episodes(st, self._signal, slots[sel], r[at], s[at], c[at])
+                if took == len(slots):
+                    at: slice | np.ndarray = slice(start, end)
+                else:
+                    slots = slots[ok]
+                    at = np.flatnonzero(ok) + start
+                record_episodes(st, self._signal, slots, r[at], s[at], c[at])
                 cnt[K.SINCE_RECOMPUTE] = since + took
                 if since + took >= every:
                     self._recompute()

@@ -197,25 +197,22 @@ def _fast_arrays(
     r = _numeric(returns)
     if r is None or len(r) != n or not np.isfinite(r).all():
         return None
+    s: np.ndarray | None
     if successes is None:
         s = np.full(n, math.nan)
+    elif isinstance(successes, np.ndarray) and successes.dtype == np.bool_:
+        s = successes.astype(np.float64)
+    elif isinstance(successes, list | tuple) and all(type(v) is bool for v in successes):
+        s = np.asarray(successes, dtype=np.float64)
     else:
-        if isinstance(successes, np.ndarray) and successes.dtype == np.bool_:
-            s = successes.astype(np.float64)
-        elif isinstance(successes, list | tuple) and all(type(v) is bool for v in successes):
-            s = np.asarray(successes, dtype=np.float64)
-        else:
-            s = _numeric(successes)  # floats in [0, 1]; NaN fails the range test
-            if s is None or not ((s >= 0.0) & (s <= 1.0)).all():
-                return None
-        if s.ndim != 1 or len(s) != n:
+        s = _numeric(successes)  # floats in [0, 1]; NaN fails the range test
+        if s is None or not ((s >= 0.0) & (s <= 1.0)).all():
             return None
-    if costs is None:
-        c = np.zeros(n)
-    else:
-        c = _numeric(costs)
-        if c is None or len(c) != n or not np.isfinite(c).all():
-            return None
+    if s.ndim != 1 or len(s) != n:
+        return None
+    c: np.ndarray | None = np.zeros(n) if costs is None else _numeric(costs)
+    if c is None or len(c) != n or not np.isfinite(c).all():
+        return None
     return r, s, c
 
 
@@ -344,12 +341,12 @@ def episode_signals(
             s[rest] = np.minimum(np.maximum((rr - lo) / (hi - lo), 0.0), 1.0)
         else:
             # the range seen *including* each episode: running min / max, started at the stored
-            lo = np.minimum.accumulate(np.concatenate(([sc.item(S.RET_LO)], rr)))[1:]
-            hi = np.maximum.accumulate(np.concatenate(([sc.item(S.RET_HI)], rr)))[1:]
-            wide = hi > lo
+            low = np.minimum.accumulate(np.concatenate(([sc.item(S.RET_LO)], rr)))[1:]
+            high = np.maximum.accumulate(np.concatenate(([sc.item(S.RET_HI)], rr)))[1:]
+            wide = high > low
             with np.errstate(invalid="ignore", divide="ignore"):
-                s[rest] = np.where(wide, (rr - lo) / np.where(wide, hi - lo, 1.0), 0.5)
-            sc[S.RET_LO], sc[S.RET_HI] = lo[-1], hi[-1]
+                s[rest] = np.where(wide, (rr - low) / np.where(wide, high - low, 1.0), 0.5)
+            sc[S.RET_LO], sc[S.RET_HI] = low[-1], high[-1]
     return s
 
 

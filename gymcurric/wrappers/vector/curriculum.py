@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -290,7 +290,7 @@ def make_curriculum_vec(
             **env_kwargs,
         )
         if channel is not None:
-            envs.set_attr("channel_index", list(range(num_envs)))
+            cast(Any, envs).set_attr("channel_index", list(range(num_envs)))
         return CurriculumTask(
             envs,
             curriculum,
