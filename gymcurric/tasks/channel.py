@@ -148,6 +148,24 @@ class TaskChannel:
             self._next_slot[empty] = slots
             self._given[empty] += 1
 
+    def waiting(self) -> list[int]:
+        """Per env, the task id waiting in its slot, or -1 (for checkpoints)."""
+        return np.where(self._given > self._taken, self._next_id, -1).tolist()
+
+    def restore_waiting(self, curriculum: Any, ids: list[int]) -> None:
+        """Put back the waiting tasks of a checkpoint (after the curriculum state was loaded).
+
+        An id whose task is no longer in the pool is dropped (its env gets a fresh draw). The
+        restored tasks are counted as samples when taken, as the saved ones would have been.
+        """
+        self._given[:] = self._taken  # withdraw what waits now (uncounted)
+        for env, tid in enumerate(ids):
+            slot = curriculum._slot_for(tid) if tid >= 0 else None
+            if slot is not None:
+                self._next_id[env], self._next_slot[env] = tid, slot
+                self._given[env] += 1
+        self._pool_seen = curriculum._membership_version()
+
     def close(self) -> None:
         """Unlink the segment (creator) or drop this process's mapping (a worker)."""
         self._backend.close()

@@ -384,6 +384,12 @@ class Curriculum(_CrossProcess):
                 self._pend.extend(zip(slots, keys, strict=True))
                 self._flush()
 
+    def _slot_for(self, task_id: int) -> int | None:
+        """The pool slot of ``task_id`` (None if it is not in the pool)."""
+        with self._lock:
+            self._enter("_slot_for")
+            return self._slot_of.get(task_id % self._mod if self._mod else task_id)
+
     def _membership_version(self) -> tuple[int, int]:
         """Changes whenever a task leaves the pool (disabled anywhere, evicted, state loaded)."""
         disabled = self._xp.item(_XP_EPOCH) if self._shared else len(self._disabled)

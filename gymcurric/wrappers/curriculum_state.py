@@ -46,7 +46,7 @@ __all__ = [
 
 #: Format tag of the checkpoint file (the state dict inside carries its own ``format``).
 FILE_FORMAT = "gymcurric.curriculum-npz/1"
-_META, _IDS, _ARRAYS = "meta", "env_task_ids", "arrays/"
+_META, _IDS, _ARRAYS, _WAIT = "meta", "env_task_ids", "arrays/", "channel_waiting"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -108,6 +108,7 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
         else:
             env.unwrapped.get_attr("task_id")
             env.unwrapped.set_attr("pending_task_id", ids)
+
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
 
@@ -139,6 +140,9 @@ def save_curriculum_state(
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
     ids = env_task_ids(env) if env is not None else []
     members[_IDS] = np.asarray(ids, dtype=np.int64)
+    waiting = getattr(env, "channel_waiting", None)  # an async vector env's drawn-ahead tasks
+    if callable(waiting) and (w := waiting()) is not None:
+        members[_WAIT] = np.asarray(w, dtype=np.int64)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -171,6 +175,7 @@ def load_curriculum_state(
             meta = json.loads(str(z[_META][()]))
             arrays = {k[len(_ARRAYS) :]: z[k] for k in z.files if k.startswith(_ARRAYS)}
             ids = [int(t) for t in z[_IDS]] if _IDS in z.files else []
+            waiting = [int(t) for t in z[_WAIT]] if _WAIT in z.files else None
     except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -197,5 +202,8 @@ def load_curriculum_state(
                 f"given has {n}; save with env= the same number of envs"
             )
         resume_env_tasks(env, ids)
+        resume = getattr(env, "resume_channel", None)
+        if waiting is not None and callable(resume):
+            resume(waiting)
     state["env_task_ids"] = ids
     return state

@@ -139,6 +139,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._dirty = False  # _current changed since task_ids was last copied from it
         self._channel = channel
         self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
+        self._resume_waiting: list[int] | None = None
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -170,6 +171,29 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
             self._dirty = True
 
+    def channel_waiting(self) -> list[int] | None:
+        """Per sub-env the task drawn for its next episode (-1: none); None without a channel.
+
+        ``save_curriculum_state(..., env=envs)`` saves it.
+        """
+        return None if self._channel is None else self._channel.waiting()
+
+    def resume_channel(self, waiting: list[int]) -> None:
+        """Make the next ``reset`` restore these waiting tasks and keep the generator.
+
+        The curriculum is not reseeded then: with each sub-env's resumed task, the run draws
+        the tasks an uninterrupted run would have drawn. ``load_curriculum_state`` calls it.
+        """
+        if self._channel is not None:
+            if len(waiting) != self.num_envs:
+                raise ConfigError(
+                    "waiting",
+                    waiting,
+                    f"expected {self.num_envs} task ids, one per sub-env",
+                    source="vector.CurriculumTask.resume_channel",
+                )
+            self._resume_waiting = [int(t) for t in waiting]
+
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics."""
         return dict(self.curriculum.stats())
@@ -182,10 +206,14 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         chan = self._channel
         if chan is not None:
-            if seed is not None and self._reseed:
-                self.curriculum.reseed(seed)
-            # the resetting envs get tasks drawn now (after any reseed), not earlier ones
-            chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
+            resume, self._resume_waiting = self._resume_waiting, None
+            if resume is not None:  # a checkpoint's waiting tasks and generator
+                chan.restore_waiting(self.curriculum, resume)
+            else:
+                if seed is not None and self._reseed:
+                    self.curriculum.reseed(seed)
+                # the resetting envs get tasks drawn now (after any reseed), not earlier ones
+                chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
         obs, infos = self.env.reset(seed=seed, options=options)
         if chan is not None:
             chan.refill(self.curriculum)

@@ -290,3 +290,43 @@ def test_waiting_tasks_are_redrawn_after_an_eviction():
     finally:
         chan.close()
         cur.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_checkpoint_resume_of_an_async_vector_env_is_exact(tmp_path, mode):
+    from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+
+    space = FixedTaskSpace([{"level": i + 1, "len": 3} for i in range(6)])
+
+    def make(seed):
+        cur = Curriculum(space, seed=seed, recompute_every=3, backend="shared")
+        return cur, _make(cur, n=2, mode=mode, context="fork")
+
+    def steps(envs, n):
+        out = []
+        for _ in range(n):
+            envs.step(np.zeros(2, dtype=np.int64))
+            out.append(envs.task_ids.tolist())
+        return out
+
+    # episodes of 3 steps (NEXT_STEP: + the reset step): after 12 steps every env has just
+    # started an episode, so the checkpoint falls on an episode boundary in both modes
+    boundary = 12
+    cur, envs = make(0)
+    cur2, envs2 = make(7)
+    try:
+        envs.reset(seed=0)
+        steps(envs, boundary)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        expected = steps(envs, 30)
+        expected_state = cur.state_dict()["arrays"]
+
+        load_curriculum_state(path, cur2, env=envs2)
+        envs2.reset(seed=123)  # the resumed tasks and generator win over the seed
+        assert steps(envs2, 30) == expected
+        for key, arr in cur2.state_dict()["arrays"].items():
+            assert np.array_equal(arr, expected_state[key]), key
+    finally:
+        for e, c in ((envs, cur), (envs2, cur2)):
+            e.close()
+            c.close()
