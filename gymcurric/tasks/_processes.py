@@ -259,6 +259,41 @@ class _CrossProcess(_Membership):
         self._count_samples(((slot, tid),))
         return tid, self.task(tid)
 
+    # ---------------------------------------------------------------- for TaskChannel
+    def _draw_uncounted(self, k: int) -> tuple[list[int], np.ndarray]:
+        """Draw ``k`` task ids, uncounted: ``(slots, ids)`` (see :meth:`_count_drawn`)."""
+        if _PID[0] != self._pid:
+            self._moved("sample")
+        if self._shared:
+            slots, ids = self._draw_shared(k)
+        else:
+            with self._lock:
+                if self._st.counters.item(K.DIRTY):
+                    self._recompute()
+                slots, ids = self._draw(k)
+        return slots, (self.space.expand(ids, self.rng) if self._mod else ids)
+
+    def _count_drawn(self, slots: list[int], ids: list[int]) -> None:
+        """Count ids drawn by :meth:`_draw_uncounted` as sampled (a slot since reused is not)."""
+        keys = [i % self._mod for i in ids] if self._mod else ids
+        if self._shared:
+            self._count_samples(zip(slots, keys, strict=True))
+        else:
+            with self._lock:
+                self._pend.extend(zip(slots, keys, strict=True))
+                self._flush()
+
+    def _slot_for(self, task_id: int) -> int | None:
+        """The pool slot of ``task_id`` (None if it is not in the pool)."""
+        with self._lock:
+            self._enter("_slot_for")
+            return self._slot_of.get(task_id % self._mod if self._mod else task_id)
+
+    def _membership_version(self) -> tuple[int, int]:
+        """Changes whenever a task leaves the pool (disabled anywhere, evicted, state loaded)."""
+        disabled = self._xp.item(_XP_EPOCH) if self._shared else len(self._disabled)
+        return disabled, self._st.counters.item(K.VERSION)
+
     def _sample_wait(self) -> None:
         sb = cast(SharedMemoryBackend, self._sb)
         if self._hdr.item(CLOSED):

@@ -32,12 +32,7 @@ import numpy as np
 
 from gymcurric.errors import ConfigError, TaskError
 from gymcurric.tasks._membership import _Taken
-from gymcurric.tasks._processes import (
-    _XP_EPOCH,
-    _CrossProcess,
-    _make_backend,
-    add_shared_fields,
-)
+from gymcurric.tasks._processes import _CrossProcess, _make_backend, add_shared_fields
 from gymcurric.tasks.backends import _PID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
@@ -331,11 +326,7 @@ class Curriculum(_CrossProcess):
         ids, r, s, c = check_episode_arrays(
             task_ids, returns, successes, costs, source="Curriculum.update_batch"
         )
-        keys = self._check_ids(ids)
-        self._check_signals(s)
-        with self._lock:
-            self._enter("update_batch")
-            self._apply_episodes(keys, r, s, c)
+        self._report_episodes(ids, r, s, c)
 
     def _check_ids(self, ids: Any) -> np.ndarray:
         """Task ids as an int64 array of scoring keys; ConfigError names the first bad one."""
@@ -360,60 +351,31 @@ class Curriculum(_CrossProcess):
                 source="Curriculum.update_batch",
             )
 
-    # ---------------------------------------------------------------- for TaskChannel
-    def _draw_uncounted(self, k: int) -> tuple[list[int], np.ndarray]:
-        """Draw ``k`` task ids, uncounted: ``(slots, ids)`` (see :meth:`_count_drawn`)."""
-        if _PID[0] != self._pid:
-            self._moved("sample")
-        if self._shared:
-            slots, ids = self._draw_shared(k)
-        else:
-            with self._lock:
-                if self._st.counters.item(K.DIRTY):
-                    self._recompute()
-                slots, ids = self._draw(k)
-        return slots, (self.space.expand(ids, self.rng) if self._mod else ids)
+    def _report_episodes(self, ids: Any, r: np.ndarray, s: np.ndarray, c: np.ndarray) -> None:
+        """``update_batch`` for checked values (``s``: NaN where no success); ids checked here.
 
-    def _count_drawn(self, slots: list[int], ids: list[int]) -> None:
-        """Count ids drawn by :meth:`_draw_uncounted` as sampled (a slot since reused is not)."""
-        keys = [i % self._mod for i in ids] if self._mod else ids
-        if self._shared:
-            self._count_samples(zip(slots, keys, strict=True))
-        else:
-            with self._lock:
-                self._pend.extend(zip(slots, keys, strict=True))
-                self._flush()
-
-    def _slot_for(self, task_id: int) -> int | None:
-        """The pool slot of ``task_id`` (None if it is not in the pool)."""
-        with self._lock:
-            self._enter("_slot_for")
-            return self._slot_of.get(task_id % self._mod if self._mod else task_id)
-
-    def _membership_version(self) -> tuple[int, int]:
-        """Changes whenever a task leaves the pool (disabled anywhere, evicted, state loaded)."""
-        disabled = self._xp.item(_XP_EPOCH) if self._shared else len(self._disabled)
-        return disabled, self._st.counters.item(K.VERSION)
-
-    def _report_episodes(
-        self, ids: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
-    ) -> None:
-        """``update_batch`` for values checked elsewhere (``s``: NaN where no success)."""
+        The :class:`~gymcurric.tasks.channel.TaskChannel` applies its results through it.
+        """
         keys = self._check_ids(ids)
         self._check_signals(s)
         with self._lock:
             self._enter("update_batch")
             self._apply_episodes(keys, r, s, c)
 
+    def _one_by_one(self, n: int) -> bool:
+        """Whether ``n`` episodes go one by one (``_VECTOR_MIN``; a scorer hook sees each)."""
+        return self._hook or n < _VECTOR_MIN or self._every < _VECTOR_MIN
+
     def _apply_buffered(self, upd: list[tuple[int, float, float | None, float]]) -> None:
         """Apply a worker's buffered episodes (checked by ``update``), in order."""
         n = len(upd)
-        if self._hook or n < _VECTOR_MIN or self._every < _VECTOR_MIN:
+        if self._one_by_one(n):
             for tid, r, s, c in upd:
                 self._update_one(tid, r, s, c)
             return
+        keys = np.fromiter((u[0] for u in upd), np.int64, n)
         self._apply_episodes(
-            np.fromiter((u[0] for u in upd), np.int64, n) % (self._mod or ID_LIMIT),
+            keys % self._mod if self._mod else keys,
             np.fromiter((u[1] for u in upd), np.float64, n),
             np.fromiter((np.nan if u[2] is None else u[2] for u in upd), np.float64, n),
             np.fromiter((u[3] for u in upd), np.float64, n),
@@ -429,7 +391,7 @@ class Curriculum(_CrossProcess):
         as that recompute left it.
         """
         n, every = len(keys), self._every
-        if self._hook or n < _VECTOR_MIN or every < _VECTOR_MIN:  # a hook sees every episode
+        if self._one_by_one(n):
             ks, rs, cs = keys.tolist(), r.tolist(), c.tolist()
             for i, si in enumerate(s.tolist()):
                 self._update_one(ks[i], rs[i], None if si != si else si, cs[i])

@@ -195,23 +195,13 @@ class SharedMemoryBackend(StateBackend):
         worker_sample_batch: int = 4,
     ) -> None:
         self._ctx, self.start_method = _context(context)
-        if (
-            isinstance(worker_update_batch, bool)
-            or not isinstance(worker_update_batch, int)
-            or worker_update_batch < 1
+        for name, value in (
+            ("worker_update_batch", worker_update_batch),
+            ("worker_sample_batch", worker_sample_batch),
         ):
-            raise ConfigError(
-                "worker_update_batch", worker_update_batch, "expected an int >= 1", source=_SRC
-            )
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(name, value, "expected an int >= 1", source=_SRC)
         self.worker_update_batch = worker_update_batch
-        if (
-            isinstance(worker_sample_batch, bool)
-            or not isinstance(worker_sample_batch, int)
-            or worker_sample_batch < 1
-        ):
-            raise ConfigError(
-                "worker_sample_batch", worker_sample_batch, "expected an int >= 1", source=_SRC
-            )
         self.worker_sample_batch = worker_sample_batch
         if lock_timeout is not None and (
             isinstance(lock_timeout, bool)

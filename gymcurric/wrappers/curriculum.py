@@ -197,9 +197,7 @@ class CurriculumTask(
         self.task_id = -1
         self._task: dict[str, Any] | None = None
         self._pending: int | None = None
-        self._live = False
-        self._return = self._cost = 0.0
-        self._has_cost = False
+        self._clear_episode()
         #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
         self.rejections = 0
         self._channel = channel
@@ -250,9 +248,7 @@ class CurriculumTask(
                 return started
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
-        self._live = False
-        self._return = self._cost = 0.0
-        self._has_cost = False
+        self._clear_episode()
         resumed = None if explicit is not None else self._pending
         if resumed is not None:
             self._pending = None
@@ -281,9 +277,7 @@ class CurriculumTask(
                 self._first = tid
             return None
         task = self.curriculum.task(tid)
-        self._live = False
-        self._return = self._cost = 0.0
-        self._has_cost = False
+        self._clear_episode()
         try:
             obs, info = self.env.reset(options={"task": copy_task(task)})
         except ValueError as exc:
@@ -294,6 +288,12 @@ class CurriculumTask(
             return None
         self._begin(info, tid, task)
         return obs, info
+
+    def _clear_episode(self) -> None:
+        """No episode is live: nothing is reported until the next one starts."""
+        self._live = False
+        self._return = self._cost = 0.0
+        self._has_cost = False
 
     def _begin(self, info: dict[str, Any], tid: int, task: dict[str, Any]) -> None:
         """The episode of ``task`` started: record it and write the info keys."""

@@ -108,7 +108,6 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
         else:
             env.unwrapped.get_attr("task_id")
             env.unwrapped.set_attr("pending_task_id", ids)
-
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
 

@@ -308,6 +308,7 @@ def make_curriculum_vec(
         channel = TaskChannel(num_envs)
         kwargs["channel"] = channel
     wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **kwargs)
+    envs = None
     try:
         envs = gym.make_vec(
             env_id,
@@ -326,6 +327,8 @@ def make_curriculum_vec(
             reseed_curriculum=kwargs.get("reseed_curriculum", True),
         )
     except BaseException:
+        if envs is not None:  # built, then binding or wrapping failed: stop its workers
+            envs.close()
         if channel is not None:
             channel.close()
         raise

@@ -117,15 +117,13 @@ def test_same_seed_same_task_stream():
     assert stream(0) == stream(0)
 
 
-def test_disabled_autoreset_with_reset_mask():
-    cur = Curriculum(SPACE, seed=0)
-    fns = [partial(make_wrapped, cur, f"d{i}") for i in range(2)]
-    envs = CurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED), cur)
+def run_disabled(envs, cur, steps):
+    """DISABLED autoreset: step, reset the done sub-envs with a mask; check tasks and reports."""
     envs.reset(seed=0)
     episodes = 0
-    for _ in range(20):
-        _, rewards, term, trunc, _ = envs.step(np.zeros(2, dtype=np.int64))
-        for i in range(2):
+    for _ in range(steps):
+        _, rewards, term, trunc, _ = envs.step(np.zeros(envs.num_envs, dtype=np.int64))
+        for i in range(envs.num_envs):
             assert rewards[i] == level(envs.task_ids[i])
         dones = term | trunc
         if dones.any():
@@ -136,6 +134,13 @@ def test_disabled_autoreset_with_reset_mask():
             assert (envs.task_ids[~dones] == before[~dones]).all()
             assert (envs.task_ids[dones] == info["task_id"][dones]).all()
     assert cur.stats()["curriculum/updates"] == float(episodes) > 0
+
+
+def test_disabled_autoreset_with_reset_mask():
+    cur = Curriculum(SPACE, seed=0)
+    fns = [partial(make_wrapped, cur, f"d{i}") for i in range(2)]
+    envs = CurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED), cur)
+    run_disabled(envs, cur, 20)
 
 
 def test_unwrapped_sub_envs_are_a_clear_error():

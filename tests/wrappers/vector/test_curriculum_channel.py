@@ -11,7 +11,7 @@ from gymcurric.tasks._shm import segment_exists
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.vector import make_curriculum_vec
 
-from .test_curriculum import MODES, SPACE, check_reports, level, run
+from .test_curriculum import MODES, SPACE, check_reports, run, run_disabled
 
 STUB = gym.envs.registration.EnvSpec(
     "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
@@ -90,18 +90,7 @@ def test_disabled_autoreset_with_reset_mask_through_the_channel():
     cur = Curriculum(SPACE, seed=0, backend="shared")
     envs = _make(cur, n=2, mode=AutoresetMode.DISABLED, context="fork")
     try:
-        envs.reset(seed=0)
-        episodes = 0
-        for _ in range(30):
-            _, rewards, term, trunc, _ = envs.step(np.zeros(2, dtype=np.int64))
-            for i in range(2):
-                assert rewards[i] == level(envs.task_ids[i])
-            dones = term | trunc
-            if dones.any():
-                episodes += int(dones.sum())
-                _, info = envs.reset(options={"reset_mask": dones})
-                assert (envs.task_ids[dones] == info["task_id"][dones]).all()
-        assert cur.stats()["curriculum/updates"] == float(episodes) > 0
+        run_disabled(envs, cur, 30)
     finally:
         envs.close()
         cur.close()
