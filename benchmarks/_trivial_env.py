@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["ENV_ID", "NewTaskToOptions", "TrivialTaskEnv", "register"]
+__all__ = ["ENV_ID", "NewTaskToOptions", "TrivialTaskEnv", "register", "success"]
 
 ENV_ID = "gymcurric-bench/TrivialTask-v0"
 
@@ -52,6 +52,11 @@ class TrivialTaskEnv(gym.Env[np.ndarray, np.int64]):
             return obs, 0.0, False, False, {}
         success = bool(self.np_random.random() < 0.5)
         return obs, float(success), True, False, {"is_success": success}
+
+
+def success(info: dict[str, Any]) -> Any:
+    """The wrapper's default success rule as a ``success_fn`` (a picklable module function)."""
+    return info.get("is_success", info.get("success"))
 
 
 class NewTaskToOptions(gym.Wrapper[np.ndarray, np.int64, np.ndarray, np.int64]):

@@ -30,6 +30,9 @@ in the same start-method context: ``plain``; ``gymcurric`` (``make_curriculum_ve
 curriculum of ``--env-tasks`` tasks on the shared-memory backend); ``syllabus`` (its sync wrapper
 ``GymnasiumSyncWrapper`` around each env, a thin ``new_task`` -> ``options`` adapter, and
 ``make_multiprocessing_curriculum`` over its LP curriculum: its documented multiprocessing setup).
+With ``--slots`` also ``gc-slots``: ``gymcurric`` with a ``success_fn`` (the default success
+rule), so that each episode is summed in its worker and left in the channel, as before the
+main process accounted the episodes from the vector env's outputs.
 The three vector envs are built once per context and measured in turns (interleaved, the order
 rotating), each for the same number of steps. Reported: env steps/s (median and best of the
 repeats), the ratio to plain of the medians and the median of each repeat's ratio (measured back
@@ -333,7 +336,9 @@ def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
     return envs, lambda: None
 
 
-def _build_gymcurric(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+def _build_gymcurric(
+    ctx: str, args: argparse.Namespace, syl: Any, wrapper_kwargs: dict[str, Any] | None = None
+) -> Built:
     tasks = [{"level": i} for i in range(args.env_tasks)]
     cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
     try:
@@ -343,6 +348,7 @@ def _build_gymcurric(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
             args.num_envs,
             vectorization_mode="async",
             vector_kwargs={"context": ctx},
+            wrapper_kwargs=wrapper_kwargs,
             episode_length=args.episode_length,
         )
     except BaseException:
@@ -377,9 +383,15 @@ def _build_syllabus(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
     return envs, stop
 
 
+def _build_gymcurric_slots(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    """``gymcurric`` with a ``success_fn`` (the default rule): episodes summed in the workers."""
+    return _build_gymcurric(ctx, args, syl, {"success_fn": trivial.success})
+
+
 BUILDERS: dict[str, Callable[[str, argparse.Namespace, Any], Built]] = {
     "plain": _build_plain,
     "gymcurric": _build_gymcurric,
+    "gc-slots": _build_gymcurric_slots,
     "syllabus": _build_syllabus,
 }
 
@@ -424,6 +436,9 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
             configs[name] = res
             if name == "syllabus" and syl is None:
                 res["status"] = "skipped (syllabus-rl not installed or --no-syllabus)"
+                continue
+            if name == "gc-slots" and not args.slots:
+                del configs[name]
                 continue
             t0 = time.perf_counter()
             known = {p.pid for p in mp.active_children()}
@@ -523,6 +538,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--env-tasks", type=int, default=1000, help="tasks in both curricula")
     b.add_argument("--env-steps", type=int, help="vector steps per measurement [1500 / 200]")
     b.add_argument("--env-repeats", type=int, help="measurements per configuration [12 / 2]")
+    b.add_argument(
+        "--slots",
+        action="store_true",
+        help="also gc-slots: gymcurric with the episodes summed in the workers (a success_fn)",
+    )
     b.add_argument(
         "--contexts",
         nargs="+",

@@ -6,7 +6,11 @@ turns, ``--repeats`` x ``--steps`` vector steps each:
 * ``plain``: the bare env;
 * ``worker-side``: each sub-env in ``CurriculumTask`` on a shared curriculum of ``--tasks``
   tasks, sampling and updating in the worker (the path SB3's ``SubprocVecEnv`` uses);
-* ``channel``: the same, bound to a ``TaskChannel`` as ``make_curriculum_vec`` builds it.
+* ``channel``: the same, bound to a ``TaskChannel`` whose sub-envs report their episodes
+  through it (what ``make_curriculum_vec`` builds with a ``success_fn`` or a ``factory``);
+* ``channel-main``: bound to a ``TaskChannel(episodes_in_main=True)``, as ``make_curriculum_vec``
+  builds it by default: the episodes are accounted in the main process, and the sub-env's
+  ``step`` is the env's own.
 
 Probes in every worker (``_worker_probe.py``) add the thread CPU time of the whole sub-env
 stack and of the bare env, for ``reset`` and ``step``. Printed: per step and per reset, the
@@ -49,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     cur = Curriculum(
         FixedTaskSpace([{"level": i} for i in range(args.tasks)]), seed=0, backend="shared"
     )
-    chan = TaskChannel(n)
+    chans = {"channel": TaskChannel(n), "channel-main": TaskChannel(n, episodes_in_main=True)}
     envs = {
         "plain": gym.vector.AsyncVectorEnv(
             [partial(make_probed, f"{out}/plain") for _ in range(n)], context=ctx
@@ -61,11 +65,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             cur,
         ),
     }
-    bound = gym.vector.AsyncVectorEnv(
-        [partial(make_probed, f"{out}/channel", cur, chan) for _ in range(n)], context=ctx
-    )
-    bound.set_attr("channel_index", list(range(n)))
-    envs["channel"] = CurriculumTask(bound, cur, channel=chan)
+    for name, chan in chans.items():
+        bound = gym.vector.AsyncVectorEnv(
+            [partial(make_probed, f"{out}/{name}", cur, chan) for _ in range(n)], context=ctx
+        )
+        bound.set_attr("channel_index", list(range(n)))
+        envs[name] = CurriculumTask(bound, cur, channel=chan)
     actions = np.zeros(n, dtype=np.int64)
     try:
         for e in envs.values():

@@ -48,7 +48,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.integrations.sb3.cost import VecCostMonitor
@@ -76,10 +76,28 @@ def short(name: str) -> str:
     return name.split("/")[-1]
 
 
-def make_venv(name: str, n_envs: int, seed: int) -> VecCostMonitor:
+def make_venv(name: str, n_envs: int, seed: int, norm_obs: bool = False) -> Any:
+    """``DummyVecEnv`` -> ``VecCostMonitor`` (raw return and cost) -> optional ``VecNormalize``.
+
+    ``norm_obs`` normalises observations only (``norm_reward=False``), as OmniSafe's
+    ``obs_normalize=True, reward_normalize=False, cost_normalize=False``. The monitor sits below
+    it, so the recorded returns and ``info["cost"]`` are the env's own.
+    """
     venv = DummyVecEnv([lambda: gym.make(env_id(name))] * n_envs)
     venv.seed(seed)
-    return VecCostMonitor(venv)
+    monitored = VecCostMonitor(venv)
+    if norm_obs:
+        return VecNormalize(monitored, norm_obs=True, norm_reward=False)
+    return monitored
+
+
+def linear_decay(start: float):
+    """SB3 schedule from ``start`` at the first update to 0 at the end (OmniSafe's LinearLR)."""
+
+    def schedule(progress_remaining: float) -> float:
+        return start * progress_remaining
+
+    return schedule
 
 
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
@@ -87,6 +105,9 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
     if algo in ("ppo", "ppolag", "pidlag"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
+        common.update(target_kl=args.target_kl)
+        if args.lr_decay:
+            common["learning_rate"] = linear_decay(3e-4)
     if algo == "ppo":
         from stable_baselines3 import PPO
 
@@ -166,7 +187,7 @@ def train(
     steps: int,
     flush_to: Path | None = None,
 ) -> Recorder:
-    venv = make_venv(name, args.n_envs, seed)
+    venv = make_venv(name, args.n_envs, seed, args.norm_obs)
     model = make_model(algo, venv, seed, args)
     rec = Recorder(flush_to)
     model.learn(steps, callback=rec)
@@ -331,6 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-epochs", type=int, default=10)
     p.add_argument("--cost-limit", type=float, default=25.0)
     p.add_argument("--cost-window", type=int, default=100, help="episodes J_c averages")
+    p.add_argument(
+        "--norm-obs", action="store_true", help="VecNormalize(norm_obs=True, norm_reward=False)"
+    )
+    p.add_argument(
+        "--lr-decay", action="store_true", help="PPO family: lr 3e-4 decayed linearly to 0"
+    )
+    p.add_argument(
+        "--target-kl", type=float, default=None, help="PPO family: SB3 early stop (None: off)"
+    )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/safety_gym"))

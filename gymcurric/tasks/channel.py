@@ -15,7 +15,10 @@ in batches, once per vector step, for the envs that need it:
   The main process counts a task as sampled when it sees it taken, and then draws the next.
 * **result**: the sub-env writes its finished episode (task id, return, success, cost) into its
   slot and bumps a counter; the main process applies the new results with one ``update_batch``
-  after the step that ended them.
+  after the step that ended them. With ``episodes_in_main=True`` the sub-envs report nothing:
+  the main process's vector wrapper sums each episode's return and cost from the vector env's
+  own rewards and infos, and the sub-env wrappers leave ``step`` to the env (no wrapper code
+  runs in a worker between two resets).
 
 No lock is needed: between two commands the main process owns every slot, and during a command
 each worker touches only its own. The command and reply pipes order the writes.
@@ -62,12 +65,18 @@ class TaskChannel:
 
     Args:
         num_envs: number of sub-envs (>= 1).
+        episodes_in_main: whether the main process accounts the episodes from the vector
+            env's outputs (the sub-envs then neither accumulate nor :meth:`put` anything).
+            Only for sub-envs whose outermost wrapper is the ``CurriculumTask`` (so that the
+            vector env's rewards and infos are the ones it would see), with no ``success_fn``
+            and no ``factory``; ``make_curriculum_vec`` decides.
     """
 
-    def __init__(self, num_envs: int) -> None:
+    def __init__(self, num_envs: int, *, episodes_in_main: bool = False) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ConfigError("num_envs", num_envs, "expected an int >= 1", source="TaskChannel")
         self.num_envs = num_envs
+        self.episodes_in_main = bool(episodes_in_main)
         self._backend = SharedMemoryBackend()
         arrays = self._backend.allocate({k: FieldSpec(d, (num_envs,)) for k, d in _FIELDS.items()})
         self._bind(arrays)
@@ -181,12 +190,18 @@ class TaskChannel:
         return self._backend.closed
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"num_envs": self.num_envs, "backend": self._backend}
+        return {
+            "num_envs": self.num_envs,
+            "episodes_in_main": self.episodes_in_main,
+            "backend": self._backend,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.num_envs, self._backend = state["num_envs"], state["backend"]
+        self.episodes_in_main = state["episodes_in_main"]
         self._bind(self._backend.arrays())
         self._counted = self._seen = np.zeros(0, dtype=np.int64)  # main-process only
 
     def __repr__(self) -> str:
-        return f"TaskChannel(num_envs={self.num_envs}, {self._backend!r})"
+        main = ", episodes_in_main=True" if self.episodes_in_main else ""
+        return f"TaskChannel(num_envs={self.num_envs}{main}, {self._backend!r})"

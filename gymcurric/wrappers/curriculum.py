@@ -201,8 +201,7 @@ class CurriculumTask(
         #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
         self.rejections = 0
         self._channel = channel
-        #: This sub-env's slot in ``channel`` (-1: not bound; the curriculum is used directly).
-        self.channel_index = -1
+        self._channel_index = -1
         self._first: int | None = None  # a channel task the fast reset took but did not run
         self._first_error: ValueError | None = None  # the fast reset's refusal
         self._first_task: dict[str, Any] = {}  # and the task it refused
@@ -237,12 +236,42 @@ class CurriculumTask(
             )
         self._pending = int(task_id)
 
+    @property
+    def channel_index(self) -> int:
+        """This sub-env's slot in ``channel`` (-1: not bound; the curriculum is used directly).
+
+        When the channel has ``episodes_in_main``, binding also hands ``step`` to the env
+        itself (an instance attribute): the vector wrapper in the main process accounts the
+        episodes, so no wrapper code runs in the worker between two resets.
+        """
+        return self._channel_index
+
+    @channel_index.setter
+    def channel_index(self, index: int) -> None:
+        chan = self._channel
+        if index >= 0 and chan is None:
+            raise ConfigError(
+                "channel_index", index, "this wrapper has no channel", source="CurriculumTask"
+            )
+        self._channel_index = int(index)
+        self.__dict__.pop("step", None)
+        if index >= 0 and chan.episodes_in_main:
+            if self._success_fn is not None or self._factory is not None:
+                raise ConfigError(
+                    "channel",
+                    chan,
+                    "a channel with episodes_in_main=True cannot serve a wrapper with a "
+                    "success_fn or a factory (the main process could not see their episodes)",
+                    source="CurriculumTask",
+                )
+            self.step = self.env.step  # type: ignore[method-assign]
+
     # ---------------------------------------------------------------- reset
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode on the next curriculum task (or on ``options["task"]``)."""
-        if options is None and seed is None and self.channel_index >= 0 and self._pending is None:
+        if options is None and seed is None and self._channel_index >= 0 and self._pending is None:
             started = self._reset_from_channel()  # an autoreset in an async vector env
             if started is not None:
                 return started
@@ -271,7 +300,7 @@ class CurriculumTask(
         Returns None if no task waits, with a factory, or if the env refused the task; the
         general path then goes on (after a refusal, with one retry fewer).
         """
-        tid = self._channel.take(self.channel_index)
+        tid = self._channel.take(self._channel_index)
         if tid is None or self._factory is not None:
             if tid is not None:
                 self._first = tid
@@ -328,8 +357,8 @@ class CurriculumTask(
                 resumed = None
             else:
                 waiting, self._first = self._first, None  # taken by the fast path (factory)
-                if waiting is None and self.channel_index >= 0:  # drawn by the main process
-                    waiting = self._channel.take(self.channel_index)
+                if waiting is None and self._channel_index >= 0:  # drawn by the main process
+                    waiting = self._channel.take(self._channel_index)
                 if waiting is not None:
                     tid, task = waiting, cur.task(waiting)
                 else:  # none waiting (a retry after a refusal) or no channel: draw here
@@ -413,9 +442,9 @@ class CurriculumTask(
             success = info.get("is_success", info.get("success"))
         cost = self._cost if self._has_cost else None
         try:
-            if self.channel_index >= 0:  # left for the main process, which applies it
+            if self._channel_index >= 0:  # left for the main process, which applies it
                 r, s, c = check_episode(self.task_id, self._return, success, cost)
-                self._channel.put(self.channel_index, self.task_id, r, s, c)
+                self._channel.put(self._channel_index, self.task_id, r, s, c)
             else:
                 self.curriculum.update(self.task_id, self._return, success, cost)
         except GymcurricError as exc:

@@ -93,7 +93,7 @@ def test_quick_run_reports_both_parts(tmp_path):
 
 
 def test_no_syllabus_runs_the_gymcurric_side_only(tmp_path):
-    results = _run(tmp_path, "--no-syllabus", "--contexts", "fork")
+    results = _run(tmp_path, "--no-syllabus", "--contexts", "fork", "--slots")
     assert results["meta"]["syllabus_rl"] is None
     calls = results["calls"]
     _check_rows(calls, {"gymcurric-local", "gymcurric-shared"})
@@ -103,3 +103,5 @@ def test_no_syllabus_runs_the_gymcurric_side_only(tmp_path):
     _check_gymcurric_env(configs)
     assert configs["syllabus"]["status"].startswith("skipped")
     assert configs["syllabus"]["steps_per_s"] == []
+    slots = configs["gc-slots"]
+    assert slots["status"] == "ok" and slots["paired_ratio_to_plain"] > 0

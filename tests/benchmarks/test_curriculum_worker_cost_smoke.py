@@ -25,7 +25,7 @@ def test_worker_cost_reports_every_configuration():
         *("--context", "fork", "--num-envs", "2", "--tasks", "20"),
         *("--repeats", "1", "--steps", "60"),
     )
-    for name in ("plain", "worker-side", "channel"):
+    for name in ("plain", "worker-side", "channel", "channel-main"):
         row = next(line.split() for line in text.splitlines() if line.split()[:1] == [name])
         assert len(row) == 7 and all(float(v) == float(v) for v in row[1:])
 

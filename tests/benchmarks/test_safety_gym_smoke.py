@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,3 +76,46 @@ def test_safety_gym_benchmark_quick(tmp_path):
         timeout=120,
     )
     assert (tmp_path / "summary.csv").read_text() == before
+
+
+def test_omnisafe_style_settings_reach_the_models(tmp_path):
+    """--norm-obs / --lr-decay / --target-kl: obs-only VecNormalize, lr to 0, KL early stop."""
+    import importlib.util
+
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    args = SimpleNamespace(
+        n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
+        target_kl=0.02, lr_decay=True, norm_obs=True,
+    )  # fmt: skip
+    venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 0, norm_obs=True)
+    try:
+        assert isinstance(venv, VecNormalize) and venv.norm_obs and not venv.norm_reward
+        for algo in ("ppo", "ppolag", "pidlag"):
+            model = mod.make_model(algo, venv, 0, args)
+            assert model.target_kl == 0.02
+            assert model.lr_schedule(1.0) == pytest.approx(3e-4)
+            assert model.lr_schedule(0.25) == pytest.approx(7.5e-5)
+        trpo = mod.make_model("trpolag", venv, 0, args)
+        assert trpo.target_kl == 0.01  # TRPO's own trust region, untouched
+    finally:
+        venv.close()
+    subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--algos", "ppolag"),
+            *("--envs", "gymcurric/HazardNav-v0", "--steps", "128", "--seeds", "0"),
+            *("--n-steps", "64", "--norm-obs", "--lr-decay", "--target-kl", "0.02"),
+            *("--out", str(tmp_path)),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert [config[k] for k in ("norm_obs", "lr_decay", "target_kl")] == ["True", "True", "0.02"]
+    with open(tmp_path / "runs" / "ppolag__HazardNav-v0__s0.csv") as f:
+        assert [int(r["timesteps"]) for r in csv.DictReader(f)] == [64, 128]

@@ -140,6 +140,12 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._channel = channel
         self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
         self._resume_waiting: list[int] | None = None
+        # episodes accounted here (channel.episodes_in_main): per sub-env running sums
+        self._in_main = channel is not None and channel.episodes_in_main
+        self._ret = np.zeros(self.num_envs, dtype=np.float64)
+        self._cost = np.zeros(self.num_envs, dtype=np.float64)
+        self._has_cost = np.zeros(self.num_envs, dtype=bool)
+        self._live = np.zeros(self.num_envs, dtype=bool)
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -218,6 +224,8 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if chan is not None:
             chan.refill(self.curriculum)
         self._record(infos, self._started(infos, expected))
+        if self._in_main:
+            self._restart(expected)
         self._prev_dones[expected] = False
         self._prev_any = bool(self._prev_dones.any())
         self.task_ids = self._current.copy()
@@ -229,6 +237,8 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         dones = np.logical_or(terminations, truncations)
         any_done = bool(dones.any())
+        if self._in_main:  # before _record: _current still holds the ended episodes' tasks
+            self._account(rewards, dones, any_done, infos)
         # Fast path: most vector steps start no episode; then nothing is read or copied and
         # task_ids (a copy made when _current last changed) stays valid.
         if self._mode == AutoresetMode.NEXT_STEP:
@@ -243,10 +253,94 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 self._record(infos, self._started(infos, dones))
         if self._channel is not None and (any_done or self._prev_any):
             # episodes that ended this step left their results; resets took their tasks
-            self._channel.collect(self.curriculum)
+            if not self._in_main:
+                self._channel.collect(self.curriculum)
             self._channel.refill(self.curriculum)
         self._prev_dones, self._prev_any = dones, any_done
         return obs, rewards, terminations, truncations, infos
+
+    # ---------------------------------------------------------------- episodes in main
+    def _restart(self, envs: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> None:
+        """Episodes start in ``envs``: their sums restart, and they are reported when done."""
+        self._ret[envs] = 0.0
+        self._cost[envs] = 0.0
+        self._has_cost[envs] = False
+        self._live[envs] = True
+
+    def _account(
+        self,
+        rewards: Any,
+        dones: npt.NDArray[np.bool_],
+        any_done: bool,
+        infos: dict[str, Any],
+    ) -> None:
+        """Sum this step into each live episode; report the episodes that ended, in one batch.
+
+        The same sums, in the same order, as the sub-env wrapper's ``step`` makes (so the
+        curriculum state is the same bit for bit): the reward of every step of the episode,
+        ``info["cost"]`` where the step's info has it, and the last step's
+        ``info["is_success"]`` (else ``info["success"]``). In ``NEXT_STEP`` mode the reset
+        step (reward 0) starts the next episode; in ``SAME_STEP`` mode the last step's info is
+        ``info["final_info"]``.
+        """
+        if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
+            self._restart(self._prev_dones)  # this step was their reset step
+            step = self._live & ~self._prev_dones
+        else:
+            step = self._live
+        self._ret[step] += np.asarray(rewards, dtype=np.float64)[step]
+        last = infos
+        if any_done and self._mode == AutoresetMode.SAME_STEP:
+            last = infos.get("final_info", {})
+        self._add_cost(infos, step & ~dones if last is not infos else step)
+        if not any_done:
+            return
+        ended = np.flatnonzero(dones & self._live)
+        if last is not infos:
+            self._add_cost(last, dones & self._live)
+        ids = self._current[ended]  # the ended episodes' tasks (new ones are recorded after)
+        keep = ids >= 0  # explicit tasks (-1) are not reported
+        if not keep.all():
+            ended, ids = ended[keep], ids[keep]
+        returns = self._ret[ended]
+        costs = np.where(self._has_cost[ended], self._cost[ended], 0.0)
+        has_cost = self._has_cost[ended]
+        if self._mode == AutoresetMode.SAME_STEP:
+            self._restart(dones)  # their next episodes started in this step
+        else:
+            self._live[dones] = False
+        if not len(ended):
+            return
+        success = _success(last, ended)
+        try:
+            if (
+                isinstance(success, np.ndarray)
+                and np.isfinite(returns).all()
+                and np.isfinite(costs).all()
+            ):  # plain values: checked here, as the channel's collect does
+                self.curriculum._report_episodes(ids, returns, success, costs)
+            else:  # something to check and name one by one
+                self.curriculum.update_batch(
+                    ids,
+                    returns.tolist(),
+                    list(success),
+                    [float(c) if h else None for c, h in zip(costs, has_cost, strict=True)],
+                )
+        except Exception as exc:
+            exc.add_note(
+                f"reported by vector.CurriculumTask at the end of episodes of sub-envs "
+                f"{ended.tolist()} (task ids {ids.tolist()})"
+            )
+            raise
+
+    def _add_cost(self, infos: dict[str, Any], where: npt.NDArray[np.bool_]) -> None:
+        cost = infos.get("cost")
+        if cost is None:
+            return
+        has = np.asarray(infos.get("_cost", np.ones(self.num_envs, bool)), dtype=bool) & where
+        if has.any():
+            self._cost[has] += np.asarray(cost)[has].astype(np.float64)
+            self._has_cost |= has
 
     def close(self, **kwargs: Any) -> None:
         """Close the vector env, then apply any results left in the channel and unlink it."""
@@ -259,6 +353,34 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                     chan.collect(self.curriculum)
                 finally:
                     chan.close()
+
+
+def _success(infos: dict[str, Any], envs: npt.NDArray[np.intp]) -> Any:
+    """Per env in ``envs``: ``info["is_success"]``, else ``info["success"]``, else none.
+
+    A float64 array (NaN: none) when every value found is a bool; else a list of the values
+    (``None``: none) for the curriculum to check one by one.
+    """
+    out = np.full(len(envs), np.nan)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    plain = True
+    for key in ("success", "is_success"):  # the later key wins, as info.get(a, info.get(b))
+        values = infos.get(key)
+        if values is None:
+            continue
+        values = np.asarray(values)
+        has = np.asarray(infos.get(f"_{key}", np.ones(len(values), bool)), dtype=bool)[envs]
+        found.append((values[envs], has))
+        plain = plain and values.dtype == np.bool_
+    if plain:
+        for values, has in found:
+            out[has] = values[has]
+        return out
+    objs: list[Any] = [None] * len(envs)
+    for values, has in found:
+        for j in np.flatnonzero(has):
+            objs[j] = values[j].item() if isinstance(values[j], np.generic) else values[j]
+    return objs
 
 
 def make_curriculum_vec(
@@ -305,7 +427,10 @@ def make_curriculum_vec(
     kwargs = dict(wrapper_kwargs or {})
     channel = None
     if vectorization_mode == "async" and _takes_channel(curriculum, kwargs):
-        channel = TaskChannel(num_envs)
+        # the vector env's rewards and infos are this wrapper's (it is the outermost one):
+        # without a success_fn or a factory the episodes can be accounted in this process
+        in_main = kwargs.get("success_fn") is None and kwargs.get("factory") is None
+        channel = TaskChannel(num_envs, episodes_in_main=in_main)
         kwargs["channel"] = channel
     wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **kwargs)
     envs = None

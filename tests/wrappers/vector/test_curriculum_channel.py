@@ -319,3 +319,99 @@ def test_checkpoint_resume_of_an_async_vector_env_is_exact(tmp_path, mode):
         for e, c in ((envs, cur), (envs2, cur2)):
             e.close()
             c.close()
+
+
+# ---------------------------------------------------------------- episodes accounted in main
+
+
+def _same_success(info):
+    return info.get("is_success", info.get("success"))
+
+
+@pytest.mark.parametrize("mode", [*MODES, AutoresetMode.DISABLED])
+def test_episodes_accounted_in_main_equal_the_sub_envs_reports(mode):
+    """Same tasks, same curriculum state bit for bit; and the workers left no result."""
+
+    def state(**wrapper_kwargs):
+        cur = Curriculum(SPACE, seed=0, backend="shared", recompute_every=3)
+        envs = _make(cur, n=3, mode=mode, context="fork", **wrapper_kwargs)
+        try:
+            assert envs._channel.episodes_in_main == (not wrapper_kwargs)
+            if mode == AutoresetMode.DISABLED:
+                run_disabled(envs, cur, 40)
+            else:
+                check_reports(cur, run(envs, steps=60))
+            if envs._channel.episodes_in_main:  # the sub-envs' step is the env's own
+                assert envs._channel._res_seq.tolist() == [0, 0, 0]
+            else:
+                assert envs._channel._res_seq.sum() > 0
+            return cur.state_dict()["arrays"]
+        finally:
+            envs.close()
+            cur.close()
+
+    in_main, reported = state(), state(success_fn=_same_success)
+    assert in_main["count"].sum() > 0 and in_main["cost_ema"].any()
+    for key, arr in in_main.items():
+        assert np.array_equal(arr, reported[key], equal_nan=True), key
+
+
+def test_explicit_task_episodes_are_not_accounted_in_main():
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = _make(cur, n=2, context="fork")
+    try:
+        envs.reset(seed=0, options={"task": {"level": 7, "len": 2}})
+        assert envs.task_ids.tolist() == [-1, -1]
+        for _ in range(2):
+            _, rewards, _, _, _ = envs.step(np.zeros(2, dtype=np.int64))
+            assert (rewards == 7).all()
+        assert cur.stats()["curriculum/updates"] == 0.0  # the explicit episodes ended
+        finished = []
+        for _ in range(12):  # then curriculum tasks, reported
+            _, _, term, trunc, _ = envs.step(np.zeros(2, dtype=np.int64))
+            finished += [int(envs.task_ids[i]) for i in np.flatnonzero(term | trunc)]
+        assert cur.stats()["curriculum/updates"] == float(len(finished)) > 0
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*(Worker|exception|Traceback).*:UserWarning")
+def test_a_nan_cost_accounted_in_main_is_an_error_naming_the_sub_envs():
+    tasks = [{"level": 2, "len": 2, "nan_cost": True}]
+    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
+    envs = _make(cur, n=2, context="fork")
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(2, dtype=np.int64))
+        with pytest.raises(NonFiniteValueError) as err:
+            envs.step(np.zeros(2, dtype=np.int64))
+        assert "sub-envs [0, 1]" in "".join(err.value.__notes__)
+        assert cur.stats()["curriculum/updates"] == 0.0  # the batch is rejected whole
+    finally:
+        envs.close(terminate=True)
+        cur.close()
+
+
+def test_binding_a_sub_env_to_a_main_accounting_channel():
+    from tests.curriculum_stubs import make_wrapped
+
+    cur = Curriculum(SPACE, seed=0)
+    chan = TaskChannel(1, episodes_in_main=True)
+    try:
+        env = make_wrapped(cur, "m", channel=chan)
+        assert env.step == env.__class__.step.__get__(env)  # unbound: the wrapper's step
+        env.channel_index = 0
+        assert env.step == env.env.step  # bound: the env's own
+        chan.refill(cur)
+        env.reset()
+        env.step(0)
+        assert env._return == 0.0  # nothing summed in the sub-env
+        env.channel_index = -1
+        assert "step" not in env.__dict__
+        with pytest.raises(ConfigError, match="success_fn or a factory"):
+            make_wrapped(cur, "f", channel=chan, success_fn=_same_success).channel_index = 0
+        with pytest.raises(ConfigError, match="no channel"):
+            make_wrapped(cur, "n").channel_index = 0
+    finally:
+        chan.close()
