@@ -146,6 +146,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._cost = np.zeros(self.num_envs, dtype=np.float64)
         self._has_cost = np.zeros(self.num_envs, dtype=bool)
         self._live = np.zeros(self.num_envs, dtype=bool)
+        self._all_live = False
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -266,6 +267,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._cost[envs] = 0.0
         self._has_cost[envs] = False
         self._live[envs] = True
+        self._all_live = bool(self._live.all())
 
     def _account(
         self,
@@ -283,16 +285,22 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         step (reward 0) starts the next episode; in ``SAME_STEP`` mode the last step's info is
         ``info["final_info"]``.
         """
+        rewards = np.asarray(rewards, dtype=np.float64)
         if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
             self._restart(self._prev_dones)  # this step was their reset step
             step = self._live & ~self._prev_dones
+            self._ret[step] += rewards[step]
+        elif self._all_live:  # the common step: every sub-env is inside an episode
+            step = self._live
+            self._ret += rewards
         else:
             step = self._live
-        self._ret[step] += np.asarray(rewards, dtype=np.float64)[step]
+            self._ret[step] += rewards[step]
         last = infos
         if any_done and self._mode == AutoresetMode.SAME_STEP:
             last = infos.get("final_info", {})
-        self._add_cost(infos, step & ~dones if last is not infos else step)
+        if "cost" in infos:
+            self._add_cost(infos, step & ~dones if last is not infos else step)
         if not any_done:
             return
         ended = np.flatnonzero(dones & self._live)
@@ -309,6 +317,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._restart(dones)  # their next episodes started in this step
         else:
             self._live[dones] = False
+            self._all_live = False
         if not len(ended):
             return
         success = _success(last, ended)
