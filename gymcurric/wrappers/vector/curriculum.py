@@ -400,6 +400,7 @@ def make_curriculum_vec(
     vectorization_mode: str = "sync",
     vector_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
+    episodes_in_main: bool = True,
     **env_kwargs: Any,
 ) -> CurriculumTask:
     """``gym.make_vec`` with every sub-env wrapped in ``CurriculumTask``, plus the vector twin.
@@ -414,6 +415,13 @@ def make_curriculum_vec(
             "context": "spawn"}``).
         wrapper_kwargs: keyword arguments of the single-env ``CurriculumTask``
             (``success_fn``, ``max_retries``, ...).
+        episodes_in_main: for async vector envs, whether this process sums each episode's
+            return and cost from the vector env's rewards and infos (the default; not with a
+            ``success_fn`` or a ``factory``, whose view the vector env does not carry).
+            ``False`` keeps the sums in the sub-envs. Gymnasium types each step's info array
+            by the first sub-env that reports the key, so an env that mixes ``int`` and
+            ``float`` costs (or ``bool`` and ``float`` successes) in one step loses the
+            fractions there; such envs should report floats, or use ``False``.
         **env_kwargs: passed to the env constructor.
 
     Async vector envs of a :class:`~gymcurric.tasks.Curriculum` go through a
@@ -438,7 +446,9 @@ def make_curriculum_vec(
     if vectorization_mode == "async" and _takes_channel(curriculum, kwargs):
         # the vector env's rewards and infos are this wrapper's (it is the outermost one):
         # without a success_fn or a factory the episodes can be accounted in this process
-        in_main = kwargs.get("success_fn") is None and kwargs.get("factory") is None
+        in_main = (
+            episodes_in_main and kwargs.get("success_fn") is None and kwargs.get("factory") is None
+        )
         channel = TaskChannel(num_envs, episodes_in_main=in_main)
         kwargs["channel"] = channel
     wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **kwargs)

@@ -18,7 +18,9 @@ STUB = gym.envs.registration.EnvSpec(
 )
 
 
-def _make(cur, n=3, mode=AutoresetMode.NEXT_STEP, context="forkserver", **wrapper_kwargs):
+def _make(
+    cur, n=3, mode=AutoresetMode.NEXT_STEP, context="forkserver", in_main=True, **wrapper_kwargs
+):
     return make_curriculum_vec(
         STUB,
         cur,
@@ -26,6 +28,7 @@ def _make(cur, n=3, mode=AutoresetMode.NEXT_STEP, context="forkserver", **wrappe
         vectorization_mode="async",
         vector_kwargs={"autoreset_mode": mode, "context": context},
         wrapper_kwargs=wrapper_kwargs or None,
+        episodes_in_main=in_main,
     )
 
 
@@ -332,11 +335,11 @@ def _same_success(info):
 def test_episodes_accounted_in_main_equal_the_sub_envs_reports(mode):
     """Same tasks, same curriculum state bit for bit; and the workers left no result."""
 
-    def state(**wrapper_kwargs):
+    def state(in_main=True, **wrapper_kwargs):
         cur = Curriculum(SPACE, seed=0, backend="shared", recompute_every=3)
-        envs = _make(cur, n=3, mode=mode, context="fork", **wrapper_kwargs)
+        envs = _make(cur, n=3, mode=mode, context="fork", in_main=in_main, **wrapper_kwargs)
         try:
-            assert envs._channel.episodes_in_main == (not wrapper_kwargs)
+            assert envs._channel.episodes_in_main == (in_main and not wrapper_kwargs)
             if mode == AutoresetMode.DISABLED:
                 run_disabled(envs, cur, 40)
             else:
@@ -351,9 +354,11 @@ def test_episodes_accounted_in_main_equal_the_sub_envs_reports(mode):
             cur.close()
 
     in_main, reported = state(), state(success_fn=_same_success)
+    kept = state(in_main=False)
     assert in_main["count"].sum() > 0 and in_main["cost_ema"].any()
     for key, arr in in_main.items():
         assert np.array_equal(arr, reported[key], equal_nan=True), key
+        assert np.array_equal(arr, kept[key], equal_nan=True), key
 
 
 def test_explicit_task_episodes_are_not_accounted_in_main():
