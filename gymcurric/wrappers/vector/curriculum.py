@@ -329,10 +329,12 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             ):  # plain values: checked here, as the channel's collect does
                 self.curriculum._report_episodes(ids, returns, success, costs)
             else:  # something to check and name one by one
+                if isinstance(success, np.ndarray):  # NaN there means none
+                    success = [None if v != v else v for v in success.tolist()]
                 self.curriculum.update_batch(
                     ids,
                     returns.tolist(),
-                    list(success),
+                    success,
                     [float(c) if h else None for c, h in zip(costs, has_cost, strict=True)],
                 )
         except Exception as exc:

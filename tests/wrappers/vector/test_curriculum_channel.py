@@ -382,14 +382,18 @@ def test_explicit_task_episodes_are_not_accounted_in_main():
 
 
 @pytest.mark.filterwarnings("ignore:.*(Worker|exception|Traceback).*:UserWarning")
-def test_a_nan_cost_accounted_in_main_is_an_error_naming_the_sub_envs():
+@pytest.mark.parametrize("success_key", ["is_success", "unread"])  # unread: no success
+def test_a_nan_cost_accounted_in_main_is_an_error_naming_the_sub_envs(success_key):
     tasks = [{"level": 2, "len": 2, "nan_cost": True}]
     cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
-    envs = _make(cur, n=2, context="fork")
+    envs = make_curriculum_vec(
+        STUB, cur, 2, vectorization_mode="async", vector_kwargs={"context": "fork"},
+        success_key=success_key,
+    )  # fmt: skip
     try:
         envs.reset(seed=0)
         envs.step(np.zeros(2, dtype=np.int64))
-        with pytest.raises(NonFiniteValueError) as err:
+        with pytest.raises(NonFiniteValueError, match="cost of task_id=0 is nan") as err:
             envs.step(np.zeros(2, dtype=np.int64))
         assert "sub-envs [0, 1]" in "".join(err.value.__notes__)
         assert cur.stats()["curriculum/updates"] == 0.0  # the batch is rejected whole
