@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import gc
 import json
 import multiprocessing as mp
@@ -75,17 +74,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
-from gymcurric.wrappers.vector import make_curriculum_vec
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:  # workers import the env module by name (spawn / forkserver)
     sys.path.insert(0, str(_HERE))
 
 import _trivial_env as trivial  # noqa: E402
+from _overhead_envs import BUILDERS, Built  # noqa: E402
 from _overhead_report import load_average, meta, print_calls, print_env  # noqa: E402
 from _syllabus_anchor import (  # noqa: E402
     load_syllabus,
@@ -322,80 +320,6 @@ def _stop(procs: Sequence[Any]) -> None:
             proc.join(2)
 
 
-Built = tuple[Any, Callable[[], None]]  # (vector env, cleanup of what else was created)
-
-
-def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
-    envs = gym.make_vec(
-        trivial.ENV_ID,
-        args.num_envs,
-        vectorization_mode="async",
-        vector_kwargs={"context": ctx},
-        episode_length=args.episode_length,
-    )
-    return envs, lambda: None
-
-
-def _build_gymcurric(
-    ctx: str, args: argparse.Namespace, syl: Any, wrapper_kwargs: dict[str, Any] | None = None
-) -> Built:
-    tasks = [{"level": i} for i in range(args.env_tasks)]
-    cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
-    try:
-        envs = make_curriculum_vec(
-            trivial.ENV_ID,
-            cur,
-            args.num_envs,
-            vectorization_mode="async",
-            vector_kwargs={"context": ctx},
-            wrapper_kwargs=wrapper_kwargs,
-            episode_length=args.episode_length,
-        )
-    except BaseException:
-        cur.close()
-        raise
-    return envs, cur.close
-
-
-def _build_syllabus(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
-    sigint = signal.getsignal(signal.SIGINT)  # start() installs its own SIGINT handler
-    mp_cur = syl.core.make_multiprocessing_curriculum(syllabus_lp(syl, args.env_tasks))
-
-    def stop() -> None:
-        mp_cur.stop()
-        signal.signal(signal.SIGINT, sigint)
-
-    sync = functools.partial(
-        syl.core.GymnasiumSyncWrapper, task_space=mp_cur.task_space, components=mp_cur.components
-    )
-    try:
-        envs = gym.make_vec(
-            trivial.ENV_ID,
-            args.num_envs,
-            vectorization_mode="async",
-            vector_kwargs={"context": ctx},
-            episode_length=args.episode_length,
-            wrappers=[trivial.NewTaskToOptions, sync],
-        )
-    except BaseException:
-        stop()
-        raise
-    return envs, stop
-
-
-def _build_gymcurric_slots(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
-    """``gymcurric`` with a ``success_fn`` (the default rule): episodes summed in the workers."""
-    return _build_gymcurric(ctx, args, syl, {"success_fn": trivial.success})
-
-
-BUILDERS: dict[str, Callable[[str, argparse.Namespace, Any], Built]] = {
-    "plain": _build_plain,
-    "gymcurric": _build_gymcurric,
-    "gc-slots": _build_gymcurric_slots,
-    "syllabus": _build_syllabus,
-}
-
-
 def _cpu_s(pids: Sequence[int]) -> float | None:
     """CPU seconds used so far by all threads of ``pids`` (Linux ``schedstat``; else None)."""
     total = 0
@@ -432,13 +356,12 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
         configs: dict[str, dict[str, Any]] = {}
         live: dict[str, Built] = {}
         for name, build in BUILDERS.items():  # Syllabus last: under fork, its threads come last
+            if name == "gc-slots" and not args.slots:
+                continue
             res: dict[str, Any] = {"status": "ok", "steps_per_s": [], "cpu_us_per_step": []}
             configs[name] = res
             if name == "syllabus" and syl is None:
                 res["status"] = "skipped (syllabus-rl not installed or --no-syllabus)"
-                continue
-            if name == "gc-slots" and not args.slots:
-                del configs[name]
                 continue
             t0 = time.perf_counter()
             known = {p.pid for p in mp.active_children()}

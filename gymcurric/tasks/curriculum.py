@@ -335,15 +335,17 @@ class Curriculum(_CrossProcess):
         if isinstance(ids, np.ndarray):
             if ids.ndim == 1 and ids.dtype.kind in "iu":
                 arr = ids.astype(np.int64, copy=False)
-                if len(arr) <= 16:  # a vector step's episodes: Python's min/max are cheaper
-                    few = arr.tolist()
-                    if few and (min(few) < 0 or max(few) >= limit):
-                        arr = None
-                    elif few:
-                        return arr % self._mod if self._mod else arr
         elif all(type(t) is int for t in ids):
             arr = np.asarray(ids, dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
-        if arr is None or (len(arr) and (arr.min() < 0 or arr.max() >= limit)):
+        if arr is not None and len(arr):
+            if len(arr) <= 16:  # a vector step's episodes: Python's min/max are cheaper
+                few = arr.tolist()
+                lo, hi = min(few), max(few)
+            else:
+                lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= limit:
+                arr = None
+        if arr is None:
             arr = np.array([space.check_id(t) for t in ids], dtype=np.int64)  # raises
         return arr % self._mod if self._mod else arr
 

@@ -289,12 +289,11 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
             self._restart(self._prev_dones)  # this step was their reset step
             step = self._live & ~self._prev_dones
-            self._ret[step] += rewards[step]
-        elif self._all_live:  # the common step: every sub-env is inside an episode
-            step = self._live
-            self._ret += rewards
         else:
             step = self._live
+        if step is self._live and self._all_live:  # the common step: all inside an episode
+            self._ret += rewards
+        else:
             self._ret[step] += rewards[step]
         last = infos
         if any_done and self._mode == AutoresetMode.SAME_STEP:

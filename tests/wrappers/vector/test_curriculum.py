@@ -54,6 +54,15 @@ def run(envs, steps=40, seed=0, starts=None):
     return finished
 
 
+def task_id_stream(envs, n):
+    """Step ``n`` times with action 0; per step, the vector wrapper's ``task_ids`` as a list."""
+    out = []
+    for _ in range(n):
+        envs.step(np.zeros(envs.num_envs, dtype=np.int64))
+        out.append(envs.task_ids.tolist())
+    return out
+
+
 def check_reports(cur, finished):
     assert finished, "no episode finished"
     for tid, ret in finished:
@@ -176,23 +185,16 @@ def test_checkpoint_resume_of_a_vector_env(tmp_path):
         fns = [partial(make_wrapped, cur, f"r{i}") for i in range(2)]
         return cur, CurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP), cur)
 
-    def steps(envs, n):
-        out = []
-        for _ in range(n):
-            envs.step(np.zeros(2, dtype=np.int64))
-            out.append(envs.task_ids.tolist())
-        return out
-
     cur, envs = make(0)
     envs.reset(seed=0)
-    steps(envs, 12)  # episodes of 3 steps: the checkpoint falls on an episode boundary
+    task_id_stream(envs, 12)  # episodes of 3 steps: the checkpoint falls on an episode boundary
     path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-    expected = steps(envs, 30)
+    expected = task_id_stream(envs, 30)
 
     cur2, envs2 = make(7)
     load_curriculum_state(path, cur2, env=envs2)
     envs2.reset(seed=123)  # the resumed tasks win over the seed; the generator is kept
-    assert steps(envs2, 30) == expected
+    assert task_id_stream(envs2, 30) == expected
 
 
 @pytest.mark.parametrize("flags", [[], ["--async"]])

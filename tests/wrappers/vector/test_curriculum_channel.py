@@ -11,7 +11,7 @@ from gymcurric.tasks._shm import segment_exists
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.vector import make_curriculum_vec
 
-from .test_curriculum import MODES, SPACE, check_reports, run, run_disabled
+from .test_curriculum import MODES, SPACE, check_reports, run, run_disabled, task_id_stream
 
 STUB = gym.envs.registration.EnvSpec(
     "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
@@ -294,13 +294,6 @@ def test_checkpoint_resume_of_an_async_vector_env_is_exact(tmp_path, mode):
         cur = Curriculum(space, seed=seed, recompute_every=3, backend="shared")
         return cur, _make(cur, n=2, mode=mode, context="fork")
 
-    def steps(envs, n):
-        out = []
-        for _ in range(n):
-            envs.step(np.zeros(2, dtype=np.int64))
-            out.append(envs.task_ids.tolist())
-        return out
-
     # episodes of 3 steps (NEXT_STEP: + the reset step): after 12 steps every env has just
     # started an episode, so the checkpoint falls on an episode boundary in both modes
     boundary = 12
@@ -308,14 +301,14 @@ def test_checkpoint_resume_of_an_async_vector_env_is_exact(tmp_path, mode):
     cur2, envs2 = make(7)
     try:
         envs.reset(seed=0)
-        steps(envs, boundary)
+        task_id_stream(envs, boundary)
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        expected = steps(envs, 30)
+        expected = task_id_stream(envs, 30)
         expected_state = cur.state_dict()["arrays"]
 
         load_curriculum_state(path, cur2, env=envs2)
         envs2.reset(seed=123)  # the resumed tasks and generator win over the seed
-        assert steps(envs2, 30) == expected
+        assert task_id_stream(envs2, 30) == expected
         for key, arr in cur2.state_dict()["arrays"].items():
             assert np.array_equal(arr, expected_state[key]), key
     finally:
