@@ -119,7 +119,8 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     if algo == "pidlag":
         from gymcurric.integrations.sb3.ppo_lag import PPOPIDLag
 
-        return PPOPIDLag("MlpPolicy", venv, **common, **lag)
+        kp, ki, kd = args.pid_gains
+        return PPOPIDLag("MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd)
     if algo == "trpo":
         from sb3_contrib import TRPO
 
@@ -360,6 +361,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--target-kl", type=float, default=None, help="PPO family: SB3 early stop (None: off)"
+    )
+    p.add_argument(
+        "--pid-gains",
+        nargs=3,
+        type=float,
+        default=[0.1, 0.01, 0.01],
+        metavar=("KP", "KI", "KD"),
+        help="pidlag gains, applied once per rollout (OmniSafe's per-epoch defaults)",
     )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)

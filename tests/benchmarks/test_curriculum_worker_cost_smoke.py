@@ -1,5 +1,6 @@
-"""Smoke tests of ``benchmarks/curriculum_worker_cost.py`` and ``curriculum_update_batch.py``:
-tiny sizes, structure of the results only (timings are never asserted in tests)."""
+"""Smoke tests of ``benchmarks/curriculum_worker_cost.py``, ``curriculum_main_cost.py`` and
+``curriculum_update_batch.py``: tiny sizes, structure of the results only (timings are never
+asserted in tests)."""
 
 import subprocess
 import sys
@@ -40,3 +41,17 @@ def test_update_batch_reports_every_size():
         assert any(
             line.strip().startswith(way) and "us/episode" in line for line in text.splitlines()
         )
+
+
+def test_main_cost_reports_every_configuration():
+    # the script itself checks that the channel-main replay reported every ended episode once
+    for mode in ("next-step", "same-step"):
+        text = _run(
+            "curriculum_main_cost.py",
+            *("--autoreset", mode, "--num-envs", "2", "--tasks", "20"),
+            *("--steps", "50", "--repeats", "2"),
+        )
+        assert "AsyncVectorEnv.step itself (fork)" in text
+        for name in ("plain", "ids-only", "channel-main"):
+            row = next(line.split() for line in text.splitlines() if line.split()[:1] == [name])
+            assert row[1] == "extra" and float(row[2]) == float(row[2])
