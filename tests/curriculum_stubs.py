@@ -20,7 +20,7 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
     reward = ``level`` every step (so the return is ``level * len`` and each reward tells which
     task produced it), ``info["cost"] = 0.5``, ``info["is_success"] = level % 2 == 0`` on the
     last step. ``{"reject": True}`` raises :class:`TaskError`, ``{"nan": True}`` gives NaN
-    rewards, ``{"nan_cost": True}`` NaN costs. With ``fixed_task`` (factory mode) the env
+    rewards, ``{"nan_cost": True}`` NaN costs, ``{"cost": c}`` the cost ``c`` as given. With ``fixed_task`` (factory mode) the env
     ignores options and runs that task.
     """
 
@@ -66,7 +66,8 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
         done = self.t >= int(self.task.get("len", 3))
         info: dict[str, Any] = {}
         if self.cost:
-            info["cost"] = float("nan") if self.task.get("nan_cost") else 0.5
+            cost = self.task.get("cost", 0.5)  # {"cost": 0} reports an int
+            info["cost"] = float("nan") if self.task.get("nan_cost") else cost
         if done:
             info[self.success_key] = int(self.task.get("level", 0)) % 2 == 0
         return np.full(1, self.t, np.float32), reward, done, False, info

@@ -29,6 +29,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymcurric.errors import ConfigError
 from gymcurric.replay._checks import as_tensor_like
 from gymcurric.replay.ring import ReplayRing
+from gymcurric.safety.costs import check_vector_cost_dtype
 
 __all__ = ["RecordToRing"]
 
@@ -39,12 +40,14 @@ def _costs(infos: dict[str, Any], num_envs: int, dones: np.ndarray, same_step: b
     costs = np.zeros(num_envs, dtype=np.float64)
     if "cost" in infos:
         mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
+        check_vector_cost_dtype(infos["cost"], "RecordToRing")
         costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
     if same_step and dones.any():
         costs[dones] = 0.0
         final = infos.get("final_info")
         if isinstance(final, dict) and "cost" in final:
             fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
+            check_vector_cost_dtype(final["cost"], "RecordToRing")
             costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
     return costs
 

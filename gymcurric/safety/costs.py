@@ -16,10 +16,49 @@ import numpy.typing as npt
 
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 
-__all__ = ["NONFINITE_POLICIES", "EpisodeCostTracker", "NonFiniteGuard", "NonFinitePolicy"]
+__all__ = [
+    "NONFINITE_POLICIES",
+    "EpisodeCostTracker",
+    "NonFiniteGuard",
+    "NonFinitePolicy",
+    "check_vector_cost_dtype",
+]
 
 NonFinitePolicy = Literal["warn", "raise", "ignore"]
 NONFINITE_POLICIES: tuple[str, ...] = ("warn", "raise", "ignore")
+
+
+_DTYPE_WARNED: set[str] = set()  # the readers that warned already (once per process each)
+
+
+def check_vector_cost_dtype(values: object, where: str) -> None:
+    """Warn once per ``where`` if a vector env's ``info["cost"]`` came as an int or bool array.
+
+    Gymnasium's vector envs (``VectorEnv._add_info``) give each step's info array the type of
+    the first sub-env that reports the key in that step. If sub-env 0 reports ``cost=0`` (an
+    ``int``) and sub-env 1 reports ``0.5``, the array is ``int`` and the 0.5 arrives as 0; a
+    ``bool`` cost turns 0.5 into ``True``. The fraction is gone before any wrapper sees it, so
+    the readers of vector costs call this: costs that are always whole numbers lose nothing,
+    and envs that mix types should report ``float(cost)``, or have each sub-env wrapped in
+    :class:`gymcurric.wrappers.AnnotateCost`, which does.
+
+    Args:
+        values: ``infos["cost"]`` (or ``infos["final_info"]["cost"]``) as the vector env gave it.
+        where: the reader (named in the warning; each warns once per process).
+    """
+    kind = getattr(getattr(values, "dtype", None), "kind", "f")
+    if kind in "biu" and where not in _DTYPE_WARNED:
+        _DTYPE_WARNED.add(where)
+        warnings.warn(
+            f"{where}: the vector env's info['cost'] is a {np.asarray(values).dtype} array. "
+            "Gymnasium types each step's info array by the first sub-env that reports the key, "
+            "so a float cost of another sub-env in the same step (0.5 next to an int 0) was "
+            "truncated. Harmless if the costs are always whole numbers; otherwise report "
+            "float(cost), or wrap each sub-env in gymcurric.wrappers.AnnotateCost (it reports "
+            "floats)",
+            GymcurricWarning,
+            stacklevel=3,
+        )
 
 
 class NonFiniteGuard:

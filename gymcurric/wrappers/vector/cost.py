@@ -23,7 +23,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard, NonFinitePolicy
+from gymcurric.safety.costs import (
+    EpisodeCostTracker,
+    NonFiniteGuard,
+    NonFinitePolicy,
+    check_vector_cost_dtype,
+)
 from gymcurric.wrappers.vector._common import autoreset_mode
 
 __all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
@@ -39,6 +44,8 @@ def read_step_costs(
     dones: BoolArray,
     reset_steps: BoolArray,
     same_step: bool,
+    *,
+    source: str = "read_step_costs",
 ) -> tuple[npt.NDArray[np.float64], BoolArray]:
     """Read this step's per-env cost from vector ``infos``, aligned with the rewards.
 
@@ -49,6 +56,9 @@ def read_step_costs(
         reset_steps: sub-envs whose step was an autoreset (``NEXT_STEP`` mode); their cost is 0.
         same_step: whether the env autoresets in the same step (costs of ended sub-envs are then
             read from ``infos["final_info"]``).
+        source: the reader, named in the warning of
+            :func:`~gymcurric.safety.costs.check_vector_cost_dtype` (costs that came as an int
+            or bool array may have lost their fractions in the vector env).
 
     Returns:
         ``(costs, present)``: float64 costs (0 where absent) and a mask of the sub-envs for which
@@ -58,6 +68,7 @@ def read_step_costs(
     present = np.zeros(num_envs, dtype=bool)
     if "cost" in infos:
         mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
+        check_vector_cost_dtype(infos["cost"], source)
         costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
         present |= mask
     if same_step and dones.any():
@@ -66,6 +77,7 @@ def read_step_costs(
         final = infos.get("final_info")
         if isinstance(final, dict) and "cost" in final:
             fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
+            check_vector_cost_dtype(final["cost"], source)
             costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
             present |= fmask
     costs[reset_steps] = 0.0
@@ -193,7 +205,9 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
             costs[reset_steps] = 0.0
         else:
-            costs, present = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+            costs, present = read_step_costs(
+                infos, self.num_envs, dones, reset_steps, same_step, source="vector.AnnotateCost"
+            )
             if not present.all():
                 raise _missing_cost_error(self.env, ~present)
         costs = self._guard.array(costs, where="info['cost']")
@@ -254,7 +268,14 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
         )
         obs, rewards, terminations, truncations, infos = super().step(actions)
         dones = np.logical_or(terminations, truncations)
-        costs, present = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+        costs, present = read_step_costs(
+            infos,
+            self.num_envs,
+            dones,
+            reset_steps,
+            same_step,
+            source="vector.RecordEpisodeStatisticsWithCost",
+        )
         if not present.all():
             raise _missing_cost_error(self.env, ~present)
         self._cost_tracker.add(costs, ~reset_steps)

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from gymcurric.errors import ConfigError
+from gymcurric.safety.costs import check_vector_cost_dtype
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
 from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
@@ -347,6 +348,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         cost = infos.get("cost")
         if cost is None:
             return
+        check_vector_cost_dtype(cost, "vector.CurriculumTask")
         has = np.asarray(infos.get("_cost", np.ones(self.num_envs, bool)), dtype=bool) & where
         if has.any():
             self._cost[has] += np.asarray(cost)[has].astype(np.float64)

@@ -265,7 +265,9 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         )
         if reset_steps.any():  # NEXT_STEP: these sub-envs reset in this step
             self._start(reset_steps, infos)
-        costs, _ = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+        costs, _ = read_step_costs(
+            infos, self.num_envs, dones, reset_steps, same_step, source="vector.DatapackTask"
+        )
         counted = ~reset_steps
         self._return[counted] += np.asarray(rewards, np.float64)[counted]
         self._cost[counted] += costs[counted]

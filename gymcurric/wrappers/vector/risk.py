@@ -200,7 +200,12 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
         else:
             reset_steps = np.zeros(self.num_envs, dtype=bool)
         costs, present = read_step_costs(
-            infos, self.num_envs, dones, reset_steps, self._mode == AutoresetMode.SAME_STEP
+            infos,
+            self.num_envs,
+            dones,
+            reset_steps,
+            self._mode == AutoresetMode.SAME_STEP,
+            source="vector.AnnotateRisk",
         )
         if not present.all():
             missing = np.flatnonzero(~present).tolist()

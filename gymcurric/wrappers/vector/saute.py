@@ -160,7 +160,9 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
         reset_steps = (
             self._prev_dones if self._mode == AutoresetMode.NEXT_STEP else np.zeros_like(dones)
         )
-        costs, present = read_step_costs(infos, self.num_envs, dones, reset_steps, same_step)
+        costs, present = read_step_costs(
+            infos, self.num_envs, dones, reset_steps, same_step, source="vector.SauteBudget"
+        )
         if not present.all():
             raise ConfigError(
                 "info['cost']",
