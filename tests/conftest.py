@@ -7,3 +7,15 @@ import os
 # subprocess workers (SubprocVecEnv, AsyncVectorEnv) inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+# Every SB3 learn() without a logger of its own makes an empty tempdir/SB3-<date> directory
+# (stable_baselines3.common.logger.configure); the suite left thousands of them in /tmp. One
+# directory per test session instead, removed at exit (subprocesses inherit it).
+if "SB3_LOGDIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _sb3_logdir = tempfile.mkdtemp(prefix="gymcurric-tests-sb3-")
+    os.environ["SB3_LOGDIR"] = _sb3_logdir
+    atexit.register(shutil.rmtree, _sb3_logdir, ignore_errors=True)
