@@ -103,6 +103,8 @@ def linear_decay(start: float):
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
+    if algo in ("ppolag", "trpolag"):
+        lag["lagrange_lr"] = args.lagrange_lr
     if algo in ("ppo", "ppolag", "pidlag"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
@@ -361,6 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--target-kl", type=float, default=None, help="PPO family: SB3 early stop (None: off)"
+    )
+    p.add_argument(
+        "--lagrange-lr",
+        type=float,
+        default=0.035,
+        help="ppolag/trpolag: the multiplier's Adam lr per rollout (OmniSafe: 0.035 per epoch)",
     )
     p.add_argument(
         "--pid-gains",
