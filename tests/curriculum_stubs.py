@@ -20,8 +20,8 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
     reward = ``level`` every step (so the return is ``level * len`` and each reward tells which
     task produced it), ``info["cost"] = 0.5``, ``info["is_success"] = level % 2 == 0`` on the
     last step. ``{"reject": True}`` raises :class:`TaskError`, ``{"nan": True}`` gives NaN
-    rewards, ``{"nan_cost": True}`` NaN costs, ``{"cost": c}`` the cost ``c`` as given. With ``fixed_task`` (factory mode) the env
-    ignores options and runs that task.
+    rewards, ``{"nan_cost": True}`` NaN costs, ``{"cost": c}`` the cost ``c`` as given. With
+    ``fixed_task`` (factory mode) the env ignores options and runs that task.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
