@@ -79,7 +79,7 @@ def test_safety_gym_benchmark_quick(tmp_path):
 
 
 def test_omnisafe_style_settings_reach_the_models(tmp_path):
-    """--norm-obs / --lr-decay / --target-kl: obs-only VecNormalize, lr to 0, KL early stop."""
+    """--norm-obs / --lr-decay / --target-kl / --lagrange-lr / --pid-gains reach the models."""
     import importlib.util
 
     from stable_baselines3.common.vec_env import VecNormalize
@@ -89,7 +89,8 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
     spec.loader.exec_module(mod)
     args = SimpleNamespace(
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
-        target_kl=0.02, lr_decay=True, norm_obs=True,
+        target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1,
+        pid_gains=[0.2, 0.001, 0.03],
     )  # fmt: skip
     venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 0, norm_obs=True)
     try:
@@ -99,8 +100,14 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
             assert model.target_kl == 0.02
             assert model.lr_schedule(1.0) == pytest.approx(3e-4)
             assert model.lr_schedule(0.25) == pytest.approx(7.5e-5)
+            if algo == "ppolag":
+                assert model.lagrange_lr(1.0) == 0.1
+            if algo == "pidlag":
+                gains = model.multiplier_kwargs
+                assert [gains[k] for k in ("kp", "ki", "kd")] == [0.2, 0.001, 0.03]
         trpo = mod.make_model("trpolag", venv, 0, args)
         assert trpo.target_kl == 0.01  # TRPO's own trust region, untouched
+        assert trpo.lagrange_lr(1.0) == 0.1
     finally:
         venv.close()
     subprocess.run(
