@@ -16,9 +16,11 @@ the recording in this process under each configuration, ``--repeats`` times, int
   its slot, as the worker would, so the refills do real work.
 
 The thread CPU time of each configuration's ``step`` is measured with the replay's own time
-subtracted (``time.thread_time_ns``, so load from other processes matters little). Also printed:
-the main process's own thread CPU per step of the plain ``AsyncVectorEnv`` during the recording
-(pipe writes and reads, stacking), the scale the extras compare with.
+subtracted (``time.thread_time_ns``, so load from other processes matters little). Also printed,
+as the scale the extras compare with: the main thread's CPU per ``AsyncVectorEnv.step`` (pipe
+writes and reads, Gymnasium's info stacking) of the bound env and of a plain one (no curriculum
+wrapper), ``--async-repeats`` runs of each, interleaved. Their difference is what the sub-envs'
+reset infos (``task``, ``task_id``) cost the main process inside Gymnasium.
 
     python benchmarks/curriculum_main_cost.py --autoreset next-step
 """
@@ -34,6 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gymnasium as gym
 import numpy as np
 from _trivial_env import ENV_ID, register
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
@@ -99,30 +102,46 @@ class Replay(VectorEnv):
                 self.channel.take(i)
 
 
-def record(args: argparse.Namespace, mode: AutoresetMode) -> tuple[Any, Any, list[Any], float]:
-    """Reset and ``--steps`` steps of the real async env; its main-thread CPU µs per step."""
+def record(args: argparse.Namespace, mode: AutoresetMode) -> dict[str, Any]:
+    """Steps of the real async env, bound (recorded) and plain, interleaved.
+
+    Returns the bound env (a template for the replay), its reset and recorded steps (the
+    last of ``--async-repeats`` runs), and the main thread's CPU µs per
+    ``AsyncVectorEnv.step`` of each env, one entry per run.
+    """
     cur = Curriculum(
         FixedTaskSpace([{"level": i} for i in range(args.tasks)]), seed=0, backend="shared"
     )
-    env = make_curriculum_vec(
-        ENV_ID,
-        cur,
-        args.num_envs,
-        vectorization_mode="async",
-        vector_kwargs={"autoreset_mode": mode, "context": args.context},
-    )
-    inner = env.env
-    rec = Recorder(inner)
-    env.env = rec  # the wrapper steps through the recorder
-    actions = np.zeros(args.num_envs, dtype=np.int64)
+    vector_kwargs = {"autoreset_mode": mode, "context": args.context}
+    env = plain = None
     try:
-        first = copy.deepcopy(env.reset(seed=0))
-        for _ in range(args.steps):
-            env.step(actions)
+        env = make_curriculum_vec(
+            ENV_ID, cur, args.num_envs, vectorization_mode="async", vector_kwargs=vector_kwargs
+        )
+        plain = gym.make_vec(
+            ENV_ID, args.num_envs, vectorization_mode="async", vector_kwargs=vector_kwargs
+        )
+        inner = env.env
+        actions = np.zeros(args.num_envs, dtype=np.int64)
+        us: dict[str, list[float]] = {"plain": [], "bound": []}
+        for _ in range(args.async_repeats):
+            for name in ("plain", "bound"):
+                rec = Recorder(plain if name == "plain" else inner)
+                outer = rec if name == "plain" else env
+                if outer is env:
+                    env.env = rec  # the wrapper steps through the recorder
+                first = copy.deepcopy(outer.reset(seed=0))
+                for _ in range(args.steps):
+                    outer.step(actions)
+                us[name].append(rec.cpu_ns / args.steps / 1e3)
+                if name == "bound":
+                    env.env, steps = inner, rec.steps
     finally:
-        env.close()
+        for e in (env, plain):
+            if e is not None:
+                e.close()
         cur.close()
-    return inner, first, rec.steps, rec.cpu_ns / args.steps / 1e3
+    return {"template": inner, "first": first, "steps": steps, "async_us": us}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -133,10 +152,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--tasks", type=int, default=1000)
     p.add_argument("--steps", type=int, default=2000, help="vector steps recorded")
     p.add_argument("--repeats", type=int, default=10, help="replays per configuration")
+    p.add_argument(
+        "--async-repeats", type=int, default=5, help="runs of each real async env (interleaved)"
+    )
     args = p.parse_args(argv)
     register()
     mode = MODES[args.autoreset]
-    template, first, steps, async_us = record(args, mode)
+    rec = record(args, mode)
+    template, first, steps = rec["template"], rec["first"], rec["steps"]
+    async_us = float(np.median(rec["async_us"]["bound"]))
+    plain_us = float(np.median(rec["async_us"]["plain"]))
 
     curricula: list[Curriculum] = []
     channels: list[TaskChannel] = []
@@ -177,6 +202,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ended = sum(int(np.logical_or(s[2], s[3]).sum()) for s in steps)
     res: dict[str, Any] = {
         "async_main_us": async_us,
+        "plain_async_main_us": plain_us,
         "episodes_per_step": ended / len(steps),
         "extra_us": {name: extra[name] - extra["plain"] for name in names},
         "updates": {
@@ -192,7 +218,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{res['episodes_per_step']:.2f} episodes ended per step), {args.tasks} tasks, "
         f"{args.repeats} x {len(steps)} replayed steps"
     )
-    print(f"  AsyncVectorEnv.step itself ({args.context}), recorded run: {async_us:8.2f} us")
+    print(
+        f"  AsyncVectorEnv.step itself ({args.context}, median of {args.async_repeats} runs): "
+        f"plain env {plain_us:8.2f} us, curriculum-bound sub-envs {async_us:8.2f} us "
+        f"({async_us - plain_us:+.2f}: their reset infos, task and task_id, pass through the "
+        "pipes and Gymnasium's info stacking)"
+    )
     for name in names:
         r = res["extra_us"][name]
         share = 100.0 * r / async_us
