@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import sys
 import time
 from pathlib import Path
@@ -50,18 +51,24 @@ MODES = {"next-step": AutoresetMode.NEXT_STEP, "same-step": AutoresetMode.SAME_S
 
 
 class Recorder(VectorWrapper):
-    """Keeps a deep copy of every step of the env it wraps (the wrapper above sees the same)."""
+    """Times the env it wraps; with ``keep``, keeps a deep copy of every step.
 
-    def __init__(self, env: VectorEnv) -> None:
+    Only the recording run keeps copies: in a timed run, the garbage collector's passes over
+    them would land in the timed steps, more often for the env whose infos hold more objects.
+    """
+
+    def __init__(self, env: VectorEnv, keep: bool) -> None:
         super().__init__(env)
         self.steps: list[tuple[Any, ...]] = []
+        self.keep = keep
         self.cpu_ns = 0
 
     def step(self, actions: Any) -> Any:
         t = _T()
         out = self.env.step(actions)
         self.cpu_ns += _T() - t
-        self.steps.append(copy.deepcopy(out))
+        if self.keep:
+            self.steps.append(copy.deepcopy(out))
         return out
 
 
@@ -105,9 +112,9 @@ class Replay(VectorEnv):
 def record(args: argparse.Namespace, mode: AutoresetMode) -> dict[str, Any]:
     """Steps of the real async env, bound (recorded) and plain, interleaved.
 
-    Returns the bound env (a template for the replay), its reset and recorded steps (the
-    last of ``--async-repeats`` runs), and the main thread's CPU µs per
-    ``AsyncVectorEnv.step`` of each env, one entry per run.
+    Returns the bound env (a template for the replay), its reset and recorded steps (a run
+    after the timed ones), and the main thread's CPU µs per ``AsyncVectorEnv.step`` of each
+    env, one entry per timed run.
     """
     cur = Curriculum(
         FixedTaskSpace([{"level": i} for i in range(args.tasks)]), seed=0, backend="shared"
@@ -124,18 +131,21 @@ def record(args: argparse.Namespace, mode: AutoresetMode) -> dict[str, Any]:
         inner = env.env
         actions = np.zeros(args.num_envs, dtype=np.int64)
         us: dict[str, list[float]] = {"plain": [], "bound": []}
-        for _ in range(args.async_repeats):
-            for name in ("plain", "bound"):
-                rec = Recorder(plain if name == "plain" else inner)
-                outer = rec if name == "plain" else env
-                if outer is env:
-                    env.env = rec  # the wrapper steps through the recorder
-                first = copy.deepcopy(outer.reset(seed=0))
-                for _ in range(args.steps):
-                    outer.step(actions)
+        runs = [("plain", False), ("bound", False)] * args.async_repeats + [("bound", True)]
+        for name, keep in runs:
+            rec = Recorder(plain if name == "plain" else inner, keep)
+            outer = rec if name == "plain" else env
+            if outer is env:
+                env.env = rec  # the wrapper steps through the recorder
+            gc.collect()
+            first = copy.deepcopy(outer.reset(seed=0))
+            for _ in range(args.steps):
+                outer.step(actions)
+            env.env = inner
+            if keep:
+                steps = rec.steps
+            else:
                 us[name].append(rec.cpu_ns / args.steps / 1e3)
-                if name == "bound":
-                    env.env, steps = inner, rec.steps
     finally:
         for e in (env, plain):
             if e is not None:
@@ -224,6 +234,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({async_us - plain_us:+.2f}: their reset infos, task and task_id, pass through the "
         "pipes and Gymnasium's info stacking)"
     )
+    runs = rec["async_us"]
+    print(
+        "    runs, plain: " + " ".join(f"{v:.0f}" for v in runs["plain"])
+        + "; bound: " + " ".join(f"{v:.0f}" for v in runs["bound"])
+    )  # fmt: skip
     for name in names:
         r = res["extra_us"][name]
         share = 100.0 * r / async_us
