@@ -29,27 +29,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymcurric.errors import ConfigError
 from gymcurric.replay._checks import as_tensor_like
 from gymcurric.replay.ring import ReplayRing
-from gymcurric.safety.costs import check_vector_cost_dtype
+from gymcurric.safety.costs import read_step_costs
 
 __all__ = ["RecordToRing"]
 
 ExtraFn = Callable[[Any, Any, dict[str, Any]], dict[str, Any]]
-
-
-def _costs(infos: dict[str, Any], num_envs: int, dones: np.ndarray, same_step: bool) -> np.ndarray:
-    costs = np.zeros(num_envs, dtype=np.float64)
-    if "cost" in infos:
-        mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
-        check_vector_cost_dtype(infos["cost"], "RecordToRing")
-        costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
-    if same_step and dones.any():
-        costs[dones] = 0.0
-        final = infos.get("final_info")
-        if isinstance(final, dict) and "cost" in final:
-            fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
-            check_vector_cost_dtype(final["cost"], "RecordToRing")
-            costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
-    return costs
 
 
 class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -124,6 +108,7 @@ class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._obs: Any = None
         self._obs_is_first = np.ones(self.num_envs, dtype=bool)
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+        self._no_resets = np.zeros(self.num_envs, dtype=bool)  # costs as the env reports them
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -172,7 +157,9 @@ class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
             np.asarray(rewards),
             terminated=term,
             truncated=trunc,
-            cost=_costs(infos, self.num_envs, dones, same_step),
+            cost=read_step_costs(
+                infos, self.num_envs, dones, self._no_resets, same_step, source="RecordToRing"
+            )[0],
             is_first=self._obs_is_first.copy(),
             final_obs=final_obs,
             **extra,

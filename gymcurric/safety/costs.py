@@ -1,7 +1,9 @@
 """Cost bookkeeping shared by every cost wrapper: non-finite guarding and episode accumulation.
 
-Both objects are plain state (counters and numpy arrays) with no knowledge of an env API, so the
-Gymnasium wrappers, their vector twins and the SB3 ``VecEnv`` hook all use the same code.
+:func:`read_step_costs` reads a vector env's per-step costs for every vector reader (the
+vector wrappers and ``RecordToRing``). The guard and the tracker are plain state (counters
+and numpy arrays) with no knowledge of an env API, so the Gymnasium wrappers, their vector
+twins and the SB3 ``VecEnv`` hook all use the same code.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import deque
-from typing import Literal, SupportsFloat
+from typing import Any, Literal, SupportsFloat
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +24,7 @@ __all__ = [
     "NonFiniteGuard",
     "NonFinitePolicy",
     "check_vector_cost_dtype",
+    "read_step_costs",
 ]
 
 NonFinitePolicy = Literal["warn", "raise", "ignore"]
@@ -59,6 +62,53 @@ def check_vector_cost_dtype(values: object, where: str) -> None:
             GymcurricWarning,
             stacklevel=3,
         )
+
+
+def read_step_costs(
+    infos: dict[str, Any],
+    num_envs: int,
+    dones: npt.NDArray[np.bool_],
+    reset_steps: npt.NDArray[np.bool_],
+    same_step: bool,
+    *,
+    source: str = "read_step_costs",
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Read this step's per-env cost from vector ``infos``, aligned with the rewards.
+
+    Args:
+        infos: the vector info dict returned by ``step``.
+        num_envs: number of sub-envs.
+        dones: ``terminated | truncated`` of this step.
+        reset_steps: sub-envs whose step was an autoreset (``NEXT_STEP`` mode); their cost is 0.
+        same_step: whether the env autoresets in the same step (costs of ended sub-envs are then
+            read from ``infos["final_info"]``).
+        source: the reader, named in the warning of
+            :func:`~gymcurric.safety.costs.check_vector_cost_dtype` (costs that came as an int
+            or bool array may have lost their fractions in the vector env).
+
+    Returns:
+        ``(costs, present)``: float64 costs (0 where absent) and a mask of the sub-envs for which
+        a cost was found (or is known to be 0).
+    """
+    costs = np.zeros(num_envs, dtype=np.float64)
+    present = np.zeros(num_envs, dtype=bool)
+    if "cost" in infos:
+        mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
+        check_vector_cost_dtype(infos["cost"], source)
+        costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
+        present |= mask
+    if same_step and dones.any():
+        costs[dones] = 0.0
+        present[dones] = False
+        final = infos.get("final_info")
+        if isinstance(final, dict) and "cost" in final:
+            fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
+            check_vector_cost_dtype(final["cost"], source)
+            costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
+            present |= fmask
+    costs[reset_steps] = 0.0
+    present |= reset_steps
+    return costs, present
 
 
 class NonFiniteGuard:

@@ -27,7 +27,7 @@ from gymcurric.safety.costs import (
     EpisodeCostTracker,
     NonFiniteGuard,
     NonFinitePolicy,
-    check_vector_cost_dtype,
+    read_step_costs,
 )
 from gymcurric.wrappers.vector._common import autoreset_mode
 
@@ -36,53 +36,6 @@ __all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
 VectorCostFn = Callable[[Any, Any, dict[str, Any]], npt.ArrayLike]
 
 BoolArray = npt.NDArray[np.bool_]
-
-
-def read_step_costs(
-    infos: dict[str, Any],
-    num_envs: int,
-    dones: BoolArray,
-    reset_steps: BoolArray,
-    same_step: bool,
-    *,
-    source: str = "read_step_costs",
-) -> tuple[npt.NDArray[np.float64], BoolArray]:
-    """Read this step's per-env cost from vector ``infos``, aligned with the rewards.
-
-    Args:
-        infos: the vector info dict returned by ``step``.
-        num_envs: number of sub-envs.
-        dones: ``terminated | truncated`` of this step.
-        reset_steps: sub-envs whose step was an autoreset (``NEXT_STEP`` mode); their cost is 0.
-        same_step: whether the env autoresets in the same step (costs of ended sub-envs are then
-            read from ``infos["final_info"]``).
-        source: the reader, named in the warning of
-            :func:`~gymcurric.safety.costs.check_vector_cost_dtype` (costs that came as an int
-            or bool array may have lost their fractions in the vector env).
-
-    Returns:
-        ``(costs, present)``: float64 costs (0 where absent) and a mask of the sub-envs for which
-        a cost was found (or is known to be 0).
-    """
-    costs = np.zeros(num_envs, dtype=np.float64)
-    present = np.zeros(num_envs, dtype=bool)
-    if "cost" in infos:
-        mask = np.asarray(infos.get("_cost", np.ones(num_envs, dtype=bool)), dtype=bool)
-        check_vector_cost_dtype(infos["cost"], source)
-        costs[mask] = np.asarray(infos["cost"], dtype=np.float64)[mask]
-        present |= mask
-    if same_step and dones.any():
-        costs[dones] = 0.0
-        present[dones] = False
-        final = infos.get("final_info")
-        if isinstance(final, dict) and "cost" in final:
-            fmask = np.asarray(final.get("_cost", dones), dtype=bool) & dones
-            check_vector_cost_dtype(final["cost"], source)
-            costs[fmask] = np.asarray(final["cost"], dtype=np.float64)[fmask]
-            present |= fmask
-    costs[reset_steps] = 0.0
-    present |= reset_steps
-    return costs, present
 
 
 def _missing_cost_error(env: VectorEnv, missing: BoolArray) -> ConfigError:
