@@ -25,15 +25,20 @@ __all__ = ["BUILDERS", "Built"]
 Built = tuple[Any, Callable[[], None]]  # (vector env, cleanup of what else was created)
 
 
-def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
-    envs = gym.make_vec(
+def _trivial_vec(ctx: str, args: argparse.Namespace, wrappers: Any = None) -> Any:
+    """An ``AsyncVectorEnv`` of ``--num-envs`` trivial envs, each in ``wrappers``."""
+    return gym.make_vec(
         trivial.ENV_ID,
         args.num_envs,
         vectorization_mode="async",
         vector_kwargs={"context": ctx},
         episode_length=args.episode_length,
+        wrappers=wrappers,
     )
-    return envs, lambda: None
+
+
+def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    return _trivial_vec(ctx, args), lambda: None
 
 
 def _build_gymcurric(
@@ -69,14 +74,7 @@ def _build_syllabus(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
         syl.core.GymnasiumSyncWrapper, task_space=mp_cur.task_space, components=mp_cur.components
     )
     try:
-        envs = gym.make_vec(
-            trivial.ENV_ID,
-            args.num_envs,
-            vectorization_mode="async",
-            vector_kwargs={"context": ctx},
-            episode_length=args.episode_length,
-            wrappers=[trivial.NewTaskToOptions, sync],
-        )
+        envs = _trivial_vec(ctx, args, [trivial.NewTaskToOptions, sync])
     except BaseException:
         stop()
         raise

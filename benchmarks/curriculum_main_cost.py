@@ -97,7 +97,7 @@ class Replay(VectorEnv):
         obs, rew, term, trunc, infos = self._steps[self._i % len(self._steps)]
         self._i += 1
         started = infos.get("_task_id")
-        if started is not None and self.channel is not None:
+        if started is not None:
             self._take(started)
         out = obs, rew, term, trunc, dict(infos)
         self.cpu_ns += _T() - t
