@@ -58,6 +58,7 @@ from torch import nn
 from torch.distributions import Normal
 
 import gymcurric  # noqa: F401  (registers gymcurric/HazardNav-v0)
+from gymcurric.safety.costs import check_vector_cost_dtype
 
 
 @dataclass
@@ -249,9 +250,15 @@ def gae(
 
 
 def read_costs(infos: dict[str, Any], n: int) -> np.ndarray:
-    """This step's cost per sub-env from the vector info (``cost`` with its ``_cost`` mask)."""
+    """This step's cost per sub-env from the vector info (``cost`` with its ``_cost`` mask).
+
+    Gymnasium types each step's info array by the first sub-env that reports the key, so an env
+    that reports ``cost=0`` (int) next to a float cost has the float truncated before we see it;
+    ``check_vector_cost_dtype`` warns once when the array arrives as int or bool.
+    """
     if "cost" not in infos:
         return np.zeros(n)
+    check_vector_cost_dtype(infos["cost"], "examples/ppo_lag_single_file.py")
     return np.where(infos.get("_cost", np.ones(n, bool)), infos["cost"], 0.0).astype(np.float64)
 
 

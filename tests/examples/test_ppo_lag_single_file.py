@@ -127,6 +127,19 @@ def test_env_without_costs_is_a_clear_error():
         MOD.train(_args(env_id="Pendulum-v1", total_timesteps=512))
 
 
+def test_read_costs_masks_absent_costs_and_warns_on_an_int_cost_array(monkeypatch):
+    import gymcurric.safety.costs as costs_module
+    from gymcurric.errors import GymcurricWarning
+
+    monkeypatch.setattr(costs_module, "_DTYPE_WARNED", set())
+    infos = {"cost": np.array([0.5, 7.0, 2.0]), "_cost": np.array([True, False, True])}
+    np.testing.assert_array_equal(MOD.read_costs(infos, 3), [0.5, 0.0, 2.0])
+    np.testing.assert_array_equal(MOD.read_costs({}, 2), [0.0, 0.0])
+    # Gymnasium built this array from an int 0 in sub-env 0: sub-env 1's 0.5 is already gone
+    with pytest.warns(GymcurricWarning, match="ppo_lag_single_file.*int64"):
+        MOD.read_costs({"cost": np.array([0, 0], np.int64), "_cost": np.ones(2, bool)}, 2)
+
+
 # ---------------------------------------------------------------- every gymcurric option
 def test_plain_hazard_nav():
     out = _run()
