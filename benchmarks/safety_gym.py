@@ -100,6 +100,28 @@ def linear_decay(start: float):
     return schedule
 
 
+def pid_epoch_conversion(epoch_steps: int | None, args: argparse.Namespace) -> dict[str, Any]:
+    """PID constants given per epoch of ``epoch_steps`` env steps, converted to this run's rollouts.
+
+    OmniSafe's ``CPPOPID`` updates λ once per 20,000-step epoch; here it is updated once per
+    rollout of ``n_steps * n_envs`` steps. With ``r`` the ratio of the two, the integral gain
+    becomes ``r·Ki``, each EMA factor ``a`` becomes ``a**r`` and the D delay ``10 / r`` rollouts,
+    so that every term has the same time constant in env steps. Kp and Kd act on levels and stay.
+    None: no conversion (the constants apply per rollout).
+    """
+    if epoch_steps is None:
+        return {}
+    if epoch_steps <= 0:
+        raise SystemExit(f"--pid-epoch-steps: expected a positive step count, got {epoch_steps}")
+    r = args.n_steps * getattr(args, "n_envs", 1) / epoch_steps
+    return {
+        "ki_scale": r,
+        "p_ema_alpha": 0.95**r,
+        "d_ema_alpha": 0.95**r,
+        "d_delay": max(1, round(10 / r)),
+    }
+
+
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
@@ -122,7 +144,11 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         from gymcurric.integrations.sb3.ppo_lag import PPOPIDLag
 
         kp, ki, kd = args.pid_gains
-        return PPOPIDLag("MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd)
+        extra = pid_epoch_conversion(getattr(args, "pid_epoch_steps", None), args)
+        ki *= extra.pop("ki_scale", 1.0)
+        return PPOPIDLag(
+            "MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd, multiplier_kwargs=extra
+        )
     if algo == "trpo":
         from sb3_contrib import TRPO
 
@@ -377,6 +403,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[0.1, 0.01, 0.01],
         metavar=("KP", "KI", "KD"),
         help="pidlag gains, applied once per rollout (OmniSafe's per-epoch defaults)",
+    )
+    p.add_argument(
+        "--pid-epoch-steps",
+        type=int,
+        default=None,
+        help="pidlag: read the gains as per epoch of this many steps (OmniSafe: 20000) and "
+        "convert Ki, the EMA factors (0.95) and the D delay (10) to rollouts",
     )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)

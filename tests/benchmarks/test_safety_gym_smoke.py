@@ -79,7 +79,8 @@ def test_safety_gym_benchmark_quick(tmp_path):
 
 
 def test_omnisafe_style_settings_reach_the_models(tmp_path):
-    """--norm-obs / --lr-decay / --target-kl / --lagrange-lr / --pid-gains reach the models."""
+    """--norm-obs / --lr-decay / --target-kl / --lagrange-lr / --pid-gains / --pid-epoch-steps
+    reach the models."""
     import importlib.util
 
     from stable_baselines3.common.vec_env import VecNormalize
@@ -105,6 +106,16 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
             if algo == "pidlag":
                 gains = model.multiplier_kwargs
                 assert [gains[k] for k in ("kp", "ki", "kd")] == [0.2, 0.001, 0.03]
+        # OmniSafe's per-epoch PID constants converted to rollouts of 64 steps (r = 0.0032)
+        args.pid_epoch_steps = 20_000
+        pid_model = mod.make_model("pidlag", venv, 0, args)
+        assert pid_model.lagrange.d_delay == 3125  # the multiplier itself, not only the kwargs
+        pid = pid_model.multiplier_kwargs
+        assert pid["ki"] == pytest.approx(0.001 * 0.0032)
+        assert pid["kp"] == 0.2 and pid["kd"] == 0.03
+        assert pid["p_ema_alpha"] == pid["d_ema_alpha"] == pytest.approx(0.95**0.0032)
+        assert pid["d_delay"] == 3125
+        args.pid_epoch_steps = None
         trpo = mod.make_model("trpolag", venv, 0, args)
         assert trpo.target_kl == 0.01  # TRPO's own trust region, untouched
         assert trpo.lagrange_lr(1.0) == 0.1
