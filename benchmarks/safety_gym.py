@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import csv
+import inspect
 import json
 import math
 import multiprocessing
@@ -100,25 +101,30 @@ def linear_decay(start: float):
     return schedule
 
 
-def pid_epoch_conversion(epoch_steps: int | None, args: argparse.Namespace) -> dict[str, Any]:
-    """PID constants given per epoch of ``epoch_steps`` env steps, converted to this run's rollouts.
+def pid_epoch_conversion(ki: float, args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
+    """``(Ki, multiplier_kwargs)`` for PID constants given per epoch of ``--pid-epoch-steps``.
 
     OmniSafe's ``CPPOPID`` updates λ once per 20,000-step epoch; here it is updated once per
     rollout of ``n_steps * n_envs`` steps. With ``r`` the ratio of the two, the integral gain
-    becomes ``r·Ki``, each EMA factor ``a`` becomes ``a**r`` and the D delay ``10 / r`` rollouts,
-    so that every term has the same time constant in env steps. Kp and Kd act on levels and stay.
-    None: no conversion (the constants apply per rollout).
+    becomes ``r·Ki``, each EMA factor ``a`` becomes ``a**r`` and the D delay ``delay / r``
+    rollouts (``a`` and ``delay``: :class:`PIDLagrangeMultiplier`'s defaults, OmniSafe's), so
+    that every term has the same time constant in env steps. Kp and Kd act on levels and stay.
+    Without ``--pid-epoch-steps``: ``(ki, {})``, the constants apply per rollout.
     """
-    if epoch_steps is None:
-        return {}
-    if epoch_steps <= 0:
-        raise SystemExit(f"--pid-epoch-steps: expected a positive step count, got {epoch_steps}")
-    r = args.n_steps * getattr(args, "n_envs", 1) / epoch_steps
-    return {
-        "ki_scale": r,
-        "p_ema_alpha": 0.95**r,
-        "d_ema_alpha": 0.95**r,
-        "d_delay": max(1, round(10 / r)),
+    if args.pid_epoch_steps is None:
+        return ki, {}
+    if args.pid_epoch_steps <= 0:
+        raise SystemExit(
+            f"--pid-epoch-steps: expected a positive step count, got {args.pid_epoch_steps}"
+        )
+    from gymcurric.integrations.sb3.common.lagrange import PIDLagrangeMultiplier
+
+    defaults = inspect.signature(PIDLagrangeMultiplier).parameters
+    r = args.n_steps * args.n_envs / args.pid_epoch_steps
+    return ki * r, {
+        "p_ema_alpha": defaults["p_ema_alpha"].default ** r,
+        "d_ema_alpha": defaults["d_ema_alpha"].default ** r,
+        "d_delay": max(1, round(defaults["d_delay"].default / r)),
     }
 
 
@@ -144,8 +150,7 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         from gymcurric.integrations.sb3.ppo_lag import PPOPIDLag
 
         kp, ki, kd = args.pid_gains
-        extra = pid_epoch_conversion(getattr(args, "pid_epoch_steps", None), args)
-        ki *= extra.pop("ki_scale", 1.0)
+        ki, extra = pid_epoch_conversion(ki, args)
         return PPOPIDLag(
             "MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd, multiplier_kwargs=extra
         )

@@ -91,7 +91,7 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
     args = SimpleNamespace(
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
         target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1,
-        pid_gains=[0.2, 0.001, 0.03],
+        pid_gains=[0.2, 0.001, 0.03], pid_epoch_steps=None, n_envs=1,
     )  # fmt: skip
     venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 0, norm_obs=True)
     try:
