@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import csv
-import inspect
 import json
 import math
 import multiprocessing
@@ -101,33 +100,6 @@ def linear_decay(start: float):
     return schedule
 
 
-def pid_epoch_conversion(ki: float, args: argparse.Namespace) -> tuple[float, dict[str, Any]]:
-    """``(Ki, multiplier_kwargs)`` for PID constants given per epoch of ``--pid-epoch-steps``.
-
-    OmniSafe's ``CPPOPID`` updates λ once per 20,000-step epoch; here it is updated once per
-    rollout of ``n_steps * n_envs`` steps. With ``r`` the ratio of the two, the integral gain
-    becomes ``r·Ki``, each EMA factor ``a`` becomes ``a**r`` and the D delay ``delay / r``
-    rollouts (``a`` and ``delay``: :class:`PIDLagrangeMultiplier`'s defaults, OmniSafe's), so
-    that every term has the same time constant in env steps. Kp and Kd act on levels and stay.
-    Without ``--pid-epoch-steps``: ``(ki, {})``, the constants apply per rollout.
-    """
-    if args.pid_epoch_steps is None:
-        return ki, {}
-    if args.pid_epoch_steps <= 0:
-        raise SystemExit(
-            f"--pid-epoch-steps: expected a positive step count, got {args.pid_epoch_steps}"
-        )
-    from gymcurric.integrations.sb3.common.lagrange import PIDLagrangeMultiplier
-
-    defaults = inspect.signature(PIDLagrangeMultiplier).parameters
-    r = args.n_steps * args.n_envs / args.pid_epoch_steps
-    return ki * r, {
-        "p_ema_alpha": defaults["p_ema_alpha"].default ** r,
-        "d_ema_alpha": defaults["d_ema_alpha"].default ** r,
-        "d_delay": max(1, round(defaults["d_delay"].default / r)),
-    }
-
-
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
@@ -150,10 +122,10 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         from gymcurric.integrations.sb3.ppo_lag import PPOPIDLag
 
         kp, ki, kd = args.pid_gains
-        ki, extra = pid_epoch_conversion(ki, args)
         return PPOPIDLag(
-            "MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd, multiplier_kwargs=extra
-        )
+            "MlpPolicy", venv, **common, **lag, kp=kp, ki=ki, kd=kd,
+            pid_epoch_steps=args.pid_epoch_steps,
+        )  # fmt: skip
     if algo == "trpo":
         from sb3_contrib import TRPO
 
@@ -413,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pid-epoch-steps",
         type=int,
         default=None,
-        help="pidlag: read the gains as per epoch of this many steps (OmniSafe: 20000) and "
-        "convert Ki, the EMA factors (0.95) and the D delay (10) to rollouts",
+        help="pidlag: PPOPIDLag(pid_epoch_steps=N): the PID constants are per epoch of N steps "
+        "(OmniSafe: 20000); Ki, the EMA factors and the D delay are converted to rollouts",
     )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)

@@ -110,11 +110,10 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
         args.pid_epoch_steps = 20_000
         pid_model = mod.make_model("pidlag", venv, 0, args)
         assert pid_model.lagrange.d_delay == 3125  # the multiplier itself, not only the kwargs
-        pid = pid_model.multiplier_kwargs
-        assert pid["ki"] == pytest.approx(0.001 * 0.0032)
-        assert pid["kp"] == 0.2 and pid["kd"] == 0.03
-        assert pid["p_ema_alpha"] == pid["d_ema_alpha"] == pytest.approx(0.95**0.0032)
-        assert pid["d_delay"] == 3125
+        pid = pid_model.lagrange
+        assert pid.ki == pytest.approx(0.001 * 0.0032)
+        assert pid.kp == 0.2 and pid.kd == 0.03
+        assert pid.p_ema_alpha == pid.d_ema_alpha == pytest.approx(0.95**0.0032)
         args.pid_epoch_steps = None
         trpo = mod.make_model("trpolag", venv, 0, args)
         assert trpo.target_kl == 0.01  # TRPO's own trust region, untouched

@@ -12,6 +12,7 @@ from gymcurric.integrations.sb3.common.lagrange import (
     LagrangeMultiplier,
     PIDLagrangeMultiplier,
     make_multiplier,
+    pid_kwargs_per_update,
 )
 from gymcurric.integrations.sb3.common.lagrangian import checked_schedule
 
@@ -83,6 +84,58 @@ def test_pid_defaults_and_penalty_max():
     assert capped.update(100.0, 0.0) == 2.0
     scaled = PIDLagrangeMultiplier(kp=0.0, kd=0.0, ki=0.1, init=0.0)
     assert scaled.update(35.0, 25.0, lr_scale=0.5) == pytest.approx(0.5)
+
+
+def test_pid_per_update_conversion_keeps_the_time_constants_in_env_steps():
+    # one update per 20,000-step epoch (OmniSafe) against one per 2,000-step rollout: the same
+    # cost seen over the same env steps gives the same λ at every epoch boundary
+    gains = {"kp": 0.1, "ki": 0.01, "kd": 0.3, "init": 0.001}
+    per_epoch = PIDLagrangeMultiplier(**gains)
+    fine = pid_kwargs_per_update(gains, epoch_steps=20_000, update_steps=2_000)
+    assert fine["ki"] == pytest.approx(0.001)
+    assert fine["p_ema_alpha"] == fine["d_ema_alpha"] == pytest.approx(0.95**0.1)
+    assert fine["d_delay"] == 100
+    assert (fine["kp"], fine["kd"], fine["init"]) == (0.1, 0.3, 0.001)  # levels: unchanged
+    per_rollout = PIDLagrangeMultiplier(**fine)
+    costs = [40.0, 60.0, 30.0, 10.0, 5.0, 45.0, 50.0, 20.0, 0.0, 0.0, 35.0] * 3 + [0.0] * 20
+    lams = []
+    for jc in costs:
+        want = per_epoch.update(jc, 25.0)
+        for _ in range(10):
+            got = per_rollout.update(jc, 25.0)
+        lams.append(want)
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert per_rollout.d_term == pytest.approx(per_epoch.d_term, rel=1e-9, abs=1e-12)
+    assert max(lams) > 0.5 and min(lams) == 0.0  # the sequence exercised P, I, D and the clamp
+    # without the conversion the per-rollout controller is ten times as fast on the integral
+    raw = PIDLagrangeMultiplier(kp=0.0, kd=0.0, ki=0.01, init=0.0)
+    conv = PIDLagrangeMultiplier(
+        **pid_kwargs_per_update(
+            {"kp": 0.0, "kd": 0.0, "init": 0.0}, epoch_steps=20_000, update_steps=2_000
+        )
+    )
+    for _ in range(10):
+        raw.update(35.0, 25.0)
+        conv.update(35.0, 25.0)
+    assert raw.value == pytest.approx(1.0) and conv.value == pytest.approx(0.1)
+
+
+def test_pid_per_update_conversion_edge_cases_and_errors():
+    same = pid_kwargs_per_update(None, epoch_steps=2048, update_steps=2048)
+    assert same == {"ki": 0.01, "p_ema_alpha": 0.95, "d_ema_alpha": 0.95, "d_delay": 10}
+    coarse = pid_kwargs_per_update({"d_delay": 3}, epoch_steps=1_000, update_steps=8_000)
+    assert coarse["d_delay"] == 1  # never below one update
+    assert coarse["ki"] == pytest.approx(0.08)
+    with pytest.raises(ConfigError, match=r"epoch_steps.*0"):
+        pid_kwargs_per_update(None, epoch_steps=0, update_steps=2048)
+    with pytest.raises(ConfigError, match=r"update_steps.*2048\.0"):
+        pid_kwargs_per_update(None, epoch_steps=20_000, update_steps=2048.0)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"unknown PID arguments \['upper_bound'\]"):
+        pid_kwargs_per_update({"upper_bound": 3.0}, epoch_steps=20_000, update_steps=2048)
+    with pytest.raises(ConfigError, match="d_delay"):
+        pid_kwargs_per_update({"d_delay": 0}, epoch_steps=20_000, update_steps=2048)
+    with pytest.raises(ConfigError, match="ki"):
+        pid_kwargs_per_update({"ki": float("nan")}, epoch_steps=20_000, update_steps=2048)
 
 
 @pytest.mark.parametrize("kind", ["adam", "sgd", "pid"])

@@ -86,11 +86,12 @@ def assert_same(x, y, where="model"):
         assert x == y, where
 
 
-@pytest.mark.parametrize("cls", [PPOLag, PPOPIDLag])
-def test_save_load_continue_equals_uninterrupted(tmp_path, cls):
-    kw = {**SMALL, "seed": 1, "cost_limit": 0.5, "cost_window": 5}
-    if cls is PPOLag:
-        kw["lagrange_lr"] = 0.2
+@pytest.mark.parametrize(
+    ("cls", "extra"),
+    [(PPOLag, {"lagrange_lr": 0.2}), (PPOPIDLag, {}), (PPOPIDLag, {"pid_epoch_steps": 640})],
+)
+def test_save_load_continue_equals_uninterrupted(tmp_path, cls, extra):
+    kw = {**SMALL, "seed": 1, "cost_limit": 0.5, "cost_window": 5, **extra}
     a = cls("MlpPolicy", hazard_vec(seed=1), **kw).learn(320)
     assert a.lagrange_multiplier > 0.01  # λ moved: its state matters below
     a.save(tmp_path / "model.zip")
@@ -104,6 +105,9 @@ def test_save_load_continue_equals_uninterrupted(tmp_path, cls):
     assert a.num_timesteps == b.num_timesteps == 640
     assert list(a.ep_cost_buffer) == list(b.ep_cost_buffer)
     assert a.lagrange_multiplier == b.lagrange_multiplier
+    assert vars(a.lagrange).keys() == vars(b.lagrange).keys()
+    for key in ("kp", "ki", "kd", "d_delay", "p_ema_alpha", "d_ema_alpha", "penalty_max"):
+        assert getattr(a.lagrange, key, None) == getattr(b.lagrange, key, None), key
     assert_same(snapshot(a), snapshot(b))
 
 
@@ -228,6 +232,9 @@ def test_nonfinite_cost_raises():
         ({"multiplier": "newton"}, "multiplier"),
         ({"multiplier_kwargs": {"d_delay": 0}, "multiplier": "pid"}, "d_delay"),
         ({"cost_window": 0}, "cost_window"),
+        ({"pid_epoch_steps": 20_000}, r"pid_epoch_steps.*only applies to multiplier='pid'"),
+        ({"pid_epoch_steps": 0, "multiplier": "pid"}, r"'pid_epoch_steps': 0 \(expected"),
+        ({"pid_epoch_steps": 2e4, "multiplier": "pid"}, r"pid_epoch_steps.*20000\.0"),
         ({"cost_gamma": 2.0}, "cost_gamma"),
     ],
 )
@@ -246,6 +253,34 @@ def test_pid_variant_defaults():
     model = PPOPIDLag("MlpPolicy", hazard_vec(), seed=0, cost_limit=0.0, **SMALL).learn(128)
     assert (model.lagrange.kp, model.lagrange.ki, model.lagrange.kd) == (0.1, 0.01, 0.01)
     assert model.lagrange_multiplier > 0.0
+
+
+def test_pid_epoch_steps_converts_the_constants_per_rollout():
+    # 2 envs x 32 steps = 64 env steps per rollout, epochs of 640: r = 0.1
+    model = PPOPIDLag(
+        "MlpPolicy",
+        hazard_vec(),
+        seed=0,
+        cost_limit=0.0,
+        kp=0.2,
+        ki=0.02,
+        multiplier_kwargs={"d_delay": 4, "p_ema_alpha": 0.9},
+        pid_epoch_steps=640,
+        **SMALL,
+    )
+    pid = model.lagrange
+    assert (pid.kp, pid.kd) == (0.2, 0.01)
+    assert pid.ki == pytest.approx(0.002)
+    assert pid.p_ema_alpha == pytest.approx(0.9**0.1)
+    assert pid.d_ema_alpha == pytest.approx(0.95**0.1)
+    assert pid.d_delay == 40
+    assert model.multiplier_kwargs == {"kp": 0.2, "ki": 0.02, "kd": 0.01, "d_delay": 4,
+                                       "p_ema_alpha": 0.9}  # fmt: skip
+    model.learn(128)
+    assert model.lagrange_multiplier > 0.0
+    # the same model without the flag keeps the constants per rollout
+    plain = PPOPIDLag("MlpPolicy", hazard_vec(), seed=0, ki=0.02, **SMALL)
+    assert (plain.lagrange.ki, plain.lagrange.d_delay) == (0.02, 10)
 
 
 class AddRisk(gym.Wrapper):

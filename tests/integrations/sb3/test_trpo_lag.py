@@ -79,3 +79,17 @@ def test_missing_cost_and_bad_limit():
         TRPOLag("MlpPolicy", venv, n_steps=8, batch_size=8, device="cpu").learn(8)
     with pytest.raises(ConfigError, match="cost_limit"):
         TRPOLag("MlpPolicy", hazard_vec(1), cost_limit=-3.0, **SMALL)
+
+
+def test_pid_multiplier_with_per_epoch_constants():
+    # 2 envs x 32 steps = 64 env steps per rollout, OmniSafe's 20,000-step epochs
+    model = TRPOLag(
+        "MlpPolicy", hazard_vec(), multiplier="pid", pid_epoch_steps=20_000, cost_limit=0.0,
+        seed=0, **SMALL,
+    )  # fmt: skip
+    assert model.lagrange.ki == pytest.approx(0.01 * 64 / 20_000)
+    assert model.lagrange.d_delay == round(10 * 20_000 / 64)
+    model.learn(128)
+    assert model.lagrange_multiplier > 0.0
+    with pytest.raises(ConfigError, match="pid_epoch_steps"):
+        TRPOLag("MlpPolicy", hazard_vec(1), pid_epoch_steps=20_000, **SMALL)

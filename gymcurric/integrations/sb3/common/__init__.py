@@ -14,6 +14,7 @@ from gymcurric.integrations.sb3.common.lagrange import (  # noqa: E402
     Multiplier,
     PIDLagrangeMultiplier,
     make_multiplier,
+    pid_kwargs_per_update,
 )
 from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin, checked_schedule  # noqa: E402
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy  # noqa: E402
@@ -29,4 +30,5 @@ __all__ = [
     "checked_schedule",
     "discounted_gae",
     "make_multiplier",
+    "pid_kwargs_per_update",
 ]

@@ -13,6 +13,7 @@ uses it to slow or speed the multiplier when a semantic risk annotation is prese
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import deque
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -21,7 +22,13 @@ import torch as th
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["LagrangeMultiplier", "Multiplier", "PIDLagrangeMultiplier", "make_multiplier"]
+__all__ = [
+    "LagrangeMultiplier",
+    "Multiplier",
+    "PIDLagrangeMultiplier",
+    "make_multiplier",
+    "pid_kwargs_per_update",
+]
 
 
 def _check_finite(name: str, value: Any, *, minimum: float | None = None, source: str) -> float:
@@ -169,6 +176,10 @@ class PIDLagrangeMultiplier:
         d_ema_alpha: EMA factor of the cost for D (0.95).
         penalty_max: cap on λ (100.0).
 
+    The defaults are OmniSafe's, whose λ is updated once per epoch of 20,000 env steps. For
+    other update sizes :func:`pid_kwargs_per_update` converts them so that every term keeps
+    its time constant in env steps.
+
     Example:
         >>> pid = PIDLagrangeMultiplier(kp=0.0, ki=0.1, kd=0.0, init=0.0)
         >>> pid.update(ep_cost=35.0, cost_limit=25.0)
@@ -259,6 +270,55 @@ class PIDLagrangeMultiplier:
         self.d_term = float(state["d_term"])
         self.cost_history = deque((float(c) for c in state["cost_history"]), maxlen=self.d_delay)
         self._value = float(state["lambda"])
+
+
+def pid_kwargs_per_update(
+    kwargs: dict[str, Any] | None, *, epoch_steps: int, update_steps: int
+) -> dict[str, Any]:
+    """:class:`PIDLagrangeMultiplier` arguments given per epoch, converted per update.
+
+    OmniSafe's ``CPPOPID`` constants hold for one update of λ per epoch of ``epoch_steps`` env
+    steps (20,000); an SB3 agent updates λ once per rollout of ``update_steps`` env steps
+    (``n_steps * n_envs``). With ``r = update_steps / epoch_steps`` the integral gain becomes
+    ``r·Ki``, each EMA factor ``a`` becomes ``a**r`` and the D delay ``delay / r`` updates
+    (rounded, at least 1), so that the integral's rate, the EMAs' time constants and the
+    delay are the same in env steps. Kp, Kd, ``init`` and ``penalty_max`` act on levels and
+    are returned as given. ``ki``, the EMA factors and ``d_delay`` are always returned: left
+    out, they take :class:`PIDLagrangeMultiplier`'s defaults before the conversion.
+
+    Args:
+        kwargs: the per-epoch arguments (any of ``kp``, ``ki``, ``kd``, ``init``, ``d_delay``,
+            ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``); None for all the defaults.
+        epoch_steps: env steps per update that the constants were tuned for (> 0).
+        update_steps: env steps per update here (> 0).
+
+    Example:
+        >>> kw = pid_kwargs_per_update({"ki": 0.01}, epoch_steps=20_000, update_steps=2_000)
+        >>> round(kw["ki"], 6), kw["d_delay"], round(kw["p_ema_alpha"] ** 10, 6)
+        (0.001, 100, 0.95)
+    """
+    src = "pid_kwargs_per_update"
+    for name, steps in (("epoch_steps", epoch_steps), ("update_steps", update_steps)):
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ConfigError(name, steps, "expected an int >= 1 (env steps)", source=src)
+    params = inspect.signature(PIDLagrangeMultiplier).parameters
+    given = dict(kwargs or {})
+    unknown = sorted(set(given) - set(params))
+    if unknown:
+        raise ConfigError(
+            "multiplier_kwargs", given, f"unknown PID arguments {unknown}", source=src
+        )
+    defaults = {name: params[name].default for name in ("ki", "p_ema_alpha", "d_ema_alpha")}
+    out = defaults | {"d_delay": params["d_delay"].default} | given
+    r = update_steps / epoch_steps
+    out["ki"] = _check_finite("ki", out["ki"], minimum=0.0, source=src) * r
+    for name in ("p_ema_alpha", "d_ema_alpha"):
+        out[name] = _check_finite(name, out[name], minimum=0.0, source=src) ** r
+    delay = out["d_delay"]
+    if isinstance(delay, bool) or not isinstance(delay, int) or delay < 1:
+        raise ConfigError("d_delay", delay, "expected an int >= 1", source=src)
+    out["d_delay"] = max(1, round(delay / r))
+    return out
 
 
 def make_multiplier(

@@ -32,7 +32,11 @@ from torch.nn import functional as F
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
-from gymcurric.integrations.sb3.common.lagrange import Multiplier, make_multiplier
+from gymcurric.integrations.sb3.common.lagrange import (
+    Multiplier,
+    make_multiplier,
+    pid_kwargs_per_update,
+)
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
 from gymcurric.safety.modulation import lagrange_modulation
 
@@ -114,6 +118,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
         lagrange_init: FloatOrSchedule,
         lagrange_lr: FloatOrSchedule,
         multiplier_kwargs: dict[str, Any] | None,
+        pid_epoch_steps: int | None,
         cost_window: int,
         update_cost_critic: bool,
         cost_max_grad_norm: float | None,
@@ -131,7 +136,25 @@ class LagrangianMixin(OnPolicyAlgorithm):
             )
         self.multiplier = multiplier
         self.multiplier_kwargs = dict(multiplier_kwargs or {})
-        # Build one now so that bad multiplier_kwargs fail in the constructor.
+        if pid_epoch_steps is not None:
+            if multiplier != "pid":
+                raise ConfigError(
+                    "pid_epoch_steps",
+                    pid_epoch_steps,
+                    f"only applies to multiplier='pid' (multiplier is {multiplier!r})",
+                    source=src,
+                )
+            if (
+                isinstance(pid_epoch_steps, bool)
+                or not isinstance(pid_epoch_steps, int)
+                or pid_epoch_steps < 1
+            ):
+                raise ConfigError(
+                    "pid_epoch_steps", pid_epoch_steps, "expected an int >= 1 or None", source=src
+                )
+        self.pid_epoch_steps = pid_epoch_steps
+        # Build one now so that bad multiplier_kwargs fail in the constructor (the conversion
+        # per rollout needs n_envs, known once the env is set: see _multiplier_kwargs).
         make_multiplier(
             multiplier,
             init=self.lagrange_init(1.0),
@@ -210,7 +233,17 @@ class LagrangianMixin(OnPolicyAlgorithm):
             self.multiplier,
             init=self.lagrange_init(1.0),
             lr=self.lagrange_lr(1.0),
-            kwargs=self.multiplier_kwargs,
+            kwargs=self._multiplier_kwargs(),
+        )
+
+    def _multiplier_kwargs(self) -> dict[str, Any]:
+        """``multiplier_kwargs``, with PID constants converted per rollout if they are per epoch."""
+        if self.pid_epoch_steps is None:
+            return self.multiplier_kwargs
+        return pid_kwargs_per_update(
+            self.multiplier_kwargs,
+            epoch_steps=self.pid_epoch_steps,
+            update_steps=self.n_steps * self.n_envs,
         )
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

@@ -69,6 +69,11 @@ class PPOLag(LagrangianMixin, PPO):
         lagrange_lr: λ's step size (float or schedule), 0.035; unused by ``"pid"``.
         multiplier_kwargs: extra multiplier arguments (``upper_bound``; PID ``kp``, ``ki``,
             ``kd``, ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``).
+        pid_epoch_steps: with ``multiplier="pid"``, read the PID constants as given per epoch
+            of this many env steps (OmniSafe's: 20,000) and convert them to this model's
+            rollouts of ``n_steps * n_envs`` steps (see
+            :func:`~gymcurric.integrations.sb3.common.lagrange.pid_kwargs_per_update`). None
+            (default): the constants apply per rollout.
         cost_gamma: discount of the cost (default ``gamma``).
         cost_gae_lambda: GAE λ of the cost (default ``gae_lambda``).
         cost_window: how many finished episodes ``J_c`` averages (100, as OmniSafe).
@@ -130,6 +135,7 @@ class PPOLag(LagrangianMixin, PPO):
         lagrange_init: FloatOrSchedule = 0.001,
         lagrange_lr: FloatOrSchedule = 0.035,
         multiplier_kwargs: dict[str, Any] | None = None,
+        pid_epoch_steps: int | None = None,
         cost_gamma: float | None = None,
         cost_gae_lambda: float | None = None,
         cost_window: int = 100,
@@ -145,6 +151,7 @@ class PPOLag(LagrangianMixin, PPO):
             lagrange_init=lagrange_init,
             lagrange_lr=lagrange_lr,
             multiplier_kwargs=multiplier_kwargs,
+            pid_epoch_steps=pid_epoch_steps,
             cost_window=cost_window,
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
@@ -231,6 +238,17 @@ class PPOPIDLag(PPOLag):
         kd: derivative gain (0.01).
         **kwargs: every other :class:`PPOLag` argument; ``multiplier_kwargs`` may set
             ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``.
+
+    The defaults are OmniSafe's constants, which it applies once per 20,000-step epoch. Here
+    λ is updated once per rollout (2,048 steps with SB3's defaults), so the integral builds
+    about 10 times as fast per env step; ``pid_epoch_steps=20_000`` keeps OmniSafe's time
+    constants per env step instead.
+
+    Example:
+        >>> model = PPOPIDLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=500, batch_size=50,
+        ...                   pid_epoch_steps=20_000, seed=0)
+        >>> model.lagrange.ki, model.lagrange.d_delay  # 0.01 * 500 / 20,000; 10 * 40
+        (0.00025, 400)
     """
 
     def __init__(

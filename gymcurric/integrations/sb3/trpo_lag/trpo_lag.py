@@ -62,6 +62,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         lagrange_init: see PPOLag.
         lagrange_lr: see PPOLag.
         multiplier_kwargs: see PPOLag.
+        pid_epoch_steps: see PPOLag.
         cost_gamma: see PPOLag.
         cost_gae_lambda: see PPOLag.
         cost_window: see PPOLag.
@@ -115,6 +116,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         lagrange_init: FloatOrSchedule = 0.001,
         lagrange_lr: FloatOrSchedule = 0.035,
         multiplier_kwargs: dict[str, Any] | None = None,
+        pid_epoch_steps: int | None = None,
         cost_gamma: float | None = None,
         cost_gae_lambda: float | None = None,
         cost_window: int = 100,
@@ -130,6 +132,7 @@ class TRPOLag(LagrangianMixin, TRPO):
             lagrange_init=lagrange_init,
             lagrange_lr=lagrange_lr,
             multiplier_kwargs=multiplier_kwargs,
+            pid_epoch_steps=pid_epoch_steps,
             cost_window=cost_window,
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
