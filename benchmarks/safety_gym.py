@@ -100,9 +100,28 @@ def linear_decay(start: float):
     return schedule
 
 
+def annealed_limit(start: float, end: float, fraction: float):
+    """SB3 schedule: the cost limit from ``start`` down to ``end`` linearly over ``fraction``.
+
+    ``fraction`` is the share of training (0 < fraction ≤ 1); the limit stays at ``end`` after.
+    """
+
+    def schedule(progress_remaining: float) -> float:
+        done = min(1.0, (1.0 - progress_remaining) / fraction)
+        return start + (end - start) * done
+
+    return schedule
+
+
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
+    if args.cost_limit_start is not None:
+        if not 0.0 < args.cost_limit_anneal <= 1.0:
+            raise SystemExit(f"--cost-limit-anneal: expected (0, 1], got {args.cost_limit_anneal}")
+        lag["cost_limit"] = annealed_limit(
+            args.cost_limit_start, args.cost_limit, args.cost_limit_anneal
+        )
     if algo in ("ppolag", "trpolag"):
         lag["lagrange_lr"] = args.lagrange_lr
     if algo in ("ppo", "ppolag", "pidlag"):
@@ -357,6 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--n-epochs", type=int, default=10)
     p.add_argument("--cost-limit", type=float, default=25.0)
+    p.add_argument(
+        "--cost-limit-start",
+        type=float,
+        default=None,
+        help="Lagrangian algos: anneal the limit linearly from this value to --cost-limit over "
+        "the first --cost-limit-anneal of training (a curriculum on the constraint)",
+    )
+    p.add_argument("--cost-limit-anneal", type=float, default=0.4)
     p.add_argument("--cost-window", type=int, default=100, help="episodes J_c averages")
     p.add_argument(
         "--norm-obs", action="store_true", help="VecNormalize(norm_obs=True, norm_reward=False)"

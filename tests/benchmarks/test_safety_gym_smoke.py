@@ -92,6 +92,7 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
         target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1,
         pid_gains=[0.2, 0.001, 0.03], pid_epoch_steps=None, n_envs=1,
+        cost_limit_start=None, cost_limit_anneal=0.4,
     )  # fmt: skip
     venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 0, norm_obs=True)
     try:
@@ -115,6 +116,14 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
         assert pid.kp == 0.2 and pid.kd == 0.03
         assert pid.p_ema_alpha == pid.d_ema_alpha == pytest.approx(0.95**0.0032)
         args.pid_epoch_steps = None
+        # the limit annealed from 75 to 25 over the first 40 % of training
+        args.cost_limit_start = 75.0
+        annealed = mod.make_model("ppolag", venv, 0, args)
+        assert [annealed.cost_limit(p) for p in (1.0, 0.8, 0.6, 0.1)] == pytest.approx(
+            [75.0, 50.0, 25.0, 25.0]
+        )
+        args.cost_limit_start = None
+        assert mod.make_model("ppolag", venv, 0, args).cost_limit(1.0) == 25.0
         trpo = mod.make_model("trpolag", venv, 0, args)
         assert trpo.target_kl == 0.01  # TRPO's own trust region, untouched
         assert trpo.lagrange_lr(1.0) == 0.1
