@@ -308,17 +308,14 @@ def pid_kwargs_per_update(
         raise ConfigError(
             "multiplier_kwargs", given, f"unknown PID arguments {unknown}", source=src
         )
-    defaults = {name: params[name].default for name in ("ki", "p_ema_alpha", "d_ema_alpha")}
-    out = defaults | {"d_delay": params["d_delay"].default} | given
+    per_epoch = PIDLagrangeMultiplier(**given)  # checks every constant, fills the defaults
     r = update_steps / epoch_steps
-    out["ki"] = _check_finite("ki", out["ki"], minimum=0.0, source=src) * r
-    for name in ("p_ema_alpha", "d_ema_alpha"):
-        out[name] = _check_finite(name, out[name], minimum=0.0, source=src) ** r
-    delay = out["d_delay"]
-    if isinstance(delay, bool) or not isinstance(delay, int) or delay < 1:
-        raise ConfigError("d_delay", delay, "expected an int >= 1", source=src)
-    out["d_delay"] = max(1, round(delay / r))
-    return out
+    return given | {
+        "ki": per_epoch.ki * r,
+        "p_ema_alpha": per_epoch.p_ema_alpha**r,
+        "d_ema_alpha": per_epoch.d_ema_alpha**r,
+        "d_delay": max(1, round(per_epoch.d_delay / r)),
+    }
 
 
 def make_multiplier(
