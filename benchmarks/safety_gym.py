@@ -117,8 +117,6 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
     if args.cost_limit_start is not None:
-        if not 0.0 < args.cost_limit_anneal <= 1.0:
-            raise SystemExit(f"--cost-limit-anneal: expected (0, 1], got {args.cost_limit_anneal}")
         lag["cost_limit"] = annealed_limit(
             args.cost_limit_start, args.cost_limit, args.cost_limit_anneal
         )
@@ -425,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be >= 1, got {args.jobs}")
+    if not 0.0 < args.cost_limit_anneal <= 1.0:
+        p.error(f"--cost-limit-anneal must be in (0, 1], got {args.cost_limit_anneal}")
     th.set_num_threads(1)
     out: Path = args.out
     (out / "runs").mkdir(parents=True, exist_ok=True)

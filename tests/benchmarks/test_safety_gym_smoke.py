@@ -145,3 +145,18 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
     assert [config[k] for k in ("norm_obs", "lr_decay", "target_kl")] == ["True", "True", "0.02"]
     with open(tmp_path / "runs" / "ppolag__HazardNav-v0__s0.csv") as f:
         assert [int(r["timesteps"]) for r in csv.DictReader(f)] == [64, 128]
+
+
+def test_bad_cost_limit_anneal_is_refused_before_any_run(tmp_path):
+    res = subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--steps", "0"),
+            *("--cost-limit-start", "75", "--cost-limit-anneal", "1.5", "--out", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2
+    assert "--cost-limit-anneal must be in (0, 1], got 1.5" in res.stderr
+    assert not (tmp_path / "runs").exists()
