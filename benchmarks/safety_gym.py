@@ -8,7 +8,10 @@ Run (smoke scale; the full run is in BENCHMARKS.md):
 For every (algo, env, seed) it trains with SB3 (the gymcurric agents for the Lagrangian ones),
 reads episode return and cost from :class:`~gymcurric.integrations.sb3.cost.VecCostMonitor`, and
 writes ``<out>/runs/<algo>__<env>__s<seed>.csv`` (one row per rollout: timesteps, mean return
-and cost of the episodes finished in that rollout, λ, wall time). ``summary.md``/``summary.csv``
+and cost of the episodes finished in that rollout, λ, wall time, the policy's action std, and the
+diagnostics SB3 logged for the update that used that rollout: ``explained_variance``,
+``cost_explained_variance``, ``cost_value_loss``, ``approx_kl``, ``clip_fraction``,
+``entropy_loss``; NaN where the algorithm does not log one). ``summary.md``/``summary.csv``
 give the final return and cost (mean over the episodes that ended in the last 10 % of training;
 mean ± std over seeds) beside OmniSafe's published numbers (1e7 steps, 5 seeds, cost limit 25;
 ``benchmarks/on-policy/README.md`` at omnisafe 15603dd), and ``curves_<env>.png`` the learning
@@ -122,6 +125,7 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         )
     if algo in ("ppolag", "trpolag"):
         lag["lagrange_lr"] = args.lagrange_lr
+        lag["lagrange_init"] = args.lagrange_init
     if algo in ("ppo", "ppolag", "pidlag"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
@@ -154,6 +158,17 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     raise SystemExit(f"unknown algo {algo!r}; expected one of {ALGOS}")
 
 
+# SB3 train/* keys copied into the per-rollout CSV (the update that used the rollout)
+UPDATE_DIAGNOSTICS = (
+    "explained_variance",
+    "cost_explained_variance",
+    "cost_value_loss",
+    "approx_kl",
+    "clip_fraction",
+    "entropy_loss",
+)
+
+
 class Recorder(BaseCallback):
     """Episode (timestep, return, cost) and one row per rollout; times from the first reset.
 
@@ -181,9 +196,16 @@ class Recorder(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
+        # SB3 records an update's train/* keys after this callback and dumps (clears) them
+        # after the next rollout: here they are the previous rollout's update.
+        self._fill_update_diagnostics()
         new = self.episodes[self._since :]
         self._since = len(self.episodes)
         lam = getattr(self.model, "lagrange_multiplier", float("nan"))
+        log_std = getattr(self.model.policy, "log_std", None)
+        std = float("nan")
+        if isinstance(log_std, th.Tensor):  # state-independent Gaussian (Box actions)
+            std = float(th.exp(log_std.detach()).mean())
         self.rows.append(
             {
                 "timesteps": self.num_timesteps,
@@ -192,12 +214,24 @@ class Recorder(BaseCallback):
                 "episodes": len(new),
                 "lagrange_multiplier": float(lam),
                 "wall_s": time.perf_counter() - self.t0,
+                "std": std,
+                **dict.fromkeys(UPDATE_DIAGNOSTICS, float("nan")),
             }
         )
         if self.flush_to is not None:
             write_run_csv(self.flush_to, self)
 
+    def _fill_update_diagnostics(self) -> None:
+        """Write the last update's ``train/*`` values into the row of the rollout it used."""
+        if not self.rows:
+            return
+        logged = self.model.logger.name_to_value
+        for key in UPDATE_DIAGNOSTICS:
+            if f"train/{key}" in logged:
+                self.rows[-1][key] = float(logged[f"train/{key}"])
+
     def _on_training_end(self) -> None:
+        self._fill_update_diagnostics()  # the last update: recorded, never dumped
         self.wall = time.perf_counter() - self.t0
         self.cpu = time.process_time() - self.c0
 
@@ -397,6 +431,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.035,
         help="ppolag/trpolag: the multiplier's Adam lr per rollout (OmniSafe: 0.035 per epoch)",
+    )
+    p.add_argument(
+        "--lagrange-init",
+        type=float,
+        default=0.001,
+        help="ppolag/trpolag: initial λ (OmniSafe: 0.001); with --lagrange-lr 0, λ stays fixed",
     )
     p.add_argument(
         "--pid-gains",

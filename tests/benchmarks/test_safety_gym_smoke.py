@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib")
@@ -90,7 +91,7 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
     spec.loader.exec_module(mod)
     args = SimpleNamespace(
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
-        target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1,
+        target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1, lagrange_init=2.0,
         pid_gains=[0.2, 0.001, 0.03], pid_epoch_steps=None, n_envs=1,
         cost_limit_start=None, cost_limit_anneal=0.4,
     )  # fmt: skip
@@ -104,6 +105,7 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
             assert model.lr_schedule(0.25) == pytest.approx(7.5e-5)
             if algo == "ppolag":
                 assert model.lagrange_lr(1.0) == 0.1
+                assert model.lagrange_multiplier == pytest.approx(2.0)
             if algo == "pidlag":
                 gains = model.multiplier_kwargs
                 assert [gains[k] for k in ("kp", "ki", "kd")] == [0.2, 0.001, 0.03]
@@ -160,3 +162,46 @@ def test_bad_cost_limit_anneal_is_refused_before_any_run(tmp_path):
     assert res.returncode == 2
     assert "--cost-limit-anneal must be in (0, 1], got 1.5" in res.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_rollout_rows_carry_the_update_diagnostics_of_their_own_update():
+    """Row k holds the policy std that collected rollout k and the train/* values of the update
+    that used rollout k (SB3 logs them one rollout later); the last row gets the last update."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from gymcurric.integrations.sb3.ppo_lag import PPOLag
+
+    seen: list[dict[str, float]] = []
+
+    class AfterTrain(BaseCallback):
+        """Reads the logger at the next rollout start, i.e. right after each update."""
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_start(self) -> None:
+            logged = self.model.logger.name_to_value
+            if "train/approx_kl" in logged:
+                seen.append({k: logged[f"train/{k}"] for k in mod.UPDATE_DIAGNOSTICS})
+
+    model = PPOLag(
+        "MlpPolicy", "gymcurric/HazardNav-v0", n_steps=64, batch_size=32, n_epochs=2,
+        policy_kwargs={"log_std_init": -0.7}, seed=0,
+    )  # fmt: skip
+    rec = mod.Recorder()
+    model.learn(64 * 3, callback=[rec, AfterTrain()])
+    rows = rec.rows
+    assert len(rows) == 3
+    assert rows[0]["std"] == pytest.approx(np.exp(-0.7), rel=1e-6)  # before any update
+    assert rows[1]["std"] != rows[0]["std"]
+    seen.append({k: model.logger.name_to_value[f"train/{k}"] for k in mod.UPDATE_DIAGNOSTICS})
+    assert len(seen) == 3
+    for row, logged in zip(rows, seen, strict=True):
+        for key in mod.UPDATE_DIAGNOSTICS:
+            assert row[key] == pytest.approx(logged[key]), key
+    assert all(np.isfinite(row["cost_explained_variance"]) for row in rows)
