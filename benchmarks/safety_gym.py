@@ -51,12 +51,14 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.integrations.sb3.cost import VecCostMonitor
 
-ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo")
+# ppo-costonly: SB3 PPO trained on reward := -info["cost"] (a diagnostic: how fast PPO lowers
+# the cost when the cost is all it optimises); its recorded return is still the env's own.
+ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo", "ppo-costonly")
 
 # OmniSafe, benchmarks/on-policy/README.md Table 2 (1e7 steps, cost_limit 25): return, cost.
 OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
@@ -116,6 +118,18 @@ def annealed_limit(start: float, end: float, fraction: float):
     return schedule
 
 
+class CostAsReward(VecEnvWrapper):
+    """Reward replaced by ``-info["cost"]``, above the monitor (which keeps the env return)."""
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, _, dones, infos = self.venv.step_wait()
+        costs = np.array([info["cost"] for info in infos], dtype=np.float32)
+        return obs, -costs, dones, infos
+
+
 def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any:
     common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0, "n_steps": args.n_steps}
     lag: dict[str, Any] = {"cost_limit": args.cost_limit, "cost_window": args.cost_window}
@@ -126,7 +140,7 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     if algo in ("ppolag", "trpolag"):
         lag["lagrange_lr"] = args.lagrange_lr
         lag["lagrange_init"] = args.lagrange_init
-    if algo in ("ppo", "ppolag", "pidlag"):
+    if algo in ("ppo", "ppolag", "pidlag", "ppo-costonly"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
         if args.lr_decay:
@@ -135,6 +149,10 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         from stable_baselines3 import PPO
 
         return PPO("MlpPolicy", venv, **common)
+    if algo == "ppo-costonly":
+        from stable_baselines3 import PPO
+
+        return PPO("MlpPolicy", CostAsReward(venv), **common)
     if algo == "ppolag":
         from gymcurric.integrations.sb3.ppo_lag import PPOLag
 
@@ -314,16 +332,25 @@ def mean_std(values: list[float]) -> str:
 
 
 def write_run_csv(path: Path, rec: Any) -> None:
-    """``<path>.csv``: one row per rollout; ``<path>_episodes.csv``: one row per episode."""
+    """``<path>.csv``: one row per rollout; ``<path>_episodes.csv``: one row per episode.
+
+    Each file is written beside its target and renamed over it, so a run killed while writing
+    leaves the previous rollout's complete file, never a truncated one.
+    """
     rows_csv = path.with_suffix(".csv")
-    with rows_csv.open("w", newline="") as f:
+    tmp = rows_csv.with_name(rows_csv.name + ".tmp")
+    with tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rec.rows[0]) if rec.rows else ["timesteps"])
         writer.writeheader()
         writer.writerows(rec.rows)
-    with Path(f"{path}_episodes.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["timesteps", "return", "cost"])
-        writer.writerows(rec.episodes)
+    tmp.replace(rows_csv)
+    eps_csv = Path(f"{path}_episodes.csv")
+    tmp = eps_csv.with_name(eps_csv.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        episodes = csv.writer(f)
+        episodes.writerow(["timesteps", "return", "cost"])
+        episodes.writerows(rec.episodes)
+    tmp.replace(eps_csv)
 
 
 def plot(out: Path, name: str, runs: dict[tuple[str, int], Any], args: argparse.Namespace):

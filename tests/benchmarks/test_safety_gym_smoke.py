@@ -205,3 +205,55 @@ def test_rollout_rows_carry_the_update_diagnostics_of_their_own_update():
         for key in mod.UPDATE_DIAGNOSTICS:
             assert row[key] == pytest.approx(logged[key]), key
     assert all(np.isfinite(row["cost_explained_variance"]) for row in rows)
+
+
+def test_costonly_ppo_is_trained_on_minus_the_cost_and_records_the_env_return():
+    """ppo-costonly: the model sees reward = -info["cost"]; the monitor keeps the env's return."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    args = SimpleNamespace(
+        n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20, target_kl=None,
+        lr_decay=False, norm_obs=False, lagrange_lr=0.035, lagrange_init=0.001,
+        pid_gains=[0.1, 0.01, 0.01], pid_epoch_steps=None, n_envs=2,
+        cost_limit_start=None, cost_limit_anneal=0.4,
+    )  # fmt: skip
+    venv = mod.make_venv("gymcurric/HazardNav-v0", 2, 0)
+    model = mod.make_model("ppo-costonly", venv, 0, args)
+    env = model.get_env()
+    env.reset()
+    seen_cost = 0.0
+    for _ in range(200):
+        actions = np.stack([env.action_space.sample() for _ in range(2)])
+        _, rewards, _, infos = env.step(actions)
+        costs = np.array([info["cost"] for info in infos])
+        np.testing.assert_array_equal(rewards, -costs.astype(np.float32))
+        seen_cost += costs.sum()
+    assert seen_cost > 0  # the check above compared some non-zero costs
+    rec = mod.Recorder()
+    model.learn(64 * 8, callback=rec)  # 256 steps per env: past the 200-step time limit
+    assert rec.episodes
+    # the recorded return is HazardNav's own reward (goal progress), not minus the cost
+    assert any(abs(ret + cost) > 1e-6 for _, ret, cost in rec.episodes)
+    env.close()
+
+
+def test_a_run_csv_interrupted_while_written_keeps_the_previous_complete_file(tmp_path):
+    """write_run_csv renames a finished file over the old one: a failure mid-write (here a
+    row DictWriter refuses) leaves the last complete CSV, not a truncated one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = tmp_path / "ppolag__X__s0"
+    rec = SimpleNamespace(rows=[{"timesteps": 64}, {"timesteps": 128}], episodes=[(64, 1.0, 2.0)])
+    mod.write_run_csv(path, rec)
+    before = path.with_suffix(".csv").read_text()
+    rec.rows[1] = {"timesteps": 128, "not_in_header": 1.0}  # fails after the first row
+    with pytest.raises(ValueError, match="not_in_header"):
+        mod.write_run_csv(path, rec)
+    assert path.with_suffix(".csv").read_text() == before == "timesteps\n64\n128\n"
+    assert (tmp_path / "ppolag__X__s0_episodes.csv").read_text().splitlines()[1] == "64,1.0,2.0"
