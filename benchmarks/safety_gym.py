@@ -22,6 +22,10 @@ curves (mean ± std over seeds, cost limit dashed).
 the first reset to the end of ``learn`` (training included), wall and process-CPU time; the
 ratio PPOLag/PPO is printed (goal: >= 0.85).
 
+``--algos ppo-costonly`` is a diagnostic, not a baseline: SB3 PPO trained on reward := -cost
+(it shows how fast PPO lowers the cost when the cost is all it optimises); ``--lagrange-init X
+--lagrange-lr 0`` holds λ fixed at X.
+
 ``--jobs N`` trains N (algo, seed) runs at once in separate processes (one core each). Every
 run rewrites its CSVs after each rollout (``runs/<algo>__<env>__s<seed>.csv`` and
 ``..._episodes.csv``), so an interrupted run keeps its curve so far; ``--summarize-only``
