@@ -143,6 +143,7 @@ def test_logs_and_ep_cost(tmp_path):
         "train/lagrange_multiplier",
         "train/cost_value_loss",
         "train/cost_explained_variance",
+        "train/cost_advantage_std",
         "train/cost_limit",
         "train/policy_gradient_loss",
         "train/value_loss",
@@ -155,6 +156,10 @@ def test_logs_and_ep_cost(tmp_path):
     assert float(rows[-1]["rollout/ep_cost_mean"]) == pytest.approx(np.mean(costs), rel=1e-5)
     assert float(rows[-1]["train/lagrange_multiplier"]) >= 0.0
     assert "risk/modulation_scale" not in keys  # the risk hook is off by default
+    # the last update's values stay in the logger: the cost advantages of the last rollout
+    logged = model.logger.name_to_value["train/cost_advantage_std"]
+    assert logged == pytest.approx(float(np.std(model.rollout_buffer.cost_advantages)))
+    assert logged > 0.0
 
 
 def test_lambda_rises_when_over_the_limit_and_falls_when_under():

@@ -437,6 +437,11 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.rollout_buffer.penalty = self.lagrange.value
         self.logger.record("train/lagrange_multiplier", self.lagrange.value)
         self.logger.record("train/cost_limit", limit)
+        # A_r is standardised and A_c only centred, so the cost term's weight in the update,
+        # relative to the reward term's, is about λ·std(A_c): worth seeing when tuning λ.
+        self.logger.record(
+            "train/cost_advantage_std", float(np.std(self.rollout_buffer.cost_advantages))
+        )
 
     def _batched_cost_values(self, observations: np.ndarray, chunk: int = 4096) -> np.ndarray:
         """``V_c`` of a ``(n_steps, n_envs, *obs_shape)`` array, shape ``(n_steps, n_envs)``."""
