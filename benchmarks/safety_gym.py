@@ -141,6 +141,8 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         lag["cost_limit"] = annealed_limit(
             args.cost_limit_start, args.cost_limit, args.cost_limit_anneal
         )
+    if args.cost_n_epochs is not None:
+        lag["cost_n_epochs"] = args.cost_n_epochs
     if algo in ("ppolag", "trpolag"):
         lag["lagrange_lr"] = args.lagrange_lr
         lag["lagrange_init"] = args.lagrange_init
@@ -469,6 +471,13 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.001,
         help="ppolag/trpolag: initial λ (OmniSafe: 0.001); with --lagrange-lr 0, λ stays fixed",
+    )
+    p.add_argument(
+        "--cost-n-epochs",
+        type=int,
+        default=None,
+        help="Lagrangian algos: passes of the cost critic over each rollout (default: the "
+        "policy's n_epochs / n_critic_updates)",
     )
     p.add_argument(
         "--pid-gains",

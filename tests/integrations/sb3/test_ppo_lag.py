@@ -241,11 +241,26 @@ def test_nonfinite_cost_raises():
         ({"pid_epoch_steps": 0, "multiplier": "pid"}, r"'pid_epoch_steps': 0 \(expected"),
         ({"pid_epoch_steps": 2e4, "multiplier": "pid"}, r"pid_epoch_steps.*20000\.0"),
         ({"cost_gamma": 2.0}, "cost_gamma"),
+        ({"cost_n_epochs": 0}, r"'cost_n_epochs': 0 \(expected"),
+        ({"cost_n_epochs": 2.0}, r"cost_n_epochs.*2\.0"),
     ],
 )
 def test_config_errors(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         PPOLag("MlpPolicy", hazard_vec(1), **SMALL, **kwargs)
+
+
+@pytest.mark.parametrize(("cost_n_epochs", "passes"), [(None, 2), (5, 5)])
+def test_cost_n_epochs_sets_the_cost_critic_passes(cost_n_epochs, passes):
+    # 2 envs x 32 steps in minibatches of 32: 2 cost-critic steps per pass, 2 rollouts.
+    model = PPOLag("MlpPolicy", hazard_vec(), seed=0, cost_n_epochs=cost_n_epochs, **SMALL)
+    steps = []
+    model.policy.cost_optimizer.register_step_post_hook(lambda *_: steps.append(1))
+    policy_steps = []
+    model.policy.optimizer.register_step_post_hook(lambda *_: policy_steps.append(1))
+    model.learn(128)
+    assert len(steps) == 2 * 2 * passes
+    assert len(policy_steps) == 2 * 2 * SMALL["n_epochs"]  # the policy's passes are unchanged
 
 
 def test_schedule_going_negative_mid_training_is_reported():

@@ -125,6 +125,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
         center_cost_advantage: bool,
         risk_modulation: bool | dict[str, Any] | None,
         seed: int | None,
+        cost_n_epochs: int | None = None,
     ) -> None:
         src = type(self).__name__
         self.cost_limit = checked_schedule("cost_limit", cost_limit, source=src)
@@ -170,6 +171,15 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "cost_max_grad_norm", cost_max_grad_norm, "expected > 0 or None", source=src
             )
         self.cost_max_grad_norm = cost_max_grad_norm
+        if cost_n_epochs is not None and (
+            isinstance(cost_n_epochs, bool)
+            or not isinstance(cost_n_epochs, int)
+            or cost_n_epochs < 1
+        ):
+            raise ConfigError(
+                "cost_n_epochs", cost_n_epochs, "expected an int >= 1 or None", source=src
+            )
+        self.cost_n_epochs = cost_n_epochs
         self.center_cost_advantage = bool(center_cost_advantage)
         # The episode costs J_c is computed from (pickled with the model by SB3's save).
         self.ep_cost_buffer: deque[float] = deque(maxlen=cost_window)

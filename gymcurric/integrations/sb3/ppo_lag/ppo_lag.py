@@ -78,6 +78,8 @@ class PPOLag(LagrangianMixin, PPO):
         cost_gae_lambda: GAE λ of the cost (default ``gae_lambda``).
         cost_window: how many finished episodes ``J_c`` averages (100, as OmniSafe).
         update_cost_critic: fit the cost critic (True).
+        cost_n_epochs: passes of the cost critic over each rollout (None: ``n_epochs``).
+            OmniSafe fits its critics for up to 40 passes of minibatches of 64 per epoch.
         cost_max_grad_norm: gradient-norm clip of the cost critic (OmniSafe: 40). Off by
             default: it rarely binds for an MSE on per-step costs, and on CPU
             ``clip_grad_norm_`` costs about a third of a small cost-critic step.
@@ -141,6 +143,7 @@ class PPOLag(LagrangianMixin, PPO):
         cost_window: int = 100,
         update_cost_critic: bool = True,
         cost_max_grad_norm: float | None = None,
+        cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
         risk_modulation: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
@@ -155,6 +158,7 @@ class PPOLag(LagrangianMixin, PPO):
             cost_window=cost_window,
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
+            cost_n_epochs=cost_n_epochs,
             center_cost_advantage=center_cost_advantage,
             risk_modulation=risk_modulation,
             seed=seed,
@@ -201,7 +205,7 @@ class PPOLag(LagrangianMixin, PPO):
         """Update λ, then PPO's update on the penalised advantage, then the cost critic."""
         self._update_lagrange()
         super().train()
-        self._train_cost_critic(self.n_epochs, self.batch_size)
+        self._train_cost_critic(self.cost_n_epochs or self.n_epochs, self.batch_size)
 
     def learn(
         self: SelfPPOLag,

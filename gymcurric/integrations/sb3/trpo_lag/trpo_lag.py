@@ -68,6 +68,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_window: see PPOLag.
         update_cost_critic: see PPOLag.
         cost_max_grad_norm: see PPOLag.
+        cost_n_epochs: passes of the cost critic over each rollout (None: ``n_critic_updates``).
         center_cost_advantage: see PPOLag.
         risk_modulation: see PPOLag (off by default).
         _init_setup_model: as SB3.
@@ -122,6 +123,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_window: int = 100,
         update_cost_critic: bool = True,
         cost_max_grad_norm: float | None = None,
+        cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
         risk_modulation: bool | dict[str, Any] = False,
         _init_setup_model: bool = True,
@@ -136,6 +138,7 @@ class TRPOLag(LagrangianMixin, TRPO):
             cost_window=cost_window,
             update_cost_critic=update_cost_critic,
             cost_max_grad_norm=cost_max_grad_norm,
+            cost_n_epochs=cost_n_epochs,
             center_cost_advantage=center_cost_advantage,
             risk_modulation=risk_modulation,
             seed=seed,
@@ -177,7 +180,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         """Update λ, then TRPO's update on the penalised advantage, then the cost critic."""
         self._update_lagrange()
         super().train()
-        self._train_cost_critic(self.n_critic_updates, self.batch_size)
+        self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
 
     def learn(
         self: SelfTRPOLag,
