@@ -43,8 +43,10 @@ import csv
 import json
 import math
 import multiprocessing
+import os
 import statistics
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -146,6 +148,8 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     if algo in ("ppolag", "trpolag"):
         lag["lagrange_lr"] = args.lagrange_lr
         lag["lagrange_init"] = args.lagrange_init
+        if args.lagrange_max is not None:
+            lag["multiplier_kwargs"] = {"upper_bound": args.lagrange_max}
     if algo in ("ppo", "ppolag", "pidlag", "ppo-costonly"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
@@ -279,6 +283,28 @@ def train(
 
 def run_path(out: Path, algo: str, name: str, seed: int) -> Path:
     return out / "runs" / f"{algo}__{short(name)}__s{seed}"
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = 2.0) -> None:
+    """Worker initializer: end this worker when the main process is gone.
+
+    The workers are children of the forkserver, not of the main process, and a worker deep in
+    ``learn()`` never reads its call queue: killing the main process (SIGTERM, SIGKILL, a lost
+    session) would leave it training on. The run CSVs are replaced atomically after every
+    rollout, so exiting between two writes loses only the rollout in progress.
+    """
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was reused by another user's process
+                os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def train_job(algo: str, name: str, seed: int, args: argparse.Namespace) -> SimpleNamespace:
@@ -473,6 +499,12 @@ def main(argv: list[str] | None = None) -> int:
         help="ppolag/trpolag: initial λ (OmniSafe: 0.001); with --lagrange-lr 0, λ stays fixed",
     )
     p.add_argument(
+        "--lagrange-max",
+        type=float,
+        default=None,
+        help="ppolag/trpolag: cap on λ (multiplier_kwargs upper_bound; default: none)",
+    )
+    p.add_argument(
         "--cost-n-epochs",
         type=int,
         default=None,
@@ -537,7 +569,9 @@ def run_all(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
                 results[key] = run
     else:
         ctx = multiprocessing.get_context("forkserver")
-        with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            args.jobs, mp_context=ctx, initializer=exit_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = {
                 pool.submit(train_job, algo, name, seed, args): (name, algo, seed)
                 for name, algo, seed in keys

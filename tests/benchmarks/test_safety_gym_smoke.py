@@ -93,7 +93,7 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
         target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1, lagrange_init=2.0,
         pid_gains=[0.2, 0.001, 0.03], pid_epoch_steps=None, n_envs=1,
-        cost_limit_start=None, cost_limit_anneal=0.4,
+        cost_limit_start=None, cost_limit_anneal=0.4, cost_n_epochs=7, lagrange_max=3.0,
     )  # fmt: skip
     venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 0, norm_obs=True)
     try:
@@ -106,6 +106,9 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
             if algo == "ppolag":
                 assert model.lagrange_lr(1.0) == 0.1
                 assert model.lagrange_multiplier == pytest.approx(2.0)
+                assert model.lagrange.upper_bound == 3.0
+            if algo != "ppo":
+                assert model.cost_n_epochs == 7
             if algo == "pidlag":
                 gains = model.multiplier_kwargs
                 assert [gains[k] for k in ("kp", "ki", "kd")] == [0.2, 0.001, 0.03]
@@ -218,7 +221,7 @@ def test_costonly_ppo_is_trained_on_minus_the_cost_and_records_the_env_return():
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20, target_kl=None,
         lr_decay=False, norm_obs=False, lagrange_lr=0.035, lagrange_init=0.001,
         pid_gains=[0.1, 0.01, 0.01], pid_epoch_steps=None, n_envs=2,
-        cost_limit_start=None, cost_limit_anneal=0.4,
+        cost_limit_start=None, cost_limit_anneal=0.4, cost_n_epochs=None, lagrange_max=None,
     )  # fmt: skip
     venv = mod.make_venv("gymcurric/HazardNav-v0", 2, 0)
     model = mod.make_model("ppo-costonly", venv, 0, args)
@@ -257,3 +260,44 @@ def test_a_run_csv_interrupted_while_written_keeps_the_previous_complete_file(tm
         mod.write_run_csv(path, rec)
     assert path.with_suffix(".csv").read_text() == before == "timesteps\n64\n128\n"
     assert (tmp_path / "ppolag__X__s0_episodes.csv").read_text().splitlines()[1] == "64,1.0,2.0"
+
+
+def test_workers_exit_when_the_main_process_is_killed(tmp_path):
+    """--jobs workers (children of the forkserver) stop training once the main process dies."""
+    import os
+    import signal
+    import time
+
+    cmd = [
+        sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--algos", "ppolag",
+        "--envs", "gymcurric/HazardNav-v0", "--steps", "10000000", "--seeds", "0",
+        "--n-steps", "64", "--batch-size", "64", "--n-epochs", "1", "--jobs", "1",
+        "--out", str(tmp_path),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    csv_path = tmp_path / "runs" / "ppolag__HazardNav-v0__s0.csv"
+
+    def rows() -> int:
+        try:
+            return len(csv_path.read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    try:
+        deadline = time.monotonic() + 120
+        while rows() < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rows() >= 3, "the worker never wrote its CSV"
+        proc.kill()  # SIGKILL: the main process gets no chance to shut the pool down
+        proc.wait(timeout=30)
+        time.sleep(6)  # the watchdog polls every 2 s
+        before = rows()
+        time.sleep(3)
+        assert rows() == before, "a worker kept training after the main process was killed"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the run
+        except ProcessLookupError:
+            pass
