@@ -264,6 +264,7 @@ def test_a_run_csv_interrupted_while_written_keeps_the_previous_complete_file(tm
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     """--jobs workers (children of the forkserver) stop training once the main process dies."""
+    import contextlib
     import os
     import signal
     import time
@@ -297,7 +298,5 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
         time.sleep(3)
         assert rows() == before, "a worker kept training after the main process was killed"
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the run
-        except ProcessLookupError:
-            pass
