@@ -45,6 +45,15 @@ __all__ = ["LagrangianMixin", "checked_schedule"]
 FloatOrSchedule = float | Callable[[float], float]
 
 
+def _check_count(name: str, value: Any, source: str, *, optional: bool = False) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is an int >= 1 (or None, if ``optional``)."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        expected = "expected an int >= 1 or None" if optional else "expected an int >= 1"
+        raise ConfigError(name, value, expected, source=source)
+
+
 class checked_schedule:  # lower case: used like SB3's schedule helpers
     """A constant or an SB3 schedule (``progress_remaining -> float``) checked on every call.
 
@@ -145,14 +154,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                     f"only applies to multiplier='pid' (multiplier is {multiplier!r})",
                     source=src,
                 )
-            if (
-                isinstance(pid_epoch_steps, bool)
-                or not isinstance(pid_epoch_steps, int)
-                or pid_epoch_steps < 1
-            ):
-                raise ConfigError(
-                    "pid_epoch_steps", pid_epoch_steps, "expected an int >= 1 or None", source=src
-                )
+            _check_count("pid_epoch_steps", pid_epoch_steps, src, optional=True)
         self.pid_epoch_steps = pid_epoch_steps
         # Build one now so that bad multiplier_kwargs fail in the constructor (the conversion
         # per rollout needs n_envs, known once the env is set: see _multiplier_kwargs).
@@ -162,8 +164,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             lr=self.lagrange_lr(1.0),
             kwargs=self.multiplier_kwargs,
         )
-        if isinstance(cost_window, bool) or not isinstance(cost_window, int) or cost_window < 1:
-            raise ConfigError("cost_window", cost_window, "expected an int >= 1", source=src)
+        _check_count("cost_window", cost_window, src)
         self.cost_window = cost_window
         self.update_cost_critic = bool(update_cost_critic)
         if cost_max_grad_norm is not None and not cost_max_grad_norm > 0:
@@ -171,14 +172,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "cost_max_grad_norm", cost_max_grad_norm, "expected > 0 or None", source=src
             )
         self.cost_max_grad_norm = cost_max_grad_norm
-        if cost_n_epochs is not None and (
-            isinstance(cost_n_epochs, bool)
-            or not isinstance(cost_n_epochs, int)
-            or cost_n_epochs < 1
-        ):
-            raise ConfigError(
-                "cost_n_epochs", cost_n_epochs, "expected an int >= 1 or None", source=src
-            )
+        _check_count("cost_n_epochs", cost_n_epochs, src, optional=True)
         self.cost_n_epochs = cost_n_epochs
         self.center_cost_advantage = bool(center_cost_advantage)
         # The episode costs J_c is computed from (pickled with the model by SB3's save).
