@@ -46,7 +46,6 @@ import multiprocessing
 import os
 import statistics
 import sys
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -56,11 +55,23 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.integrations.sb3.cost import VecCostMonitor
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:  # the --jobs workers import this module's siblings by name
+    sys.path.insert(0, str(_HERE))
+
+from _safety_runs import (  # noqa: E402
+    Recorder,
+    exit_with_parent,
+    load_run,
+    run_path,
+    short,
+    write_run_csv,
+)
 
 # ppo-costonly: SB3 PPO trained on reward := -info["cost"] (a diagnostic: how fast PPO lowers
 # the cost when the cost is all it optimises); its recorded return is still the env's own.
@@ -81,10 +92,6 @@ OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
 
 def env_id(name: str) -> str:
     return name if "/" in name else f"gymcurric/{name}"
-
-
-def short(name: str) -> str:
-    return name.split("/")[-1]
 
 
 def make_venv(name: str, n_envs: int, seed: int, norm_obs: bool = False) -> Any:
@@ -186,85 +193,6 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
     raise SystemExit(f"unknown algo {algo!r}; expected one of {ALGOS}")
 
 
-# SB3 train/* keys copied into the per-rollout CSV (the update that used the rollout)
-UPDATE_DIAGNOSTICS = (
-    "explained_variance",
-    "cost_explained_variance",
-    "cost_value_loss",
-    "cost_advantage_std",
-    "approx_kl",
-    "clip_fraction",
-    "entropy_loss",
-)
-
-
-class Recorder(BaseCallback):
-    """Episode (timestep, return, cost) and one row per rollout; times from the first reset.
-
-    With ``flush_to`` (a path without suffix) the rows and episodes are rewritten to
-    ``<flush_to>.csv`` and ``<flush_to>_episodes.csv`` after every rollout.
-    """
-
-    def __init__(self, flush_to: Path | None = None) -> None:
-        super().__init__()
-        self.episodes: list[tuple[int, float, float]] = []
-        self.rows: list[dict[str, float]] = []
-        self.flush_to = flush_to
-        self._since = 0
-        self.t0 = self.c0 = 0.0
-        self.wall = self.cpu = 0.0
-
-    def _on_training_start(self) -> None:
-        self.t0, self.c0 = time.perf_counter(), time.process_time()
-
-    def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
-            ep = info.get("episode")
-            if ep is not None:
-                self.episodes.append((self.num_timesteps, float(ep["r"]), float(ep["c"])))
-        return True
-
-    def _on_rollout_end(self) -> None:
-        # SB3 records an update's train/* keys after this callback and dumps (clears) them
-        # after the next rollout: here they are the previous rollout's update.
-        self._fill_update_diagnostics()
-        new = self.episodes[self._since :]
-        self._since = len(self.episodes)
-        lam = getattr(self.model, "lagrange_multiplier", float("nan"))
-        log_std = getattr(self.model.policy, "log_std", None)
-        std = float("nan")
-        if isinstance(log_std, th.Tensor):  # state-independent Gaussian (Box actions)
-            std = float(th.exp(log_std.detach()).mean())
-        self.rows.append(
-            {
-                "timesteps": self.num_timesteps,
-                "ep_return": float(np.mean([e[1] for e in new])) if new else float("nan"),
-                "ep_cost": float(np.mean([e[2] for e in new])) if new else float("nan"),
-                "episodes": len(new),
-                "lagrange_multiplier": float(lam),
-                "wall_s": time.perf_counter() - self.t0,
-                "std": std,
-                **dict.fromkeys(UPDATE_DIAGNOSTICS, float("nan")),
-            }
-        )
-        if self.flush_to is not None:
-            write_run_csv(self.flush_to, self)
-
-    def _fill_update_diagnostics(self) -> None:
-        """Write the last update's ``train/*`` values into the row of the rollout it used."""
-        if not self.rows:
-            return
-        logged = self.model.logger.name_to_value
-        for key in UPDATE_DIAGNOSTICS:
-            if f"train/{key}" in logged:
-                self.rows[-1][key] = float(logged[f"train/{key}"])
-
-    def _on_training_end(self) -> None:
-        self._fill_update_diagnostics()  # the last update: recorded, never dumped
-        self.wall = time.perf_counter() - self.t0
-        self.cpu = time.process_time() - self.c0
-
-
 def train(
     algo: str,
     name: str,
@@ -281,32 +209,6 @@ def train(
     return rec
 
 
-def run_path(out: Path, algo: str, name: str, seed: int) -> Path:
-    return out / "runs" / f"{algo}__{short(name)}__s{seed}"
-
-
-def exit_with_parent(parent_pid: int, poll_s: float = 2.0) -> None:
-    """Worker initializer: end this worker when the main process is gone.
-
-    The workers are children of the forkserver, not of the main process, and a worker deep in
-    ``learn()`` never reads its call queue: killing the main process (SIGTERM, SIGKILL, a lost
-    session) would leave it training on. The run CSVs are replaced atomically after every
-    rollout, so exiting between two writes loses only the rollout in progress.
-    """
-
-    def watch() -> None:
-        while True:
-            time.sleep(poll_s)
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # the pid was reused by another user's process
-                os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
 def train_job(algo: str, name: str, seed: int, args: argparse.Namespace) -> SimpleNamespace:
     """One (algo, env, seed) run in a worker process; returns what the summary needs."""
     th.set_num_threads(1)
@@ -320,24 +222,6 @@ def train_job(algo: str, name: str, seed: int, args: argparse.Namespace) -> Simp
         cpu=rec.cpu,
         elapsed=time.perf_counter() - t,
     )
-
-
-def load_run(out: Path, algo: str, name: str, seed: int) -> SimpleNamespace | None:
-    """A run as written by :func:`write_run_csv` (None if it was never started)."""
-    path = run_path(out, algo, name, seed)
-    rows_csv, eps_csv = path.with_suffix(".csv"), Path(f"{path}_episodes.csv")
-    if not rows_csv.exists():
-        return None
-    with rows_csv.open() as f:
-        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
-    episodes = []
-    if eps_csv.exists():
-        with eps_csv.open() as f:
-            episodes = [
-                (int(r["timesteps"]), float(r["return"]), float(r["cost"]))
-                for r in csv.DictReader(f)
-            ]
-    return SimpleNamespace(rows=rows, episodes=episodes, wall=float("nan"), cpu=float("nan"))
 
 
 def final_stats(rec: Any, steps: int) -> tuple[float, float]:
@@ -362,28 +246,6 @@ def mean_std(values: list[float]) -> str:
         return "n/a"
     std = statistics.stdev(vals) if len(vals) > 1 else 0.0
     return f"{statistics.fmean(vals):.2f} ± {std:.2f}"
-
-
-def write_run_csv(path: Path, rec: Any) -> None:
-    """``<path>.csv``: one row per rollout; ``<path>_episodes.csv``: one row per episode.
-
-    Each file is written beside its target and renamed over it, so a run killed while writing
-    leaves the previous rollout's complete file, never a truncated one.
-    """
-    rows_csv = path.with_suffix(".csv")
-    tmp = rows_csv.with_name(rows_csv.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rec.rows[0]) if rec.rows else ["timesteps"])
-        writer.writeheader()
-        writer.writerows(rec.rows)
-    tmp.replace(rows_csv)
-    eps_csv = Path(f"{path}_episodes.csv")
-    tmp = eps_csv.with_name(eps_csv.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        episodes = csv.writer(f)
-        episodes.writerow(["timesteps", "return", "cost"])
-        episodes.writerows(rec.episodes)
-    tmp.replace(eps_csv)
 
 
 def plot(out: Path, name: str, runs: dict[tuple[str, int], Any], args: argparse.Namespace):

@@ -172,7 +172,9 @@ def test_rollout_rows_carry_the_update_diagnostics_of_their_own_update():
     that used rollout k (SB3 logs them one rollout later); the last row gets the last update."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
+    spec = importlib.util.spec_from_file_location(
+        "_safety_runs", ROOT / "benchmarks/_safety_runs.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     from stable_baselines3.common.callbacks import BaseCallback
