@@ -1,6 +1,7 @@
 """benchmarks/safety_gym.py runs end to end on the built-in env (structure only, no timings)."""
 
 import csv
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +16,14 @@ pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "ppolag", "pidlag", "trpolag"]
+
+
+def load_script(name: str):
+    """``benchmarks/<name>.py`` as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_safety_gym_benchmark_quick(tmp_path):
@@ -82,13 +91,9 @@ def test_safety_gym_benchmark_quick(tmp_path):
 def test_omnisafe_style_settings_reach_the_models(tmp_path):
     """--norm-obs / --lr-decay / --target-kl / --lagrange-lr / --pid-gains / --pid-epoch-steps
     reach the models."""
-    import importlib.util
-
     from stable_baselines3.common.vec_env import VecNormalize
 
-    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("safety_gym")
     args = SimpleNamespace(
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20,
         target_kl=0.02, lr_decay=True, norm_obs=True, lagrange_lr=0.1, lagrange_init=2.0,
@@ -170,13 +175,7 @@ def test_bad_cost_limit_anneal_is_refused_before_any_run(tmp_path):
 def test_rollout_rows_carry_the_update_diagnostics_of_their_own_update():
     """Row k holds the policy std that collected rollout k and the train/* values of the update
     that used rollout k (SB3 logs them one rollout later); the last row gets the last update."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_safety_runs", ROOT / "benchmarks/_safety_runs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("_safety_runs")
     from stable_baselines3.common.callbacks import BaseCallback
 
     from gymcurric.integrations.sb3.ppo_lag import PPOLag
@@ -214,11 +213,7 @@ def test_rollout_rows_carry_the_update_diagnostics_of_their_own_update():
 
 def test_costonly_ppo_is_trained_on_minus_the_cost_and_records_the_env_return():
     """ppo-costonly: the model sees reward = -info["cost"]; the monitor keeps the env's return."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("safety_gym")
     args = SimpleNamespace(
         n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, cost_window=20, target_kl=None,
         lr_decay=False, norm_obs=False, lagrange_lr=0.035, lagrange_init=0.001,
@@ -248,11 +243,7 @@ def test_costonly_ppo_is_trained_on_minus_the_cost_and_records_the_env_return():
 def test_a_run_csv_interrupted_while_written_keeps_the_previous_complete_file(tmp_path):
     """write_run_csv renames a finished file over the old one: a failure mid-write (here a
     row DictWriter refuses) leaves the last complete CSV, not a truncated one."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("safety_gym", ROOT / "benchmarks/safety_gym.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("safety_gym")
     path = tmp_path / "ppolag__X__s0"
     rec = SimpleNamespace(rows=[{"timesteps": 64}, {"timesteps": 128}], episodes=[(64, 1.0, 2.0)])
     mod.write_run_csv(path, rec)
