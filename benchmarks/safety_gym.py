@@ -22,6 +22,10 @@ seeds, cost limit 25; ``benchmarks/on-policy/README.md`` at omnisafe 15603dd), a
 the first reset to the end of ``learn`` (training included), wall and process-CPU time; the
 ratio PPOLag/PPO is printed (goal: >= 0.85).
 
+``--algos pposaute`` is SB3 PPO on ``SauteBudget(env, safety_budget=--cost-limit)`` with
+OmniSafe's PPOSaute settings for the Goal1 tasks (``--saute-gamma 0.9999``, ``--unsafe-reward
+-0.2``); its recorded return is the env's own reward, not the Saute one.
+
 ``--algos ppo-costonly`` is a diagnostic, not a baseline: SB3 PPO trained on reward := -cost
 (it shows how fast PPO lowers the cost when the cost is all it optimises); ``--lagrange-init X
 --lagrange-lr 0`` holds λ fixed at X.
@@ -59,6 +63,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNorm
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.integrations.sb3.cost import VecCostMonitor
+from gymcurric.wrappers import RecordEpisodeStatisticsWithCost, SauteBudget
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:  # the --jobs workers import this module's siblings by name
@@ -75,7 +80,9 @@ from _safety_runs import (  # noqa: E402
 
 # ppo-costonly: SB3 PPO trained on reward := -info["cost"] (a diagnostic: how fast PPO lowers
 # the cost when the cost is all it optimises); its recorded return is still the env's own.
-ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo", "ppo-costonly")
+# pposaute: SB3 PPO on the env wrapped in gymcurric.wrappers.SauteBudget (budget = the cost
+# limit); its recorded return is the env's own, not the Saute reward.
+ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo", "ppo-costonly", "pposaute")
 
 # OmniSafe, benchmarks/on-policy/README.md Table 2 (1e7 steps, cost_limit 25): return, cost.
 OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
@@ -83,10 +90,12 @@ OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
     ("ppolag", "SafetyPointGoal1-v0"): ("12.96 ± 6.95", "25.80 ± 34.99"),
     ("pidlag", "SafetyPointGoal1-v0"): ("8.43 ± 3.43", "25.74 ± 7.83"),
     ("trpolag", "SafetyPointGoal1-v0"): ("18.51 ± 3.83", "22.98 ± 8.45"),
+    ("pposaute", "SafetyPointGoal1-v0"): ("7.06 ± 5.85", "20.04 ± 21.91"),
     ("ppo", "SafetyCarGoal1-v0"): ("33.41 ± 2.89", "58.06 ± 42.06"),
     ("ppolag", "SafetyCarGoal1-v0"): ("13.27 ± 9.26", "21.72 ± 32.06"),
     ("pidlag", "SafetyCarGoal1-v0"): ("10.60 ± 2.51", "30.66 ± 7.53"),
     ("trpolag", "SafetyCarGoal1-v0"): ("27.04 ± 1.82", "26.80 ± 5.64"),
+    ("pposaute", "SafetyCarGoal1-v0"): ("7.12 ± 5.41", "21.68 ± 29.11"),
 }
 
 
@@ -94,16 +103,33 @@ def env_id(name: str) -> str:
     return name if "/" in name else f"gymcurric/{name}"
 
 
-def make_venv(name: str, n_envs: int, seed: int, norm_obs: bool = False) -> Any:
+def make_venv(
+    name: str, n_envs: int, seed: int, norm_obs: bool = False, saute: dict[str, float] | None = None
+) -> Any:
     """``DummyVecEnv`` -> ``VecCostMonitor`` (raw return and cost) -> optional ``VecNormalize``.
 
     ``norm_obs`` normalises observations only (``norm_reward=False``), as OmniSafe's
     ``obs_normalize=True, reward_normalize=False, cost_normalize=False``. The monitor sits below
     it, so the recorded returns and ``info["cost"]`` are the env's own.
+
+    With ``saute`` (``SauteBudget`` keyword arguments) every sub-env is
+    ``SauteBudget(RecordEpisodeStatisticsWithCost(env))``: the episode statistics are taken
+    below the Saute wrapper, so they hold the env's own return (as OmniSafe's Saute adapter
+    logs the original reward), and there is no vec-level monitor above, which would record
+    the Saute reward instead.
     """
-    venv = DummyVecEnv([lambda: gym.make(env_id(name))] * n_envs)
-    venv.seed(seed)
-    monitored = VecCostMonitor(venv)
+    if saute is not None:
+        kwargs = dict(saute)
+
+        def make() -> gym.Env[Any, Any]:
+            return SauteBudget(RecordEpisodeStatisticsWithCost(gym.make(env_id(name))), **kwargs)
+
+        monitored: Any = DummyVecEnv([make] * n_envs)
+        monitored.seed(seed)
+    else:
+        venv = DummyVecEnv([lambda: gym.make(env_id(name))] * n_envs)
+        venv.seed(seed)
+        monitored = VecCostMonitor(venv)
     if norm_obs:
         return VecNormalize(monitored, norm_obs=True, norm_reward=False)
     return monitored
@@ -157,12 +183,12 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         lag["lagrange_init"] = args.lagrange_init
         if args.lagrange_max is not None:
             lag["multiplier_kwargs"] = {"upper_bound": args.lagrange_max}
-    if algo in ("ppo", "ppolag", "pidlag", "ppo-costonly"):
+    if algo in ("ppo", "ppolag", "pidlag", "ppo-costonly", "pposaute"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
         if args.lr_decay:
             common["learning_rate"] = linear_decay(3e-4)
-    if algo == "ppo":
+    if algo in ("ppo", "pposaute"):  # pposaute: the Saute wrapper is in the env (make_venv)
         from stable_baselines3 import PPO
 
         return PPO("MlpPolicy", venv, **common)
@@ -201,7 +227,15 @@ def train(
     steps: int,
     flush_to: Path | None = None,
 ) -> Recorder:
-    venv = make_venv(name, args.n_envs, seed, args.norm_obs)
+    saute = None
+    if algo == "pposaute":
+        saute = {
+            "safety_budget": args.cost_limit,
+            "saute_gamma": args.saute_gamma,
+            "unsafe_reward": args.unsafe_reward,
+            "max_episode_steps": args.saute_horizon,  # None: the env spec's time limit
+        }
+    venv = make_venv(name, args.n_envs, seed, args.norm_obs, saute)
     model = make_model(algo, venv, seed, args)
     rec = Recorder(flush_to)
     model.learn(steps, callback=rec)
@@ -387,6 +421,24 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="pidlag: PPOPIDLag(pid_epoch_steps=N): the PID constants are per epoch of N steps "
         "(OmniSafe: 20000); Ki, the EMA factors and the D delay are converted to rollouts",
+    )
+    p.add_argument(
+        "--saute-gamma",
+        type=float,
+        default=0.9999,
+        help="pposaute: SauteBudget saute_gamma (OmniSafe's PPOSaute setting for Point/Car Goal1)",
+    )
+    p.add_argument(
+        "--unsafe-reward",
+        type=float,
+        default=-0.2,
+        help="pposaute: reward once the budget (--cost-limit) is spent (OmniSafe Goal1: -0.2)",
+    )
+    p.add_argument(
+        "--saute-horizon",
+        type=int,
+        default=None,
+        help="pposaute: SauteBudget max_episode_steps T (default: the env spec's time limit)",
     )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)

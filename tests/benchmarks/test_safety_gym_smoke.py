@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -293,3 +294,51 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the run
+
+
+def test_pposaute_trains_on_the_saute_env_and_records_the_env_return():
+    """pposaute: PPO sees z and the unsafe reward; the recorded return/cost are the env's own."""
+    mod = load_script("safety_gym")
+    saute = {"safety_budget": 0.5, "saute_gamma": 1.0, "unsafe_reward": -5.0}
+    saute["max_episode_steps"] = 200  # HazardNav's horizon is a task parameter, not in its spec
+    venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 3, saute=saute)
+    raw = gym.make("gymcurric/HazardNav-v0")
+    raw_obs, _ = raw.reset(seed=3)  # DummyVecEnv.seed(3) seeds sub-env 0 with 3
+    obs = venv.reset()
+    assert obs.shape[1] == raw_obs.shape[0] + 1 and obs[0, -1] == 1.0  # z = the whole budget
+    np.testing.assert_array_equal(obs[0, :-1], raw_obs)
+    rng = np.random.default_rng(0)
+    spent = 0  # episodes whose budget was spent, where the Saute reward differs from the env's
+    for _ in range(10):  # episodes; DummyVecEnv and `raw` reset alike (seeded once)
+        raw_ret = raw_cost = saute_ret = 0.0
+        for _ in range(1000):
+            action = rng.uniform(-1, 1, size=raw.action_space.shape).astype(np.float32)
+            _, r, term, trunc, info = raw.step(action)
+            raw_ret, raw_cost = raw_ret + float(r), raw_cost + float(info["cost"])
+            _, rewards, dones, infos = venv.step(action[None])
+            saute_ret += float(rewards[0])
+            assert dones[0] == (term or trunc)
+            if dones[0]:
+                break
+        ep = infos[0]["episode"]
+        assert ep["r"] == pytest.approx(raw_ret) and ep["c"] == pytest.approx(raw_cost)
+        if raw_cost > 0.5:
+            spent += 1
+            assert infos[0]["saute_state"] < 0 and saute_ret != pytest.approx(raw_ret)
+        raw.reset()
+    assert spent >= 2
+    venv.close()
+
+    args = SimpleNamespace(
+        n_steps=64, batch_size=32, n_epochs=1, cost_limit=25.0, target_kl=None, lr_decay=False,
+        norm_obs=False, n_envs=1, saute_gamma=0.9999, unsafe_reward=-0.2, cost_window=20,
+        cost_limit_start=None, cost_n_epochs=None, saute_horizon=200,
+    )  # fmt: skip
+    rec = mod.train("pposaute", "gymcurric/HazardNav-v0", 0, args, 64 * 4)
+    assert rec.episodes and all(np.isfinite([r, c]).all() for _, r, c in rec.episodes)
+    saute = {"safety_budget": 25.0, "max_episode_steps": 200}
+    model = mod.make_model(
+        "pposaute", mod.make_venv("gymcurric/HazardNav-v0", 1, 0, saute=saute), 0, args
+    )
+    model_space = model.observation_space
+    assert model_space.shape[0] == raw.observation_space.shape[0] + 1
