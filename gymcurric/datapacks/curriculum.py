@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.datapacks.schedule import (
     CurriculumSchedule,
     DataPackCurriculumConfig,
@@ -77,13 +78,13 @@ class DataPackCurriculum:
         """
         index = self.config.stage_index(stage)
         if episode is not None:
-            if isinstance(episode, bool) or not isinstance(episode, int) or episode < 0:
-                raise ConfigError(
-                    "episode",
-                    episode,
-                    "expected an integer >= 0",
-                    source="DataPackCurriculum.set_stage",
-                )
+            check_int(
+                "episode",
+                episode,
+                minimum=0,
+                source="DataPackCurriculum.set_stage",
+                reason="expected an integer >= 0",
+            )
             self.episode = episode
         self._enter(index, "manual")
 

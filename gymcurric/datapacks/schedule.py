@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
 from gymcurric.errors import ConfigError
@@ -203,11 +204,13 @@ class StageSpec:
                 raise ConfigError(
                     f"weight_multipliers[{k!r}]", v, "expected a finite number >= 0", source=src
                 )
-        fb = self.fallback_episodes
-        if fb is not None and (isinstance(fb, bool) or not isinstance(fb, int) or fb < 1):
-            raise ConfigError(
-                "fallback_episodes", fb, "expected an integer >= 1 or null", source=src
-            )
+        check_int(
+            "fallback_episodes",
+            self.fallback_episodes,
+            source=src,
+            optional=True,
+            reason="expected an integer >= 1 or null",
+        )
         object.__setattr__(self, "rules", tuple(self.rules))
 
     def weights(self, table: DatapackTable) -> np.ndarray:
@@ -275,9 +278,13 @@ class DataPackCurriculumConfig:
                 "stages", names, "expected at least one stage, names unique", source=owner
             )
         for key, lo in (("window", 2), ("prerequisite_min_attempts", 1)):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ConfigError(key, v, f"expected an integer >= {lo}", source=owner)
+            check_int(
+                key,
+                getattr(self, key),
+                minimum=lo,
+                source=owner,
+                reason=f"expected an integer >= {lo}",
+            )
         p = self.prerequisite_threshold
         if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
             raise ConfigError(

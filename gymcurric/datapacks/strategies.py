@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.datapacks._alloc import Prepared, draw, prepare
 from gymcurric.datapacks.schema import TIERS
 from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
@@ -89,10 +90,7 @@ def _row_weights(table: DatapackTable, weights: np.ndarray | None) -> np.ndarray
 
 
 def _check_size(batch_size: Any) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
-        raise ConfigError("batch_size", batch_size, "expected an integer >= 1")
-    if batch_size < 1:
-        raise ConfigError("batch_size", batch_size, "expected an integer >= 1")
+    check_int("batch_size", batch_size, allow_numpy=True, reason="expected an integer >= 1")
     return int(batch_size)
 
 

@@ -23,6 +23,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.envs import _safety_patches as patches
 from gymcurric.envs.safety_ids import (
     SAFETY_GYMNASIUM_IDS,
@@ -112,8 +113,7 @@ def build_raw_safety_env(
     if camera_id is not None and camera_name is not None:
         raise ConfigError("camera_id", camera_id, f"give camera_id or camera_name={camera_name!r}")
     for key, size in (("width", width), ("height", height)):
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
-            raise ConfigError(key, size, "expected a positive int (pixels)")
+        check_int(key, size, optional=True, reason="expected a positive int (pixels)")
     if render_mode == "human" and not _has_display():
         # glfw would abort the whole process (a C assertion), not raise.
         raise EnvUnavailableError(

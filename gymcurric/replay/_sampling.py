@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay._checks import NO_NEXT, PENDING, as_tensor_like
 from gymcurric.replay.ring import _PACKED, FieldSpec, Transitions
@@ -80,10 +81,8 @@ class RingSamplingMixin:
             ``{field: [seq_len, batch, *shape]}`` (contiguous, time-major), plus the indices.
         """
         self._check_gen(gen)
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise ConfigError("batch", batch, "must be an int >= 1")
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-            raise ConfigError("seq_len", seq_len, "must be an int >= 1")
+        check_int("batch", batch, reason="must be an int >= 1")
+        check_int("seq_len", seq_len, reason="must be an int >= 1")
         if seq_len > self.size:
             raise ConfigError(
                 "seq_len", seq_len, f"longer than the {self.size} steps stored per env"
@@ -162,10 +161,8 @@ class RingSamplingMixin:
             :class:`Transitions` with ``done = 1 - continue_`` (terminations only).
         """
         self._check_gen(gen)
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise ConfigError("batch", batch, "must be an int >= 1")
-        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-            raise ConfigError("candidates", candidates, "must be an int >= 1")
+        check_int("batch", batch, reason="must be an int >= 1")
+        check_int("candidates", candidates, reason="must be an int >= 1")
         nxt_obs = self._check_next_obs(next_obs)
         rows = self.size - (0 if nxt_obs is not None else 1)
         if rows < 1:

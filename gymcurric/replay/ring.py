@@ -37,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.replay._checks import NO_NEXT, available_bytes, numpy_dtype
 
@@ -223,10 +224,10 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         Raises:
             ConfigError: a bad argument, or the ring does not fit in ``memory_budget``.
         """
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
-            raise ConfigError("capacity", capacity, "must be an int >= 2", source="ReplayRing")
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ConfigError("num_envs", num_envs, "must be an int >= 1", source="ReplayRing")
+        check_int(
+            "capacity", capacity, minimum=2, source="ReplayRing", reason="must be an int >= 2"
+        )
+        check_int("num_envs", num_envs, source="ReplayRing", reason="must be an int >= 1")
         if not isinstance(fields, Mapping) or "obs" not in fields or "action" not in fields:
             raise ConfigError(
                 "fields", fields, "must be a mapping with 'obs' and 'action'", source="ReplayRing"
@@ -253,14 +254,7 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
             self.device = torch.device("cuda", torch.cuda.current_device())
         if side_capacity is None:
             side_capacity = max(2 * num_envs, capacity * num_envs // 32)
-        if (
-            isinstance(side_capacity, bool)
-            or not isinstance(side_capacity, int)
-            or side_capacity < 1
-        ):
-            raise ConfigError(
-                "side_capacity", side_capacity, "must be an int >= 1", source="ReplayRing"
-            )
+        check_int("side_capacity", side_capacity, source="ReplayRing", reason="must be an int >= 1")
         self.capacity = capacity
         self.num_envs = num_envs
         self.specs: dict[str, FieldSpec] = specs

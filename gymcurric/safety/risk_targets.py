@@ -38,6 +38,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["CostToGoTargets", "PendingCostToGo", "TruncationPolicy", "cost_to_go_targets"]
@@ -94,8 +95,7 @@ def check_target_params(gamma: float, horizon: int, truncation: str, source: str
     """Validate ``gamma``, ``horizon`` and ``truncation``; raise :class:`ConfigError`."""
     if not (isinstance(gamma, int | float) and 0.0 <= float(gamma) <= 1.0):
         raise ConfigError("gamma", gamma, "must be a number in [0, 1]", source=source)
-    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-        raise ConfigError("horizon", horizon, "must be an integer >= 1", source=source)
+    check_int("horizon", horizon, source=source, allow_numpy=True, reason="must be an integer >= 1")
     if truncation not in _TRUNCATION_POLICIES:
         raise ConfigError(
             "truncation", truncation, f"expected one of {_TRUNCATION_POLICIES}", source=source
@@ -230,8 +230,7 @@ class PendingCostToGo:
         horizon: int,
         truncation: TruncationPolicy = "complete",
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ConfigError("num_envs", num_envs, "must be an integer >= 1")
+        check_int("num_envs", num_envs, reason="must be an integer >= 1")
         check_target_params(gamma, horizon, truncation, "PendingCostToGo")
         self.num_envs = num_envs
         self.gamma = float(gamma)

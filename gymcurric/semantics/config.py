@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -113,9 +114,9 @@ class ShapingConfig:
                 raise ConfigError(name, value, f"expected a number in {bound}, {hi}]", source=src)
 
         def integer(name: str, lo: int) -> None:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-                raise ConfigError(name, value, f"expected an int ≥ {lo}", source=src)
+            check_int(
+                name, getattr(self, name), minimum=lo, source=src, reason=f"expected an int ≥ {lo}"
+            )
 
         number("beta_start", 0.0, 1e6)
         number("beta_end_fraction", 0.0, 1.0, lo_open=True)

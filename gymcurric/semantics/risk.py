@@ -25,6 +25,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["RiskAnnotator", "RiskHead"]
@@ -34,8 +35,14 @@ _EVAL_MAX = 4096  # fresh samples kept for the held-out metrics between two trai
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ConfigError(name, value, f"must be an integer >= {minimum}", source="RiskHead")
+    check_int(
+        name,
+        value,
+        minimum=minimum,
+        source="RiskHead",
+        allow_numpy=True,
+        reason=f"must be an integer >= {minimum}",
+    )
     return int(value)
 
 

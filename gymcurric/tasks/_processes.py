@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.tasks import shared_backend as _sb
 from gymcurric.tasks._membership import _Membership, _Taken
@@ -200,8 +201,8 @@ class _CrossProcess(_Membership):
         return slots.tolist(), st.task_id[slots]
 
     def _sample_shared(self, k: int) -> np.ndarray:
-        if k != 1 and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
-            raise ConfigError("k", k, "expected an int >= 1", source="Curriculum.sample")
+        if k != 1:
+            check_int("k", k, source="Curriculum.sample", allow_numpy=True)
         slots, ids = self._draw_shared(int(k))
         self._count_samples(zip(slots, ids.tolist(), strict=True))
         return self.space.expand(ids, self.rng) if self._mod else ids

@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, TaskError
 from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace, Validator, _check_retries
 
@@ -68,8 +69,7 @@ class BoxTaskSpace(TaskSpace):
         names = [f"x{i}" for i in range(lo.size)] if names is None else [str(n) for n in names]
         if len(names) != lo.size or len(set(names)) != len(names):
             raise ConfigError("names", names, f"expected {lo.size} distinct names", source=src)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError("seed", seed, "expected an int >= 0", source=src)
+        check_int("seed", seed, minimum=0, source=src)
         self.low, self.high = lo, hi
         self.bins = tuple(int(x) for x in b)
         self.names = names

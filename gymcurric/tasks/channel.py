@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric.errors import ConfigError
+from gymcurric._checks import check_int
 from gymcurric.tasks.shared_backend import SharedMemoryBackend
 from gymcurric.tasks.state import FieldSpec
 
@@ -73,8 +73,7 @@ class TaskChannel:
     """
 
     def __init__(self, num_envs: int, *, episodes_in_main: bool = False) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ConfigError("num_envs", num_envs, "expected an int >= 1", source="TaskChannel")
+        check_int("num_envs", num_envs, source="TaskChannel")
         self.num_envs = num_envs
         self.episodes_in_main = bool(episodes_in_main)
         self._backend = SharedMemoryBackend()

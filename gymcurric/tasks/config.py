@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.dual_pool import DualPool
 from gymcurric.tasks.pools import OpenEndedPool, Pool, ReplacementPool
@@ -117,12 +118,9 @@ class CurriculumConfig:
         for name, cls in (("scorer", Scorer), ("pool", Pool), ("signal", SignalConfig)):
             if not isinstance(getattr(self, name), cls):
                 raise ConfigError(name, getattr(self, name), f"expected a {cls.__name__}", source=c)
-        for name, lo in (("seed", 0), ("recompute_every", 1)):
-            v = getattr(self, name)
-            if v is None and name == "recompute_every":
-                continue
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ConfigError(name, v, f"expected an int >= {lo}", source=c)
+        check_int("seed", self.seed, minimum=0, source=c)
+        if self.recompute_every is not None:
+            check_int("recompute_every", self.recompute_every, source=c)
 
     def cadence(self, capacity: int) -> int:
         """Accepted episodes between recomputes for a pool of ``capacity`` slots."""

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, TaskError
 from gymcurric.tasks._membership import _Taken
 from gymcurric.tasks._processes import _CrossProcess, _make_backend, add_shared_fields
@@ -182,8 +183,7 @@ class Curriculum(_CrossProcess):
         Raises:
             ConfigError: ``seed`` is not an int >= 0.
         """
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ConfigError("seed", seed, "expected an int >= 0", source="Curriculum.reseed")
+        check_int("seed", seed, minimum=0, source="Curriculum.reseed", allow_numpy=True)
         if _PID[0] != self._pid:
             self._moved("reseed")
         self._ahead.clear()
@@ -211,8 +211,7 @@ class Curriculum(_CrossProcess):
                 st.samples[slot] = st.samples.item(slot) + 1
                 ids = st.task_id[slot : slot + 1].copy()
             else:
-                if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-                    raise ConfigError("k", k, "expected an int >= 1", source="Curriculum.sample")
+                check_int("k", k, source="Curriculum.sample", allow_numpy=True)
                 slots = self._pool.sample(st, self.rng, int(k))
                 np.add.at(st.samples, slots, 1)
                 ids = st.task_id[slots]

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
-from gymcurric.tasks.pools import Pool, PoolOps, _cumulate, _frac, _int, _pick, _quantile
+from gymcurric.tasks.pools import Pool, PoolOps, _cumulate, _frac, _pick, _quantile
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, S
@@ -61,8 +62,7 @@ class DualPool(Pool):
     def __post_init__(self) -> None:
         c = "DualPool"
         for name in ("explore_size", "exploit_size", "min_samples", "window"):
-            if not _int(getattr(self, name), 1):
-                raise ConfigError(name, getattr(self, name), "expected an int >= 1", source=c)
+            check_int(name, getattr(self, name), source=c)
         if not _frac(self.promotion_quantile) or self.promotion_quantile >= 1:
             raise ConfigError(
                 "promotion_quantile",

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.spaces import TaskSpace
@@ -46,10 +47,6 @@ class PoolOps(Protocol):
     def fill_empty(self, label: int) -> bool:
         """Put a fresh task into an empty slot; False if there is no empty slot or no task."""
         ...
-
-
-def _int(v: Any, lo: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
 
 
 def _frac(v: Any, lo: float = 0.0, hi: float = 1.0) -> bool:
@@ -155,10 +152,7 @@ class ReplacementPool(Pool):
     capacity: int | None = None
 
     def __post_init__(self) -> None:
-        if self.capacity is not None and not _int(self.capacity, 1):
-            raise ConfigError(
-                "capacity", self.capacity, "expected None or an int >= 1", source="ReplacementPool"
-            )
+        check_int("capacity", self.capacity, source="ReplacementPool", optional=True)
 
     def capacity_for(self, space: TaskSpace) -> int:
         """``capacity``, or the size of a finite space."""
@@ -191,21 +185,13 @@ class OpenEndedPool(Pool):
 
     def __post_init__(self) -> None:
         c = "OpenEndedPool"
-        if self.capacity is not None and not _int(self.capacity, 1):
-            raise ConfigError("capacity", self.capacity, "expected None or an int >= 1", source=c)
-        if not _int(self.min_samples, 1):
-            raise ConfigError("min_samples", self.min_samples, "expected an int >= 1", source=c)
+        check_int("capacity", self.capacity, source=c, optional=True)
+        check_int("min_samples", self.min_samples, source=c)
         if not _frac(self.evict_quantile):
             raise ConfigError(
                 "evict_quantile", self.evict_quantile, "expected a float in [0, 1]", source=c
             )
-        if not _int(self.evictions_per_recompute, 1):
-            raise ConfigError(
-                "evictions_per_recompute",
-                self.evictions_per_recompute,
-                "expected an int >= 1",
-                source=c,
-            )
+        check_int("evictions_per_recompute", self.evictions_per_recompute, source=c)
 
     def capacity_for(self, space: TaskSpace) -> int:
         """``capacity``, or the size of a finite space."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gymcurric._checks import is_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.signals import SignalConfig, normalised_cost
 from gymcurric.tasks.state import CurriculumState
@@ -203,7 +204,7 @@ class LearningProgressScorer(Scorer):
             c,
             "min_samples",
             self.min_samples,
-            isinstance(self.min_samples, int) and self.min_samples >= 1,
+            is_int(self.min_samples),
             "an int >= 1",
         )
         _check(c, "explore_z", self.explore_z, _isnum(self.explore_z), "a finite float")
@@ -290,7 +291,7 @@ class LearnabilityScorer(Scorer):
             c,
             "min_samples",
             self.min_samples,
-            isinstance(self.min_samples, int) and self.min_samples >= 1,
+            is_int(self.min_samples),
             "an int >= 1",
         )
         _check(
@@ -304,7 +305,7 @@ class LearnabilityScorer(Scorer):
             c,
             "top_k",
             self.top_k,
-            self.top_k is None or (isinstance(self.top_k, int) and self.top_k >= 1),
+            self.top_k is None or is_int(self.top_k),
             "None or an int >= 1",
         )
         _check(

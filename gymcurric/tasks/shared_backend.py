@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.tasks._shm import (
     CLOSED,
@@ -199,8 +200,7 @@ class SharedMemoryBackend(StateBackend):
             ("worker_update_batch", worker_update_batch),
             ("worker_sample_batch", worker_sample_batch),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(name, value, "expected an int >= 1", source=_SRC)
+            check_int(name, value, source=_SRC)
         self.worker_update_batch = worker_update_batch
         self.worker_sample_batch = worker_sample_batch
         if lock_timeout is not None and (

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.tasks.state import CurriculumState, K, S
 
@@ -106,9 +107,7 @@ class SignalConfig:
             raise ConfigError(
                 "slow_factor", self.slow_factor, "expected a float in (0, 1)", source=src
             )
-        b = self.baseline_episodes
-        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
-            raise ConfigError("baseline_episodes", b, "expected an int >= 0", source=src)
+        check_int("baseline_episodes", self.baseline_episodes, minimum=0, source=src)
         if self.cost_limit is not None and (
             not _num(self.cost_limit) or not 0.0 < self.cost_limit < math.inf
         ):

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, TaskError
 
 __all__ = [
@@ -86,8 +87,7 @@ def _json_safe(task: Any, where: str) -> None:
 
 
 def _check_retries(max_retries: int, source: str) -> int:
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ConfigError("max_retries", max_retries, "expected an int >= 0", source=source)
+    check_int("max_retries", max_retries, minimum=0, source=source)
     return max_retries
 
 
@@ -304,8 +304,7 @@ class BucketedTaskSpace(TaskSpace):
             self._params[str(name)] = tuple(values)
         self._base = copy.deepcopy(dict(base or {}))
         _json_safe(self._base, "base")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError("seed", seed, "expected an int >= 0", source=src)
+        check_int("seed", seed, minimum=0, source=src)
         self.seed = seed
         self.validator = validator
         self.max_retries = _check_retries(max_retries, src)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gymcurric._checks import check_int, is_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.scorers import Scorer, UniformScorer
 from gymcurric.tasks.signals import SignalConfig
@@ -59,12 +60,14 @@ class StopCondition:
     def __post_init__(self) -> None:
         c = "StopCondition"
         for name in ("min_episodes", "window"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "window" else 0):
-                raise ConfigError(name, v, "expected a non-negative int (window >= 1)", source=c)
-        mx = self.max_episodes
-        if mx is not None and (isinstance(mx, bool) or not isinstance(mx, int) or mx < 1):
-            raise ConfigError("max_episodes", mx, "expected None or an int >= 1", source=c)
+            check_int(
+                name,
+                getattr(self, name),
+                minimum=1 if name == "window" else 0,
+                source=c,
+                reason="expected a non-negative int (window >= 1)",
+            )
+        check_int("max_episodes", self.max_episodes, source=c, optional=True)
         if not _opt_num(self.success_rate) or (
             self.success_rate is not None and not 0 <= self.success_rate <= 1
         ):
@@ -77,7 +80,7 @@ class StopCondition:
             )
         if (
             self.min_episodes == 0
-            and mx is None
+            and self.max_episodes is None
             and self.success_rate is None
             and self.mean_return is None
         ):
@@ -114,7 +117,7 @@ class Stage:
             isinstance(ids, Sequence)
             and not isinstance(ids, str)
             and len(ids) > 0
-            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+            and all(is_int(i, 0) for i in ids)
         )
         if not ok or len(set(ids)) != len(ids):
             raise ConfigError(

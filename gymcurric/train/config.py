@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
@@ -66,7 +67,7 @@ class EnvSection:
     start_method: Literal["fork", "forkserver", "spawn"] | None = None
 
     def _check(self, key: str, source: str | None) -> None:
-        _at_least(self.num_envs, 1, f"{key}.num_envs", source)
+        check_int(f"{key}.num_envs", self.num_envs, source=source)
         if not self.id:
             raise ConfigError(f"{key}.id", self.id, "expected an env id", source=source)
 
@@ -197,11 +198,11 @@ class RunSection:
     torch_threads: int = 1
 
     def _check(self, key: str, source: str | None) -> None:
-        _at_least(self.total_steps, 1, f"{key}.total_steps", source)
-        _at_least(self.seed, 0, f"{key}.seed", source)
-        _at_least(self.torch_threads, 1, f"{key}.torch_threads", source)
+        check_int(f"{key}.total_steps", self.total_steps, source=source)
+        check_int(f"{key}.seed", self.seed, minimum=0, source=source)
+        check_int(f"{key}.torch_threads", self.torch_threads, source=source)
         if self.checkpoint_every is not None:
-            _at_least(self.checkpoint_every, 1, f"{key}.checkpoint_every", source)
+            check_int(f"{key}.checkpoint_every", self.checkpoint_every, source=source)
 
 
 @dataclass(frozen=True)
@@ -237,11 +238,6 @@ class TrainConfig:
 
 
 # ------------------------------------------------------------------------------- validation
-def _at_least(v: Any, lo: int, key: str, source: str | None) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ConfigError(key, v, f"expected an int >= {lo}", source=source)
-
-
 def _type_name(tp: Any) -> str:
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(tp))

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.core import ActType, ObsType
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
 from gymcurric.tasks.signals import check_episode
 from gymcurric.tasks.spaces import copy_task
@@ -49,12 +50,6 @@ def task_key(task: Any) -> str:
         raise ConfigError(
             "task", task, f"tasks must be JSON-safe dicts ({exc})", source="CurriculumTask"
         ) from exc
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(name, value, f"expected an int >= {low}", source="CurriculumTask")
-    return value
 
 
 class CurriculumTask(
@@ -156,8 +151,8 @@ class CurriculumTask(
         for name, fn in (("success_fn", success_fn), ("factory", factory)):
             if fn is not None and not callable(fn):
                 raise ConfigError(name, fn, "must be callable or None", source="CurriculumTask")
-        _check_int("cache_size", cache_size, 1)
-        _check_int("max_retries", max_retries, 0)
+        check_int("cache_size", cache_size, source="CurriculumTask")
+        check_int("max_retries", max_retries, minimum=0, source="CurriculumTask")
         if env is None and factory is None:
             raise ConfigError(
                 "env", None, "pass an env, or env=None with a factory", source="CurriculumTask"

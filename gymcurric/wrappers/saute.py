@@ -40,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 
 __all__ = ["SAUTE_INFO_KEY", "SauteBudget", "augment_space", "saute_step_budget"]
@@ -84,17 +85,12 @@ def check_saute_args(
     if not 0 < g <= 1:
         raise ConfigError("saute_gamma", saute_gamma, "expected a number in (0, 1]", source=src)
     number("unsafe_reward", unsafe_reward)
-    if (
-        isinstance(max_episode_steps, bool)
-        or not isinstance(max_episode_steps, int)
-        or max_episode_steps < 1
-    ):
-        raise ConfigError(
-            "max_episode_steps",
-            max_episode_steps,
-            "expected an integer >= 1 (the horizon T; the env's spec has none)",
-            source=src,
-        )
+    check_int(
+        "max_episode_steps",
+        max_episode_steps,
+        source=src,
+        reason="expected an integer >= 1 (the horizon T; the env's spec has none)",
+    )
 
 
 def z_bounds(saute_gamma: float, max_episode_steps: int) -> tuple[float, float]:

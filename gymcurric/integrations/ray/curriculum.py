@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.integrations.ray._client import (
     _PENDING_MAX,
@@ -99,8 +100,7 @@ class RayCurriculum(_Client):
             raise ConfigError("space", space, "expected a TaskSpace", source=_SRC)
         cfg = _config(config, overrides)
         for name, value, low in (("flush_every", flush_every, 1), ("max_pending", max_pending, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(name, value, f"expected an int >= {low}", source=_SRC)
+            check_int(name, value, minimum=low, source=_SRC)
         opts = dict(actor_options or {})
         if opts.get("max_restarts", 0) != 0:
             raise ConfigError(
@@ -155,8 +155,7 @@ class RayCurriculum(_Client):
             self._pslots.append(slot)
             ids = st.task_id[slot : slot + 1].copy()
         else:
-            if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-                raise ConfigError("k", k, "expected an int >= 1", source=f"{_SRC}.sample")
+            check_int("k", k, source=f"{_SRC}.sample", allow_numpy=True)
             slots = self._pool.sample(st, self.rng, int(k))
             self._pslots.extend(slots.tolist())
             ids = st.task_id[slots]
@@ -182,8 +181,7 @@ class RayCurriculum(_Client):
         Raises:
             ConfigError: ``seed`` is not an int >= 0.
         """
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ConfigError("seed", seed, "expected an int >= 0", source=f"{_SRC}.reseed")
+        check_int("seed", seed, minimum=0, source=f"{_SRC}.reseed", allow_numpy=True)
         self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
 
     # ---------------------------------------------------------------- updates (buffered)

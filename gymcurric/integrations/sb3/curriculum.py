@@ -27,6 +27,7 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum_state import load_curriculum_state, save_curriculum_state
 
@@ -83,10 +84,7 @@ class CurriculumCallback(BaseCallback):
                 "expected a gymcurric Curriculum",
                 source="CurriculumCallback",
             )
-        if isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 0:
-            raise ConfigError(
-                "save_freq", save_freq, "expected an int >= 0", source="CurriculumCallback"
-            )
+        check_int("save_freq", save_freq, minimum=0, source="CurriculumCallback")
         if save_path is not None and save_freq == 0:
             raise ConfigError(
                 "save_freq",

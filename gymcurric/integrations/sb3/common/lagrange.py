@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch as th
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -202,8 +203,7 @@ class PIDLagrangeMultiplier:
         self.ki = _check_finite("ki", ki, minimum=0.0, source=src)
         self.kd = _check_finite("kd", kd, minimum=0.0, source=src)
         init = _check_finite("lagrange_init", init, minimum=0.0, source=src)
-        if not isinstance(d_delay, int) or isinstance(d_delay, bool) or d_delay < 1:
-            raise ConfigError("d_delay", d_delay, "expected an int >= 1", source=src)
+        check_int("d_delay", d_delay, source=src)
         self.d_delay = d_delay
         for name, a in (("p_ema_alpha", p_ema_alpha), ("d_ema_alpha", d_ema_alpha)):
             if not 0.0 <= _check_finite(name, a, source=src) < 1.0:
@@ -299,8 +299,7 @@ def pid_kwargs_per_update(
     """
     src = "pid_kwargs_per_update"
     for name, steps in (("epoch_steps", epoch_steps), ("update_steps", update_steps)):
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ConfigError(name, steps, "expected an int >= 1 (env steps)", source=src)
+        check_int(name, steps, source=src, reason="expected an int >= 1 (env steps)")
     params = inspect.signature(PIDLagrangeMultiplier).parameters
     given = dict(kwargs or {})
     unknown = sorted(set(given) - set(params))

@@ -30,6 +30,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch.nn import functional as F
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.lagrange import (
@@ -43,15 +44,6 @@ from gymcurric.safety.modulation import lagrange_modulation
 __all__ = ["LagrangianMixin", "checked_schedule"]
 
 FloatOrSchedule = float | Callable[[float], float]
-
-
-def _check_count(name: str, value: Any, source: str, *, optional: bool = False) -> None:
-    """Raise :class:`ConfigError` unless ``value`` is an int >= 1 (or None, if ``optional``)."""
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        expected = "expected an int >= 1 or None" if optional else "expected an int >= 1"
-        raise ConfigError(name, value, expected, source=source)
 
 
 class checked_schedule:  # lower case: used like SB3's schedule helpers
@@ -154,7 +146,13 @@ class LagrangianMixin(OnPolicyAlgorithm):
                     f"only applies to multiplier='pid' (multiplier is {multiplier!r})",
                     source=src,
                 )
-            _check_count("pid_epoch_steps", pid_epoch_steps, src, optional=True)
+            check_int(
+                "pid_epoch_steps",
+                pid_epoch_steps,
+                source=src,
+                optional=True,
+                reason="expected an int >= 1 or None",
+            )
         self.pid_epoch_steps = pid_epoch_steps
         # Build one now so that bad multiplier_kwargs fail in the constructor (the conversion
         # per rollout needs n_envs, known once the env is set: see _multiplier_kwargs).
@@ -164,7 +162,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             lr=self.lagrange_lr(1.0),
             kwargs=self.multiplier_kwargs,
         )
-        _check_count("cost_window", cost_window, src)
+        check_int("cost_window", cost_window, source=src)
         self.cost_window = cost_window
         self.update_cost_critic = bool(update_cost_critic)
         if cost_max_grad_norm is not None and not cost_max_grad_norm > 0:
@@ -172,7 +170,13 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "cost_max_grad_norm", cost_max_grad_norm, "expected > 0 or None", source=src
             )
         self.cost_max_grad_norm = cost_max_grad_norm
-        _check_count("cost_n_epochs", cost_n_epochs, src, optional=True)
+        check_int(
+            "cost_n_epochs",
+            cost_n_epochs,
+            source=src,
+            optional=True,
+            reason="expected an int >= 1 or None",
+        )
         self.cost_n_epochs = cost_n_epochs
         self.center_cost_advantage = bool(center_cost_advantage)
         # The episode costs J_c is computed from (pickled with the model by SB3's save).
@@ -200,10 +204,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                     source=src,
                 )
             window = kw.pop("reference_window", 10_000)
-            if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-                raise ConfigError(
-                    "risk_modulation.reference_window", window, "expected an int >= 1", source=src
-                )
+            check_int("risk_modulation.reference_window", window, source=src)
             lagrange_modulation([], **kw)  # raises ConfigError on bad settings
             self.risk_modulation = {**kw, "reference_window": window}
         else:
