@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric._optional import import_optional
-from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
 from gymcurric.semantics.hf import (
     dtype_chain,
@@ -71,8 +71,7 @@ class CaptionEmbedder:
         dtype: str | Any = "float32",
         max_length: int = 128,
     ) -> None:
-        if not isinstance(max_length, int) or max_length <= 0:
-            raise ConfigError("max_length", max_length, "must be a positive int")
+        check_int("max_length", max_length, reason="must be a positive int")
         path = default_caption_model() if model_name is None else resolve_model_path(model_name)
         self.model_device = resolve_device(device)
         self.max_length = max_length

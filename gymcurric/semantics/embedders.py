@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Embedder, FailedEmbedder, Modality, unit_rows
 
@@ -66,8 +67,7 @@ class CallableEmbedder:
             modality = "text" if images is None else "image"
         if modality not in ("image", "text"):
             raise ConfigError("modality", modality, "expected 'image' or 'text'")
-        if dim is not None and (not isinstance(dim, int) or dim <= 0):
-            raise ConfigError("dim", dim, "must be a positive int or None")
+        check_int("dim", dim, optional=True, reason="must be a positive int or None")
         self._images, self._texts = images, texts
         self.modality: Modality = modality
         self.dim = dim or 0

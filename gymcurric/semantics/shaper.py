@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.semantics._telemetry import ShapingTelemetry
 from gymcurric.semantics.base import (
@@ -127,8 +128,7 @@ class Shaper:
     def __init__(self, config: ShapingConfig, embedder: Embedder, num_envs: int = 1) -> None:
         if not isinstance(config, ShapingConfig):
             raise ConfigError("config", config, "expected a ShapingConfig", source="Shaper")
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ConfigError("num_envs", num_envs, "expected an int ≥ 1", source="Shaper")
+        check_int("num_envs", num_envs, source="Shaper", reason="expected an int ≥ 1")
         self.config = config
         self.embedder = embedder
         self.num_envs = n = num_envs
