@@ -110,8 +110,9 @@ class CurriculumSection:
 
     def _check(self, key: str, source: str | None) -> None:
         if self.enabled and not self.space:
-            raise ConfigError(f"{key}.space", self.space, "a curriculum needs a task space",
-                              source=source)
+            raise ConfigError(
+                f"{key}.space", self.space, "a curriculum needs a task space", source=source
+            )
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,7 @@ class DatapacksSection:
 
     def _check(self, key: str, source: str | None) -> None:
         if self.enabled and not self.dir:
-            raise ConfigError(f"{key}.dir", self.dir, "datapacks need a directory",
-                              source=source)
+            raise ConfigError(f"{key}.dir", self.dir, "datapacks need a directory", source=source)
 
 
 @dataclass(frozen=True)
@@ -228,12 +228,23 @@ class TrainConfig:
         """Validate ``data`` and build the config; errors name the dotted key and ``source``."""
         cfg = _build(cls, data, "", source)
         if cfg.curriculum.enabled and cfg.datapacks.enabled:
-            raise ConfigError("datapacks.enabled", True, "a run takes its tasks either from a "
-                              "curriculum or from datapacks, not both", source=source)
-        if (cfg.curriculum.enabled and cfg.env.vectorization == "subproc"
-                and cfg.curriculum.backend == "local"):
-            raise ConfigError("curriculum.backend", "local", "subproc envs run in other "
-                              "processes: use backend 'shared'", source=source)
+            raise ConfigError(
+                "datapacks.enabled",
+                True,
+                "a run takes its tasks either from a curriculum or from datapacks, not both",
+                source=source,
+            )
+        if (
+            cfg.curriculum.enabled
+            and cfg.env.vectorization == "subproc"
+            and cfg.curriculum.backend == "local"
+        ):
+            raise ConfigError(
+                "curriculum.backend",
+                "local",
+                "subproc envs run in other processes: use backend 'shared'",
+                source=source,
+            )
         return cfg
 
 
@@ -279,8 +290,7 @@ def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if key not in names:
-            raise ConfigError(dotted, value, f"unknown key; expected one of {names}",
-                              source=source)
+            raise ConfigError(dotted, value, f"unknown key; expected one of {names}", source=source)
         tp = hints[key]
         if dataclasses.is_dataclass(tp):
             kwargs[key] = _build(tp, value, f"{dotted}.", source)
@@ -305,8 +315,11 @@ def _read(path: Path) -> Any:
         try:
             import yaml
         except ImportError as exc:  # pragma: no cover - pyyaml ships with the train extras
-            raise ConfigError("--config", str(path), "YAML configs need pyyaml "
-                              "(pip install 'gymcurric[datapacks]'); or use JSON") from exc
+            raise ConfigError(
+                "--config",
+                str(path),
+                "YAML configs need pyyaml (pip install 'gymcurric[datapacks]'); or use JSON",
+            ) from exc
         try:
             return _yaml_load(text)
         except yaml.YAMLError as exc:
@@ -328,11 +341,14 @@ def _yaml_load(text: str) -> Any:
 
     _Loader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
-        re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        re.compile(
+            r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
                     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
                     |\.[0-9_]+(?:[eE][-+][0-9]+)?
                     |[-+]?\.(?:inf|Inf|INF)
-                    |\.(?:nan|NaN|NAN))$""", re.X),
+                    |\.(?:nan|NaN|NAN))$""",
+            re.X,
+        ),
         list("-+0123456789."),
     )
     return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: safe
@@ -369,8 +385,12 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
         for i, p in enumerate(parents):
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
-                raise ConfigError(".".join(parents[: i + 1]), nxt, "is not a mapping; cannot "
-                                  f"set {key!r}", source="command line")
+                raise ConfigError(
+                    ".".join(parents[: i + 1]),
+                    nxt,
+                    f"is not a mapping; cannot set {key!r}",
+                    source="command line",
+                )
             node = nxt
         node[leaf] = _parse_value(text)
     return out
