@@ -88,8 +88,9 @@ def build_sampler(
         found = sorted({p.env_id for p in packs})
         packs = [p for p in packs if p.env_id == env_id]
         if not packs:
-            raise DataError(f"{datapack_dir}: no datapack has env_id {env_id!r} "
-                            f"(the env ids found: {found})")
+            raise DataError(
+                f"{datapack_dir}: no datapack has env_id {env_id!r} (the env ids found: {found})"
+            )
     return DataPackRLSampler(
         packs, curriculum=DataPackCurriculum(config), strategy=sampling_strategy, seed=seed
     )

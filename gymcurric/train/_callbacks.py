@@ -45,14 +45,24 @@ class CurriculumHistory(BaseCallback):
     def _on_rollout_end(self) -> None:
         keys, probs = self.curriculum.probabilities()
         ratio = self.curriculum.stats().get("curriculum/explore_ratio", float("nan"))
-        self.rows.append((int(self.num_timesteps), np.asarray(keys, np.int64),
-                          np.asarray(probs, np.float64), float(ratio)))
+        self.rows.append(
+            (
+                int(self.num_timesteps),
+                np.asarray(keys, np.int64),
+                np.asarray(probs, np.float64),
+                float(ratio),
+            )
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The history as arrays (see the class docstring)."""
         if not self.rows:
-            return {"steps": np.zeros(0, np.int64), "keys": np.zeros(0, np.int64),
-                    "probs": np.zeros((0, 0)), "explore_ratio": np.zeros(0)}
+            return {
+                "steps": np.zeros(0, np.int64),
+                "keys": np.zeros(0, np.int64),
+                "probs": np.zeros((0, 0)),
+                "explore_ratio": np.zeros(0),
+            }
         keys = np.unique(np.concatenate([r[1] for r in self.rows]))
         probs = np.zeros((len(self.rows), len(keys)))
         for i, (_, k, p, _) in enumerate(self.rows):
@@ -67,8 +77,13 @@ class CurriculumHistory(BaseCallback):
     def save(self, path: str | Path) -> None:
         """Write :meth:`arrays` to ``path`` (``.npz``)."""
         a = self.arrays()
-        np.savez(path, steps=a["steps"], keys=a["keys"], probs=a["probs"],
-                 explore_ratio=a["explore_ratio"])
+        np.savez(
+            path,
+            steps=a["steps"],
+            keys=a["keys"],
+            probs=a["probs"],
+            explore_ratio=a["explore_ratio"],
+        )
 
     def load(self, path: str | Path) -> None:
         """Restore the rows written by :meth:`save` (when resuming)."""
@@ -98,8 +113,9 @@ class ProgressCSV(KVWriter):
         else:
             self.file = open(self.path, "w")  # noqa: SIM115
 
-    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]],
-              step: int = 0) -> None:
+    def write(
+        self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0
+    ) -> None:
         """Append one row (rewriting the header when new keys appear)."""
         kv = filter_excluded_keys(key_values, key_excluded, "csv")
         new = sorted(k for k in kv if k not in self.keys)

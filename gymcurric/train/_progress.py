@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def run_with_progress(enabled: bool, total: int, initial: int,
-                      job: Callable[[Callable[[int], None] | None], T]) -> T:
+def run_with_progress(
+    enabled: bool, total: int, initial: int, job: Callable[[Callable[[int], None] | None], T]
+) -> T:
     """Run ``job(update)`` with a tqdm bar that ``update(n)`` advances (no bar: ``None``)."""
     if not enabled:
         return job(None)
@@ -17,8 +18,15 @@ def run_with_progress(enabled: bool, total: int, initial: int,
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover - tqdm ships with the sb3 extra
         return job(None)
-    bar: Any = tqdm(total=total, initial=initial, unit="step", unit_scale=True,
-                    dynamic_ncols=True, desc="training")
+    bar: Any = tqdm(
+        total=total,
+        initial=initial,
+        unit="step",
+        unit_scale=True,
+        dynamic_ncols=True,
+        desc="training",
+    )
+
     def update(n: int) -> None:
         if bar.n + n > bar.total:  # on-policy agents finish their last rollout
             bar.total = bar.n + n

@@ -80,8 +80,7 @@ def _space(spec: dict[str, Any], seed: int, source: str) -> Any:
         raise ConfigError(key, spec, str(exc), source=source) from exc
     except ConfigError as exc:
         raise ConfigError(f"{key}.{exc.key}", exc.value, exc.reason, source=source) from exc
-    raise ConfigError(f"{key}.type", kind, "expected 'fixed', 'bucketed' or 'box'",
-                      source=source)
+    raise ConfigError(f"{key}.type", kind, "expected 'fixed', 'bucketed' or 'box'", source=source)
 
 
 def build_curriculum(cfg: TrainConfig, source: str = "config") -> Any:
@@ -97,15 +96,17 @@ def build_curriculum(cfg: TrainConfig, source: str = "config") -> Any:
     try:
         ccfg = CurriculumConfig.from_dict(data, source=source)
     except ConfigError as exc:
-        raise ConfigError(f"curriculum.config.{exc.key}", exc.value, exc.reason,
-                          source=source) from exc
+        raise ConfigError(
+            f"curriculum.config.{exc.key}", exc.value, exc.reason, source=source
+        ) from exc
     backend = "shared" if sec.backend == "shared" else "local"
     try:
         return Curriculum(space, config=ccfg, backend=backend)
     except ConfigError as exc:  # e.g. a pool larger than a finite space
         where = f" ({exc.source})" if exc.source else ""
-        raise ConfigError(f"curriculum.{exc.key}", exc.value, exc.reason + where,
-                          source=source) from exc
+        raise ConfigError(
+            f"curriculum.{exc.key}", exc.value, exc.reason + where, source=source
+        ) from exc
 
 
 def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str) -> gym.Env:
@@ -118,16 +119,21 @@ def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str)
     try:
         cls = getattr(importlib.import_module(module), cls_name)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{name}.enabled", True, f"this install has no {module}.{cls_name} "
-                          f"({exc})", source=source) from exc
+        raise ConfigError(
+            f"{name}.enabled",
+            True,
+            f"this install has no {module}.{cls_name} ({exc})",
+            source=source,
+        ) from exc
     try:
         return cls(env, **params)
     except TypeError as exc:
         raise ConfigError(f"{name}.params", params, str(exc), source=source) from exc
 
 
-def build_env_fn(cfg: TrainConfig, curriculum: Any = None, sampler: Any = None,
-                 source: str = "config") -> Any:
+def build_env_fn(
+    cfg: TrainConfig, curriculum: Any = None, sampler: Any = None, source: str = "config"
+) -> Any:
     """A picklable factory ``f() -> gym.Env`` for one sub-env (SB3's ``make_vec_env`` seeds it)."""
     return _EnvFactory(cfg, curriculum, sampler, source)
 
@@ -168,15 +174,29 @@ def _datapack_sampler(cfg: TrainConfig, source: str) -> Any:
     try:
         from gymcurric.datapacks.cli import build_sampler
     except ImportError as exc:
-        raise ConfigError("datapacks.enabled", True, f"datapack training options are not "
-                          f"available in this install ({exc})", source=source) from exc
+        raise ConfigError(
+            "datapacks.enabled",
+            True,
+            f"datapack training options are not available in this install ({exc})",
+            source=source,
+        ) from exc
     assert sec.dir is not None  # checked by DatapacksSection
-    return build_sampler(sec.dir, sec.curriculum_config, sec.strategy, sec.auto_advance,
-                         seed=cfg.run.seed, env_id=cfg.env.id)
+    return build_sampler(
+        sec.dir,
+        sec.curriculum_config,
+        sec.strategy,
+        sec.auto_advance,
+        seed=cfg.run.seed,
+        env_id=cfg.env.id,
+    )
 
 
-def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "config",
-              monitor_name: str = "monitor.csv") -> Built:
+def build_run(
+    cfg: TrainConfig,
+    run_dir: Path | None = None,
+    source: str = "config",
+    monitor_name: str = "monitor.csv",
+) -> Built:
     """Build the vector env (and curriculum / datapack sampler) for ``cfg``.
 
     With ``run_dir``, the episode monitor writes ``run_dir / monitor_name``.
@@ -196,8 +216,9 @@ def build_run(cfg: TrainConfig, run_dir: Path | None = None, source: str = "conf
             vec_cls = SubprocVecEnv
             if cfg.env.start_method:
                 kwargs["vec_env_kwargs"] = {"start_method": cfg.env.start_method}
-        venv = make_vec_env(factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed,
-                            vec_env_cls=vec_cls, **kwargs)
+        venv = make_vec_env(
+            factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed, vec_env_cls=vec_cls, **kwargs
+        )
         callbacks: list[Any] = []
         if sampler is not None:
             # one sampler in this process for every sub-env (also under subproc)
@@ -231,8 +252,9 @@ def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:
     except TypeError as exc:
         raise ConfigError("shaping.params", cfg.shaping.params, str(exc), source=source) from exc
     except ConfigError as exc:
-        raise ConfigError(f"shaping.params.{exc.key}", exc.value, exc.reason,
-                          source=source) from exc
+        raise ConfigError(
+            f"shaping.params.{exc.key}", exc.value, exc.reason, source=source
+        ) from exc
     return shaped, SemanticShapingCallback(shaped)
 
 
@@ -242,8 +264,12 @@ def agent_class(cfg: TrainConfig, source: str = "config") -> Any:
     try:
         return getattr(importlib.import_module(module), cls_name)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError("agent.algo", cfg.agent.algo, f"not available in this install "
-                          f"({module}.{cls_name}: {exc})", source=source) from exc
+        raise ConfigError(
+            "agent.algo",
+            cfg.agent.algo,
+            f"not available in this install ({module}.{cls_name}: {exc})",
+            source=source,
+        ) from exc
 
 
 def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
@@ -258,7 +284,8 @@ def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
         except ImportError:  # the replay ring is not part of this install: SB3's buffer
             pass
     try:
-        return cls(cfg.agent.policy, venv, seed=cfg.run.seed, device=cfg.agent.device,
-                   verbose=0, **kwargs)
+        return cls(
+            cfg.agent.policy, venv, seed=cfg.run.seed, device=cfg.agent.device, verbose=0, **kwargs
+        )
     except TypeError as exc:
         raise ConfigError("agent.kwargs", kwargs, str(exc), source=source) from exc

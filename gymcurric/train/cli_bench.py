@@ -27,9 +27,22 @@ BENCHES: dict[str, tuple[str, tuple[str, ...], float, bool]] = {
     "datapack_sampling": ("datapack_sampling.py", (), 2.0, True),
     "semantic_overhead": ("semantic_overhead.py", (), 3.0, True),
     "replay": ("replay.py", (), 3.0, True),
-    "safety_gym": ("safety_gym.py", ("--algos", "ppo", "ppolag", "--envs",
-                                     "SafetyPointGoal1-v0", "--steps", "20000", "--seeds",
-                                     "0"), 15.0, False),
+    "safety_gym": (
+        "safety_gym.py",
+        (
+            "--algos",
+            "ppo",
+            "ppolag",
+            "--envs",
+            "SafetyPointGoal1-v0",
+            "--steps",
+            "20000",
+            "--seeds",
+            "0",
+        ),
+        15.0,
+        False,
+    ),
     "curriculum_efficacy": ("curriculum_efficacy.py", (), 60.0, False),
 }
 
@@ -39,10 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: the quick ones)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks")
     parser.add_argument("--all", action="store_true", help="also the long ones")
-    parser.add_argument("--root", default=None,
-                        help="the source checkout (default: found from the package)")
-    parser.add_argument("--no-write", action="store_true",
-                        help="print the results, leave BENCHMARKS.md alone")
+    parser.add_argument(
+        "--root", default=None, help="the source checkout (default: found from the package)"
+    )
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the results, leave BENCHMARKS.md alone"
+    )
 
 
 def find_root(root: str | None) -> Path:
@@ -53,9 +68,12 @@ def find_root(root: str | None) -> Path:
     for c in candidates:
         if (c / "benchmarks").is_dir() and (c / "BENCHMARKS.md").is_file():
             return c
-    raise ConfigError("--root", root or str(candidates[0]), "no benchmarks/ folder and "
-                      "BENCHMARKS.md here: run from a source checkout of gymcurric",
-                      source="gymcurric bench")
+    raise ConfigError(
+        "--root",
+        root or str(candidates[0]),
+        "no benchmarks/ folder and BENCHMARKS.md here: run from a source checkout of gymcurric",
+        source="gymcurric bench",
+    )
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -70,8 +88,13 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 def _commit(root: Path) -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -88,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
-        raise ConfigError("names", unknown, f"expected some of {sorted(BENCHES)}",
-                          source="gymcurric bench")
+        raise ConfigError(
+            "names", unknown, f"expected some of {sorted(BENCHES)}", source="gymcurric bench"
+        )
     names = args.names or [n for n, b in BENCHES.items() if b[3] or args.all]
     root = find_root(args.root)
     failed = 0
@@ -104,8 +128,13 @@ def run(args: argparse.Namespace) -> int:
         shown = " ".join(["python", f"benchmarks/{script}", *extra])
         print(f"== {name}: {shown}", flush=True)
         start = time.time()
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+        proc = subprocess.run(
+            cmd,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
         elapsed = time.time() - start
         print(proc.stdout, end="")
         if proc.returncode != 0:
@@ -115,15 +144,17 @@ def run(args: argparse.Namespace) -> int:
         if args.no_write:
             continue
         load = os.getloadavg()
-        body = "\n".join([
-            f"command: `{shown}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))}, "
-            f"{elapsed:.0f} s, commit `{_commit(root)}`, {platform.machine()} "
-            f"{os.cpu_count()} CPUs, load average at the end {load[0]:.2f}",
-            "",
-            "```",
-            proc.stdout.strip(),
-            "```",
-        ])
+        body = "\n".join(
+            [
+                f"command: `{shown}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))}, "
+                f"{elapsed:.0f} s, commit `{_commit(root)}`, {platform.machine()} "
+                f"{os.cpu_count()} CPUs, load average at the end {load[0]:.2f}",
+                "",
+                "```",
+                proc.stdout.strip(),
+                "```",
+            ]
+        )
         md = root / "BENCHMARKS.md"
         tmp = md.with_name(md.name + ".tmp")
         tmp.write_text(replace_block(md.read_text(), name, body))

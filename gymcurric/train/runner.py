@@ -77,8 +77,9 @@ def _callbacks(built: Built, cfg: TrainConfig) -> list[Any]:
     return cbs
 
 
-def _save_checkpoint(model: Any, built: Built, cfg: TrainConfig, run_dir: Path,
-                     history: Any) -> None:
+def _save_checkpoint(
+    model: Any, built: Built, cfg: TrainConfig, run_dir: Path, history: Any
+) -> None:
     import torch
 
     from gymcurric.wrappers import save_curriculum_state
@@ -98,8 +99,10 @@ def _save_checkpoint(model: Any, built: Built, cfg: TrainConfig, run_dir: Path,
         "logger": {name: dict(getattr(model.logger, name)) for name in _PENDING},
     }
     if built.sampler is not None:  # for runs whose envs are not pickled (subproc)
-        rng["datapacks"] = {"sampler": built.sampler.state_dict(),
-                            "curriculum": built.sampler.curriculum.state_dict()}
+        rng["datapacks"] = {
+            "sampler": built.sampler.state_dict(),
+            "curriculum": built.sampler.curriculum.state_dict(),
+        }
     with open(tmp / "rng.pkl", "wb") as f:
         pickle.dump(rng, f)
     if cfg.env.vectorization == "dummy":
@@ -156,8 +159,10 @@ def _restore_venv(built: Built, path: Path) -> None:
     fresh_base, layers = _layers(built.venv)
     names = [type(layer).__name__ for layer in layers]
     if names != [n for n, _ in saved["layers"]]:
-        raise DataError(f"{path}: the checkpoint's vector env wrappers "
-                        f"{[n for n, _ in saved['layers']]} differ from the config's {names}")
+        raise DataError(
+            f"{path}: the checkpoint's vector env wrappers "
+            f"{[n for n, _ in saved['layers']]} differ from the config's {names}"
+        )
     for layer, (_, state) in zip(layers, saved["layers"], strict=True):
         vars(layer).update(state)
     fresh_base.close()
@@ -183,8 +188,14 @@ def _chunks(cfg: TrainConfig, start: int) -> list[int]:
     return out
 
 
-def _learn(model: Any, cfg: TrainConfig, built: Built, run_dir: Path, callbacks: list[Any],
-           progress: Callable[[int], None] | None) -> None:
+def _learn(
+    model: Any,
+    cfg: TrainConfig,
+    built: Built,
+    run_dir: Path,
+    callbacks: list[Any],
+    progress: Callable[[int], None] | None,
+) -> None:
     from gymcurric.train._callbacks import CurriculumHistory, ProgressCallback
 
     history = next((c for c in callbacks if isinstance(c, CurriculumHistory)), None)
@@ -211,8 +222,9 @@ def _configure_logger(model: Any, run_dir: Path, *, append: bool = False) -> Non
     model.set_logger(Logger(str(run_dir), formats))
 
 
-def _finish(model: Any, cfg: TrainConfig, built: Built, run_dir: Path, started: float,
-            steps_before: int) -> RunResult:
+def _finish(
+    model: Any, cfg: TrainConfig, built: Built, run_dir: Path, started: float, steps_before: int
+) -> RunResult:
     from gymcurric.wrappers import save_curriculum_state
 
     model.save(run_dir / "model.zip")
@@ -239,8 +251,11 @@ def _finish(model: Any, cfg: TrainConfig, built: Built, run_dir: Path, started: 
         "ep_return_mean": float(np.mean([e["r"] for e in eps])) if eps else None,
         "ep_cost_mean": float(np.mean([e["c"] for e in eps if "c" in e])) if eps else None,
         "ep_length_mean": float(np.mean([e["l"] for e in eps])) if eps else None,
-        "success_rate": (float(np.mean(model.ep_success_buffer))
-                         if getattr(model, "ep_success_buffer", None) else None),
+        "success_rate": (
+            float(np.mean(model.ep_success_buffer))
+            if getattr(model, "ep_success_buffer", None)
+            else None
+        ),
     }
     lam = getattr(model, "lagrange_multiplier", None)
     if lam is not None:
@@ -267,8 +282,14 @@ def _torch_setup(cfg: TrainConfig) -> None:
     torch.set_num_threads(cfg.run.torch_threads)
 
 
-def train(cfg: TrainConfig, *, run_dir: str | Path | None = None, source: str = "config",
-          progress: Callable[[int], None] | None = None, overwrite: bool = False) -> RunResult:
+def train(
+    cfg: TrainConfig,
+    *,
+    run_dir: str | Path | None = None,
+    source: str = "config",
+    progress: Callable[[int], None] | None = None,
+    overwrite: bool = False,
+) -> RunResult:
     """Train ``cfg`` into a run directory; returns the summary (with ``run_dir``).
 
     Args:
@@ -284,13 +305,21 @@ def train(cfg: TrainConfig, *, run_dir: str | Path | None = None, source: str = 
     """
     from stable_baselines3.common.utils import set_random_seed
 
-    path = Path(run_dir) if run_dir is not None else (
-        Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
+    path = (
+        Path(run_dir)
+        if run_dir is not None
+        else (Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
+    )
     if path.exists() and any(path.iterdir()):
         if not overwrite:
-            raise ConfigError("run.name", str(path), "the run directory exists and is not "
-                              "empty: continue it with `gymcurric resume`, pass --overwrite, "
-                              "or choose another run.name", source=source)
+            raise ConfigError(
+                "run.name",
+                str(path),
+                "the run directory exists and is not "
+                "empty: continue it with `gymcurric resume`, pass --overwrite, "
+                "or choose another run.name",
+                source=source,
+            )
         shutil.rmtree(path)
     path.mkdir(parents=True, exist_ok=True)
     _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
@@ -307,8 +336,12 @@ def train(cfg: TrainConfig, *, run_dir: str | Path | None = None, source: str = 
         built.close()
 
 
-def resume(run_dir: str | Path, *, total_steps: int | None = None,
-           progress: Callable[[int], None] | None = None) -> RunResult:
+def resume(
+    run_dir: str | Path,
+    *,
+    total_steps: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
     """Continue the run in ``run_dir`` from its last checkpoint (to ``total_steps``).
 
     Raises:
@@ -331,8 +364,9 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
         rng = pickle.load(f)  # our own file, written by _save_checkpoint
     started = time.perf_counter()
     steps = int(rng["num_timesteps"])
-    built = build_run(cfg, path, str(path / "config.json"),
-                      monitor_name=f"resumed-{steps}.monitor.csv")
+    built = build_run(
+        cfg, path, str(path / "config.json"), monitor_name=f"resumed-{steps}.monitor.csv"
+    )
     exact = (ckpt / "venv.pkl").is_file()
     if exact:
         _restore_venv(built, ckpt / "venv.pkl")
@@ -347,8 +381,9 @@ def resume(run_dir: str | Path, *, total_steps: int | None = None,
     try:
         # force_reset=False keeps the loaded model's last observations: they belong to the
         # restored envs, mid-episode (fresh subproc envs are reset instead)
-        model = agent_class(cfg).load(ckpt / "model.zip", env=built.venv,
-                                       device=cfg.agent.device, force_reset=not exact)
+        model = agent_class(cfg).load(
+            ckpt / "model.zip", env=built.venv, device=cfg.agent.device, force_reset=not exact
+        )
         np.random.set_state(rng["numpy"])  # noqa: NPY002 - the global RNG SB3 uses
         random.setstate(rng["python"])
         torch.set_rng_state(rng["torch"])
