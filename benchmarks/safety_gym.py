@@ -104,7 +104,7 @@ def env_id(name: str) -> str:
 
 
 def make_venv(
-    name: str, n_envs: int, seed: int, norm_obs: bool = False, saute: dict[str, float] | None = None
+    name: str, n_envs: int, seed: int, norm_obs: bool = False, saute: dict[str, Any] | None = None
 ) -> Any:
     """``DummyVecEnv`` -> ``VecCostMonitor`` (raw return and cost) -> optional ``VecNormalize``.
 
@@ -118,18 +118,16 @@ def make_venv(
     logs the original reward), and there is no vec-level monitor above, which would record
     the Saute reward instead.
     """
-    if saute is not None:
-        kwargs = dict(saute)
 
-        def make() -> gym.Env[Any, Any]:
-            return SauteBudget(RecordEpisodeStatisticsWithCost(gym.make(env_id(name))), **kwargs)
+    def make() -> gym.Env[Any, Any]:
+        env = gym.make(env_id(name))
+        if saute is None:
+            return env
+        return SauteBudget(RecordEpisodeStatisticsWithCost(env), **saute)
 
-        monitored: Any = DummyVecEnv([make] * n_envs)
-        monitored.seed(seed)
-    else:
-        venv = DummyVecEnv([lambda: gym.make(env_id(name))] * n_envs)
-        venv.seed(seed)
-        monitored = VecCostMonitor(venv)
+    venv = DummyVecEnv([make] * n_envs)
+    venv.seed(seed)
+    monitored = venv if saute is not None else VecCostMonitor(venv)
     if norm_obs:
         return VecNormalize(monitored, norm_obs=True, norm_reward=False)
     return monitored

@@ -299,8 +299,13 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
 def test_pposaute_trains_on_the_saute_env_and_records_the_env_return():
     """pposaute: PPO sees z and the unsafe reward; the recorded return/cost are the env's own."""
     mod = load_script("safety_gym")
-    saute = {"safety_budget": 0.5, "saute_gamma": 1.0, "unsafe_reward": -5.0}
-    saute["max_episode_steps"] = 200  # HazardNav's horizon is a task parameter, not in its spec
+    # HazardNav's horizon is a task parameter, not in its spec: given here
+    saute = {
+        "safety_budget": 0.5,
+        "saute_gamma": 1.0,
+        "unsafe_reward": -5.0,
+        "max_episode_steps": 200,
+    }
     venv = mod.make_venv("gymcurric/HazardNav-v0", 1, 3, saute=saute)
     raw = gym.make("gymcurric/HazardNav-v0")
     raw_obs, _ = raw.reset(seed=3)  # DummyVecEnv.seed(3) seeds sub-env 0 with 3
