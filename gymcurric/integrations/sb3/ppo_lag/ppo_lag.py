@@ -63,6 +63,8 @@ class PPOLag(LagrangianMixin, PPO):
         seed: as PPO (also seeds the cost critic's minibatch shuffle).
         device: as PPO.
         cost_limit: ``d``, the limit on the expected episode cost (≥ 0; float or schedule).
+            λ holds the long-run ``J_c`` near ``d``, above it about as often as below, so
+            for a hard budget set ``d`` under it (docs/safe_rl.md, Limits).
         multiplier: ``"adam"`` (OmniSafe), ``"sgd"`` (plain gradient ascent) or ``"pid"``
             (CPPOPID-style PID Lagrangian, see :class:`PPOPIDLag`).
         lagrange_init: initial λ (float or schedule, evaluated at the start), 0.001.
