@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
+from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay._checks import check_invariants, dtype_from_name, dtype_name, numpy_dtype
 from gymcurric.replay.ring import _RESERVED, _SCALARS, FieldSpec
@@ -23,12 +24,16 @@ _FORMAT = "gymcurric.ReplayRing/1"
 _BITCAST = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 # (key, smallest value) of the ints the constructor needs from a file's metadata
 _META_INTS = (("capacity", 2), ("num_envs", 1), ("side_capacity", 1), ("seed", None))
+# the seeds torch.Generator.manual_seed accepts
+_SEED_MIN, _SEED_END = -(2**63), 2**64
 
 
 def _read_meta(raw: np.ndarray | None) -> tuple[dict[str, Any], dict[str, FieldSpec]]:
     """Parse and check the ``meta`` array of a ring file (``ValueError`` names the key)."""
     if raw is None:
         raise ValueError("no 'meta' array in the file")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"'meta' must be the JSON text as uint8 bytes; got {raw.dtype}{raw.shape}")
     meta = json.loads(bytes(raw).decode())
     if not isinstance(meta, dict):
         raise ValueError(f"expected a JSON object; got {type(meta).__name__}")
@@ -42,6 +47,8 @@ def _read_meta(raw: np.ndarray | None) -> tuple[dict[str, Any], dict[str, FieldS
         value = meta[key]
         if isinstance(value, bool) or not isinstance(value, int) or (low and value < low):
             raise ValueError(f"{key!r} must be an int{f' >= {low}' if low else ''}; got {value!r}")
+    if not _SEED_MIN <= meta["seed"] < _SEED_END:
+        raise ValueError(f"'seed' must fit a torch seed (64 bits); got {meta['seed']!r}")
     raw_specs = meta["specs"]
     if not isinstance(raw_specs, dict) or "obs" not in raw_specs or "action" not in raw_specs:
         raise ValueError(f"'specs' must be an object with 'obs' and 'action'; got {raw_specs!r}")
@@ -172,8 +179,9 @@ class RingPersistenceMixin:
 
         Raises:
             DataError: the state belongs to a ring of another shape, a tensor is missing or has
-                the wrong shape/dtype, an index table or counter is out of range, or the
-                generator state is invalid.
+                the wrong shape/dtype, an index table or counter is out of range, the rows break
+                the episode continuity of :meth:`check_invariants`, or the generator state is
+                invalid.
         """
         tensors, counters, seed, gen_state = self._checked_state(state)
         # --- nothing above writes to the ring; nothing below can fail on valid input
@@ -232,6 +240,8 @@ class RingPersistenceMixin:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise DataError(f"{where}: meta 'seed' must be an int; got {seed!r}")
         seed = int(seed)
+        if not _SEED_MIN <= seed < _SEED_END:
+            raise DataError(f"{where}: meta 'seed' must fit a torch seed (64 bits); got {seed!r}")
         if not isinstance(gen_device, str):
             raise DataError(f"{where}: meta 'generator_device' must be a str; got {gen_device!r}")
 
@@ -272,6 +282,19 @@ class RingPersistenceMixin:
                     f"{where}: tensor {name!r} has entries outside {span}; "
                     f"got min {int(t.min())}, max {int(t.max())}"
                 )
+        # the rows must read as episodes (what sampling relies on), as after any push_step
+        ep = tensors["field.episode_id"]
+        try:
+            check_invariants(
+                episode_id=ep,
+                is_first=tensors["field.is_first"].to(ep.device),
+                continue_=tensors["field.continue_"].to(ep.device),
+                oldest=head if size == self.capacity else 0,
+                size=size,
+                total_steps=total,
+            )
+        except DataError as exc:
+            raise DataError(f"{where}: {exc}") from exc
         probe = torch.Generator(device=self.device)
         gen_state = None
         try:
@@ -323,14 +346,13 @@ class RingPersistenceMixin:
         saved ``seed``. ``kwargs`` go to the constructor (e.g. ``memory_budget``).
 
         Raises:
-            DataError: not a ring file, or a malformed one (the message names the file and the
-                key, array or tensor at fault).
+            FileNotFoundError: there is no file at ``path``.
+            DataError: not a ring file, or a damaged or malformed one (empty, truncated, not an
+                ``.npz``, pickled objects, bad metadata, wrong shapes or dtypes, index tables or
+                episode continuity broken); the message names the file and the key, array or
+                tensor at fault.
         """
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: cannot read a ReplayRing file ({exc})") from exc
+        arrays = read_npz(path, "ReplayRing file")
         try:
             meta, specs = _read_meta(arrays.pop("meta", None))
         except (KeyError, ValueError, TypeError) as exc:
@@ -360,7 +382,8 @@ class RingPersistenceMixin:
         tensors: dict[str, torch.Tensor] = {}
         for name, arr in arrays.items():
             try:
-                t = torch.from_numpy(np.array(arr))
+                # a file written on a machine of the other byte order reads as native values
+                t = torch.from_numpy(np.array(arr, dtype=arr.dtype.newbyteorder("=")))
             except TypeError as exc:
                 raise DataError(
                     f"{path}: array {name!r} has dtype {arr.dtype}, which torch cannot read"

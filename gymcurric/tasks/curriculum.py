@@ -541,11 +541,20 @@ class Curriculum(_CrossProcess):
         one.
 
         Raises:
-            DataError: the state dict is malformed or comes from another configuration
-                (the message lists the differing keys).
+            DataError: the state dict is malformed, comes from another configuration (the
+                message lists the differing keys), or breaks the state's invariants (NaN or
+                out-of-range values, negative counters, task keys outside the space; see
+                :func:`~gymcurric.tasks.checkpoint.state_problems`). Nothing is changed then.
         """
         own = self._st.arrays()
-        arrays = check_state_dict(self.config_spec(), own, state)
+        # everything is checked before anything is written: a refused state changes nothing
+        arrays = check_state_dict(
+            self.config_spec(),
+            own,
+            state,
+            key_limit=self._mod or self._id_limit,
+            pool=self._pool,
+        )
         with self._lock:
             self._enter("load_state_dict")
             sb = self._sb

@@ -178,6 +178,24 @@ class DualPool(Pool):
             return 1.0
         return float(st.scalars.item(S.RHO))
 
+    def explore_probability(self, st: CurriculumState) -> float:
+        """``rho`` now (1 in bootstrap or with an empty exploit pool)."""
+        return self._rho(st)
+
+    def state_problems(self, st: CurriculumState) -> list[str]:
+        """At most ``exploit_size`` exploit tasks; ``rho`` within ``[rho_min, rho_max]``."""
+        out = []
+        exploit = int(np.count_nonzero(st.pool == EXPLOIT))
+        if exploit > self.exploit_size:
+            out.append(f"{exploit} exploit tasks (DualPool exploit_size={self.exploit_size})")
+        rho = float(st.scalars[S.RHO])
+        if not self.rho_min <= rho <= self.rho_max:
+            out.append(
+                f"scalars[RHO] = {rho!r} (expected a value in [rho_min, rho_max] = "
+                f"[{self.rho_min}, {self.rho_max}])"
+            )
+        return out
+
     def distribute(self, st: CurriculumState, scorer: Scorer, raw: np.ndarray) -> None:
         """Per-pool probabilities; ``prob`` is their ``rho``-weighted mixture."""
         pa = scorer.weights(st, raw, st.pool == EXPLORE)

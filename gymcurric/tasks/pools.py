@@ -139,6 +139,25 @@ class Pool(ABC):
         """Pool-specific ``curriculum/...`` diagnostics."""
         return {"curriculum/pool_size": float(np.count_nonzero(st.pool >= 0))}
 
+    def explore_probability(self, st: CurriculumState) -> float:
+        """Weight of the explore distribution (``cdf_a``) in ``prob``; 1 for a single pool."""
+        return 1.0
+
+    def state_problems(self, st: CurriculumState) -> list[str]:
+        """What breaks this pool's invariants in a loaded state (checked before loading).
+
+        The generic checks (finite values, ranges, counters) are
+        :func:`gymcurric.tasks.checkpoint.state_problems`; here: a single pool labels its live
+        slots explore only.
+        """
+        bad = np.flatnonzero(st.pool > EXPLORE)
+        if bad.size:
+            return [
+                f"pool[{int(bad[0])}] = {int(st.pool[bad[0]])} "
+                f"({type(self).__name__} has one pool: expected -1 or {EXPLORE})"
+            ]
+        return []
+
 
 @dataclass(frozen=True)
 class ReplacementPool(Pool):

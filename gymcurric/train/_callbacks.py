@@ -11,7 +11,12 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter, filter_excluded_keys
 
-__all__ = ["CurriculumHistory", "ProgressCSV", "ProgressCallback"]
+from gymcurric._npz import read_npz
+from gymcurric.errors import DataError
+
+__all__ = ["CurriculumHistory", "ProgressCSV", "ProgressCallback", "read_history"]
+
+_HISTORY_MEMBERS = ("steps", "keys", "probs", "explore_ratio")
 
 
 class ProgressCallback(BaseCallback):
@@ -86,13 +91,64 @@ class CurriculumHistory(BaseCallback):
         )
 
     def load(self, path: str | Path) -> None:
-        """Restore the rows written by :meth:`save` (when resuming)."""
-        with np.load(path, allow_pickle=False) as f:
-            steps, keys, probs, ratio = f["steps"], f["keys"], f["probs"], f["explore_ratio"]
-        self.rows = []
-        for i in range(len(steps)):
-            live = probs[i] > 0
-            self.rows.append((int(steps[i]), keys[live], probs[i][live], float(ratio[i])))
+        """Restore the rows written by :meth:`save` (when resuming).
+
+        Raises:
+            FileNotFoundError: there is no file at ``path``.
+            DataError: the file is damaged or malformed (the message names the file and the
+                member at fault); the rows are left as they were.
+        """
+        self.rows = read_history(path)
+
+
+def _history_problem(a: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with the members of a history file, or None."""
+    missing = [k for k in _HISTORY_MEMBERS if k not in a]
+    if missing:
+        return f"missing member(s) {missing}"
+    steps, keys, probs, ratio = (a[k] for k in _HISTORY_MEMBERS)
+    for name, arr in (("steps", steps), ("keys", keys)):
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            return f"member {name!r} must be a 1-D integer array; got {arr.dtype}{arr.shape}"
+    for name, arr, shape in (
+        ("probs", probs, (len(steps), len(keys))),
+        ("explore_ratio", ratio, (len(steps),)),
+    ):
+        if arr.dtype.kind != "f" or arr.shape != shape:
+            return (
+                f"member {name!r} must be a float array of shape {shape} (from 'steps' and "
+                f"'keys'); got {arr.dtype}{arr.shape}"
+            )
+    if (steps < 0).any() or (np.diff(steps) < 0).any():
+        return "member 'steps' must be non-decreasing step counts >= 0"
+    if (keys < 0).any() or (np.diff(keys) <= 0).any():
+        return "member 'keys' must be increasing task keys >= 0"
+    if not np.isfinite(probs).all() or (probs < 0).any() or (probs.sum(axis=1) > 1 + 1e-6).any():
+        return "member 'probs' must hold finite probabilities >= 0 summing to at most 1 per row"
+    ok = np.isnan(ratio) | ((ratio >= 0) & (ratio <= 1))
+    if not ok.all():
+        return "member 'explore_ratio' must hold values in [0, 1] (or NaN)"
+    return None
+
+
+def read_history(path: str | Path) -> list[tuple[int, np.ndarray, np.ndarray, float]]:
+    """The rows of a ``curriculum_history.npz`` written by :meth:`CurriculumHistory.save`.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        DataError: the file is damaged or malformed; the message names the file and what is
+            wrong.
+    """
+    a = read_npz(path, "curriculum history file")
+    problem = _history_problem(a)
+    if problem is not None:
+        raise DataError(f"{os.fspath(path)}: not a curriculum history file: {problem}")
+    steps, keys, probs, ratio = (a[k] for k in _HISTORY_MEMBERS)
+    rows = []
+    for i in range(len(steps)):
+        live = probs[i] > 0
+        rows.append((int(steps[i]), keys[live], probs[i][live], float(ratio[i])))
+    return rows
 
 
 class ProgressCSV(KVWriter):

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
@@ -151,10 +151,60 @@ def save_curriculum_state(
     return out
 
 
+def _read_meta(members: dict[str, np.ndarray], where: str) -> dict[str, Any]:
+    raw = members.get(_META)
+    if raw is None:
+        raise DataError(f"{where}: not a gymcurric curriculum checkpoint (no {_META!r} member)")
+    if raw.shape != () or raw.dtype.kind != "U":
+        raise DataError(
+            f"{where}: not a gymcurric curriculum checkpoint (member {_META!r} must be one "
+            f"JSON string; got {raw.dtype}{raw.shape})"
+        )
+    try:
+        meta = json.loads(str(raw[()]))
+    except ValueError as exc:
+        raise DataError(
+            f"{where}: not a gymcurric curriculum checkpoint (member {_META!r} is not valid "
+            f"JSON: {exc})"
+        ) from exc
+    if not isinstance(meta, dict) or meta.pop("file_format", None) != FILE_FORMAT:
+        raise DataError(
+            f"{where}: not a gymcurric curriculum checkpoint (expected file_format {FILE_FORMAT!r})"
+        )
+    return meta
+
+
+def _read_ids(
+    members: dict[str, np.ndarray], key: str, where: str, curriculum: Any
+) -> list[int] | None:
+    """Task ids saved under ``key`` (-1: none), checked against the curriculum's space."""
+    raw = members.get(key)
+    if raw is None:
+        return None
+    if raw.ndim != 1 or raw.dtype.kind not in "iu":
+        raise DataError(
+            f"{where}: member {key!r} must be a 1-D array of task ids; got {raw.dtype}{raw.shape}"
+        )
+    ids = [int(t) for t in raw]
+    space = getattr(curriculum, "space", None)
+    for t in ids:
+        if t < -1:
+            raise DataError(f"{where}: member {key!r} holds task id {t} (expected -1 or >= 0)")
+        if t >= 0 and space is not None:
+            try:
+                space.check_id(t)
+            except ConfigError as exc:
+                raise DataError(f"{where}: member {key!r}: {exc}") from exc
+    return ids
+
+
 def load_curriculum_state(
     path: str | os.PathLike[str], curriculum: Any = None, *, env: Any = None
 ) -> dict[str, Any]:
     """Read a file written by :func:`save_curriculum_state`.
+
+    Everything is checked before anything is changed: a refused file leaves ``curriculum`` and
+    ``env`` as they were.
 
     Args:
         path: the ``.npz`` file.
@@ -166,40 +216,32 @@ def load_curriculum_state(
         The state dict (for ``Curriculum.load_state_dict``), plus ``"env_task_ids"``.
 
     Raises:
-        DataError: the file is not a curriculum checkpoint, is damaged, or (from
-            ``load_state_dict``) comes from another configuration.
+        FileNotFoundError: there is no file at ``path``.
+        DataError: the file is not a curriculum checkpoint, is damaged (empty, truncated, not
+            an ``.npz``, pickled objects, bad JSON metadata, a task id outside the space), or
+            (from ``load_state_dict``) comes from another configuration or breaks the
+            curriculum state's invariants; the message names the file.
     """
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z[_META][()]))
-            arrays = {k[len(_ARRAYS) :]: z[k] for k in z.files if k.startswith(_ARRAYS)}
-            ids = [int(t) for t in z[_IDS]] if _IDS in z.files else []
-            waiting = [int(t) for t in z[_WAIT]] if _WAIT in z.files else None
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise DataError(
-            f"{os.fspath(path)}: not a gymcurric curriculum checkpoint "
-            f"({type(exc).__name__}: {exc})"
-        ) from exc
-    if not isinstance(meta, dict) or meta.pop("file_format", None) != FILE_FORMAT:
-        raise DataError(
-            f"{os.fspath(path)}: not a gymcurric curriculum checkpoint (expected "
-            f"file_format {FILE_FORMAT!r})"
-        )
+    where = os.fspath(path)
+    members = read_npz(path, "gymcurric curriculum checkpoint")
+    meta = _read_meta(members, where)
+    arrays = {k[len(_ARRAYS) :]: v for k, v in members.items() if k.startswith(_ARRAYS)}
+    ids = _read_ids(members, _IDS, where, curriculum) or []
+    waiting = _read_ids(members, _WAIT, where, curriculum)
     state: dict[str, Any] = {**meta, "arrays": arrays}
-    if curriculum is not None:
-        try:
-            curriculum.load_state_dict(state)
-        except DataError as exc:
-            raise DataError(f"{os.fspath(path)}: {exc}") from exc
     if env is not None:
         n = len(env_task_ids(env))
         if len(ids) != n:
             raise DataError(
-                f"{os.fspath(path)}: saved the tasks of {len(ids)} envs, the env "
+                f"{where}: saved the tasks of {len(ids)} envs, the env "
                 f"given has {n}; save with env= the same number of envs"
             )
+    if curriculum is not None:
+        try:
+            curriculum.load_state_dict(state)
+        except DataError as exc:
+            raise DataError(f"{where}: {exc}") from exc
+    if env is not None:
         resume_env_tasks(env, ids)
         resume = getattr(env, "resume_channel", None)
         if waiting is not None and callable(resume):

@@ -171,6 +171,12 @@ def other_ring(device):
     return ring
 
 
+def _bump(t, row, env):
+    out = t.clone()
+    out[row, env] += 5
+    return out
+
+
 def _bad_tensor(name, value):
     def change(state):
         state["tensors"][name] = value(state["tensors"][name])
@@ -205,6 +211,15 @@ def _bad_tensor(name, value):
             _bad_tensor("generator", lambda t: torch.zeros_like(t)),
             r"'generator' is not a valid generator state",
         ),
+        (
+            _bad_tensor("field.episode_id", lambda t: _bump(t, 2, 0)),
+            r"invariant violated at env 0, step 8 \(row 2\): episode_id changed without is_first",
+        ),
+        (
+            _bad_tensor("field.continue_", lambda t: t.clone().fill_(0.5)),
+            r"invariant violated .*continue_ must be 0\.0 or 1\.0, got 0\.5",
+        ),
+        (lambda s: s["meta"].update(seed=2**70), r"meta 'seed' must fit a torch seed"),
     ],
 )
 def test_refused_state_leaves_the_ring_unchanged(device, change, match):
@@ -308,3 +323,108 @@ def test_unpickling_a_malformed_state_is_a_data_error():
             fresh.__setstate__(broken)
     back = pickle.loads(pickle.dumps(ring))
     assert torch.equal(back["obs"], ring["obs"])
+
+
+# ---------------------------------------------------------------- damaged files on disk
+
+
+def _damage_empty(path):
+    path.write_bytes(b"")
+
+
+def _damage_truncate(keep):
+    def damage(path):
+        raw = path.read_bytes()
+        path.write_bytes(raw[: int(len(raw) * keep)])
+
+    return damage
+
+
+def _damage_garbage(path):
+    path.write_bytes(b"\x00garbage\xff" * 40)
+
+
+def _damage_npy(path):
+    with open(path, "wb") as fh:
+        np.save(fh, np.zeros(3))
+
+
+def _damage_member(path):
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"field.obs.npy") + 150  # inside that member's data: its CRC fails
+    raw[at : at + 8] = b"\xff" * 8
+    path.write_bytes(bytes(raw))
+
+
+def _replace_member(name, value):
+    def damage(path):
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        arrays[name] = value
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (_damage_empty, r"not a ReplayRing file: the file is empty \(0 bytes\)"),
+        (_damage_truncate(0.3), r"not a ReplayRing file: the file is damaged or truncated"),
+        (_damage_truncate(0.97), r"not a ReplayRing file: the file is damaged or truncated"),
+        (_damage_garbage, r"not a ReplayRing file: the file is not an \.npz \(zip\) archive"),
+        (_damage_npy, r"not a ReplayRing file: the file is not an \.npz \(zip\) archive"),
+        (
+            _damage_member,
+            r"not a ReplayRing file: member 'field\.obs' is damaged \(BadZipFile: Bad CRC",
+        ),
+        (
+            _replace_member("field.obs", np.array([None] * 36, dtype=object).reshape(6, 2, 3)),
+            r"member 'field\.obs' holds Python objects, which are refused \(allow_pickle=False\)",
+        ),
+        (
+            _replace_member("meta", np.array("{}")),
+            r"malformed ReplayRing metadata \('meta' must be the JSON text as uint8 bytes",
+        ),
+        (
+            _replace_member("field.episode_id", np.full((6, 2), 3, np.int32)),
+            r"invariant violated at env 0",
+        ),
+    ],
+)
+def test_damaged_files_are_data_errors_naming_the_file(tmp_path, damage, match):
+    path = tmp_path / "ring.npz"
+    filled("cpu").save(path)
+    damage(path)
+    with pytest.raises(DataError, match=rf"ring\.npz: .*{match}") as info:
+        ReplayRing.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_load_metadata_seed_outside_64_bits_is_a_data_error(tmp_path):
+    path = tmp_path / "ring_meta.npz"
+    filled("cpu").save(path)
+    rewrite_meta(path, seed=2**70)
+    with pytest.raises(
+        DataError, match=r"ring_meta\.npz: malformed .*'seed' must fit a torch seed"
+    ):
+        ReplayRing.load(path)
+
+
+def test_a_file_of_the_other_byte_order_loads(tmp_path):
+    ring = filled("cpu")
+    path = tmp_path / "ring.npz"
+    ring.save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    swapped = {
+        k: v.astype(v.dtype.newbyteorder(">" if v.dtype.byteorder != ">" else "<"))
+        for k, v in arrays.items()
+    }
+    with open(path, "wb") as fh:
+        np.savez(fh, **swapped)
+    back = ReplayRing.load(path)
+    assert torch.equal(back["obs"], ring["obs"]) and torch.equal(
+        back["episode_id"], ring["episode_id"]
+    )
