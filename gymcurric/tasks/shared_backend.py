@@ -12,14 +12,23 @@ Design:
   segment name, the layout and the lock; unpickling re-attaches by name, so spawn and forkserver
   workers (the env factory of ``AsyncVectorEnv`` / SB3's ``SubprocVecEnv``) and fork children
   (which inherit the mapping) all see the same memory. Nothing is copied.
-* **One lock, made once.** The creator makes one ``multiprocessing`` lock in
+* **One lock, the kernel's where it can be.** The lock guards every write. On Linux it is an
+  exclusive ``flock`` on the segment's own file (:class:`~gymcurric.tasks._shm.FileLock`):
+  every process, however it was started, opens it by name, and the kernel releases it when its
+  holder dies, at any point. Elsewhere the creator makes one ``multiprocessing`` lock in
   :meth:`allocate`; it travels to workers with the pickled backend and is never re-made in a
   worker (a lock made per process locks nothing). ``context=None`` makes it through the
   ``"spawn"`` context: a named POSIX semaphore, which fork children inherit and spawn/forkserver
   children re-open by name, so one backend works with every start method (a lock made in the
   fork context cannot be sent to spawn/forkserver workers, and SB3 defaults to forkserver while
-  Python <= 3.13 defaults to fork on Linux). The lock guards every write; the holder's pid is
-  kept in the header so that a waiter can tell a slow holder from a dead one.
+  Python <= 3.13 defaults to fork on Linux). The holder records its pid in the header right
+  after taking the lock and clears it right before releasing it.
+* **A dead holder.** One that died before recording its pid wrote nothing: on Linux its lock is
+  free again at once and nobody notices (with a semaphore, waiters raise after
+  ``lock_timeout``). One that died after, inside its locked section, may have left the state
+  half-written: its pid stays in the header, and every process that then takes the lock, or
+  waits for it (checking every :data:`POLL_S` seconds), raises
+  :class:`~gymcurric.errors.WorkerError` naming it.
 * **Seqlock.** Writes that change what ``sample`` reads (pool membership, the cumulative
   arrays, their totals) are bracketed by :meth:`publish_begin` / :meth:`publish_end`, which make
   the header's sequence odd, then even. A reader notes an even sequence, copies what sampling
@@ -56,10 +65,12 @@ from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.tasks._shm import (
     CLOSED,
     CREATOR,
+    FILE_LOCKS,
     HOLDER,
     MAGIC,
     SEQ,
     SIZE,
+    FileLock,
     _alive,
     _finalize,
     _open,
@@ -120,11 +131,7 @@ class _Guard:
     def __enter__(self) -> None:
         if not self._acquire(True, POLL_S):
             self._backend._wait_for_lock(self._acquire)
-        hdr = self._hdr
-        if hdr.item(CLOSED):
-            self._release()
-            self._backend._raise_closed()
-        hdr[HOLDER] = _PID[0]
+        self._record()
 
     def __exit__(self, *exc: object) -> None:
         self._hdr[HOLDER] = 0
@@ -134,12 +141,22 @@ class _Guard:
         """Take the lock only if it is free now (then leave with ``__exit__``); never waits."""
         if not self._acquire(False):
             return False
-        hdr = self._hdr
-        if hdr.item(CLOSED):
-            self._release()
-            self._backend._raise_closed()
-        hdr[HOLDER] = _PID[0]
+        self._record()
         return True
+
+    def _record(self) -> None:
+        """Just taken: refuse a closed segment or a dead holder's leftovers; record our pid."""
+        hdr = self._hdr
+        holder = hdr.item(HOLDER)
+        if hdr.item(CLOSED) or (holder and holder != _PID[0]):
+            # A holder clears its pid before releasing: one still there died in its locked
+            # section (the kernel freed its file lock), leaving the state maybe half-written.
+            # It stays there, so that every later holder refuses too.
+            self._release()
+            if hdr.item(CLOSED):
+                self._backend._raise_closed()
+            self._backend._raise_dead(holder)
+        hdr[HOLDER] = _PID[0]
 
 
 class SharedMemoryBackend(StateBackend):
@@ -153,8 +170,10 @@ class SharedMemoryBackend(StateBackend):
             ``multiprocessing`` context, which the lock is made in. ``None`` (default) makes a
             lock that works with every start method (see the module docstring).
         lock_timeout: seconds to wait for the lock before raising
-            :class:`~gymcurric.errors.WorkerError` (``None``: forever). A dead holder is reported
-            within :data:`POLL_S` seconds either way.
+            :class:`~gymcurric.errors.WorkerError` (``None``: forever). A holder that died
+            inside its locked section is reported within :data:`POLL_S` seconds either way; on
+            Linux one that died before recording its pid (having written nothing) frees the lock
+            at once (see the module docstring).
         worker_update_batch: in processes other than the creator, ``update`` buffers up to this
             many episodes, or until the oldest is 1 s old, and applies them, in order, under one
             lock acquisition (the buffer is also applied by any other locked call, ``flush()``
@@ -242,11 +261,11 @@ class SharedMemoryBackend(StateBackend):
         for key, spec in layout.items():
             self._layout[key] = (spec.dtype.str, tuple(spec.shape), offset)
             offset += -(-spec.nbytes // _ALIGN) * _ALIGN
-        self._lock = self._ctx.Lock()
         self.name = SEGMENT_PREFIX + uuid.uuid4().hex[:16]  # <= 31 bytes with "/" (macOS)
         seg = _Segment(name=self.name, create=True, size=offset)
         self._creator = _PID[0]
         self._finalizer = weakref.finalize(self, _finalize, seg, self._creator)
+        self._lock = FileLock(self.name) if FILE_LOCKS else self._ctx.Lock()
         self._map(seg)
         hdr = self._hdr
         hdr[MAGIC], hdr[CREATOR], hdr[SIZE] = _MAGIC, self._creator, offset
@@ -303,11 +322,14 @@ class SharedMemoryBackend(StateBackend):
             self._raise_closed()
         holder = hdr.item(HOLDER)
         if holder and holder != _PID[0] and not _alive(holder):
-            raise WorkerError(
-                f"process {holder} died while holding the lock of shared curriculum "
-                f"segment {self.name!r}; the shared state may be half-written: "
-                "close the curriculum and restart from a checkpoint (state_dict)"
-            )
+            self._raise_dead(holder)
+
+    def _raise_dead(self, holder: int) -> None:
+        raise WorkerError(
+            f"process {holder} died while holding the lock of shared curriculum "
+            f"segment {self.name!r}; the shared state may be half-written: "
+            "close the curriculum and restart from a checkpoint (state_dict)"
+        )
 
     def publish_begin(self) -> bool:
         """Make the sequence odd (readers retry); False if a publish is already open."""
@@ -360,7 +382,9 @@ class SharedMemoryBackend(StateBackend):
         self._closed = True
         seg, self._seg = self._seg, None
         self._arrays, self._hdr = {}, np.zeros(0, dtype=np.int64)
-        self._lock = None  # the creator's semaphore is unlinked once its last reference goes
+        # a file lock's descriptor closes, and the creator's semaphore is unlinked, once the
+        # last reference (a guard in use) goes
+        self._lock = None
         if self._finalizer is not None:
             self._finalizer()  # unlinks in the creating process only
         elif seg is not None:
@@ -378,7 +402,7 @@ class SharedMemoryBackend(StateBackend):
         return {
             "name": self.name,
             "layout": self._layout,
-            "lock": self._lock,
+            "lock": None if isinstance(self._lock, FileLock) else self._lock,  # reopened by name
             "start_method": self.start_method,
             "creator": self._creator,
             "lock_timeout": self.lock_timeout,
@@ -454,6 +478,15 @@ class SharedMemoryBackend(StateBackend):
                 f"shared curriculum segment {self.name!r} was closed by its "
                 f"creator (process {self._creator})"
             )
+        if self._lock is None:
+            try:
+                self._lock = FileLock(self.name)
+            except FileNotFoundError:  # unlinked since it was opened above
+                self.close()
+                raise WorkerError(
+                    f"shared curriculum segment {self.name!r} does not exist any more: "
+                    f"its creator (process {self._creator}) closed it or exited"
+                ) from None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedMemoryBackend:
         # A copy of a handle to shared memory is another handle to it (same memory, same lock).

@@ -70,6 +70,38 @@ def die_holding_lock(cur: Curriculum, held: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def die_holding_lock_until_killed(cur: Curriculum, held: Any, record_pid: bool) -> None:
+    """Take the write lock, set ``held`` and wait to be killed (by the test) while holding it:
+    inside the locked section, or (``record_pid=False``) at the worst moment, after taking the
+    lock and before recording this process's pid in the header."""
+    guard = cur._lock
+    take = guard._acquire
+
+    def take_and_stall(*args: Any) -> bool:
+        took = take(*args)
+        held.set()
+        time.sleep(600)
+        return took
+
+    if not record_pid:
+        guard._acquire = take_and_stall
+    with guard:
+        held.set()
+        time.sleep(600)
+
+
+def try_lock(cur: Curriculum, q: Any) -> None:
+    """Report whether the write lock can be taken now (without waiting)."""
+
+    def body() -> bool:
+        took = cur._lock.try_enter()
+        if took:
+            cur._lock.__exit__(None, None, None)
+        return took
+
+    _report(q, body)
+
+
 def use_copy(cur: Curriculum, what: str, q: Any) -> None:
     """Call ``sample`` or ``update`` on a curriculum that crossed into this process."""
 

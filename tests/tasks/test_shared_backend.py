@@ -6,8 +6,10 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+import weakref
 
 import numpy as np
 import pytest
@@ -26,6 +28,7 @@ from gymcurric.tasks import (
     StopCondition,
 )
 from gymcurric.tasks import shared_backend as sb_module
+from gymcurric.tasks._shm import FileLock
 from gymcurric.tasks.shared_backend import SEGMENT_PREFIX, segment_exists
 from gymcurric.tasks.state import K
 
@@ -47,8 +50,14 @@ def _shared(space, **kw):
     return Curriculum(space, backend="shared", **kw)
 
 
-def _sem_path(cur):
-    return "/dev/shm/sem." + cur.backend._lock._semlock.name.lstrip("/")
+def _lock_left(cur):
+    """A probe: True while the backend's lock (file descriptor or named semaphore) exists."""
+    lock = cur.backend._lock
+    if isinstance(lock, FileLock):  # Linux: no semaphore; the descriptor closes with the object
+        ref = weakref.ref(lock)
+        return lambda: ref() is not None
+    sem = "/dev/shm/sem." + lock._semlock.name.lstrip("/")
+    return lambda: os.path.exists(sem)
 
 
 def _start(method, target, *args):
@@ -165,17 +174,17 @@ def test_no_segment_left_after_close_gc_context_manager_or_failed_construction(
     monkeypatch,
 ):
     cur = _shared(_fixed(4))
-    name, sem = cur.backend.name, _sem_path(cur)
-    assert segment_exists(name) and os.path.exists(sem)
+    name, lock_left = cur.backend.name, _lock_left(cur)
+    assert segment_exists(name) and lock_left()
     cur.close()
-    assert not segment_exists(name) and not os.path.exists(sem)
+    assert not segment_exists(name) and not lock_left()
     cur.close()  # idempotent
 
     cur = _shared(_fixed(4))
-    name, sem = cur.backend.name, _sem_path(cur)
+    name, lock_left = cur.backend.name, _lock_left(cur)
     del cur
     gc.collect()
-    assert not segment_exists(name) and not os.path.exists(sem)
+    assert not segment_exists(name) and not lock_left()
 
     with _shared(_fixed(4)) as cur:
         name = cur.backend.name
@@ -203,7 +212,7 @@ def test_creator_exiting_without_close_unlinks_its_segment():
 
 def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unlink():
     cur = _shared(_fixed(10), recompute_every=3)
-    name, sem = cur.backend.name, _sem_path(cur)
+    name, lock_left = cur.backend.name, _lock_left(cur)
     q = mp.get_context("forkserver").Queue()
     procs = [_start("forkserver", w.churn, cur, i, q) for i in range(2)]
     [_result(q) for _ in procs]
@@ -219,7 +228,7 @@ def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unli
     _result(q)
     assert segment_exists(name)  # an attached copy only drops its mapping
     cur.close()
-    assert not segment_exists(name) and not os.path.exists(sem)
+    assert not segment_exists(name) and not lock_left()
 
 
 def test_an_attached_copy_adds_its_sample_counts_when_it_closes():
@@ -244,6 +253,50 @@ def test_a_process_dying_while_holding_the_lock_is_reported(monkeypatch):
             rf"shared curriculum segment '{cur.backend.name}'",
         ):
             cur.update(0, 1.0)
+
+
+@pytest.mark.parametrize("record_pid", [False, True])
+def test_a_holder_killed_with_the_lock_is_detected_at_once(record_pid):
+    """Killed before recording its pid, the holder wrote nothing: the lock is free again (it
+    used to stall everyone for lock_timeout, 'held by process unknown'). Killed inside its
+    locked section, it is named, and stays named for every later locker."""
+    with Curriculum(_fixed(3), backend=SharedMemoryBackend(lock_timeout=6.0)) as cur:
+        held = mp.get_context("fork").Event()
+        proc = _start("fork", w.die_holding_lock_until_killed, cur, held, record_pid)
+        assert held.wait(30)
+        pid = proc.pid
+        assert cur.backend.header[sb_module.HOLDER] == (pid if record_pid else 0)
+        os.kill(pid, signal.SIGKILL)
+        proc.join(10)
+        start = time.monotonic()
+        if record_pid:
+            for _ in range(2):
+                with pytest.raises(WorkerError, match=rf"process {pid} died while holding"):
+                    cur.update(0, 1.0)
+        else:
+            cur.update(0, 1.0)
+            assert cur.stats()["curriculum/updates"] == 1
+            assert cur.backend.header[sb_module.HOLDER] == 0
+        assert time.monotonic() - start < 5.0  # generous: POLL_S is 0.5 s, lock_timeout 6 s
+
+
+def test_the_lock_excludes_threads_other_handles_and_fork_children():
+    with _shared(_fixed(2)) as cur:
+        other = copy.deepcopy(cur.backend).lock()  # another handle in this process
+        q = mp.get_context("fork").Queue()
+        with cur._lock:
+            assert not other.try_enter()
+            took = []
+            thread = threading.Thread(target=lambda: took.append(cur._lock.try_enter()))
+            thread.start()
+            thread.join(10)
+            assert took == [False]
+            _start("fork", w.try_lock, cur, q).join(30)  # forked while the lock is held
+            assert _result(q) is False
+        assert other.try_enter()
+        other.__exit__(None, None, None)
+        _start("fork", w.try_lock, cur, q).join(30)
+        assert _result(q) is True
 
 
 def test_importing_allocates_nothing():
