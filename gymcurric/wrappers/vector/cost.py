@@ -185,7 +185,11 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
 
     Reads each step's cost like :class:`AnnotateCost` does (aligned in every autoreset mode) and
     adds ``info["episode"]["c"]`` (an array, 0 where ``info["_episode"]`` is False);
-    :attr:`cost_queue` holds the costs of the last ``buffer_length`` episodes.
+    :attr:`cost_queue` holds the costs of the last ``buffer_length`` episodes. Under ``DISABLED``
+    autoreset, ``reset(options={"reset_mask": mask})`` restarts the statistics of the masked
+    sub-envs only (Gymnasium 1.x's vector wrapper restarts them all, as the vector env removes
+    the mask from ``options`` before it is read), so ``r``, ``l``, ``t`` and ``c`` are those of
+    the single-env wrapper in every mode.
 
     Info keys written: ``episode`` with ``r``, ``l``, ``t``, ``c`` and ``_episode``.
     """
@@ -205,11 +209,26 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset the envs and the running statistics."""
+        """Reset the envs (or those in ``options["reset_mask"]``) and their running statistics."""
         mask = None if options is None else options.get("reset_mask")
+        if mask is None:
+            out = super().reset(seed=seed, options=options)
+            self._cost_tracker.reset(None)
+            return out
+        kept = self._running_stats()
         out = super().reset(seed=seed, options=options)
+        # Gymnasium's vector envs pop options["reset_mask"] before its RecordEpisodeStatistics
+        # (1.x) looks for it, so that restarts every sub-env's return, length and start time:
+        # give the sub-envs that were not reset theirs back.
+        keep = ~np.asarray(mask, dtype=bool)
+        for name, values in kept.items():
+            getattr(self, name)[keep] = values[keep]
         self._cost_tracker.reset(mask)
         return out
+
+    def _running_stats(self) -> dict[str, np.ndarray]:
+        names = ("episode_returns", "episode_lengths", "episode_start_times", "prev_dones")
+        return {name: np.array(getattr(self, name), copy=True) for name in names}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the envs; add ``c`` to the episode statistics of the sub-envs that ended."""

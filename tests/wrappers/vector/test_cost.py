@@ -1,6 +1,9 @@
 from functools import partial
+from types import SimpleNamespace
 
 import gymnasium as gym
+import gymnasium.wrappers.common
+import gymnasium.wrappers.vector.common
 import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
@@ -12,6 +15,7 @@ from gymcurric.errors import (
     InfoKeyConflictError,
     NonFiniteValueError,
 )
+from gymcurric.wrappers import RecordEpisodeStatisticsWithCost as SingleStatsWithCost
 from gymcurric.wrappers.vector import AnnotateCost, RecordEpisodeStatisticsWithCost
 from tests.stubs import ScriptedCostEnv, make_scripted
 
@@ -76,6 +80,47 @@ def test_record_episode_statistics_with_cost_on_native_costs(mode):
         _, rewards, term, trunc, info = envs.step(np.zeros(3, dtype=np.int64))
         for i in np.flatnonzero(term | trunc):
             assert info["episode"]["c"][i] == pytest.approx(0.5 * info["episode"]["r"][i])
+
+
+@pytest.mark.parametrize("mode", [*MODES, AutoresetMode.DISABLED])
+def test_record_episode_statistics_with_cost_matches_the_single_env_wrapper(mode, monkeypatch):
+    """Episode by episode, each sub-env's r/l/c/t equal the single-env wrapper's on the same
+    env. Under DISABLED, a partial reset (reset_mask) used to restart every sub-env's r/l/t:
+    the vector env pops reset_mask before Gymnasium's vector RecordEpisodeStatistics reads it."""
+    clock = [0.0]  # both Gymnasium wrappers time episodes with time.perf_counter
+    fake_time = SimpleNamespace(perf_counter=lambda: clock[0])
+    monkeypatch.setattr(gymnasium.wrappers.common, "time", fake_time)
+    monkeypatch.setattr(gymnasium.wrappers.vector.common, "time", fake_time)
+    lengths = (2, 5, 3)
+    envs = RecordEpisodeStatisticsWithCost(make_vec("sync", mode, lengths))
+    singles = [SingleStatsWithCost(make_scripted(n)) for n in lengths]
+    envs.reset(seed=0)
+    for single in singles:
+        single.reset(seed=0)
+    got, want = [[] for _ in lengths], [[] for _ in lengths]
+    reset_steps = np.zeros(len(lengths), dtype=bool)
+    for k in range(1, 30):
+        clock[0] = float(k)
+        *_, term, trunc, info = envs.step(np.zeros(len(lengths), dtype=np.int64))
+        dones = term | trunc
+        for i, single in enumerate(singles):
+            if reset_steps[i]:  # NEXT_STEP: the vector env reset sub-env i in this step
+                single.reset()
+                continue
+            *_, single_term, single_trunc, single_info = single.step(0)
+            assert single_term or single_trunc or not dones[i]
+            if dones[i]:
+                want[i].append({key: single_info["episode"][key] for key in "rlct"})
+                got[i].append({key: info["episode"][key][i] for key in "rlct"})
+                if mode == AutoresetMode.SAME_STEP:
+                    single.reset()
+        reset_steps = dones if mode == AutoresetMode.NEXT_STEP else reset_steps
+        if mode == AutoresetMode.DISABLED and dones.any():
+            envs.reset(options={"reset_mask": dones})
+            for i in np.flatnonzero(dones):
+                singles[i].reset()
+    assert got == want
+    assert min(len(episodes) for episodes in want) >= 4
 
 
 def test_same_step_reset_info_cost_is_not_mistaken_for_the_step_cost():
