@@ -42,6 +42,7 @@ from gymnasium import spaces
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
 
 __all__ = ["SAUTE_INFO_KEY", "SauteBudget", "augment_space", "saute_step_budget"]
 
@@ -144,7 +145,10 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
     divided by ``saute_gamma``), and while ``z <= 0`` the reward is replaced by
     ``unsafe_reward``. Costs are read from ``info["cost"]`` (wrap the env in
     :class:`~gymcurric.wrappers.AnnotateCost` first if it reports none; a step without it raises
-    :class:`~gymcurric.errors.ConfigError`). Terminations are unchanged.
+    :class:`~gymcurric.errors.ConfigError`). Terminations are unchanged. A NaN/Inf cost is
+    handled as :class:`~gymcurric.wrappers.AnnotateCost` does: replaced by ``nonfinite_value``
+    and counted in :attr:`nonfinite_count` (warned once), or an error with
+    ``nonfinite="raise"``; it never reaches ``z`` or the observation.
 
     Observation: a 1-D ``Box`` gets one more float coordinate (last) holding ``z`` clipped to
     ``[-1, saute_gamma^-T]``; a ``Dict`` gets the key ``"saute_state"`` (shape ``(1,)``, same
@@ -177,6 +181,8 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
         saute_gamma: float = 0.999,
         max_episode_steps: int | None = None,
         unsafe_reward: float = -1.0,
+        nonfinite: NonFinitePolicy = "warn",
+        nonfinite_value: float = 0.0,
     ) -> None:
         """Wrap ``env``.
 
@@ -186,18 +192,26 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
             saute_gamma: ``gamma_s`` in (0, 1]; OmniSafe's default 0.999.
             max_episode_steps: the horizon ``T``; default ``env.spec.max_episode_steps``.
             unsafe_reward: the reward once the budget is spent; OmniSafe's default -1.0.
+            nonfinite: what to do with a NaN/Inf cost, as in ``AnnotateCost``: ``"warn"``
+                (replace, warn once), ``"ignore"`` (replace silently) or ``"raise"``.
+            nonfinite_value: the replacement for a non-finite cost.
         """
         src = "SauteBudget"
         if max_episode_steps is None and env.spec is not None:
             max_episode_steps = env.spec.max_episode_steps
         check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, src)
         assert max_episode_steps is not None
+        self._guard = NonFiniteGuard(
+            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"SauteBudget({env})"
+        )
         gym.utils.RecordConstructorArgs.__init__(
             self,
             safety_budget=safety_budget,
             saute_gamma=saute_gamma,
             max_episode_steps=max_episode_steps,
             unsafe_reward=unsafe_reward,
+            nonfinite=nonfinite,
+            nonfinite_value=nonfinite_value,
         )
         gym.Wrapper.__init__(self, env)
         self.safety_budget = float(safety_budget)
@@ -213,6 +227,11 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
         )
         #: The safety state ``z`` (1.0 = the whole budget left).
         self.z = 1.0
+
+    @property
+    def nonfinite_count(self) -> int:
+        """How many non-finite costs were replaced so far."""
+        return self._guard.count
 
     def _write(self, info: dict[str, Any], where: str) -> None:
         if SAUTE_INFO_KEY in info:
@@ -243,7 +262,8 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
                 "gymcurric.wrappers.AnnotateCost(env, cost_fn=...) first",
                 source="SauteBudget.step",
             )
-        self.z = (self.z - float(cost) / self.step_budget) / self.saute_gamma
+        cost = self._guard.scalar(cost, where="info['cost']")
+        self.z = (self.z - cost / self.step_budget) / self.saute_gamma
         if self.z <= 0.0:
             reward = self.unsafe_reward
         self._write(info, "step")

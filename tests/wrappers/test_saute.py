@@ -1,5 +1,6 @@
 import inspect
 import math
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -7,7 +8,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gymcurric  # noqa: F401  (registers the env ids)
-from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.errors import (
+    ConfigError,
+    GymcurricWarning,
+    InfoKeyConflictError,
+    NonFiniteValueError,
+)
 from gymcurric.wrappers import AnnotateCost
 from gymcurric.wrappers.saute import SauteBudget, saute_step_budget
 from tests.stubs import ScriptedCostEnv
@@ -156,5 +162,58 @@ def test_records_all_constructor_arguments():
     params = set(inspect.signature(SauteBudget.__init__).parameters) - {"self", "env"}
     assert env._saved_kwargs == {
         "safety_budget": 2.0, "saute_gamma": 0.9, "max_episode_steps": 7, "unsafe_reward": -0.2,
+        "nonfinite": "warn", "nonfinite_value": 0.0,
     }  # fmt: skip
     assert set(env._saved_kwargs) == params
+
+
+class CostAt(gym.Wrapper):
+    """ScriptedCostEnv's cost, replaced by ``value`` at the step indices in ``at``."""
+
+    def __init__(self, env, value, at):
+        super().__init__(env)
+        self.value, self.at = value, at
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.env.unwrapped.t in self.at:
+            info = {**info, "cost": self.value}
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nonfinite_costs_are_sanitised_as_annotate_cost_does(bad):
+    # issue 21: a NaN cost passed to SauteBudget reached the observation
+    kw = {"safety_budget": 6.0, "saute_gamma": 1.0, "max_episode_steps": 5}
+    env = SauteBudget(CostAt(ScriptedCostEnv(episode_len=5), bad, at=(2, 3)), **kw)
+    env.reset(seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        steps = [env.step(0) for _ in range(5)]
+    obs_z = [float(s[0][-1]) for s in steps]
+    zs = [s[4]["saute_state"] for s in steps]
+    assert all(math.isfinite(v) for v in obs_z + zs), (obs_z, zs)
+    # the non-finite costs count as AnnotateCost's nonfinite_value (0.0)
+    ref_z, _ = reference([0.5, 0.0, 0.0, 2.0, 2.5], [1, 2, 3, 4, 5], 6.0, 1.0, 5, -1.0)
+    np.testing.assert_allclose(zs, ref_z)
+    assert env.nonfinite_count == 2
+    warned = [w for w in caught if issubclass(w.category, GymcurricWarning)]
+    assert len(warned) == 1 and "non-finite cost" in str(warned[0].message)  # once
+
+
+def test_nonfinite_options_match_annotate_cost():
+    kw = {"safety_budget": 6.0, "saute_gamma": 1.0, "max_episode_steps": 5}
+    env = SauteBudget(CostAt(ScriptedCostEnv(), math.nan, at=(1,)), nonfinite="ignore",
+                      nonfinite_value=3.0, **kw)  # fmt: skip
+    env.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "ignore": no warning
+        assert env.step(0)[4]["saute_state"] == pytest.approx(1 - 3.0 / 6.0)
+    strict = SauteBudget(CostAt(ScriptedCostEnv(), math.inf, at=(1,)), nonfinite="raise", **kw)
+    strict.reset()
+    with pytest.raises(NonFiniteValueError, match="non-finite cost"):
+        strict.step(0)
+    with pytest.raises(ConfigError, match="nonfinite"):
+        SauteBudget(ScriptedCostEnv(), nonfinite="zero", **kw)
+    with pytest.raises(ConfigError, match="nonfinite_value"):
+        SauteBudget(ScriptedCostEnv(), nonfinite_value=math.nan, **kw)

@@ -27,6 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
 from gymcurric.wrappers.saute import (
     SAUTE_INFO_KEY,
     SAUTE_OBS_KEY,
@@ -52,7 +53,9 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
     (``info["saute_state"]`` and the rewards use the unclipped ``z``). Costs come from the vector
     ``info["cost"]``; a step where a sub-env reports none raises
     :class:`~gymcurric.errors.ConfigError` (wrap the env in
-    :class:`gymcurric.wrappers.vector.AnnotateCost` first).
+    :class:`gymcurric.wrappers.vector.AnnotateCost` first). NaN/Inf costs are replaced by
+    ``nonfinite_value`` and counted in :attr:`nonfinite_count` (warned once), or raise with
+    ``nonfinite="raise"``, as in the vector ``AnnotateCost``.
 
     Info keys written: ``saute_state`` (float64 array, all-True ``_saute_state`` mask): per
     sub-env the ``z`` of the transition just returned (for a sub-env that ended under
@@ -80,6 +83,8 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
         saute_gamma: float = 0.999,
         max_episode_steps: int | None = None,
         unsafe_reward: float = -1.0,
+        nonfinite: NonFinitePolicy = "warn",
+        nonfinite_value: float = 0.0,
     ) -> None:
         """Wrap ``env``.
 
@@ -90,6 +95,9 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
             max_episode_steps: the horizon ``T``; default the env spec's
                 ``max_episode_steps``.
             unsafe_reward: the reward once the budget is spent.
+            nonfinite: ``"warn"``, ``"ignore"`` or ``"raise"`` for a NaN/Inf cost (as in
+                ``AnnotateCost``).
+            nonfinite_value: the replacement for a non-finite cost.
         """
         src = "vector.SauteBudget"
         if max_episode_steps is None:
@@ -97,12 +105,17 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
             max_episode_steps = getattr(spec, "max_episode_steps", None)
         check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, src)
         assert max_episode_steps is not None
+        self._guard = NonFiniteGuard(
+            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"{src}({env})"
+        )
         gym.utils.RecordConstructorArgs.__init__(
             self,
             safety_budget=safety_budget,
             saute_gamma=saute_gamma,
             max_episode_steps=max_episode_steps,
             unsafe_reward=unsafe_reward,
+            nonfinite=nonfinite,
+            nonfinite_value=nonfinite_value,
         )
         VectorWrapper.__init__(self, env)
         self.safety_budget = float(safety_budget)
@@ -121,6 +134,11 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
         #: Per sub-env safety state ``z`` of the episode it is in.
         self.z: npt.NDArray[np.float64] = np.ones(self.num_envs)
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+
+    @property
+    def nonfinite_count(self) -> int:
+        """How many non-finite costs were replaced so far."""
+        return self._guard.count
 
     def _obs(self, obs: Any, z: npt.NDArray[np.float64]) -> Any:
         space = self.single_observation_space
@@ -171,6 +189,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "the env in gymcurric.wrappers.vector.AnnotateCost(env, cost_fn=...) first",
                 source="vector.SauteBudget.step",
             )
+        costs = self._guard.array(costs, where="info['cost']")
         real = ~reset_steps
         self.z = np.where(real, (self.z - costs / self.step_budget) / self.saute_gamma, 1.0)
         rewards = np.where(real & (self.z <= 0.0), self.unsafe_reward, rewards)

@@ -1,4 +1,6 @@
 import io
+import math
+import warnings
 
 import numpy as np
 import pytest
@@ -7,7 +9,7 @@ pytest.importorskip("torch")
 
 import torch as th
 
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.lagrange import (
     LagrangeMultiplier,
     PIDLagrangeMultiplier,
@@ -166,7 +168,7 @@ def test_errors():
     with pytest.raises(ConfigError, match="cost_limit"):
         lag.update(1.0, -1.0)
     with pytest.raises(ConfigError, match="ep_cost"):
-        lag.update(float("nan"), 1.0)
+        lag.update("many", 1.0)  # a NaN is skipped and counted, not an error (see below)
     with pytest.raises(ConfigError, match="lr_scale"):
         lag.update(1.0, 1.0, lr_scale=-1.0)
 
@@ -186,3 +188,62 @@ def test_checked_schedule():
         late(0.2)
     with pytest.raises(ConfigError, match="raised"):
         checked_schedule("lagrange_init", lambda: 1.0)
+
+
+ABSURD = [1e30, 3e38, 1e39, 1e200, math.inf, -1e200, -math.inf]
+CAP = 1e6  # lagrange.COST_CAP, the documented cap
+
+
+def updates(lag, jc, n):
+    """``n`` updates with J_c = ``jc``, and the messages of the warnings they gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values = [lag.update(jc, 25.0) for _ in range(n)]
+    return values, [str(w.message) for w in caught if issubclass(w.category, GymcurricWarning)]
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd", "pid"])
+@pytest.mark.parametrize("jc", ABSURD)
+def test_absurd_episode_costs_are_saturated_and_counted(kind, jc):
+    # issue 21: Adam froze λ at 0.001 for J_c of 1e30-3e38 and gave NaN from 1e39; SGD gave inf
+    lag = make_multiplier(kind, init=0.001, lr=0.035)
+    values, warned = updates(lag, jc, 4)
+    assert all(math.isfinite(v) and v >= 0.0 for v in values), values
+    # saturated, not frozen: exactly what J_c = ±CAP gives
+    ref = make_multiplier(kind, init=0.001, lr=0.035)
+    assert values == pytest.approx([ref.update(math.copysign(CAP, jc), 25.0) for _ in range(4)])
+    if jc > 0 and kind != "pid":
+        assert values[0] > 0.001  # it rose (Adam: by about lr)
+    assert (lag.input_clipped, lag.input_skipped) == (4, 0)
+    assert len(warned) == 1 and "saturated" in warned[0]  # warned once
+    # and ordinary costs move it as usual afterwards
+    assert math.isfinite(lag.update(10.0, 25.0)) and lag.input_clipped == 4
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd", "pid"])
+def test_nan_episode_cost_is_skipped_and_counted(kind):
+    lag = make_multiplier(kind, init=0.5, lr=0.035)
+    lag.update(40.0, 25.0)
+    before = lag.state_dict()
+    values, warned = updates(lag, math.nan, 2)
+    assert values == [lag.value] * 2 and math.isfinite(lag.value)
+    assert (lag.input_clipped, lag.input_skipped) == (0, 2)
+    assert len(warned) == 1 and "NaN" in warned[0]
+    twin = make_multiplier(kind, init=0.0, lr=0.035)
+    twin.load_state_dict(roundtrip(before))
+    # the skipped updates changed nothing but the counter
+    assert lag.update(30.0, 25.0) == twin.update(30.0, 25.0)
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd", "pid"])
+def test_the_counters_are_saved(kind):
+    lag = make_multiplier(kind, init=0.0, lr=0.035)
+    updates(lag, 1e300, 1)
+    updates(lag, math.nan, 1)
+    other = make_multiplier(kind, init=0.0, lr=0.035)
+    other.load_state_dict(roundtrip(lag.state_dict()))
+    assert (other.input_clipped, other.input_skipped) == (1, 1)
+    # a state saved before the counters existed still loads
+    old = {k: v for k, v in lag.state_dict().items() if not k.startswith("input_")}
+    other.load_state_dict(roundtrip(old))
+    assert (other.input_clipped, other.input_skipped) == (0, 0)

@@ -1,4 +1,6 @@
 import inspect
+import math
+import warnings
 from functools import partial
 
 import gymnasium as gym
@@ -7,10 +9,11 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import gymcurric  # noqa: F401  (registers the env ids)
-from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.errors import ConfigError, GymcurricWarning, InfoKeyConflictError
 from gymcurric.wrappers.saute import SauteBudget as SingleSaute
 from gymcurric.wrappers.vector.saute import SauteBudget
 from tests.stubs import make_scripted
+from tests.wrappers.test_saute import CostAt
 
 ENV_ID = "gymcurric/HazardGrid-v0"
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
@@ -108,3 +111,34 @@ def test_arguments_are_validated_and_recorded():
     params = set(inspect.signature(SauteBudget.__init__).parameters) - {"self", "env"}
     assert set(envs._saved_kwargs) == params
     assert envs._saved_kwargs["unsafe_reward"] == -2.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nonfinite_costs_are_sanitised_as_the_single_wrapper_does(mode):
+    # issue 21: a NaN cost must never reach the observation (the single wrapper's twin test is
+    # in tests/wrappers/test_saute.py)
+    kw = {"safety_budget": 4.0, "saute_gamma": 1.0, "max_episode_steps": 4}
+    bad = [partial(lambda v: CostAt(make_scripted(4), v, (2,)), v)
+           for v in (math.nan, math.inf, -math.inf)]  # fmt: skip
+    twin = SauteBudget(SyncVectorEnv(bad, autoreset_mode=mode), **kw)
+    ref = SyncVectorEnv(
+        [partial(lambda f: SingleSaute(f(), nonfinite="ignore", **kw), f) for f in bad],
+        autoreset_mode=mode,
+    )
+    twin.reset(seed=0)
+    ref.reset(seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(10):
+            o1, r1, *_, i1 = twin.step(np.zeros(3, np.int64))
+            o2, r2, *_ = ref.step(np.zeros(3, np.int64))
+            assert np.isfinite(o1).all() and np.isfinite(i1["saute_state"]).all()
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_array_equal(r1, r2)
+    # the second step of each episode: at steps 2 and 7 (NEXT_STEP: a reset step after each
+    # episode), or 2, 6 and 10 (SAME_STEP), in each of the 3 sub-envs
+    assert twin.nonfinite_count == 3 * (2 if mode == AutoresetMode.NEXT_STEP else 3)
+    warned = [w for w in caught if issubclass(w.category, GymcurricWarning)]
+    assert len(warned) == 1 and "non-finite cost" in str(warned[0].message)
+    twin.close()
+    ref.close()

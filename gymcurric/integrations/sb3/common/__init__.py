@@ -10,6 +10,7 @@ from gymcurric.integrations.sb3.common.buffers import (  # noqa: E402
     discounted_gae,
 )
 from gymcurric.integrations.sb3.common.lagrange import (  # noqa: E402
+    COST_CAP,
     LagrangeMultiplier,
     Multiplier,
     PIDLagrangeMultiplier,
@@ -20,6 +21,7 @@ from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin, checke
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy  # noqa: E402
 
 __all__ = [
+    "COST_CAP",
     "CostActorCriticPolicy",
     "CostRolloutBuffer",
     "CostRolloutBufferSamples",

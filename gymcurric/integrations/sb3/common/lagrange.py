@@ -9,21 +9,30 @@ restores them exactly.
 An optional ``lr_scale`` per update multiplies the step size (the learning rate for
 :class:`LagrangeMultiplier`, the integral gain for :class:`PIDLagrangeMultiplier`); the risk hook
 uses it to slow or speed the multiplier when a semantic risk annotation is present.
+
+λ stays finite whatever ``J_c`` is. An update saturates ``J_c`` and ``J_c - d`` to
+``±COST_CAP`` (1e6, far above any real episode cost, small enough that Adam's squared gradient
+stays finite in float32: unsaturated, Adam froze λ for ``J_c`` of 1e30 and gave NaN from 1e39)
+and skips a NaN ``J_c`` (λ and the optimiser state are left as they are). Both are counted
+(:attr:`input_clipped`, :attr:`input_skipped`, saved in ``state_dict()``) and warned about once
+per multiplier.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections import deque
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch as th
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
 
 __all__ = [
+    "COST_CAP",
     "LagrangeMultiplier",
     "Multiplier",
     "PIDLagrangeMultiplier",
@@ -42,6 +51,80 @@ def _check_finite(name: str, value: Any, *, minimum: float | None = None, source
     if minimum is not None and out < minimum:
         raise ConfigError(name, value, f"expected a number >= {minimum:g}", source=source)
     return out
+
+
+#: The cap on ``|J_c|`` and ``|J_c - d|`` in a multiplier update, and on the per-step cost the
+#: Lagrangian algorithms store (``|cost| <= COST_CAP``); larger values are saturated and
+#: counted. Episode costs of real tasks are in the tens to thousands.
+COST_CAP = 1e6
+
+
+class _InputSaturation:
+    """Saturate the ``J_c`` fed to a multiplier to ``±COST_CAP``, refuse NaN; count and warn once.
+
+    Args:
+        source: the multiplier's name, for the warning.
+
+    Example:
+        >>> import warnings
+        >>> sat = _InputSaturation("doc")
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     sat(1e200), sat(float("nan")), sat(3.0)
+        (1000000.0, None, 3.0)
+        >>> sat.clipped, sat.skipped
+        (1, 1)
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.clipped = 0
+        self.skipped = 0
+        self._warned = False
+
+    def __call__(self, ep_cost: Any) -> float | None:
+        """``ep_cost`` as a float within ``±COST_CAP``, or None for NaN (skip the update)."""
+        jc = _as_float(ep_cost, self.source)
+        if math.isnan(jc):
+            self.skipped += 1
+            self._warn("a NaN ep_cost (J_c) was received; the update was skipped")
+            return None
+        if abs(jc) > COST_CAP:
+            self.clipped += 1
+            self._warn(f"ep_cost (J_c) {jc!r} was saturated to ±{COST_CAP:g}")
+            return math.copysign(COST_CAP, jc)
+        return jc
+
+    def _warn(self, what: str) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            f"{self.source}: {what} (counted in .input_clipped / .input_skipped, logged as "
+            "train/lagrange_input_clipped / train/lagrange_input_skipped; warned once)",
+            GymcurricWarning,
+            stacklevel=4,
+        )
+
+    def state_dict(self) -> dict[str, int]:
+        """The counters."""
+        return {"input_clipped": self.clipped, "input_skipped": self.skipped}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the counters (0 for states saved before they existed)."""
+        self.clipped = int(state.get("input_clipped", 0))
+        self.skipped = int(state.get("input_skipped", 0))
+
+
+def _as_float(value: Any, source: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError("ep_cost", value, "expected a real number", source=source) from None
+
+
+def _saturate(value: float) -> float:
+    return min(max(value, -COST_CAP), COST_CAP)
 
 
 @runtime_checkable
@@ -83,6 +166,10 @@ class LagrangeMultiplier:
         optimizer: ``"adam"`` or ``"sgd"``.
         upper_bound: optional cap on λ.
 
+    ``J_c`` and ``J_c - d`` are saturated to ``±COST_CAP`` (1e6) and a NaN ``J_c`` skips the
+    update, so λ stays finite for any input; both are counted in :attr:`input_clipped` and
+    :attr:`input_skipped` (warned once).
+
     Example:
         >>> lag = LagrangeMultiplier(init=0.0, lr=0.5, optimizer="sgd")
         >>> lag.update(ep_cost=30.0, cost_limit=25.0)
@@ -112,6 +199,17 @@ class LagrangeMultiplier:
         self.param = th.nn.Parameter(th.tensor(init, dtype=th.float32))
         opt_cls = th.optim.Adam if optimizer == "adam" else th.optim.SGD
         self.optimizer: th.optim.Optimizer = opt_cls([self.param], lr=self.lr)
+        self._input = _InputSaturation("LagrangeMultiplier")
+
+    @property
+    def input_clipped(self) -> int:
+        """How many ``J_c`` were saturated to ``±COST_CAP``."""
+        return self._input.clipped
+
+    @property
+    def input_skipped(self) -> int:
+        """How many NaN ``J_c`` were refused (update skipped)."""
+        return self._input.skipped
 
     @property
     def value(self) -> float:
@@ -130,14 +228,16 @@ class LagrangeMultiplier:
             lr_scale: multiplies the step size for this update (risk modulation).
         """
         src = "LagrangeMultiplier.update"
-        jc = _check_finite("ep_cost", ep_cost, source=src)
         d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
         step = self.lr if lr is None else _check_finite("lagrange_lr", lr, minimum=0.0, source=src)
         scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
+        jc = self._input(ep_cost)
+        if jc is None:  # NaN: refused, counted
+            return self.value
         for group in self.optimizer.param_groups:
             group["lr"] = step * scale
         self.optimizer.zero_grad()
-        loss = -self.param * (jc - d)  # OmniSafe compute_lambda_loss
+        loss = -self.param * _saturate(jc - d)  # OmniSafe compute_lambda_loss
         loss.backward()
         self.optimizer.step()
         with th.no_grad():
@@ -146,14 +246,19 @@ class LagrangeMultiplier:
 
     def state_dict(self) -> dict[str, Any]:
         """λ and the optimiser state (tensors and numbers only)."""
-        return {"lambda": self.param.detach().clone(), "optimizer": self.optimizer.state_dict()}
+        return {
+            "lambda": self.param.detach().clone(),
+            "optimizer": self.optimizer.state_dict(),
+            **self._input.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
-        """Restore λ and the optimiser state."""
+        """Restore λ, the optimiser state and the input counters."""
         del strict
         with th.no_grad():
             self.param.copy_(th.as_tensor(state["lambda"], dtype=th.float32))
         self.optimizer.load_state_dict(state["optimizer"])
+        self._input.load_state_dict(state)
 
 
 class PIDLagrangeMultiplier:
@@ -176,6 +281,10 @@ class PIDLagrangeMultiplier:
         p_ema_alpha: EMA factor of the error for P (0.95).
         d_ema_alpha: EMA factor of the cost for D (0.95).
         penalty_max: cap on λ (100.0).
+
+    ``J_c`` and ``Δ`` are saturated to ``±COST_CAP`` (1e6) and a NaN ``J_c`` skips the update
+    (counted in :attr:`input_clipped` and :attr:`input_skipped`, warned once): a single absurd
+    ``J_c`` would otherwise fill the integral for as long as it takes ordinary costs to drain it.
 
     The defaults are OmniSafe's, whose λ is updated once per epoch of 20,000 env steps. For
     other update sizes :func:`pid_kwargs_per_update` converts them so that every term keeps
@@ -217,6 +326,17 @@ class PIDLagrangeMultiplier:
         self.d_term = 0.0
         self.cost_history: deque[float] = deque([0.0], maxlen=d_delay)
         self._value = 0.0  # OmniSafe: the penalty is 0 until the first update
+        self._input = _InputSaturation("PIDLagrangeMultiplier")
+
+    @property
+    def input_clipped(self) -> int:
+        """How many ``J_c`` were saturated to ``±COST_CAP``."""
+        return self._input.clipped
+
+    @property
+    def input_skipped(self) -> int:
+        """How many NaN ``J_c`` were refused (update skipped)."""
+        return self._input.skipped
 
     @property
     def value(self) -> float:
@@ -236,10 +356,12 @@ class PIDLagrangeMultiplier:
         """
         del lr
         src = "PIDLagrangeMultiplier.update"
-        jc = _check_finite("ep_cost", ep_cost, source=src)
         d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
         scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
-        delta = jc - d
+        jc = self._input(ep_cost)
+        if jc is None:  # NaN: refused, counted
+            return self._value
+        delta = _saturate(jc - d)
         self.integral = max(0.0, self.integral + scale * self.ki * delta)
         a_p, a_d = self.p_ema_alpha, self.d_ema_alpha
         self.p_term = a_p * self.p_term + (1.0 - a_p) * delta
@@ -251,7 +373,7 @@ class PIDLagrangeMultiplier:
         return self._value
 
     def state_dict(self) -> dict[str, Any]:
-        """The integrator, the EMAs, the delay line and λ (floats and a list)."""
+        """The integrator, the EMAs, the delay line, λ and the input counters."""
         return {
             "integral": self.integral,
             "p_term": self.p_term,
@@ -259,6 +381,7 @@ class PIDLagrangeMultiplier:
             "d_term": self.d_term,
             "cost_history": list(self.cost_history),
             "lambda": self._value,
+            **self._input.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
@@ -270,6 +393,7 @@ class PIDLagrangeMultiplier:
         self.d_term = float(state["d_term"])
         self.cost_history = deque((float(c) for c in state["cost_history"]), maxlen=self.d_delay)
         self._value = float(state["lambda"])
+        self._input.load_state_dict(state)
 
 
 def pid_kwargs_per_update(

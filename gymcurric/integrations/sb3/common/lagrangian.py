@@ -11,11 +11,18 @@ cost of every step from ``info["cost"]`` and the cost critic's values) and wraps
    TRPO's natural-gradient step);
 3. fit the cost critic on the cost TD(λ) returns, with its own optimiser and its own shuffle
    generator, so that SB3's random streams are untouched.
+
+A NaN or infinite per-step cost raises; a finite one beyond ``±COST_CAP`` (1e6) is saturated
+before it reaches the running episode cost and the rollout buffer (float32), and counted in
+``cost_clipped`` (logged as ``train/cost_clipped``, warned once): unsaturated, a cost of 1e200
+became inf in the buffer and made the policy NaN. The multiplier saturates ``J_c`` the same
+way (``train/lagrange_input_clipped`` / ``train/lagrange_input_skipped``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -31,9 +38,10 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.nn import functional as F
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.lagrange import (
+    COST_CAP,
     Multiplier,
     make_multiplier,
     pid_kwargs_per_update,
@@ -186,6 +194,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
         # exactly as in PPO/TRPO (parity), and it is saved with the model.
         self._cost_rng = np.random.default_rng(seed)
         self._last_jc: float | None = None
+        #: How many per-step costs were saturated to ``±COST_CAP`` (saved with the model).
+        self.cost_clipped = 0
         self._init_risk_hook(risk_modulation, src)
 
     _RISK_KEYS = ("alpha", "quantile_p", "slope", "eps", "min_episodes", "reference_window")
@@ -297,6 +307,19 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 f"{type(self).__name__}: non-finite info['cost'] {costs.tolist()}; wrap the env "
                 "in gymcurric.wrappers.AnnotateCost(nonfinite=...) to replace them"
             )
+        over = np.abs(costs) > COST_CAP
+        if over.any():
+            # float32 in the buffer: beyond ~3e38 a cost is inf there and the policy goes NaN
+            if self.cost_clipped == 0:
+                warnings.warn(
+                    f"{type(self).__name__}: info['cost'] {costs[over].tolist()} saturated to "
+                    f"±{COST_CAP:g} (counted in .cost_clipped, logged as train/cost_clipped; "
+                    "warned once)",
+                    GymcurricWarning,
+                    stacklevel=2,
+                )
+            self.cost_clipped += int(over.sum())
+            costs = np.clip(costs, -COST_CAP, COST_CAP)
         return costs
 
     def collect_rollouts(
@@ -442,6 +465,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.rollout_buffer.penalty = self.lagrange.value
         self.logger.record("train/lagrange_multiplier", self.lagrange.value)
         self.logger.record("train/cost_limit", limit)
+        # cumulative counts of the absurd costs that were saturated (or refused) on the way
+        self.logger.record("train/cost_clipped", self.cost_clipped)
+        for key in ("input_clipped", "input_skipped"):
+            self.logger.record(f"train/lagrange_{key}", getattr(self.lagrange, key, 0))
         # A_r is standardised and A_c only centred, so the cost term's weight in the update,
         # relative to the reward term's, is about λ·std(A_c): worth seeing when tuning λ.
         self.logger.record(

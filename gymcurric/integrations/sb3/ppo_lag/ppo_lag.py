@@ -33,8 +33,15 @@ class PPOLag(LagrangianMixin, PPO):
     ``lagrange_lr=0`` and ``update_cost_critic=False`` the policy's parameters after ``learn()``
     are exactly SB3 PPO's for the same seed.
 
+    Absurd costs cannot make λ or the policy non-finite: a NaN/Inf ``info["cost"]`` raises
+    :class:`~gymcurric.errors.NonFiniteValueError`, and per-step costs and ``J_c`` beyond
+    ``±COST_CAP`` (1e6, :data:`gymcurric.integrations.sb3.common.COST_CAP`) are saturated to
+    it, counted and warned about once.
+
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
-    ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``.
+    ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``,
+    ``train/cost_clipped`` (per-step costs saturated so far), ``train/lagrange_input_clipped``
+    and ``train/lagrange_input_skipped`` (``J_c`` saturated, NaN ``J_c`` refused).
     ``save``/``load`` keep λ, its optimiser state, the cost critic and its optimiser, and the
     window of episode costs.
 
