@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._parsing import loads_json
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import DataError
 
@@ -42,10 +43,13 @@ def _records(path: Path) -> Iterator[tuple[DataPack | DataError, str]]:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            where = f"{src}, line {lineno}"
             try:
-                data = json.loads(line)
+                data = loads_json(line, source=where)
+            except DataError as exc:  # nested too deeply
+                yield exc, where
+                continue
             except json.JSONDecodeError as exc:
-                where = f"{src}, line {lineno}"
                 yield (
                     DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got "
                               f"{line[:80]!r}"),
@@ -55,7 +59,10 @@ def _records(path: Path) -> Iterator[tuple[DataPack | DataError, str]]:
             yield _record(data, src, lineno, f"{src}, line {lineno}")
         return
     try:
-        data = json.loads(text)
+        data = loads_json(text, source=src)
+    except DataError as exc:  # nested too deeply
+        yield exc, src
+        return
     except json.JSONDecodeError as exc:
         where = f"{src}, line {exc.lineno}"
         yield DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), where

@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
+from gymcurric._parsing import load_yaml, loads_json
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
     "METRICS",
@@ -354,7 +355,9 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
     Raises:
-        ConfigError: unreadable file, bad syntax, unknown key or bad value (naming the file).
+        ConfigError: unreadable file, bad syntax, unknown key or bad value (naming the file);
+            also JSON/YAML over the input limits of :mod:`gymcurric._parsing` (nesting depth,
+            YAML size and alias expansion).
     """
     p = Path(path)
     try:
@@ -365,10 +368,12 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         if p.suffix in (".yaml", ".yml"):
             from gymcurric._optional import import_optional
 
-            yaml = import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
-            data = yaml.safe_load(text)
+            import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
+            data = load_yaml(text)  # yaml.safe_load, bounded in size, depth and aliases
         else:
-            data = json.loads(text)
+            data = loads_json(text)
+    except DataError as exc:  # an input limit (the file is named below)
+        raise ConfigError("file", str(p), str(exc), source=str(p)) from exc
     except ValueError as exc:  # json.JSONDecodeError
         raise ConfigError("file", str(p), f"invalid JSON ({exc})", source=str(p)) from exc
     except Exception as exc:  # yaml.YAMLError; yaml may be absent so it cannot be named here

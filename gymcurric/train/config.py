@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int
+from gymcurric._parsing import load_yaml, loads_json
 from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
@@ -321,17 +322,21 @@ def _read(path: Path) -> Any:
                 "YAML configs need pyyaml (pip install 'gymcurric[datapacks]'); or use JSON",
             ) from exc
         try:
-            return _yaml_load(text)
+            return _yaml_load(text, source=str(path))
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {exc}") from exc
     try:
-        return json.loads(text)
+        return loads_json(text, source=str(path))  # DataError if nested too deeply
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
 
 
-def _yaml_load(text: str) -> Any:
-    """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1 wants ``1.0e-3``)."""
+def _yaml_load(text: str, source: str = "") -> Any:
+    """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1 wants ``1.0e-3``).
+
+    Bounded in size, depth and alias expansion (:func:`gymcurric._parsing.load_yaml`): a
+    ``DataError`` naming ``source`` otherwise.
+    """
     import re
 
     import yaml
@@ -351,7 +356,7 @@ def _yaml_load(text: str) -> Any:
         ),
         list("-+0123456789."),
     )
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: safe
+    return load_yaml(text, source=source, loader=_Loader)  # a SafeLoader subclass: safe
 
 
 def _parse_value(text: str) -> Any:

@@ -1,0 +1,170 @@
+"""Bounded JSON / YAML parsing for the files users hand to gymcurric.
+
+Every reader of a user file (datapacks, curriculum configs, training configs) parses through
+these two functions, which refuse hostile or broken input with a :class:`DataError` naming the
+file instead of a raw ``RecursionError`` or a memory blow-up:
+
+* JSON nested deeper than :data:`MAX_JSON_DEPTH` levels (Python's parser recurses and gave up
+  with ``RecursionError`` on 100,000 ``[``; no datapack or config comes near 64 levels);
+* YAML larger than :data:`MAX_YAML_BYTES`, nested deeper than :data:`MAX_JSON_DEPTH`, with a
+  recursive alias, or whose aliases expand to more than :data:`MAX_YAML_NODES` nodes. PyYAML
+  shares aliased nodes, so a "billion laughs" file parses quickly, but anything that walks the
+  result (validation, ``json.dumps``, an error message's ``repr``) then visits every one of
+  9**9 strings: a 300-byte file took 11 s and 1.4 GB before failing. The expansion is counted
+  while the document is composed, before any Python object is built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gymcurric.errors import DataError
+
+__all__ = ["MAX_JSON_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "load_yaml", "loads_json"]
+
+#: Deepest nesting of lists / objects (mappings) accepted in a JSON or YAML file.
+MAX_JSON_DEPTH = 64
+#: Largest YAML file accepted, in bytes (UTF-8): 1 MiB; the shipped configs are about 1 KB.
+MAX_YAML_BYTES = 1 << 20
+#: Most nodes a YAML document may hold with every alias expanded (scalars, lists and mappings
+#: each count one).
+MAX_YAML_NODES = 100_000
+
+
+def _where(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+def _depth_error(source: str, depth: int | None = None) -> DataError:
+    seen = f"{depth} levels" if depth is not None else "deeper than the parser can recurse"
+    return DataError(
+        f"{_where(source)}nested too deeply ({seen}); at most {MAX_JSON_DEPTH} levels of "
+        "lists / objects are accepted"
+    )
+
+
+def _check_depth(data: Any, source: str) -> None:
+    """Raise if containers nest deeper than :data:`MAX_JSON_DEPTH` (iterative, no recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            raise _depth_error(source, depth)
+        stack.extend((child, depth) for child in children if isinstance(child, dict | list))
+
+
+def loads_json(text: str, *, source: str = "") -> Any:
+    """``json.loads(text)`` with nesting bounded by :data:`MAX_JSON_DEPTH`.
+
+    Args:
+        text: the JSON document.
+        source: the file (and line) it came from, named in the error.
+
+    Raises:
+        json.JSONDecodeError: invalid JSON (left to the caller, which knows how to name the
+            line).
+        DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
+
+    Example:
+        >>> loads_json('{"a": [1, 2]}')
+        {'a': [1, 2]}
+        >>> loads_json("[" * 100_000, source="deep.json")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.DataError: deep.json: nested too deeply (deeper than the parser can \
+recurse); at most 64 levels of lists / objects are accepted
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise _depth_error(source) from None
+    _check_depth(data, source)
+    return data
+
+
+def _bounded_loader(base: type[Any], source: str) -> type[Any]:
+    """A subclass of the PyYAML loader ``base`` that bounds depth and alias expansion."""
+    from yaml.events import AliasEvent
+    from yaml.nodes import MappingNode, SequenceNode
+
+    class BoundedLoader(base):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self._depth = 0
+            self._expanded: dict[int, int] = {}  # id(node) -> its size with aliases expanded
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(AliasEvent):
+                mark = self.peek_event().start_mark
+                node = super().compose_node(parent, index)  # the anchored node, shared
+                if id(node) not in self._expanded:  # its anchor is still being composed
+                    raise DataError(
+                        f"{_where(source)}recursive YAML alias at line {mark.line + 1} (a node "
+                        "that contains itself); refused"
+                    )
+                return node
+            self._depth += 1
+            if self._depth > MAX_JSON_DEPTH:
+                raise _depth_error(source, self._depth)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+            if isinstance(node, SequenceNode):
+                children = node.value
+            elif isinstance(node, MappingNode):
+                children = [n for pair in node.value for n in pair]
+            else:
+                children = []
+            size = 1 + sum(self._expanded[id(child)] for child in children)
+            if size > MAX_YAML_NODES:
+                raise DataError(
+                    f"{_where(source)}more than {MAX_YAML_NODES:,} YAML nodes with the aliases "
+                    f"expanded (at line {node.start_mark.line + 1}); a config needs a few "
+                    "hundred, so an alias bomb or a runaway file is refused"
+                )
+            self._expanded[id(node)] = size
+            return node
+
+    return BoundedLoader
+
+
+def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -> Any:
+    """Parse one YAML document with PyYAML's safe loader, bounded in size, depth and aliases.
+
+    Args:
+        text: the YAML document.
+        source: the file it came from, named in the error.
+        loader: a ``yaml.SafeLoader`` subclass to extend (default ``yaml.SafeLoader``).
+
+    Raises:
+        DataError: more than :data:`MAX_YAML_BYTES` bytes, nesting deeper than
+            :data:`MAX_JSON_DEPTH`, a recursive alias, or more than :data:`MAX_YAML_NODES`
+            nodes once aliases are expanded.
+        yaml.YAMLError: invalid YAML (left to the caller).
+        ImportError: PyYAML is not installed.
+
+    Example:
+        >>> load_yaml("a: &x [1, 2]\\nb: *x")
+        {'a': [1, 2], 'b': [1, 2]}
+    """
+    import yaml
+
+    if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8")) > MAX_YAML_BYTES:
+        raise DataError(
+            f"{_where(source)}YAML file of {len(text.encode('utf-8')):,} bytes; at most "
+            f"{MAX_YAML_BYTES:,} bytes are accepted"
+        )
+    bounded = _bounded_loader(loader or yaml.SafeLoader, source)
+    try:
+        return yaml.load(text, Loader=bounded)  # a SafeLoader subclass: safe
+    except RecursionError:  # a constructor recursing past what the composer bounds
+        raise _depth_error(source) from None

@@ -1,0 +1,155 @@
+"""Input limits on the JSON / YAML gymcurric reads from user files (issue 21, item 12).
+
+Deeply nested JSON gave an uncaught ``RecursionError``; a few hundred bytes of YAML aliases
+("billion laughs") took seconds and gigabytes before any error. Both now fail at once with a
+``DataError`` / ``ConfigError`` that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gymcurric.datapacks.loading import load_datapacks, validate_datapacks
+from gymcurric.errors import ConfigError, DataError
+from tests.datapacks.packs import record
+
+pytest.importorskip("yaml")
+
+DEEP = "[" * 100_000  # the JSON parser gave up with RecursionError
+NESTED_OK = json.dumps({"a": [[[[{"b": [1]}]]]]})
+
+
+def billion_laughs() -> str:
+    """9 levels of 9 aliases each: a few hundred bytes, 9**9 = 387,420,489 strings expanded."""
+    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+# ``python -m gymcurric ARGS`` with 1 GiB of address space, set inside the child (preexec_fn is
+# unsafe once the test process has threads): a blow-up fails there instead of filling the machine
+_LIMITED_MAIN = (
+    "import resource, runpy, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    "sys.argv[0] = 'gymcurric'\n"
+    "runpy.run_module('gymcurric', run_name='__main__')\n"
+)
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _LIMITED_MAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# ------------------------------------------------------------------------------ the helper
+def test_json_depth_is_bounded_with_a_clear_error():
+    from gymcurric._parsing import MAX_JSON_DEPTH, loads_json
+
+    assert loads_json(NESTED_OK, source="ok.json") == json.loads(NESTED_OK)
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert loads_json(at_limit, source="x.json") is not None
+    over = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    for text in (over, DEEP):
+        with pytest.raises(DataError, match=rf"x\.json: .*nest.*{MAX_JSON_DEPTH}"):
+            loads_json(text, source="x.json")
+    with pytest.raises(json.JSONDecodeError):  # syntax errors are left to the caller
+        loads_json("{not json", source="x.json")
+
+
+def test_yaml_size_aliases_and_depth_are_bounded():
+    from gymcurric._parsing import MAX_YAML_BYTES, MAX_YAML_NODES, load_yaml
+
+    assert load_yaml("a: &x [1, 2]\nb: *x\n", source="ok.yaml") == {"a": [1, 2], "b": [1, 2]}
+    with pytest.raises(DataError, match=rf"bomb\.yaml: .*{MAX_YAML_NODES:,}.*alias"):
+        load_yaml(billion_laughs(), source="bomb.yaml")
+    with pytest.raises(DataError, match=r"big\.yaml: .*bytes"):
+        load_yaml("#" * (MAX_YAML_BYTES + 1), source="big.yaml")
+    with pytest.raises(DataError, match=r"deep\.yaml: .*nest"):
+        load_yaml(DEEP, source="deep.yaml")
+    with pytest.raises(DataError, match=r"self\.yaml: .*recursive"):
+        load_yaml("a: &a [*a]\n", source="self.yaml")
+
+
+def test_the_shipped_configs_still_load():
+    from gymcurric.train.config import load_config
+
+    configs = sorted((Path(__file__).parents[1] / "gymcurric/train/configs").glob("*.yaml"))
+    assert configs
+    for path in configs:
+        load_config(path)
+
+
+# ------------------------------------------------------------------------------- datapacks
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_deep_json_datapack_is_a_data_error(tmp_path, suffix):
+    folder = tmp_path / "packs"
+    folder.mkdir()
+    (folder / "ok.jsonl").write_text(json.dumps(record("p0")) + "\n")
+    (folder / f"deep{suffix}").write_text(DEEP + "\n")
+    with pytest.raises(DataError, match=rf"deep{suffix}.*nest"):
+        load_datapacks(folder)
+    packs, errors = validate_datapacks(folder)
+    assert [p.pack_id for p in packs] == ["p0"]
+    assert len(errors) == 1 and f"deep{suffix}" in errors[0], errors
+
+
+def test_datapacks_validate_cli_reports_deep_json(tmp_path):
+    folder = tmp_path / "packs"
+    folder.mkdir()
+    (folder / "deep.json").write_text(DEEP)
+    out = run_cli("datapacks", "validate", str(folder))
+    assert out.returncode == 1, out.stderr  # validate: 1 = problems found, listed on stdout
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "deep.json" in out.stdout and "nest" in out.stdout
+    assert "0 valid datapacks, 1 error" in out.stderr
+
+
+def test_curriculum_config_alias_bomb_is_a_config_error(tmp_path):
+    from gymcurric.datapacks.schedule import load_curriculum_config
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(billion_laughs())
+    with pytest.raises(ConfigError, match=r"bomb\.yaml.*alias"):
+        load_curriculum_config(bomb)
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP)
+    with pytest.raises(ConfigError, match=r"deep\.json.*nest"):
+        load_curriculum_config(deep)
+    # through the CLI, next to a valid datapack folder: listed as an error, no traceback
+    folder = tmp_path / "packs"
+    folder.mkdir()
+    (folder / "ok.jsonl").write_text(json.dumps(record("p0")) + "\n")
+    out = run_cli("datapacks", "validate", str(folder), "--config", str(bomb))
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "bomb.yaml" in out.stdout and "alias" in out.stdout
+
+
+# ----------------------------------------------------------------------------------- train
+def test_train_dry_run_refuses_the_alias_bomb_fast(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(billion_laughs())
+    out = run_cli("train", "--config", str(bomb), "--dry-run", timeout=60)
+    assert out.returncode == 2, out.stderr  # a user error: "gymcurric train: error: ..."
+    assert "Traceback" not in out.stderr
+    assert "bomb.yaml" in out.stderr and "alias" in out.stderr
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep.yaml"])
+def test_train_config_nesting_is_bounded(tmp_path, name):
+    from gymcurric.train.config import load_config
+
+    path = tmp_path / name
+    path.write_text(DEEP)
+    with pytest.raises(DataError, match=rf"{name}.*nest"):
+        load_config(path)
