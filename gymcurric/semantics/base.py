@@ -89,7 +89,10 @@ class FailedEmbedder:
     """An embedder that could not be built: every call raises, ``status`` says why.
 
     Fail-soft wrappers hold one of these instead of raising at construction, so that training
-    goes on without shaping while the status (and a one-time warning) tell the user.
+    goes on without shaping while the status (and a one-time warning) tell the user. Its
+    ``modality`` is the one the requested model would have had (``"text"`` for a caption model,
+    ``"image"`` for CLIP/SigLIP, ``None`` when the folder could not tell), so that a caption env
+    without ``render_mode`` is not mistaken for a frame source.
 
     Example:
         >>> e = FailedEmbedder("failed: load '/nowhere': not a directory")
@@ -98,10 +101,12 @@ class FailedEmbedder:
     """
 
     dim = 0
-    modality: Modality = "image"
 
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, modality: Modality | None = None) -> None:
         self.status = status if status.startswith("failed") else f"failed: {status}"
+        #: what the model that failed would have embedded (``None``: unknown); fail-soft
+        #: wrappers take the state source from it, or from the env when unknown
+        self.modality: Modality | None = modality
 
     def embed_images(self, frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
         """Raise: there is no model."""

@@ -16,9 +16,21 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
-from gymcurric.semantics.base import Embedder, FailedEmbedder, Modality, unit_rows
+from gymcurric.semantics.base import (
+    Embedder,
+    FailedEmbedder,
+    Modality,
+    embedder_modality,
+    unit_rows,
+)
 
-__all__ = ["CallableEmbedder", "detect_kind", "load_embedder", "load_embedder_soft"]
+__all__ = [
+    "CallableEmbedder",
+    "detect_kind",
+    "intended_modality",
+    "load_embedder",
+    "load_embedder_soft",
+]
 
 _KINDS = ("auto", "clip", "siglip", "caption")
 _VLM_TYPES = {"clip": "clip", "siglip": "siglip", "siglip2": "siglip"}
@@ -101,6 +113,15 @@ class CallableEmbedder:
         return f"CallableEmbedder({self.status}, modality={self.modality!r})"
 
 
+class _UnreadableModel(ConfigError):
+    """A model folder that cannot say what it holds (fail-soft loading degrades, not raises)."""
+
+
+def _looks_local(name: str) -> bool:
+    """A path no hub id can be (absolute, ``./``, ``../`` or ``~``): a folder, not a hub id."""
+    return os.path.isabs(name) or name.startswith((".", "~"))
+
+
 def detect_kind(model_name: str | os.PathLike[str]) -> str:
     """``"clip"``, ``"siglip"`` or ``"caption"`` from a local folder's ``config.json``.
 
@@ -110,20 +131,26 @@ def detect_kind(model_name: str | os.PathLike[str]) -> str:
     if folder.is_dir():
         config_file = folder / "config.json"
         if not config_file.is_file():
-            raise ConfigError("model_name", str(model_name), "folder has no config.json")
+            raise _UnreadableModel("model_name", str(model_name), "folder has no config.json")
+        model_type: Any
         try:
-            model_type = json.loads(config_file.read_text()).get("model_type", "")
+            config = json.loads(config_file.read_text())
+            model_type = config.get("model_type", "") if isinstance(config, dict) else None
         except (OSError, ValueError) as exc:
-            raise ConfigError(
+            raise _UnreadableModel(
                 "model_name", str(model_name), f"unreadable config.json: {exc}"
             ) from None
+        if not isinstance(model_type, str):
+            raise _UnreadableModel(
+                "model_name", str(model_name), "config.json holds no 'model_type' string"
+            )
     else:
         from gymcurric.semantics.hf import transformers
 
         config = transformers.AutoConfig.from_pretrained(
             os.fspath(model_name), local_files_only=True
         )
-        model_type = getattr(config, "model_type", "")
+        model_type = str(getattr(config, "model_type", ""))
     return _VLM_TYPES.get(model_type, "caption")
 
 
@@ -183,6 +210,28 @@ def load_embedder(
     return HFVisionLanguageEmbedder(model_name, kind=kind, device=device, dtype=dtype, **kwargs)
 
 
+def intended_modality(model_name: Any, kind: str = "auto") -> Modality | None:
+    """What the model requested by ``load_embedder(model_name, kind)`` embeds, without loading it.
+
+    ``"text"`` for caption models (``kind="caption"``, or ``None``: the shipped MiniLM),
+    ``"image"`` for CLIP/SigLIP (``kind``, or the folder's ``config.json``), an embedder's or a
+    callable's own modality; ``None`` when nothing tells (a missing folder, an uncached hub id,
+    a folder without a readable ``config.json``).
+    """
+    if isinstance(model_name, Embedder):
+        return embedder_modality(model_name)
+    if kind == "caption" or (model_name is None and kind == "auto"):
+        return "text"
+    if kind in ("clip", "siglip") or callable(model_name):
+        return "image"
+    if isinstance(model_name, str | os.PathLike) and Path(os.fspath(model_name)).is_dir():
+        try:
+            return "text" if detect_kind(model_name) == "caption" else "image"
+        except ConfigError:
+            return None
+    return None
+
+
 def load_embedder_soft(
     model_name: str | os.PathLike[str] | Embedder | Callable[..., Any] | None = None,
     kind: str = "auto",
@@ -193,14 +242,31 @@ def load_embedder_soft(
 ) -> Embedder:
     """:func:`load_embedder`, but a model that cannot be loaded gives a :class:`FailedEmbedder`.
 
-    Bad arguments (:class:`~gymcurric.errors.ConfigError`) still raise; anything else (a missing
-    folder, an uncached hub id, a corrupt checkpoint, missing torch) is caught, and the returned
-    embedder's ``status`` says ``"failed: load ...: <error>"``.
+    Bad arguments (:class:`~gymcurric.errors.ConfigError`: an unknown ``kind``, a bad
+    ``device`` or ``dtype``) still raise; anything else (a missing folder, a folder without a
+    readable ``config.json``, an uncached hub id, a corrupt checkpoint, missing torch or
+    transformers) is caught, and the returned embedder's ``status`` says
+    ``"failed: load ...: <error>"``. Its ``modality`` is the requested model's, as far as the
+    arguments and the folder tell (:func:`intended_modality`), so that wrappers still know
+    whether states would have been captions or frames.
     """
+    name = os.fspath(model_name) if isinstance(model_name, str | os.PathLike) else model_name
+
+    def failed(why: str) -> FailedEmbedder:
+        return FailedEmbedder(
+            f"failed: load {name!r}: {why}"[:500], intended_modality(model_name, kind)
+        )
+
+    if kind not in _KINDS:
+        raise ConfigError("kind", kind, f"expected one of {_KINDS}")
+    if isinstance(name, str) and _looks_local(name) and not os.path.exists(name):
+        # a path no hub id can be: say so without importing torch and transformers
+        return failed("no such folder")
     try:
         return load_embedder(model_name, kind, device=device, dtype=dtype, **kwargs)
+    except _UnreadableModel as exc:
+        return failed(exc.reason)
     except ConfigError:
         raise
     except Exception as exc:
-        name = os.fspath(model_name) if isinstance(model_name, str | os.PathLike) else model_name
-        return FailedEmbedder(f"failed: load {name!r}: {type(exc).__name__}: {exc}"[:500])
+        return failed(f"{type(exc).__name__}: {exc}")

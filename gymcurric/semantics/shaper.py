@@ -24,6 +24,10 @@ One :class:`Shaper` serves one wrapper and holds the state of all its envs in ar
 
 Fail-soft: if the embedder failed to load, or an embedding call raises, the shaping term is 0,
 :attr:`Shaper.status` says why (a ``RuntimeWarning`` is emitted once), and the env goes on.
+Whether states are captions or frames then comes from the config's ``source``, else from the
+model that was asked for (a caption model, CLIP/SigLIP), else from the env
+(:meth:`Shaper.resolve_source`), never from the missing model: a caption env needs no
+``render_mode``.
 CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry before they count as failures.
 """
 
@@ -133,10 +137,13 @@ class Shaper:
         self.embedder = embedder
         self.num_envs = n = num_envs
         self.batch_max = config.batch_max
-        if config.source == "auto":
-            self.source: Source = "captions" if embedder_modality(embedder) == "text" else "frames"
-        else:
-            self.source = config.source
+        self.source: Source = config.source
+        # a model that failed to load says what it would have embedded, when known; else the
+        # source stays "auto" until the wrapper sees whether the env writes captions
+        # (resolve_source): a caption env must not be asked for frames it cannot render
+        known = not is_failed(embedder) or getattr(embedder, "modality", None) is not None
+        if config.source == "auto" and known:
+            self.source = "captions" if embedder_modality(embedder) == "text" else "frames"
         self.ok = False
         self.status = str(getattr(embedder, "status", "ok"))
         self.centroids = np.zeros((2, 0), dtype=np.float32)
@@ -187,6 +194,16 @@ class Shaper:
         self._margin_dir = self.centroids[0] - self.centroids[1]
         self.pool = np.zeros((n, config.pool_k, self.dim), dtype=np.float32)
         self.ok = True
+
+    def resolve_source(self, captions: bool) -> None:
+        """Settle a source still ``"auto"`` from the env: captions if it has them, else frames.
+
+        Only a shaper whose model failed to load, and did not say what it would have embedded,
+        is still ``"auto"``; the wrappers call this with whether the env writes
+        ``info["caption"]`` (or has ``describe()``). Otherwise nothing changes.
+        """
+        if self.source == "auto":
+            self.source = "captions" if captions else "frames"
 
     # ------------------------------------------------------------------------------ helpers
     def _fail(self, status: str) -> None:

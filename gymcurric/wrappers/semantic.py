@@ -49,7 +49,10 @@ class ShapeRewardSemantic(
     models, or from captions (``info["caption"]`` or ``env.describe()``) for caption models,
     and scored against the config's safe/unsafe prompts; the :class:`ShapingConfig` sets mode,
     β schedule, normalisation, clamp, capture interval and pooling. A model that fails to load
-    or to embed gives shaping 0 (``status`` says why, a ``RuntimeWarning`` is emitted once).
+    or to embed gives shaping 0 (``status`` says why, a ``RuntimeWarning`` is emitted once);
+    whether it would have read captions or frames is taken from the config's ``source``, the
+    requested ``kind`` or folder, else the env's captions, so a caption env needs no
+    ``render_mode`` even then.
     With ``enabled=False`` the wrapper changes nothing (no info keys either).
 
     Info keys written every step: ``shaping`` (the term added, 0.0 when not captured) and
@@ -109,6 +112,8 @@ class ShapeRewardSemantic(
         gym.Wrapper.__init__(self, env)
         self.shaper: Shaper = build_shaper(cfg, embedder, 1, kind=kind, device=device, dtype=dtype)
         self.enabled = cfg.enabled
+        if callable(getattr(env.unwrapped, "describe", None)):
+            self.shaper.resolve_source(captions=True)  # a failed model of unknown modality
         if self.enabled and self.shaper.source == "frames" and env.render_mode != "rgb_array":
             raise ConfigError(
                 "render_mode",
@@ -142,6 +147,7 @@ class ShapeRewardSemantic(
         obs, info = self.env.reset(seed=seed, options=options)
         if self.enabled:
             self._info = info
+            self.shaper.resolve_source(captions="caption" in info)
             self.shaper.begin(np.ones(1, dtype=bool), self._inputs)
         return obs, info
 

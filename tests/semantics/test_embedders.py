@@ -89,8 +89,10 @@ def test_failed_embedder_and_soft_loading(tmp_path):
         e.embed_texts(["x"])
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ConfigError):  # bad configuration still raises
-        load_embedder_soft(empty)
+    soft = load_embedder_soft(empty)  # a folder without config.json fails soft (issue 21)
+    assert is_failed(soft) and "config.json" in soft.status
+    with pytest.raises(ConfigError):  # bad arguments still raise
+        load_embedder_soft(empty, kind="audio")
 
 
 def test_unit_rows_keeps_zero_rows():

@@ -113,8 +113,11 @@ class VecSemanticShaping(VecEnvWrapper):
         """Reset all envs; in potential mode, ``φ`` of the first states."""
         obs = self.venv.reset()
         if self.enabled:
-            if self.shaper.source == "captions":
-                self._current = self._captions(_reset_infos(self.venv))
+            reset_infos = _reset_infos(self.venv)
+            # a model that failed to load, of unknown modality: the env's captions decide
+            self.shaper.resolve_source(captions=any("caption" in i for i in reset_infos))
+            if self.shaper.ok and self.shaper.source == "captions":
+                self._current = self._captions(reset_infos)
             self.shaper.begin(np.ones(self.num_envs, dtype=bool), self._inputs)
         return obs
 
@@ -130,7 +133,7 @@ class VecSemanticShaping(VecEnvWrapper):
         truncated &= dones
         terminated = dones & ~truncated
         final: list[Any] | None = None
-        if self.shaper.source == "captions":
+        if self.shaper.ok and self.shaper.source == "captions":  # failed: nothing is embedded
             step_captions = self._captions(list(infos))
             if dones.any():
                 final = [c if d else None for c, d in zip(step_captions, dones, strict=True)]

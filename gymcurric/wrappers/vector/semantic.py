@@ -170,6 +170,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         if not self.enabled:
             return obs, infos
         self._infos = infos
+        self.shaper.resolve_source(captions="caption" in infos)  # a failed model of unknown kind
         self.shaper.begin(mask, self._inputs)
         self._prev_dones[mask] = False
         return obs, infos
