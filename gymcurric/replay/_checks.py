@@ -48,8 +48,18 @@ _NUMPY_OF: dict[torch.dtype, Any] = {
 }
 
 
+#: torch's unsigned dtypes wider than a byte -> (numpy's dtype, the signed one of the same width).
+#: numpy has them, but torch builds them from numpy arrays only through a view of the signed
+#: dtype (and lacks most other operations on them).
+UNSIGNED: dict[torch.dtype, tuple[Any, Any]] = {
+    torch.uint16: (np.uint16, np.int16),
+    torch.uint32: (np.uint32, np.int32),
+    torch.uint64: (np.uint64, np.int64),
+}
+
+
 def numpy_dtype(dtype: torch.dtype) -> Any:
-    """The numpy dtype matching ``dtype`` (``None`` for dtypes numpy lacks, e.g. bfloat16)."""
+    """The numpy dtype the ring writes ``dtype`` with (``None`` for bfloat16, ``UNSIGNED``...)."""
     return _NUMPY_OF.get(dtype)
 
 
@@ -104,7 +114,8 @@ def as_tensor_like(
         raise ConfigError(
             name, f"array of shape {arr.shape}", f"expected shape {shape}", source="ReplayRing"
         )
-    target = numpy_dtype(dtype)
+    unsigned = UNSIGNED.get(dtype)
+    target = unsigned[0] if unsigned is not None else numpy_dtype(dtype)
     if target is None:
         raise ConfigError(
             name,
@@ -124,6 +135,13 @@ def as_tensor_like(
         )
     if arr.dtype == np.object_:
         raise ConfigError(name, "object array", "expected a numeric array", source="ReplayRing")
+    if unsigned is not None:  # same bits, through the signed dtype torch converts from numpy
+        signed = np.ascontiguousarray(arr, dtype=target).view(unsigned[1])
+        if not signed.flags.writeable:
+            signed = signed.copy()
+        return torch.from_numpy(signed).view(dtype)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize > 1 and arr.dtype != target:
+        arr = arr.astype(target)  # numpy casts: torch may lack uint16/32/64 -> target copies
     if not arr.flags.writeable:  # torch.from_numpy warns on read-only arrays
         arr = arr.copy()
     return torch.from_numpy(arr)

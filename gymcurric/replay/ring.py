@@ -96,13 +96,25 @@ class Transitions(NamedTuple):
     extras: dict[str, torch.Tensor]
 
 
-#: Unsigned dtypes whose one-value-per-step fields torch cannot gather (``index_select`` is not
-#: implemented for them on 1-D tensors; fields with a shape work); refused at construction
-#: rather than at the first sample.
+#: Unsigned dtypes torch has few operations for: it cannot gather their one-value-per-step
+#: fields (``index_select`` is not implemented for them on 1-D tensors; fields with a shape
+#: work) nor copy rows of them by index (``index_copy_``), which the side store of ``obs``
+#: needs. Such fields are refused at construction rather than at the first sample or episode
+#: end; each maps to the signed dtype that holds all its values (uint64: up to 2**63 - 1).
 _UNGATHERABLE = {torch.uint16: "int32", torch.uint32: "int64", torch.uint64: "int64"}
 
 
 def _check_dtype(name: str, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    if dtype in _UNGATHERABLE and name == "obs":
+        raise ConfigError(
+            "fields['obs']",
+            dtype,
+            "torch cannot copy rows of this dtype by index (index_copy_), which the side store "
+            f"of terminal observations needs; store observations as torch.{_UNGATHERABLE[dtype]}"
+            " (numpy arrays of the unsigned dtype are accepted and keep their values; "
+            "from_spaces does this)",
+            source="ReplayRing",
+        )
     if dtype in _UNGATHERABLE and shape == ():
         raise ConfigError(
             f"fields[{name!r}]",
@@ -136,7 +148,12 @@ def _spec(name: str, value: Any) -> FieldSpec:
 def _space_spec(name: str, space: gym.Space[Any]) -> FieldSpec:
     if isinstance(space, gym.spaces.Box):
         dt = np.dtype(space.dtype)
-        torch_dt = torch.float32 if dt == np.float64 else torch.from_numpy(np.zeros(0, dt)).dtype
+        if dt == np.float64:
+            torch_dt = torch.float32
+        elif dt.kind == "u" and dt.itemsize > 1:  # see _UNGATHERABLE
+            torch_dt = getattr(torch, _UNGATHERABLE[getattr(torch, dt.name)])
+        else:
+            torch_dt = torch.from_numpy(np.zeros(0, dt)).dtype
         _check_dtype(name, torch_dt, tuple(space.shape))
         return FieldSpec(tuple(space.shape), torch_dt)
     if isinstance(space, gym.spaces.Discrete):
@@ -365,7 +382,9 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
     ) -> ReplayRing:
         """A ring whose ``obs``/``action`` fields match single-env Gymnasium spaces.
 
-        Box keeps its dtype (float64 becomes float32); Discrete/MultiDiscrete are int64. Pass
+        Box keeps its dtype, except that float64 becomes float32 and uint16/uint32/uint64
+        become int32/int64/int64 (torch lacks the operations the ring needs on them; uint64
+        values above ``2**63 - 1`` wrap); Discrete/MultiDiscrete are int64. Pass
         ``envs.single_observation_space`` / ``envs.single_action_space`` of a vector env.
         """
         fields: dict[str, Any] = {

@@ -1,5 +1,6 @@
 """RingReplayBuffer: same transitions as SB3's ReplayBuffer; real SAC/TD3/DQN learn(); save/load."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -17,6 +18,7 @@ torch.set_num_threads(1)
 SPACES = {
     "box": (spaces.Box(-5, 5, (4,), np.float32), spaces.Box(-1, 1, (2,), np.float32)),
     "pixels_discrete": (spaces.Box(0, 255, (3, 3, 1), np.uint8), spaces.Discrete(3)),
+    "uint16_discrete": (spaces.Box(0, 65535, (4,), np.uint16), spaces.Discrete(3)),
 }
 
 
@@ -92,6 +94,29 @@ def test_stream_break_between_learn_calls_keeps_sb3s_next_obs():
     assert got.dones.view(-1).tolist() == [0.0, 0.0, 0.0]
     assert buf.ring["is_first"][:3, 0].tolist() == [True, False, True]
     buf.ring.check_invariants()
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_unsigned_observations_come_back_exact_in_their_dtype_like_sb3s(dtype):
+    top = np.iinfo(dtype).max  # values whose top bit is set: negative as the signed dtype
+    obs_space, act_space = spaces.Box(0, top, (2,), dtype), spaces.Discrete(2)
+    sb3 = ReplayBuffer(12, obs_space, act_space, "cpu", 2)
+    ring = RingReplayBuffer(12, obs_space, act_space, "cpu", 2)
+    o = [np.array([[top - k, k], [k, top - 2 * k]], dtype=dtype) for k in range(6)]
+    for k in range(5):
+        done = np.array([k == 2, False])  # env 0's episode ends: its next obs is terminal
+        args = (o[k], o[k + 1], np.array([0, 1]), np.ones(2), done, [{}, {}])
+        sb3.add(*args)
+        ring.add(*args)
+    rows = np.repeat(np.arange(5), 2)
+    np.random.seed(0)  # noqa: NPY002 (SB3 draws env indices from it)
+    want = sb3._get_samples(rows)
+    np.random.seed(0)  # noqa: NPY002
+    got = ring._get_samples(rows)
+    for name in ("observations", "next_observations"):
+        w, g = getattr(want, name), getattr(got, name)
+        assert w.dtype == g.dtype == getattr(torch, np.dtype(dtype).name), name
+        assert np.array_equal(w.numpy(), g.numpy()), name
 
 
 def test_seeded_buffers_sample_identically():
@@ -170,6 +195,77 @@ def test_learn_with_ring_buffer(name):
         for p, q in zip(model.policy.parameters(), fresh.policy.parameters(), strict=True)
     ]
     assert any(moved)
+
+
+class UInt16Env(gym.Env):
+    """Observations in uint16 over its whole range (above 32767 too); 9-step episodes."""
+
+    def __init__(self, discrete=True):
+        self.observation_space = spaces.Box(0, 65535, (4,), np.uint16)
+        self.action_space = spaces.Discrete(2) if discrete else spaces.Box(-1, 1, (1,), np.float32)
+        self.t = 0
+
+    def _obs(self):
+        return self.np_random.integers(0, 65536, 4).astype(np.uint16)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = float(np.asarray(action).sum() > 0)
+        return self._obs(), reward, self.t == 9, False, {}
+
+
+@pytest.mark.parametrize("cls", [DQN, SAC])
+def test_learn_on_uint16_observations(cls):
+    """SB3's own buffer learns on them; ours refused them at the first add()."""
+    env = make_vec_env(UInt16Env, n_envs=2, seed=0, env_kwargs={"discrete": cls is DQN})
+    model = cls(
+        "MlpPolicy",
+        env,
+        buffer_size=400,
+        learning_starts=40,
+        batch_size=16,
+        train_freq=4,
+        policy_kwargs={"net_arch": [16]},
+        replay_buffer_class=RingReplayBuffer,
+        seed=0,
+        device="cpu",
+    )
+    before = [p.clone() for p in model.policy.parameters()]
+    model.learn(120)
+    buf = model.replay_buffer
+    buf.ring.check_invariants()
+    batch = buf.sample(64)
+    assert batch.observations.dtype == batch.next_observations.dtype == torch.uint16
+    assert batch.observations.numpy().max() > 32767  # the values, not their signed bits
+    assert any(
+        not torch.equal(p, q) for p, q in zip(before, model.policy.parameters(), strict=True)
+    )
+
+
+def test_optimize_memory_usage_is_accepted_across_learn_calls():
+    """SB3 writes replay_buffer.dones[pos] = True before learn(reset_num_timesteps=True) with
+    optimize_memory_usage: the newest step keeps its next obs, new episodes start after it."""
+    model = small_model("DQN", optimize_memory_usage=True)
+    model.learn(200)
+    buf = model.replay_buffer
+    assert buf.optimize_memory_usage is False and model.optimize_memory_usage is True
+    last, pending = buf.pos - 1, buf._next_np.copy()
+    with pytest.warns(UserWarning, match="last trajectory in the replay buffer will be truncated"):
+        model.learn(200, reset_num_timesteps=True)
+    assert buf.ring.total_steps == 200 and buf.ring["is_first"][last + 1].all()
+    ended = buf.transitions_at(np.array([last, last]), np.array([0, 1]))
+    assert np.array_equal(ended.next_observations.numpy(), pending)
+    continue_ = buf.ring["continue_"][last]
+    assert ended.dones.view(-1).tolist() == (1.0 - continue_).tolist()  # not made terminal
+    buf.ring.check_invariants()
+    with pytest.warns(UserWarning, match="truncated"):
+        model.learn(100, reset_num_timesteps=True)  # and again
+    assert buf.ring.total_steps >= 250 and buf.ring.side_lost == 0
 
 
 def test_save_and_load_replay_buffer(tmp_path):

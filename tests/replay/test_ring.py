@@ -455,6 +455,50 @@ def test_transitions_at_rejects_out_of_range_or_float_indices():
             ring.transitions_at(kw["t_index"], kw["env_index"])
 
 
+UNSIGNED = {
+    torch.uint16: (np.uint16, torch.int16),
+    torch.uint32: (np.uint32, torch.int32),
+    torch.uint64: (np.uint64, torch.int64),
+}
+
+
+@pytest.mark.parametrize("dtype", list(UNSIGNED), ids=str)
+def test_unsigned_fields_take_numpy_writes_and_unsigned_obs_are_refused_up_front(dtype):
+    np_dtype, signed = UNSIGNED[dtype]
+    top = np.iinfo(np_dtype).max
+    ring = make("cpu", fields={"u": ((2,), dtype)})
+    for k in range(3):  # numpy arrays of the field's dtype (refused: "numpy lacks" it)
+        push(ring, k, u=np.array([[top - k, k], [k, top]], dtype=np_dtype))
+    assert ring["u"].dtype == dtype
+    stored = ring["u"][:3, 0].view(signed).numpy().view(np_dtype)  # the bits, read by numpy
+    assert stored.tolist() == [[top - k, k] for k in range(3)]
+    # obs: the side store copies rows by index, which torch lacks for these dtypes
+    with pytest.raises(ConfigError, match=r"fields\['obs'\].*store observations as torch.int"):
+        make("cpu", fields={"obs": ((3,), dtype)})
+
+
+def test_from_spaces_widens_unsigned_boxes_and_keeps_their_values():
+    import gymnasium as gym
+
+    box = gym.spaces.Box(0, 65535, (2,), np.uint16)
+    ring = ReplayRing.from_spaces(4, 2, box, gym.spaces.Discrete(2))
+    assert ring["obs"].dtype == torch.int32
+    obs = [np.array([[65530 + k, k], [40000, k]], np.uint16) for k in range(3)]
+    for k in range(3):
+        done = np.array([k == 1, False])
+        ring.push_step(
+            obs[k],
+            np.zeros(2, np.int64),
+            np.ones(2),
+            terminated=done,
+            truncated=np.zeros(2, bool),
+            final_obs=obs[0],
+        )
+    assert ring["obs"][:3].tolist() == [o.tolist() for o in obs]
+    ended = ring.transitions_at([1], [0])  # env 0's episode ended at row 1: its final obs
+    assert ended.next_obs.tolist() == [[65530, 0]] and bool(ended.done[0])
+
+
 @pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
 def test_shape_free_unsigned_fields_torch_cannot_gather_are_refused_up_front(dtype):
     with pytest.raises(ConfigError, match=r"fields\['u'\].*shape \(1,\)"):

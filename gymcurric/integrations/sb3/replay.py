@@ -27,6 +27,15 @@ def _torch_dtype(dtype: Any) -> torch.dtype:
     return torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
 
 
+#: Unsigned observation dtypes the ring stores as the signed dtype of the same width, bit for bit
+#: (a view on the way in and out): torch lacks the indexed copies the ring needs on them.
+_SIGNED_OF = {
+    np.dtype(np.uint16): np.int16,
+    np.dtype(np.uint32): np.int32,
+    np.dtype(np.uint64): np.int64,
+}
+
+
 class RingReplayBuffer(ReplayBuffer):
     """Drop-in SB3 ``ReplayBuffer`` (SAC, TD3, DQN, ...) storing transitions in a ReplayRing.
 
@@ -35,7 +44,14 @@ class RingReplayBuffer(ReplayBuffer):
     true next observation, reward and ``done * (1 - timeout)``), while each observation is
     stored once. ``optimize_memory_usage`` is accepted and ignored (memory is already optimised
     and reported as ``False`` so that SB3 takes its ordinary code paths); unlike SB3's
-    memory-optimised buffer it may be combined with ``handle_timeout_termination``.
+    memory-optimised buffer it may be combined with ``handle_timeout_termination``. When the
+    algorithm was built with it, ``learn(reset_num_timesteps=True)`` marks the newest step done
+    (``replay_buffer.dones[pos] = True``): that starts new episodes at the next step, and the
+    newest step keeps its true next observation and is not made terminal (see :attr:`dones`).
+
+    Observations keep their dtype; uint16/uint32/uint64 ones are stored bit for bit as the
+    signed dtype of the same width (torch lacks operations the ring needs on them) and returned
+    in their own dtype, as SB3's buffer returns them.
 
     Sampling uses the ring's own ``torch.Generator``, seeded from NumPy's global generator at
     construction, so ``model = SAC(..., seed=s)`` makes the batches reproducible; the generator
@@ -103,7 +119,8 @@ class RingReplayBuffer(ReplayBuffer):
         self.buffer_size = max(buffer_size // n_envs, 2)
         self.optimize_memory_usage = False
         self.handle_timeout_termination = handle_timeout_termination
-        obs_dtype = _torch_dtype(observation_space.dtype)
+        self._signed = _SIGNED_OF.get(np.dtype(observation_space.dtype))
+        obs_dtype = _torch_dtype(self._signed or observation_space.dtype)
         act_dtype = _torch_dtype(self._maybe_cast_dtype(action_space.dtype))
         obs_spec = FieldSpec(tuple(self.obs_shape), obs_dtype)
         fields = {"obs": obs_spec, "action": FieldSpec((self.action_dim,), act_dtype)}
@@ -130,6 +147,31 @@ class RingReplayBuffer(ReplayBuffer):
                 (n_envs, *self.obs_shape), dtype=obs_dtype, device=self.ring.device
             )
         self._prev_done = np.ones(n_envs, dtype=bool)
+        #: Rows SB3 marked done. With ``optimize_memory_usage=True``, ``learn(reset_num_timesteps=
+        #: True)`` marks the newest one (``dones[pos] = True``) before it resets the env, as its
+        #: memory-optimised buffer would otherwise take the reset observation for that step's
+        #: next one. Here the newest step keeps its true next observation and is not made
+        #: terminal: the next ``add`` starts a new episode in every env, as it does when the
+        #: observation stream breaks. (The ring holds the episode ends: ``ring["continue_"]``.)
+        self.dones = np.zeros((self.buffer_size, n_envs), dtype=bool)
+
+    # an attribute of buffers pickled before it existed (save_replay_buffer)
+    _signed: Any = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "dones" not in state:
+            self.dones = np.zeros((self.buffer_size, self.n_envs), dtype=bool)
+
+    def _stored(self, obs: np.ndarray) -> np.ndarray:
+        """Observations as the ring stores them (a view)."""
+        return obs if self._signed is None else obs.view(self._signed)
+
+    def _returned(self, obs: torch.Tensor) -> torch.Tensor:
+        """Stored observations in the observation space's dtype (a view)."""
+        if self._signed is None:
+            return obs
+        return obs.view(getattr(torch, self._next_np.dtype.name))
 
     # SB3 reads these as attributes
     @property
@@ -178,34 +220,41 @@ class RingReplayBuffer(ReplayBuffer):
         ring = self.ring
         is_first = self._prev_done.copy()
         if ring.total_steps > 0 and not is_first.all():
-            # the stream broke without an episode end (env reset between learn() calls):
-            # keep the next obs SB3 gave for the previous row and start a new episode here
+            # the stream broke without an episode end (env reset between learn() calls, or SB3
+            # cut it: see dones): keep the next obs SB3 gave for the previous row and start a
+            # new episode here
+            row = (ring.head - 1) % ring.capacity
             differs = (obs.reshape(n, -1) != self._next_np.reshape(n, -1)).any(axis=1)
-            broke = differs & ~is_first
+            broke = (differs | self.dones[row]) & ~is_first
             if broke.any():
-                ring.attach_final_obs((ring.head - 1) % ring.capacity, self._next_np, broke)
+                ring.attach_final_obs(row, self._stored(self._next_np), broke)
                 is_first |= broke
+        if ring.total_steps > 0:
+            self.dones[(ring.head - 1) % ring.capacity] = False
         ring.push_step(
-            obs,
+            self._stored(obs),
             torch.from_numpy(action) if action.dtype == np.float32 else action,
             np.asarray(reward, dtype=np.float32).reshape(n),
             terminated=done & ~timeout,
             truncated=timeout,
             is_first=is_first,
-            final_obs=next_obs if done.any() else None,
+            final_obs=self._stored(next_obs) if done.any() else None,
         )
         np.copyto(self._next_np, next_obs)
         if self._next_dev is not None:
-            self._next_dev.copy_(torch.from_numpy(self._next_np))
+            self._next_dev.copy_(torch.from_numpy(self._stored(self._next_np)))
         self._prev_done = done
 
     def _pending(self) -> torch.Tensor:
-        return self._next_dev if self._next_dev is not None else torch.from_numpy(self._next_np)
+        if self._next_dev is not None:
+            return self._next_dev
+        return torch.from_numpy(self._stored(self._next_np))
 
     def reset(self) -> None:
         """Empty the buffer (memory is kept)."""
         self.ring.clear()
         self._prev_done = np.ones(self.n_envs, dtype=bool)
+        self.dones[:] = False
 
     def size(self) -> int:
         """Transitions per env currently stored."""
@@ -231,10 +280,14 @@ class RingReplayBuffer(ReplayBuffer):
         return self._to_samples(tr, env)
 
     def _to_samples(self, tr: Transitions, env: VecNormalize | None) -> ReplayBufferSamples:
-        obs, next_obs, reward = tr.obs, tr.next_obs, tr.reward.view(-1, 1)
+        obs, next_obs = self._returned(tr.obs), self._returned(tr.next_obs)
+        reward = tr.reward.view(-1, 1)
         if env is not None:
-            obs = torch.from_numpy(self._normalize_obs(obs.cpu().numpy(), env))
-            next_obs = torch.from_numpy(self._normalize_obs(next_obs.cpu().numpy(), env))
+            dtype = self._next_np.dtype  # the observations' own, if stored as signed
+            obs_np = tr.obs.cpu().numpy().view(dtype)
+            next_np = tr.next_obs.cpu().numpy().view(dtype)
+            obs = torch.from_numpy(self._normalize_obs(obs_np, env))
+            next_obs = torch.from_numpy(self._normalize_obs(next_np, env))
             reward = torch.from_numpy(self._normalize_reward(reward.cpu().numpy(), env))
         dev = self.device
         return ReplayBufferSamples(
