@@ -10,7 +10,8 @@ does not break the others. A subcommand module defines::
 
 and imports its heavy dependencies (torch, transformers, SB3, ...) inside ``run``.
 Exit codes: 0 success, 1 the command ran and found a problem (e.g. an invalid datapack),
-2 bad command-line usage or configuration.
+2 bad command-line usage or configuration, or a missing extra (the message names the
+``pip install "gymcurric[...]"`` to run).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from gymcurric._optional import missing_extra
 from gymcurric.errors import GymcurricError
 
 # name -> module; a module that is not present in this install is left out of the parser
@@ -31,6 +33,16 @@ COMMANDS: dict[str, str] = {
     "bench": "gymcurric.train.cli_bench",
     "datapacks": "gymcurric.datapacks.cli",
     "probe": "gymcurric.semantics.probe",
+}
+
+
+# name -> the extra the command needs (named when one of its modules is missing)
+COMMAND_EXTRAS: dict[str, str] = {
+    "train": "train",
+    "resume": "train",
+    "demo": "train",
+    "datapacks": "datapacks",
+    "probe": "semantic",
 }
 
 
@@ -75,6 +87,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.overrides = [*args.overrides, *extra]
     try:
         return int(args._run(args))
+    except ImportError as exc:
+        # an extra this command needs is not installed: name it, not a traceback
+        err = missing_extra(
+            exc, COMMAND_EXTRAS.get(args.command), purpose=f"by gymcurric {args.command}"
+        )
+        if err is None and not isinstance(exc, GymcurricError):
+            raise
+        print(f"gymcurric {args.command}: error: {err or exc}", file=sys.stderr)
+        return 2
     except GymcurricError as exc:
         print(f"gymcurric {args.command}: error: {exc}", file=sys.stderr)
         return 2

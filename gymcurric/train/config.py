@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int
 from gymcurric._parsing import load_yaml, loads_json
-from gymcurric.errors import ConfigError, DataError
+from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
 __all__ = [
     "AgentSection",
@@ -315,11 +315,10 @@ def _read(path: Path) -> Any:
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
-        except ImportError as exc:  # pragma: no cover - pyyaml ships with the train extras
-            raise ConfigError(
-                "--config",
-                str(path),
-                "YAML configs need pyyaml (pip install 'gymcurric[datapacks]'); or use JSON",
+        except ImportError as exc:  # pyyaml ships with the train extra
+            raise DependencyNotInstalled(
+                f"{path}: YAML training configs need pyyaml, which is not installed; "
+                'pip install "gymcurric[train]" (or write the config as JSON)'
             ) from exc
         try:
             return _yaml_load(text, source=str(path))
@@ -407,6 +406,7 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     Raises:
         ConfigError: a bad key or value; the message names the file and the dotted key.
         DataError: the file is not valid YAML/JSON.
+        DependencyNotInstalled: a YAML file without pyyaml (``pip install "gymcurric[train]"``).
     """
     source = str(path) if path is not None else "defaults"
     data: Any = {} if path is None else _read(Path(path))
