@@ -147,10 +147,15 @@ class _EnvFactory:
         from gymcurric.wrappers import AnnotateCost, CurriculumTask
 
         cfg = self.cfg
+        from gymcurric.train._runstate import EpisodeLog
+
         try:
             env = gym.make(cfg.env.id, **cfg.env.kwargs)
         except gym.error.Error as exc:
             raise ConfigError("env.id", cfg.env.id, str(exc), source=self.source) from exc
+        except TypeError as exc:  # a keyword the env's constructor does not take
+            raise ConfigError("env.kwargs", cfg.env.kwargs, str(exc), source=self.source) from exc
+        env = EpisodeLog(env)  # seeds every reset; a checkpoint replays the current episode
         if cfg.cost.enabled:
             env = AnnotateCost(env, nonfinite=cfg.cost.nonfinite)
         if self.curriculum is not None:

@@ -20,23 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Resume and print the summary."""
-    import json
     from pathlib import Path
 
-    from gymcurric.errors import DataError
+    from gymcurric.train._checkpoint import latest_steps
     from gymcurric.train._progress import run_with_progress
     from gymcurric.train.cli_train import print_summary
-    from gymcurric.train.runner import resume
+    from gymcurric.train.runner import load_run_config, resume
 
-    cfg_path = Path(args.run_dir) / "config.json"
-    if not cfg_path.is_file():
-        raise DataError(f"{args.run_dir}: not a gymcurric run directory (no config.json)")
-    cfg = json.loads(cfg_path.read_text())
-    total = args.total_steps or int(cfg["run"]["total_steps"])
+    cfg = load_run_config(Path(args.run_dir), args.total_steps)
     result = run_with_progress(
-        bool(cfg["run"].get("progress_bar", True)),
-        total,
-        0,
+        cfg.run.progress_bar,
+        cfg.run.total_steps,
+        latest_steps(Path(args.run_dir)),
         lambda cb: resume(args.run_dir, total_steps=args.total_steps, progress=cb),
     )
     print_summary(result)

@@ -15,22 +15,24 @@ The run directory holds::
     summary.json             final figures
     plots/*.png              return/cost, lambda, curriculum heatmap, shaping
 
-Training runs in chunks of ``run.checkpoint_every`` steps; after each chunk the checkpoint is
-rewritten atomically: the model, the vector env (pickled, for one-process ``dummy`` runs), the
-global numpy / Python / torch RNG states and the curriculum state. ``resume`` loads it and runs
-the remaining chunks: with ``dummy`` vectorisation the result equals the uninterrupted run
-exactly; ``subproc`` workers cannot be pickled, so a resumed ``subproc`` run restarts its
-episodes (model, optimiser, curriculum and counters still continue).
+Training runs in chunks of ``run.checkpoint_every`` steps; after each chunk a checkpoint is
+written without pickle (the model in SB3's ``model.zip``, the rest as JSON and ``.npz``) and
+swapped in atomically (:mod:`gymcurric.train._checkpoint`). ``resume`` finds the newest complete
+checkpoint, cuts the logs back to it and runs the remaining chunks, in a new process as well as
+in the one that trained. With ``dummy`` vectorisation each env is rebuilt from the config and
+replays its current episode (its seed, options and actions), so the result equals the
+uninterrupted run exactly; ``subproc`` workers restart their episodes (model, optimiser,
+VecNormalize statistics, curriculum and counters still continue).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import random
 import shutil
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,12 +40,14 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError, DataError
+from gymcurric.train._checkpoint import CKPT, commit, cut_logs, log_sizes, recover
+from gymcurric.train._runstate import Unencodable, capture_venv, decode, encode, restore_venv
 from gymcurric.train.build import Built, agent_class, build_run, make_agent
 from gymcurric.train.config import TrainConfig
 
 __all__ = ["RunResult", "default_run_name", "resume", "train"]
 
-_CKPT = "checkpoint"
+_CKPT = CKPT
 
 
 class RunResult(dict[str, Any]):
@@ -77,48 +81,112 @@ def _callbacks(built: Built, cfg: TrainConfig) -> list[Any]:
     return cbs
 
 
+def _flush_logs(model: Any) -> None:
+    for fmt in getattr(model.logger, "output_formats", []):
+        writer = getattr(fmt, "writer", None)  # TensorBoard's SummaryWriter
+        flush = getattr(writer, "flush", None) or getattr(fmt, "flush", None)
+        if callable(flush):
+            flush()
+        file = getattr(fmt, "file", None)
+        if file is not None and not file.closed:
+            file.flush()
+
+
+def _vec_normalize(venv: Any) -> Any:
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    _, layers = _layers(venv)
+    return next((layer for layer in layers if isinstance(layer, VecNormalize)), None)
+
+
 def _save_checkpoint(
     model: Any, built: Built, cfg: TrainConfig, run_dir: Path, history: Any
 ) -> None:
-    import torch
-
     from gymcurric.wrappers import save_curriculum_state
 
-    if built.sampler is not None:  # logs so far go to disk first: the copy below knows it
+    if built.sampler is not None:  # logs so far go to disk first: the manifest knows them
         built.sampler.write_logs(run_dir / "datapacks")
-    tmp = run_dir / f"{_CKPT}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save(tmp / "model.zip")
-    rng = {
-        "numpy": np.random.get_state(),  # noqa: NPY002 - SB3 draws minibatches from it
-        "python": random.getstate(),
-        "torch": torch.get_rng_state(),
-        "num_timesteps": int(model.num_timesteps),
-        # values recorded by the last train() that SB3 dumps with the next rollout's row
-        "logger": {name: dict(getattr(model.logger, name)) for name in _PENDING},
-    }
-    if built.sampler is not None:  # for runs whose envs are not pickled (subproc)
-        rng["datapacks"] = {
-            "sampler": built.sampler.state_dict(),
-            "curriculum": built.sampler.curriculum.state_dict(),
-        }
-    with open(tmp / "rng.pkl", "wb") as f:
-        pickle.dump(rng, f)
-    if cfg.env.vectorization == "dummy":
-        _dump_venv(built.venv, tmp / "venv.pkl")
-    if built.curriculum is not None:
-        save_curriculum_state(tmp / "curriculum.npz", built.curriculum)
-    if history is not None:
-        history.save(tmp / "curriculum_history.npz")
-    old = run_dir / _CKPT
-    if old.exists():
-        shutil.rmtree(old)
-    os.replace(tmp, old)
+    _flush_logs(model)
+
+    def write(folder: Path) -> None:
+        model.save(folder / "model.zip")
+        norm = _vec_normalize(built.venv)
+        if norm is not None:  # SB3's own format, for evaluating the model (not read here)
+            norm.save(str(folder / VECNORMALIZE))
+        arrays: dict[str, np.ndarray] = {}
+        tree = _run_state(model, built, cfg, arrays)
+        _write_state(folder, tree, arrays)
+        if built.curriculum is not None:
+            save_curriculum_state(folder / "curriculum.npz", built.curriculum)
+        if history is not None:
+            history.save(folder / "curriculum_history.npz")
+
+    commit(run_dir, int(model.num_timesteps), write, log_sizes(run_dir))
 
 
+VECNORMALIZE = "vecnormalize.pkl"
+_STATE_FORMAT = "gymcurric-run-state/1"
 _PENDING = ("name_to_value", "name_to_count", "name_to_excluded")
-_SKIP = frozenset({"venv", "class_attributes", "results_writer"})
+
+
+def _run_state(model: Any, built: Built, cfg: TrainConfig, arrays: dict[str, Any]) -> Any:
+    import torch
+
+    shared = frozenset(id(o) for o in (built.curriculum, built.sampler) if o is not None)
+    tree: dict[str, Any] = {
+        "format": _STATE_FORMAT,
+        "num_timesteps": int(model.num_timesteps),
+        "rng": {
+            "numpy": encode(np.random.get_state(), arrays),  # noqa: NPY002 - SB3 draws from it
+            "python": encode(random.getstate(), arrays),
+            "torch": encode(torch.get_rng_state(), arrays),
+        },
+        # values recorded by the last train() that SB3 dumps with the next rollout's row
+        "logger": {
+            name: encode(
+                {k: v for k, v in getattr(model.logger, name).items() if _plain(v)}, arrays
+            )
+            for name in _PENDING
+        },
+        "venv": capture_venv(built.venv, arrays, shared),
+    }
+    if built.sampler is not None:
+        tree["datapacks"] = {
+            "sampler": encode(built.sampler.state_dict(), arrays),
+            "curriculum": encode(built.sampler.curriculum.state_dict(), arrays),
+        }
+    return tree
+
+
+def _plain(value: Any) -> bool:
+    try:
+        encode(value, {})
+    except Unencodable:
+        return False
+    return True
+
+
+def _write_state(folder: Path, tree: Any, arrays: dict[str, np.ndarray]) -> None:
+    with open(folder / "state.npz", "wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]
+    (folder / "state.json").write_text(json.dumps(tree, allow_nan=False) + "\n")
+
+
+def _read_state(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    path = folder / "state.json"
+    try:
+        tree = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise DataError(f"{path}: not a gymcurric run state ({exc})") from exc
+    if not isinstance(tree, dict) or tree.get("format") != _STATE_FORMAT:
+        raise DataError(f"{path}: not a gymcurric run state (expected format {_STATE_FORMAT!r})")
+    npz = folder / "state.npz"
+    try:
+        with np.load(npz, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        raise DataError(f"{npz}: not the arrays of a gymcurric run state ({exc})") from exc
+    return tree, arrays
 
 
 def _layers(venv: Any) -> tuple[Any, list[Any]]:
@@ -130,52 +198,23 @@ def _layers(venv: Any) -> tuple[Any, list[Any]]:
     return venv, layers
 
 
-def _dump_venv(venv: Any, path: Path) -> None:
-    # The in-process envs (their states, wrappers, RNGs and a local curriculum) are pickled
-    # whole; the SB3 wrappers above them hold open files and class tables, so only their
-    # state (running episode sums, VecNormalize statistics) is kept, to restore onto fresh ones.
-    import cloudpickle
-
-    base, layers = _layers(venv)
-    states = []
-    for layer in layers:
-        state = {}
-        for k, v in vars(layer).items():
-            if k in _SKIP:
-                continue
-            try:
-                cloudpickle.dumps(v)
-            except Exception:
-                continue
-            state[k] = v
-        states.append((type(layer).__name__, state))
-    with open(path, "wb") as f:
-        cloudpickle.dump({"base": base, "layers": states}, f)
-
-
-def _restore_venv(built: Built, path: Path) -> None:
-    with open(path, "rb") as f:
-        saved = pickle.load(f)  # our own checkpoint file
-    fresh_base, layers = _layers(built.venv)
-    names = [type(layer).__name__ for layer in layers]
-    if names != [n for n, _ in saved["layers"]]:
+def _restore_run_state(
+    built: Built, tree: dict[str, Any], arrays: dict[str, np.ndarray], where: Path
+) -> bool:
+    """Restore the envs, sampler and vec-env wrappers; True when the envs continue exactly."""
+    try:
+        if built.sampler is not None and "datapacks" in tree:
+            built.sampler.load_state_dict(decode(tree["datapacks"]["sampler"], arrays))
+            built.sampler.curriculum.load_state_dict(
+                decode(tree["datapacks"]["curriculum"], arrays)
+            )
+        return restore_venv(built.venv, tree["venv"], arrays)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DataError(
-            f"{path}: the checkpoint's vector env wrappers "
-            f"{[n for n, _ in saved['layers']]} differ from the config's {names}"
-        )
-    for layer, (_, state) in zip(layers, saved["layers"], strict=True):
-        vars(layer).update(state)
-    fresh_base.close()
-    if built.curriculum is not None:
-        built.curriculum.close()
-    if layers:
-        layers[-1].venv = saved["base"]
-    else:
-        built.venv = saved["base"]
-    built.curriculum = _find_curriculum(saved["base"])
-    for layer in layers:  # the restored sampler is the one whose logs the run writes
-        if hasattr(layer, "sampler") and built.sampler is not None:
-            built.sampler = layer.sampler
+            f"{where}: the saved run state does not fit this run ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _chunks(cfg: TrainConfig, start: int) -> list[int]:
@@ -228,11 +267,12 @@ def _finish(
     from gymcurric.wrappers import save_curriculum_state
 
     model.save(run_dir / "model.zip")
+    norm = _vec_normalize(built.venv)
+    if norm is not None:  # evaluate with VecNormalize.load(path, venv) and training=False
+        norm.save(str(run_dir / VECNORMALIZE))
     built.close_envs()  # worker processes flush their last curriculum updates
     if built.curriculum is not None:
         save_curriculum_state(run_dir / "curriculum.npz", built.curriculum)
-        if cfg.env.vectorization != "dummy":  # the checkpoint's copy predates that flush
-            save_curriculum_state(run_dir / _CKPT / "curriculum.npz", built.curriculum)
     hist = run_dir / _CKPT / "curriculum_history.npz"
     if hist.exists():
         shutil.copyfile(hist, run_dir / "curriculum_history.npz")
@@ -245,6 +285,7 @@ def _finish(
         "algo": cfg.agent.algo,
         "seed": cfg.run.seed,
         "total_steps": int(model.num_timesteps),
+        "steps_this_session": int(model.num_timesteps) - steps_before,
         "wall_seconds": round(elapsed, 2),
         "steps_per_second": round((model.num_timesteps - steps_before) / max(elapsed, 1e-9), 1),
         "episodes_in_window": len(eps),
@@ -282,6 +323,17 @@ def _torch_setup(cfg: TrainConfig) -> None:
     torch.set_num_threads(cfg.run.torch_threads)
 
 
+def run_path(cfg: TrainConfig, run_dir: str | Path | None = None) -> Path:
+    """Where ``train`` writes: ``run_dir``, else ``run.out_dir / (run.name or the default)``."""
+    if run_dir is not None:
+        return Path(run_dir)
+    return Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg))
+
+
+def _has_checkpoint(path: Path) -> bool:
+    return any((path / name).is_dir() for name in (CKPT, f"{CKPT}.tmp", f"{CKPT}.old"))
+
+
 def train(
     cfg: TrainConfig,
     *,
@@ -292,48 +344,88 @@ def train(
 ) -> RunResult:
     """Train ``cfg`` into a run directory; returns the summary (with ``run_dir``).
 
+    A directory that holds no checkpoint (a start that failed or was killed before its first
+    checkpoint) is started afresh; one with a checkpoint is refused unless ``overwrite``. A
+    start that fails before its first checkpoint removes what it wrote.
+
     Args:
         cfg: the validated config.
         run_dir: where to write (default ``run.out_dir / (run.name or default_run_name)``).
         source: the config's origin, for error messages.
         progress: called with the number of new env steps after every step (progress bars).
-        overwrite: replace an existing run directory; otherwise an existing one is an error
-            (use ``resume`` to continue it).
+        overwrite: replace an existing run directory; otherwise one with a checkpoint is an
+            error (use ``resume`` to continue it).
 
     Raises:
-        ConfigError: the run directory exists, or the config cannot be built.
+        ConfigError: the run directory holds a run, or the config cannot be built.
     """
     from stable_baselines3.common.utils import set_random_seed
 
-    path = (
-        Path(run_dir)
-        if run_dir is not None
-        else (Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
-    )
+    path = run_path(cfg, run_dir)
     if path.exists() and any(path.iterdir()):
-        if not overwrite:
+        if not overwrite and _has_checkpoint(path):
             raise ConfigError(
                 "run.name",
                 str(path),
-                "the run directory exists and is not "
-                "empty: continue it with `gymcurric resume`, pass --overwrite, "
-                "or choose another run.name",
+                "the run directory holds a run: continue it with `gymcurric resume`, pass "
+                "--overwrite, or choose another run.name",
                 source=source,
             )
-        shutil.rmtree(path)
+        if not overwrite and not (path / "config.json").is_file():
+            raise ConfigError(
+                "run.name",
+                str(path),
+                "the directory is not empty and holds no gymcurric run: pass --overwrite to "
+                "replace it, or choose another run.name",
+                source=source,
+            )
+        shutil.rmtree(path)  # overwrite, or a run that failed before its first checkpoint
+    created = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     _torch_setup(cfg)
     set_random_seed(cfg.run.seed)
     started = time.perf_counter()
-    built = build_run(cfg, path, source)
     try:
-        model = make_agent(cfg, built.venv, source)
-        _configure_logger(model, path)
-        _learn(model, cfg, built, path, _callbacks(built, cfg), progress)
-        return _finish(model, cfg, built, path, started, 0)
-    finally:
-        built.close()
+        built = build_run(cfg, path, source)
+        try:
+            model = make_agent(cfg, built.venv, source)
+            _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+            _configure_logger(model, path)
+            _learn(model, cfg, built, path, _callbacks(built, cfg), progress)
+            return _finish(model, cfg, built, path, started, 0)
+        finally:
+            built.close()
+    except BaseException:
+        if not _has_checkpoint(path):  # nothing worth keeping: leave no half-made run behind
+            if created:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                for child in path.iterdir():
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+
+
+def load_run_config(path: Path, total_steps: int | None = None) -> TrainConfig:
+    """The config a run directory was trained with (``total_steps`` replaced when given).
+
+    Raises:
+        DataError: no ``config.json``, or one that is damaged (naming the file).
+        ConfigError: a ``config.json`` whose values are invalid (naming the file and key).
+    """
+    from gymcurric._parsing import loads_json
+
+    cfg_file = path / "config.json"
+    if not cfg_file.is_file():
+        raise DataError(f"{path}: not a gymcurric run directory (no config.json)")
+    try:
+        data = loads_json(cfg_file.read_text(), source=str(cfg_file))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{cfg_file}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("run"), dict):
+        raise DataError(f"{cfg_file}: not a gymcurric run config (no 'run' section)")
+    if total_steps is not None:
+        data["run"]["total_steps"] = int(total_steps)
+    return TrainConfig.from_dict(data, source=str(cfg_file))
 
 
 def resume(
@@ -342,54 +434,45 @@ def resume(
     total_steps: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
-    """Continue the run in ``run_dir`` from its last checkpoint (to ``total_steps``).
+    """Continue the run in ``run_dir`` from its newest complete checkpoint (to ``total_steps``).
+
+    Works in a new process: everything is rebuilt from ``config.json`` and the checkpoint.
+    The logs are first cut back to the checkpoint, so no row is written twice.
 
     Raises:
-        DataError: the directory has no config or no checkpoint.
+        DataError: the directory has no config or no complete checkpoint, or a checkpoint file
+            is damaged (the message names it).
     """
     import torch
 
     path = Path(run_dir)
-    ckpt = path / _CKPT
-    if not (path / "config.json").is_file():
-        raise DataError(f"{path}: not a gymcurric run directory (no config.json)")
-    if not (ckpt / "model.zip").is_file():
-        raise DataError(f"{ckpt}: no checkpoint to resume from (model.zip missing)")
-    data = json.loads((path / "config.json").read_text())
-    if total_steps is not None:
-        data["run"]["total_steps"] = int(total_steps)
-    cfg = TrainConfig.from_dict(data, source=str(path / "config.json"))
+    cfg = load_run_config(path, total_steps)
+    ckpt, manifest = recover(path)
+    tree, arrays = _read_state(ckpt)
+    cut_logs(path, manifest["logs"])
     _torch_setup(cfg)
-    with open(ckpt / "rng.pkl", "rb") as f:
-        rng = pickle.load(f)  # our own file, written by _save_checkpoint
     started = time.perf_counter()
-    steps = int(rng["num_timesteps"])
+    steps = int(manifest["num_timesteps"])
     built = build_run(
         cfg, path, str(path / "config.json"), monitor_name=f"resumed-{steps}.monitor.csv"
     )
-    exact = (ckpt / "venv.pkl").is_file()
-    if exact:
-        _restore_venv(built, ckpt / "venv.pkl")
-    else:
+    try:
         if built.curriculum is not None and (ckpt / "curriculum.npz").is_file():
             from gymcurric.wrappers import load_curriculum_state
 
             load_curriculum_state(ckpt / "curriculum.npz", built.curriculum)
-        if built.sampler is not None and "datapacks" in rng:
-            built.sampler.load_state_dict(rng["datapacks"]["sampler"])
-            built.sampler.curriculum.load_state_dict(rng["datapacks"]["curriculum"])
-    try:
-        # force_reset=False keeps the loaded model's last observations: they belong to the
-        # restored envs, mid-episode (fresh subproc envs are reset instead)
-        model = agent_class(cfg).load(
-            ckpt / "model.zip", env=built.venv, device=cfg.agent.device, force_reset=not exact
-        )
-        np.random.set_state(rng["numpy"])  # noqa: NPY002 - the global RNG SB3 uses
-        random.setstate(rng["python"])
-        torch.set_rng_state(rng["torch"])
+        exact = _restore_run_state(built, tree, arrays, ckpt / "state.json")
+        model = _load_model(cfg, built, ckpt / "model.zip", exact)
+        try:
+            np.random.set_state(decode(tree["rng"]["numpy"], arrays))  # noqa: NPY002 - SB3's RNG
+            random.setstate(decode(tree["rng"]["python"], arrays))
+            torch.set_rng_state(decode(tree["rng"]["torch"], arrays))
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise DataError(f"{ckpt / 'state.json'}: bad RNG state ({exc})") from exc
         _configure_logger(model, path, append=True)
-        for name, values in rng.get("logger", {}).items():
-            getattr(model.logger, name).update(values)
+        for name, values in tree.get("logger", {}).items():
+            if name in _PENDING:
+                getattr(model.logger, name).update(decode(values, arrays))
         callbacks = _callbacks(built, cfg)
         from gymcurric.train._callbacks import CurriculumHistory
 
@@ -404,13 +487,12 @@ def resume(
         built.close()
 
 
-def _find_curriculum(venv: Any) -> Any:
-    from gymcurric.wrappers import CurriculumTask
-    from gymcurric.wrappers.vector._common import find_wrapper
-
-    base, _ = _layers(venv)
-    for env in getattr(base, "envs", []):
-        wrapper = find_wrapper(env, CurriculumTask)
-        if wrapper is not None:
-            return wrapper.curriculum
-    return None
+def _load_model(cfg: TrainConfig, built: Built, path: Path, exact: bool) -> Any:
+    # force_reset=False keeps the loaded model's last observations: they belong to the
+    # restored envs, mid-episode (fresh subproc envs are reset instead)
+    try:
+        return agent_class(cfg).load(
+            path, env=built.venv, device=cfg.agent.device, force_reset=not exact
+        )
+    except (zipfile.BadZipFile, EOFError, KeyError, ValueError, RuntimeError) as exc:
+        raise DataError(f"{path}: not a loadable SB3 model ({type(exc).__name__}: {exc})") from exc
