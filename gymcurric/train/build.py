@@ -9,6 +9,7 @@ Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``Curri
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,16 @@ import gymnasium as gym
 from gymcurric.errors import ConfigError
 from gymcurric.train.config import TrainConfig
 
-__all__ = ["Built", "agent_class", "build_curriculum", "build_env_fn", "build_run", "make_agent"]
+__all__ = [
+    "Built",
+    "agent_class",
+    "build_curriculum",
+    "build_env_fn",
+    "build_run",
+    "check_buildable",
+    "kwarg_key",
+    "make_agent",
+]
 
 # algo -> (module, class); imported only when used
 AGENTS: dict[str, tuple[str, str]] = {
@@ -102,11 +112,12 @@ def build_curriculum(cfg: TrainConfig, source: str = "config") -> Any:
     backend = "shared" if sec.backend == "shared" else "local"
     try:
         return Curriculum(space, config=ccfg, backend=backend)
-    except ConfigError as exc:  # e.g. a pool larger than a finite space
+    except ConfigError as exc:  # e.g. a pool larger than a finite space, or none for a box
+        parts = {type(ccfg.pool).__name__: "pool", type(ccfg.scorer).__name__: "scorer"}
+        part = parts.get(str(exc.source))
+        key = f"curriculum.config.{part}.{exc.key}" if part else f"curriculum.{exc.key}"
         where = f" ({exc.source})" if exc.source else ""
-        raise ConfigError(
-            f"curriculum.{exc.key}", exc.value, exc.reason + where, source=source
-        ) from exc
+        raise ConfigError(key, exc.value, exc.reason + where, source=source) from exc
 
 
 def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str) -> gym.Env:
@@ -128,7 +139,8 @@ def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str)
     try:
         return cls(env, **params)
     except TypeError as exc:
-        raise ConfigError(f"{name}.params", params, str(exc), source=source) from exc
+        key, value = kwarg_key(f"{name}.params", exc, params)
+        raise ConfigError(key, value, str(exc), source=source) from exc
 
 
 def build_env_fn(
@@ -255,7 +267,8 @@ def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:
     try:
         shaped = VecSemanticShaping(venv, config=config, **params)
     except TypeError as exc:
-        raise ConfigError("shaping.params", cfg.shaping.params, str(exc), source=source) from exc
+        key, value = kwarg_key("shaping.params", exc, dict(cfg.shaping.params))
+        raise ConfigError(key, value, str(exc), source=source) from exc
     except ConfigError as exc:
         raise ConfigError(
             f"shaping.params.{exc.key}", exc.value, exc.reason, source=source
@@ -293,4 +306,27 @@ def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
             cfg.agent.policy, venv, seed=cfg.run.seed, device=cfg.agent.device, verbose=0, **kwargs
         )
     except TypeError as exc:
-        raise ConfigError("agent.kwargs", kwargs, str(exc), source=source) from exc
+        key, value = kwarg_key("agent.kwargs", exc, kwargs)
+        raise ConfigError(key, value, str(exc), source=source) from exc
+
+
+def kwarg_key(prefix: str, exc: TypeError, kwargs: dict[str, Any]) -> tuple[str, Any]:
+    """``(dotted key, value)`` of the keyword a ``TypeError`` names (else the whole section)."""
+    match = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+    if match and match.group(1) in kwargs:
+        return f"{prefix}.{match.group(1)}", kwargs[match.group(1)]
+    return prefix, kwargs
+
+
+def check_buildable(cfg: TrainConfig, source: str = "config") -> None:
+    """Build the envs and the agent of ``cfg`` and close them (``--dry-run``): what would fail
+    at the start of training (an unknown keyword, an unregistered id) fails here, naming the key.
+    """
+    from gymcurric.train.runner import _torch_setup
+
+    _torch_setup(cfg)
+    built = build_run(cfg, None, source)
+    try:
+        make_agent(cfg, built.venv, source)
+    finally:
+        built.close()

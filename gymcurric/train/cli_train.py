@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="replace an existing run directory"
     )
     parser.add_argument(
-        "--dry-run", action="store_true", help="validate and print the merged config, train nothing"
+        "--dry-run",
+        action="store_true",
+        help="validate, build the envs and the agent, print the merged config; train nothing",
     )
     # the datapack options of the datapacks issue, as shortcuts for datapacks.* keys
     parser.add_argument("--datapack-dir", default=None, help="= datapacks.dir (enables them)")
@@ -62,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = [*args.overrides, *_datapack_overrides(args)]
     cfg = load_config(args.config, overrides)
-    if args.dry_run:
+    if args.dry_run:  # build the envs and the agent too: what would fail at the start fails now
+        from gymcurric.train.build import check_buildable
+
+        check_buildable(cfg, f"{args.config or 'defaults'}")
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
     from gymcurric.train._progress import run_with_progress

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -228,6 +229,7 @@ class TrainConfig:
     def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> TrainConfig:
         """Validate ``data`` and build the config; errors name the dotted key and ``source``."""
         cfg = _build(cls, data, "", source)
+        _check_finite(cfg.to_dict(), "", source)
         if cfg.curriculum.enabled and cfg.datapacks.enabled:
             raise ConfigError(
                 "datapacks.enabled",
@@ -250,6 +252,29 @@ class TrainConfig:
 
 
 # ------------------------------------------------------------------------------- validation
+def _check_finite(data: Any, prefix: str, source: str | None) -> None:
+    """NaN is never a setting; nor is an infinite or non-positive learning rate."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            _check_finite(value, f"{prefix}{key}.", source)
+        return
+    if isinstance(data, list):
+        for i, value in enumerate(data):
+            _check_finite(value, f"{prefix}{i}.", source)
+        return
+    key = prefix.rstrip(".")
+    if isinstance(data, float) and math.isnan(data):
+        raise ConfigError(key, data, "NaN is not a valid setting", source=source)
+    leaf = key.rsplit(".", 1)[-1]
+    if (
+        isinstance(data, int | float)
+        and not isinstance(data, bool)
+        and (leaf.endswith("learning_rate") or leaf.endswith("_lr") or leaf == "lr")
+        and not (math.isfinite(data) and data > 0)
+    ):
+        raise ConfigError(key, data, "a learning rate must be finite and > 0", source=source)
+
+
 def _type_name(tp: Any) -> str:
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(tp))

@@ -26,7 +26,11 @@ def test_help_exits_zero(command, capsys):
     assert f"usage: gymcurric {command}" in capsys.readouterr().out
 
 
-def test_dry_run_prints_the_merged_config(tmp_path, capsys):
+def test_dry_run_prints_the_merged_config(tmp_path, capsys, monkeypatch):
+    from tests.train.test_resume import _packs
+
+    _packs(tmp_path)
+    monkeypatch.chdir(tmp_path)  # "packs" below is relative
     path = _write(tmp_path, _cfg())
     assert (
         cli.main(
@@ -123,3 +127,44 @@ def test_bench_runs_a_script_and_refreshes_its_block(tmp_path, capsys):
     (tmp_path / "benchmarks" / "env_speed.py").write_text("raise SystemExit(3)\n")
     assert cli.main(["bench", "env_speed", "--root", str(tmp_path)]) == 1
     assert "ratio 1.23x" in (tmp_path / "BENCHMARKS.md").read_text()  # kept on failure
+
+
+DRY_RUN_MISTAKES = {
+    "unknown agent kwarg": (["agent.kwargs.n_step=128"], "agent.kwargs.n_step"),
+    "unregistered env": (["env.id=NoSuchEnv-v9", "curriculum.enabled=false"], "env.id"),
+    "nan learning rate": (["agent.kwargs.learning_rate=.nan"], "agent.kwargs.learning_rate"),
+    "infinite learning rate": (["agent.kwargs.learning_rate=.inf"], "agent.kwargs.learning_rate"),
+    "nan anywhere": (["cost.nonfinite_value=.nan"], "cost.nonfinite_value"),
+    "unknown wrapper param": (
+        ["saute.enabled=true", "saute.params.budget=3"],
+        "saute.params.budget",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(DRY_RUN_MISTAKES))
+def test_dry_run_builds_and_names_the_dotted_key(tmp_path, capsys, mistake):
+    overrides, key = DRY_RUN_MISTAKES[mistake]
+    path = _write(tmp_path, _cfg())
+    assert cli.main(["train", "--config", str(path), "--dry-run", *overrides]) == 2
+    err = capsys.readouterr().err
+    assert key in err and "Traceback" not in err
+    # and the real start fails the same way, leaving no run directory behind
+    run = tmp_path / "r"
+    assert cli.main(["train", "--config", str(path), "--run-dir", str(run), *overrides]) == 2
+    assert key in capsys.readouterr().err
+    assert not run.exists()
+
+
+def test_a_bucketed_space_without_a_pool_names_the_key_to_set(tmp_path, capsys):
+    data = _cfg().to_dict()
+    data["curriculum"]["config"] = {}
+    data["curriculum"]["space"]["params"]["goal_distance"] = [{"min": 1, "max": 7}]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    assert cli.main(["train", "--config", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "curriculum.config.pool.capacity" in err
+    # the key named is the one that fixes it
+    fixed = ["curriculum.config.pool.capacity=4"]
+    assert cli.main(["train", "--config", str(path), "--dry-run", *fixed]) == 0

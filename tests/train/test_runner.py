@@ -210,7 +210,7 @@ def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
     assert exc.value.key == "env.id"
     with pytest.raises(ConfigError) as exc:
         train(_cfg(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
-    assert exc.value.key == "agent.kwargs"
+    assert exc.value.key == "agent.kwargs.n_stepz"
 
 
 def test_caption_shaping_stack_logs_semantics(tmp_path):
@@ -224,7 +224,7 @@ def test_caption_shaping_stack_logs_semantics(tmp_path):
     with pytest.raises(ConfigError) as exc:
         train(_cfg(256, shaping={"enabled": True, "params": {"bogus": 1}}),
               run_dir=tmp_path / "s")
-    assert exc.value.key == "shaping.params"
+    assert exc.value.key == "shaping.params.bogus"
 
 
 def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
