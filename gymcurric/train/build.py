@@ -28,6 +28,8 @@ __all__ = [
     "check_buildable",
     "kwarg_key",
     "make_agent",
+    "round_to_steps",
+    "step_unit",
 ]
 
 # algo -> (module, class); imported only when used
@@ -330,3 +332,42 @@ def check_buildable(cfg: TrainConfig, source: str = "config") -> None:
         make_agent(cfg, built.venv, source)
     finally:
         built.close()
+
+
+def step_unit(cfg: TrainConfig, source: str = "config") -> int:
+    """The env steps SB3 takes between two checks of ``total_timesteps``: a whole rollout
+    (``n_steps x num_envs``) for on-policy agents, ``train_freq x num_envs`` for off-policy
+    ones (``num_envs`` when ``train_freq`` counts episodes)."""
+    import inspect
+
+    cls = agent_class(cfg, source)
+    params = inspect.signature(cls.__init__).parameters
+    n = cfg.env.num_envs
+    for name in ("n_steps", "train_freq"):
+        if name not in params:
+            continue
+        value = cfg.agent.kwargs.get(name, params[name].default)
+        if isinstance(value, list | tuple):  # (frequency, "step" | "episode")
+            value = value[0] if len(value) == 2 and value[1] == "step" else 1
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value * n
+    return n
+
+
+def round_to_steps(cfg: TrainConfig, source: str = "config") -> TrainConfig:
+    """``cfg`` with ``run.total_steps`` and ``run.checkpoint_every`` rounded up to whole
+    :func:`step_unit` s: the steps SB3 really trains (it finishes the rollout it is in)."""
+    import dataclasses
+
+    unit = step_unit(cfg, source)
+
+    def up(n: int) -> int:
+        return -(-n // unit) * unit
+
+    every = cfg.run.checkpoint_every
+    run = dataclasses.replace(
+        cfg.run,
+        total_steps=up(cfg.run.total_steps),
+        checkpoint_every=None if every is None else up(every),
+    )
+    return dataclasses.replace(cfg, run=run)

@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             source="gymcurric demo",
         )
     from gymcurric.train._progress import run_with_progress
-    from gymcurric.train.cli_train import print_summary
+    from gymcurric.train.build import round_to_steps
+    from gymcurric.train.cli_train import announce_rounding, print_summary
     from gymcurric.train.config import load_config
     from gymcurric.train.runner import default_run_name, train
 
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
         hf_logging.disable_progress_bar()  # one bar (ours) is enough
     cfg = load_config(configs[args.name], overrides)
+    cfg = announce_rounding(cfg, round_to_steps(cfg, str(configs[args.name])))
     run_dir = _free_dir(Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
     print(f"gymcurric demo {args.name}: {_first_line(configs[args.name])}")
     if args.name == DEFAULT:

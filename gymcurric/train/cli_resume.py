@@ -24,10 +24,12 @@ def run(args: argparse.Namespace) -> int:
 
     from gymcurric.train._checkpoint import latest_steps
     from gymcurric.train._progress import run_with_progress
-    from gymcurric.train.cli_train import print_summary
+    from gymcurric.train.build import round_to_steps
+    from gymcurric.train.cli_train import announce_rounding, print_summary
     from gymcurric.train.runner import load_run_config, resume
 
-    cfg = load_run_config(Path(args.run_dir), args.total_steps)
+    asked = load_run_config(Path(args.run_dir), args.total_steps)
+    cfg = announce_rounding(asked, round_to_steps(asked, str(Path(args.run_dir))))
     result = run_with_progress(
         cfg.run.progress_bar,
         cfg.run.total_steps,

@@ -71,9 +71,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
     from gymcurric.train._progress import run_with_progress
+    from gymcurric.train.build import round_to_steps
     from gymcurric.train.runner import train
 
     source = f"{args.config or 'defaults'}"
+    cfg = announce_rounding(cfg, round_to_steps(cfg, source))
     result = run_with_progress(
         cfg.run.progress_bar,
         cfg.run.total_steps,
@@ -86,6 +88,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def announce_rounding(asked: Any, cfg: Any, file: TextIO | None = None) -> Any:
+    """Say so when the step counts were rounded up to whole rollouts; returns ``cfg``."""
+    if asked.run.total_steps != cfg.run.total_steps:
+        print(
+            f"run.total_steps {asked.run.total_steps} -> {cfg.run.total_steps}: the agent "
+            "trains in whole rollouts (n_steps x num_envs)",
+            file=file or sys.stderr,
+        )
+    return cfg
+
+
 def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
     """Five lines: where the run is, what ran, how it ended."""
     file = file or sys.stdout
@@ -94,8 +107,10 @@ def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
         return "n/a" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
     print(f"run directory: {result['run_dir']}", file=file)
+    total, now = result["total_steps"], result.get("steps_this_session", result["total_steps"])
+    done = f"{total} steps" if now == total else f"{now} steps (to {total} in all)"
     print(
-        f"trained {result['algo']} on {result['env']} for {result['total_steps']} steps "
+        f"trained {result['algo']} on {result['env']} for {done} "
         f"in {result['wall_seconds']:.0f} s ({result['steps_per_second']:.0f} steps/s)",
         file=file,
     )

@@ -42,7 +42,7 @@ import numpy as np
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train._checkpoint import CKPT, commit, cut_logs, log_sizes, recover
 from gymcurric.train._runstate import Unencodable, capture_venv, decode, encode, restore_venv
-from gymcurric.train.build import Built, agent_class, build_run, make_agent
+from gymcurric.train.build import Built, agent_class, build_run, make_agent, round_to_steps
 from gymcurric.train.config import TrainConfig
 
 __all__ = ["RunResult", "default_run_name", "resume", "train"]
@@ -344,7 +344,9 @@ def train(
 ) -> RunResult:
     """Train ``cfg`` into a run directory; returns the summary (with ``run_dir``).
 
-    A directory that holds no checkpoint (a start that failed or was killed before its first
+    ``run.total_steps`` and ``run.checkpoint_every`` are first rounded up to whole rollouts
+    (:func:`~gymcurric.train.build.round_to_steps`): the steps SB3 really trains, recorded in
+    ``config.json`` and the summary. A directory that holds no checkpoint (a start that failed or was killed before its first
     checkpoint) is started afresh; one with a checkpoint is refused unless ``overwrite``. A
     start that fails before its first checkpoint removes what it wrote.
 
@@ -361,6 +363,7 @@ def train(
     """
     from stable_baselines3.common.utils import set_random_seed
 
+    cfg = round_to_steps(cfg, source)
     path = run_path(cfg, run_dir)
     if path.exists() and any(path.iterdir()):
         if not overwrite and _has_checkpoint(path):
@@ -446,7 +449,7 @@ def resume(
     import torch
 
     path = Path(run_dir)
-    cfg = load_run_config(path, total_steps)
+    cfg = round_to_steps(load_run_config(path, total_steps), str(path / "config.json"))
     ckpt, manifest = recover(path)
     tree, arrays = _read_state(ckpt)
     cut_logs(path, manifest["logs"])

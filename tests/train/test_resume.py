@@ -214,14 +214,14 @@ def test_resumed_vecnormalize_keeps_its_statistics_in_sb3_format(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["shared", "local"])
-def test_subproc_resume_keeps_the_normalisation(tmp_path, backend):
+@pytest.mark.parametrize("curriculum", [{"backend": "shared"}, {"enabled": False}])
+def test_subproc_resume_keeps_the_normalisation(tmp_path, curriculum):
     from stable_baselines3.common.vec_env import VecNormalize
 
     cfg = _cfg(
         256,
         env={"vectorization": "subproc", "start_method": "forkserver"},
-        curriculum={"backend": backend},
+        curriculum=curriculum,
         agent={"normalize": True},
     )
     train(cfg, run_dir=tmp_path / "r")
@@ -502,3 +502,35 @@ def test_state_codec_round_trips_plain_state():
     assert back["d"] == deque([1, 2], maxlen=5) and back["d"].maxlen == 5
     assert back["t"].dtype == torch.bfloat16 and torch.equal(back["t"], value["t"])
     assert torch.equal(torch.rand(2, generator=back["tg"]), torch.rand(2, generator=value["tg"]))
+
+
+def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint(tmp_path):
+    # 2 envs x 64 steps: 300 -> 384, checkpoints every 200 -> 256
+    cfg = _cfg(300, run={"checkpoint_every": 200})
+    cfg_file = tmp_path / "c.json"
+    cfg_file.write_text(json.dumps(cfg.to_dict()))
+    out = _cli("train", "--config", str(cfg_file), "--run-dir", str(tmp_path / "r"))
+    assert "run.total_steps 300 -> 384" in out.stderr
+    assert "for 384 steps" in out.stdout
+    run = tmp_path / "r"
+    saved = json.loads((run / "config.json").read_text())["run"]
+    assert saved["total_steps"] == 384 and saved["checkpoint_every"] == 256
+    assert json.loads((run / "summary.json").read_text())["total_steps"] == 384
+    # resume to 500 -> 512: announced, the summary says what this session trained
+    code = f"""
+        import sys
+        from gymcurric import cli
+        from gymcurric.train import _progress
+        seen = []
+        def bar(enabled, total, initial, job):
+            seen.append((total, initial))
+            return job(None)
+        _progress.run_with_progress = bar
+        code = cli.main(["resume", {str(run)!r}, "--total-steps", "500"])
+        print("BAR", seen)
+        sys.exit(code)
+    """
+    out = _script(code)
+    assert "run.total_steps 500 -> 512" in out.stderr
+    assert "BAR [(512, 384)]" in out.stdout
+    assert "for 128 steps (to 512 in all)" in out.stdout

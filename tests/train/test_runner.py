@@ -141,14 +141,27 @@ def test_resume_errors_name_the_directory(tmp_path):
         {"cost": {"enabled": False}},
         {"risk": {"enabled": True, "params": {"train_every": 64}}},
         {"saute": {"enabled": True, "params": {"safety_budget": 5.0, "max_episode_steps": 40}}},
-        {"agent": {"algo": "ppolag", "kwargs": {"n_steps": 64, "batch_size": 64,
-                                                 "cost_limit": 1.0}}},
-        {"agent": {"algo": "pidlag", "kwargs": {"n_steps": 64, "batch_size": 64,
-                                                 "pid_epoch_steps": 20_000}}},
+        {
+            "agent": {
+                "algo": "ppolag",
+                "kwargs": {"n_steps": 64, "batch_size": 64, "cost_limit": 1.0},
+            }
+        },
+        {
+            "agent": {
+                "algo": "pidlag",
+                "kwargs": {"n_steps": 64, "batch_size": 64, "pid_epoch_steps": 20_000},
+            }
+        },
         {"agent": {"algo": "trpolag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
-        {"env": {"id": "gymcurric/HazardNav-v0"}, "curriculum": {"enabled": False},
-         "agent": {"algo": "sac", "kwargs": {"learning_starts": 64, "buffer_size": 512,
-                                              "batch_size": 32}}},
+        {
+            "env": {"id": "gymcurric/HazardNav-v0"},
+            "curriculum": {"enabled": False},
+            "agent": {
+                "algo": "sac",
+                "kwargs": {"learning_starts": 64, "buffer_size": 512, "batch_size": 32},
+            },
+        },
         {
             "env": {"id": "gymcurric/HazardNav-v0"},
             "curriculum": {
@@ -157,8 +170,18 @@ def test_resume_errors_name_the_directory(tmp_path):
             },
         },
     ],
-    ids=["no-curriculum", "vecnormalize", "no-cost-wrapper", "risk", "saute", "ppolag", "pidlag",
-         "trpolag", "sac-replay-ring", "hazardnav-fixed-tasks"],
+    ids=[
+        "no-curriculum",
+        "vecnormalize",
+        "no-cost-wrapper",
+        "risk",
+        "saute",
+        "ppolag",
+        "pidlag",
+        "trpolag",
+        "sac-replay-ring",
+        "hazardnav-fixed-tasks",
+    ],
 )
 def test_composed_stacks_build_and_run(tmp_path, sections):
     out = train(_cfg(256, **sections), run_dir=tmp_path / "r")
@@ -214,16 +237,18 @@ def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
 
 
 def test_caption_shaping_stack_logs_semantics(tmp_path):
-    cfg = _cfg(256, shaping={"enabled": True, "params": {"config": {"capture_interval": 2}}},
-               run={"plots": True})
+    cfg = _cfg(
+        256,
+        shaping={"enabled": True, "params": {"config": {"capture_interval": 2}}},
+        run={"plots": True},
+    )
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
     header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
     assert "semantics/beta" in header and "semantics/norm_margin" in header
     assert (tmp_path / "r" / "plots" / "shaping.png").is_file()
     with pytest.raises(ConfigError) as exc:
-        train(_cfg(256, shaping={"enabled": True, "params": {"bogus": 1}}),
-              run_dir=tmp_path / "s")
+        train(_cfg(256, shaping={"enabled": True, "params": {"bogus": 1}}), run_dir=tmp_path / "s")
     assert exc.value.key == "shaping.params.bogus"
 
 
@@ -234,14 +259,22 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     packs.mkdir()
     lines = []
     for i in range(12):
-        rec = record(f"p{i}", env_id="gymcurric/HazardGrid-v0", tier=i % 3, seed=i,
-                     task_params={"goal_distance": 1 + i % 5, "num_hazards": i % 4,
-                                  "size": 8, "max_steps": 40})
+        rec = record(
+            f"p{i}",
+            env_id="gymcurric/HazardGrid-v0",
+            tier=i % 3,
+            seed=i,
+            task_params={
+                "goal_distance": 1 + i % 5,
+                "num_hazards": i % 4,
+                "size": 8,
+                "max_steps": 40,
+            },
+        )
         rec["supervision_hints"]["prerequisite_tags"] = []
         lines.append(json.dumps(rec))
     (packs / "packs.jsonl").write_text("\n".join(lines) + "\n")
-    cfg = _cfg(256, curriculum={"enabled": False},
-               datapacks={"enabled": True, "dir": str(packs)})
+    cfg = _cfg(256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)})
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
     logs = list((tmp_path / "r" / "datapacks").rglob("*.jsonl"))
@@ -256,8 +289,15 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     assert ids == list(range(len(ids))) and len(ids) > len(entries)
     # a folder with another env's datapacks is refused, naming what it holds
     with pytest.raises(DataError, match="HazardGrid"):
-        train(_cfg(256, env={"id": "gymcurric/HazardNav-v0"}, curriculum={"enabled": False},
-                   datapacks={"enabled": True, "dir": str(packs)}), run_dir=tmp_path / "s")
+        train(
+            _cfg(
+                256,
+                env={"id": "gymcurric/HazardNav-v0"},
+                curriculum={"enabled": False},
+                datapacks={"enabled": True, "dir": str(packs)},
+            ),
+            run_dir=tmp_path / "s",
+        )
 
 
 @pytest.mark.slow
@@ -266,14 +306,25 @@ def test_datapacks_under_subproc_share_one_sampler(tmp_path):
 
     packs = tmp_path / "packs"
     packs.mkdir()
-    recs = [record(f"p{i}", env_id="gymcurric/HazardGrid-v0", tier=i % 3, seed=i,
-                   task_params={"goal_distance": 1 + i % 5, "size": 8, "max_steps": 40})
-            for i in range(6)]
+    recs = [
+        record(
+            f"p{i}",
+            env_id="gymcurric/HazardGrid-v0",
+            tier=i % 3,
+            seed=i,
+            task_params={"goal_distance": 1 + i % 5, "size": 8, "max_steps": 40},
+        )
+        for i in range(6)
+    ]
     for r in recs:
         r["supervision_hints"]["prerequisite_tags"] = []
     (packs / "p.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    cfg = _cfg(256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)},
-               env={"vectorization": "subproc", "start_method": "forkserver"})
+    cfg = _cfg(
+        256,
+        curriculum={"enabled": False},
+        datapacks={"enabled": True, "dir": str(packs)},
+        env={"vectorization": "subproc", "start_method": "forkserver"},
+    )
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
     log = (tmp_path / "r" / "datapacks" / "datapack_samples.jsonl").read_text().splitlines()
