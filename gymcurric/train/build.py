@@ -321,8 +321,10 @@ def kwarg_key(prefix: str, exc: TypeError, kwargs: dict[str, Any]) -> tuple[str,
 
 
 def check_buildable(cfg: TrainConfig, source: str = "config") -> None:
-    """Build the envs and the agent of ``cfg`` and close them (``--dry-run``): what would fail
-    at the start of training (an unknown keyword, an unregistered id) fails here, naming the key.
+    """Build the envs and the agent of ``cfg``, then close them (``--dry-run``).
+
+    What would fail at the start of training (an unknown keyword, an unregistered id) fails
+    here, naming the dotted key.
     """
     from gymcurric.train.runner import _torch_setup
 
@@ -335,9 +337,11 @@ def check_buildable(cfg: TrainConfig, source: str = "config") -> None:
 
 
 def step_unit(cfg: TrainConfig, source: str = "config") -> int:
-    """The env steps SB3 takes between two checks of ``total_timesteps``: a whole rollout
-    (``n_steps x num_envs``) for on-policy agents, ``train_freq x num_envs`` for off-policy
-    ones (``num_envs`` when ``train_freq`` counts episodes)."""
+    """The env steps SB3 takes between two checks of ``total_timesteps``.
+
+    A whole rollout (``n_steps x num_envs``) for on-policy agents, ``train_freq x num_envs``
+    for off-policy ones (``num_envs`` when ``train_freq`` counts episodes).
+    """
     import inspect
 
     cls = agent_class(cfg, source)
@@ -355,8 +359,11 @@ def step_unit(cfg: TrainConfig, source: str = "config") -> int:
 
 
 def round_to_steps(cfg: TrainConfig, source: str = "config") -> TrainConfig:
-    """``cfg`` with ``run.total_steps`` and ``run.checkpoint_every`` rounded up to whole
-    :func:`step_unit` s: the steps SB3 really trains (it finishes the rollout it is in)."""
+    """``cfg`` with ``run.total_steps`` and ``run.checkpoint_every`` rounded up.
+
+    To whole :func:`step_unit` s: the steps SB3 really trains (it finishes the rollout it
+    is in).
+    """
     import dataclasses
 
     unit = step_unit(cfg, source)

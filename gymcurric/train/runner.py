@@ -346,9 +346,10 @@ def train(
 
     ``run.total_steps`` and ``run.checkpoint_every`` are first rounded up to whole rollouts
     (:func:`~gymcurric.train.build.round_to_steps`): the steps SB3 really trains, recorded in
-    ``config.json`` and the summary. A directory that holds no checkpoint (a start that failed or was killed before its first
-    checkpoint) is started afresh; one with a checkpoint is refused unless ``overwrite``. A
-    start that fails before its first checkpoint removes what it wrote.
+    ``config.json`` and the summary. A directory that holds no checkpoint (a start that
+    failed or was killed before its first checkpoint) is started afresh; one with a
+    checkpoint is refused unless ``overwrite``. A start that fails before its first checkpoint
+    removes what it wrote.
 
     Args:
         cfg: the validated config.
