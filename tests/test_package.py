@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -52,3 +53,14 @@ def test_config_error_survives_async_vector_env_reraise():
     assert (reraised.key, reraised.value, reraised.source) == ("num_hazards", -1, "reset(options)")
     plain = ConfigError("just a message")
     assert str(pickle.loads(pickle.dumps(plain))) == "just a message"
+
+
+def test_the_declared_license_ships_with_the_package():
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["license"]
+    text = (root / "LICENSE").read_text()
+    assert declared == "Apache-2.0"
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text

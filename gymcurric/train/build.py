@@ -246,7 +246,8 @@ def build_run(
             venv = VecDatapackTask(venv, sampler)
             callbacks.append(DatapackCallback(venv))
         monitor_file = None if run_dir is None else str(run_dir / monitor_name)
-        venv = VecCostMonitor(venv, filename=monitor_file)  # records the unshaped returns
+        # records the unshaped returns
+        venv = VecCostMonitor(venv, filename=monitor_file, env_id=cfg.env.id)
         if cfg.shaping.enabled:
             venv, cb = _shaping(cfg, venv, source)
             callbacks.append(cb)
@@ -283,6 +284,20 @@ def agent_class(cfg: TrainConfig, source: str = "config") -> Any:
     module, cls_name = AGENTS[cfg.agent.algo]
     try:
         return getattr(importlib.import_module(module), cls_name)
+    except ModuleNotFoundError as exc:  # a missing extra: name it
+        from gymcurric._optional import missing_extra
+
+        missing = missing_extra(
+            exc, "train", purpose=f"by gymcurric train (agent.algo {cfg.agent.algo!r})"
+        )
+        if missing is not None:
+            raise missing from exc
+        raise ConfigError(
+            "agent.algo",
+            cfg.agent.algo,
+            f"not available in this install ({module}.{cls_name}: {exc})",
+            source=source,
+        ) from exc
     except (ImportError, AttributeError) as exc:
         raise ConfigError(
             "agent.algo",

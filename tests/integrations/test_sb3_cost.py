@@ -131,3 +131,23 @@ def test_ppo_learn_logs_episode_cost(tmp_path):
     costs = [float(r["rollout/ep_cost_mean"]) for r in rows]
     rews = [float(r["rollout/ep_rew_mean"]) for r in rows]
     np.testing.assert_allclose(costs, 0.5 * np.array(rews), rtol=1e-5)
+
+
+def test_monitor_header_names_the_env_id(tmp_path):
+    import json
+
+    import gymnasium as gym
+
+    import gymcurric  # noqa: F401
+    from gymcurric.wrappers import AnnotateCost
+
+    venv = VecCostMonitor(
+        DummyVecEnv([lambda: AnnotateCost(gym.make("gymcurric/HazardGrid-v0"))]),
+        filename=str(tmp_path / "a"),
+    )
+    venv.close()
+    header = json.loads((tmp_path / "a.monitor.csv").read_text().splitlines()[0][1:])
+    assert header["env_id"] == "gymcurric/HazardGrid-v0"
+    named = VecCostMonitor(DummyVecEnv(fns()), filename=str(tmp_path / "b"), env_id="mine")
+    named.close()
+    assert '"env_id": "mine"' in (tmp_path / "b.monitor.csv").read_text().splitlines()[0]

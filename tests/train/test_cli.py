@@ -70,7 +70,7 @@ def test_train_then_resume_through_the_cli(tmp_path, capsys):
     assert cli.main(["train", "--config", str(path), "--run-dir", str(run_dir)]) == 2
     assert "resume" in capsys.readouterr().err  # the existing run is kept
     assert cli.main(["resume", str(run_dir), "--total-steps", "512"]) == 0
-    assert "512 steps" in capsys.readouterr().out
+    assert "256 steps (to 512 in all)" in capsys.readouterr().out
     assert cli.main(["resume", str(tmp_path / "empty")]) == 2
 
 

@@ -42,6 +42,7 @@ class VecCostMonitor(VecMonitor):
         *,
         nonfinite: NonFinitePolicy = "warn",
         nonfinite_value: float = 0.0,
+        env_id: str | None = None,
     ) -> None:
         """Wrap ``venv``.
 
@@ -51,15 +52,15 @@ class VecCostMonitor(VecMonitor):
             info_keywords: extra info keys copied into the episode statistics, as in SB3.
             nonfinite: ``"warn"``, ``"ignore"`` or ``"raise"`` for NaN/Inf costs.
             nonfinite_value: the replacement for a non-finite cost.
+            env_id: the ``env_id`` of the CSV header (default: the first sub-env's spec id).
         """
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*already wrapped with a `Monitor`")
             super().__init__(venv, filename=None, info_keywords=info_keywords)
         if filename:
-            env_id = getattr(getattr(venv, "spec", None), "id", None)
             self.results_writer = ResultsWriter(
                 filename,
-                header={"t_start": self.t_start, "env_id": str(env_id)},
+                header={"t_start": self.t_start, "env_id": env_id or _env_id(venv)},
                 extra_keys=("c", *info_keywords),
             )
         self._guard = NonFiniteGuard(
@@ -122,6 +123,15 @@ class VecCostMonitor(VecMonitor):
                     self.results_writer.write_row(episode)
                 new_infos[i] = info
         return obs, rewards, dones, new_infos
+
+
+def _env_id(venv: VecEnv) -> str:
+    """The registered id of the first sub-env ("" when it has no spec)."""
+    try:
+        spec = venv.get_attr("spec", indices=[0])[0]
+    except Exception:  # a sub-env without a spec attribute
+        return ""
+    return str(getattr(spec, "id", "") or "")
 
 
 class EpisodeCostCallback(BaseCallback):
