@@ -123,7 +123,8 @@ def encode(
     if isinstance(value, np.random.RandomState):
         return {"$rs": encode(value.get_state(legacy=False), arrays)}
     if isinstance(value, list):
-        return [encode(v, arrays, skip_ids) for v in value]
+        packed = _pack_numbers(value, arrays)  # e.g. SB3 Monitor's per-episode lists
+        return packed if packed is not None else [encode(v, arrays, skip_ids) for v in value]
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {"$tuple": [encode(v, arrays, skip_ids) for v in value]}
     if isinstance(value, collections.deque):
@@ -148,6 +149,22 @@ def encode(
     if _is_state_object(value):
         return {"$obj": _class_path(value), "vars": encode_vars(value, arrays, skip_ids)}
     raise Unencodable(f"a {type(value).__name__}")
+
+
+def _pack_numbers(value: list[Any], arrays: dict[str, np.ndarray]) -> Any:
+    """A long list of plain floats (or ints) as one array; ``None`` for any other list."""
+    if len(value) < 16:
+        return None
+    kinds = {type(v) for v in value}
+    if kinds == {float}:
+        dtype: Any = np.float64
+    elif kinds == {int} and all(-(2**63) <= v < 2**63 for v in value):
+        dtype = np.int64
+    else:
+        return None
+    key = _array_key(arrays)
+    arrays[key] = np.array(value, dtype=dtype)
+    return {"$list": key}
 
 
 def _has_dict_form(value: Any) -> bool:
@@ -219,6 +236,11 @@ def decode(tree: Any, arrays: dict[str, np.ndarray]) -> Any:
         rs = np.random.RandomState()
         rs.set_state(decode(tree["$rs"], arrays))
         return rs
+    if "$list" in tree:
+        arr = _array(arrays, tree["$list"])
+        if arr.ndim != 1 or arr.dtype not in (np.float64, np.int64):
+            raise DataError(f"array {tree['$list']!r} is not a list of numbers")
+        return arr.tolist()
     if "$tuple" in tree:
         return tuple(decode(v, arrays) for v in tree["$tuple"])
     if "$deque" in tree:

@@ -106,6 +106,9 @@ def _save_checkpoint(
 
     if built.sampler is not None:  # logs so far go to disk first: the manifest knows them
         built.sampler.write_logs(run_dir / "datapacks")
+    if built.curriculum is not None and cfg.env.vectorization != "dummy":
+        # workers buffer their episodes (worker_update_batch): the checkpoint must see them
+        built.venv.env_method("flush_curriculum")
     _flush_logs(model)
 
     def write(folder: Path) -> None:

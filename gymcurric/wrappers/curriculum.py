@@ -449,6 +449,16 @@ class CurriculumTask(
             )
             raise
 
+    def flush_curriculum(self) -> None:
+        """Apply the episodes this process buffered to a shared curriculum now.
+
+        For a checkpoint about to read the state; ``venv.env_method("flush_curriculum")``
+        reaches every worker. A no-op for a process-local curriculum.
+        """
+        flush = getattr(self.curriculum, "flush", None)
+        if callable(flush):
+            flush()
+
     def close(self) -> None:
         """Close the env, every cached factory env and an attached shared-curriculum copy.
 

@@ -272,11 +272,13 @@ train(cfg, run_dir=sys.argv[2])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("at", range(4, 10))
+@pytest.mark.parametrize("at", range(1, 10))
 def test_a_kill_at_any_step_of_the_swap_leaves_a_resumable_run(tmp_path, at):
-    """Kill before file operation ``at``: 1-3 are the first checkpoint's (no old one to move
-    aside), 4-8 the second's (rmtree tmp, rmtree old, final -> old, tmp -> final, rmtree old),
-    9 the start of the third."""
+    """Kill before file operation ``at``: 1-3 are the first checkpoint's (rmtree tmp,
+    tmp -> final, rmtree old: there is no old one to move aside), 4-8 the second's (rmtree tmp,
+    rmtree old, final -> old, tmp -> final, rmtree old), 9 the start of the third. Killed
+    before the first checkpoint exists (1), the run has nothing to resume: resume says so and
+    a new ``train`` starts afresh."""
     cfg = _cfg(768)
     cfg_file = tmp_path / "cfg.json"
     cfg_file.write_text(json.dumps(cfg.to_dict()))
@@ -290,7 +292,12 @@ def test_a_kill_at_any_step_of_the_swap_leaves_a_resumable_run(tmp_path, at):
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     run = tmp_path / "part"
-    _cli("resume", str(run))
+    if at == 1:
+        out = _cli("resume", str(run), check=False)
+        assert out.returncode == 2 and "no complete checkpoint" in out.stderr
+        _cli("train", "--config", str(cfg_file), "--run-dir", str(run))
+    else:
+        _cli("resume", str(run))
     train(cfg, run_dir=tmp_path / "full")
     assert _same_params(tmp_path / "full/model.zip", run / "model.zip")
     assert _rows(tmp_path / "full/progress.csv") == _rows(run / "progress.csv")
@@ -491,6 +498,9 @@ def test_state_codec_round_trips_plain_state():
         "d": deque([1, 2], maxlen=5),
         "t": torch.arange(3, dtype=torch.bfloat16),
         "tg": torch.Generator().manual_seed(5),
+        "floats": [0.1 * i for i in range(40)],  # packed into one array
+        "ints": list(range(-20, 20)),
+        "mixed": [1, 2.0] * 10,
     }
     arrays: dict = {}
     tree = json.loads(json.dumps(encode(value, arrays)))
@@ -502,6 +512,10 @@ def test_state_codec_round_trips_plain_state():
     assert back["d"] == deque([1, 2], maxlen=5) and back["d"].maxlen == 5
     assert back["t"].dtype == torch.bfloat16 and torch.equal(back["t"], value["t"])
     assert torch.equal(torch.rand(2, generator=back["tg"]), torch.rand(2, generator=value["tg"]))
+    for key in ("floats", "ints", "mixed"):
+        assert back[key] == value[key]
+        assert [type(v) for v in back[key]] == [type(v) for v in value[key]]
+    assert "$list" in json.dumps(tree["$dict"][-3])
 
 
 def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint(tmp_path):
