@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
                 out[key] = arr
     except DataError:
         raise
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(
             f"{file}: field 'episode' of datapack {pack.pack_id!r}: cannot load "
             f"the .npz ({exc}); got {pack.episode!r}"

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric.errors import DataError
+
 __all__ = ["read_monitor", "read_progress", "write_plots"]
 
 
@@ -153,8 +155,13 @@ def write_plots(
 
     hist = run_dir / "curriculum_history.npz"
     if hist.is_file():
-        with np.load(hist, allow_pickle=False) as f:
-            h = {k: f[k] for k in f.files}
+        from gymcurric._npz import read_npz
+        from gymcurric.train._callbacks import _history_problem
+
+        h = read_npz(hist, "curriculum history file")
+        problem = _history_problem(h)
+        if problem is not None:
+            raise DataError(f"{hist}: not a curriculum history file: {problem}")
         if h["probs"].size:
             written.append(_curriculum_plot(h, name, out_dir, plt))
 

@@ -312,8 +312,8 @@ def _finish(
             from gymcurric.train.plots import write_plots
 
             summary["plots"] = [str(p) for p in write_plots(run_dir, cfg)]
-        except ImportError as exc:  # matplotlib missing: the run itself is complete
-            summary["plots_error"] = str(exc)
+        except (ImportError, DataError) as exc:  # no matplotlib, a damaged history file:
+            summary["plots_error"] = str(exc)  # the run itself is complete
         _atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     out = RunResult(summary)
     out["run_dir"] = str(run_dir)

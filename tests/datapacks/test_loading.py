@@ -163,3 +163,21 @@ def test_iter_episodes_require_checks_names_and_lengths(tmp_path):
     flags = bad("t", **{**good, "terminated": np.zeros(2, bool)})
     with pytest.raises(DataError, match=r"'terminated' of datapack 't' has 2 rows, expected a"):
         list(iter_episodes(flags, require=EPISODE_KEYS))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(b""),
+        lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+        lambda p: p.write_bytes(b"PK\x03\x04 not really a zip"),
+    ],
+    ids=["empty", "truncated", "fake-zip"],
+)
+def test_a_damaged_episode_file_is_a_data_error_naming_it(tmp_path, damage):
+    np.savez(tmp_path / "ep.npz", obs=np.zeros((40, 3)), reward=np.ones(40))
+    damage(tmp_path / "ep.npz")
+    (tmp_path / "a.json").write_text(json.dumps(minimal("a", 0, episode="ep.npz")))
+    (pack,) = load_datapacks(tmp_path)
+    with pytest.raises(DataError, match=r"ep\.npz.*'a'"):
+        load_episode(pack)

@@ -548,3 +548,14 @@ def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint
     assert "run.total_steps 500 -> 512" in out.stderr
     assert "BAR [(512, 384)]" in out.stdout
     assert "for 128 steps (to 512 in all)" in out.stdout
+
+
+def test_a_damaged_history_file_costs_the_heatmap_not_the_run(tmp_path):
+    from gymcurric.train.plots import write_plots
+
+    run = tmp_path / "r"
+    cfg = _cfg(256, run={"plots": True})
+    train(cfg, run_dir=run)
+    (run / "curriculum_history.npz").write_bytes(b"garbage")
+    with pytest.raises(DataError, match=r"curriculum_history\.npz"):
+        write_plots(run, cfg)
