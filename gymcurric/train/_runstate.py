@@ -403,7 +403,8 @@ class EpisodeLog(gym.Wrapper[Any, Any, Any, Any]):
         actions = list(decode(state["actions"], arrays))
         self.env.reset(seed=int(seed), options=options)
         for i, action in enumerate(actions):
-            _, _, terminated, truncated, _ = self.env.step(action)
+            out = self.env.step(action)  # a 5-tuple, or Safety-Gymnasium's 6-tuple with cost
+            terminated, truncated = out[-3], out[-2]
             if (terminated or truncated) and i < len(actions) - 1:
                 raise DataError(
                     f"replaying the saved episode (seed {seed}) ended it after {i + 1} of "
