@@ -487,8 +487,9 @@ def resume(
             if isinstance(cb, CurriculumHistory) and (ckpt / "curriculum_history.npz").is_file():
                 cb.load(ckpt / "curriculum_history.npz")
         steps_before = int(model.num_timesteps)
-        _learn(model, cfg, built, path, callbacks, progress)
+        # the new target first: a resume killed on the way continues to it when resumed again
         _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+        _learn(model, cfg, built, path, callbacks, progress)
         return _finish(model, cfg, built, path, started, steps_before)
     finally:
         built.close()
