@@ -107,7 +107,9 @@ def _loop(cur: Curriculum, seed: int, seconds: float, start: Any, q: Any) -> Non
             s = bool(rng.random() < 0.5)
             cur.update(tid, float(s), s)
         pairs += 100
-    q.put((pairs, time.perf_counter() - t0))
+    elapsed = time.perf_counter() - t0
+    cur.flush()  # a worker buffers its updates (worker_update_batch): apply the last ones
+    q.put((pairs, elapsed))
 
 
 def _multi(args: argparse.Namespace) -> None:
