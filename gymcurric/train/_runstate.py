@@ -36,6 +36,7 @@ __all__ = [
     "encode",
     "encode_vars",
     "restore_venv",
+    "vec_layers",
 ]
 
 #: classes outside gymcurric whose plain attributes are state (restored by attribute)
@@ -414,7 +415,8 @@ class EpisodeLog(gym.Wrapper[Any, Any, Any, Any]):
         self._actions = [np.asarray(a) for a in actions]
 
 
-def _vec_layers(venv: Any) -> tuple[Any, list[Any]]:
+def vec_layers(venv: Any) -> tuple[Any, list[Any]]:
+    """``(base vec env, [its wrappers, outermost first])`` of an SB3 vec env stack."""
     layers = []
     while hasattr(venv, "venv"):
         layers.append(venv)
@@ -437,7 +439,7 @@ def capture_venv(
     venv: Any, arrays: dict[str, np.ndarray], shared: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     """The state of an SB3 vec env stack: its wrappers and, for in-process envs, each env."""
-    base, layers = _vec_layers(venv)
+    base, layers = vec_layers(venv)
     out: dict[str, Any] = {
         "layers": [[type(v).__name__, encode_vars(v, arrays, shared)] for v in layers],
         "base": [type(base).__name__, encode_vars(base, arrays, shared)],
@@ -478,7 +480,7 @@ def restore_venv(venv: Any, saved: dict[str, Any], arrays: dict[str, np.ndarray]
     Raises:
         DataError: the saved stack differs from ``venv``'s.
     """
-    base, layers = _vec_layers(venv)
+    base, layers = vec_layers(venv)
     names = [type(v).__name__ for v in layers]
     if names != _names(saved["layers"]):
         raise DataError(

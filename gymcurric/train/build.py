@@ -284,21 +284,14 @@ def agent_class(cfg: TrainConfig, source: str = "config") -> Any:
     module, cls_name = AGENTS[cfg.agent.algo]
     try:
         return getattr(importlib.import_module(module), cls_name)
-    except ModuleNotFoundError as exc:  # a missing extra: name it
+    except (ImportError, AttributeError) as exc:
         from gymcurric._optional import missing_extra
 
-        missing = missing_extra(
-            exc, "train", purpose=f"by gymcurric train (agent.algo {cfg.agent.algo!r})"
-        )
+        # a missing extra is named (pip install "gymcurric[train]"), anything else is a config error
+        purpose = f"by gymcurric train (agent.algo {cfg.agent.algo!r})"
+        missing = missing_extra(exc, "train", purpose=purpose)
         if missing is not None:
             raise missing from exc
-        raise ConfigError(
-            "agent.algo",
-            cfg.agent.algo,
-            f"not available in this install ({module}.{cls_name}: {exc})",
-            source=source,
-        ) from exc
-    except (ImportError, AttributeError) as exc:
         raise ConfigError(
             "agent.algo",
             cfg.agent.algo,

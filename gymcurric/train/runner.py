@@ -41,7 +41,14 @@ import numpy as np
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train._checkpoint import CKPT, commit, cut_logs, log_sizes, recover
-from gymcurric.train._runstate import Unencodable, capture_venv, decode, encode, restore_venv
+from gymcurric.train._runstate import (
+    Unencodable,
+    capture_venv,
+    decode,
+    encode,
+    restore_venv,
+    vec_layers,
+)
 from gymcurric.train.build import Built, agent_class, build_run, make_agent, round_to_steps
 from gymcurric.train.config import TrainConfig
 
@@ -95,7 +102,7 @@ def _flush_logs(model: Any) -> None:
 def _vec_normalize(venv: Any) -> Any:
     from stable_baselines3.common.vec_env import VecNormalize
 
-    _, layers = _layers(venv)
+    _, layers = vec_layers(venv)
     return next((layer for layer in layers if isinstance(layer, VecNormalize)), None)
 
 
@@ -190,15 +197,6 @@ def _read_state(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
         raise DataError(f"{npz}: not the arrays of a gymcurric run state ({exc})") from exc
     return tree, arrays
-
-
-def _layers(venv: Any) -> tuple[Any, list[Any]]:
-    """``(base vec env, [wrappers, outermost first])``."""
-    layers = []
-    while hasattr(venv, "venv"):
-        layers.append(venv)
-        venv = venv.venv
-    return venv, layers
 
 
 def _restore_run_state(

@@ -27,7 +27,7 @@ def test_help_exits_zero(command, capsys):
 
 
 def test_dry_run_prints_the_merged_config(tmp_path, capsys, monkeypatch):
-    from tests.train.test_resume import _packs
+    from tests.train.test_runner import _packs
 
     _packs(tmp_path)
     monkeypatch.chdir(tmp_path)  # "packs" below is relative

@@ -17,7 +17,7 @@ import torch
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train.runner import resume, train
-from tests.train.test_runner import _cfg
+from tests.train.test_runner import _cfg, _packs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,34 +87,6 @@ def _same_params(a, b):
     return all(
         torch.equal(fa[k], fb[k]) if isinstance(fa[k], torch.Tensor) else fa[k] == fb[k] for k in fa
     )
-
-
-PACKS = 12
-
-
-def _packs(tmp_path):
-    from tests.datapacks.packs import record
-
-    folder = tmp_path / "packs"
-    folder.mkdir(exist_ok=True)
-    lines = []
-    for i in range(PACKS):
-        rec = record(
-            f"p{i}",
-            env_id="gymcurric/HazardGrid-v0",
-            tier=i % 3,
-            seed=i,
-            task_params={
-                "goal_distance": 1 + i % 5,
-                "num_hazards": i % 4,
-                "size": 8,
-                "max_steps": 40,
-            },
-        )
-        rec["supervision_hints"]["prerequisite_tags"] = []
-        lines.append(json.dumps(rec))
-    (folder / "packs.jsonl").write_text("\n".join(lines) + "\n")
-    return folder
 
 
 # dummy vectorisation x curriculum backend x VecNormalize x shaping x datapacks (a covering set)

@@ -252,13 +252,14 @@ def test_caption_shaping_stack_logs_semantics(tmp_path):
     assert exc.value.key == "shaping.params.bogus"
 
 
-def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
+def _packs(tmp_path, n=12):
+    """``n`` HazardGrid datapacks in ``tmp_path / "packs"``, over tiers 0-2."""
     from tests.datapacks.packs import record
 
-    packs = tmp_path / "packs"
-    packs.mkdir()
+    folder = tmp_path / "packs"
+    folder.mkdir(exist_ok=True)
     lines = []
-    for i in range(12):
+    for i in range(n):
         rec = record(
             f"p{i}",
             env_id="gymcurric/HazardGrid-v0",
@@ -273,7 +274,12 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
         )
         rec["supervision_hints"]["prerequisite_tags"] = []
         lines.append(json.dumps(rec))
-    (packs / "packs.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "packs.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
+    packs = _packs(tmp_path)
     cfg = _cfg(256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)})
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
