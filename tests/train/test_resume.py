@@ -89,31 +89,54 @@ def _same_params(a, b):
     )
 
 
-# dummy vectorisation x curriculum backend x VecNormalize x shaping x datapacks (a covering set)
-COMBOS = {
+# dummy vectorisation: tasks from {a local curriculum, a shared one, datapacks} x VecNormalize x
+# shaping, every pair of values covered (the full product is the slow test below), plus the
+# Lagrangian agent with the risk and Saute wrappers
+SOURCES = {
     "local": {},
-    "shared-normalize": {"curriculum": {"backend": "shared"}, "agent": {"normalize": True}},
-    "local-shaping": {"shaping": {"enabled": True, "params": {"config": {"capture_interval": 2}}}},
-    "shared-shaping-normalize": {
-        "curriculum": {"backend": "shared"},
-        "agent": {"normalize": True},
-        "shaping": {"enabled": True},
-    },
-    "datapacks-normalize": {
-        "curriculum": {"enabled": False},
-        "agent": {"normalize": True},
-        "datapacks": {"enabled": True},
-    },
-    "ppolag-risk-saute": {
-        "agent": {"algo": "ppolag", "kwargs": {"n_steps": 64, "batch_size": 64, "cost_limit": 1.0}},
-        "risk": {"enabled": True, "params": {"train_every": 64}},
-        "saute": {"enabled": True, "params": {"safety_budget": 5.0, "max_episode_steps": 40}},
-    },
+    "shared": {"curriculum": {"backend": "shared"}},
+    "datapacks": {"curriculum": {"enabled": False}, "datapacks": {"enabled": True}},
+}
+NORMALIZE = {"normalize": {"agent": {"normalize": True}}, "raw": {}}
+SHAPING = {
+    "shaping": {"shaping": {"enabled": True, "params": {"config": {"capture_interval": 2}}}},
+    "unshaped": {},
+}
+
+
+def _combo(source, norm, shaping):
+    out = json.loads(json.dumps(SOURCES[source]))
+    for part in (NORMALIZE[norm], SHAPING[shaping]):
+        for key, value in part.items():
+            out[key] = {**out.get(key, {}), **value}
+    return out
+
+
+PAIRWISE = [
+    ("local", "raw", "unshaped"),
+    ("local", "normalize", "shaping"),
+    ("shared", "normalize", "unshaped"),
+    ("shared", "raw", "shaping"),
+    ("datapacks", "normalize", "unshaped"),
+    ("datapacks", "raw", "shaping"),
+]
+COMBOS = {"-".join(c): _combo(*c) for c in PAIRWISE}
+COMBOS["ppolag-risk-saute"] = {
+    "agent": {"algo": "ppolag", "kwargs": {"n_steps": 64, "batch_size": 64, "cost_limit": 1.0}},
+    "risk": {"enabled": True, "params": {"train_every": 64}},
+    "saute": {"enabled": True, "params": {"safety_budget": 5.0, "max_episode_steps": 40}},
+}
+FULL = {
+    "-".join((a, b, c)): _combo(a, b, c)
+    for a in SOURCES
+    for b in NORMALIZE
+    for c in SHAPING
+    if (a, b, c) not in PAIRWISE
 }
 
 
 def _combo_cfg(name, total, tmp_path):
-    sections = json.loads(json.dumps(COMBOS[name]))
+    sections = json.loads(json.dumps({**COMBOS, **FULL}[name]))
     if "datapacks" in sections:
         sections["datapacks"]["dir"] = str(_packs(tmp_path))
     return _cfg(total, **sections)
@@ -141,7 +164,9 @@ def _train_interrupted(cfg, run_dir, at, monkeypatch):
             train(cfg, run_dir=run_dir)
 
 
-@pytest.mark.parametrize("combo", list(COMBOS))
+@pytest.mark.parametrize(
+    "combo", [*COMBOS, *(pytest.param(name, marks=pytest.mark.slow) for name in FULL)]
+)
 def test_dummy_resume_in_a_new_interpreter_is_exact(tmp_path, combo, monkeypatch):
     cfg = _combo_cfg(combo, 768, tmp_path)
     train(cfg, run_dir=tmp_path / "full")
@@ -156,7 +181,7 @@ def test_dummy_resume_in_a_new_interpreter_is_exact(tmp_path, combo, monkeypatch
     assert _same_params(full / "model.zip", part / "model.zip")
     assert _rows(full / "progress.csv") == _rows(part / "progress.csv")
     assert _monitor(full) == _monitor(part)
-    if "datapacks" in COMBOS[combo]:
+    if combo.startswith("datapacks"):
 
         def entries(run):  # without the wall-clock timestamps
             lines = (run / "datapacks/datapack_samples.jsonl").read_text().splitlines()
@@ -186,16 +211,16 @@ def test_resumed_vecnormalize_keeps_its_statistics_in_sb3_format(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("curriculum", [{"backend": "shared"}, {"enabled": False}])
-def test_subproc_resume_keeps_the_normalisation(tmp_path, curriculum):
+@pytest.mark.parametrize("source", list(SOURCES)[1:])
+@pytest.mark.parametrize("shaping", list(SHAPING))
+def test_subproc_resume_keeps_the_normalisation(tmp_path, source, shaping):
     from stable_baselines3.common.vec_env import VecNormalize
 
-    cfg = _cfg(
-        256,
-        env={"vectorization": "subproc", "start_method": "forkserver"},
-        curriculum=curriculum,
-        agent={"normalize": True},
-    )
+    sections = _combo(source, "normalize", shaping)
+    if source == "datapacks":
+        sections["datapacks"]["dir"] = str(_packs(tmp_path))
+    sections["env"] = {"vectorization": "subproc", "start_method": "forkserver"}
+    cfg = _cfg(256, **sections)
     train(cfg, run_dir=tmp_path / "r")
     before = VecNormalize.load(str(tmp_path / "r/vecnormalize.pkl"), _DummyVenv())
     _cli("resume", str(tmp_path / "r"), "--total-steps", "512")

@@ -210,6 +210,9 @@ class VecDatapackTask(VecEnvWrapper):
     # ---------------------------------------------------------------- VecEnv API
     def reset(self) -> VecEnvObs:
         """Reset every sub-env on its preset, then draw the presets of the episodes after."""
+        for i, pack in enumerate(self.next_datapacks):
+            if pack is not None:  # sent again: the sub-env may be new (a resumed run's worker)
+                self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
         self._draw([i for i in range(self.num_envs) if self.next_datapacks[i] is None])
         obs = self.venv.reset()
         # one episode ahead: an auto-reset cannot wait for the main process
