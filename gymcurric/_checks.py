@@ -24,7 +24,7 @@ def is_int(value: Any, minimum: int = 1, *, allow_numpy: bool = False) -> bool:
         minimum: the smallest value accepted.
         allow_numpy: accept numpy integers (``np.int64(3)``) as well.
 
-    Example:
+    Examples:
         >>> is_int(3), is_int(True), is_int(0), is_int(0, minimum=0), is_int(2.0)
         (True, False, False, True, False)
         >>> is_int(np.int64(3)), is_int(np.int64(3), allow_numpy=True)
@@ -60,7 +60,7 @@ def check_int(
         ConfigError: ``value`` is a bool, not an int, or below ``minimum`` (and not None where
             ``optional``).
 
-    Example:
+    Examples:
         >>> check_int("num_envs", 4)
         >>> check_int("seed", -1, minimum=0, source="Box")
         Traceback (most recent call last):

@@ -73,7 +73,7 @@ def loads_json(text: str, *, source: str = "") -> Any:
             line).
         DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
 
-    Example:
+    Examples:
         >>> loads_json('{"a": [1, 2]}')
         {'a': [1, 2]}
         >>> loads_json("[" * 100_000, source="deep.json")
@@ -152,7 +152,7 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
         yaml.YAMLError: invalid YAML (left to the caller).
         ImportError: PyYAML is not installed.
 
-    Example:
+    Examples:
         >>> load_yaml("a: &x [1, 2]\\nb: *x")
         {'a': [1, 2], 'b': [1, 2]}
     """

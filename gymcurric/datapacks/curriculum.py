@@ -31,7 +31,7 @@ class DataPackCurriculum:
     Args:
         config: stages and thresholds; default :class:`DataPackCurriculumConfig`.
 
-    Example:
+    Examples:
         >>> cur = DataPackCurriculum()
         >>> cur.schedule().stage, cur.schedule().strategy
         ('warmup', 'balanced')

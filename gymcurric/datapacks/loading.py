@@ -255,7 +255,7 @@ def iter_episodes(
         DataError: a file that cannot be loaded (see :func:`load_episode`), or a required array
             that is missing or has the wrong length; the message names the file and the array.
 
-    Example:
+    Examples:
         >>> import json, os, tempfile
         >>> import numpy as np
         >>> d = tempfile.mkdtemp()

@@ -44,7 +44,7 @@ class DataPackRLSampler:
             ``"balanced"`` when there is no curriculum.
         seed: seeds the sampler's own generator.
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack
         >>> packs = [DataPack(f"p{i}", "reach", "E-v0", i % 3) for i in range(9)]
         >>> sampler = DataPackRLSampler(packs, strategy="balanced", seed=0)

@@ -242,7 +242,7 @@ class DataPack:
         extra: unknown top-level keys, kept for the round trip.
         source: the file the record was read from (not part of the JSON form).
 
-    Example:
+    Examples:
         >>> pack = DataPack.from_dict({"pack_id": "a", "task_type": "reach",
         ...                            "env_id": "gymcurric/Grid-v0", "tier": 2, "colour": "red"})
         >>> pack.tier, pack.trust_score, pack.extra["colour"]

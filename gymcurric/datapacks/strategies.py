@@ -172,7 +172,7 @@ class BalancedStrategy(SamplingStrategy):
             split equally over the values of these keys present (with weight > 0) in that tier.
         shuffle: shuffle the batch (else it comes grouped by stratum).
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack, DatapackTable
         >>> table = DatapackTable([DataPack(f"p{i}", "reach", "E-v0", i % 3) for i in range(30)])
         >>> rows = BalancedStrategy().sample(table, 10, np.random.default_rng(0))
@@ -243,7 +243,7 @@ class FrontierPrioritizedStrategy(SamplingStrategy):
         safety_boost_factor: factor >= 0 for ``safety_critical`` datapacks.
         shuffle: shuffle the batch (else urgent ones come first).
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack, DatapackTable
         >>> table = DatapackTable([DataPack("a", "reach", "E-v0", 2, mpl_gain=5.0)])
         >>> FrontierPrioritizedStrategy().urgency(table).round(3).tolist()  # 1.0*(0.5+0+0.1)
@@ -302,7 +302,7 @@ class TagAwareStrategy(SamplingStrategy):
             datapacks first, then to the other families in proportion to their quotas.
         shuffle: shuffle the batch (else it comes grouped by family).
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack, DatapackTable, SupervisionHints
         >>> packs = [DataPack(f"p{i}", "reach", "E-v0", 1,
         ...                   supervision_hints=SupervisionHints(safety_critical=i < 5))
@@ -367,7 +367,7 @@ def make_strategy(
     Raises:
         ConfigError: unknown strategy name, unknown parameter, or a bad value (naming ``source``).
 
-    Example:
+    Examples:
         >>> make_strategy("balanced", {"tier_ratios": {"0": 0.5, "2": 0.5}}).tier_ratios
         {0: 0.5, 1: 0.0, 2: 0.5}
     """

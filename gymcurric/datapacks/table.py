@@ -94,7 +94,7 @@ class DatapackTable:
         safety_critical: ``bool`` flags.
         tags: ``uint16`` bit masks over :data:`TAG_FAMILIES`.
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack
         >>> packs = [DataPack(f"p{i}", "reach", "E-v0", tier=i % 3) for i in range(4)]
         >>> table = DatapackTable(packs)

@@ -66,7 +66,7 @@ class HazardGridEnv(TaskEnv[np.int64]):
         reward_goal: bonus for reaching the goal.
         **task: the default task's parameters (see above).
 
-    Example:
+    Examples:
         >>> env = HazardGridEnv(size=6)
         >>> obs, info = env.reset(seed=0, options={"task": {"num_hazards": 0}})
         >>> obs.shape, env.action_space

@@ -87,7 +87,7 @@ class HazardNavEnv(TaskEnv[NDArray[np.float32]]):
         reward_goal: bonus for reaching the goal.
         **task: the default task's parameters (see above).
 
-    Example:
+    Examples:
         >>> env = HazardNavEnv(num_hazards=2)
         >>> obs, info = env.reset(seed=0, options={"task": {"hazard_placement": "between"}})
         >>> obs.shape, env.task["num_hazards"], env.task["hazard_placement"]

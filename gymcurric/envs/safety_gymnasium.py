@@ -166,7 +166,7 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
     tasks (:data:`TASK_KEYS`). Pickling re-creates the env from its make arguments (simulator
     state is not carried over: reset after unpickling).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, gymcurric
         >>> env = gym.make("gymcurric/SafetyPointGoal1-v0")
         >>> obs, info = env.reset(seed=0, options={"task": {"hazards.num": 2}})

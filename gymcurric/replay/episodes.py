@@ -123,7 +123,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         DataError: an episode lacks an array or has inconsistent lengths (names the datapack).
         ConfigError: an array does not fit the ring's field (shape or dtype kind).
 
-    Example:
+    Examples:
         >>> import numpy as np, torch
         >>> ring = ReplayRing(16, 1, {"obs": ((2,), torch.float32), "action": ((), torch.int64)})
         >>> ep = {"obs": np.zeros((4, 2), np.float32), "action": np.zeros(3, np.int64),

@@ -47,7 +47,7 @@ class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     Info keys written: none.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from gymcurric.replay import ReplayRing, RecordToRing
         >>> envs = gym.make_vec("CartPole-v1", num_envs=2)

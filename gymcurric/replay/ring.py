@@ -58,7 +58,7 @@ _RESERVED = frozenset({"next_obs", "done", "valid", "t_index", "env_index", "ste
 class FieldSpec:
     """Shape (per env, per step) and dtype of one ring field.
 
-    Example:
+    Examples:
         >>> import torch
         >>> FieldSpec((64, 64, 3), torch.uint8).nbytes_per_row(num_envs=16)
         196608
@@ -189,7 +189,7 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
     :meth:`sample_transitions` returns uniform transitions with ``s'`` read from row ``t + 1``
     (or the side store). Index math is O(1) per sample and stays on the device.
 
-    Example:
+    Examples:
         >>> import torch
         >>> ring = ReplayRing(5, 2, {"obs": ((3,), torch.float32), "action": ((), torch.int64)})
         >>> for k in range(7):

@@ -122,7 +122,7 @@ class NonFiniteGuard:
         replacement: the finite value that replaces a non-finite one.
         source: who owns the guard (a wrapper/env repr), for messages.
 
-    Example:
+    Examples:
         >>> guard = NonFiniteGuard("cost", policy="ignore")
         >>> guard.scalar(float("nan")), guard.count
         (0.0, 1)
@@ -199,7 +199,7 @@ class EpisodeCostTracker:
         num_envs: number of parallel envs tracked.
         queue_length: how many finished-episode costs :attr:`cost_queue` keeps.
 
-    Example:
+    Examples:
         >>> t = EpisodeCostTracker(2)
         >>> t.add(np.array([1.0, 0.5]))
         >>> t.add(np.array([1.0, 0.0]))

@@ -88,7 +88,7 @@ def lagrange_modulation(
     Returns:
         :class:`Modulation`.
 
-    Example:
+    Examples:
         >>> window = [0.0, 0.1, 0.2, 0.3, 1.0]
         >>> round(lagrange_modulation([2.0], window, episodes_seen=10).scale, 3)
         0.5
@@ -138,7 +138,7 @@ def lagrange_modulation_scale(
 ) -> float:
     """Just the scale ``M`` of :func:`lagrange_modulation` (same arguments).
 
-    Example:
+    Examples:
         >>> lagrange_modulation_scale([float("nan")], episodes_seen=100)
         1.0
     """

@@ -129,7 +129,7 @@ def cost_to_go_targets(
     Returns:
         :class:`CostToGoTargets` (``targets``, ``ready``, ``pending``), shaped like ``costs``.
 
-    Example:
+    Examples:
         >>> out = cost_to_go_targets([1.0, 1.0, 1.0, 1.0], [False, True, False, False],
         ...                          gamma=0.5, horizon=2)
         >>> out.targets.tolist(), out.ready.tolist(), out.pending.tolist()
@@ -213,7 +213,7 @@ class PendingCostToGo:
         horizon: ``H >= 1``.
         truncation: ``"complete"`` or ``"drop"`` (see :func:`cost_to_go_targets`).
 
-    Example:
+    Examples:
         >>> buf = PendingCostToGo(1, gamma=1.0, horizon=2)
         >>> for cost in (1.0, 2.0, 3.0):
         ...     buf.add(np.array([[cost]], np.float32), [cost], [False], [False])

@@ -94,7 +94,7 @@ class FailedEmbedder:
     ``"image"`` for CLIP/SigLIP, ``None`` when the folder could not tell), so that a caption env
     without ``render_mode`` is not mistaken for a frame source.
 
-    Example:
+    Examples:
         >>> e = FailedEmbedder("failed: load '/nowhere': not a directory")
         >>> e.status.startswith("failed"), e.dim
         (True, 0)

@@ -49,7 +49,7 @@ class CallableEmbedder:
         modality: ``"image"`` (states are frames) or ``"text"`` (states are captions); by
             default ``"text"`` when only ``texts`` is given.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> red = lambda frames: np.stack(
         ...     [np.asarray(frames)[..., 0].mean((1, 2)), np.full(len(frames), 128.0)], 1)

@@ -97,7 +97,7 @@ def separation_report(
     Returns:
         ``{"prompts": {...}, "frames": {...}, "per_frame": [{sim_safe, sim_unsafe, margin}]}``.
 
-    Example:
+    Examples:
         >>> r = separation_report([[1, 0], [0, 1]], [[1, 0]], [[0, 1]])
         >>> r["prompts"]["centroid_angle_deg"], [f["margin"] for f in r["per_frame"]]
         (90.0, [1.0, -1.0])

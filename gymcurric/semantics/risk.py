@@ -69,7 +69,7 @@ class RiskHead:
         seed: seeds the weight init and the minibatch generator.
         device: torch device of the MLP (features and targets stay on the host).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> head = RiskHead(2, risk_min_samples=8, risk_batch_size=8, seed=0)
         >>> x = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)

@@ -114,7 +114,7 @@ class Shaper:
             starting with ``"failed"``) makes every shaping term 0.
         num_envs: how many envs share this shaper.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from gymcurric.semantics import CallableEmbedder
         >>> words = lambda t: np.array([[1.0, 0.1] if "hazard" in s else [0.1, 1.0] for s in t])

@@ -82,7 +82,7 @@ class StateBackend(ABC):
 class LocalBackend(StateBackend):
     """Process-local numpy arrays; the lock is a no-op.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks.state import state_layout
         >>> arrays = LocalBackend().allocate(state_layout(capacity=4, window=8))
         >>> arrays["fast"].shape, arrays["window"].dtype

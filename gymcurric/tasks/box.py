@@ -32,7 +32,7 @@ class BoxTaskSpace(TaskSpace):
         validator: optional ``validator(task) -> bool``; rejected draws are redrawn in the cell.
         max_retries: redraws allowed per task id before :class:`TaskError` is raised.
 
-    Example:
+    Examples:
         >>> space = BoxTaskSpace([0.0], [1.0], bins=4, names=["friction"])
         >>> space.size, space.key(4 * 10 + 3)
         (4, 3)

@@ -101,7 +101,7 @@ class CurriculumConfig:
             with the pool keeps its amortised cost per episode constant, while each task still
             sees a fresh distribution long before it is sampled again.
 
-    Example:
+    Examples:
         >>> cfg = CurriculumConfig(pool=DualPool(explore_size=4, exploit_size=8), seed=3)
         >>> CurriculumConfig.from_dict(cfg.to_dict()) == cfg
         True

@@ -85,7 +85,7 @@ class Curriculum(_CrossProcess):
     garbage collection of the creating object) unlinks its segment. See the module docstring
     for what happens when a curriculum crosses a process boundary.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks import FixedTaskSpace
         >>> cur = Curriculum(FixedTaskSpace([{"level": i} for i in range(3)]), seed=0)
         >>> (tid,) = cur.sample()

@@ -19,7 +19,7 @@ def gini(x: np.ndarray) -> float:
     ``G = sum_i (2 i - n - 1) x_(i) / (n sum x)`` over the ascending order statistics ``x_(i)``,
     ``i = 1..n``. Returns 0 for an empty vector or a zero sum.
 
-    Example:
+    Examples:
         >>> gini(np.array([1.0, 1.0, 1.0])), round(gini(np.array([0.0, 0.0, 3.0])), 3)
         (0.0, 0.667)
     """

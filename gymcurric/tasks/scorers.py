@@ -170,7 +170,7 @@ class LearningProgressScorer(Scorer):
         baseline_max: cap of the baseline, in ``[0, 1)``.
         uniform_mix: fraction of probability spread uniformly, in ``[0, 1]``.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
         >>> cur = Curriculum(FixedTaskSpace([{"level": i} for i in range(4)]),
         ...                  scorer=LearningProgressScorer(min_samples=2), seed=0)

@@ -196,7 +196,7 @@ class SharedMemoryBackend(StateBackend):
     Raises:
         ConfigError: an unknown start method or a bad timeout.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
         >>> with Curriculum(FixedTaskSpace([{"level": i} for i in range(3)]),
         ...                 backend=SharedMemoryBackend(), seed=0) as cur:

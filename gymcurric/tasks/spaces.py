@@ -58,7 +58,7 @@ def copy_task(task: Any) -> Any:
     Tasks are copied on every reset (the env and ``info["task"]`` each get their own), so this
     sits on the hot path; scalars are immutable and shared, containers are rebuilt.
 
-    Example:
+    Examples:
         >>> t = {"num_hazards": 3, "extents": [0, 1]}
         >>> c = copy_task(t)
         >>> c == t, c["extents"] is t["extents"]
@@ -97,7 +97,7 @@ class Span:
 
     Integer bounds give integers (both ends included); otherwise floats in ``[min, max)``.
 
-    Example:
+    Examples:
         >>> space = BucketedTaskSpace({"hazards": [Span(1, 8)], "speed": [0.5, 1.0]}, seed=0)
         >>> space.task(7) == space.task(7)
         True
@@ -204,7 +204,7 @@ class FixedTaskSpace(TaskSpace):
         ConfigError: the list is empty.
         TaskError: a task is not a JSON-safe dict, or the validator rejects it.
 
-    Example:
+    Examples:
         >>> space = FixedTaskSpace([{"level": 1}, {"level": 2}])
         >>> space.size, space.task(1)
         (2, {'level': 2})
@@ -269,7 +269,7 @@ class BucketedTaskSpace(TaskSpace):
         validator: optional ``validator(task) -> bool`` applied when a task enters the pool.
         max_retries: rejected draws tolerated in a row before :class:`TaskError` is raised.
 
-    Example:
+    Examples:
         >>> space = BucketedTaskSpace({"goal": [Span(1.0, 3.0)], "hazards": [0, 2, 4]}, seed=1)
         >>> sorted(space.task(123)) == ["goal", "hazards"]
         True

@@ -142,7 +142,7 @@ class SequentialScorer(Scorer):
         inner: scorer used inside a stage (default uniform).
         cumulative: also sample tasks of earlier stages.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
         >>> stages = (Stage((0,), StopCondition(min_episodes=2)), Stage((1, 2)))
         >>> cur = Curriculum(FixedTaskSpace([{"l": i} for i in range(3)]),

@@ -63,7 +63,7 @@ class AnnotateCost(
     Info keys written: ``cost`` (float, every step), ``episode["c"]`` (at episode end, when
     ``episode`` is present).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> far = lambda obs, action, info: abs(obs[0]) > 1.0
         >>> env = AnnotateCost(gym.make("CartPole-v1"), cost_fn=far)
@@ -176,7 +176,7 @@ class RecordEpisodeStatisticsWithCost(
 
     Info keys written: ``episode`` with ``r``, ``l``, ``t`` and ``c`` (at episode end).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> env = RecordEpisodeStatisticsWithCost(gym.make("gymcurric/HazardGrid-v0"))
@@ -230,7 +230,7 @@ class EmitCostTuple(
     through unchanged, so ``info["cost"]`` stays available. This wrapper breaks the Gymnasium
     API on purpose: put it outermost, and do not hand it to code that expects a 5-tuple.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> env = EmitCostTuple(gym.make("gymcurric/HazardGrid-v0"))

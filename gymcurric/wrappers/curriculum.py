@@ -40,7 +40,7 @@ _CURRICULUM_METHODS = ("sample_task", "task", "update", "mark_invalid")
 def task_key(task: Any) -> str:
     """A stable, process-independent key of a JSON-safe task (sorted-key JSON).
 
-    Example:
+    Examples:
         >>> task_key({"b": 1, "a": [2.5, "x"]})
         '{"a":[2.5,"x"],"b":1}'
     """
@@ -93,7 +93,7 @@ class CurriculumTask(
     explicit task). An env that already sets either raises
     :class:`~gymcurric.errors.InfoKeyConflictError`.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace

@@ -38,7 +38,7 @@ def _json_task(obj: Any) -> Any:
 def datapack_info(pack: DataPack) -> dict[str, Any]:
     """The small JSON-safe dict written to ``info["datapack"]`` for ``pack``.
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack
         >>> info = datapack_info(DataPack("p1", "reach", "E-v0", 2, objective_vector=(1.0, 0.5)))
         >>> info["pack_id"], info["tier"], info["objective_vector"], info["trust_score"]
@@ -101,7 +101,7 @@ class DatapackTask(
     raises :class:`~gymcurric.errors.InfoKeyConflictError`. ``task`` / ``task_id`` belong to
     :class:`~gymcurric.wrappers.CurriculumTask` and are not written.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler

@@ -95,7 +95,7 @@ class AnnotateRisk(
 
     Info keys written: ``risk`` (float, at reset and every step).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> env = AnnotateRisk(gym.make("gymcurric/HazardNav-v0"), horizon=20, seed=0)

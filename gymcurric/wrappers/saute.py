@@ -55,7 +55,7 @@ SAUTE_OBS_KEY = "saute_state"
 def saute_step_budget(safety_budget: float, saute_gamma: float, max_episode_steps: int) -> float:
     """The budget normaliser ``b = d·(1 - gamma^T) / ((1 - gamma)·T)`` (``d`` when ``gamma = 1``).
 
-    Example:
+    Examples:
         >>> round(saute_step_budget(25.0, 0.999, 1000), 3)
         15.808
         >>> saute_step_budget(25.0, 1.0, 1000)
@@ -157,7 +157,7 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
     Info keys written: ``saute_state`` (``z`` after the step, and 1.0 at reset). An env that
     already sets it raises :class:`~gymcurric.errors.InfoKeyConflictError`.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from gymcurric.wrappers import AnnotateCost
         >>> every_step = AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 1.0)

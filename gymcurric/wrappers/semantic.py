@@ -58,7 +58,7 @@ class ShapeRewardSemantic(
     Info keys written every step: ``shaping`` (the term added, 0.0 when not captured) and
     ``raw_reward`` (the reward before shaping).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import numpy as np
         >>> import gymcurric

@@ -79,7 +79,7 @@ class CurriculumActor:
     Raises:
         ConfigError: as :class:`~gymcurric.tasks.Curriculum` does.
 
-    Example:
+    Examples:
         >>> from gymcurric.tasks import FixedTaskSpace
         >>> actor = CurriculumActor(FixedTaskSpace([{"level": i} for i in range(3)]), seed=0)
         >>> snap = actor.snapshot()

@@ -54,7 +54,7 @@ class CurriculumCallback(BaseCallback):
         name_prefix: file name prefix, as ``CheckpointCallback``'s.
         verbose: 1 prints each saved path.
 
-    Example:
+    Examples:
         >>> from stable_baselines3 import PPO
         >>> from stable_baselines3.common.env_util import make_vec_env
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace

@@ -78,7 +78,7 @@ class VecDatapackTask(VecEnvWrapper):
     Info keys: none written. The sub-envs write ``datapack`` into their *reset* info, which SB3
     keeps in ``reset_infos`` (passed through by this wrapper).
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
         >>> packs = [DataPack(f"p{n}", "nav", "gymcurric/HazardGrid-v0", n % 3, seed=n,
         ...                   task_params={"size": 5, "num_hazards": n, "max_steps": 10})
@@ -326,7 +326,7 @@ def make_datapack_vec_env(
 def datapack_log_values(diagnostics: dict[str, Any]) -> dict[str, float | str]:
     """The ``datapack/…`` values logged for a sampler's ``get_diagnostics()``.
 
-    Example:
+    Examples:
         >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
         >>> sampler = DataPackRLSampler([DataPack(f"p{i}", "x", "E-v0", i % 3) for i in range(6)],
         ...                             curriculum=DataPackCurriculum(), seed=0)

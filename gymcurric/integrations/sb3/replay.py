@@ -60,7 +60,7 @@ class RingReplayBuffer(ReplayBuffer):
     ``.ring`` is the underlying :class:`~gymcurric.replay.ReplayRing` (sequence sampling,
     invariant checks).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from gymnasium import spaces
         >>> box = spaces.Box(-1, 1, (3,), np.float32)

@@ -62,7 +62,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
     Info keys written: ``cost``/``_cost`` (every step), ``episode["c"]`` (when ``episode`` is
     present).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> envs = AnnotateCost(gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2))

@@ -60,7 +60,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     Info keys: none written; the sub-envs' ``task``/``_task`` and ``task_id``/``_task_id``
     appear where they reset (see the module docstring).
 
-    Example:
+    Examples:
         >>> import gymcurric
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
         >>> cur = Curriculum(FixedTaskSpace([{"num_hazards": n} for n in (0, 2, 4)]), seed=0)

@@ -61,7 +61,7 @@ __all__ = ["DatapackTask", "make_datapack_vec", "sub_env_info"]
 def sub_env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
     """Sub-env ``i``'s own info dict out of a vector info (dict of arrays with ``_key`` masks).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> infos = {"a": np.array([1, 2]), "_a": np.array([False, True]),
         ...          "d": {"x": np.array([3, 4]), "_x": np.array([True, True])},
@@ -113,7 +113,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     :func:`gymcurric.wrappers.datapack_info`), which the vector env batches into
     ``info["datapack"]`` (a dict of arrays) with the ``info["_datapack"]`` mask.
 
-    Example:
+    Examples:
         >>> import gymcurric
         >>> from gymcurric.datapacks import DataPack, DataPackCurriculum, DataPackRLSampler
         >>> packs = [DataPack(f"p{n}", "nav", "gymcurric/HazardGrid-v0", n % 3, seed=n,

@@ -39,7 +39,7 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     Info keys written: ``risk`` / ``_risk`` (at reset and every step).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> envs = AnnotateRisk(gym.make_vec("gymcurric/HazardNav-v0", num_envs=2), horizon=20)

@@ -61,7 +61,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
     sub-env the ``z`` of the transition just returned (for a sub-env that ended under
     ``SAME_STEP``, its final ``z``; at reset 1.0).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
         >>> envs = SauteBudget(gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2),

@@ -46,7 +46,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
     Info keys written every step: ``shaping``/``_shaping`` (float64 per sub-env, 0.0 where not
     captured) and ``raw_reward``/``_raw_reward``. With ``enabled=False`` nothing changes.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> import numpy as np
         >>> import gymcurric

@@ -65,7 +65,7 @@ class _InputSaturation:
     Args:
         source: the multiplier's name, for the warning.
 
-    Example:
+    Examples:
         >>> import warnings
         >>> sat = _InputSaturation("doc")
         >>> with warnings.catch_warnings():
@@ -170,7 +170,7 @@ class LagrangeMultiplier:
     update, so λ stays finite for any input; both are counted in :attr:`input_clipped` and
     :attr:`input_skipped` (warned once).
 
-    Example:
+    Examples:
         >>> lag = LagrangeMultiplier(init=0.0, lr=0.5, optimizer="sgd")
         >>> lag.update(ep_cost=30.0, cost_limit=25.0)
         2.5
@@ -290,7 +290,7 @@ class PIDLagrangeMultiplier:
     other update sizes :func:`pid_kwargs_per_update` converts them so that every term keeps
     its time constant in env steps.
 
-    Example:
+    Examples:
         >>> pid = PIDLagrangeMultiplier(kp=0.0, ki=0.1, kd=0.0, init=0.0)
         >>> pid.update(ep_cost=35.0, cost_limit=25.0)
         1.0
@@ -416,7 +416,7 @@ def pid_kwargs_per_update(
         epoch_steps: env steps per update that the constants were tuned for (> 0).
         update_steps: env steps per update here (> 0).
 
-    Example:
+    Examples:
         >>> kw = pid_kwargs_per_update({"ki": 0.01}, epoch_steps=20_000, update_steps=2_000)
         >>> round(kw["ki"], 6), kw["d_delay"], round(kw["p_ema_alpha"] ** 10, 6)
         (0.001, 100, 0.95)

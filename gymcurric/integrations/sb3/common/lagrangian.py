@@ -63,7 +63,7 @@ class checked_schedule:  # lower case: used like SB3's schedule helpers
         minimum: the smallest allowed value.
         source: the class name, for errors.
 
-    Example:
+    Examples:
         >>> checked_schedule("cost_limit", lambda p: 10.0 * p, minimum=0.0)(0.5)
         5.0
     """

@@ -101,7 +101,7 @@ class PPOLag(LagrangianMixin, PPO):
             ``risk/modulation_scale``; 1.0 when no risk value was reported).
         _init_setup_model: as SB3.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, gymcurric
         >>> model = PPOLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=64, batch_size=32,
         ...                n_epochs=1, cost_limit=5.0, seed=0)
@@ -257,7 +257,7 @@ class PPOPIDLag(PPOLag):
     about 10 times as fast per env step; ``pid_epoch_steps=20_000`` keeps OmniSafe's time
     constants per env step instead.
 
-    Example:
+    Examples:
         >>> model = PPOPIDLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=500, batch_size=50,
         ...                   pid_epoch_steps=20_000, seed=0)
         >>> model.lagrange.ki, model.lagrange.d_delay  # 0.01 * 500 / 20,000; 10 * 40

@@ -73,7 +73,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         risk_modulation: see PPOLag (off by default).
         _init_setup_model: as SB3.
 
-    Example:
+    Examples:
         >>> import gymcurric
         >>> model = TRPOLag("MlpPolicy", "gymcurric/HazardNav-v0", n_steps=64, batch_size=32,
         ...                 n_critic_updates=1, cost_limit=5.0, seed=0).learn(128)
