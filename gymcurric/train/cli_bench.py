@@ -1,10 +1,10 @@
-"""``gymcurric bench``: run the benchmark scripts and refresh their blocks in BENCHMARKS.md.
+"""``gymcurric bench``: run the benchmark scripts and record each one's latest output.
 
 The scripts live in the source checkout's ``benchmarks/`` folder (they are not installed with
-the package). Each one's output goes into BENCHMARKS.md between the markers
-``<!-- bench:NAME:begin -->`` and ``<!-- bench:NAME:end -->`` (appended at the end of the
-file the first time), with the command, the date, the machine and the git commit, so the
-hand-written analysis around it stays and the figures next to it are always the latest run.
+the package). Each one's output is written to ``benchmarks/reference/<name>/latest.md`` with the
+command, the date, the machine and the git commit. BENCHMARKS.md itself is the curated
+results page (one table per area) and is never written by this command: compare a latest run
+with its table, and update the table by hand when a result changes.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-HELP = "run benchmarks/*.py and refresh their result blocks in BENCHMARKS.md"
+HELP = "run benchmarks/*.py and record their output in benchmarks/reference/*/latest.md"
 
 # name -> (script, default arguments, minutes on 2 CPU cores, in the default set)
 BENCHES: dict[str, tuple[str, tuple[str, ...], float, bool]] = {
@@ -56,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--root", default=None, help="the source checkout (default: found from the package)"
     )
     parser.add_argument(
-        "--no-write", action="store_true", help="print the results, leave BENCHMARKS.md alone"
+        "--no-write", action="store_true", help="print the results, write no file"
     )
 
 
@@ -76,14 +75,9 @@ def find_root(root: str | None) -> Path:
     )
 
 
-def replace_block(text: str, name: str, body: str) -> str:
-    """Put ``body`` between the markers of ``name`` in ``text`` (appending them if absent)."""
-    begin, end = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
-    if pattern.search(text):
-        return pattern.sub(lambda _: block, text, count=1)
-    return text.rstrip("\n") + f"\n\n### Latest `gymcurric bench` run: {name}\n\n{block}\n"
+def latest_path(root: Path, name: str) -> Path:
+    """Where the latest output of benchmark ``name`` is recorded."""
+    return root / "benchmarks" / "reference" / name / "latest.md"
 
 
 def _commit(root: Path) -> str:
@@ -155,8 +149,13 @@ def run(args: argparse.Namespace) -> int:
                 "```",
             ]
         )
-        md = root / "BENCHMARKS.md"
-        tmp = md.with_name(md.name + ".tmp")
-        tmp.write_text(replace_block(md.read_text(), name, body))
-        os.replace(tmp, md)
+        out = latest_path(root, name)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(
+            f"# Latest `gymcurric bench` run: {name}\n\n"
+            "Written by `gymcurric bench`; the curated figures are in BENCHMARKS.md.\n\n"
+            f"{body}\n"
+        )
+        os.replace(tmp, out)
     return 1 if failed else 0

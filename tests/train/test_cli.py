@@ -102,31 +102,26 @@ def test_demo_runs_a_shipped_config_without_overwriting(tmp_path):
         assert (tmp_path / expected / "plots" / "return_cost.png").is_file()
 
 
-def test_bench_list_and_block_replacement(capsys):
-    from gymcurric.train.cli_bench import BENCHES, replace_block
+def test_bench_list_and_unknown_names(capsys):
+    from gymcurric.train.cli_bench import BENCHES
 
     assert cli.main(["bench", "--list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in BENCHES)
-    text = "# Benchmarks\n\nhand-written analysis\n"
-    once = replace_block(text, "replay", "first")
-    assert "hand-written analysis" in once and "first" in once
-    twice = replace_block(once, "replay", "second")
-    assert "second" in twice and "first" not in twice
-    assert twice.count("<!-- bench:replay:begin -->") == 1
     assert cli.main(["bench", "no-such-bench"]) == 2
 
 
-def test_bench_runs_a_script_and_refreshes_its_block(tmp_path, capsys):
+def test_bench_records_the_latest_run_and_leaves_benchmarks_md_alone(tmp_path, capsys):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "env_speed.py").write_text("print('ratio 1.23x')\n")
     (tmp_path / "BENCHMARKS.md").write_text("# Benchmarks\n\nkeep me\n")
     assert cli.main(["bench", "env_speed", "--root", str(tmp_path)]) == 0
-    md = (tmp_path / "BENCHMARKS.md").read_text()
-    assert "keep me" in md and "ratio 1.23x" in md and "bench:env_speed:begin" in md
+    latest = tmp_path / "benchmarks" / "reference" / "env_speed" / "latest.md"
+    assert "ratio 1.23x" in latest.read_text() and "commit" in latest.read_text()
+    assert (tmp_path / "BENCHMARKS.md").read_text() == "# Benchmarks\n\nkeep me\n"
     (tmp_path / "benchmarks" / "env_speed.py").write_text("raise SystemExit(3)\n")
     assert cli.main(["bench", "env_speed", "--root", str(tmp_path)]) == 1
-    assert "ratio 1.23x" in (tmp_path / "BENCHMARKS.md").read_text()  # kept on failure
+    assert "ratio 1.23x" in latest.read_text()  # kept on failure
 
 
 DRY_RUN_MISTAKES = {
