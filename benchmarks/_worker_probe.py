@@ -70,11 +70,11 @@ class Outer(gym.Wrapper):
 
 
 def make_probed(out: str, curriculum: Any = None, channel: Any = None) -> gym.Env:
-    """The trivial benchmark env with probes; wrapped in ``CurriculumTask`` if a curriculum is
+    """The trivial benchmark env with probes; wrapped in ``SampleCurriculumTask`` if a curriculum is
     given (bound to ``channel`` when that is given too)."""
     import _trivial_env as trivial
 
-    from gymcurric.wrappers import CurriculumTask
+    from gymcurric.wrappers import SampleCurriculumTask
 
     env = gym.make(trivial.register())
     e: Any = env
@@ -82,5 +82,5 @@ def make_probed(out: str, curriculum: Any = None, channel: Any = None) -> gym.En
         e = e.env
     e.env = Inner(e.env)
     if curriculum is not None:
-        env = CurriculumTask(env, curriculum, channel=channel)
+        env = SampleCurriculumTask(env, curriculum, channel=channel)
     return Outer(env, out)

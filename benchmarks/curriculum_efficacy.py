@@ -151,12 +151,12 @@ def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episode
 
     import gymcurric  # noqa: F401
     from gymcurric.integrations.sb3 import VecCostMonitor
-    from gymcurric.wrappers import CurriculumTask
+    from gymcurric.wrappers import SampleCurriculumTask
 
     torch.set_num_threads(1)
     cur = make_curriculum(condition, seed, episodes_per_stage)
     venv = VecCostMonitor(make_vec_env("gymcurric/HazardGrid-v0", n_envs=4, seed=seed,
-                                       env_kwargs=ENV_KWARGS, wrapper_class=CurriculumTask,
+                                       env_kwargs=ENV_KWARGS, wrapper_class=SampleCurriculumTask,
                                        wrapper_kwargs={"curriculum": cur}))
     history: list[dict[str, Any]] = []
     costs: list[float] = []

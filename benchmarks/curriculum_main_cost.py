@@ -7,10 +7,10 @@ to a ``TaskChannel(episodes_in_main=True)`` (what ``make_curriculum_vec`` builds
 the recording in this process under each configuration, ``--repeats`` times, interleaved:
 
 * ``plain``: the replay alone (the baseline: returning the recorded step);
-* ``ids-only``: ``vector.CurriculumTask`` without a channel: it only tracks which task each
+* ``ids-only``: ``vector.SampleCurriculumTask`` without a channel: it only tracks which task each
   sub-env runs (the main-process side of the worker-side path that SB3's ``SubprocVecEnv``
   uses, where the sub-envs sample and update themselves);
-* ``channel-main``: ``vector.CurriculumTask`` with ``TaskChannel(episodes_in_main=True)``: it
+* ``channel-main``: ``vector.SampleCurriculumTask`` with ``TaskChannel(episodes_in_main=True)``: it
   sums every episode's rewards and costs, applies the ended episodes to the curriculum in one
   batch, and refills the channel's slots. The replay takes each restarting sub-env's task from
   its slot, as the worker would, so the refills do real work.
@@ -44,7 +44,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers.vector import CurriculumTask, make_curriculum_vec
+from gymcurric.wrappers.vector import SampleCurriculumTask, make_curriculum_vec
 
 _T = time.thread_time_ns
 MODES = {"next-step": AutoresetMode.NEXT_STEP, "same-step": AutoresetMode.SAME_STEP}
@@ -183,11 +183,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cur = Curriculum(FixedTaskSpace([{"level": i} for i in range(args.tasks)]), seed=0)
         curricula.append(cur)
         if name == "ids-only":
-            return CurriculumTask(replay, cur), replay, cur
+            return SampleCurriculumTask(replay, cur), replay, cur
         chan = TaskChannel(args.num_envs, episodes_in_main=True)
         channels.append(chan)
         replay.channel = chan
-        return CurriculumTask(replay, cur, channel=chan), replay, cur
+        return SampleCurriculumTask(replay, cur, channel=chan), replay, cur
 
     names = ("plain", "ids-only", "channel-main")
     envs = {name: build(name) for name in names}

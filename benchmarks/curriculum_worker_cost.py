@@ -4,7 +4,7 @@ Three vector envs of ``--num-envs`` trivial envs (10-step episodes, ``_trivial_e
 turns, ``--repeats`` x ``--steps`` vector steps each:
 
 * ``plain``: the bare env;
-* ``worker-side``: each sub-env in ``CurriculumTask`` on a shared curriculum of ``--tasks``
+* ``worker-side``: each sub-env in ``SampleCurriculumTask`` on a shared curriculum of ``--tasks``
   tasks, sampling and updating in the worker (the path SB3's ``SubprocVecEnv`` uses);
 * ``channel``: the same, bound to a ``TaskChannel`` whose sub-envs report their episodes
   through it (what ``make_curriculum_vec`` builds with a ``success_fn`` or a ``factory``);
@@ -37,7 +37,7 @@ from _worker_probe import make_probed
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers.vector import CurriculumTask
+from gymcurric.wrappers.vector import SampleCurriculumTask
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         "plain": gym.vector.AsyncVectorEnv(
             [partial(make_probed, f"{out}/plain") for _ in range(n)], context=ctx
         ),
-        "worker-side": CurriculumTask(
+        "worker-side": SampleCurriculumTask(
             gym.vector.AsyncVectorEnv(
                 [partial(make_probed, f"{out}/worker-side", cur) for _ in range(n)], context=ctx
             ),
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             [partial(make_probed, f"{out}/{name}", cur, chan) for _ in range(n)], context=ctx
         )
         bound.set_attr("channel_index", list(range(n)))
-        envs[name] = CurriculumTask(bound, cur, channel=chan)
+        envs[name] = SampleCurriculumTask(bound, cur, channel=chan)
     actions = np.zeros(n, dtype=np.int64)
     try:
         for e in envs.values():

@@ -22,7 +22,7 @@ seeds, cost limit 25; ``benchmarks/on-policy/README.md`` at omnisafe 15603dd), a
 the first reset to the end of ``learn`` (training included), wall and process-CPU time; the
 ratio PPOLag/PPO is printed (goal: >= 0.85).
 
-``--algos pposaute`` is SB3 PPO on ``SauteBudget(env, safety_budget=--cost-limit)`` with
+``--algos pposaute`` is SB3 PPO on ``AugmentStateSaute(env, safety_budget=--cost-limit)`` with
 OmniSafe's PPOSaute settings for the Goal1 tasks (``--saute-gamma 0.9999``, ``--unsafe-reward
 -0.2``); its recorded return is the env's own reward, not the Saute one.
 
@@ -63,7 +63,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNorm
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.integrations.sb3.cost import VecCostMonitor
-from gymcurric.wrappers import RecordEpisodeStatisticsWithCost, SauteBudget
+from gymcurric.wrappers import AugmentStateSaute, RecordEpisodeStatisticsWithCost
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:  # the --jobs workers import this module's siblings by name
@@ -80,7 +80,7 @@ from _safety_runs import (  # noqa: E402
 
 # ppo-costonly: SB3 PPO trained on reward := -info["cost"] (a diagnostic: how fast PPO lowers
 # the cost when the cost is all it optimises); its recorded return is still the env's own.
-# pposaute: SB3 PPO on the env wrapped in gymcurric.wrappers.SauteBudget (budget = the cost
+# pposaute: SB3 PPO on the env wrapped in gymcurric.wrappers.AugmentStateSaute (budget = the cost
 # limit); its recorded return is the env's own, not the Saute reward.
 ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo", "ppo-costonly", "pposaute")
 
@@ -112,8 +112,8 @@ def make_venv(
     ``obs_normalize=True, reward_normalize=False, cost_normalize=False``. The monitor sits below
     it, so the recorded returns and ``info["cost"]`` are the env's own.
 
-    With ``saute`` (``SauteBudget`` keyword arguments) every sub-env is
-    ``SauteBudget(RecordEpisodeStatisticsWithCost(env))``: the episode statistics are taken
+    With ``saute`` (``AugmentStateSaute`` keyword arguments) every sub-env is
+    ``AugmentStateSaute(RecordEpisodeStatisticsWithCost(env))``: the episode statistics are taken
     below the Saute wrapper, so they hold the env's own return (as OmniSafe's Saute adapter
     logs the original reward), and there is no vec-level monitor above, which would record
     the Saute reward instead.
@@ -123,7 +123,7 @@ def make_venv(
         env = gym.make(env_id(name))
         if saute is None:
             return env
-        return SauteBudget(RecordEpisodeStatisticsWithCost(env), **saute)
+        return AugmentStateSaute(RecordEpisodeStatisticsWithCost(env), **saute)
 
     venv = DummyVecEnv([make] * n_envs)
     venv.seed(seed)
@@ -424,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         "--saute-gamma",
         type=float,
         default=0.9999,
-        help="pposaute: SauteBudget saute_gamma (OmniSafe's PPOSaute setting for Point/Car Goal1)",
+        help="pposaute: AugmentStateSaute saute_gamma "
+        "(OmniSafe's PPOSaute setting for Point/Car Goal1)",
     )
     p.add_argument(
         "--unsafe-reward",
@@ -436,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         "--saute-horizon",
         type=int,
         default=None,
-        help="pposaute: SauteBudget max_episode_steps T (default: the env spec's time limit)",
+        help="pposaute: AugmentStateSaute max_episode_steps T (default: the env spec's time limit)",
     )
     p.add_argument("--speed-steps", type=int, default=0, help="0: skip the speed comparison")
     p.add_argument("--speed-repeats", type=int, default=3)

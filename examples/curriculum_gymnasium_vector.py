@@ -1,10 +1,10 @@
 """A hand-written loop on a Gymnasium vector env whose episodes are picked by a curriculum.
 
-Each sub-env of ``gymcurric/HazardGrid-v0`` is wrapped in ``CurriculumTask``: at every autoreset
-it draws its next task (goal distance x hazard count) from the learning-progress curriculum and
-reports the episode's return, success and cost back when it ends. The "agent" is a heuristic
-that walks towards the goal and whose skill grows during the run (its random-action rate decays),
-so the curriculum has learning progress to follow.
+Each sub-env of ``gymcurric/HazardGrid-v0`` is wrapped in ``SampleCurriculumTask``: at every
+autoreset it draws its next task (goal distance x hazard count) from the learning-progress
+curriculum and reports the episode's return, success and cost back when it ends. The "agent" is a
+heuristic that walks towards the goal and whose skill grows during the run (its random-action
+rate decays), so the curriculum has learning progress to follow.
 
     python examples/curriculum_gymnasium_vector.py                 # SyncVectorEnv
     python examples/curriculum_gymnasium_vector.py --async         # AsyncVectorEnv, shared memory

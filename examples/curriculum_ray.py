@@ -1,10 +1,10 @@
-"""Envs on Ray workers, one curriculum on a Ray actor: ``RayCurriculum`` + ``CurriculumTask``.
+"""Envs on Ray workers, one curriculum on a Ray actor: ``RayCurriculum`` + ``SampleCurriculumTask``.
 
 The driver builds a :class:`~gymcurric.integrations.ray.RayCurriculum` (its state lives on a Ray
 actor) and hands the same client to ``--workers`` rollout workers (Ray actors). Each worker owns
 a ``SyncVectorEnv`` of ``gymcurric/HazardGrid-v0`` whose sub-envs are wrapped in
-``CurriculumTask``, exactly as in ``examples/curriculum_gymnasium_vector.py``: every reset draws
-its task from the worker's local snapshot of the distribution (no Ray call), every finished
+``SampleCurriculumTask``, exactly as in ``examples/curriculum_gymnasium_vector.py``: every reset
+draws its task from the worker's local snapshot of the distribution (no Ray call), every finished
 episode is buffered and sent to the actor in batches. The "agent" is a heuristic whose random
 action rate decays over the run, so the curriculum has learning progress to follow. Every
 round the driver prints the curriculum's stats (and, with ``--save``, writes a checkpoint that
@@ -63,7 +63,7 @@ class RolloutWorker:
         return {"episodes": episodes, "success": successes / max(episodes, 1)}
 
     def close(self) -> None:
-        """Close the envs: each CurriculumTask flushes this worker's buffered episodes."""
+        """Close the envs: each SampleCurriculumTask flushes this worker's buffered episodes."""
         self.envs.close()
 
 

@@ -1,7 +1,7 @@
 """PPO (Stable-Baselines3) on a family of HazardGrid tasks chosen by a learning-progress curriculum.
 
 Tasks vary the start-goal distance and the number of hazards. Every sub-env is wrapped in
-``CurriculumTask``: it picks its next task inside each (auto-)reset and reports the episode's
+``SampleCurriculumTask``: it picks its next task inside each (auto-)reset and reports the episode's
 return, success and cost when it ends; nothing in PPO changes. The curriculum lives in shared
 memory, so the SubprocVecEnv workers all sample from and update one state; ``--dummy`` runs the
 envs in this process instead. ``CurriculumCallback`` logs ``curriculum/*`` next to SB3's values
@@ -20,7 +20,7 @@ import numpy as np
 
 import gymcurric  # noqa: F401  (registers gymcurric/HazardGrid-v0)
 from gymcurric.tasks import BucketedTaskSpace, Curriculum, DualPool, Span
-from gymcurric.wrappers import CurriculumTask
+from gymcurric.wrappers import SampleCurriculumTask
 
 
 def main() -> None:
@@ -63,7 +63,7 @@ def main() -> None:
             n_envs=args.num_envs,
             seed=args.seed,
             vec_env_cls=DummyVecEnv if args.dummy else SubprocVecEnv,
-            wrapper_class=CurriculumTask,
+            wrapper_class=SampleCurriculumTask,
             wrapper_kwargs={"curriculum": cur},
         )
     )

@@ -188,9 +188,11 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
         # embedder None: the shipped offline MiniLM caption model, HazardNav prompts by default
         envs = ShapeRewardSemantic(envs, None, {"total_steps": args.total_timesteps})
     if args.saute:
-        from gymcurric.wrappers.vector.saute import SauteBudget
+        from gymcurric.wrappers.vector.saute import AugmentStateSaute
 
-        envs = SauteBudget(envs, safety_budget=max(args.cost_limit, 1e-3), max_episode_steps=200)
+        envs = AugmentStateSaute(
+            envs, safety_budget=max(args.cost_limit, 1e-3), max_episode_steps=200
+        )
     return envs
 
 

@@ -7,11 +7,14 @@ them, with an error naming the extra to install when they are missing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gymcurric import datapacks as datapacks
 from gymcurric import envs as envs  # registers the gymcurric/… ids
 from gymcurric import safety as safety
 from gymcurric import tasks as tasks
 from gymcurric import wrappers as wrappers
+from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks import DataPack, DataPackRLSampler, load_datapacks
 from gymcurric.errors import (
     ConfigError,
@@ -35,10 +38,10 @@ from gymcurric.tasks import (
 )
 from gymcurric.wrappers import (
     AnnotateCost,
-    CurriculumTask,
-    DatapackTask,
     EmitCostTuple,
+    PresentDatapack,
     RecordEpisodeStatisticsWithCost,
+    SampleCurriculumTask,
     load_curriculum_state,
     save_curriculum_state,
 )
@@ -52,14 +55,14 @@ __all__ = [
     "Curriculum",
     "CurriculumConfig",
     "FixedTaskSpace",
+    "SampleCurriculumTask",
     "Span",
-    "CurriculumTask",
     "load_curriculum_state",
     "save_curriculum_state",
     # datapacks (gymcurric.datapacks)
     "DataPack",
     "DataPackRLSampler",
-    "DatapackTask",
+    "PresentDatapack",
     "load_datapacks",
     # cost annotation (gymcurric.wrappers)
     "AnnotateCost",
@@ -84,3 +87,12 @@ __all__ = [
     "tasks",
     "wrappers",
 ]
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    CurriculumTask = SampleCurriculumTask
+    DatapackTask = PresentDatapack
+else:
+    __getattr__ = alias_getattr(__name__, "CurriculumTask", "DatapackTask")

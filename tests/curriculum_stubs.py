@@ -81,9 +81,9 @@ def levels(n: int, length: int = 3) -> FixedTaskSpace:
 
 
 def make_wrapped(curriculum: Any, name: str = "env", **wrapper_kwargs: Any) -> gym.Env:
-    from gymcurric.wrappers import CurriculumTask
+    from gymcurric.wrappers import SampleCurriculumTask
 
-    return CurriculumTask(TaskStubEnv(name), curriculum, **wrapper_kwargs)
+    return SampleCurriculumTask(TaskStubEnv(name), curriculum, **wrapper_kwargs)
 
 
 def make_stub(name: str = "env") -> gym.Env:

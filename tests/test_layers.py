@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gymcurric._optional",
             "gymcurric._parsing",
             "gymcurric._npz",
+            "gymcurric._deprecated",
         ),
     ),
     ("core", ("gymcurric.tasks", "gymcurric.datapacks", "gymcurric.safety")),

@@ -67,7 +67,7 @@ class TaskChannel:
         num_envs: number of sub-envs (>= 1).
         episodes_in_main: whether the main process accounts the episodes from the vector
             env's outputs (the sub-envs then neither accumulate nor :meth:`put` anything).
-            Only for sub-envs whose outermost wrapper is the ``CurriculumTask`` (so that the
+            Only for sub-envs whose outermost wrapper is the ``SampleCurriculumTask`` (so that the
             vector env's rewards and infos are the ones it would see), with no ``success_fn``
             and no ``factory``; ``make_curriculum_vec`` decides.
     """

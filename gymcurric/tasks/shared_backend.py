@@ -177,8 +177,8 @@ class SharedMemoryBackend(StateBackend):
         worker_update_batch: in processes other than the creator, ``update`` buffers up to this
             many episodes, or until the oldest is 1 s old, and applies them, in order, under one
             lock acquisition (the buffer is also applied by any other locked call, ``flush()``
-            and ``close()``, which ``CurriculumTask.close()`` calls in each worker). Many workers
-            ending episodes at the same moment otherwise queue on the lock. A due buffer is
+            and ``close()``, which ``SampleCurriculumTask.close()`` calls in each worker). Many
+            workers ending episodes at the same moment otherwise queue on the lock. A due buffer is
             applied only if the lock is free at that moment; otherwise the worker keeps
             buffering, up to 8 batches or 4 s, and tries again at its next episode end, so an
             episode end never waits for another process's locked section. With 8 async

@@ -25,6 +25,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from gymcurric._deprecated import current_name
 from gymcurric.errors import DataError
 
 __all__ = [
@@ -468,7 +469,8 @@ def capture_venv(
 
 
 def _names(saved: list[Any]) -> list[str]:
-    return [str(name) for name, _ in saved]
+    # a checkpoint written before the renames of issue 22 holds the old class names
+    return [current_name(str(name)) for name, _ in saved]
 
 
 def restore_venv(venv: Any, saved: dict[str, Any], arrays: dict[str, np.ndarray]) -> bool:

@@ -1,7 +1,7 @@
 """Turn a :class:`~gymcurric.train.config.TrainConfig` into envs, wrappers and an agent.
 
-Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``CurriculumTask`` or
-``DatapackTask`` (they set each episode's task at reset) → the optional per-env wrappers
+Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``SampleCurriculumTask`` or
+``PresentDatapack`` (they set each episode's task at reset) → the optional per-env wrappers
 (Saute, semantic shaping, risk). Then the SB3 vector env (``DummyVecEnv`` or ``SubprocVecEnv``)
 → ``VecCostMonitor`` (episode return, length and cost) → ``VecNormalize`` when asked.
 """
@@ -125,7 +125,7 @@ def build_curriculum(cfg: TrainConfig, source: str = "config") -> Any:
 def _wrap_optional(env: gym.Env, name: str, params: dict[str, Any], source: str) -> gym.Env:
     # the optional per-env wrappers, by config section
     targets = {
-        "saute": ("gymcurric.wrappers.saute", "SauteBudget"),
+        "saute": ("gymcurric.wrappers.saute", "AugmentStateSaute"),
         "risk": ("gymcurric.wrappers.risk", "AnnotateRisk"),
     }
     module, cls_name = targets[name]
@@ -158,7 +158,7 @@ class _EnvFactory:
 
     def __call__(self) -> gym.Env:
         import gymcurric  # noqa: F401  (registers the ids in a fresh worker process)
-        from gymcurric.wrappers import AnnotateCost, CurriculumTask
+        from gymcurric.wrappers import AnnotateCost, SampleCurriculumTask
 
         cfg = self.cfg
         from gymcurric.train._runstate import EpisodeLog
@@ -173,12 +173,12 @@ class _EnvFactory:
         if cfg.cost.enabled:
             env = AnnotateCost(env, nonfinite=cfg.cost.nonfinite)
         if self.curriculum is not None:
-            env = CurriculumTask(env, self.curriculum)
+            env = SampleCurriculumTask(env, self.curriculum)
         if self.sampler is not None:
-            from gymcurric.wrappers.datapack import DatapackTask
+            from gymcurric.wrappers.datapack import PresentDatapack
 
-            # shows the datapacks VecDatapackTask draws in the main process
-            env = DatapackTask(env, None)
+            # shows the datapacks VecPresentDatapack draws in the main process
+            env = PresentDatapack(env, None)
         for name in ("saute", "risk"):
             sec = getattr(cfg, name)
             if sec.enabled:
@@ -241,9 +241,9 @@ def build_run(
         callbacks: list[Any] = []
         if sampler is not None:
             # one sampler in this process for every sub-env (also under subproc)
-            from gymcurric.integrations.sb3.datapack import DatapackCallback, VecDatapackTask
+            from gymcurric.integrations.sb3.datapack import DatapackCallback, VecPresentDatapack
 
-            venv = VecDatapackTask(venv, sampler)
+            venv = VecPresentDatapack(venv, sampler)
             callbacks.append(DatapackCallback(venv))
         monitor_file = None if run_dir is None else str(run_dir / monitor_name)
         # records the unshaped returns
@@ -262,13 +262,13 @@ def build_run(
 
 def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:
     # one batched embedding call per captured step for all envs (SB3 twin of the wrapper)
-    from gymcurric.integrations.sb3.semantic import SemanticShapingCallback, VecSemanticShaping
+    from gymcurric.integrations.sb3.semantic import SemanticShapingCallback, VecShapeRewardSemantic
 
     params = dict(cfg.shaping.params)
     config = dict(params.pop("config", {}) or {})
     config.setdefault("total_steps", cfg.run.total_steps)  # beta anneals over this run
     try:
-        shaped = VecSemanticShaping(venv, config=config, **params)
+        shaped = VecShapeRewardSemantic(venv, config=config, **params)
     except TypeError as exc:
         key, value = kwarg_key("shaping.params", exc, dict(cfg.shaping.params))
         raise ConfigError(key, value, str(exc), source=source) from exc

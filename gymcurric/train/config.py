@@ -91,7 +91,7 @@ class CostSection:
 
 @dataclass(frozen=True)
 class CurriculumSection:
-    """Learning-progress task selection (``CurriculumTask`` on each env).
+    """Learning-progress task selection (``SampleCurriculumTask`` on each env).
 
     Attributes:
         enabled: use a curriculum.
@@ -119,7 +119,7 @@ class CurriculumSection:
 
 @dataclass(frozen=True)
 class DatapacksSection:
-    """Datapack sampling (``DatapackTask`` on each env).
+    """Datapack sampling (``PresentDatapack`` on each env).
 
     Attributes:
         enabled: present datapacks.

@@ -1,4 +1,4 @@
-"""Curriculum task selection for a single env: :class:`CurriculumTask`.
+"""Curriculum task selection for a single env: :class:`SampleCurriculumTask`.
 
 The wrapper picks each episode's task from a :class:`~gymcurric.tasks.Curriculum` *inside*
 ``reset()`` (SB3 and Gymnasium vector envs auto-reset without options), hands it to the env as
@@ -16,18 +16,19 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.core import ActType, ObsType
 
 from gymcurric._checks import check_int
+from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
 from gymcurric.tasks.signals import check_episode
 from gymcurric.tasks.spaces import copy_task
 
-__all__ = ["CurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
+__all__ = ["SampleCurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
 
 #: ``success_fn(info) -> bool | float | None``: success of an episode from its last step's info.
 SuccessFn = Callable[[dict[str, Any]], Any]
@@ -48,11 +49,11 @@ def task_key(task: Any) -> str:
         return json.dumps(task, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(
-            "task", task, f"tasks must be JSON-safe dicts ({exc})", source="CurriculumTask"
+            "task", task, f"tasks must be JSON-safe dicts ({exc})", source="SampleCurriculumTask"
         ) from exc
 
 
-class CurriculumTask(
+class SampleCurriculumTask(
     gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.RecordConstructorArgs
 ):
     """Run every episode on a task picked by a curriculum, and report how it went.
@@ -99,7 +100,7 @@ class CurriculumTask(
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
         >>> space = FixedTaskSpace([{"num_hazards": n, "size": 5} for n in (0, 2, 4)])
         >>> cur = Curriculum(space, seed=0)
-        >>> env = CurriculumTask(gym.make("gymcurric/HazardGrid-v0"), cur)
+        >>> env = SampleCurriculumTask(gym.make("gymcurric/HazardGrid-v0"), cur)
         >>> obs, info = env.reset(seed=0)
         >>> info["task"] == space.task(info["task_id"])
         True
@@ -146,16 +147,21 @@ class CurriculumTask(
                 "curriculum",
                 curriculum,
                 f"expected a gymcurric Curriculum (missing methods {missing})",
-                source="CurriculumTask",
+                source="SampleCurriculumTask",
             )
         for name, fn in (("success_fn", success_fn), ("factory", factory)):
             if fn is not None and not callable(fn):
-                raise ConfigError(name, fn, "must be callable or None", source="CurriculumTask")
-        check_int("cache_size", cache_size, source="CurriculumTask")
-        check_int("max_retries", max_retries, minimum=0, source="CurriculumTask")
+                raise ConfigError(
+                    name, fn, "must be callable or None", source="SampleCurriculumTask"
+                )
+        check_int("cache_size", cache_size, source="SampleCurriculumTask")
+        check_int("max_retries", max_retries, minimum=0, source="SampleCurriculumTask")
         if env is None and factory is None:
             raise ConfigError(
-                "env", None, "pass an env, or env=None with a factory", source="CurriculumTask"
+                "env",
+                None,
+                "pass an env, or env=None with a factory",
+                source="SampleCurriculumTask",
             )
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -227,7 +233,7 @@ class CurriculumTask(
                 "pending_task_id",
                 task_id,
                 "expected a task id (int >= 0), -1 or None",
-                source="CurriculumTask",
+                source="SampleCurriculumTask",
             )
         self._pending = int(task_id)
 
@@ -246,7 +252,7 @@ class CurriculumTask(
         chan = self._channel
         if index >= 0 and chan is None:
             raise ConfigError(
-                "channel_index", index, "this wrapper has no channel", source="CurriculumTask"
+                "channel_index", index, "this wrapper has no channel", source="SampleCurriculumTask"
             )
         self._channel_index = int(index)
         self.__dict__.pop("step", None)
@@ -257,7 +263,7 @@ class CurriculumTask(
                     chan,
                     "a channel with episodes_in_main=True cannot serve a wrapper with a "
                     "success_fn or a factory (the main process could not see their episodes)",
-                    source="CurriculumTask",
+                    source="SampleCurriculumTask",
                 )
             self.step = self.env.step  # type: ignore[method-assign]
 
@@ -326,7 +332,7 @@ class CurriculumTask(
                 if key in info:
                     raise InfoKeyConflictError(
                         f"{self.env} already sets info[{key!r}] at reset ({info[key]!r}); "
-                        f"CurriculumTask will not overwrite info key {key!r}"
+                        f"SampleCurriculumTask will not overwrite info key {key!r}"
                     )
         self.task_id, self._task = tid, task
         info["task"] = copy_task(task)
@@ -373,7 +379,7 @@ class CurriculumTask(
             task,
             f"the env refused {self._max_retries + 1} curriculum tasks in a row "
             f"(max_retries={self._max_retries}); last refusal: {type(last).__name__}: {last}",
-            source="CurriculumTask.reset",
+            source="SampleCurriculumTask.reset",
         ) from last
 
     def _reset_inner(
@@ -402,7 +408,7 @@ class CurriculumTask(
                     name,
                     getattr(env, name),
                     f"factory env for task {task!r} differs from {getattr(self, name)}",
-                    source="CurriculumTask",
+                    source="SampleCurriculumTask",
                 )
         if self._template is not None:
             self._template.close()
@@ -444,7 +450,7 @@ class CurriculumTask(
                 self.curriculum.update(self.task_id, self._return, success, cost)
         except GymcurricError as exc:
             exc.add_note(
-                f"reported by CurriculumTask at the end of an episode of task_id="
+                f"reported by SampleCurriculumTask at the end of an episode of task_id="
                 f"{self.task_id}, task {self._task!r}"
             )
             raise
@@ -507,3 +513,11 @@ def rearm_passive_checker(env: Any) -> None:
         ):
             e.checked_reset = False
         e = getattr(e, "env", None)
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    CurriculumTask = SampleCurriculumTask
+else:
+    __getattr__ = alias_getattr(__name__, "CurriculumTask")

@@ -4,11 +4,11 @@ The file holds the curriculum's :meth:`~gymcurric.tasks.Curriculum.state_dict` (
 ``.npy`` members, everything else as one JSON member) and, optionally, the task id each env is
 running at the moment of the checkpoint. Loading it with ``env=`` makes each env's next reset
 continue that task instead of drawing a new one (see
-:attr:`gymcurric.wrappers.CurriculumTask.pending_task_id`), so that a run resumed from a model
+:attr:`gymcurric.wrappers.SampleCurriculumTask.pending_task_id`), so that a run resumed from a model
 checkpoint and this file draws the same task sequence as the uninterrupted run.
 
-``env`` may be a single env wrapped in :class:`~gymcurric.wrappers.CurriculumTask`, a Gymnasium
-``VectorEnv`` or an SB3 ``VecEnv`` whose sub-envs are.
+``env`` may be a single env wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask`, a
+Gymnasium ``VectorEnv`` or an SB3 ``VecEnv`` whose sub-envs are.
 
 Example:
     >>> import os, tempfile
@@ -54,7 +54,7 @@ def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
     return ConfigError(
         "env",
         env,
-        f"its envs must be wrapped in gymcurric.wrappers.CurriculumTask{why}",
+        f"its envs must be wrapped in gymcurric.wrappers.SampleCurriculumTask{why}",
         source="curriculum state",
     )
 
@@ -69,7 +69,7 @@ def env_task_ids(env: Any) -> list[int]:
     """The task id each env is running (``-1``: an explicit task or no episode yet).
 
     Args:
-        env: a :class:`~gymcurric.wrappers.CurriculumTask`-wrapped env, a Gymnasium
+        env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
             ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
     """
     try:

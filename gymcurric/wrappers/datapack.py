@@ -1,4 +1,4 @@
-"""Datapack presentation for a single env: :class:`DatapackTask`.
+"""Datapack presentation for a single env: :class:`PresentDatapack`.
 
 The wrapper draws the next datapack from a :class:`~gymcurric.datapacks.DataPackRLSampler`
 *inside* ``reset()`` (SB3 and Gymnasium vector envs auto-reset without options), hands its task
@@ -11,16 +11,17 @@ rewards, observations, objective vectors and the datapacks themselves are never 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium.core import ActType, ObsType
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
 from gymcurric.wrappers.curriculum import SuccessFn
 
-__all__ = ["DatapackTask", "MplFn", "datapack_info", "report_episode"]
+__all__ = ["PresentDatapack", "MplFn", "datapack_info", "report_episode"]
 
 #: ``mpl_fn(info) -> float | None``: marginal productivity of an episode from its last step's info.
 MplFn = Callable[[dict[str, Any]], Any]
@@ -53,7 +54,7 @@ def datapack_info(pack: DataPack) -> dict[str, Any]:
     }
 
 
-class DatapackTask(
+class PresentDatapack(
     gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.RecordConstructorArgs
 ):
     """Run every episode on the next sampled datapack, and report how it went.
@@ -83,7 +84,7 @@ class DatapackTask(
     datapack instead of drawing one; the reset consumes it. With ``sampler=None`` the wrapper
     only presents presets (a reset without one raises :class:`~gymcurric.errors.ConfigError`)
     and reports nothing: this is how the vector twin
-    :class:`gymcurric.wrappers.vector.DatapackTask` drives its sub-envs from one central sampler.
+    :class:`gymcurric.wrappers.vector.PresentDatapack` drives its sub-envs from one central sampler.
 
     An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
     task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
@@ -93,13 +94,13 @@ class DatapackTask(
 
     Worker processes (``AsyncVectorEnv``, SB3's ``SubprocVecEnv``) would each unpickle their own
     copy of the sampler: every copy draws the same stream and reports to a curriculum the
-    trainer never sees. Use :class:`gymcurric.wrappers.vector.datapack.DatapackTask` (central
+    trainer never sees. Use :class:`gymcurric.wrappers.vector.datapack.PresentDatapack` (central
     sampling) for Gymnasium vector envs.
 
     Info keys written (at reset): ``datapack``, see :func:`datapack_info` (``pack_id``, ``tier``,
     ``task_type``, ``objective_vector`` as a list, ``trust_score``). An env that already sets it
     raises :class:`~gymcurric.errors.InfoKeyConflictError`. ``task`` / ``task_id`` belong to
-    :class:`~gymcurric.wrappers.CurriculumTask` and are not written.
+    :class:`~gymcurric.wrappers.SampleCurriculumTask` and are not written.
 
     Examples:
         >>> import gymnasium as gym
@@ -112,7 +113,7 @@ class DatapackTask(
         ... ]
         >>> cur = DataPackCurriculum()
         >>> sampler = DataPackRLSampler(packs, curriculum=cur, seed=0)
-        >>> env = DatapackTask(gym.make("gymcurric/HazardGrid-v0"), sampler)
+        >>> env = PresentDatapack(gym.make("gymcurric/HazardGrid-v0"), sampler)
         >>> obs, info = env.reset()
         >>> env.unwrapped.task["num_hazards"] == dict(env.datapack.task_params)["num_hazards"]
         True
@@ -149,11 +150,11 @@ class DatapackTask(
                 "sampler",
                 sampler,
                 "expected a DataPackRLSampler (missing method 'sample_batch')",
-                source="DatapackTask",
+                source="PresentDatapack",
             )
         for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
             if fn is not None and not callable(fn):
-                raise ConfigError(name, fn, "must be callable or None", source="DatapackTask")
+                raise ConfigError(name, fn, "must be callable or None", source="PresentDatapack")
         gym.utils.RecordConstructorArgs.__init__(
             self,
             sampler=sampler,
@@ -197,7 +198,7 @@ class DatapackTask(
         if "datapack" in info:
             raise InfoKeyConflictError(
                 f"{self.env} already sets info['datapack'] at reset ({info['datapack']!r}); "
-                "DatapackTask will not overwrite info key 'datapack'"
+                "PresentDatapack will not overwrite info key 'datapack'"
             )
         self.datapack = pack
         info["datapack"] = None if pack is None else datapack_info(pack)
@@ -209,7 +210,7 @@ class DatapackTask(
             pack, self.next_datapack = self.next_datapack, None
             if not isinstance(pack, DataPack):
                 raise ConfigError(
-                    "next_datapack", pack, "expected a DataPack", source="DatapackTask.reset"
+                    "next_datapack", pack, "expected a DataPack", source="PresentDatapack.reset"
                 )
             return pack
         if self.sampler is None:
@@ -217,7 +218,7 @@ class DatapackTask(
                 "next_datapack",
                 None,
                 "sampler is None and no datapack was preset for this reset",
-                source="DatapackTask.reset",
+                source="PresentDatapack.reset",
             )
         batch = self.sampler.sample_batch(1)
         if len(batch) != 1:
@@ -225,7 +226,7 @@ class DatapackTask(
                 "sampler",
                 self.sampler,
                 f"sample_batch(1) returned {len(batch)} datapacks",
-                source="DatapackTask.reset",
+                source="PresentDatapack.reset",
             )
         return batch[0]
 
@@ -255,7 +256,7 @@ class DatapackTask(
             return_=self._return,
             success_fn=self._success_fn,
             mpl_fn=self._mpl_fn,
-            reporter="DatapackTask",
+            reporter="PresentDatapack",
         )
 
 
@@ -273,7 +274,7 @@ def report_episode(
     """Feed one finished episode of ``pack`` to ``curriculum.update_diagnostics``.
 
     ``info`` is the episode's last step info; ``cost`` and ``return_`` its sums. Shared by
-    :class:`DatapackTask` and its vector twin, so both report the same outcome.
+    :class:`PresentDatapack` and its vector twin, so both report the same outcome.
     """
     if success_fn is not None:
         raw = success_fn(info)
@@ -295,3 +296,11 @@ def report_episode(
             f"reported by {reporter} at the end of an episode of datapack {pack.pack_id!r}"
         )
         raise
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    DatapackTask = PresentDatapack
+else:
+    __getattr__ = alias_getattr(__name__, "DatapackTask")

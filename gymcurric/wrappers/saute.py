@@ -1,4 +1,4 @@
-"""Sauté RL: the remaining safety budget as part of the state (:class:`SauteBudget`).
+"""Sauté RL: the remaining safety budget as part of the state (:class:`AugmentStateSaute`).
 
 Sauté RL (Sootla et al., "Sauté RL: Almost Surely Safe Reinforcement Learning Using State
 Augmentation", ICML 2022) turns a constrained problem "expected episode cost ≤ d" into an
@@ -34,17 +34,18 @@ z.
 from __future__ import annotations
 
 import math
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from gymcurric._checks import check_int
+from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
 
-__all__ = ["SAUTE_INFO_KEY", "SauteBudget", "augment_space", "saute_step_budget"]
+__all__ = ["SAUTE_INFO_KEY", "AugmentStateSaute", "augment_space", "saute_step_budget"]
 
 #: Info key holding the safety state z after the step (and at reset).
 SAUTE_INFO_KEY = "saute_state"
@@ -137,7 +138,7 @@ def augment_obs(obs: Any, z: float, space: gym.Space[Any]) -> Any:
     return np.concatenate([np.asarray(obs, space.dtype).ravel(), zz])
 
 
-class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
+class AugmentStateSaute(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
     """Append the remaining safety budget to the observation; unsafe reward once it is spent.
 
     The Sauté RL state augmentation (see the module docstring for the formulas): the safety
@@ -161,7 +162,7 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
         >>> import gymnasium as gym
         >>> from gymcurric.wrappers import AnnotateCost
         >>> every_step = AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 1.0)
-        >>> env = SauteBudget(every_step, safety_budget=2.0, saute_gamma=1.0)
+        >>> env = AugmentStateSaute(every_step, safety_budget=2.0, saute_gamma=1.0)
         >>> obs, info = env.reset(seed=0)
         >>> obs.shape, float(obs[-1]), info["saute_state"]
         ((5,), 1.0, 1.0)
@@ -196,13 +197,16 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
                 (replace, warn once), ``"ignore"`` (replace silently) or ``"raise"``.
             nonfinite_value: the replacement for a non-finite cost.
         """
-        src = "SauteBudget"
+        src = "AugmentStateSaute"
         if max_episode_steps is None and env.spec is not None:
             max_episode_steps = env.spec.max_episode_steps
         check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, src)
         assert max_episode_steps is not None
         self._guard = NonFiniteGuard(
-            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"SauteBudget({env})"
+            "cost",
+            policy=nonfinite,
+            replacement=nonfinite_value,
+            source=f"AugmentStateSaute({env})",
         )
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -236,7 +240,7 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
     def _write(self, info: dict[str, Any], where: str) -> None:
         if SAUTE_INFO_KEY in info:
             raise InfoKeyConflictError(
-                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}] at {where}; SauteBudget "
+                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}] at {where}; AugmentStateSaute "
                 f"will not overwrite info key {SAUTE_INFO_KEY!r}"
             )
         info[SAUTE_INFO_KEY] = self.z
@@ -260,7 +264,7 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
                 None,
                 f"{self.env} reported no cost this step; wrap it in "
                 "gymcurric.wrappers.AnnotateCost(env, cost_fn=...) first",
-                source="SauteBudget.step",
+                source="AugmentStateSaute.step",
             )
         cost = self._guard.scalar(cost, where="info['cost']")
         self.z = (self.z - cost / self.step_budget) / self.saute_gamma
@@ -268,3 +272,11 @@ class SauteBudget(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorAr
             reward = self.unsafe_reward
         self._write(info, "step")
         return augment_obs(obs, self.z, self.observation_space), reward, terminated, truncated, info
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    SauteBudget = AugmentStateSaute
+else:
+    __getattr__ = alias_getattr(__name__, "SauteBudget")

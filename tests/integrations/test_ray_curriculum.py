@@ -22,7 +22,7 @@ from gymcurric.tasks import (
     OpenEndedPool,
     ReplacementPool,
 )
-from gymcurric.wrappers import CurriculumTask, load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv, levels
 from tests.tasks.learners import PracticeLearner, run
 
@@ -240,10 +240,10 @@ def _episodes(cur, seed, n):
 
 @ray.remote
 class _EnvWorker:
-    """Owns a CurriculumTask-wrapped stub env and its copy of the client."""
+    """Owns a SampleCurriculumTask-wrapped stub env and its copy of the client."""
 
     def __init__(self, cur, name):
-        self.env = CurriculumTask(TaskStubEnv(name), cur)
+        self.env = SampleCurriculumTask(TaskStubEnv(name), cur)
 
     def run(self, episodes, seed):
         out = []

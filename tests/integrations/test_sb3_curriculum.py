@@ -23,7 +23,7 @@ from gymcurric.integrations.sb3 import (
     save_curriculum_state,
 )
 from gymcurric.tasks import Curriculum, FixedTaskSpace
-from gymcurric.wrappers import CurriculumTask, env_task_ids
+from gymcurric.wrappers import SampleCurriculumTask, env_task_ids
 from tests.curriculum_stubs import RESETS, TaskStubEnv, make_wrapped
 
 pytestmark = pytest.mark.sb3
@@ -78,7 +78,7 @@ def test_make_vec_env_with_wrapper_class():
         TaskStubEnv,
         n_envs=2,
         seed=0,
-        wrapper_class=CurriculumTask,
+        wrapper_class=SampleCurriculumTask,
         wrapper_kwargs={"curriculum": cur},
     )
     venv.reset()
@@ -132,7 +132,7 @@ def test_callback_arguments_are_validated():
 
 def test_saving_with_unwrapped_envs_is_a_clear_error(tmp_path):
     venv = DummyVecEnv([TaskStubEnv])
-    with pytest.raises(ConfigError, match="CurriculumTask"):
+    with pytest.raises(ConfigError, match="SampleCurriculumTask"):
         save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE), env=venv)
 
 

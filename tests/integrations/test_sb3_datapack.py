@@ -1,4 +1,4 @@
-"""VecDatapackTask: central datapack sampling for SB3 DummyVecEnv / SubprocVecEnv."""
+"""VecPresentDatapack: central datapack sampling for SB3 DummyVecEnv / SubprocVecEnv."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from gymcurric.datapacks import (
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.datapack import (
     DatapackCallback,
-    VecDatapackTask,
+    VecPresentDatapack,
     make_datapack_vec_env,
 )
-from gymcurric.wrappers.datapack import DatapackTask
+from gymcurric.wrappers.datapack import PresentDatapack
 from tests.datapacks.packs import record
 
 ENV_ID = "gymcurric/HazardGrid-v0"
@@ -89,7 +89,7 @@ class Events:
         return {"draws": self.i}
 
 
-def rollout(venv: VecDatapackTask, steps: int = 40, seed: int = 0):
+def rollout(venv: VecPresentDatapack, steps: int = 40, seed: int = 0):
     """Seeded random actions. Returns, computed here from what the vector env returned: the
     ended episodes in (step, sub-env) order as (sub-env, pack id, return, cost, success), the
     pack id each reset of each sub-env reported, and the sub-envs that ended at each step."""
@@ -240,22 +240,22 @@ def test_success_fn_is_used():
 def test_clear_errors():
     plain = make_vec_env(ENV_ID, n_envs=2)
     with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] are not wrapped"):
-        VecDatapackTask(plain, Events(packs()))
+        VecPresentDatapack(plain, Events(packs()))
     own = make_vec_env(
-        ENV_ID, n_envs=2, wrapper_class=DatapackTask, wrapper_kwargs={"sampler": Events(packs())}
+        ENV_ID, n_envs=2, wrapper_class=PresentDatapack, wrapper_kwargs={"sampler": Events(packs())}
     )
     with pytest.raises(ConfigError, match="their own sampler"):
-        VecDatapackTask(own, Events(packs()))
+        VecPresentDatapack(own, Events(packs()))
     ok = make_vec_env(
-        ENV_ID, n_envs=2, wrapper_class=DatapackTask, wrapper_kwargs={"sampler": None}
+        ENV_ID, n_envs=2, wrapper_class=PresentDatapack, wrapper_kwargs={"sampler": None}
     )
     with pytest.raises(ConfigError, match="sample_batch"):
-        VecDatapackTask(ok, object())
+        VecPresentDatapack(ok, object())
     with pytest.raises(ConfigError, match="success_fn"):
-        VecDatapackTask(ok, Events(packs()), success_fn=3)
+        VecPresentDatapack(ok, Events(packs()), success_fn=3)
     with pytest.raises(ConfigError, match="VecEnv"):
-        VecDatapackTask("not a venv", Events(packs()))  # type: ignore[arg-type]
-    venv = VecDatapackTask(ok, Events(packs()))  # make_vec_env's wrapper_class route works too
+        VecPresentDatapack("not a venv", Events(packs()))  # type: ignore[arg-type]
+    venv = VecPresentDatapack(ok, Events(packs()))  # make_vec_env's wrapper_class route works too
     venv.reset()
     assert [p.pack_id for p in venv.datapacks] == ["p0", "p1"]
     venv.close()

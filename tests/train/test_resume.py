@@ -466,6 +466,32 @@ def test_a_consistent_but_wrong_state_is_refused_naming_the_file(tmp_path, finis
         resume(run, total_steps=512)
 
 
+def test_a_checkpoint_written_before_the_renames_still_resumes(tmp_path, finished_run):
+    """state.json stores wrapper class names; those of issue 22's old names still match."""
+    import shutil
+
+    from gymcurric._deprecated import RENAMED
+    from gymcurric.train._checkpoint import MANIFEST, _sha256
+
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    ckpt = run / "checkpoint"
+    text = (ckpt / "state.json").read_text()
+    assert '"SampleCurriculumTask"' in text  # the per-env chain names the renamed wrapper
+    for old, new in RENAMED.items():
+        text = text.replace(f'"{new}"', f'"{old}"')
+    (ckpt / "state.json").write_text(text)
+    manifest = json.loads((ckpt / MANIFEST).read_text())
+    manifest["files"]["state.json"] = {
+        "size": (ckpt / "state.json").stat().st_size,
+        "sha256": _sha256(ckpt / "state.json"),
+    }
+    (ckpt / MANIFEST).write_text(json.dumps(manifest))
+    resume(run, total_steps=384)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["total_steps"] == 384
+
+
 def test_a_crafted_state_cannot_name_a_class_to_build(tmp_path):
     from gymcurric.train._runstate import decode
 

@@ -15,7 +15,7 @@ from gymcurric.errors import (
 )
 from gymcurric.tasks import BucketedTaskSpace, Curriculum, FixedTaskSpace, ReplacementPool, Span
 from gymcurric.wrappers import (
-    CurriculumTask,
+    SampleCurriculumTask,
     env_task_ids,
     load_curriculum_state,
     save_curriculum_state,
@@ -56,7 +56,7 @@ def episode(env, options=None, seed=None):
 def test_picks_a_task_at_every_reset_without_options_and_reports_the_episode():
     spy = Spy(Curriculum(levels(4), seed=0))
     inner = TaskStubEnv()
-    env = CurriculumTask(inner, spy)
+    env = SampleCurriculumTask(inner, spy)
     for _ in range(6):
         info, last, steps = episode(env)
         tid = info["task_id"]
@@ -79,21 +79,21 @@ def test_picks_a_task_at_every_reset_without_options_and_reports_the_episode():
 )
 def test_success_sources(kwargs, env_kwargs, expected_success):
     spy = Spy(Curriculum(FixedTaskSpace([{"level": 2}]), seed=0))
-    env = CurriculumTask(TaskStubEnv(**env_kwargs), spy, **kwargs)
+    env = SampleCurriculumTask(TaskStubEnv(**env_kwargs), spy, **kwargs)
     episode(env)
     assert spy.updates[0][2] == expected_success
 
 
 def test_no_cost_in_info_reports_none():
     spy = Spy(Curriculum(levels(2), seed=0))
-    episode(CurriculumTask(TaskStubEnv(cost=False), spy))
+    episode(SampleCurriculumTask(TaskStubEnv(cost=False), spy))
     assert spy.updates[0][3] is None
 
 
 def test_explicit_task_is_honoured_and_not_reported():
     spy = Spy(Curriculum(levels(3), seed=0))
     inner = TaskStubEnv()
-    env = CurriculumTask(inner, spy)
+    env = SampleCurriculumTask(inner, spy)
     info, _, _ = episode(env, options={"task": {"level": 7, "len": 2}, "other": 1})
     assert info["task"] == {"level": 7, "len": 2} == inner.task
     assert info["task_id"] == -1 == env.task_id
@@ -110,14 +110,14 @@ def test_other_options_reach_the_env():
             seen.append(dict(options))
             return super().reset(seed=seed, options=options)
 
-    env = CurriculumTask(Env(), Curriculum(levels(2), seed=0))
+    env = SampleCurriculumTask(Env(), Curriculum(levels(2), seed=0))
     env.reset(options={"foo": 1})
     assert seen[0]["foo"] == 1 and "level" in seen[0]["task"]
 
 
 def test_episode_cut_short_by_reset_is_not_reported():
     spy = Spy(Curriculum(levels(2, length=5), seed=0))
-    env = CurriculumTask(TaskStubEnv(), spy)
+    env = SampleCurriculumTask(TaskStubEnv(), spy)
     env.reset()
     env.step(0)
     episode(env)
@@ -127,7 +127,7 @@ def test_episode_cut_short_by_reset_is_not_reported():
 def test_rejected_task_is_marked_invalid_and_another_drawn():
     tasks = [{"level": 0, "reject": True}, {"level": 1}, {"level": 2, "reject": True}]
     spy = Spy(Curriculum(FixedTaskSpace(tasks), seed=0))
-    env = CurriculumTask(TaskStubEnv(), spy)
+    env = SampleCurriculumTask(TaskStubEnv(), spy)
     for _ in range(5):
         info, _, _ = episode(env)
         assert info["task_id"] == 1
@@ -139,7 +139,7 @@ def test_rejected_task_is_marked_invalid_and_another_drawn():
 
 def test_rejections_beyond_max_retries_raise_a_clear_error():
     cur = Curriculum(FixedTaskSpace([{"level": i, "reject": True} for i in range(10)]), seed=0)
-    env = CurriculumTask(TaskStubEnv(), cur, max_retries=2)
+    env = SampleCurriculumTask(TaskStubEnv(), cur, max_retries=2)
     with pytest.raises(TaskError, match=r"refused 3 curriculum tasks.*max_retries=2.*refuses"):
         env.reset()
     assert env.rejections == 3
@@ -148,12 +148,12 @@ def test_rejections_beyond_max_retries_raise_a_clear_error():
 def test_every_task_rejected_is_the_curriculum_error():
     cur = Curriculum(FixedTaskSpace([{"level": 0, "reject": True}]), seed=0)
     with pytest.raises(TaskError, match="no valid task left"):
-        CurriculumTask(TaskStubEnv(), cur).reset()
+        SampleCurriculumTask(TaskStubEnv(), cur).reset()
 
 
 @pytest.mark.parametrize("key", ["task", "task_id"])
 def test_env_setting_task_keys_is_a_conflict(key):
-    env = CurriculumTask(TaskStubEnv(reset_info={key: 1}), Curriculum(levels(2), seed=0))
+    env = SampleCurriculumTask(TaskStubEnv(reset_info={key: 1}), Curriculum(levels(2), seed=0))
     with pytest.raises(InfoKeyConflictError, match=f"'{key}'"):
         env.reset()
 
@@ -161,7 +161,7 @@ def test_env_setting_task_keys_is_a_conflict(key):
 def test_nan_return_names_the_task_and_leaves_everything_usable():
     space = FixedTaskSpace([{"level": 1, "nan": True}, {"level": 2}])
     cur = Curriculum(space, seed=0)
-    env = CurriculumTask(TaskStubEnv(), cur)
+    env = SampleCurriculumTask(TaskStubEnv(), cur)
     nan_episodes = ok_episodes = 0
     for _ in range(10):
         env.reset()
@@ -180,7 +180,7 @@ def test_nan_return_names_the_task_and_leaves_everything_usable():
 
 def test_seeded_resets_give_the_same_task_stream():
     def stream(seed, cur_seed=3):
-        env = CurriculumTask(TaskStubEnv(), Curriculum(levels(20), seed=cur_seed))
+        env = SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(20), seed=cur_seed))
         out = [episode(env, seed=seed)[0]["task_id"]]
         out += [episode(env)[0]["task_id"] for _ in range(30)]
         return out
@@ -194,10 +194,10 @@ def test_seeded_resets_give_the_same_task_stream():
 def test_records_all_constructor_arguments():
     cur = Curriculum(levels(2), seed=0)
     fn = lambda info: True  # noqa: E731
-    env = CurriculumTask(
+    env = SampleCurriculumTask(
         TaskStubEnv(), cur, success_fn=fn, cache_size=2, max_retries=3, reseed_curriculum=False
     )
-    params = set(inspect.signature(CurriculumTask.__init__).parameters) - {"self", "env"}
+    params = set(inspect.signature(SampleCurriculumTask.__init__).parameters) - {"self", "env"}
     assert set(env._saved_kwargs) == params
     assert env._saved_kwargs["curriculum"] is cur  # shared, never deep-copied
     assert env._saved_kwargs["success_fn"] is fn and env._saved_kwargs["max_retries"] == 3
@@ -214,14 +214,14 @@ def test_records_all_constructor_arguments():
 )
 def test_bad_arguments_name_the_parameter(kwargs, key):
     with pytest.raises(ConfigError, match=f"'{key}'"):
-        CurriculumTask(TaskStubEnv(), Curriculum(levels(2), seed=0), **kwargs)
+        SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(2), seed=0), **kwargs)
 
 
 def test_not_a_curriculum_or_no_env():
     with pytest.raises(ConfigError, match="missing methods"):
-        CurriculumTask(TaskStubEnv(), object())
+        SampleCurriculumTask(TaskStubEnv(), object())
     with pytest.raises(ConfigError, match="env=None with a factory"):
-        CurriculumTask(None, Curriculum(levels(2), seed=0))
+        SampleCurriculumTask(None, Curriculum(levels(2), seed=0))
 
 
 # ---------------------------------------------------------------- factory
@@ -240,7 +240,7 @@ class Factory:
 def test_factory_builds_caches_and_closes_envs():
     factory = Factory()
     spy = Spy(Curriculum(levels(6), seed=0))
-    env = CurriculumTask(None, spy, factory=factory, cache_size=2)
+    env = SampleCurriculumTask(None, spy, factory=factory, cache_size=2)
     assert len(factory.made) == 1  # built from the curriculum's first live task
     seen = []
     for i in range(30):
@@ -261,7 +261,7 @@ def test_factory_builds_caches_and_closes_envs():
 
 def test_factory_template_env_gives_the_spaces_and_is_closed_at_first_reset():
     template = TaskStubEnv()
-    env = CurriculumTask(template, Curriculum(levels(2), seed=0), factory=Factory())
+    env = SampleCurriculumTask(template, Curriculum(levels(2), seed=0), factory=Factory())
     assert env.observation_space == template.observation_space
     env.reset()
     assert template.closed and env.unwrapped is not template
@@ -274,7 +274,7 @@ def test_factory_env_with_other_spaces_is_a_config_error_not_a_rejection():
         calls.append(task)
         return TaskStubEnv(fixed_task=task, obs_dim=1 if len(calls) == 1 else 2)
 
-    env = CurriculumTask(None, Curriculum(levels(5), seed=0), factory=factory)
+    env = SampleCurriculumTask(None, Curriculum(levels(5), seed=0), factory=factory)
     with pytest.raises(ConfigError, match="observation_space"):
         for _ in range(20):
             env.reset()
@@ -284,7 +284,7 @@ def test_factory_env_with_other_spaces_is_a_config_error_not_a_rejection():
 def test_factory_refusing_a_task_is_a_rejection():
     tasks = [{"level": 0}, {"level": 1, "reject": True}]
     spy = Spy(Curriculum(FixedTaskSpace(tasks), seed=0))
-    env = CurriculumTask(None, spy, factory=Factory())
+    env = SampleCurriculumTask(None, spy, factory=Factory())
     for _ in range(6):
         assert episode(env)[0]["task_id"] == 0
     assert [t for t, _ in spy.invalid] == [1]
@@ -304,7 +304,7 @@ def test_hazard_grid_with_a_bucketed_space():
         {"goal_distance": [Span(1, 4)], "num_hazards": [0, 2, 4]}, base={"size": 6}, seed=0
     )
     cur = Curriculum(space, pool=ReplacementPool(capacity=8), seed=0)
-    env = CurriculumTask(gym.make("gymcurric/HazardGrid-v0"), cur)
+    env = SampleCurriculumTask(gym.make("gymcurric/HazardGrid-v0"), cur)
     for i in range(5):
         info, last, _ = episode(env, seed=i)
         assert env.unwrapped.task["size"] == 6
@@ -315,7 +315,7 @@ def test_hazard_grid_with_a_bucketed_space():
 def test_hazard_grid_refusing_a_task():
     tasks = [{"size": 4, "goal_distance": 20}, {"size": 4, "goal_distance": 2}]
     spy = Spy(Curriculum(FixedTaskSpace(tasks), seed=0))
-    env = CurriculumTask(gym.make("gymcurric/HazardGrid-v0"), spy)
+    env = SampleCurriculumTask(gym.make("gymcurric/HazardGrid-v0"), spy)
     for _ in range(4):
         assert env.reset()[1]["task_id"] == 1
     assert [t for t, _ in spy.invalid] == [0]
@@ -329,7 +329,7 @@ def test_state_file_round_trip_and_resume_of_a_single_env(tmp_path):
     def run(env, n):
         return [episode(env)[0]["task_id"] for _ in range(n)]
 
-    env = CurriculumTask(TaskStubEnv(), Curriculum(levels(8), seed=0, recompute_every=2))
+    env = SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(8), seed=0, recompute_every=2))
     run(env, 10)
     env.reset()  # the checkpoint is taken right after a reset: the env runs a fresh task
     path = save_curriculum_state(tmp_path / "sub" / "c.npz", env.curriculum, env=env)
@@ -337,7 +337,7 @@ def test_state_file_round_trip_and_resume_of_a_single_env(tmp_path):
         assert "meta" in z.files and z["env_task_ids"].tolist() == [env.task_id]
     expected = [env.task_id, *run(env, 12)][:12]
 
-    env2 = CurriculumTask(TaskStubEnv(), Curriculum(levels(8), seed=9, recompute_every=2))
+    env2 = SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(8), seed=9, recompute_every=2))
     state = load_curriculum_state(path, env2.curriculum, env=env2)
     assert state["env_task_ids"] == [expected[0]] and env2.pending_task_id == expected[0]
     assert run(env2, 12) == expected
@@ -357,13 +357,13 @@ def test_state_file_errors_name_the_file(tmp_path):
     with pytest.raises(DataError, match="not a gymcurric curriculum checkpoint"):
         load_curriculum_state(tmp_path / "other.npz")
     with pytest.raises(DataError, match="saved the tasks of 0 envs"):
-        load_curriculum_state(path, env=CurriculumTask(TaskStubEnv(), cur))
-    with pytest.raises(ConfigError, match="CurriculumTask"):
+        load_curriculum_state(path, env=SampleCurriculumTask(TaskStubEnv(), cur))
+    with pytest.raises(ConfigError, match="SampleCurriculumTask"):
         env_task_ids(TaskStubEnv())
 
 
 def test_pending_task_id_validation():
-    env = CurriculumTask(TaskStubEnv(), Curriculum(levels(2), seed=0))
+    env = SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(2), seed=0))
     env.pending_task_id = np.int64(1)
     assert env.pending_task_id == 1
     env.pending_task_id = -1
@@ -380,7 +380,7 @@ def test_a_refused_first_reset_under_gym_make_leaves_the_env_checker_working():
         tasks = [{"level": 0, "reject": True}, {"level": 1}]
         for seed in range(4):  # whichever task is drawn first, the run goes on
             cur = Curriculum(FixedTaskSpace(tasks), seed=seed)
-            env = CurriculumTask(gym.make("gymcurric-test/TaskStub-v0"), cur)
+            env = SampleCurriculumTask(gym.make("gymcurric-test/TaskStub-v0"), cur)
             env.reset(seed=seed)
             env.step(0)
             env.step(0)

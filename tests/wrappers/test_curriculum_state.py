@@ -11,7 +11,7 @@ import pytest
 
 from gymcurric.errors import DataError
 from gymcurric.tasks import Curriculum, DualPool
-from gymcurric.wrappers import CurriculumTask, load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv, levels
 
 DUAL = DualPool(explore_size=3, exploit_size=5, min_samples=2, window=4)
@@ -230,7 +230,7 @@ def test_dual_pool_invariants_are_checked(tmp_path, name, change, match):
 
 def test_saved_env_task_ids_are_checked_against_the_space(saved):
     path, target = saved
-    env = CurriculumTask(TaskStubEnv(), target)
+    env = SampleCurriculumTask(TaskStubEnv(), target)
     save_curriculum_state(path, trained(), env=env)
     rewrite(path, env_task_ids=np.array([42]))
     assert_refused(path, target, r"member 'env_task_ids': .*42", env=env)
@@ -242,7 +242,7 @@ def test_saved_env_task_ids_are_checked_against_the_space(saved):
 def test_an_env_count_mismatch_changes_nothing(saved):
     path, target = saved  # saved without env=: the tasks of 0 envs
     assert_refused(
-        path, target, r"saved the tasks of 0 envs", env=CurriculumTask(TaskStubEnv(), target)
+        path, target, r"saved the tasks of 0 envs", env=SampleCurriculumTask(TaskStubEnv(), target)
     )
 
 

@@ -14,7 +14,7 @@ from gymcurric.datapacks import (
     DataPackRLSampler,
 )
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.wrappers import DatapackTask, datapack_info
+from gymcurric.wrappers import PresentDatapack, datapack_info
 from tests.datapacks.packs import record
 
 ENV_ID = "gymcurric/HazardGrid-v0"
@@ -79,7 +79,7 @@ class StubSampler:
 def test_task_and_seed_reach_the_env():
     recs = packs()
     sampler = StubSampler(recs)
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     for pack in recs[:3]:
         obs, info = env.reset()
         expected = {**env.unwrapped.default_task, **dict(pack.task_params)}
@@ -94,7 +94,7 @@ def test_task_and_seed_reach_the_env():
 def test_explicit_seed_wins_over_pack_seed():
     pack = packs()[4]
     task = dict(pack.task_params)
-    a = DatapackTask(gym.make(ENV_ID), StubSampler([pack]))
+    a = PresentDatapack(gym.make(ENV_ID), StubSampler([pack]))
     b = gym.make(ENV_ID)
     obs_a, _ = a.reset(seed=5)
     obs_b, _ = b.reset(seed=5, options={"task": task})
@@ -105,7 +105,7 @@ def test_explicit_seed_wins_over_pack_seed():
 
 def test_info_datapack_content_is_json_safe():
     recs = packs()
-    env = DatapackTask(gym.make(ENV_ID), StubSampler(recs[3:]))
+    env = PresentDatapack(gym.make(ENV_ID), StubSampler(recs[3:]))
     _, info = env.reset()
     assert info["datapack"] == {
         "pack_id": "p3",
@@ -116,12 +116,12 @@ def test_info_datapack_content_is_json_safe():
     }
     assert json.loads(json.dumps(info["datapack"])) == info["datapack"]
     assert info["datapack"] == datapack_info(recs[3])
-    assert "task" not in info and "task_id" not in info  # CurriculumTask's keys
+    assert "task" not in info and "task_id" not in info  # SampleCurriculumTask's keys
 
 
 def test_same_sampler_seed_same_pack_sequence():
     def sequence(seed):
-        env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(packs(), seed=seed))
+        env = PresentDatapack(gym.make(ENV_ID), DataPackRLSampler(packs(), seed=seed))
         return [env.reset()[1]["datapack"]["pack_id"] for _ in range(12)]
 
     assert sequence(3) == sequence(3)
@@ -131,14 +131,16 @@ def test_same_sampler_seed_same_pack_sequence():
 
 def test_sampler_logs_one_entry_per_reset():
     sampler = DataPackRLSampler(packs(), seed=0)
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     ids = [env.reset()[1]["datapack"]["pack_id"] for _ in range(3)]
     assert [e["samples"][0]["pack_id"] for e in sampler.logs] == ids
 
 
 def test_diagnostics_reported_at_episode_end():
     sampler = StubSampler(packs())
-    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: True, mpl_fn=lambda i: 2)
+    env = PresentDatapack(
+        gym.make(ENV_ID), sampler, success_fn=lambda info: True, mpl_fn=lambda i: 2
+    )
     env.reset()
     env.step(0)
     assert sampler.curriculum.calls == []  # not before the episode ends
@@ -158,7 +160,7 @@ def test_diagnostics_reported_at_episode_end():
 def test_episode_return_reaches_the_curriculum():
     # the mean over the stage's window equals the mean of what the env paid out
     cur = DataPackCurriculum()
-    env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(packs(), curriculum=cur, seed=2))
+    env = PresentDatapack(gym.make(ENV_ID), DataPackRLSampler(packs(), curriculum=cur, seed=2))
     totals = [sum(run_episode(env, actions=[0, 1, 2, 3])[0]) for _ in range(3)]
     assert cur.metrics()["mean_return"] == pytest.approx(np.mean(totals))
 
@@ -166,7 +168,7 @@ def test_episode_return_reaches_the_curriculum():
 def test_preset_datapack_is_presented_once():
     recs = packs()
     sampler = StubSampler(recs)
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     env.next_datapack = recs[5]
     _, info = env.reset()
     assert info["datapack"]["pack_id"] == "p5" and env.next_datapack is None
@@ -177,7 +179,7 @@ def test_preset_datapack_is_presented_once():
 
 def test_no_sampler_needs_a_preset():
     recs = packs()
-    env = DatapackTask(gym.make(ENV_ID), None)
+    env = PresentDatapack(gym.make(ENV_ID), None)
     env.set_wrapper_attr("next_datapack", recs[2])  # how a vector env sets it
     _, info = env.reset()
     assert info["datapack"]["pack_id"] == "p2"
@@ -189,12 +191,12 @@ def test_no_sampler_needs_a_preset():
 def test_success_counted_in_real_curriculum():
     cur = DataPackCurriculum()
     sampler = DataPackRLSampler(packs(), curriculum=cur, seed=0)
-    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: True)
+    env = PresentDatapack(gym.make(ENV_ID), sampler, success_fn=lambda info: True)
     for _ in range(3):
         run_episode(env)
     assert cur.episode == 3
     assert cur.metrics()["success_rate"] == 1.0
-    env2 = DatapackTask(gym.make(ENV_ID), sampler, success_fn=lambda info: False)
+    env2 = PresentDatapack(gym.make(ENV_ID), sampler, success_fn=lambda info: False)
     run_episode(env2)
     assert cur.metrics()["success_rate"] == pytest.approx(0.75)
 
@@ -212,20 +214,20 @@ def test_error_from_episode_cost():
 
     for cost, expected in ((True, True), (False, False)):
         sampler = StubSampler(packs())
-        run_episode(DatapackTask(CostEnv(gym.make(ENV_ID), cost), sampler), actions=[0])
+        run_episode(PresentDatapack(CostEnv(gym.make(ENV_ID), cost), sampler), actions=[0])
         assert sampler.curriculum.calls[-1]["error"] is expected
 
 
 def test_success_from_info_is_success():
     sampler = StubSampler(packs())
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     _, infos = run_episode(env, actions=[0])
     assert sampler.curriculum.calls[-1]["success"] is bool(infos[-1]["is_success"])
 
 
 def test_explicit_task_draws_nothing_and_is_not_reported():
     sampler = StubSampler(packs())
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     task = {"size": 5, "num_hazards": 1, "max_steps": 5}
     _, infos = run_episode(env, options={"task": task}, actions=[0])
     assert infos[0]["datapack"] is None and env.datapack is None
@@ -239,7 +241,7 @@ def test_info_key_conflict_raises():
             obs, info = self.env.reset(**kwargs)
             return obs, {**info, "datapack": "mine"}
 
-    env = DatapackTask(Sets(gym.make(ENV_ID)), StubSampler(packs()))
+    env = PresentDatapack(Sets(gym.make(ENV_ID)), StubSampler(packs()))
     with pytest.raises(InfoKeyConflictError, match="datapack"):
         env.reset()
 
@@ -247,7 +249,7 @@ def test_info_key_conflict_raises():
 def test_rewards_and_observations_unchanged():
     pack = packs()[4]
     actions = [0, 1, 2, 3, 1, 1, 2]
-    env = DatapackTask(gym.make(ENV_ID), StubSampler([pack]))
+    env = PresentDatapack(gym.make(ENV_ID), StubSampler([pack]))
     ref = gym.make(ENV_ID)
     r1, i1 = run_episode(env, actions=actions)
     r2, i2 = run_episode(
@@ -260,7 +262,9 @@ def test_rewards_and_observations_unchanged():
 def test_datapacks_never_mutated():
     recs = packs()
     before = [r.to_dict() for r in recs]
-    env = DatapackTask(gym.make(ENV_ID), DataPackRLSampler(recs, curriculum=DataPackCurriculum()))
+    env = PresentDatapack(
+        gym.make(ENV_ID), DataPackRLSampler(recs, curriculum=DataPackCurriculum())
+    )
     for _ in range(4):
         run_episode(env)
     assert [r.to_dict() for r in recs] == before
@@ -269,8 +273,8 @@ def test_datapacks_never_mutated():
 def test_records_all_constructor_arguments():
     sampler = DataPackRLSampler(packs(), seed=0)
     fn, mfn = (lambda info: True), (lambda info: 1.0)
-    env = DatapackTask(gym.make(ENV_ID), sampler, success_fn=fn, mpl_fn=mfn)
-    params = set(inspect.signature(DatapackTask.__init__).parameters) - {"self", "env"}
+    env = PresentDatapack(gym.make(ENV_ID), sampler, success_fn=fn, mpl_fn=mfn)
+    params = set(inspect.signature(PresentDatapack.__init__).parameters) - {"self", "env"}
     assert set(env._saved_kwargs) == params
     assert env._saved_kwargs["sampler"] is sampler  # shared, never deep-copied
     assert env._saved_kwargs["success_fn"] is fn and env._saved_kwargs["mpl_fn"] is mfn
@@ -287,7 +291,7 @@ def test_records_all_constructor_arguments():
 def test_bad_arguments_name_the_parameter(kwargs, key):
     kw = {"sampler": StubSampler(packs()), **kwargs}
     with pytest.raises(ConfigError, match=key):
-        DatapackTask(gym.make(ENV_ID), **kw)
+        PresentDatapack(gym.make(ENV_ID), **kw)
 
 
 def test_inside_sync_vector_env():
@@ -297,7 +301,7 @@ def test_inside_sync_vector_env():
         ENV_ID,
         num_envs=2,
         vectorization_mode="sync",
-        wrappers=[partial(DatapackTask, sampler=sampler)],
+        wrappers=[partial(PresentDatapack, sampler=sampler)],
     )
     _, info = envs.reset(seed=0)
     assert info["_datapack"].all()
@@ -329,7 +333,7 @@ def test_stages_advance_during_training():
     ]
     cur = DataPackCurriculum(DataPackCurriculumConfig(window=3))
     sampler = DataPackRLSampler(safe, curriculum=cur, seed=0)
-    env = DatapackTask(gym.make(ENV_ID), sampler)
+    env = PresentDatapack(gym.make(ENV_ID), sampler)
     assert cur.stage == "warmup"
     for _ in range(3):
         run_episode(env, actions=[0])

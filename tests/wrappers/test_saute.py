@@ -15,7 +15,7 @@ from gymcurric.errors import (
     NonFiniteValueError,
 )
 from gymcurric.wrappers import AnnotateCost
-from gymcurric.wrappers.saute import SauteBudget, saute_step_budget
+from gymcurric.wrappers.saute import AugmentStateSaute, saute_step_budget
 from tests.stubs import ScriptedCostEnv
 
 
@@ -40,7 +40,7 @@ def test_step_budget_formula():
 @pytest.mark.parametrize("gamma", [1.0, 0.99, 0.9])
 def test_safety_state_and_rewards_match_the_formula(gamma):
     # ScriptedCostEnv: reward t and cost t/2 at step t (1, 2, ...): the budget runs out mid-way
-    env = SauteBudget(
+    env = AugmentStateSaute(
         ScriptedCostEnv(episode_len=8), safety_budget=6.0, saute_gamma=gamma,
         max_episode_steps=8, unsafe_reward=-3.0,
     )  # fmt: skip
@@ -64,7 +64,7 @@ def test_safety_state_and_rewards_match_the_formula(gamma):
 
 
 def test_gamma_one_is_the_plain_remaining_share():
-    env = SauteBudget(ScriptedCostEnv(episode_len=3), safety_budget=10.0, saute_gamma=1.0,
+    env = AugmentStateSaute(ScriptedCostEnv(episode_len=3), safety_budget=10.0, saute_gamma=1.0,
                       max_episode_steps=3)  # fmt: skip
     env.reset()
     got = [env.step(0)[4]["saute_state"] for _ in range(3)]
@@ -73,7 +73,9 @@ def test_gamma_one_is_the_plain_remaining_share():
 
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
 def test_observation_space_and_check_env():
-    env = SauteBudget(gym.make("gymcurric/HazardGrid-v0"), safety_budget=5.0, max_episode_steps=100)
+    env = AugmentStateSaute(
+        gym.make("gymcurric/HazardGrid-v0"), safety_budget=5.0, max_episode_steps=100
+    )
     inner = env.env.observation_space
     assert env.observation_space.shape == (inner.shape[0] + 1,)
     assert env.observation_space.dtype == inner.dtype
@@ -93,7 +95,7 @@ def test_dict_observations_get_a_key():
         def observation(self, obs):
             return {"x": obs}
 
-    env = SauteBudget(DictEnv(ScriptedCostEnv()), safety_budget=2.0, max_episode_steps=5)
+    env = AugmentStateSaute(DictEnv(ScriptedCostEnv()), safety_budget=2.0, max_episode_steps=5)
     obs, _ = env.reset()
     assert set(obs) == {"x", "saute_state"} and obs["saute_state"].tolist() == [1.0]
     obs, *_ = env.step(0)
@@ -103,16 +105,16 @@ def test_dict_observations_get_a_key():
 
 def test_unsupported_observation_space():
     with pytest.raises(ConfigError, match="observation_space"):
-        SauteBudget(gym.make("FrozenLake-v1"), safety_budget=1.0)
+        AugmentStateSaute(gym.make("FrozenLake-v1"), safety_budget=1.0)
 
 
 def test_missing_cost_is_a_clear_error():
-    env = SauteBudget(ScriptedCostEnv(mode="none"), safety_budget=1.0, max_episode_steps=5)
+    env = AugmentStateSaute(ScriptedCostEnv(mode="none"), safety_budget=1.0, max_episode_steps=5)
     env.reset()
     with pytest.raises(ConfigError, match=r"info\['cost'\].*AnnotateCost"):
         env.step(0)
     # with AnnotateCost's cost_fn it works
-    ok = SauteBudget(
+    ok = AugmentStateSaute(
         AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 0.25), safety_budget=1.0
     )
     ok.reset(seed=0)
@@ -120,10 +122,12 @@ def test_missing_cost_is_a_clear_error():
 
 
 def test_default_horizon_from_the_spec():
-    env = SauteBudget(AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 0.0), 25.0)
+    env = AugmentStateSaute(
+        AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 0.0), 25.0
+    )
     assert env.max_episode_steps == 500
     with pytest.raises(ConfigError, match="max_episode_steps"):
-        SauteBudget(ScriptedCostEnv(), safety_budget=1.0)  # no spec, no horizon
+        AugmentStateSaute(ScriptedCostEnv(), safety_budget=1.0)  # no spec, no horizon
 
 
 def test_info_key_conflict():
@@ -132,7 +136,7 @@ def test_info_key_conflict():
             obs, r, term, trunc, info = self.env.step(action)
             return obs, r, term, trunc, {**info, "saute_state": 0}
 
-    env = SauteBudget(Sets(ScriptedCostEnv()), safety_budget=1.0, max_episode_steps=5)
+    env = AugmentStateSaute(Sets(ScriptedCostEnv()), safety_budget=1.0, max_episode_steps=5)
     env.reset()
     with pytest.raises(InfoKeyConflictError, match="saute_state"):
         env.step(0)
@@ -153,13 +157,13 @@ def test_info_key_conflict():
 def test_bad_arguments_name_the_parameter(kwargs, key):
     kw = {"safety_budget": 1.0, "max_episode_steps": 5, **kwargs}
     with pytest.raises(ConfigError, match=key):
-        SauteBudget(ScriptedCostEnv(), **kw)
+        AugmentStateSaute(ScriptedCostEnv(), **kw)
 
 
 def test_records_all_constructor_arguments():
-    env = SauteBudget(ScriptedCostEnv(), 2.0, saute_gamma=0.9, max_episode_steps=7,
+    env = AugmentStateSaute(ScriptedCostEnv(), 2.0, saute_gamma=0.9, max_episode_steps=7,
                       unsafe_reward=-0.2)  # fmt: skip
-    params = set(inspect.signature(SauteBudget.__init__).parameters) - {"self", "env"}
+    params = set(inspect.signature(AugmentStateSaute.__init__).parameters) - {"self", "env"}
     assert env._saved_kwargs == {
         "safety_budget": 2.0, "saute_gamma": 0.9, "max_episode_steps": 7, "unsafe_reward": -0.2,
         "nonfinite": "warn", "nonfinite_value": 0.0,
@@ -183,9 +187,9 @@ class CostAt(gym.Wrapper):
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_nonfinite_costs_are_sanitised_as_annotate_cost_does(bad):
-    # issue 21: a NaN cost passed to SauteBudget reached the observation
+    # issue 21: a NaN cost passed to AugmentStateSaute reached the observation
     kw = {"safety_budget": 6.0, "saute_gamma": 1.0, "max_episode_steps": 5}
-    env = SauteBudget(CostAt(ScriptedCostEnv(episode_len=5), bad, at=(2, 3)), **kw)
+    env = AugmentStateSaute(CostAt(ScriptedCostEnv(episode_len=5), bad, at=(2, 3)), **kw)
     env.reset(seed=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -203,17 +207,19 @@ def test_nonfinite_costs_are_sanitised_as_annotate_cost_does(bad):
 
 def test_nonfinite_options_match_annotate_cost():
     kw = {"safety_budget": 6.0, "saute_gamma": 1.0, "max_episode_steps": 5}
-    env = SauteBudget(CostAt(ScriptedCostEnv(), math.nan, at=(1,)), nonfinite="ignore",
+    env = AugmentStateSaute(CostAt(ScriptedCostEnv(), math.nan, at=(1,)), nonfinite="ignore",
                       nonfinite_value=3.0, **kw)  # fmt: skip
     env.reset()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "ignore": no warning
         assert env.step(0)[4]["saute_state"] == pytest.approx(1 - 3.0 / 6.0)
-    strict = SauteBudget(CostAt(ScriptedCostEnv(), math.inf, at=(1,)), nonfinite="raise", **kw)
+    strict = AugmentStateSaute(
+        CostAt(ScriptedCostEnv(), math.inf, at=(1,)), nonfinite="raise", **kw
+    )
     strict.reset()
     with pytest.raises(NonFiniteValueError, match="non-finite cost"):
         strict.step(0)
     with pytest.raises(ConfigError, match="nonfinite"):
-        SauteBudget(ScriptedCostEnv(), nonfinite="zero", **kw)
+        AugmentStateSaute(ScriptedCostEnv(), nonfinite="zero", **kw)
     with pytest.raises(ConfigError, match="nonfinite_value"):
-        SauteBudget(ScriptedCostEnv(), nonfinite_value=math.nan, **kw)
+        AugmentStateSaute(ScriptedCostEnv(), nonfinite_value=math.nan, **kw)

@@ -118,10 +118,10 @@ def test_sb3_wrapper_fails_soft_on_a_caption_env(tmp_path, model):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
 
-    from gymcurric.integrations.sb3.semantic import VecSemanticShaping
+    from gymcurric.integrations.sb3.semantic import VecShapeRewardSemantic
 
     with pytest.warns(RuntimeWarning, match=r"semantic shaping: failed: load"):
-        venv = VecSemanticShaping(make_vec_env(ENV, n_envs=2, seed=0), model(tmp_path))
+        venv = VecShapeRewardSemantic(make_vec_env(ENV, n_envs=2, seed=0), model(tmp_path))
     venv.reset()
     for _ in range(3):
         _, rewards, _, infos = venv.step(np.stack([venv.action_space.sample()] * 2))

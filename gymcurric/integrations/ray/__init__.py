@@ -4,7 +4,7 @@ For users who outgrow one machine: :class:`RayCurriculum` builds a
 :class:`CurriculumActor` (a normal process-local :class:`~gymcurric.tasks.Curriculum`, same
 state arrays, same ``state_dict()``) on a Ray actor and is a picklable client of it. Hand it to
 Ray tasks or actors (rollout workers); there wrap each env in
-:class:`~gymcurric.wrappers.CurriculumTask` exactly as with a local curriculum
+:class:`~gymcurric.wrappers.SampleCurriculumTask` exactly as with a local curriculum
 (``examples/curriculum_ray.py``). Importing this module does not import ray; building a
 :class:`RayCurriculum` (or unpickling one) does, and raises
 :class:`~gymcurric.errors.DependencyNotInstalled` naming ``pip install "gymcurric[ray]"`` when
@@ -44,7 +44,7 @@ Design: no round trip per reset.
   actor (one round trip). ``state_dict()`` carries this client's generator (as a shared-memory
   curriculum's does), so it loads into a local :class:`~gymcurric.tasks.Curriculum` and back.
   Call :meth:`RayCurriculum.flush` (or ``close``) at the end of a worker's work: buffered
-  episodes are not sent otherwise. Closing a ``CurriculumTask`` in a worker closes (flushes)
+  episodes are not sent otherwise. Closing a ``SampleCurriculumTask`` in a worker closes (flushes)
   that worker's copy; the creating client's ``close()`` also kills the actor.
 * **Failures are named.** A dead or killed actor raises :class:`~gymcurric.errors.WorkerError`
   at the client's next call that reaches it (a flush, ``stats``, ...), saying how many episode

@@ -48,7 +48,7 @@ class RayCurriculum(_Client):
     Builds a :class:`~gymcurric.integrations.ray.CurriculumActor` (a normal local
     :class:`~gymcurric.tasks.Curriculum` on a Ray actor) and is itself a picklable client of it:
     pass it to Ray tasks and actors, or wrap envs there with
-    :class:`~gymcurric.wrappers.CurriculumTask`. See :mod:`gymcurric.integrations.ray` for
+    :class:`~gymcurric.wrappers.SampleCurriculumTask`. See :mod:`gymcurric.integrations.ray` for
     the staleness and batching trade-offs.
 
     Args:
@@ -290,7 +290,7 @@ class RayCurriculum(_Client):
     def close(self) -> None:
         """Flush, then make this client unusable; the creating client also kills the actor.
 
-        A copy in a worker (which :class:`~gymcurric.wrappers.CurriculumTask` closes with its
+        A copy in a worker (which :class:`~gymcurric.wrappers.SampleCurriculumTask` closes with its
         env) only flushes. If the actor is already gone the buffered reports are dropped.
         """
         if self._backend.closed:

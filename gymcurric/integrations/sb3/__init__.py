@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from gymcurric._deprecated import alias_getattr
 from gymcurric._optional import import_optional
 
 import_optional("stable_baselines3", "sb3", purpose="by gymcurric.integrations.sb3")
@@ -20,7 +23,7 @@ from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
 )
 from gymcurric.integrations.sb3.datapack import (  # noqa: E402
     DatapackCallback,
-    VecDatapackTask,
+    VecPresentDatapack,
     make_datapack_vec_env,
 )
 from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag  # noqa: E402
@@ -28,7 +31,7 @@ from gymcurric.integrations.sb3.replay import RingReplayBuffer  # noqa: E402
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 from gymcurric.integrations.sb3.semantic import (  # noqa: E402
     SemanticShapingCallback,
-    VecSemanticShaping,
+    VecShapeRewardSemantic,
 )
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag  # noqa: E402
 
@@ -48,10 +51,19 @@ __all__ = [
     "RingReplayBuffer",
     "RiskCallback",
     "SemanticShapingCallback",
-    "VecSemanticShaping",
     "VecCostMonitor",
-    "VecDatapackTask",
+    "VecPresentDatapack",
+    "VecShapeRewardSemantic",
     "load_curriculum_state",
     "make_datapack_vec_env",
     "save_curriculum_state",
 ]
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    VecDatapackTask = VecPresentDatapack
+    VecSemanticShaping = VecShapeRewardSemantic
+else:
+    __getattr__ = alias_getattr(__name__, "VecDatapackTask", "VecSemanticShaping")

@@ -1,9 +1,10 @@
 """Curriculum for Stable-Baselines3: log ``curriculum/*`` stats, checkpoint and resume the state.
 
 Nothing SB3-specific is needed to *run* a curriculum: wrap each sub-env in
-:class:`gymcurric.wrappers.CurriculumTask` (``make_vec_env(..., wrapper_class=CurriculumTask,
-wrapper_kwargs={"curriculum": cur})``); it works unchanged in ``DummyVecEnv`` and, with a
-curriculum on the shared-memory backend, in ``SubprocVecEnv`` with any start method.
+:class:`gymcurric.wrappers.SampleCurriculumTask` (``make_vec_env(...,
+wrapper_class=SampleCurriculumTask, wrapper_kwargs={"curriculum": cur})``); it works unchanged
+in ``DummyVecEnv`` and, with a curriculum on the shared-memory backend, in ``SubprocVecEnv``
+with any start method.
 :class:`CurriculumCallback` adds logging and checkpoints.
 
 Resuming exactly::
@@ -58,10 +59,11 @@ class CurriculumCallback(BaseCallback):
         >>> from stable_baselines3 import PPO
         >>> from stable_baselines3.common.env_util import make_vec_env
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
-        >>> from gymcurric.wrappers import CurriculumTask
+        >>> from gymcurric.wrappers import SampleCurriculumTask
         >>> cur = Curriculum(FixedTaskSpace([{"num_hazards": n} for n in (0, 4)]), seed=0)
         >>> venv = make_vec_env("gymcurric/HazardGrid-v0", n_envs=2, seed=0,
-        ...                     wrapper_class=CurriculumTask, wrapper_kwargs={"curriculum": cur})
+        ...                     wrapper_class=SampleCurriculumTask,
+        ...                     wrapper_kwargs={"curriculum": cur})
         >>> model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0)
         >>> _ = model.learn(256, callback=CurriculumCallback(cur))  # logs curriculum/...
         >>> cur.stats()["curriculum/updates"] > 0

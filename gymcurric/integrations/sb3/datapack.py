@@ -1,14 +1,14 @@
-"""Datapack presentation for Stable-Baselines3 vector envs: :class:`VecDatapackTask`.
+"""Datapack presentation for Stable-Baselines3 vector envs: :class:`VecPresentDatapack`.
 
-The design is that of the Gymnasium vector twin :class:`gymcurric.wrappers.vector.DatapackTask`:
+The design is that of the Gymnasium vector twin :class:`gymcurric.wrappers.vector.PresentDatapack`:
 the :class:`~gymcurric.datapacks.DataPackRLSampler` and its
 :class:`~gymcurric.datapacks.DataPackCurriculum` stay in the main process (a ``SubprocVecEnv``
 worker would otherwise unpickle its own copy, draw the same stream as every other worker and
 report to a curriculum the trainer never sees). Each sub-env is wrapped in the single-env
-:class:`gymcurric.wrappers.DatapackTask` with ``sampler=None``, which presents the datapack
+:class:`gymcurric.wrappers.PresentDatapack` with ``sampler=None``, which presents the datapack
 preset in its ``next_datapack`` attribute at its next reset. This wrapper draws the presets,
 sends them with ``env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])`` (it finds
-the ``DatapackTask`` anywhere in the sub-env's wrapper chain, for ``DummyVecEnv`` and
+the ``PresentDatapack`` anywhere in the sub-env's wrapper chain, for ``DummyVecEnv`` and
 ``SubprocVecEnv`` alike), computes each episode's outcome from the vector stream (return from
 the rewards, cost from the summed ``info["cost"]``, success from the final step's
 ``info["is_success"]``) and reports it with ``curriculum.update_diagnostics``.
@@ -32,7 +32,7 @@ sampler seed, env seeds and actions give the same datapack sequence per sub-env 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -41,28 +41,29 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
-from gymcurric.wrappers.datapack import DatapackTask, MplFn, report_episode
+from gymcurric.wrappers.datapack import MplFn, PresentDatapack, report_episode
 
-__all__ = ["DatapackCallback", "VecDatapackTask", "datapack_log_values", "make_datapack_vec_env"]
+__all__ = ["DatapackCallback", "VecPresentDatapack", "datapack_log_values", "make_datapack_vec_env"]
 
-_SRC = "VecDatapackTask"
+_SRC = "VecPresentDatapack"
 
 
-class VecDatapackTask(VecEnvWrapper):
+class VecPresentDatapack(VecEnvWrapper):
     """Present sampled datapacks to the sub-envs of an SB3 ``VecEnv``; report their outcomes.
 
     At every reset of every sub-env (the first ``reset()`` and every auto-reset) the sub-env runs
     a datapack drawn from ``sampler`` in this process, one episode ahead (see the module
     docstring). When a sub-env's episode ends, ``sampler.curriculum.update_diagnostics`` gets
-    the same outcome the single-env :class:`gymcurric.wrappers.DatapackTask` reports
+    the same outcome the single-env :class:`gymcurric.wrappers.PresentDatapack` reports
     (``success``, ``error`` = positive summed cost, ``mpl``, ``tag_results``, ``return_``), in
     sub-env index order, so stages advance during ``learn()``. Observations, rewards and infos
     pass through unchanged; an episode cut short by ``reset()`` is not reported.
 
-    The sub-envs must each be wrapped in ``DatapackTask(env, sampler=None)``
+    The sub-envs must each be wrapped in ``PresentDatapack(env, sampler=None)``
     (:func:`make_datapack_vec_env` does it); otherwise :class:`~gymcurric.errors.ConfigError`.
     Put this wrapper directly on the base ``VecEnv`` (under ``VecNormalize``), so that the
     returns it reports are the env's own. ``venv.set_options({"task": {...}})`` before
@@ -103,7 +104,7 @@ class VecDatapackTask(VecEnvWrapper):
         success_fn: SuccessFn | None = None,
         mpl_fn: MplFn | None = None,
     ) -> None:
-        """Wrap ``venv``, whose sub-envs are wrapped in ``DatapackTask(..., sampler=None)``.
+        """Wrap ``venv``, whose sub-envs are wrapped in ``PresentDatapack(..., sampler=None)``.
 
         Args:
             venv: the SB3 vector env (``DummyVecEnv``, ``SubprocVecEnv``, or a wrapper of one).
@@ -124,7 +125,7 @@ class VecDatapackTask(VecEnvWrapper):
         for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
             if fn is not None and not callable(fn):
                 raise ConfigError(name, fn, "must be callable or None", source=_SRC)
-        wrapped = venv.env_is_wrapped(DatapackTask)
+        wrapped = venv.env_is_wrapped(PresentDatapack)
         if not all(wrapped):
             raise self._unwrapped_error([i for i, w in enumerate(wrapped) if not w], venv)
         own = [i for i, s in enumerate(venv.get_attr("sampler")) if s is not None]
@@ -132,8 +133,9 @@ class VecDatapackTask(VecEnvWrapper):
             raise ConfigError(
                 "venv",
                 venv,
-                f"sub-envs {own} are wrapped in DatapackTask with their own sampler; "
-                "VecDatapackTask samples centrally: wrap sub-envs with DatapackTask(env, None)",
+                f"sub-envs {own} are wrapped in PresentDatapack with their own sampler; "
+                "VecPresentDatapack samples centrally: wrap sub-envs with "
+                "PresentDatapack(env, None)",
                 source=_SRC,
             )
         super().__init__(venv)
@@ -152,9 +154,9 @@ class VecDatapackTask(VecEnvWrapper):
         return ConfigError(
             "venv",
             venv,
-            f"sub-envs {list(envs)} are not wrapped in gymcurric.wrappers.DatapackTask(env, "
+            f"sub-envs {list(envs)} are not wrapped in gymcurric.wrappers.PresentDatapack(env, "
             "sampler=None) (e.g. make_datapack_vec_env, or make_vec_env(..., "
-            "wrapper_class=DatapackTask, wrapper_kwargs={'sampler': None}))",
+            "wrapper_class=PresentDatapack, wrapper_kwargs={'sampler': None}))",
             source=_SRC,
         )
 
@@ -198,7 +200,7 @@ class VecDatapackTask(VecEnvWrapper):
                         "venv",
                         self.venv,
                         f"sub-env {i} reset on {shown!r} instead of its preset datapack "
-                        f"{pack.pack_id!r}: is its DatapackTask's next_datapack set by someone "
+                        f"{pack.pack_id!r}: is its PresentDatapack's next_datapack set by someone "
                         "else?",
                         source=_SRC,
                     )
@@ -244,7 +246,7 @@ class VecDatapackTask(VecEnvWrapper):
                         return_=float(self._return[i]),
                         success_fn=self._success_fn,
                         mpl_fn=self._mpl_fn,
-                        reporter=f"VecDatapackTask (sub-env {i})",
+                        reporter=f"VecPresentDatapack (sub-env {i})",
                     )
             self._draw(self._start(ended))  # the auto-resets in step_wait consumed presets
         self._pass_reset_infos()
@@ -287,8 +289,8 @@ def make_datapack_vec_env(
     mpl_fn: MplFn | None = None,
     monitor_kwargs: dict[str, Any] | None = None,
     wrapper: Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]] | None = None,
-) -> VecDatapackTask:
-    """SB3's ``make_vec_env`` with every sub-env in ``DatapackTask(env, None)``, plus the wrapper.
+) -> VecPresentDatapack:
+    """SB3's ``make_vec_env``, every sub-env in ``PresentDatapack(env, None)``, plus the wrapper.
 
     Args:
         env_id: the registered env id; the env must accept ``reset(options={"task": ...})``.
@@ -298,17 +300,17 @@ def make_datapack_vec_env(
         vec_env_cls: ``DummyVecEnv`` (default) or ``SubprocVecEnv``.
         vec_env_kwargs: e.g. ``{"start_method": "forkserver"}``.
         env_kwargs: passed to the env constructor.
-        success_fn: see :class:`VecDatapackTask`.
-        mpl_fn: see :class:`VecDatapackTask`.
-        monitor_kwargs: passed to SB3's ``Monitor`` (which sits inside ``DatapackTask``).
-        wrapper: an extra single-env wrapper applied outside ``DatapackTask`` (e.g. a cost
+        success_fn: see :class:`VecPresentDatapack`.
+        mpl_fn: see :class:`VecPresentDatapack`.
+        monitor_kwargs: passed to SB3's ``Monitor`` (which sits inside ``PresentDatapack``).
+        wrapper: an extra single-env wrapper applied outside ``PresentDatapack`` (e.g. a cost
             annotator), or ``None``.
     """
     if not isinstance(env_id, str):
         raise ConfigError("env_id", env_id, "expected a registered env id", source=_SRC)
 
     def wrap(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
-        out: gym.Env[Any, Any] = DatapackTask(env, None)
+        out: gym.Env[Any, Any] = PresentDatapack(env, None)
         return wrapper(out) if wrapper is not None else out
 
     venv = make_vec_env(
@@ -320,7 +322,7 @@ def make_datapack_vec_env(
         monitor_kwargs=monitor_kwargs,
         wrapper_class=wrap,
     )
-    return VecDatapackTask(venv, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
+    return VecPresentDatapack(venv, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
 
 
 def datapack_log_values(diagnostics: dict[str, Any]) -> dict[str, float | str]:
@@ -369,7 +371,7 @@ class DatapackCallback(BaseCallback):
     and ``datapack/tier{0,1,2}_frac`` (the tiers of all datapacks drawn so far).
 
     Args:
-        sampler: the sampler, or a :class:`VecDatapackTask` (its sampler is used).
+        sampler: the sampler, or a :class:`VecPresentDatapack` (its sampler is used).
         verbose: SB3's verbosity.
     """
 
@@ -380,7 +382,7 @@ class DatapackCallback(BaseCallback):
             raise ConfigError(
                 "sampler",
                 sampler,
-                "expected a DataPackRLSampler or a VecDatapackTask (missing get_diagnostics)",
+                "expected a DataPackRLSampler or a VecPresentDatapack (missing get_diagnostics)",
                 source="DatapackCallback",
             )
         self.sampler = sampler
@@ -395,3 +397,11 @@ class DatapackCallback(BaseCallback):
         for key, value in self.last.items():
             exclude = ("tensorboard",) if isinstance(value, str) else None
             self.logger.record(key, value, exclude=exclude)
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    VecDatapackTask = VecPresentDatapack
+else:
+    __getattr__ = alias_getattr(__name__, "VecDatapackTask")

@@ -10,21 +10,22 @@ show the current state, so a truncated episode's last step adds 0 (additive) or 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
 
-__all__ = ["SemanticShapingCallback", "VecSemanticShaping"]
+__all__ = ["SemanticShapingCallback", "VecShapeRewardSemantic"]
 
 
-class VecSemanticShaping(VecEnvWrapper):
+class VecShapeRewardSemantic(VecEnvWrapper):
     """SB3 twin of :class:`gymcurric.wrappers.semantic.ShapeRewardSemantic`.
 
     All sub-envs' states are embedded in one batched call per captured step: frames from
@@ -74,7 +75,7 @@ class VecSemanticShaping(VecEnvWrapper):
                 "render_mode",
                 render_mode,
                 "frame embedders need sub-envs made with render_mode='rgb_array'",
-                source="VecSemanticShaping",
+                source="VecShapeRewardSemantic",
             )
         self._current: list[Any] = [None] * self.num_envs
 
@@ -155,7 +156,7 @@ class VecSemanticShaping(VecEnvWrapper):
             for key in ("shaping", "raw_reward"):
                 if key in info:
                     raise InfoKeyConflictError(
-                        f"a sub-env already reports info[{key!r}]; VecSemanticShaping will not "
+                        f"a sub-env already reports info[{key!r}]; VecShapeRewardSemantic will not "
                         "overwrite it"
                     )
             info["shaping"] = s
@@ -167,7 +168,7 @@ def find_shaping_wrapper(venv: Any) -> Any:
     """The first object with ``stats()`` in a chain of SB3 vec-env wrappers (or ``None``)."""
     env = venv
     while env is not None:
-        if isinstance(env, VecSemanticShaping):
+        if isinstance(env, VecShapeRewardSemantic):
             return env
         env = getattr(env, "venv", None)
     return None
@@ -176,7 +177,7 @@ def find_shaping_wrapper(venv: Any) -> Any:
 class SemanticShapingCallback(BaseCallback):
     """Log the ``semantics/…`` telemetry at the end of every rollout.
 
-    Finds the :class:`VecSemanticShaping` in the model's env chain, or uses ``source`` (any
+    Finds the :class:`VecShapeRewardSemantic` in the model's env chain, or uses ``source`` (any
     object with a ``stats()`` method, e.g. a Gymnasium vector ``ShapeRewardSemantic``). Logs
     ``semantics/beta``, ``raw_margin``, ``norm_margin``, ``clamp_frac``, ``capture_count``,
     ``embed_latency_ms``, ``shaping_reward_ratio``, ``shaping_std``, ``batch_max``,
@@ -198,8 +199,8 @@ class SemanticShapingCallback(BaseCallback):
             raise ConfigError(
                 "source",
                 self.source,
-                "no VecSemanticShaping in the model's env chain; wrap the vec env in "
-                "VecSemanticShaping or pass source=<object with stats()>",
+                "no VecShapeRewardSemantic in the model's env chain; wrap the vec env in "
+                "VecShapeRewardSemantic or pass source=<object with stats()>",
                 source="SemanticShapingCallback",
             )
 
@@ -220,3 +221,11 @@ def _reset_infos(venv: VecEnv) -> list[dict[str, Any]]:
     while isinstance(venv, VecEnvWrapper):
         venv = venv.venv
     return list(venv.reset_infos)
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    VecSemanticShaping = VecShapeRewardSemantic
+else:
+    __getattr__ = alias_getattr(__name__, "VecSemanticShaping")

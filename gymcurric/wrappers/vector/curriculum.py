@@ -2,15 +2,15 @@
 
 A vector env's sub-envs reset themselves (autoreset), without options, so the task of each
 episode is picked where the reset happens: inside each sub-env, by the single-env
-:class:`gymcurric.wrappers.CurriculumTask`. With ``SyncVectorEnv`` all sub-envs share the one
+:class:`gymcurric.wrappers.SampleCurriculumTask`. With ``SyncVectorEnv`` all sub-envs share the one
 curriculum object; with ``AsyncVectorEnv`` each worker process unpickles the curriculum, which
 must then use the shared-memory backend (``Curriculum(..., backend="shared")``) so that every
 update lands in the same state. :func:`make_curriculum_vec` builds such a vector env in one call.
 
-The vector twin :class:`CurriculumTask` adds what only the vector level knows: it checks that
+The vector twin :class:`SampleCurriculumTask` adds what only the vector level knows: it checks that
 every sub-env is wrapped (and, for Sync, with this curriculum), keeps :attr:`task_ids`, the
 task of the transition each sub-env just returned, in every autoreset mode, and exposes the
-curriculum's :meth:`~CurriculumTask.stats`.
+curriculum's :meth:`~SampleCurriculumTask.stats`.
 
 Where the reset info (with ``task``/``task_id``) shows up depends on
 ``env.metadata["autoreset_mode"]``:
@@ -26,27 +26,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.safety.costs import check_vector_cost_dtype
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers.curriculum import CurriculumTask as _SingleCurriculumTask
+from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
 from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
 
-__all__ = ["CurriculumTask", "make_curriculum_vec"]
+__all__ = ["SampleCurriculumTask", "make_curriculum_vec"]
 
 
-class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
-    """Vector twin of :class:`gymcurric.wrappers.CurriculumTask`: bookkeeping of sub-env tasks.
+class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
+    """Vector twin of :class:`gymcurric.wrappers.SampleCurriculumTask`: tracks the sub-envs' tasks.
 
-    The sub-envs must each be wrapped in the single-env ``CurriculumTask`` (they pick their own
-    tasks at every autoreset and report their episodes); this wrapper leaves observations,
+    The sub-envs must each be wrapped in the single-env ``SampleCurriculumTask`` (they pick their
+    own tasks at every autoreset and report their episodes); this wrapper leaves observations,
     rewards and infos unchanged. It raises :class:`~gymcurric.errors.ConfigError` when a sub-env
     starts an episode without reporting ``info["task_id"]`` (it is not wrapped), or, for
     ``SyncVectorEnv``, when a sub-env's wrapper uses another curriculum object.
@@ -82,7 +83,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         channel: TaskChannel | None = None,
         reseed_curriculum: bool = True,
     ) -> None:
-        """Wrap ``env``, whose sub-envs are wrapped in the single-env ``CurriculumTask``.
+        """Wrap ``env``, whose sub-envs are wrapped in the single-env ``SampleCurriculumTask``.
 
         Args:
             env: the vector env.
@@ -99,7 +100,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "curriculum",
                 curriculum,
                 "expected a gymcurric Curriculum",
-                source="vector.CurriculumTask",
+                source="vector.SampleCurriculumTask",
             )
         if channel is not None and (
             not isinstance(channel, TaskChannel) or channel.num_envs != env.num_envs
@@ -108,7 +109,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "channel",
                 channel,
                 f"expected a TaskChannel for {env.num_envs} sub-envs",
-                source="vector.CurriculumTask",
+                source="vector.SampleCurriculumTask",
             )
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -123,7 +124,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         base = env.unwrapped
         if isinstance(base, SyncVectorEnv):
             for i, sub in enumerate(base.envs):
-                wrapper = find_wrapper(sub, _SingleCurriculumTask)
+                wrapper = find_wrapper(sub, _SingleSampleCurriculumTask)
                 if wrapper is None:
                     raise self._unwrapped_error([i])
                 if wrapper.curriculum is not curriculum:
@@ -131,7 +132,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                         "curriculum",
                         curriculum,
                         f"sub-env {i} is wrapped with another curriculum object",
-                        source="vector.CurriculumTask",
+                        source="vector.SampleCurriculumTask",
                     )
         self._current = np.full(self.num_envs, -1, dtype=np.int64)
         self.task_ids: npt.NDArray[np.int64] = self._current.copy()
@@ -154,9 +155,9 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             "env",
             self.env,
             f"sub-envs {list(envs)} started an episode without info['task_id']:"
-            " wrap each sub-env in gymcurric.wrappers.CurriculumTask (e.g. gym.make_vec(..., "
-            "wrappers=[partial(CurriculumTask, curriculum=cur)]) or make_curriculum_vec)",
-            source="vector.CurriculumTask",
+            " wrap each sub-env in gymcurric.wrappers.SampleCurriculumTask (e.g. gym.make_vec(..., "
+            "wrappers=[partial(SampleCurriculumTask, curriculum=cur)]) or make_curriculum_vec)",
+            source="vector.SampleCurriculumTask",
         )
 
     def _started(
@@ -198,7 +199,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                     "waiting",
                     waiting,
                     f"expected {self.num_envs} task ids, one per sub-env",
-                    source="vector.CurriculumTask.resume_channel",
+                    source="vector.SampleCurriculumTask.resume_channel",
                 )
             self._resume_waiting = [int(t) for t in waiting]
 
@@ -339,7 +340,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
         except Exception as exc:
             exc.add_note(
-                f"reported by vector.CurriculumTask at the end of episodes of sub-envs "
+                f"reported by vector.SampleCurriculumTask at the end of episodes of sub-envs "
                 f"{ended.tolist()} (task ids {ids.tolist()})"
             )
             raise
@@ -348,7 +349,7 @@ class CurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         cost = infos.get("cost")
         if cost is None:
             return
-        check_vector_cost_dtype(cost, "vector.CurriculumTask")
+        check_vector_cost_dtype(cost, "vector.SampleCurriculumTask")
         has = np.asarray(infos.get("_cost", np.ones(self.num_envs, bool)), dtype=bool) & where
         if has.any():
             self._cost[has] += np.asarray(cost)[has].astype(np.float64)
@@ -405,8 +406,8 @@ def make_curriculum_vec(
     wrapper_kwargs: dict[str, Any] | None = None,
     episodes_in_main: bool = True,
     **env_kwargs: Any,
-) -> CurriculumTask:
-    """``gym.make_vec`` with every sub-env wrapped in ``CurriculumTask``, plus the vector twin.
+) -> SampleCurriculumTask:
+    """``gym.make_vec``, every sub-env wrapped in ``SampleCurriculumTask``, plus the vector twin.
 
     Args:
         env_id: the registered env id (or spec).
@@ -416,7 +417,7 @@ def make_curriculum_vec(
         vectorization_mode: ``"sync"`` or ``"async"``.
         vector_kwargs: passed to the vector env (e.g. ``{"autoreset_mode": ...,
             "context": "spawn"}``).
-        wrapper_kwargs: keyword arguments of the single-env ``CurriculumTask``
+        wrapper_kwargs: keyword arguments of the single-env ``SampleCurriculumTask``
             (``success_fn``, ``max_retries``, ...).
         episodes_in_main: for async vector envs, whether this process sums each episode's
             return and cost from the vector env's rewards and infos (the default; not with a
@@ -454,7 +455,7 @@ def make_curriculum_vec(
         )
         channel = TaskChannel(num_envs, episodes_in_main=in_main)
         kwargs["channel"] = channel
-    wrap = partial(_SingleCurriculumTask, curriculum=curriculum, **kwargs)
+    wrap = partial(_SingleSampleCurriculumTask, curriculum=curriculum, **kwargs)
     envs = None
     try:
         envs = gym.make_vec(
@@ -467,7 +468,7 @@ def make_curriculum_vec(
         )
         if channel is not None:
             cast(Any, envs).set_attr("channel_index", list(range(num_envs)))
-        return CurriculumTask(
+        return SampleCurriculumTask(
             envs,
             curriculum,
             channel=channel,
@@ -494,3 +495,11 @@ def _takes_channel(curriculum: Any, wrapper_kwargs: dict[str, Any]) -> bool:
         and isinstance(curriculum.backend, SharedMemoryBackend)
         and "channel" not in wrapper_kwargs
     )
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    CurriculumTask = SampleCurriculumTask
+else:
+    __getattr__ = alias_getattr(__name__, "CurriculumTask")

@@ -1,6 +1,6 @@
-"""Datapack presentation for Gymnasium vector envs (Sync and Async): :class:`DatapackTask`.
+"""Datapack presentation for Gymnasium vector envs (Sync and Async): :class:`PresentDatapack`.
 
-Why not the curriculum twin's design. :class:`gymcurric.wrappers.vector.CurriculumTask` lets
+Why not the curriculum twin's design. :class:`gymcurric.wrappers.vector.SampleCurriculumTask` lets
 each sub-env pick its own task inside its autoreset, which works across processes because the
 curriculum state lives in shared memory. A :class:`~gymcurric.datapacks.DataPackRLSampler`
 (records, logs, a generator) and its :class:`~gymcurric.datapacks.DataPackCurriculum` are plain
@@ -9,7 +9,7 @@ copies would draw the same stream from the same seed, and the outcomes reported 
 would never reach the curriculum the trainer sees.
 
 So this twin keeps the sampler and the curriculum in the main process and samples centrally.
-Each sub-env is wrapped in the single-env :class:`gymcurric.wrappers.DatapackTask` with
+Each sub-env is wrapped in the single-env :class:`gymcurric.wrappers.PresentDatapack` with
 ``sampler=None``: it only presents a *preset*, the datapack stored in its ``next_datapack``
 attribute, at its next reset (explicit or automatic) and then clears it. The twin sets the
 presets with the vector env's ``set_attr`` (one message per worker, only on steps where some
@@ -40,22 +40,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
-from gymcurric.wrappers.datapack import DatapackTask as _SingleDatapackTask
 from gymcurric.wrappers.datapack import MplFn, report_episode
+from gymcurric.wrappers.datapack import PresentDatapack as _SinglePresentDatapack
 from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
 from gymcurric.wrappers.vector.cost import read_step_costs
 
-__all__ = ["DatapackTask", "make_datapack_vec", "sub_env_info"]
+__all__ = ["PresentDatapack", "make_datapack_vec", "sub_env_info"]
 
 
 def sub_env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
@@ -84,8 +85,8 @@ def sub_env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
     return out
 
 
-class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
-    """Vector twin of :class:`gymcurric.wrappers.DatapackTask`: one central sampler for all.
+class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
+    """Vector twin of :class:`gymcurric.wrappers.PresentDatapack`: one central sampler for all.
 
     At every reset of every sub-env (explicit or automatic) the sub-env runs the next datapack
     drawn from ``sampler`` in the main process: its task parameters through
@@ -95,7 +96,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     order. Observations, rewards and infos are passed through unchanged. See the module
     docstring for why, and for when each draw happens in each autoreset mode.
 
-    The sub-envs must each be wrapped in the single-env ``DatapackTask`` with ``sampler=None``
+    The sub-envs must each be wrapped in the single-env ``PresentDatapack`` with ``sampler=None``
     (:func:`make_datapack_vec` does it). A sub-env that starts an episode without reporting
     ``info["datapack"]`` raises :class:`~gymcurric.errors.ConfigError`; with ``SyncVectorEnv``
     a sub-env wrapper with its own sampler (which would draw and report twice) does too.
@@ -139,7 +140,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         success_fn: SuccessFn | None = None,
         mpl_fn: MplFn | None = None,
     ) -> None:
-        """Wrap ``env``, whose sub-envs are wrapped in ``DatapackTask(..., sampler=None)``.
+        """Wrap ``env``, whose sub-envs are wrapped in ``PresentDatapack(..., sampler=None)``.
 
         Args:
             env: the vector env (Sync or Async, any autoreset mode).
@@ -148,7 +149,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             success_fn: ``success_fn(info) -> bool | None`` on a sub-env's last step info.
             mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
         """
-        src = "vector.DatapackTask"
+        src = "vector.PresentDatapack"
         if not callable(getattr(sampler, "sample_batch", None)):
             raise ConfigError(
                 "sampler",
@@ -170,15 +171,16 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         base = env.unwrapped
         if isinstance(base, SyncVectorEnv):
             for i, sub in enumerate(base.envs):
-                wrapper = find_wrapper(sub, _SingleDatapackTask)
+                wrapper = find_wrapper(sub, _SinglePresentDatapack)
                 if wrapper is None:
                     raise self._unwrapped_error([i])
                 if wrapper.sampler is not None:
                     raise ConfigError(
                         "env",
                         env,
-                        f"sub-env {i} is wrapped in DatapackTask with its own sampler; the vector "
-                        "twin samples centrally: wrap sub-envs with DatapackTask(env, None)",
+                        f"sub-env {i} is wrapped in PresentDatapack with its own sampler; the "
+                        "vector twin samples centrally: wrap sub-envs with "
+                        "PresentDatapack(env, None)",
                         source=src,
                     )
         n = self.num_envs
@@ -194,9 +196,9 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             "env",
             self.env,
             f"sub-envs {list(envs)} started an episode without info['datapack']: wrap each "
-            "sub-env in gymcurric.wrappers.DatapackTask(env, sampler=None) (e.g. "
+            "sub-env in gymcurric.wrappers.PresentDatapack(env, sampler=None) (e.g. "
             "make_datapack_vec)",
-            source="vector.DatapackTask",
+            source="vector.PresentDatapack",
         )
 
     # ---------------------------------------------------------------- presets
@@ -211,7 +213,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "sampler",
                 self.sampler,
                 f"sample_batch({len(need)}) returned {len(batch)} datapacks",
-                source="vector.DatapackTask",
+                source="vector.PresentDatapack",
             )
         for i, pack in zip(need, batch, strict=True):
             self._preset[i] = pack
@@ -266,7 +268,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if reset_steps.any():  # NEXT_STEP: these sub-envs reset in this step
             self._start(reset_steps, infos)
         costs, _ = read_step_costs(
-            infos, self.num_envs, dones, reset_steps, same_step, source="vector.DatapackTask"
+            infos, self.num_envs, dones, reset_steps, same_step, source="vector.PresentDatapack"
         )
         counted = ~reset_steps
         self._return[counted] += np.asarray(rewards, np.float64)[counted]
@@ -286,7 +288,7 @@ class DatapackTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                         return_=float(self._return[i]),
                         success_fn=self._success_fn,
                         mpl_fn=self._mpl_fn,
-                        reporter=f"vector.DatapackTask (sub-env {i})",
+                        reporter=f"vector.PresentDatapack (sub-env {i})",
                     )
                 self._episode[i] = None
             if same_step:
@@ -312,8 +314,8 @@ def make_datapack_vec(
     success_fn: SuccessFn | None = None,
     mpl_fn: MplFn | None = None,
     **env_kwargs: Any,
-) -> DatapackTask:
-    """``gym.make_vec`` with every sub-env wrapped in ``DatapackTask(env, None)``, plus the twin.
+) -> PresentDatapack:
+    """``gym.make_vec`` with every sub-env wrapped in ``PresentDatapack(env, None)``, plus the twin.
 
     Args:
         env_id: the registered env id (or spec); the env must accept
@@ -322,8 +324,8 @@ def make_datapack_vec(
         num_envs: number of sub-envs.
         vectorization_mode: ``"sync"`` or ``"async"``.
         vector_kwargs: passed to the vector env (e.g. ``{"autoreset_mode": ...}``).
-        success_fn: see :class:`DatapackTask`.
-        mpl_fn: see :class:`DatapackTask`.
+        success_fn: see :class:`PresentDatapack`.
+        mpl_fn: see :class:`PresentDatapack`.
         **env_kwargs: passed to the env constructor.
     """
     if vectorization_mode not in ("sync", "async"):
@@ -338,7 +340,15 @@ def make_datapack_vec(
         num_envs=num_envs,
         vectorization_mode=vectorization_mode,
         vector_kwargs=vector_kwargs,
-        wrappers=[partial(_SingleDatapackTask, sampler=None)],
+        wrappers=[partial(_SinglePresentDatapack, sampler=None)],
         **env_kwargs,
     )
-    return DatapackTask(envs, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
+    return PresentDatapack(envs, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    DatapackTask = PresentDatapack
+else:
+    __getattr__ = alias_getattr(__name__, "DatapackTask")

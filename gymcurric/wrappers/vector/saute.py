@@ -1,4 +1,4 @@
-"""Vector twin of :class:`gymcurric.wrappers.SauteBudget` for Gymnasium vector envs.
+"""Vector twin of :class:`gymcurric.wrappers.AugmentStateSaute` for Gymnasium vector envs.
 
 The safety state of every sub-env is one entry of a numpy array, updated from the vector
 ``info["cost"]`` (see :func:`gymcurric.wrappers.vector.read_step_costs` for how costs line up
@@ -17,7 +17,7 @@ The results equal those of the single-env wrapper applied inside every sub-env (
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +26,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
 from gymcurric.wrappers.saute import (
@@ -40,13 +41,13 @@ from gymcurric.wrappers.saute import (
 from gymcurric.wrappers.vector._common import autoreset_mode
 from gymcurric.wrappers.vector.cost import read_step_costs
 
-__all__ = ["SauteBudget"]
+__all__ = ["AugmentStateSaute"]
 
 
-class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
+class AugmentStateSaute(VectorWrapper, gym.utils.RecordConstructorArgs):
     """Sauté RL state augmentation for every sub-env of a vector env.
 
-    Per sub-env exactly :class:`gymcurric.wrappers.SauteBudget`: the safety state ``z`` (1 at
+    Per sub-env exactly :class:`gymcurric.wrappers.AugmentStateSaute`: the safety state ``z`` (1 at
     reset) falls by ``info["cost"] / b`` each step and is divided by ``saute_gamma``; while
     ``z <= 0`` the reward is ``unsafe_reward``. Observations get ``z`` as their last coordinate
     (1-D ``Box``) or as the ``"saute_state"`` key (``Dict``), clipped to ``[-1, saute_gamma^-T]``
@@ -64,7 +65,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
     Examples:
         >>> import gymnasium as gym
         >>> import gymcurric
-        >>> envs = SauteBudget(gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2),
+        >>> envs = AugmentStateSaute(gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2),
         ...                    safety_budget=3.0, saute_gamma=1.0, max_episode_steps=100)
         >>> obs, info = envs.reset(seed=0)
         >>> obs.shape, obs[:, -1].tolist(), info["saute_state"].tolist()
@@ -99,7 +100,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
                 ``AnnotateCost``).
             nonfinite_value: the replacement for a non-finite cost.
         """
-        src = "vector.SauteBudget"
+        src = "vector.AugmentStateSaute"
         if max_episode_steps is None:
             spec = getattr(env, "spec", None)
             max_episode_steps = getattr(spec, "max_episode_steps", None)
@@ -152,7 +153,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
     def _write(self, infos: dict[str, Any], z: npt.NDArray[np.float64]) -> None:
         if SAUTE_INFO_KEY in infos:
             raise InfoKeyConflictError(
-                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}]; vector.SauteBudget will "
+                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}]; vector.AugmentStateSaute will "
                 f"not overwrite info key {SAUTE_INFO_KEY!r}"
             )
         infos[SAUTE_INFO_KEY] = z.copy()
@@ -179,7 +180,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._prev_dones if self._mode == AutoresetMode.NEXT_STEP else np.zeros_like(dones)
         )
         costs, present = read_step_costs(
-            infos, self.num_envs, dones, reset_steps, same_step, source="vector.SauteBudget"
+            infos, self.num_envs, dones, reset_steps, same_step, source="vector.AugmentStateSaute"
         )
         if not present.all():
             raise ConfigError(
@@ -187,7 +188,7 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
                 None,
                 f"sub-envs {np.flatnonzero(~present).tolist()} reported no cost this step; wrap "
                 "the env in gymcurric.wrappers.vector.AnnotateCost(env, cost_fn=...) first",
-                source="vector.SauteBudget.step",
+                source="vector.AugmentStateSaute.step",
             )
         costs = self._guard.array(costs, where="info['cost']")
         real = ~reset_steps
@@ -204,3 +205,11 @@ class SauteBudget(VectorWrapper, gym.utils.RecordConstructorArgs):
             self.z = np.where(dones, 1.0, self.z)  # the returned obs starts a new episode
         self._prev_dones = dones
         return self._obs(obs, self.z), rewards, terminations, truncations, infos
+
+
+# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
+# access warns and returns the renamed class (gymcurric._deprecated).
+if TYPE_CHECKING:
+    SauteBudget = AugmentStateSaute
+else:
+    __getattr__ = alias_getattr(__name__, "SauteBudget")

@@ -112,7 +112,7 @@ def test_the_curriculum_accounting_in_main_warns_by_name():
     )
     try:
         envs.reset(seed=0)
-        with pytest.warns(GymcurricWarning, match=r"vector\.CurriculumTask: .*int64 array"):
+        with pytest.warns(GymcurricWarning, match=r"vector\.SampleCurriculumTask: .*int64 array"):
             envs.step(np.zeros(2, dtype=np.int64))
             envs.step(np.zeros(2, dtype=np.int64))
     finally:

@@ -13,7 +13,7 @@ import gymcurric
 from gymcurric.errors import ConfigError
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
-from gymcurric.wrappers.vector import CurriculumTask, make_curriculum_vec
+from gymcurric.wrappers.vector import SampleCurriculumTask, make_curriculum_vec
 from tests.curriculum_stubs import make_stub, make_wrapped
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,7 +75,7 @@ def check_reports(cur, finished):
 def test_sync_vector_env_both_autoreset_modes(mode):
     cur = Curriculum(SPACE, seed=0)
     fns = [partial(make_wrapped, cur, f"s{i}") for i in range(3)]
-    envs = CurriculumTask(SyncVectorEnv(fns, autoreset_mode=mode), cur)
+    envs = SampleCurriculumTask(SyncVectorEnv(fns, autoreset_mode=mode), cur)
     check_reports(cur, run(envs))
     assert envs.stats() == cur.stats()
     envs.close()
@@ -85,7 +85,7 @@ def test_sync_vector_env_both_autoreset_modes(mode):
 def test_async_vector_env_spawn_with_the_shared_backend(mode):
     cur = Curriculum(SPACE, seed=0, backend="shared")
     fns = [partial(make_wrapped, cur, f"a{i}") for i in range(2)]
-    envs = CurriculumTask(AsyncVectorEnv(fns, autoreset_mode=mode, context="spawn"), cur)
+    envs = SampleCurriculumTask(AsyncVectorEnv(fns, autoreset_mode=mode, context="spawn"), cur)
     starts = []
     try:
         reports = run(envs, starts=starts)
@@ -148,17 +148,17 @@ def run_disabled(envs, cur, steps):
 def test_disabled_autoreset_with_reset_mask():
     cur = Curriculum(SPACE, seed=0)
     fns = [partial(make_wrapped, cur, f"d{i}") for i in range(2)]
-    envs = CurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED), cur)
+    envs = SampleCurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED), cur)
     run_disabled(envs, cur, 20)
 
 
 def test_unwrapped_sub_envs_are_a_clear_error():
     cur = Curriculum(SPACE, seed=0)
-    with pytest.raises(ConfigError, match=r"sub-envs \[1\].*CurriculumTask"):
-        CurriculumTask(SyncVectorEnv([partial(make_wrapped, cur), make_stub]), cur)
+    with pytest.raises(ConfigError, match=r"sub-envs \[1\].*SampleCurriculumTask"):
+        SampleCurriculumTask(SyncVectorEnv([partial(make_wrapped, cur), make_stub]), cur)
     with pytest.raises(ConfigError, match="another curriculum"):
-        CurriculumTask(SyncVectorEnv([partial(make_wrapped, Curriculum(SPACE))]), cur)
-    envs = CurriculumTask(AsyncVectorEnv([make_stub, make_stub], context="fork"), cur)
+        SampleCurriculumTask(SyncVectorEnv([partial(make_wrapped, Curriculum(SPACE))]), cur)
+    envs = SampleCurriculumTask(AsyncVectorEnv([make_stub, make_stub], context="fork"), cur)
     try:
         with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] started an episode"):
             envs.reset(seed=0)
@@ -168,11 +168,11 @@ def test_unwrapped_sub_envs_are_a_clear_error():
 
 def test_records_constructor_arguments_and_validates_them():
     cur = Curriculum(SPACE, seed=0)
-    envs = CurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), cur)
+    envs = SampleCurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), cur)
     assert envs._saved_kwargs == {"curriculum": cur, "channel": None, "reseed_curriculum": True}
     assert envs._saved_kwargs["curriculum"] is cur
     with pytest.raises(ConfigError, match="'curriculum'"):
-        CurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), object())
+        SampleCurriculumTask(SyncVectorEnv([partial(make_wrapped, cur)]), object())
     with pytest.raises(ConfigError, match="'vectorization_mode'"):
         make_curriculum_vec("gymcurric/HazardGrid-v0", cur, vectorization_mode="vector_entry_point")
 
@@ -183,7 +183,9 @@ def test_checkpoint_resume_of_a_vector_env(tmp_path):
     def make(seed):
         cur = Curriculum(space, seed=seed, recompute_every=3)
         fns = [partial(make_wrapped, cur, f"r{i}") for i in range(2)]
-        return cur, CurriculumTask(SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP), cur)
+        return cur, SampleCurriculumTask(
+            SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP), cur
+        )
 
     cur, envs = make(0)
     envs.reset(seed=0)
@@ -219,6 +221,6 @@ def test_gym_make_vec_wrappers_share_the_curriculum():
         "gymcurric/HazardGrid-v0",
         num_envs=2,
         vectorization_mode="sync",
-        wrappers=[partial(gymcurric.wrappers.CurriculumTask, curriculum=cur)],
+        wrappers=[partial(gymcurric.wrappers.SampleCurriculumTask, curriculum=cur)],
     )
-    CurriculumTask(envs, cur)  # no error: the same object in every sub-env
+    SampleCurriculumTask(envs, cur)  # no error: the same object in every sub-env

@@ -175,11 +175,11 @@ def test_channel_argument_errors():
     try:
         from gymnasium.vector import SyncVectorEnv
 
-        from gymcurric.wrappers.vector import CurriculumTask
+        from gymcurric.wrappers.vector import SampleCurriculumTask
         from tests.curriculum_stubs import make_wrapped
 
         with pytest.raises(ConfigError, match="'channel'"):
-            CurriculumTask(SyncVectorEnv([lambda: make_wrapped(cur)]), cur, channel=chan)
+            SampleCurriculumTask(SyncVectorEnv([lambda: make_wrapped(cur)]), cur, channel=chan)
     finally:
         chan.close()
         cur.close()

@@ -14,8 +14,8 @@ from gymcurric.datapacks import (
     DataPackRLSampler,
 )
 from gymcurric.errors import ConfigError
-from gymcurric.wrappers.datapack import DatapackTask as SingleDatapackTask
-from gymcurric.wrappers.vector.datapack import DatapackTask, make_datapack_vec, sub_env_info
+from gymcurric.wrappers.datapack import PresentDatapack as SinglePresentDatapack
+from gymcurric.wrappers.vector.datapack import PresentDatapack, make_datapack_vec, sub_env_info
 from tests.datapacks.packs import record
 
 ENV_ID = "gymcurric/HazardGrid-v0"
@@ -241,9 +241,9 @@ def test_disabled_mode_draws_at_masked_reset():
 
 def test_unwrapped_sub_envs_are_refused():
     sync = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync")
-    with pytest.raises(ConfigError, match="DatapackTask"):
-        DatapackTask(sync, Events(packs()))
-    envs = DatapackTask(gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="async"),
+    with pytest.raises(ConfigError, match="PresentDatapack"):
+        PresentDatapack(sync, Events(packs()))
+    envs = PresentDatapack(gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="async"),
                         Events(packs()))  # fmt: skip
     with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\].*without info\['datapack'\]"):
         envs.reset(seed=0)
@@ -254,24 +254,24 @@ def test_sub_env_with_its_own_sampler_is_refused():
     own = DataPackRLSampler(packs(), seed=0)
     sync = gym.make_vec(
         ENV_ID, num_envs=2, vectorization_mode="sync",
-        wrappers=[partial(SingleDatapackTask, sampler=own)],
+        wrappers=[partial(SinglePresentDatapack, sampler=own)],
     )  # fmt: skip
     with pytest.raises(ConfigError, match="its own sampler"):
-        DatapackTask(sync, own)
+        PresentDatapack(sync, own)
 
 
 def test_records_all_constructor_arguments_and_validates():
     sampler = Events(packs())
     fn = lambda info: True  # noqa: E731
     envs = make(AutoresetMode.NEXT_STEP, sampler, success_fn=fn)
-    params = set(inspect.signature(DatapackTask.__init__).parameters) - {"self", "env"}
+    params = set(inspect.signature(PresentDatapack.__init__).parameters) - {"self", "env"}
     assert set(envs._saved_kwargs) == params
     assert envs._saved_kwargs["sampler"] is sampler and envs._saved_kwargs["success_fn"] is fn
     for kwargs, key in (({"success_fn": 1}, "success_fn"), ({"mpl_fn": 2}, "mpl_fn")):
         with pytest.raises(ConfigError, match=key):
-            DatapackTask(envs.env, sampler, **kwargs)
+            PresentDatapack(envs.env, sampler, **kwargs)
     with pytest.raises(ConfigError, match="sampler"):
-        DatapackTask(envs.env, object())
+        PresentDatapack(envs.env, object())
     with pytest.raises(ConfigError, match="vectorization_mode"):
         make_datapack_vec(ENV_ID, sampler, vectorization_mode="vector")
     envs.close()

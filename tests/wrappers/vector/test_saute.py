@@ -10,8 +10,8 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.errors import ConfigError, GymcurricWarning, InfoKeyConflictError
-from gymcurric.wrappers.saute import SauteBudget as SingleSaute
-from gymcurric.wrappers.vector.saute import SauteBudget
+from gymcurric.wrappers.saute import AugmentStateSaute as SingleSaute
+from gymcurric.wrappers.vector.saute import AugmentStateSaute
 from tests.stubs import make_scripted
 from tests.wrappers.test_saute import CostAt
 
@@ -28,7 +28,7 @@ def make_env():
 def twin_and_reference(mode, vec):
     """The vector twin over plain sub-envs, and the single wrapper inside every sub-env."""
     cls = SyncVectorEnv if vec == "sync" else AsyncVectorEnv
-    twin = SauteBudget(cls([make_env] * 3, autoreset_mode=mode), **KW)
+    twin = AugmentStateSaute(cls([make_env] * 3, autoreset_mode=mode), **KW)
     ref = cls([lambda: SingleSaute(make_env(), **KW)] * 3, autoreset_mode=mode)
     return twin, ref
 
@@ -71,7 +71,7 @@ def test_equals_the_single_wrapper_in_every_sub_env(mode, vec):
 
 def test_disabled_mode_resets_masked_budgets():
     base = SyncVectorEnv([make_scripted] * 2, autoreset_mode=AutoresetMode.DISABLED)
-    envs = SauteBudget(base, 4.0, saute_gamma=1.0, max_episode_steps=5)
+    envs = AugmentStateSaute(base, 4.0, saute_gamma=1.0, max_episode_steps=5)
     envs.reset(seed=0)
     envs.step(np.zeros(2, np.int64))  # cost 0.5 each
     _, _, _, _, info = envs.step(np.zeros(2, np.int64))  # cost 1.0 each
@@ -83,7 +83,7 @@ def test_disabled_mode_resets_masked_budgets():
 
 
 def test_missing_cost_names_the_sub_envs():
-    envs = SauteBudget(
+    envs = AugmentStateSaute(
         SyncVectorEnv([partial(make_scripted, mode="none")] * 2), 1.0, max_episode_steps=5
     )
     envs.reset()
@@ -92,7 +92,7 @@ def test_missing_cost_names_the_sub_envs():
 
 
 def test_info_key_conflict():
-    envs = SauteBudget(
+    envs = AugmentStateSaute(
         SyncVectorEnv([lambda: SingleSaute(make_scripted(), 1.0, max_episode_steps=5)] * 2),
         1.0,
         max_episode_steps=5,
@@ -104,11 +104,11 @@ def test_info_key_conflict():
 def test_arguments_are_validated_and_recorded():
     base = SyncVectorEnv([make_scripted] * 2)
     with pytest.raises(ConfigError, match="max_episode_steps"):
-        SauteBudget(base, 1.0)  # the scripted env has no spec
+        AugmentStateSaute(base, 1.0)  # the scripted env has no spec
     with pytest.raises(ConfigError, match="saute_gamma"):
-        SauteBudget(base, 1.0, saute_gamma=2.0, max_episode_steps=5)
-    envs = SauteBudget(base, 1.0, max_episode_steps=5, unsafe_reward=-2.0)
-    params = set(inspect.signature(SauteBudget.__init__).parameters) - {"self", "env"}
+        AugmentStateSaute(base, 1.0, saute_gamma=2.0, max_episode_steps=5)
+    envs = AugmentStateSaute(base, 1.0, max_episode_steps=5, unsafe_reward=-2.0)
+    params = set(inspect.signature(AugmentStateSaute.__init__).parameters) - {"self", "env"}
     assert set(envs._saved_kwargs) == params
     assert envs._saved_kwargs["unsafe_reward"] == -2.0
 
@@ -120,7 +120,7 @@ def test_nonfinite_costs_are_sanitised_as_the_single_wrapper_does(mode):
     kw = {"safety_budget": 4.0, "saute_gamma": 1.0, "max_episode_steps": 4}
     bad = [partial(lambda v: CostAt(make_scripted(4), v, (2,)), v)
            for v in (math.nan, math.inf, -math.inf)]  # fmt: skip
-    twin = SauteBudget(SyncVectorEnv(bad, autoreset_mode=mode), **kw)
+    twin = AugmentStateSaute(SyncVectorEnv(bad, autoreset_mode=mode), **kw)
     ref = SyncVectorEnv(
         [partial(lambda f: SingleSaute(f(), nonfinite="ignore", **kw), f) for f in bad],
         autoreset_mode=mode,
