@@ -9,7 +9,8 @@ from gymcurric.integrations.sb3.common.buffers import (  # noqa: E402
     CostRolloutBufferSamples,
     discounted_gae,
 )
-from gymcurric.integrations.sb3.common.lagrange import (  # noqa: E402
+from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin, checked_schedule  # noqa: E402
+from gymcurric.integrations.sb3.common.multipliers import (  # noqa: E402
     COST_CAP,
     LagrangeMultiplier,
     Multiplier,
@@ -17,7 +18,6 @@ from gymcurric.integrations.sb3.common.lagrange import (  # noqa: E402
     make_multiplier,
     pid_kwargs_per_update,
 )
-from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin, checked_schedule  # noqa: E402
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy  # noqa: E402
 
 __all__ = [

@@ -40,7 +40,7 @@ from torch.nn import functional as F
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
-from gymcurric.integrations.sb3.common.lagrange import (
+from gymcurric.integrations.sb3.common.multipliers import (
     COST_CAP,
     Multiplier,
     make_multiplier,

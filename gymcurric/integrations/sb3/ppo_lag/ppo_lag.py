@@ -81,7 +81,7 @@ class PPOLag(LagrangianMixin, PPO):
         pid_epoch_steps: with ``multiplier="pid"``, read the PID constants as given per epoch
             of this many env steps (OmniSafe's: 20,000) and convert them to this model's
             rollouts of ``n_steps * n_envs`` steps (see
-            :func:`~gymcurric.integrations.sb3.common.lagrange.pid_kwargs_per_update`). None
+            :func:`~gymcurric.integrations.sb3.common.multipliers.pid_kwargs_per_update`). None
             (default): the constants apply per rollout.
         cost_gamma: discount of the cost (default ``gamma``).
         cost_gae_lambda: GAE λ of the cost (default ``gae_lambda``).
@@ -241,7 +241,7 @@ class PPOPIDLag(PPOLag):
 
     :class:`PPOLag` with ``multiplier="pid"``: λ = max(0, Kp·P + I + Kd·D) with P an EMA of
     ``J_c - d``, I the clamped integral, D the rise of an EMA of ``J_c`` over ``d_delay``
-    rollouts (see :class:`~gymcurric.integrations.sb3.common.lagrange.PIDLagrangeMultiplier`).
+    rollouts (see :class:`~gymcurric.integrations.sb3.common.multipliers.PIDLagrangeMultiplier`).
 
     Args:
         policy: as :class:`PPOLag`.

@@ -10,13 +10,13 @@ pytest.importorskip("torch")
 import torch as th
 
 from gymcurric.errors import ConfigError, GymcurricWarning
-from gymcurric.integrations.sb3.common.lagrange import (
+from gymcurric.integrations.sb3.common.lagrangian import checked_schedule
+from gymcurric.integrations.sb3.common.multipliers import (
     LagrangeMultiplier,
     PIDLagrangeMultiplier,
     make_multiplier,
     pid_kwargs_per_update,
 )
-from gymcurric.integrations.sb3.common.lagrangian import checked_schedule
 
 
 def roundtrip(state):
@@ -191,7 +191,7 @@ def test_checked_schedule():
 
 
 ABSURD = [1e30, 3e38, 1e39, 1e200, math.inf, -1e200, -math.inf]
-CAP = 1e6  # lagrange.COST_CAP, the documented cap
+CAP = 1e6  # multipliers.COST_CAP, the documented cap
 
 
 def updates(lag, jc, n):
