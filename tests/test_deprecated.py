@@ -159,3 +159,24 @@ def test_current_name_maps_old_names_and_keeps_others():
     assert current_name("VecSemanticShaping") == "VecShapeRewardSemantic"
     assert current_name("VecCostMonitor") == "VecCostMonitor"
     assert set(RENAMED.values()).isdisjoint(RENAMED)  # no chains of renames
+
+
+def test_the_lagrange_module_is_multipliers_under_its_old_name():
+    pytest.importorskip("torch")
+    from gymcurric.integrations.sb3.common import lagrange, multipliers
+
+    for name in multipliers.__all__:
+        with pytest.warns(
+            DeprecationWarning, match=rf"lagrange\.{name} is deprecated.*multipliers"
+        ):
+            assert getattr(lagrange, name) is getattr(multipliers, name)
+    with pytest.warns(DeprecationWarning, match="renamed gymcurric.integrations.sb3.common.multi"):
+        from gymcurric.integrations.sb3.common.lagrange import LagrangeMultiplier
+    lam = LagrangeMultiplier(init=0.0, lr=0.5, optimizer="sgd")
+    lam.update(ep_cost=30.0, cost_limit=25.0)
+    assert isinstance(lam, multipliers.LagrangeMultiplier) and lam.value > 0
+    with pytest.warns(DeprecationWarning):  # private names too: old pickles name them
+        assert lagrange._InputSaturation is multipliers._InputSaturation
+    with pytest.raises(AttributeError):
+        lagrange.NoSuchName  # noqa: B018
+    assert not hasattr(lagrange, "__path__")
