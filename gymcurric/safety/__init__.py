@@ -10,6 +10,7 @@ from gymcurric.safety.costs import (
 )
 from gymcurric.safety.modulation import (
     Modulation,
+    RiskModulation,
     lagrange_modulation,
     lagrange_modulation_scale,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "NonFiniteGuard",
     "NonFinitePolicy",
     "PendingCostToGo",
+    "RiskModulation",
     "TruncationPolicy",
     "cost_to_go_targets",
     "lagrange_modulation",

@@ -25,15 +25,19 @@ a NaN/Inf value, or ``q_p <= 0`` (no risk observed yet, the relative scale is un
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import NamedTuple
+import numbers
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
-__all__ = ["Modulation", "lagrange_modulation", "lagrange_modulation_scale"]
+__all__ = ["Modulation", "RiskModulation", "lagrange_modulation", "lagrange_modulation_scale"]
 
 _CLIP = 20.0
 
@@ -152,3 +156,122 @@ def lagrange_modulation_scale(
         min_episodes=min_episodes,
         episodes_seen=episodes_seen,
     ).scale
+
+
+@dataclass(frozen=True)
+class RiskModulation:
+    """The settings of the Lagrangian agents' risk hook (``PPOLag(risk_modulation=...)``).
+
+    With the hook on, the risk values the envs report in ``info["risk"]`` during a rollout scale
+    λ's step of that rollout by :func:`lagrange_modulation`'s ``M``, the last
+    ``reference_window`` values serving as the reference window. ``risk_modulation=None`` (or
+    ``False``) leaves the hook off; ``True`` is ``RiskModulation()``; a dict of these fields is
+    ``RiskModulation(**dict)``.
+
+    Attributes:
+        alpha: strength, ``>= 0`` (``M >= 1 / (1 + alpha)``).
+        quantile_p: ``p`` of the reference quantile ``q_p``, in ``(0, 1)``.
+        slope: steepness, ``> 0``.
+        eps: keeps the denominator positive, ``> 0``.
+        min_episodes: episodes the agent must have finished before ``M`` departs from 1 (``>= 0``).
+        reference_window: how many recent risk values ``q_p`` is taken from (``>= 1``).
+
+    Examples:
+        >>> settings = RiskModulation.coerce({"alpha": 2.0})
+        >>> settings.alpha, settings.reference_window
+        (2.0, 10000)
+        >>> RiskModulation.coerce(True) == RiskModulation(), RiskModulation.coerce(False)
+        (True, None)
+        >>> mod = RiskModulation(min_episodes=0).modulation([2.0], [0.0, 0.1, 0.2, 0.3, 1.0])
+        >>> round(mod.scale, 3), mod.status
+        (0.5, 'ok')
+    """
+
+    alpha: float = 1.0
+    quantile_p: float = 0.9
+    slope: float = 4.0
+    eps: float = 1e-6
+    min_episodes: int = 10
+    reference_window: int = 10_000
+
+    def __post_init__(self) -> None:
+        src = "RiskModulation"
+        for name in ("alpha", "quantile_p", "slope", "eps"):
+            value = getattr(self, name)
+            real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if not (real and math.isfinite(value)):
+                raise ConfigError(name, value, "expected a finite number", source=src)
+        if self.alpha < 0:
+            raise ConfigError("alpha", self.alpha, "expected a number >= 0", source=src)
+        if not 0.0 < self.quantile_p < 1.0:
+            raise ConfigError(
+                "quantile_p", self.quantile_p, "expected a number in (0, 1)", source=src
+            )
+        for name in ("slope", "eps"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(name, getattr(self, name), "expected a number > 0", source=src)
+        check_int("min_episodes", self.min_episodes, minimum=0, source=src)
+        check_int("reference_window", self.reference_window, source=src)
+
+    @classmethod
+    def coerce(
+        cls, value: RiskModulation | bool | dict[str, Any] | None, *, source: str | None = None
+    ) -> RiskModulation | None:
+        """The settings ``value`` stands for, or None for "off".
+
+        Args:
+            value: a :class:`RiskModulation`; ``True`` (the defaults); a dict of some of its
+                fields; ``None`` or ``False`` (off).
+            source: named in errors (the agent's class name).
+
+        Raises:
+            ConfigError: an unknown key (named, with the known ones), a bad value (keyed
+                ``risk_modulation.<field>``) or a value of another type.
+        """
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(
+                "risk_modulation",
+                value,
+                "expected a RiskModulation, a bool, a dict of its fields or None",
+                source=source,
+            )
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(value) - set(known), key=str)
+        if unknown:
+            raise ConfigError(
+                "risk_modulation",
+                value,
+                f"unknown keys {unknown}; expected some of {known}",
+                source=source,
+            )
+        try:
+            return cls(**value)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"risk_modulation.{exc.key}", exc.value, exc.reason, source=source
+            ) from exc
+
+    def modulation(
+        self,
+        risk_values: npt.ArrayLike,
+        reference: npt.ArrayLike | None = None,
+        *,
+        episodes_seen: int = 0,
+    ) -> Modulation:
+        """:func:`lagrange_modulation` of ``risk_values`` with these settings."""
+        return lagrange_modulation(
+            risk_values,
+            reference,
+            alpha=self.alpha,
+            quantile_p=self.quantile_p,
+            slope=self.slope,
+            eps=self.eps,
+            min_episodes=self.min_episodes,
+            episodes_seen=episodes_seen,
+        )

@@ -1,3 +1,5 @@
+import dataclasses
+import inspect
 import itertools
 import math
 
@@ -5,7 +7,11 @@ import numpy as np
 import pytest
 
 from gymcurric.errors import ConfigError
-from gymcurric.safety.modulation import lagrange_modulation, lagrange_modulation_scale
+from gymcurric.safety.modulation import (
+    RiskModulation,
+    lagrange_modulation,
+    lagrange_modulation_scale,
+)
 
 
 def reference_formula(mean, q, alpha, slope, eps):
@@ -92,3 +98,72 @@ def test_invalid_configuration_raises_naming_it(kwargs):
     with pytest.raises(ConfigError) as err:
         lagrange_modulation([1.0], **kwargs)
     assert err.value.key == next(iter(kwargs))
+
+
+def test_risk_modulation_defaults_are_the_hook_defaults():
+    # the function's defaults, plus the reference window the hook kept (10,000 values)
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(lagrange_modulation).parameters.items()
+        if p.kind is p.KEYWORD_ONLY and name != "episodes_seen"
+    }
+    assert dataclasses.asdict(RiskModulation()) == {**defaults, "reference_window": 10_000}
+
+
+def test_risk_modulation_coerces_the_old_values():
+    assert RiskModulation.coerce(None) is None and RiskModulation.coerce(False) is None
+    assert RiskModulation.coerce(True) == RiskModulation()
+    settings = RiskModulation(alpha=2.0, reference_window=5)
+    assert RiskModulation.coerce(settings) is settings
+    assert RiskModulation.coerce({"alpha": 2.0, "reference_window": 5}) == settings
+    assert RiskModulation.coerce({}) == RiskModulation()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.alpha = 3.0  # type: ignore[misc]
+
+
+def test_risk_modulation_scale_is_lagrange_modulation_with_its_settings():
+    settings = RiskModulation(alpha=0.5, quantile_p=0.5, slope=2.0, min_episodes=3)
+    recent, ref = [0.4, 0.9], [0.1, 0.2, 0.3, 0.5]
+    kw = {k: v for k, v in dataclasses.asdict(settings).items() if k != "reference_window"}
+    for seen in (0, 3):
+        expected = lagrange_modulation(recent, ref, episodes_seen=seen, **kw)
+        got = settings.modulation(recent, ref, episodes_seen=seen)
+        assert (got.scale, got.status) == (expected.scale, expected.status)
+    assert got.status == "ok" and 1 / 1.5 < got.scale < 1.0
+
+
+def test_risk_modulation_unknown_keys_are_named_with_the_known_ones():
+    with pytest.raises(ConfigError, match=r"unknown keys \['gain'\]; expected some of") as err:
+        RiskModulation.coerce({"gain": 2.0, "alpha": 1.0}, source="PPOLag")
+    assert err.value.key == "risk_modulation" and err.value.source == "PPOLag"
+    assert "reference_window" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"alpha": -1.0},
+        {"alpha": "1"},
+        {"quantile_p": 1.0},
+        {"slope": 0.0},
+        {"eps": float("inf")},
+        {"min_episodes": -1},
+        {"min_episodes": True},
+        {"reference_window": 0},
+        {"reference_window": 2.5},
+    ],
+)
+def test_risk_modulation_bad_values_are_keyed_by_field(settings):
+    name = next(iter(settings))
+    with pytest.raises(ConfigError) as err:
+        RiskModulation.coerce(settings, source="PPOLag")
+    assert err.value.key == f"risk_modulation.{name}" and err.value.source == "PPOLag"
+    with pytest.raises(ConfigError) as direct:
+        RiskModulation(**settings)
+    assert direct.value.key == name
+
+
+@pytest.mark.parametrize("value", ["on", 1, 0.5, ["alpha"]])
+def test_risk_modulation_of_another_type_is_refused(value):
+    with pytest.raises(ConfigError, match="expected a RiskModulation, a bool, a dict"):
+        RiskModulation.coerce(value)

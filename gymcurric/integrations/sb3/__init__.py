@@ -34,6 +34,7 @@ from gymcurric.integrations.sb3.semantic import (  # noqa: E402
     VecShapeRewardSemantic,
 )
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag  # noqa: E402
+from gymcurric.safety.modulation import RiskModulation  # noqa: E402
 
 __all__ = [
     # agents
@@ -43,6 +44,7 @@ __all__ = [
     "PIDLagrangeMultiplier",
     "PPOLag",
     "PPOPIDLag",
+    "RiskModulation",
     "TRPOLag",
     # hooks and callbacks
     "CurriculumCallback",

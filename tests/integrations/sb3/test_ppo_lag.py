@@ -17,6 +17,8 @@ import gymcurric  # noqa: F401  (registers the built-in envs)
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.cost import VecCostMonitor
 from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag
+from gymcurric.integrations.sb3.trpo_lag import TRPOLag
+from gymcurric.safety import RiskModulation
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
@@ -347,17 +349,44 @@ def test_risk_hook_scales_the_multiplier_step(tmp_path):
     assert logged == pytest.approx(scale, rel=1e-6)
     model2, rows2 = risk_run(tmp_path / "b", False, settings)  # no info['risk']: M = 1
     assert model2.lagrange_multiplier == pytest.approx(5.0)
-    model3, rows3 = risk_run(tmp_path / "c", True, False)  # hook off (default)
+    model3, rows3 = risk_run(tmp_path / "c", True, False)  # hook off
     assert model3.lagrange_multiplier == pytest.approx(5.0)
     assert "risk/modulation_scale" not in rows3
     assert rows3["train/lagrange_multiplier"] == pytest.approx(5.0)
+    # the dataclass is the dict's twin: the same step, the same log
+    model4, rows4 = risk_run(tmp_path / "d", True, RiskModulation(**settings))
+    assert model4.lagrange_multiplier == model.lagrange_multiplier
+    assert rows4["risk/modulation_scale"] == logged
+    assert model4.risk_modulation == model.risk_modulation == RiskModulation(**settings)
+
+
+@pytest.mark.parametrize("off", [None, False])
+def test_risk_hook_is_off_by_default_and_with_none_or_false(off):
+    assert PPOLag("MlpPolicy", hazard_vec(1), **SMALL).risk_modulation is None
+    assert PPOLag("MlpPolicy", hazard_vec(1), risk_modulation=off, **SMALL).risk_modulation is None
+    on = PPOLag("MlpPolicy", hazard_vec(1), risk_modulation=True, **SMALL)
+    assert on.risk_modulation == RiskModulation() and on._risk_reference.maxlen == 10_000
 
 
 def test_risk_hook_settings_are_checked():
     with pytest.raises(ConfigError, match="unknown keys"):
         PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"gain": 2.0}, **SMALL)
-    with pytest.raises(ConfigError, match="alpha"):
+    with pytest.raises(ConfigError, match="alpha") as err:
         PPOLag("MlpPolicy", hazard_vec(1), risk_modulation={"alpha": -1.0}, **SMALL)
+    assert err.value.key == "risk_modulation.alpha" and err.value.source == "PPOLag"
+    with pytest.raises(ConfigError, match="expected a RiskModulation"):
+        TRPOLag("MlpPolicy", hazard_vec(1), risk_modulation="on", n_steps=32, device="cpu")
+
+
+def test_risk_hook_settings_survive_save_and_load_also_from_a_dict(tmp_path):
+    settings = RiskModulation(alpha=2.0, reference_window=50)
+    model = PPOLag("MlpPolicy", hazard_vec(1), risk_modulation=settings, **SMALL)
+    model.save(tmp_path / "new.zip")
+    assert PPOLag.load(tmp_path / "new.zip", device="cpu").risk_modulation == settings
+    # a model saved before RiskModulation held the settings as a dict
+    model.risk_modulation = {"alpha": 2.0, "reference_window": 50}  # type: ignore[assignment]
+    model.save(tmp_path / "old.zip")
+    assert PPOLag.load(tmp_path / "old.zip", device="cpu").risk_modulation == settings
 
 
 def test_cnn_policy_on_pixels():

@@ -47,7 +47,7 @@ from gymcurric.integrations.sb3.common.multipliers import (
     pid_kwargs_per_update,
 )
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
-from gymcurric.safety.modulation import lagrange_modulation
+from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
 
@@ -132,7 +132,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
         update_cost_critic: bool,
         cost_max_grad_norm: float | None,
         center_cost_advantage: bool,
-        risk_modulation: bool | dict[str, Any] | None,
+        risk_modulation: RiskModulation | bool | dict[str, Any] | None,
         seed: int | None,
         cost_n_epochs: int | None = None,
     ) -> None:
@@ -198,30 +198,11 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.cost_clipped = 0
         self._init_risk_hook(risk_modulation, src)
 
-    _RISK_KEYS = ("alpha", "quantile_p", "slope", "eps", "min_episodes", "reference_window")
-
-    def _init_risk_hook(self, risk_modulation: bool | dict[str, Any] | None, src: str) -> None:
-        if risk_modulation is None or risk_modulation is False:
-            self.risk_modulation: dict[str, Any] | None = None
-        elif risk_modulation is True or isinstance(risk_modulation, dict):
-            kw = {} if risk_modulation is True else dict(risk_modulation)
-            unknown = sorted(set(kw) - set(self._RISK_KEYS))
-            if unknown:
-                raise ConfigError(
-                    "risk_modulation",
-                    risk_modulation,
-                    f"unknown keys {unknown}; expected some of {list(self._RISK_KEYS)}",
-                    source=src,
-                )
-            window = kw.pop("reference_window", 10_000)
-            check_int("risk_modulation.reference_window", window, source=src)
-            lagrange_modulation([], **kw)  # raises ConfigError on bad settings
-            self.risk_modulation = {**kw, "reference_window": window}
-        else:
-            raise ConfigError(
-                "risk_modulation", risk_modulation, "expected a bool or a dict", source=src
-            )
-        window = self.risk_modulation["reference_window"] if self.risk_modulation else 1
+    def _init_risk_hook(
+        self, risk_modulation: RiskModulation | bool | dict[str, Any] | None, src: str
+    ) -> None:
+        self.risk_modulation = RiskModulation.coerce(risk_modulation, source=src)
+        window = self.risk_modulation.reference_window if self.risk_modulation else 1
         self._risk_reference: deque[float] = deque(maxlen=window)
         self._rollout_risks: list[float] = []
         self.episodes_seen = 0
@@ -244,6 +225,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
         # buffer standardises A_r before combining it with A_c)
         self.rollout_buffer.normalize_advantage = self.normalize_reward_advantage
         self.rollout_buffer.center_cost_advantage = self.center_cost_advantage
+        # a model saved before RiskModulation existed holds the hook's settings as a dict
+        self.risk_modulation = RiskModulation.coerce(
+            self.risk_modulation, source=type(self).__name__
+        )
         self.lagrange = make_multiplier(
             self.multiplier,
             init=self.lagrange_init(1.0),
@@ -441,13 +426,12 @@ class LagrangianMixin(OnPolicyAlgorithm):
         """
         if self.risk_modulation is None:
             return 1.0
-        kw = {k: v for k, v in self.risk_modulation.items() if k != "reference_window"}
         recent = self._rollout_risks
         scale = 1.0
         if recent:
             self._risk_reference.extend(recent)
-            mod = lagrange_modulation(
-                recent, list(self._risk_reference), episodes_seen=self.episodes_seen, **kw
+            mod = self.risk_modulation.modulation(
+                recent, list(self._risk_reference), episodes_seen=self.episodes_seen
             )
             scale = mod.scale
         self.logger.record("risk/modulation_scale", scale)

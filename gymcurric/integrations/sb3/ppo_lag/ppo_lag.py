@@ -13,6 +13,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
+from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["PPOLag", "PPOPIDLag"]
 
@@ -93,11 +94,12 @@ class PPOLag(LagrangianMixin, PPO):
             default: it rarely binds for an MSE on per-step costs, and on CPU
             ``clip_grad_norm_`` costs about a third of a small cost-critic step.
         center_cost_advantage: centre ``A_c`` per minibatch (True, as OmniSafe).
-        risk_modulation: the semantic risk hook, off by default. ``True`` or a dict of
-            :func:`gymcurric.safety.modulation.lagrange_modulation` settings (``alpha``,
-            ``quantile_p``, ``slope``, ``eps``, ``min_episodes``) plus ``reference_window``
-            (10,000): when the envs report ``info["risk"]``, λ's step size of each rollout is
-            scaled by the modulation scale ``M`` of that rollout's risk values (logged as
+        risk_modulation: the semantic risk hook: a
+            :class:`~gymcurric.safety.modulation.RiskModulation` (``alpha``, ``quantile_p``,
+            ``slope``, ``eps``, ``min_episodes``, ``reference_window``), ``True`` for its
+            defaults, or a dict of some of its fields; ``None`` (default) or ``False``: off.
+            When the envs report ``info["risk"]``, λ's step size of each rollout is scaled by
+            the modulation scale ``M`` of that rollout's risk values (logged as
             ``risk/modulation_scale``; 1.0 when no risk value was reported).
         _init_setup_model: as SB3.
 
@@ -154,7 +156,7 @@ class PPOLag(LagrangianMixin, PPO):
         cost_max_grad_norm: float | None = None,
         cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
-        risk_modulation: bool | dict[str, Any] = False,
+        risk_modulation: RiskModulation | bool | dict[str, Any] | None = None,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(

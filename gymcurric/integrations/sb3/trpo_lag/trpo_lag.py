@@ -16,6 +16,7 @@ from gymcurric.integrations.sb3.common.policies import (
     CostActorCriticPolicy,
     MlpPolicy,
 )
+from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["TRPOLag"]
 
@@ -125,7 +126,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_max_grad_norm: float | None = None,
         cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
-        risk_modulation: bool | dict[str, Any] = False,
+        risk_modulation: RiskModulation | bool | dict[str, Any] | None = None,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(
