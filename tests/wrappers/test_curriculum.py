@@ -1,4 +1,3 @@
-import inspect
 import math
 
 import gymnasium as gym
@@ -189,18 +188,6 @@ def test_seeded_resets_give_the_same_task_stream():
     # the curriculum's generator follows reset(seed=...)
     assert stream(0, cur_seed=3) == stream(0, cur_seed=4)
     assert stream(0) != stream(1)
-
-
-def test_records_all_constructor_arguments():
-    cur = Curriculum(levels(2), seed=0)
-    fn = lambda info: True  # noqa: E731
-    env = SampleCurriculumTask(
-        TaskStubEnv(), cur, success_fn=fn, cache_size=2, max_retries=3, reseed_curriculum=False
-    )
-    params = set(inspect.signature(SampleCurriculumTask.__init__).parameters) - {"self", "env"}
-    assert set(env._saved_kwargs) == params
-    assert env._saved_kwargs["curriculum"] is cur  # shared, never deep-copied
-    assert env._saved_kwargs["success_fn"] is fn and env._saved_kwargs["max_retries"] == 3
 
 
 @pytest.mark.parametrize(

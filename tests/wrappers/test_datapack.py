@@ -1,4 +1,3 @@
-import inspect
 import json
 from functools import partial
 
@@ -268,16 +267,6 @@ def test_datapacks_never_mutated():
     for _ in range(4):
         run_episode(env)
     assert [r.to_dict() for r in recs] == before
-
-
-def test_records_all_constructor_arguments():
-    sampler = DataPackRLSampler(packs(), seed=0)
-    fn, mfn = (lambda info: True), (lambda info: 1.0)
-    env = PresentDatapack(gym.make(ENV_ID), sampler, success_fn=fn, mpl_fn=mfn)
-    params = set(inspect.signature(PresentDatapack.__init__).parameters) - {"self", "env"}
-    assert set(env._saved_kwargs) == params
-    assert env._saved_kwargs["sampler"] is sampler  # shared, never deep-copied
-    assert env._saved_kwargs["success_fn"] is fn and env._saved_kwargs["mpl_fn"] is mfn
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,3 @@
-import inspect
 import warnings
 from typing import Any
 
@@ -249,14 +248,6 @@ def test_frames_need_rgb_array_render_mode():
     emb = CallableEmbedder(images=lambda f: np.ones((len(f), 2)))
     with pytest.raises(ConfigError, match="rgb_array"):
         AnnotateRisk(make_walk(), "frames", emb)
-
-
-def test_records_all_constructor_arguments():
-    env = AnnotateRisk(make_walk(), horizon=7, seed=3, train_every=5)
-
-    params = set(inspect.signature(AnnotateRisk.__init__).parameters) - {"self", "env"}
-    assert set(env._saved_kwargs) == params
-    assert env._saved_kwargs["horizon"] == 7
 
 
 def test_state_dict_round_trip_and_reset_mid_episode():

@@ -1,4 +1,3 @@
-import inspect
 import math
 import warnings
 
@@ -158,17 +157,6 @@ def test_bad_arguments_name_the_parameter(kwargs, key):
     kw = {"safety_budget": 1.0, "max_episode_steps": 5, **kwargs}
     with pytest.raises(ConfigError, match=key):
         AugmentStateSaute(ScriptedCostEnv(), **kw)
-
-
-def test_records_all_constructor_arguments():
-    env = AugmentStateSaute(ScriptedCostEnv(), 2.0, saute_gamma=0.9, max_episode_steps=7,
-                      unsafe_reward=-0.2)  # fmt: skip
-    params = set(inspect.signature(AugmentStateSaute.__init__).parameters) - {"self", "env"}
-    assert env._saved_kwargs == {
-        "safety_budget": 2.0, "saute_gamma": 0.9, "max_episode_steps": 7, "unsafe_reward": -0.2,
-        "nonfinite": "warn", "nonfinite_value": 0.0,
-    }  # fmt: skip
-    assert set(env._saved_kwargs) == params
 
 
 class CostAt(gym.Wrapper):

@@ -160,16 +160,6 @@ def test_frames_need_rgb_array_and_info_conflicts_raise():
         env.step(0)
 
 
-def test_records_constructor_arguments():
-    emb = caption_embedder()
-    env = ShapeRewardSemantic(StateEnv(), emb, STUB_CONFIG, kind="caption", device="cpu")
-    kwargs = env._saved_kwargs
-    assert set(kwargs) == {"embedder", "config", "kind", "device", "dtype"}
-    assert kwargs["embedder"] is emb  # not deep-copied: it may hold a large model
-    assert kwargs["config"].beta_start == 1.0
-    assert kwargs["kind"] == "caption" and kwargs["device"] == "cpu"
-
-
 def test_tiny_clip_on_hazard_nav_frames():
     pytest.importorskip("transformers")
     from tests.semantics.tiny_models import cached_tiny

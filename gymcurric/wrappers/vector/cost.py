@@ -180,7 +180,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
         return obs, rewards, terminations, truncations, infos
 
 
-class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
+class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics, gym.utils.RecordConstructorArgs):
     """Gymnasium's vector ``RecordEpisodeStatistics`` that also records episode cost ``c``.
 
     Reads each step's cost like :class:`AnnotateCost` does (aligned in every autoreset mode) and
@@ -198,6 +198,11 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics):
         self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"
     ) -> None:
         """Wrap ``env``; arguments as in Gymnasium's vector ``RecordEpisodeStatistics``."""
+        # Gymnasium's vector RecordEpisodeStatistics records nothing; the convention here is
+        # that every wrapper records its arguments, as the single-env ones do
+        gym.utils.RecordConstructorArgs.__init__(
+            self, buffer_length=buffer_length, stats_key=stats_key
+        )
         super().__init__(env, buffer_length=buffer_length, stats_key=stats_key)
         self._cost_tracker = EpisodeCostTracker(self.num_envs, buffer_length)
 

@@ -207,16 +207,6 @@ def test_works_on_make_vec_of_registered_env():
         gym.registry.pop("gymcurric-test/ScriptedV-v0")
 
 
-def test_vector_wrapper_records_all_constructor_arguments():
-    import inspect
-
-    params = [
-        p for p in inspect.signature(AnnotateCost.__init__).parameters if p not in ("self", "env")
-    ]
-    envs = AnnotateCost(make_vec("sync", AutoresetMode.NEXT_STEP))
-    assert sorted(envs._saved_kwargs) == sorted(params)
-
-
 def test_scripted_env_is_deterministic_reference():
     env = ScriptedCostEnv(episode_len=2)
     env.reset(seed=0)

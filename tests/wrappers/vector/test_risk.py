@@ -163,12 +163,3 @@ def test_partial_reset_closes_only_those_episodes():
     envs.reset(options={"reset_mask": np.array([True, False])})
     envs.annotator.train_now()
     assert envs.stats()["risk/train_samples"] == 3  # env 0's three steps; env 1 still running
-
-
-def test_records_all_constructor_arguments():
-    import inspect
-
-    envs = AnnotateRisk(SyncVectorEnv([make_walk] * 2), horizon=7, train_every=3)
-    params = set(inspect.signature(AnnotateRisk.__init__).parameters) - {"self", "env"}
-    assert set(envs._saved_kwargs) == params
-    assert envs._saved_kwargs["train_every"] == 3
