@@ -1,6 +1,9 @@
 """Replay ring for off-policy and sequence learners (extra ``torch``; see ``docs/replay.md``).
 
-``import gymcurric`` does not import this package; it needs torch.
+``import gymcurric`` does not import this package; it needs torch. ``ReplayRing`` (``ring``) is
+composed of a ``RingStorage`` (``storage``: the tensors), an index strategy (``indexing``:
+``HostIndex`` or ``DeviceIndex``) and the save/load functions of ``persist``; ``specs`` holds
+the field layout.
 """
 
 from __future__ import annotations

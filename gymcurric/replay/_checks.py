@@ -1,4 +1,4 @@
-"""Validation helpers of the replay ring: write checks, invariants, memory budget."""
+"""Validation helpers of the replay ring: argument and write checks, invariants, memory budget."""
 
 from __future__ import annotations
 
@@ -9,11 +9,6 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
-
-#: Codes of the CPU sampler's next-observation table (``ReplayRing._next``): no next
-#: observation is known for the step / it is the newest row's, not written yet.
-NO_NEXT = -1
-PENDING = -2
 
 
 class RingInvariantError(DataError):
@@ -145,6 +140,86 @@ def as_tensor_like(
     if not arr.flags.writeable:  # torch.from_numpy warns on read-only arrays
         arr = arr.copy()
     return torch.from_numpy(arr)
+
+
+def host_flags(name: str, value: Any, num_envs: int) -> np.ndarray:
+    """A ``[num_envs]`` bool array from a per-env flag argument (numpy, list or bool tensor).
+
+    A CUDA tensor costs a device sync here (documented: flags come from envs as numpy arrays).
+    """
+    if type(value) is np.ndarray and value.dtype == np.bool_ and value.shape == (num_envs,):
+        return value
+    if isinstance(value, torch.Tensor):
+        if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
+            raise ConfigError(
+                name,
+                f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}",
+                f"expected dtype torch.bool and shape ({num_envs},)",
+                source="ReplayRing",
+            )
+        return value.cpu().numpy()
+    arr = np.asarray(value)
+    if arr.dtype != np.bool_ or arr.shape != (num_envs,):
+        raise ConfigError(
+            name,
+            f"array of dtype {arr.dtype} and shape {arr.shape}",
+            f"expected bool and shape ({num_envs},)",
+            source="ReplayRing",
+        )
+    return arr
+
+
+def check_push_arguments(
+    t: int | None, total_steps: int, extra: dict[str, Any], user_fields: tuple[str, ...]
+) -> None:
+    """``push_step``'s optional step index and its user fields."""
+    if t is not None and t != total_steps:
+        raise ConfigError(
+            "t",
+            t,
+            f"must equal total_steps={total_steps} (rows are written in order)",
+            source="ReplayRing",
+        )
+    if set(extra) != set(user_fields):
+        missing = sorted(set(user_fields) - set(extra))
+        unknown = sorted(set(extra) - set(user_fields))
+        raise ConfigError(
+            "push_step(**extra)",
+            sorted(extra),
+            f"missing user fields {missing}, unknown fields {unknown}",
+            source="ReplayRing",
+        )
+
+
+def check_row(row: Any, capacity: int) -> None:
+    """A physical row argument: an int in ``[0, capacity)``."""
+    if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < capacity:
+        raise ConfigError("row", row, f"must be an int in [0, {capacity})", source="ReplayRing")
+
+
+def check_generator(generator: Any, device: torch.device) -> None:
+    """The samplers' explicit generator: a ``torch.Generator`` on the ring's device type."""
+    if not isinstance(generator, torch.Generator):
+        raise ConfigError("gen", generator, "a torch.Generator is required (no global RNG is used)")
+    if generator.device.type != device.type:
+        raise ConfigError(
+            "gen", generator, f"generator on {generator.device}, expected one on {device.type}"
+        )
+
+
+def check_indices(name: str, value: Any, high: int) -> None:
+    """Integer indices in ``[0, high)``; checked on the host (device tensors are trusted:
+    reading them would sync)."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            return
+        value = value.numpy()
+    a = np.asarray(value)
+    if a.size and a.dtype.kind not in "iu":
+        raise ConfigError(name, a.dtype, "expected integer indices", source="ReplayRing")
+    if a.size and (a.min() < 0 or a.max() >= high):
+        bad = a[(a < 0) | (a >= high)].ravel()[0]
+        raise ConfigError(name, int(bad), f"indices must lie in [0, {high})", source="ReplayRing")
 
 
 def available_bytes(device: torch.device) -> int:

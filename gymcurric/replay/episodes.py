@@ -29,12 +29,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gymcurric.errors import DataError
-from gymcurric.replay.ring import ReplayRing
+from gymcurric.replay._checks import numpy_dtype
+
+if TYPE_CHECKING:  # ring.py imports this module (ReplayRing.extend_from_episodes)
+    from gymcurric.replay.ring import ReplayRing
 
 __all__ = ["EpisodeLoadReport", "extend_from_episodes"]
 
@@ -125,6 +128,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
 
     Examples:
         >>> import numpy as np, torch
+        >>> from gymcurric.replay import ReplayRing
         >>> ring = ReplayRing(16, 1, {"obs": ((2,), torch.float32), "action": ((), torch.int64)})
         >>> ep = {"obs": np.zeros((4, 2), np.float32), "action": np.zeros(3, np.int64),
         ...       "reward": np.ones(3), "terminated": True}
@@ -137,10 +141,11 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     queues: list[deque[list[Any]]] = [deque() for _ in range(E)]  # [episode, next index]
     queued = np.zeros(E, dtype=np.int64)
     zeros_extra: dict[str, Any] = {
-        n: np.zeros(ring._row_shape[n], dtype=ring._np_dtype[n]) for n in ring.user_fields
+        n: np.zeros((E, *ring.specs[n].shape), dtype=numpy_dtype(ring.specs[n].dtype))
+        for n in ring.user_fields
     }
-    obs_shape = ring._row_shape["obs"]
-    obs_dtype = ring._np_dtype["obs"]
+    obs_shape = (E, *ring.specs["obs"].shape)
+    obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     n_episodes = rows = 0
 
@@ -199,5 +204,5 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             nxt[e] = last[0].obs[last[1] + 1]
     if cut.any():
         ring.attach_final_obs((ring.head - 1) % ring.capacity, nxt, cut)
-        ring._ended = ring._ended | cut  # the next pushed row of those envs starts an episode
+        ring._start_episodes_at_next_push(cut)
     return EpisodeLoadReport(n_episodes, rows, rows * E, int(queued.sum()))

@@ -1,193 +1,71 @@
 """``ReplayRing``: a time-major, preallocated, device-agnostic replay ring (extra ``torch``).
 
-Layout: every field is one tensor of shape ``[capacity, num_envs, *field_shape]`` on one device
-(CPU or CUDA), written one vector step (one row) at a time at ``head``; observations are stored
-once. **Row ``t`` of env ``e`` holds the step taken from observation ``obs[t]``:**
-
-=============== ========= ===================================================================
-field           dtype     meaning at row ``t``
-=============== ========= ===================================================================
-``obs``         (given)   the observation ``o_t`` the action was chosen from
-``action``      (given)   the action ``a_t`` taken from ``o_t``
-``reward``      float32   the reward of that step (``o_t, a_t -> o_{t+1}``)
-``cost``        float32   the cost of that step (0 when none is given)
-``continue_``   float32   0.0 iff that step *terminated* the episode; 1.0 for a truncation or
-                          an ordinary step (truncated episodes bootstrap)
-``is_first``    bool      ``o_t`` is the first observation of an episode (a reset observation)
-``episode_id``  int32     per env, 0 for the first episode, +1 at every ``is_first``
-(user fields)   (given)   whatever the user pushes with the step
-=============== ========= ===================================================================
-
-The next observation ``o_{t+1}`` is ``obs[t + 1]`` unless the episode ended at ``t`` and the
-next row is the first row of a new episode (same-step autoreset: Gymnasium ``SAME_STEP``, SB3
-``VecEnv``); the true final observation of such an episode is kept in a *side store* indexed by
-``(t, e)`` (pass it as ``push_step(..., final_obs=...)``). With next-step autoreset (Gymnasium's
-default ``NEXT_STEP``) the final observation is its own row (a row whose step is the ignored
-reset step, reward 0, ``continue_`` 1) and the following row has ``is_first``; the transition out
-of such a row has no successor and is never sampled.
+The class docstring has the layout; ``docs/replay.md`` has the guide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import NO_NEXT, available_bytes, numpy_dtype
+from gymcurric.replay import persist
+from gymcurric.replay._checks import check_push_arguments, check_row, host_flags
+from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
+from gymcurric.replay.indexing import (
+    index_strategy_class,
+    sample_sequences,
+    transition_draw,
+    transitions_at,
+)
+from gymcurric.replay.specs import FieldSpec, Transitions, ring_layout, space_fields
+from gymcurric.replay.storage import RingStorage, check_memory_budget
 
 __all__ = ["FieldSpec", "ReplayRing", "Transitions"]
 
-_SCALARS: dict[str, torch.dtype] = {
-    "reward": torch.float32,
-    "cost": torch.float32,
-    "is_first": torch.bool,
-    "continue_": torch.float32,
-    "episode_id": torch.int32,
-}
-_PACKED = {"reward": 0, "cost": 1, "continue_": 2}
-_RESERVED = frozenset({"next_obs", "done", "valid", "t_index", "env_index", "step_index"})
 
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """Shape (per env, per step) and dtype of one ring field.
-
-    Examples:
-        >>> import torch
-        >>> FieldSpec((64, 64, 3), torch.uint8).nbytes_per_row(num_envs=16)
-        196608
-    """
-
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-
-    def nbytes_per_row(self, num_envs: int) -> int:
-        """Bytes of one row (one step of ``num_envs`` envs)."""
-        itemsize = torch.empty((), dtype=self.dtype).element_size()
-        return int(np.prod(self.shape, dtype=np.int64)) * itemsize * num_envs
-
-
-class Transitions(NamedTuple):
-    """A batch of uniformly sampled transitions ``(s, a, r, c, s', done)``.
-
-    ``done`` is 1.0 only where the step *terminated* the episode (truncations bootstrap);
-    ``next_obs`` is the true next observation (the final observation from the side store where
-    the episode ended at that step). ``valid`` is False for entries without a successor: never
-    from :meth:`ReplayRing.sample_transitions` on CPU, rarely on CUDA (see there), and where
-    :meth:`ReplayRing.transitions_at` was asked for such a row. ``t_index`` is the physical
-    row, ``env_index`` the env, ``extras`` the user fields of the rows.
-    """
-
-    obs: torch.Tensor
-    action: torch.Tensor
-    reward: torch.Tensor
-    cost: torch.Tensor
-    next_obs: torch.Tensor
-    done: torch.Tensor
-    valid: torch.Tensor
-    t_index: torch.Tensor
-    env_index: torch.Tensor
-    extras: dict[str, torch.Tensor]
-
-
-#: Unsigned dtypes torch has few operations for: it cannot gather their one-value-per-step
-#: fields (``index_select`` is not implemented for them on 1-D tensors; fields with a shape
-#: work) nor copy rows of them by index (``index_copy_``), which the side store of ``obs``
-#: needs. Such fields are refused at construction rather than at the first sample or episode
-#: end; each maps to the signed dtype that holds all its values (uint64: up to 2**63 - 1).
-_UNGATHERABLE = {torch.uint16: "int32", torch.uint32: "int64", torch.uint64: "int64"}
-
-
-def _check_dtype(name: str, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
-    if dtype in _UNGATHERABLE and name == "obs":
-        raise ConfigError(
-            "fields['obs']",
-            dtype,
-            "torch cannot copy rows of this dtype by index (index_copy_), which the side store "
-            f"of terminal observations needs; store observations as torch.{_UNGATHERABLE[dtype]}"
-            " (numpy arrays of the unsigned dtype are accepted and keep their values; "
-            "from_spaces does this)",
-            source="ReplayRing",
-        )
-    if dtype in _UNGATHERABLE and shape == ():
-        raise ConfigError(
-            f"fields[{name!r}]",
-            dtype,
-            "torch cannot gather a shape-() field of this dtype (index_select is not "
-            f"implemented for it); store it as torch.{_UNGATHERABLE[dtype]}, or with shape (1,)",
-            source="ReplayRing",
-        )
-
-
-def _spec(name: str, value: Any) -> FieldSpec:
-    if isinstance(value, FieldSpec):
-        _check_dtype(name, value.dtype, tuple(value.shape))
-        return value
-    if (
-        isinstance(value, tuple)
-        and len(value) == 2
-        and isinstance(value[0], (tuple, list))
-        and isinstance(value[1], torch.dtype)
-    ):
-        shape = tuple(int(s) for s in value[0])
-        if any(s < 0 for s in shape):
-            raise ConfigError(f"fields[{name!r}]", value, "shape entries must be >= 0")
-        _check_dtype(name, value[1], shape)
-        return FieldSpec(shape, value[1])
-    raise ConfigError(
-        f"fields[{name!r}]", value, "expected a FieldSpec or a (shape, torch.dtype) tuple"
-    )
-
-
-def _space_spec(name: str, space: gym.Space[Any]) -> FieldSpec:
-    if isinstance(space, gym.spaces.Box):
-        dt = np.dtype(space.dtype)
-        if dt == np.float64:
-            torch_dt = torch.float32
-        elif dt.kind == "u" and dt.itemsize > 1:  # see _UNGATHERABLE
-            torch_dt = getattr(torch, _UNGATHERABLE[getattr(torch, dt.name)])
-        else:
-            torch_dt = torch.from_numpy(np.zeros(0, dt)).dtype
-        _check_dtype(name, torch_dt, tuple(space.shape))
-        return FieldSpec(tuple(space.shape), torch_dt)
-    if isinstance(space, gym.spaces.Discrete):
-        return FieldSpec((), torch.int64)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return FieldSpec(tuple(space.shape), torch.int64)
-    if isinstance(space, gym.spaces.MultiBinary):
-        return FieldSpec(tuple(np.atleast_1d(space.n).tolist()), torch.int8)
-    raise ConfigError(
-        name, space, "supported spaces: Box, Discrete, MultiDiscrete, MultiBinary (flatten Dicts)"
-    )
-
-
-# The mixins import FieldSpec, Transitions and the field constants above, so they come after them.
-from gymcurric.replay._persist import RingPersistenceMixin  # noqa: E402
-from gymcurric.replay._sampling import RingSamplingMixin  # noqa: E402
-from gymcurric.replay._writes import RingWritesMixin  # noqa: E402
-
-
-class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
+class ReplayRing:
     """Time-major preallocated replay ring for off-policy and sequence learners (CPU or CUDA).
 
     Every field is a ``[capacity, num_envs, *shape]`` tensor allocated (and zero-filled, so the
     memory is committed) at construction, after a check that it fits. One :meth:`push_step`
-    writes one row for all envs; the ring keeps the newest ``capacity`` rows. The row
-    convention is in the module docstring: row ``t`` = ``(o_t, a_t, r_t, c_t, continue_t,
-    is_first_t, episode_id_t)`` with ``r_t``/``continue_t`` those of the step taken from ``o_t``.
+    writes one row for all envs at ``head``; the ring keeps the newest ``capacity`` rows and
+    stores observations once. **Row ``t`` of env ``e`` holds the step taken from ``obs[t]``:**
 
-    Sampling draws from the chronological view (oldest row to newest) with an explicit
-    ``torch.Generator`` on the ring's device: :meth:`sample_sequences` returns contiguous windows
-    ``[seq_len, batch, ...]`` (one env each) that never cross the write pointer and may contain
-    ``is_first`` (episode starts inside a window are kept, not rejected);
-    :meth:`sample_transitions` returns uniform transitions with ``s'`` read from row ``t + 1``
-    (or the side store). Index math is O(1) per sample and stays on the device.
+    =============== ========= ===================================================================
+    field           dtype     meaning at row ``t``
+    =============== ========= ===================================================================
+    ``obs``         (given)   the observation ``o_t`` the action was chosen from
+    ``action``      (given)   the action ``a_t`` taken from ``o_t``
+    ``reward``      float32   the reward of that step (``o_t, a_t -> o_{t+1}``)
+    ``cost``        float32   the cost of that step (0 when none is given)
+    ``continue_``   float32   0.0 iff that step *terminated* the episode; 1.0 for a truncation or
+                              an ordinary step (truncated episodes bootstrap)
+    ``is_first``    bool      ``o_t`` is the first observation of an episode (a reset observation)
+    ``episode_id``  int32     per env, 0 for the first episode, +1 at every ``is_first``
+    (user fields)   (given)   whatever the user pushes with the step
+    =============== ========= ===================================================================
+
+    The next observation ``o_{t+1}`` is ``obs[t + 1]`` unless the episode ended at ``t`` and
+    the next row starts a new episode (same-step autoreset: Gymnasium ``SAME_STEP``, SB3
+    ``VecEnv``); the true final observation is then kept in a *side store* indexed by ``(t, e)``
+    (``push_step(..., final_obs=...)``). With next-step autoreset (Gymnasium's default
+    ``NEXT_STEP``) the final observation is its own row (the ignored reset step: reward 0,
+    ``continue_`` 1) and the following row has ``is_first``; the transition out of such a row
+    has no successor and is never sampled.
+
+    The samplers draw from the chronological view (oldest row to newest) with an explicit
+    ``torch.Generator`` on the ring's device, in O(1) index math per sample on the device:
+    contiguous windows (:meth:`sample_sequences`) or uniform transitions
+    (:meth:`sample_transitions`).
+
+    The ring is composed of a :class:`~gymcurric.replay.storage.RingStorage` (the tensors) and
+    an index strategy from :mod:`gymcurric.replay.indexing` (``index_strategy``); saving and
+    loading are the functions of :mod:`gymcurric.replay.persist`.
 
     Examples:
         >>> import torch
@@ -216,6 +94,7 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         seed: int = 0,
         debug_checks: bool = False,
         memory_budget: int | None = None,
+        index_strategy: str | None = None,
     ) -> None:
         """Allocate the ring.
 
@@ -237,131 +116,31 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
             debug_checks: run :meth:`check_invariants` after every write (O(capacity) each).
             memory_budget: bytes the ring may use; default: the memory available on ``device``
                 now (``MemAvailable`` or ``cudaMemGetInfo``).
+            index_strategy: ``"host"`` (numpy index tables, exact sampling; CPU only) or
+                ``"device"`` (torch only, no host sync: what CUDA rings use; a CPU ring with it
+                runs the CUDA code paths). Default: ``"host"`` on CPU, ``"device"`` elsewhere.
 
         Raises:
             ConfigError: a bad argument, or the ring does not fit in ``memory_budget``.
         """
-        check_int(
-            "capacity", capacity, minimum=2, source="ReplayRing", reason="must be an int >= 2"
+        specs, self.device, side_capacity = ring_layout(
+            capacity, num_envs, fields, device, side_capacity
         )
-        check_int("num_envs", num_envs, source="ReplayRing", reason="must be an int >= 1")
-        if not isinstance(fields, Mapping) or "obs" not in fields or "action" not in fields:
-            raise ConfigError(
-                "fields", fields, "must be a mapping with 'obs' and 'action'", source="ReplayRing"
-            )
-        specs: dict[str, FieldSpec] = {
-            "obs": _spec("obs", fields["obs"]),
-            "action": _spec("action", fields["action"]),
-        }
-        specs.update({name: FieldSpec((), dt) for name, dt in _SCALARS.items()})
-        for name, value in fields.items():
-            if name in ("obs", "action"):
-                continue
-            if name in _SCALARS or name in _RESERVED or not str(name).isidentifier():
-                raise ConfigError(
-                    f"fields[{name!r}]",
-                    value,
-                    "the name is reserved or not an identifier (standard fields: "
-                    f"{sorted(_SCALARS)}; reserved: {sorted(_RESERVED)})",
-                    source="ReplayRing",
-                )
-            specs[name] = _spec(name, value)
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
-        if side_capacity is None:
-            side_capacity = max(2 * num_envs, capacity * num_envs // 32)
-        check_int("side_capacity", side_capacity, source="ReplayRing", reason="must be an int >= 1")
+        index_class = index_strategy_class(index_strategy, self.device)
         self.capacity = capacity
         self.num_envs = num_envs
         self.specs: dict[str, FieldSpec] = specs
         self.side_capacity = side_capacity
         self.seed = int(seed)
         self.debug_checks = bool(debug_checks)
-        self.user_fields = tuple(
-            n for n in specs if n not in _SCALARS and n not in ("obs", "action")
-        )
+        self.index_strategy: str = index_class.name
 
-        needed = self.nbytes_required(capacity, num_envs, specs, side_capacity)
-        budget = available_bytes(self.device) if memory_budget is None else int(memory_budget)
-        if needed > budget:
-            per_field = ", ".join(
-                f"{n}: {s.nbytes_per_row(num_envs) * capacity:,}" for n, s in specs.items()
-            )
-            raise ConfigError(
-                "capacity",
-                capacity,
-                f"the ring needs {needed:,} bytes on {self.device} ({per_field}; side store "
-                f"included) but only {budget:,} bytes are "
-                f"{'allowed (memory_budget)' if memory_budget is not None else 'available'}; "
-                "lower capacity or num_envs, store observations in a smaller dtype, or use "
-                "another device",
-                source="ReplayRing",
-            )
-
-        dev = self.device
-        # reward, cost and continue_ share one [capacity, num_envs, 3] float32 tensor: one copy
-        # per push and one gather per sample instead of three (per-step writes are
-        # dispatch-bound); ring["reward"] etc. are (strided) views of it.
-        self._scalars = torch.zeros((capacity, num_envs, 3), dtype=torch.float32, device=dev)
-        self._scalars_flat = self._scalars.view(capacity * num_envs, 3)
-        obs_spec = specs["obs"]
-        CE = capacity * num_envs
-        # Observations and the side store share one tensor: rows [0, C·E) are the ring's
-        # (time-major), then side_capacity side-store rows and a trash row for masked-out
-        # writes. Every transition's next observation is then one row of it, wherever it lives.
-        self._obs_all = torch.zeros(
-            (CE + side_capacity + 1, *obs_spec.shape), dtype=obs_spec.dtype, device=dev
-        )
-        self._data: dict[str, torch.Tensor] = {}
-        for name, spec in specs.items():
-            if name in _PACKED:
-                self._data[name] = self._scalars[..., _PACKED[name]]
-            elif name == "obs":
-                self._data[name] = self._obs_all[:CE].view(capacity, num_envs, *spec.shape)
-            else:
-                self._data[name] = torch.zeros(
-                    (capacity, num_envs, *spec.shape), dtype=spec.dtype, device=dev
-                )
-        self._flat: dict[str, torch.Tensor] = {
-            name: t.view(capacity * num_envs, *specs[name].shape)
-            for name, t in self._data.items()
-            if name not in _PACKED
-        }
-        self._np_dtype = {name: numpy_dtype(spec.dtype) for name, spec in specs.items()}
-        # CUDA: sampling without host syncs (fixed-trip candidate draws, torch.where overrides)
-        self._sync_free = dev.type != "cpu"
-        # numpy views of the CPU tensors (shared memory) for the per-step writes
-        self._np: dict[str, np.ndarray] = {}
-        if dev.type == "cpu":
-            self._np = {
-                name: t.numpy()
-                for name, t in self._data.items()
-                if name not in _PACKED and self._np_dtype[name] is not None
-            }
-            self._np_scalars = self._scalars.numpy()
-        self._row_shape = {name: (num_envs, *spec.shape) for name, spec in specs.items()}
-        # side store; the last entry of each tensor is a trash slot for masked-out writes
-        self._side_obs = self._obs_all[CE:]
-        self._side_owner = torch.full((side_capacity + 1,), -1, dtype=torch.int64, device=dev)
-        self._side_slot_storage = torch.full(
-            (capacity * num_envs + 1,), -1, dtype=torch.int64, device=dev
-        )
-        self._side_slot = self._side_slot_storage[: capacity * num_envs].view(capacity, num_envs)
-        self._side_ptr = torch.zeros((), dtype=torch.int64, device=dev)
-        self._side_lost = torch.zeros((), dtype=torch.int64, device=dev)
-        # per-step bookkeeping lives on the host (flags come from envs as numpy arrays)
-        self._cur_episode = np.full(num_envs, -1, dtype=np.int32)
-        self._ended = np.ones(num_envs, dtype=bool)
-        self._row_has_side = np.zeros(capacity, dtype=bool)
-        # CPU sampler: per (row, env) the _obs_all row of the transition's next observation,
-        # NO_NEXT (none known) or PENDING (the newest row's, not written yet); kept at write
-        # time so that a uniform draw needs one lookup (entry C·E: trash for masked writes)
-        self._next = np.full(0 if self._sync_free else CE + 1, NO_NEXT, dtype=np.int64)
-        self._env_arange_np = np.arange(num_envs, dtype=np.int64)
-        self._env_arange = torch.arange(num_envs, dtype=torch.int64, device=dev)
-        self._time_arange = torch.arange(capacity, dtype=torch.int64, device=dev)
-        self.generator = torch.Generator(device=dev)
+        check_memory_budget(capacity, num_envs, specs, side_capacity, self.device, memory_budget)
+        views = index_class.numpy_views
+        self._storage = RingStorage(capacity, num_envs, specs, self.device, side_capacity, views)
+        self._index = index_class(self._storage)
+        self.user_fields = self._storage.user_fields
+        self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed)
         self.head = 0
         self.size = 0
@@ -387,11 +166,7 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         values above ``2**63 - 1`` wrap); Discrete/MultiDiscrete are int64. Pass
         ``envs.single_observation_space`` / ``envs.single_action_space`` of a vector env.
         """
-        fields: dict[str, Any] = {
-            "obs": _space_spec("observation_space", observation_space),
-            "action": _space_spec("action_space", action_space),
-        }
-        fields.update(extra_fields or {})
+        fields = space_fields(observation_space, action_space, extra_fields)
         return cls(capacity, num_envs, fields, device, **kwargs)
 
     @staticmethod
@@ -399,16 +174,12 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
         capacity: int, num_envs: int, specs: Mapping[str, FieldSpec], side_capacity: int
     ) -> int:
         """Bytes a ring with these fields needs (fields, side store and index tables)."""
-        total = sum(s.nbytes_per_row(num_envs) * capacity for s in specs.values())
-        total += specs["obs"].nbytes_per_row(1) * (side_capacity + 1) + 8 * (side_capacity + 1)
-        total += 2 * 8 * (capacity * num_envs + 1) + 64 * num_envs
-        return int(total)
+        return RingStorage.bytes_required(capacity, num_envs, specs, side_capacity)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the ring's tensors."""
-        tensors = [*self._data.values(), self._side_obs, self._side_owner, self._side_slot_storage]
-        return int(sum(t.numel() * t.element_size() for t in tensors)) + self._next.nbytes
+        return self._storage.nbytes + self._index.nbytes
 
     @property
     def full(self) -> bool:
@@ -423,15 +194,15 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
     @property
     def side_lost(self) -> int:
         """Terminal observations dropped from a full side store while their row was kept."""
-        return int(self._side_lost)
+        return int(self._storage.side_lost)
 
     @property
     def fields(self) -> Mapping[str, torch.Tensor]:
         """The ring's tensors by name (``[capacity, num_envs, *shape]``, writable views)."""
-        return dict(self._data)
+        return dict(self._storage.fields)
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        return self._data[name]
+        return self._storage.fields[name]
 
     def __repr__(self) -> str:
         return (
@@ -439,3 +210,285 @@ class ReplayRing(RingWritesMixin, RingSamplingMixin, RingPersistenceMixin):
             f"device={self.device}, size={self.size}, head={self.head}, "
             f"total_steps={self.total_steps})"
         )
+
+    # ------------------------------------------------------------------ writes
+    def obs_slot(self, row: int) -> torch.Tensor:
+        """The ``[num_envs, *obs_shape]`` observations of physical ``row``, a contiguous view.
+
+        Write the next observation straight into ``obs_slot(ring.head)`` (an env, a decoder, a
+        GPU simulator) and then call ``push_step(None, ...)``: no intermediate copy. While the
+        ring is full, that slot still holds the oldest row's observation until the push, so do
+        not sample between the write and the push.
+        """
+        check_row(row, self.capacity)
+        return self._storage.fields["obs"][row]
+
+    def push_step(
+        self,
+        obs: Any,
+        action: Any,
+        reward: Any,
+        *,
+        terminated: Any,
+        truncated: Any,
+        cost: Any = None,
+        is_first: Any = None,
+        final_obs: Any = None,
+        t: int | None = None,
+        **extra: Any,
+    ) -> None:
+        """Write one row: the step every env took from its current observation.
+
+        Args:
+            obs: ``[num_envs, *obs_shape]`` observations ``o_t``, or ``None`` when they were
+                already written into :meth:`obs_slot` ``(head)``.
+            action: ``[num_envs, *action_shape]`` actions taken from ``o_t``.
+            reward: ``[num_envs]`` rewards of the step.
+            terminated: ``[num_envs]`` bool, the step ended the episode in a terminal state.
+            truncated: ``[num_envs]`` bool, the step ended the episode by truncation.
+            cost: ``[num_envs]`` costs of the step (default 0).
+            is_first: ``[num_envs]`` bool, ``o_t`` is a reset observation. Default: True for the
+                very first push and for envs whose previous step ended an episode (same-step
+                autoreset). Pass it explicitly for next-step autoreset (the recorder does).
+            final_obs: ``[num_envs, *obs_shape]`` true last observations of envs whose
+                episode ended at this step (rows of other envs are ignored); kept in the side
+                store so that :meth:`sample_transitions` returns them as ``next_obs``.
+            t: optional explicit step index; must equal :attr:`total_steps`.
+            **extra: one value per user field, ``[num_envs, *shape]``.
+
+        Tensors must already have the field's dtype and the ring's device; numpy arrays are
+        cast when the kind is kept (float64 -> float32) and copied over.
+
+        Raises:
+            ConfigError: a missing/unknown field, or a wrong shape, dtype or device (naming the
+                field and what was received), or ``t != total_steps``.
+        """
+        check_push_arguments(t, self.total_steps, extra, self.user_fields)
+        step = self._storage.checked_step(
+            obs,
+            action,
+            reward,
+            terminated=terminated,
+            truncated=truncated,
+            cost=cost,
+            is_first=is_first,
+            final_obs=final_obs,
+            extra=extra,
+            first_push=self.total_steps == 0,
+        )
+        # nothing above writes to the ring, so a bad call leaves it unchanged
+        row = self.head
+        self._storage.write_step(row, step)
+        self._index.link_row(row, step.is_first, self.total_steps)
+        if step.final_obs is not None:
+            self._index.store_final_observations(row, step.final_obs, step.ended, newest=row)
+        self.head = (row + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+        self.total_steps += 1
+        if self.debug_checks:
+            self.check_invariants()
+
+    def attach_final_obs(self, row: int, final_obs: Any, mask: Any) -> None:
+        """Record ``final_obs`` as the next observation of the already written ``row``.
+
+        ``final_obs`` is ``[num_envs, *obs_shape]``; only envs where ``mask`` is True are kept
+        (in the side store, as for an episode that ended at ``row``; ``continue_`` is left as
+        it is, so the step bootstraps like a truncation). For streams that break without an
+        episode end (e.g. an env reset between two ``learn()`` calls): push the next row with
+        ``is_first`` set for those envs.
+        """
+        check_row(row, self.capacity)
+        final = self._storage.checked_tensor("final_obs", final_obs, field="obs")
+        mask = host_flags("mask", mask, self.num_envs)
+        newest = (self.head - 1) % self.capacity
+        self._index.store_final_observations(row, final, mask, newest=newest)
+
+    def extend_from_episodes(self, episodes: Iterable[Any]) -> EpisodeLoadReport:
+        """Append recorded episodes (e.g. datapacks' ``.npz``).
+
+        See :func:`gymcurric.replay.episodes.extend_from_episodes` for the array layout.
+
+        Returns:
+            The :class:`~gymcurric.replay.episodes.EpisodeLoadReport`.
+        """
+        return extend_from_episodes(self, episodes)
+
+    def _start_episodes_at_next_push(self, mask: np.ndarray) -> None:
+        """Envs in ``mask`` start an episode at the next push, unless it passes ``is_first``.
+
+        For :func:`~gymcurric.replay.episodes.extend_from_episodes`, which cuts columns.
+        """
+        self._storage.episode_ended = self._storage.episode_ended | mask
+
+    def clear(self) -> None:
+        """Forget every row (tensors keep their memory); the generator is left as it is."""
+        self._storage.clear()
+        self._index.clear()
+        self.head = self.size = self.total_steps = 0
+
+    # ------------------------------------------------------------------ sampling
+    def sample_sequences(
+        self,
+        batch: int,
+        seq_len: int,
+        gen: torch.Generator,
+        *,
+        force_first: bool = False,
+        return_indices: bool = False,
+        fields: tuple[str, ...] | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Sample ``batch`` contiguous windows of ``seq_len`` steps, one env per window.
+
+        Starts are uniform over the chronological view, so every window lies within the newest
+        :attr:`size` rows and never crosses the write pointer (it may wrap the physical end of
+        the tensors). Windows that contain an episode start are returned unchanged, with
+        ``is_first`` marking it (non-strict sampling).
+
+        Args:
+            batch: number of windows.
+            seq_len: steps per window, ``1 <= seq_len <= size``.
+            gen: a ``torch.Generator`` on the ring's device.
+            force_first: set ``is_first[0]`` of every window to True (Dreamer-style training).
+            return_indices: also return ``t_index`` (``[seq_len, batch]`` physical rows),
+                ``env_index`` (``[batch]``) and ``step_index`` (``[batch]``, absolute step of
+                each window's first row).
+            fields: the fields to gather (default all).
+
+        Returns:
+            ``{field: [seq_len, batch, *shape]}`` (contiguous, time-major), plus the indices.
+        """
+        counters = (self.oldest, self.size, self.total_steps)
+        return sample_sequences(
+            self._storage, batch, seq_len, gen, fields, force_first, return_indices, *counters
+        )
+
+    def sample_transitions(
+        self,
+        batch: int,
+        gen: torch.Generator,
+        *,
+        next_obs: Any = None,
+        candidates: int = 8,
+    ) -> Transitions:
+        """Sample ``batch`` transitions uniformly over envs and the stored steps that have one.
+
+        A step has a transition when its next observation is known: ``obs[t+1]`` of the same
+        episode, or the side store's final observation when the episode ended at ``t``. The
+        newest row has one only when ``next_obs`` is given (and where the side store has it).
+        Rows without a successor (next-step autoreset's final-observation rows, rows whose
+        side-store entry was dropped) are never returned with the host index (CPU), which
+        redraws them. The device index (CUDA; no host sync) takes the first valid of
+        ``candidates`` draws per entry, so an entry is invalid with probability ``p **
+        candidates`` (``p`` the fraction of rows without a successor: 0 for same-step autoreset
+        without losses, about 1 / episode length for next-step autoreset); ``valid`` masks it.
+
+        Args:
+            batch: number of transitions.
+            gen: a ``torch.Generator`` on the ring's device.
+            next_obs: ``[num_envs, *obs_shape]`` observations following the newest row (the
+                SB3 adapter passes them so that the newest step is sampled, as SB3 does).
+            candidates: draws per entry with the device index (see above), >= 1.
+
+        Returns:
+            :class:`Transitions` with ``done = 1 - continue_`` (terminations only).
+        """
+        rows, newest = transition_draw(self._storage, batch, gen, next_obs, candidates, self.size)
+        index = self._index
+        return index.sample_transitions(
+            batch, gen, rows, newest, candidates, self.oldest, self.size
+        )
+
+    def transitions_at(self, t_index: Any, env_index: Any, *, next_obs: Any = None) -> Transitions:
+        """The transitions at physical rows ``t_index`` of envs ``env_index`` (no sampling).
+
+        Rows must lie in the ring's view; ``valid`` is False where a row has no successor (the
+        newest row without ``next_obs``, next-step autoreset's final-observation rows, rows whose
+        side-store entry was dropped); their ``next_obs`` is then meaningless.
+        """
+        storage, override = self._storage, self._index.override
+        return transitions_at(
+            storage, t_index, env_index, next_obs, self.oldest, self.size, override
+        )
+
+    # ------------------------------------------------------------------ invariants and state
+    def check_invariants(self) -> None:
+        """Check continuity over the chronological view, per env (O(size * num_envs)).
+
+        For adjacent steps ``episode_id[t+1] == episode_id[t]`` or ``is_first[t+1]``;
+        ``is_first[t+1]`` implies ``episode_id[t+1] == episode_id[t] + 1``; ``continue_`` is
+        0.0 or 1.0.
+
+        Raises:
+            RingInvariantError: naming the env, the absolute step and the physical row.
+        """
+        self._storage.check_invariants(self.oldest, self.size, self.total_steps)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: the tensors, counters and the generator state.
+
+        Tensors are returned as they are (not copied); ``"meta"`` is JSON-safe.
+        """
+        tensors = self._storage.state_tensors()
+        tensors["generator"] = self.generator.get_state()
+        return {"meta": persist.ring_meta(self), "tensors": tensors}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` output into this ring (same fields and sizes).
+
+        All or nothing: the whole state (keys, tensor shapes and dtypes, index tables, counters,
+        seed and generator state) is checked before anything is written, so a refused state
+        leaves the ring exactly as it was.
+
+        Raises:
+            DataError: the state belongs to a ring of another shape, a tensor is missing or has
+                the wrong shape/dtype, an index table or counter is out of range, the rows break
+                the episode continuity of :meth:`check_invariants`, or the generator state is
+                invalid.
+        """
+        checked = persist.checked_state(self, state)
+        # --- nothing above writes to the ring; nothing below can fail on valid input
+        self._storage.restore(checked.tensors)
+        if checked.generator_state is not None:
+            self.generator.set_state(checked.generator_state)
+        else:
+            self.generator.manual_seed(checked.seed)
+        self.head, self.size, self.total_steps = checked.counters
+        self.seed = checked.seed
+        self._index.rebuild(self.head, self.size)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the ring to an uncompressed ``.npz`` without pickle.
+
+        ``np.load(path, allow_pickle=False)`` reads it; fields numpy lacks (bfloat16, uint32,
+        complex) are stored bit-cast to an integer array of the same item size (a trailing
+        byte axis for 16-byte items) and restored by :meth:`load`.
+        """
+        persist.save(self, path)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], device: str | torch.device = "cpu", **kwargs: Any
+    ) -> ReplayRing:
+        """Read a ring written by :meth:`save` onto ``device``.
+
+        ``device`` need not be the one the ring was saved from; the generator state is then
+        not restored (CPU and CUDA generators differ) and the generator is re-seeded from the
+        saved ``seed``. ``kwargs`` go to the constructor (e.g. ``memory_budget``,
+        ``index_strategy``).
+
+        Raises:
+            FileNotFoundError: there is no file at ``path``.
+            DataError: not a ring file, or a damaged or malformed one (empty, truncated, not an
+                ``.npz``, pickled objects, bad metadata, wrong shapes or dtypes, index tables or
+                episode continuity broken); the message names the file and the key, array or
+                tensor at fault.
+        """
+        return persist.load(cls, path, device, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return persist.pickled_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        arguments = persist.unpickled_arguments(state)
+        ReplayRing.__init__(self, *arguments.positional, **arguments.options)
+        self.load_state_dict(arguments.state)

@@ -187,7 +187,7 @@ def test_learn_with_ring_buffer(name):
     assert buf.ring.side_lost == 0
     if name == "DQN":  # CartPole episodes end (terminate or truncate): terminal obs kept
         assert bool((buf.ring["continue_"] == 0).any())
-        assert int((buf.ring._side_slot >= 0).sum()) > 0
+        assert int((buf.ring._storage.side_slot >= 0).sum()) > 0
     # the policy was trained: parameters moved away from their initial values
     fresh = small_model(name)
     moved = [

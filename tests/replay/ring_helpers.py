@@ -6,12 +6,23 @@ import torch
 
 from gymcurric.replay import ReplayRing
 
-DEVICES = [
-    "cpu",
+#: (device, index strategy) of the ``device`` fixture (conftest.py)
+PLACEMENTS = [
+    pytest.param(("cpu", "host"), id="cpu-host"),
     pytest.param(
-        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+        ("cuda", "device"),
+        id="cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
     ),
 ]
+#: The index strategy of rings made by ``make`` (None: the device's default); the ``device``
+#: fixture sets it for the test it runs.
+INDEX_STRATEGY = None
+
+
+def strategy():
+    """The keyword arguments that give a ring the current test's index strategy."""
+    return {"index_strategy": INDEX_STRATEGY}
 
 
 def gen(device, seed=0):
@@ -21,7 +32,7 @@ def gen(device, seed=0):
 def make(device, capacity=5, num_envs=2, **kw):
     fields = {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)}
     fields.update(kw.pop("fields", {}))
-    return ReplayRing(capacity, num_envs, fields, device, **kw)
+    return ReplayRing(capacity, num_envs, fields, device, **(strategy() | kw))
 
 
 def push(ring, k, *, term=None, trunc=None, final=None, is_first=None, **kw):

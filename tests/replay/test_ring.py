@@ -1,7 +1,8 @@
 """ReplayRing core: layout, writes, wrap-around, sampling, invariants, terminal semantics.
 
 Persistence (state dicts, files, pickling, malformed inputs) is in ``test_ring_persist.py``.
-Tests taking the ``device`` fixture run on CPU always and on CUDA when a GPU is present.
+Tests taking the ``device`` fixture run on CPU always and on CUDA when a GPU is present (see
+``conftest.py``).
 """
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay import FieldSpec, ReplayRing, RingInvariantError
-from tests.replay.ring_helpers import filled, gen, make, push, step_of
+from tests.replay.ring_helpers import filled, gen, make, push, step_of, strategy
 
 torch.set_num_threads(1)
 
@@ -42,11 +43,11 @@ def test_from_spaces(device):
     import gymnasium as gym
 
     obs_space = gym.spaces.Box(0, 255, (4, 4, 3), np.uint8)
-    ring = ReplayRing.from_spaces(4, 2, obs_space, gym.spaces.Discrete(3), device)
+    ring = ReplayRing.from_spaces(4, 2, obs_space, gym.spaces.Discrete(3), device, **strategy())
     assert ring["obs"].dtype == torch.uint8 and ring["obs"].shape == (4, 2, 4, 4, 3)
     assert ring["action"].dtype == torch.int64 and ring["action"].shape == (4, 2)
     box64 = gym.spaces.Box(-1, 1, (2,), np.float64)
-    ring = ReplayRing.from_spaces(4, 2, box64, box64, device)
+    ring = ReplayRing.from_spaces(4, 2, box64, box64, device, **strategy())
     assert ring["obs"].dtype == torch.float32 and ring["action"].dtype == torch.float32
 
 
@@ -122,7 +123,8 @@ def test_write_checks_name_field_and_value(device):
 
 
 def test_uint8_obs_refuse_float_arrays(device):
-    ring = ReplayRing(3, 1, {"obs": ((2,), torch.uint8), "action": ((), torch.int64)}, device)
+    fields = {"obs": ((2,), torch.uint8), "action": ((), torch.int64)}
+    ring = ReplayRing(3, 1, fields, device, **strategy())
     with pytest.raises(ConfigError, match=r"'obs'.*float64.*uint8"):
         ring.push_step(
             np.zeros((1, 2)),
@@ -368,6 +370,16 @@ def test_side_entries_of_overwritten_rows_are_not_reported_lost(device):
     tr = ring.sample_transitions(200, gen(device))
     s = step_of(tr.obs[:, 0]).cpu()
     assert bool((tr.next_obs[:, 0].cpu()[s == 27] == 900).all())
+
+
+def test_index_strategy_defaults_to_the_device_and_is_checked():
+    fields = {"obs": ((1,), torch.float32), "action": ((), torch.int64)}
+    assert ReplayRing(4, 1, fields).index_strategy == "host"
+    assert ReplayRing(4, 1, fields, index_strategy="device").index_strategy == "device"
+    with pytest.raises(ConfigError, match=r"'index_strategy'.*'nope'.*\['device', 'host'\]"):
+        ReplayRing(4, 1, fields, index_strategy="nope")
+    with pytest.raises(ConfigError, match=r"'index_strategy'.*needs a CPU ring, not meta"):
+        ReplayRing(4, 1, fields, "meta", index_strategy="host")
 
 
 def test_no_transition_yet(device):

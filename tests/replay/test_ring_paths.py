@@ -1,5 +1,6 @@
-"""ReplayRing code paths that must agree: the sync-free (CUDA) paths run on CPU, the CPU sampler
-against ``transitions_at``, the next-observation table against a rebuild.
+"""ReplayRing code paths that must agree: the device index (CUDA's, run here on CPU) against the
+host index, the host sampler against ``transitions_at``, the next-observation table against a
+rebuild.
 """
 
 import numpy as np
@@ -19,9 +20,8 @@ torch.set_num_threads(1)
 def test_device_code_paths_give_the_same_ring_and_valid_samples():
     """Torch-only writes and sync-free sampling (the CUDA paths) exercised on CPU."""
     a = make("cpu", capacity=12, num_envs=3)
-    b = make("cpu", capacity=12, num_envs=3)
-    b._np.clear()  # no numpy write path: every write goes through torch copy_
-    b._sync_free = True  # candidate draws + torch.where, as on CUDA
+    b = make("cpu", capacity=12, num_envs=3, index_strategy="device")
+    assert (a.index_strategy, b.index_strategy) == ("host", "device")
     firsts = None
     for k in range(30):
         term = [k % 5 == 4, k % 7 == 6, False]
@@ -40,25 +40,29 @@ def test_device_code_paths_give_the_same_ring_and_valid_samples():
     assert bool((step_of(tr.next_obs[:, 0][~end_here]) == s[~end_here] + 1).all())
 
 
-def test_no_transition_with_a_successor_raises():
-    ring = make("cpu", capacity=4, num_envs=1)
-    push(ring, 0, is_first=[True])
-    push(ring, 1, is_first=[True])  # row 0 ends without a final obs: it has no successor
-    with pytest.raises(DataError, match="no valid transition"):
-        ring.sample_transitions(3, gen("cpu"))
+def test_no_transition_with_a_successor_raises_or_is_masked():
+    """The host index refuses to sample; the device index (no host sync) marks every entry."""
+    for index_strategy in ("host", "device"):
+        ring = make("cpu", capacity=4, num_envs=1, index_strategy=index_strategy)
+        push(ring, 0, is_first=[True])
+        push(ring, 1, is_first=[True])  # row 0 ends without a final obs: it has no successor
+        if index_strategy == "host":
+            with pytest.raises(DataError, match="no valid transition"):
+                ring.sample_transitions(3, gen("cpu"))
+        else:
+            assert not ring.sample_transitions(3, gen("cpu")).valid.any()
 
 
 # ------------------------------------------------------- sampled transitions = transitions_at
 @pytest.mark.parametrize("obs_dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("pending", [False, True])
 def test_sampled_transitions_equal_transitions_at(obs_dtype, pending):
-    """The CPU sampler (numpy index math; numpy or torch next-obs overrides by dtype) returns,
+    """The host sampler (numpy index math; numpy or torch next-obs overrides by dtype) returns,
     entry by entry, what ``transitions_at`` (the device-generic path) gives for its indices."""
     rng = np.random.default_rng(3)
     C, E = 23, 4
-    ring = ReplayRing(
-        C, E, {"obs": ((3,), obs_dtype), "action": ((2,), torch.float32)}, side_capacity=6
-    )
+    fields = {"obs": ((3,), obs_dtype), "action": ((2,), torch.float32)}
+    ring = ReplayRing(C, E, fields, side_capacity=6)
     for _ in range(57):  # wraps twice; terminals, truncations, side-store losses
         term = rng.random(E) < 0.15
         trunc = (rng.random(E) < 0.1) & ~term
@@ -114,7 +118,9 @@ def test_next_observation_table_kept_at_write_time_equals_a_rebuild(tmp_path):
                 final_obs=rng.standard_normal((E, 2)).astype(np.float32)
                 if same_step and ended.any()
                 else None,
-                is_first=(rng.random(E) < 0.1) | ring._ended if trial % 4 == 1 else None,
+                is_first=(
+                    (rng.random(E) < 0.1) | ring._storage.episode_ended if trial % 4 == 1 else None
+                ),
             )
             if rng.random() < 0.15:
                 ring.attach_final_obs(
@@ -123,9 +129,9 @@ def test_next_observation_table_kept_at_write_time_equals_a_rebuild(tmp_path):
                     rng.random(E) < 0.5,
                 )
             live = ((ring.oldest + np.arange(ring.size)) % C)[:, None] * E + np.arange(E)
-            kept = ring._next[live.ravel()].copy()
-            ring._rebuild_next()
-            assert np.array_equal(kept, ring._next[live.ravel()]), trial
+            kept = ring._index.next_rows[live.ravel()].copy()
+            ring._index.rebuild(ring.head, ring.size)
+            assert np.array_equal(kept, ring._index.next_rows[live.ravel()]), trial
         if ring.size > 1:
             ring.save(tmp_path / "r.npz")
             back = ReplayRing.load(tmp_path / "r.npz")
@@ -134,21 +140,19 @@ def test_next_observation_table_kept_at_write_time_equals_a_rebuild(tmp_path):
             assert all(torch.equal(x, y) for x, y in zip(a[:-1], b[:-1], strict=True))
 
 
-def test_cpu_side_store_writes_match_the_sync_free_path():
-    """The CPU side-store writes (numpy, ended envs only) leave the same slots, owners, losses
-    and final observations as the sync-free torch path used on CUDA (run here on CPU); only
-    the trash entries, which nothing reads, may differ."""
+def test_host_side_store_writes_match_the_device_index():
+    """The host index's side-store writes (numpy, ended envs only) leave the same slots, owners,
+    losses and final observations as the device index's sync-free torch writes (CUDA's, run
+    here on CPU); only the trash entries, which nothing reads, may differ."""
     rng = np.random.default_rng(2)
     for _ in range(60):
         C, E, P = int(rng.integers(2, 20)), int(rng.integers(1, 7)), int(rng.integers(1, 6))
 
-        def mk(C=C, E=E, P=P):
-            return ReplayRing(
-                C, E, {"obs": ((2,), torch.float32), "action": ((), torch.int64)}, side_capacity=P
-            )
+        def mk(index_strategy, C=C, E=E, P=P):
+            fields = {"obs": ((2,), torch.float32), "action": ((), torch.int64)}
+            return ReplayRing(C, E, fields, side_capacity=P, index_strategy=index_strategy)
 
-        host, sync_free = mk(), mk()
-        sync_free._sync_free = True
+        host, sync_free = mk("host"), mk("device")
         for _ in range(int(rng.integers(1, 4 * C))):
             term = rng.random(E) < 0.3
             trunc = (rng.random(E) < 0.2) & ~term

@@ -1,6 +1,7 @@
 """ReplayRing persistence: state dicts, ``save``/``load`` files, pickling, malformed inputs.
 
-Tests taking the ``device`` fixture run on CPU always and on CUDA when a GPU is present.
+Tests taking the ``device`` fixture run on CPU always and on CUDA when a GPU is present (see
+``conftest.py``).
 """
 
 import json
@@ -12,7 +13,7 @@ import torch
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay import ReplayRing
-from tests.replay.ring_helpers import filled, gen, make, push
+from tests.replay.ring_helpers import filled, gen, make, push, strategy
 
 torch.set_num_threads(1)
 
@@ -46,7 +47,8 @@ def test_save_load_without_pickle(device, tmp_path):
     ring.save(path)
     with np.load(path, allow_pickle=False) as npz:
         assert "field.obs" in npz.files and npz["field.obs"].shape == (6, 2, 3)
-    back = ReplayRing.load(path, device)
+    back = ReplayRing.load(path, device, index_strategy=ring.index_strategy)
+    assert back.index_strategy == ring.index_strategy
     assert (back.head, back.size, back.total_steps) == (ring.head, ring.size, ring.total_steps)
     for name, t in ring.fields.items():
         assert torch.equal(back[name], t), name
@@ -72,6 +74,7 @@ def test_pickle_round_trip(device):
     ring = filled(device)
     back = pickle.loads(pickle.dumps(ring))
     assert back.device == ring.device and torch.equal(back["obs"], ring["obs"])
+    assert back.index_strategy == ring.index_strategy
     assert back.total_steps == ring.total_steps
 
 
@@ -133,27 +136,27 @@ def test_load_other_malformed_metadata_names_file_and_key(tmp_path, changes, mat
 
 
 def snapshot(ring):
-    """Every tensor, counter, host-side flag and the generator state of a ring, copied."""
+    """Every tensor, counter, host-side flag, index table and the generator state, copied."""
     state = ring.state_dict()
+    storage = ring._storage
+    flags = {
+        "row_has_side": storage.row_has_side,
+        "current_episode": storage.current_episode,
+        "episode_ended": storage.episode_ended,
+    }
+    if ring.index_strategy == "host":
+        flags["next_rows"] = ring._index.next_rows
     return {
         "tensors": {k: v.detach().cpu().clone() for k, v in state["tensors"].items()},
         "counters": (ring.head, ring.size, ring.total_steps, ring.seed, ring.side_lost),
-        "flags": {
-            name: getattr(ring, name).copy()
-            for name in (
-                "_row_has_side",
-                "_next",
-                "_cur_episode",
-                "_ended",
-            )
-        },
+        "flags": {name: value.copy() for name, value in flags.items()},
     }
 
 
 def same_snapshot(a, b, *, exact_side_flag=True):
-    """Equal snapshots; ``_row_has_side`` may be skipped: writes leave it True for a row whose
+    """Equal snapshots; ``row_has_side`` may be skipped: writes leave it True for a row whose
     side entries were all dropped (a hint to look), load_state_dict recomputes it exactly."""
-    flags = [n for n in a["flags"] if exact_side_flag or n != "_row_has_side"]
+    flags = [n for n in a["flags"] if exact_side_flag or n != "row_has_side"]
     return (
         a["tensors"].keys() == b["tensors"].keys()
         and all(torch.equal(a["tensors"][k], b["tensors"][k]) for k in a["tensors"])
@@ -259,10 +262,11 @@ def test_save_load_round_trips_user_fields_and_side_store(device, tmp_path):
         push(ring, k, term=[k % 3 == 2, k % 4 == 3], final=final, **extra)
     assert ring.side_lost > 0  # the side store wrapped: its pointer and loss count matter
     ring.save(tmp_path / "r.npz")
-    back = ReplayRing.load(tmp_path / "r.npz", device)
+    back = ReplayRing.load(tmp_path / "r.npz", device, **strategy())
     assert same_snapshot(snapshot(back), snapshot(ring), exact_side_flag=False)
-    has_side = (ring._side_slot >= 0).any(dim=1).cpu().numpy()
-    assert np.array_equal(back._row_has_side, has_side) and (ring._row_has_side >= has_side).all()
+    has_side = (ring._storage.side_slot >= 0).any(dim=1).cpu().numpy()
+    assert np.array_equal(back._storage.row_has_side, has_side)
+    assert (ring._storage.row_has_side >= has_side).all()
     assert back.user_fields == ring.user_fields and back.specs == ring.specs
     a = ring.sample_transitions(60, gen(device, 2))
     b = back.sample_transitions(60, gen(device, 2))
@@ -300,7 +304,7 @@ def test_save_on_one_device_load_on_the_other(tmp_path, src, dst):
     back = ReplayRing.load(tmp_path / "r.npz", dst)
     assert back.device.type == dst
     assert all(torch.equal(back[n].cpu(), t.cpu()) for n, t in ring.fields.items())
-    assert torch.equal(back._side_obs.cpu(), ring._side_obs.cpu())
+    assert torch.equal(back._storage.side_observations.cpu(), ring._storage.side_observations.cpu())
     back.sample_transitions(8, back.generator)
 
 
