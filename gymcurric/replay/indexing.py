@@ -479,9 +479,14 @@ class DeviceIndex:
     ) -> Transitions:
         """Draw ``batch`` transitions from the first ``rows`` chronological rows, sync-free.
 
-        Draws are uniform over rows and envs. Each entry is the first valid of its
-        ``candidates`` draws, so an entry is invalid (``valid`` False) with probability
-        ``p ** candidates``, ``p`` the fraction of steps without a transition.
+        Draws are uniform over rows and envs. Each entry is the first valid of its own
+        ``candidates`` draws. An entry whose draws are all invalid takes a *spare* draw instead:
+        a valid draw of another entry that no entry took (the spares in order, reused only when
+        there are fewer than such entries; without any spare, e.g. with one candidate, it
+        repeats another entry's draw). Which draw an entry takes depends only on which draws
+        are valid, and each valid draw is uniform over the steps that have a transition, so
+        the entries are too (and independent while the spares last). An entry is invalid
+        (``valid`` False) only when none of the ``batch * candidates`` draws is.
         """
         storage = self.storage
         device = storage.device
@@ -492,8 +497,20 @@ class DeviceIndex:
         valid = transition_rows(
             storage, logical, env, oldest=oldest, size=size, newest_ok=newest_ok
         ).valid
-        first_valid = valid.view(shape).to(torch.int8).argmax(0)  # 0 if none
+        grid = valid.view(shape)
+        first_valid = grid.to(torch.int8).argmax(0)  # 0 if none
         chosen = first_valid * batch + torch.arange(batch, device=device)
+        has_valid = grid.any(0)
+        # spares: the valid draws no entry took, in (candidate, entry) order; without any, all
+        # valid draws (then an entry repeats another's)
+        need = (~has_valid).cumsum(0) - 1  # rank of each entry without a valid draw
+        rank = torch.arange(candidates, device=device)[:, None]
+        spare = (grid & (rank != first_valid[None, :])).view(-1)
+        fallback = torch.where(spare.any(), spare, valid)
+        count = fallback.cumsum(0)
+        want = need % count[-1].clamp(min=1) + 1
+        picked = torch.searchsorted(count, want).clamp(max=valid.numel() - 1)
+        chosen = torch.where(has_valid, chosen, picked)
         logical, env = logical.index_select(0, chosen), env.index_select(0, chosen)
         checked = transition_rows(
             storage, logical, env, oldest=oldest, size=size, newest_ok=newest_ok

@@ -376,11 +376,10 @@ class ReplayRing:
         episode, or the side store's final observation when the episode ended at ``t``. The
         newest row has one only when ``next_obs`` is given (and where the side store has it).
         Rows without a successor (next-step autoreset's final-observation rows, rows whose
-        side-store entry was dropped) are never returned with the host index (CPU), which
-        redraws them. The device index (CUDA; no host sync) takes the first valid of
-        ``candidates`` draws per entry, so an entry is invalid with probability ``p **
-        candidates`` (``p`` the fraction of rows without a successor: 0 for same-step autoreset
-        without losses, about 1 / episode length for next-step autoreset); ``valid`` masks it.
+        side-store entry was dropped) are not returned. The host index (CPU) redraws them. The
+        device index (CUDA; no host sync) takes the first valid of ``candidates`` draws per
+        entry, and an entry without one takes a valid draw of another entry; ``valid`` masks
+        entries only where none of the ``batch * candidates`` draws had a successor.
 
         Args:
             batch: number of transitions.

@@ -76,10 +76,10 @@ class Transitions(NamedTuple):
     ``done`` is 1.0 only where the step *terminated* the episode (truncations bootstrap);
     ``next_obs`` is the true next observation (the final observation from the side store where
     the episode ended at that step). ``valid`` is False for entries without a successor: never
-    from :meth:`ReplayRing.sample_transitions` with the host index, rarely with the device
-    index (see there), and where :meth:`ReplayRing.transitions_at` was asked for such a row.
-    ``t_index`` is the physical row, ``env_index`` the env, ``extras`` the user fields of the
-    rows.
+    from :meth:`ReplayRing.sample_transitions` with the host index, only where no draw of the
+    batch has one with the device index (see there), and where
+    :meth:`ReplayRing.transitions_at` was asked for such a row. ``t_index`` is the physical
+    row, ``env_index`` the env, ``extras`` the user fields of the rows.
     """
 
     obs: torch.Tensor

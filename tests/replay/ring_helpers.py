@@ -9,6 +9,7 @@ from gymcurric.replay import ReplayRing
 #: (device, index strategy) of the ``device`` fixture (conftest.py)
 PLACEMENTS = [
     pytest.param(("cpu", "host"), id="cpu-host"),
+    pytest.param(("cpu", "device"), id="cpu-device"),
     pytest.param(
         ("cuda", "device"),
         id="cuda",

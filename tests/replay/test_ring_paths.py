@@ -53,16 +53,40 @@ def test_no_transition_with_a_successor_raises_or_is_masked():
             assert not ring.sample_transitions(3, gen("cpu")).valid.any()
 
 
+@pytest.mark.parametrize("candidates", [1, 3])
+def test_device_index_entries_without_a_valid_draw_take_another_valid_draw(candidates):
+    """With few candidates per entry and half the steps without a successor, many entries draw
+    only invalid steps: each takes another valid draw of the batch instead (one no entry took
+    where there are such), so all entries are valid and right, and no draw is repeated much."""
+    ring = make("cpu", capacity=41, num_envs=2, side_capacity=2, index_strategy="device")
+    final = torch.full((2, 3), 900.0)
+    for k in range(41):
+        ended = k % 2 == 1  # both envs end every other step; all but the newest entries lost
+        push(ring, k, term=[ended, ended], final=final if ended else None)
+    tr = ring.sample_transitions(4000, gen("cpu"), candidates=candidates)
+    assert bool(tr.valid.all())
+    s = step_of(tr.obs[:, 0])
+    ended = s % 2 == 1
+    assert set(s[ended].tolist()) == {39}  # the only end whose final observation is kept
+    assert bool((tr.next_obs[:, 0][ended] == 900).all())
+    assert bool((step_of(tr.next_obs[:, 0][~ended]) == s[~ended] + 1).all())
+    assert set(s[~ended].tolist()) == set(range(0, 40, 2))  # 40, the newest, has no successor
+    # 42 valid steps, ~95 draws each, although ~4000 / 2**candidates entries drew none
+    counts = torch.unique(tr.t_index * 2 + tr.env_index, return_counts=True)[1]
+    assert len(counts) == 42 and int(counts.max()) < 150
+
+
 # ------------------------------------------------------- sampled transitions = transitions_at
+@pytest.mark.parametrize("index_strategy", ["host", "device"])
 @pytest.mark.parametrize("obs_dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("pending", [False, True])
-def test_sampled_transitions_equal_transitions_at(obs_dtype, pending):
-    """The host sampler (numpy index math; numpy or torch next-obs overrides by dtype) returns,
-    entry by entry, what ``transitions_at`` (the device-generic path) gives for its indices."""
+def test_sampled_transitions_equal_transitions_at(obs_dtype, pending, index_strategy):
+    """The sampler (host: numpy index math, numpy or torch next-obs overrides by dtype; device:
+    candidate draws) returns, entry by entry, what ``transitions_at`` gives for its indices."""
     rng = np.random.default_rng(3)
     C, E = 23, 4
     fields = {"obs": ((3,), obs_dtype), "action": ((2,), torch.float32)}
-    ring = ReplayRing(C, E, fields, side_capacity=6)
+    ring = ReplayRing(C, E, fields, side_capacity=6, index_strategy=index_strategy)
     for _ in range(57):  # wraps twice; terminals, truncations, side-store losses
         term = rng.random(E) < 0.15
         trunc = (rng.random(E) < 0.1) & ~term

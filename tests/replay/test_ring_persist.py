@@ -1,7 +1,7 @@
 """ReplayRing persistence: state dicts, ``save``/``load`` files, pickling, malformed inputs.
 
-Tests taking the ``device`` fixture run on CPU always and on CUDA when a GPU is present (see
-``conftest.py``).
+Tests taking the ``device`` fixture run on CPU with each index strategy, and on CUDA when a GPU
+is present (see ``conftest.py``).
 """
 
 import json
