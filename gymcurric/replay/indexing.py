@@ -272,17 +272,19 @@ class HostIndex:
         envs = np.flatnonzero(mask)
         if not envs.size:
             return
-        side_capacity = storage.side_capacity
-        slots = (int(storage.side_pointer) + np.arange(envs.size)) % side_capacity
+        side_capacity, ended = storage.side_capacity, envs.size
+        dropped = max(ended - side_capacity, 0)  # more ends at once than slots: the first ones
+        slots = (int(storage.side_pointer) + np.arange(dropped, ended)) % side_capacity
         owner_table = storage.side_owner.numpy()
         slot_table = storage.side_slot_table.numpy()
         owners = owner_table[slots]
         held = owners >= 0
         held[held] = slot_table[owners[held]] == slots[held]  # the slot still serves its owner
-        lost = owners[held]
+        lost = np.concatenate((owners[held], row * storage.num_envs + envs[:dropped]))
         if lost.size:
             storage.side_lost += int(lost.size)
             slot_table[lost] = -1
+        envs = envs[dropped:]
         if storage.numpy_dtypes["obs"] is not None:
             storage.side_observations.numpy()[slots] = final_obs.numpy()[envs]
         else:
@@ -291,7 +293,7 @@ class HostIndex:
         flats = row * storage.num_envs + envs
         owner_table[slots] = flats
         slot_table[flats] = slots
-        storage.side_pointer += int(envs.size)
+        storage.side_pointer += ended
         self._relink(np.concatenate((flats, lost)), newest)  # steps that gained or lost one
 
     def _relink(self, flats: np.ndarray, newest: int) -> None:
@@ -435,9 +437,10 @@ class DeviceIndex:
     ) -> None:
         """Side-store ``final_obs`` of the envs in ``mask`` as the next observations of ``row``.
 
-        Slots come from a cumulative sum over the envs from ``side_pointer``; masked-out envs
-        write to the trash slot. The previous owner of a reused slot loses its entry (counted
-        in ``side_lost`` while its row is kept).
+        Slots are consecutive from ``side_pointer``; the previous owner of a reused slot loses
+        its entry (counted in ``side_lost`` while its row is kept). When more envs end at once
+        than the side store holds, the first ones are dropped (and counted) rather than given
+        a slot that a later env of the same write takes over.
         """
         storage = self.storage
         storage.row_has_side[row] = True
@@ -448,17 +451,25 @@ class DeviceIndex:
             final_obs = final_obs.to(device)
         ended = torch.from_numpy(np.array(mask)).to(device)
         count = ended.to(torch.int64).cumsum(0)
-        slot = torch.where(ended, (storage.side_pointer + count - 1) % side_capacity, side_capacity)
+        kept = ended & (count > count[-1] - side_capacity)
+        dropped = ended & ~kept
+        slot = torch.where(kept, (storage.side_pointer + count - 1) % side_capacity, side_capacity)
         owner = storage.side_owner.index_select(0, slot)
         owner_index = torch.where(owner >= 0, owner, trash_owner)
         held = (owner >= 0) & (storage.side_slot_table.index_select(0, owner_index) == slot)
-        storage.side_lost += held.sum()
-        storage.side_slot_table.index_fill_(0, torch.where(held, owner_index, trash_owner), -1)
-        storage.side_observations.index_copy_(0, slot, final_obs)
+        storage.side_lost += held.sum() + dropped.sum()
         flat_rows = row * storage.num_envs + storage.env_range
-        storage.side_owner.index_copy_(0, slot, torch.where(ended, flat_rows, -1))
+        lost = torch.cat(
+            (
+                torch.where(held, owner_index, trash_owner),
+                torch.where(dropped, flat_rows, trash_owner),
+            )
+        )
+        storage.side_slot_table.index_fill_(0, lost, -1)
+        storage.side_observations.index_copy_(0, slot, final_obs)
+        storage.side_owner.index_copy_(0, slot, torch.where(kept, flat_rows, -1))
         storage.side_owner[side_capacity] = -1
-        storage.side_slot_table.index_copy_(0, torch.where(ended, flat_rows, trash_owner), slot)
+        storage.side_slot_table.index_copy_(0, torch.where(kept, flat_rows, trash_owner), slot)
         storage.side_pointer += count[-1]
 
     def rebuild(self, head: int, size: int) -> None:

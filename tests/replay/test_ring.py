@@ -363,6 +363,28 @@ def test_side_store_loss_excludes_transitions_and_is_counted(device):
     assert bool((step_of(tr.next_obs[:, 0]).cpu()[~ended] == s[~ended] + 1).all())
 
 
+def test_more_episode_ends_in_one_step_than_side_slots_drop_the_first_ones(device):
+    """Five envs end at once into a side store of two: the first three entries are dropped and
+    counted, never handed out with another env's final observation."""
+    ring = make(device, capacity=8, num_envs=5, side_capacity=2)
+    final = torch.full((5, 3), 900.0, device=device) + torch.arange(5.0, device=device)[:, None]
+    for k in range(4):
+        push(ring, k, term=[k == 1] * 5, final=final if k == 1 else None)
+    assert ring.side_lost == 3
+    at = ring.transitions_at([1] * 5, list(range(5)))
+    assert at.valid.tolist() == [False, False, False, True, True]
+    assert at.next_obs[3:, 0].tolist() == [903.0, 904.0]
+    tr = ring.sample_transitions(500, gen(device))
+    assert bool(tr.valid.all())
+    s, e = step_of(tr.obs[:, 0]).cpu(), tr.env_index.cpu()
+    assert set(e[s == 1].tolist()) == {3, 4}
+    assert bool((tr.next_obs[:, 0].cpu()[s == 1] == 900 + e[s == 1]).all())
+    ring.attach_final_obs(1, final + 50, np.ones(5, bool))  # the same through attach_final_obs
+    at = ring.transitions_at([1] * 5, list(range(5)))
+    assert at.valid.tolist() == [False, False, False, True, True]
+    assert at.next_obs[3:, 0].tolist() == [953.0, 954.0]
+
+
 def test_side_entries_of_overwritten_rows_are_not_reported_lost(device):
     ring = make(device, capacity=4, num_envs=1, side_capacity=2)
     for k in range(30):
