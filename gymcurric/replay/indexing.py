@@ -72,13 +72,12 @@ def transition_rows(
     continues its episode and is stored (the newest row's only when ``newest_ok``).
     """
     num_envs, capacity = storage.num_envs, storage.capacity
-    t = (logical + oldest) % capacity
-    flat = t * num_envs + env
+    flat = ((logical + oldest) % capacity) * num_envs + env
     slot = storage.side_slot_table.index_select(0, flat)
-    next_flat = ((t + 1) % capacity) * num_envs + env
+    next_flat = (flat + num_envs) % (capacity * num_envs)  # row t + 1 (mod capacity), env e
     next_first = storage.flat_fields["is_first"].index_select(0, next_flat)
     newest = logical == size - 1
-    valid = (slot >= 0) | (~next_first & ~newest)
+    valid = (slot >= 0) | ~(next_first | newest)
     if newest_ok:
         valid = valid | newest
     return TransitionRows(valid, flat, next_flat, slot)
@@ -491,13 +490,13 @@ class DeviceIndex:
         """Draw ``batch`` transitions from the first ``rows`` chronological rows, sync-free.
 
         Draws are uniform over rows and envs. Each entry is the first valid of its own
-        ``candidates`` draws. An entry whose draws are all invalid takes a *spare* draw instead:
-        a valid draw of another entry that no entry took (the spares in order, reused only when
-        there are fewer than such entries; without any spare, e.g. with one candidate, it
-        repeats another entry's draw). Which draw an entry takes depends only on which draws
-        are valid, and each valid draw is uniform over the steps that have a transition, so
-        the entries are too (and independent while the spares last). An entry is invalid
-        (``valid`` False) only when none of the ``batch * candidates`` draws is.
+        ``candidates`` draws. An entry whose draws are all invalid (probability ``p **
+        candidates``, ``p`` the fraction of steps without a transition) takes the nearest valid
+        draw before its own last one instead: usually a draw that no entry took (with one
+        candidate, another entry's). Which draw an entry takes depends only on which draws are
+        valid, and each valid draw is uniform over the steps that have a transition, so the
+        entries are too. An entry is invalid (``valid`` False) only when none of the ``batch *
+        candidates`` draws is.
         """
         storage = self.storage
         device = storage.device
@@ -505,29 +504,24 @@ class DeviceIndex:
         shape = (candidates, batch)
         logical = torch.randint(rows, shape, generator=generator, device=device).view(-1)
         env = torch.randint(storage.num_envs, shape, generator=generator, device=device).view(-1)
-        valid = transition_rows(
+        drawn = transition_rows(
             storage, logical, env, oldest=oldest, size=size, newest_ok=newest_ok
-        ).valid
+        )
+        valid = drawn.valid
         grid = valid.view(shape)
         first_valid = grid.to(torch.int8).argmax(0)  # 0 if none
         chosen = first_valid * batch + torch.arange(batch, device=device)
-        has_valid = grid.any(0)
-        # spares: the valid draws no entry took, in (candidate, entry) order; without any, all
-        # valid draws (then an entry repeats another's)
-        need = (~has_valid).cumsum(0) - 1  # rank of each entry without a valid draw
-        rank = torch.arange(candidates, device=device)[:, None]
-        spare = (grid & (rank != first_valid[None, :])).view(-1)
-        fallback = torch.where(spare.any(), spare, valid)
-        count = fallback.cumsum(0)
-        want = need % count[-1].clamp(min=1) + 1
-        picked = torch.searchsorted(count, want).clamp(max=valid.numel() - 1)
-        chosen = torch.where(has_valid, chosen, picked)
+        # An entry without a valid draw takes the last valid draw before its own last one, in
+        # (candidate, entry) order and cyclically: mostly another entry's last candidate, which
+        # that entry did not need. (The pool is scanned twice over, for the wrap around.)
+        pool = valid.numel()
+        twice = torch.where(valid.repeat(2), torch.arange(2 * pool, device=device), -1)
+        fallback = twice.cummax(0).values[-batch:] % pool  # -1 (no valid draw at all): any
+        chosen = torch.where(grid.any(0), chosen, fallback)
         logical, env = logical.index_select(0, chosen), env.index_select(0, chosen)
-        checked = transition_rows(
-            storage, logical, env, oldest=oldest, size=size, newest_ok=newest_ok
-        )
+        taken = TransitionRows(*(part.index_select(0, chosen) for part in drawn))
         return gather_transitions(
-            storage, logical, env, checked, next_obs, size=size, override=self.override
+            storage, logical, env, taken, next_obs, size=size, override=self.override
         )
 
     @staticmethod

@@ -378,7 +378,7 @@ class ReplayRing:
         Rows without a successor (next-step autoreset's final-observation rows, rows whose
         side-store entry was dropped) are not returned. The host index (CPU) redraws them. The
         device index (CUDA; no host sync) takes the first valid of ``candidates`` draws per
-        entry, and an entry without one takes a valid draw of another entry; ``valid`` masks
+        entry, and an entry without one takes another valid draw of the batch; ``valid`` masks
         entries only where none of the ``batch * candidates`` draws had a successor.
 
         Args:

@@ -56,8 +56,8 @@ def test_no_transition_with_a_successor_raises_or_is_masked():
 @pytest.mark.parametrize("candidates", [1, 3])
 def test_device_index_entries_without_a_valid_draw_take_another_valid_draw(candidates):
     """With few candidates per entry and half the steps without a successor, many entries draw
-    only invalid steps: each takes another valid draw of the batch instead (one no entry took
-    where there are such), so all entries are valid and right, and no draw is repeated much."""
+    only invalid steps: each takes another valid draw of the batch instead (usually one no entry
+    took), so all entries are valid and right, and no draw is repeated much."""
     ring = make("cpu", capacity=41, num_envs=2, side_capacity=2, index_strategy="device")
     final = torch.full((2, 3), 900.0)
     for k in range(41):
