@@ -172,14 +172,21 @@ class DualPool(Pool):
         st.scalars[S.PROMO_RATE] = rate
 
     def _rho(self, st: CurriculumState) -> float:
-        """Probability of drawing from explore now (1 in bootstrap or with an empty exploit)."""
+        """Probability of drawing from explore now.
+
+        1 in bootstrap or with an empty exploit; 0 when explore has nothing to draw while
+        exploit has (every remaining task is in exploit, e.g. after ``mark_invalid`` on a
+        small finite space).
+        """
         c = st.counters
+        if c.item(K.LAST_A) < 0 and c.item(K.LAST_B) >= 0:
+            return 0.0
         if c.item(K.PHASE) == 0 or c.item(K.LAST_B) < 0:
             return 1.0
         return float(st.scalars.item(S.RHO))
 
     def explore_probability(self, st: CurriculumState) -> float:
-        """``rho`` now (1 in bootstrap or with an empty exploit pool)."""
+        """``rho`` now (1 in bootstrap or with an empty exploit pool, 0 with an empty explore)."""
         return self._rho(st)
 
     def state_problems(self, st: CurriculumState) -> list[str]:

@@ -251,3 +251,27 @@ def test_gini_known_values():
     # mean-absolute-difference definition
     ref = np.abs(x[:, None] - x[None, :]).sum() / (2 * x.size**2 * x.mean())
     assert gini(x) == pytest.approx(ref)
+
+
+@pytest.mark.parametrize("backend", ["local", "shared"])
+def test_dual_pool_draws_from_exploit_when_explore_has_nothing_left(backend):
+    """12 tasks, explore 4 / exploit 8: after 4 mark_invalid every live task is in exploit."""
+    from gymcurric.tasks import Curriculum, DualPool, FixedTaskSpace
+
+    space = FixedTaskSpace([{"x": i} for i in range(12)])
+    rng = np.random.default_rng(0)
+    with Curriculum(
+        space, pool=DualPool(explore_size=4, exploit_size=8), seed=0, backend=backend
+    ) as cur:
+        invalid = set()
+        for episode in range(4000):
+            tid, _ = cur.sample_task()
+            assert tid not in invalid
+            cur.update(tid, float(rng.random()), bool(rng.random() < 0.5))
+            if episode % 500 == 499 and len(invalid) < 4:
+                cur.mark_invalid(tid, "refused")
+                invalid.add(tid)
+        stats = cur.stats()
+        assert stats["curriculum/explore_size"] == 0 and stats["curriculum/explore_ratio"] == 0
+        keys, probs = cur.probabilities()
+        assert abs(float(np.sum(probs)) - 1.0) < 1e-9 and not set(keys.tolist()) & invalid
