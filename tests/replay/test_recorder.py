@@ -133,14 +133,6 @@ def test_refuses_mismatched_ring_and_disabled_autoreset():
         RecordToRing(SyncVectorEnv([partial(make_scripted, 3)] * 3), ring).step(np.zeros(3))
 
 
-def test_records_constructor_args():
-    envs = SyncVectorEnv([partial(make_scripted, 3)] * 2)
-    ring = ReplayRing.from_spaces(8, 2, envs.single_observation_space, envs.single_action_space)
-    wrapped = RecordToRing(envs, ring)
-    assert wrapped._saved_kwargs == {"ring": ring, "extra_fn": None}
-    assert wrapped._saved_kwargs["ring"] is ring  # never deep-copied
-
-
 def test_cartpole_copy_false_obs_buffers():
     """With copy=False the env reuses its obs buffer: rows must still hold o_t, not o_{t+1}."""
     envs = gym.make_vec(

@@ -31,14 +31,19 @@ from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
 from tests.stubs import ScriptedCostEnv
 
 ENV_ID = "gymcurric/HazardGrid-v0"
-MODULES = ("gymcurric.wrappers", "gymcurric.wrappers.vector", "gymcurric.integrations.sb3")
+MODULES = (
+    "gymcurric.wrappers",
+    "gymcurric.wrappers.vector",
+    "gymcurric.replay",
+    "gymcurric.integrations.sb3",
+)
 
 
 def exported_classes(module_name: str) -> list[tuple[str, type]]:
     """``(qualified export name, class)`` of every class in a module's ``__all__``."""
     try:
         module = importlib.import_module(module_name)
-    except ImportError:  # the sb3 extra is not installed
+    except ImportError:  # the sb3 (or torch) extra is not installed
         return []
     objects = ((name, getattr(module, name)) for name in module.__all__)
     return [(f"{module_name}.{name}", obj) for name, obj in objects if inspect.isclass(obj)]
@@ -140,6 +145,14 @@ def vector_datapack() -> tuple[Any, dict[str, Any]]:
     return SyncVectorEnv([lambda: PresentDatapack(gym.make(ENV_ID), None)] * 2), datapack_args()
 
 
+def ring_recorder() -> tuple[Any, dict[str, Any]]:
+    from gymcurric.replay import ReplayRing
+
+    env = scripted_vec()
+    ring = ReplayRing.from_spaces(8, 2, env.single_observation_space, env.single_action_space)
+    return env, {"ring": ring, "extra_fn": lambda prev_obs, actions, infos: {}}
+
+
 #: the exported name -> ``() -> (env to wrap, every constructor argument but env)``
 CASES: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
     "gymcurric.wrappers.AnnotateCost": lambda: (ScriptedCostEnv(), cost_args()),
@@ -162,6 +175,7 @@ CASES: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
         {"buffer_length": 7, "stats_key": "ep"},
     ),
     "gymcurric.wrappers.vector.SampleCurriculumTask": vector_curriculum,
+    "gymcurric.replay.RecordToRing": ring_recorder,
     "gymcurric.wrappers.vector.ShapeRewardSemantic": lambda: (
         SyncVectorEnv([StateEnv] * 2),
         shaping_args(batch_max=5),
