@@ -45,6 +45,7 @@ import numpy.typing as npt
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.semantics._telemetry import ShapingTelemetry
+from gymcurric.semantics._window import MarginWindow
 from gymcurric.semantics.base import (
     Embedder,
     FailedEmbedder,
@@ -154,11 +155,7 @@ class Shaper:
         self.pool_pos = np.zeros(n, dtype=np.int64)
         self.pool = np.zeros((n, config.pool_k, 0), dtype=np.float32)
         # Normalisation window (all envs).
-        self.window = np.zeros(config.margin_norm_window, dtype=np.float64)
-        self.window_count = 0
-        self.window_pos = 0
-        # Running Σx and Σx² of the window (exact re-sum once per turn of the ring).
-        self._wsum = self._wsq = 0.0
+        self.window = MarginWindow(config.margin_norm_window)
         # Read-only masks for the common "every env valid, no episode start" step.
         self._all = np.ones(n, dtype=bool)
         self._none = np.zeros(n, dtype=bool)
@@ -194,6 +191,11 @@ class Shaper:
         self._margin_dir = self.centroids[0] - self.centroids[1]
         self.pool = np.zeros((n, config.pool_k, self.dim), dtype=np.float32)
         self.ok = True
+
+    @property
+    def window_count(self) -> int:
+        """How many raw margins the normalisation window holds."""
+        return self.window.count
 
     def resolve_source(self, captions: bool) -> None:
         """Settle a source still ``"auto"`` from the env: captions if it has them, else frames.
@@ -316,10 +318,8 @@ class Shaper:
         if raw.size == 0:
             return raw.copy()
         if cfg.margin_norm_enable:
-            self._push_window(raw)
-            count = self.window_count
-            mean = self._wsum / count
-            std = math.sqrt(max(self._wsq / count - mean * mean, 0.0))
+            self.window.push(raw)
+            mean, std = self.window.mean_std()
             z = (raw - mean) / max(std, 1e-8)
         else:
             z = raw.copy()
@@ -330,31 +330,6 @@ class Shaper:
             z[np.abs(raw) < cfg.confidence_min] = 0.0
         self._telemetry.add_margins(raw, z, clamped)
         return z
-
-    def _push_window(self, raw: FloatArray) -> None:
-        """Write ``raw`` into the margin window ring, keeping its Σx and Σx² current."""
-        w, size, k = self.window, self.window.size, raw.size
-        vals = raw[-size:]  # a batch larger than the window: only its last `size` values stay
-        start = (self.window_pos + k - vals.size) % size
-        end = start + vals.size
-        if end <= size:
-            old = w[start:end]
-            self._wsum += float(vals.sum() - old.sum())
-            self._wsq += float(vals @ vals - old @ old)
-            w[start:end] = vals
-        else:  # wraps: two slices
-            cut = size - start
-            w[start:] = vals[:cut]
-            w[: end - size] = vals[cut:]
-        wrapped = end >= size
-        self.window_pos = int((self.window_pos + k) % size)
-        self.window_count = min(self.window_count + k, size)
-        if wrapped:  # once per turn: re-sum exactly, so rounding never accumulates
-            self._resum_window()
-
-    def _resum_window(self) -> None:
-        self._wsum = float(self.window.sum())
-        self._wsq = float(self.window @ self.window)
 
     def _embed_soft(self, inputs: Sequence[Any]) -> np.ndarray | None:
         if not isinstance(inputs, np.ndarray) and any(x is None for x in inputs):
@@ -576,9 +551,7 @@ class Shaper:
             "pool": self.pool.copy(),
             "pool_len": self.pool_len.copy(),
             "pool_pos": self.pool_pos.copy(),
-            "window": self.window.copy(),
-            "window_count": self.window_count,
-            "window_pos": self.window_pos,
+            **self.window.state_dict(),
             "env_steps": self.env_steps,
             "vector_steps": self.vector_steps,
             "capture_count": self.capture_count,
@@ -599,10 +572,7 @@ class Shaper:
         self.pool[:] = state["pool"]
         self.pool_len[:] = state["pool_len"]
         self.pool_pos[:] = state["pool_pos"]
-        self.window[:] = state["window"]
-        self.window_count = int(state["window_count"])
-        self.window_pos = int(state["window_pos"])
-        self._resum_window()
+        self.window.load_state_dict(state)
         self.env_steps = int(state["env_steps"])
         self.vector_steps = int(state["vector_steps"])
         self.capture_count = int(state["capture_count"])

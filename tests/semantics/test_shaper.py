@@ -356,3 +356,21 @@ def test_caption_cache_embeds_each_distinct_caption_once():
     calls.clear()
     np.testing.assert_allclose(run(nocache, ["ok", "ok", "unsafe here"]), a)
     assert calls == [["ok", "ok", "unsafe here"]]
+
+
+def test_a_restored_shaper_normalises_exactly_as_the_saved_one():
+    """The window's running sums travel in state_dict (a re-sum would round differently)."""
+    rng = np.random.default_rng(0)
+    shaper = Shaper(cfg(margin_norm_window=50), stub_embedder(), 2)
+    for t in rng.uniform(0, 2 * math.pi, size=(37, 2)):
+        run(shaper, [state(t[0]), state(t[1])])
+    twin = Shaper(cfg(margin_norm_window=50), stub_embedder(), 2)
+    twin.load_state_dict(shaper.state_dict())
+    assert (twin.window.total, twin.window.total_sq) == (
+        shaper.window.total,
+        shaper.window.total_sq,
+    )
+    for t in rng.uniform(0, 2 * math.pi, size=(5, 2)):
+        assert np.array_equal(
+            run(shaper, [state(t[0]), state(t[1])]), run(twin, [state(t[0]), state(t[1])])
+        )
