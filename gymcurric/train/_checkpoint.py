@@ -33,6 +33,7 @@ __all__ = [
     "CKPT",
     "commit",
     "cut_logs",
+    "has_checkpoint",
     "latest_steps",
     "log_sizes",
     "read_manifest",
@@ -41,6 +42,8 @@ __all__ = [
 
 CKPT = "checkpoint"
 _TMP, _OLD = f"{CKPT}.tmp", f"{CKPT}.old"
+#: the folders a checkpoint can be in, the one resume prefers first
+_FOLDERS = (CKPT, _TMP, _OLD)
 MANIFEST = "manifest.json"
 FORMAT = "gymcurric-checkpoint/1"
 #: the run directory's append-only logs (glob patterns relative to the run directory)
@@ -158,28 +161,30 @@ def recover(run_dir: Path) -> tuple[Path, dict[str, Any]]:
         DataError: no complete checkpoint exists (the message lists what each folder lacks).
     """
     found, faults = [], []
-    for name in (CKPT, _TMP, _OLD):
+    for name in _FOLDERS:
         folder = run_dir / name
         if not folder.is_dir():
             continue
         try:
-            found.append((read_manifest(folder)["num_timesteps"], name, folder))
+            manifest = read_manifest(folder)
         except DataError as exc:
             faults.append(str(exc))
+            continue
+        found.append((manifest["num_timesteps"], _FOLDERS.index(name), folder, manifest))
     if not found:
         why = "; ".join(faults) if faults else "no checkpoint folder"
         raise DataError(f"{run_dir / CKPT}: no complete checkpoint to resume from ({why})")
     # the most steps wins; between equals, checkpoint/ before .tmp before .old
-    found.sort(key=lambda t: (-t[0], (CKPT, _TMP, _OLD).index(t[1])))
-    _, name, folder = found[0]
+    found.sort(key=lambda t: (-t[0], t[1]))
+    _, _, folder, manifest = found[0]
     final = run_dir / CKPT
-    if name != CKPT:
+    if folder != final:
         shutil.rmtree(final, ignore_errors=True)
         os.replace(folder, final)
         _fsync_dir(run_dir)
     for other in (_TMP, _OLD):
         shutil.rmtree(run_dir / other, ignore_errors=True)
-    return final, read_manifest(final, verify=False)
+    return final, manifest
 
 
 def cut_logs(run_dir: Path, sizes: dict[str, int]) -> list[str]:
@@ -201,9 +206,14 @@ def cut_logs(run_dir: Path, sizes: dict[str, int]) -> list[str]:
 def latest_steps(run_dir: Path) -> int:
     """The step count of the newest complete checkpoint (0 when there is none)."""
     best = 0
-    for name in (CKPT, _TMP, _OLD):
+    for name in _FOLDERS:
         try:
             best = max(best, read_manifest(run_dir / name, verify=False)["num_timesteps"])
         except DataError:
             continue
     return best
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a checkpoint folder, complete or not (a run to resume)."""
+    return any((run_dir / name).is_dir() for name in _FOLDERS)

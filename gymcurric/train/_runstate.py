@@ -35,6 +35,7 @@ __all__ = [
     "decode",
     "decode_into",
     "encode",
+    "encode_items",
     "encode_vars",
     "restore_venv",
     "vec_layers",
@@ -202,9 +203,19 @@ def encode_vars(
     obj: Any, arrays: dict[str, np.ndarray], skip_ids: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     """The encodable attributes of ``obj`` (the others are left out: see :data:`SKIP_NAMES`)."""
+    return encode_items(vars(obj), arrays, skip_ids, SKIP_NAMES)
+
+
+def encode_items(
+    mapping: Any,
+    arrays: dict[str, np.ndarray],
+    skip_ids: frozenset[int] = frozenset(),
+    skip_names: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """``{key: encode(value)}`` for the entries of a str-keyed mapping that are plain state."""
     out: dict[str, Any] = {}
-    for name, value in vars(obj).items():
-        if name in SKIP_NAMES:
+    for name, value in mapping.items():
+        if name in skip_names:
             continue
         try:
             out[name] = encode(value, arrays, skip_ids)

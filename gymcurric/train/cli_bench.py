@@ -54,9 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--root", default=None, help="the source checkout (default: found from the package)"
     )
-    parser.add_argument(
-        "--no-write", action="store_true", help="print the results, write no file"
-    )
+    parser.add_argument("--no-write", action="store_true", help="print the results, write no file")
 
 
 def find_root(root: str | None) -> Path:

@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.train._checkpoint import CKPT, commit, cut_logs, log_sizes, recover
+from gymcurric.train._checkpoint import CKPT, commit, cut_logs, has_checkpoint, log_sizes, recover
 from gymcurric.train._runstate import (
-    Unencodable,
     capture_venv,
     decode,
     encode,
+    encode_items,
     restore_venv,
     vec_layers,
 )
@@ -53,8 +53,6 @@ from gymcurric.train.build import Built, agent_class, build_run, make_agent, rou
 from gymcurric.train.config import TrainConfig
 
 __all__ = ["RunResult", "default_run_name", "resume", "train"]
-
-_CKPT = CKPT
 
 
 class RunResult(dict[str, Any]):
@@ -71,6 +69,11 @@ def _atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _write_config(run_dir: Path, cfg: TrainConfig) -> None:
+    """``config.json``: the merged config, which ``resume`` rebuilds the run from."""
+    _atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
 
 
 def _callbacks(built: Built, cfg: TrainConfig) -> list[Any]:
@@ -152,12 +155,7 @@ def _run_state(model: Any, built: Built, cfg: TrainConfig, arrays: dict[str, Any
             "torch": encode(torch.get_rng_state(), arrays),
         },
         # values recorded by the last train() that SB3 dumps with the next rollout's row
-        "logger": {
-            name: encode(
-                {k: v for k, v in getattr(model.logger, name).items() if _plain(v)}, arrays
-            )
-            for name in _PENDING
-        },
+        "logger": {name: encode_items(getattr(model.logger, name), arrays) for name in _PENDING},
         "venv": capture_venv(built.venv, arrays, shared),
     }
     if built.sampler is not None:
@@ -166,14 +164,6 @@ def _run_state(model: Any, built: Built, cfg: TrainConfig, arrays: dict[str, Any
             "curriculum": encode(built.sampler.curriculum.state_dict(), arrays),
         }
     return tree
-
-
-def _plain(value: Any) -> bool:
-    try:
-        encode(value, {})
-    except Unencodable:
-        return False
-    return True
 
 
 def _write_state(folder: Path, tree: Any, arrays: dict[str, np.ndarray]) -> None:
@@ -274,7 +264,7 @@ def _finish(
     built.close_envs()  # worker processes flush their last curriculum updates
     if built.curriculum is not None:
         save_curriculum_state(run_dir / "curriculum.npz", built.curriculum)
-    hist = run_dir / _CKPT / "curriculum_history.npz"
+    hist = run_dir / CKPT / "curriculum_history.npz"
     if hist.exists():
         shutil.copyfile(hist, run_dir / "curriculum_history.npz")
     if built.sampler is not None and hasattr(built.sampler, "write_logs"):
@@ -331,10 +321,6 @@ def run_path(cfg: TrainConfig, run_dir: str | Path | None = None) -> Path:
     return Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg))
 
 
-def _has_checkpoint(path: Path) -> bool:
-    return any((path / name).is_dir() for name in (CKPT, f"{CKPT}.tmp", f"{CKPT}.old"))
-
-
 def train(
     cfg: TrainConfig,
     *,
@@ -368,7 +354,7 @@ def train(
     cfg = round_to_steps(cfg, source)
     path = run_path(cfg, run_dir)
     if path.exists() and any(path.iterdir()):
-        if not overwrite and _has_checkpoint(path):
+        if not overwrite and has_checkpoint(path):
             raise ConfigError(
                 "run.name",
                 str(path),
@@ -394,14 +380,14 @@ def train(
         built = build_run(cfg, path, source)
         try:
             model = make_agent(cfg, built.venv, source)
-            _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+            _write_config(path, cfg)
             _configure_logger(model, path)
             _learn(model, cfg, built, path, _callbacks(built, cfg), progress)
             return _finish(model, cfg, built, path, started, 0)
         finally:
             built.close()
     except BaseException:
-        if not _has_checkpoint(path):  # nothing worth keeping: leave no half-made run behind
+        if not has_checkpoint(path):  # nothing worth keeping: leave no half-made run behind
             if created:
                 shutil.rmtree(path, ignore_errors=True)
             else:
@@ -477,7 +463,9 @@ def resume(
         _configure_logger(model, path, append=True)
         for name, values in tree.get("logger", {}).items():
             if name in _PENDING:
-                getattr(model.logger, name).update(decode(values, arrays))
+                getattr(model.logger, name).update(
+                    {key: decode(value, arrays) for key, value in values.items()}
+                )
         callbacks = _callbacks(built, cfg)
         from gymcurric.train._callbacks import CurriculumHistory
 
@@ -486,7 +474,7 @@ def resume(
                 cb.load(ckpt / "curriculum_history.npz")
         steps_before = int(model.num_timesteps)
         # the new target first: a resume killed on the way continues to it when resumed again
-        _atomic_write_text(path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+        _write_config(path, cfg)
         _learn(model, cfg, built, path, callbacks, progress)
         return _finish(model, cfg, built, path, started, steps_before)
     finally:
