@@ -7,6 +7,7 @@ pytest.importorskip("stable_baselines3")
 
 from gymcurric.errors import DataError
 from gymcurric.train._callbacks import CurriculumHistory
+from tests.wrappers.test_curriculum_state import rewrite
 
 ROWS = [
     (128, np.array([0, 2]), np.array([0.25, 0.75]), 1.0),
@@ -27,11 +28,6 @@ def same_rows(a, b):
     )
 
 
-def members(path):
-    with np.load(path, allow_pickle=False) as f:
-        return {k: f[k] for k in f.files}
-
-
 def test_save_load_round_trip(tmp_path):
     path = tmp_path / "curriculum_history.npz"
     history().save(path)
@@ -46,16 +42,7 @@ def _truncate(path):
 
 
 def _change(**changes):
-    def damage(path):
-        m = members(path)
-        for key, value in changes.items():
-            if value is None:
-                m.pop(key)
-            else:
-                m[key] = value
-        np.savez(path, **m)
-
-    return damage
+    return lambda path: rewrite(path, **changes)
 
 
 @pytest.mark.parametrize(
