@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(handler=mod.run)
     return parser
 
 
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         args.overrides = [*args.overrides, *extra]
     try:
-        return int(args._run(args))
+        return int(args.handler(args))
     except ImportError as exc:
         # an extra this command needs is not installed: name it, not a traceback
         err = missing_extra(

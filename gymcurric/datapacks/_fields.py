@@ -12,56 +12,60 @@ from gymcurric.errors import DataError
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-def _empty() -> Mapping[str, Any]:
+def empty_mapping() -> Mapping[str, Any]:
+    """The shared empty read-only mapping (a dataclass ``default_factory``)."""
     return _EMPTY
 
 
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _freeze(obj: Any) -> Any:
+def freeze(obj: Any) -> Any:
     """Read-only deep copy: dicts become mapping proxies, lists become tuples."""
     t = type(obj)
     # exact-type fast paths first: loading 100k records calls this ~2M times
     if t in _SCALARS:
         return obj
     if t is dict or t is MappingProxyType:
-        return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+        return MappingProxyType({k: freeze(v) for k, v in obj.items()})
     if t is list or t is tuple:
-        return tuple(_freeze(v) for v in obj)
+        return tuple(freeze(v) for v in obj)
     if isinstance(obj, Mapping):
-        return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+        return MappingProxyType({k: freeze(v) for k, v in obj.items()})
     if isinstance(obj, list | tuple):
-        return tuple(_freeze(v) for v in obj)
+        return tuple(freeze(v) for v in obj)
     return obj
 
 
-def _thaw(obj: Any) -> Any:
+def thaw(obj: Any) -> Any:
     """JSON-ready deep copy of a frozen value."""
     if isinstance(obj, Mapping):
-        return {k: _thaw(v) for k, v in obj.items()}
+        return {k: thaw(v) for k, v in obj.items()}
     if isinstance(obj, tuple):
-        return [_thaw(v) for v in obj]
+        return [thaw(v) for v in obj]
     return obj
 
 
-class _Where:
+class Location:
     """Where a record came from, to put in error messages."""
 
     def __init__(self, source: str | None, line: int | None, prefix: str = "") -> None:
         self.source, self.line, self.prefix = source, line, prefix
 
-    def sub(self, name: str) -> _Where:
-        return _Where(self.source, self.line, f"{self.prefix}{name}.")
+    def sub(self, name: str) -> Location:
+        """The location of the nested object ``name`` (field names get its prefix)."""
+        return Location(self.source, self.line, f"{self.prefix}{name}.")
 
     def error(self, name: str, value: Any, reason: str) -> DataError:
+        """A ``DataError`` naming the file, line, field, reason and value received."""
         where = self.source or "<datapack>"
         if self.line is not None:
             where += f", line {self.line}"
         return DataError(f"{where}: field {self.prefix + name!r}: {reason}; got {value!r}")
 
 
-def _obj(data: Any, name: str, at: _Where) -> Mapping[str, Any]:
+def read_object(data: Any, name: str, at: Location) -> Mapping[str, Any]:
+    """``data`` checked to be a JSON object; ``None`` reads as an empty one."""
     if data is None:
         return _EMPTY
     if not isinstance(data, Mapping):
@@ -69,14 +73,15 @@ def _obj(data: Any, name: str, at: _Where) -> Mapping[str, Any]:
     return data
 
 
-def _str(
+def read_str(
     data: Mapping[str, Any],
     name: str,
-    at: _Where,
+    at: Location,
     *,
     required: bool = False,
     default: str | None = None,
 ) -> Any:
+    """Field ``name`` as a string (non-empty if ``required``), or ``default`` if absent."""
     if name not in data:
         if required:
             raise at.error(name, None, "required field is missing")
@@ -91,14 +96,15 @@ def _str(
     return value
 
 
-def _num(
+def read_num(
     data: Mapping[str, Any],
     name: str,
-    at: _Where,
+    at: Location,
     default: float | None,
     lo: float | None = None,
     hi: float | None = None,
 ) -> Any:
+    """Field ``name`` as a finite float in ``[lo, hi]``, or ``default`` if absent."""
     if name not in data or (data[name] is None and default is None):
         return default
     value = data[name]
@@ -109,14 +115,15 @@ def _num(
     return float(value)
 
 
-def _int(
+def read_int(
     data: Mapping[str, Any],
     name: str,
-    at: _Where,
+    at: Location,
     default: int | None,
     allowed: tuple[int, ...] | None = None,
     lo: int | None = None,
 ) -> Any:
+    """Field ``name`` as an int (one of ``allowed``, ``>= lo``), or ``default`` if absent."""
     if name not in data:
         if default is None and allowed is not None:
             raise at.error(name, None, "required field is missing")
@@ -133,14 +140,16 @@ def _int(
     return value
 
 
-def _bool(data: Mapping[str, Any], name: str, at: _Where, default: bool) -> bool:
+def read_bool(data: Mapping[str, Any], name: str, at: Location, default: bool) -> bool:
+    """Field ``name`` as a bool, or ``default`` if absent."""
     value = data.get(name, default)
     if not isinstance(value, bool):
         raise at.error(name, value, "expected true or false")
     return value
 
 
-def _extra(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
+def extra_fields(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
+    """The fields of ``data`` not in ``known``, frozen, kept for the round trip."""
     if data.keys() <= known:
         return _EMPTY
-    return _freeze({k: v for k, v in data.items() if k not in known})
+    return freeze({k: v for k, v in data.items() if k not in known})

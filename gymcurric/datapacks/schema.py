@@ -44,16 +44,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gymcurric.datapacks._fields import (
-    _bool,
-    _empty,
-    _extra,
-    _freeze,
-    _int,
-    _num,
-    _obj,
-    _str,
-    _thaw,
-    _Where,
+    Location,
+    empty_mapping,
+    extra_fields,
+    freeze,
+    read_bool,
+    read_int,
+    read_num,
+    read_object,
+    read_str,
+    thaw,
 )
 
 __all__ = [
@@ -83,23 +83,23 @@ class Affordance:
 
     name: str
     demonstrated: bool = True
-    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
 
     _KNOWN = frozenset({"name", "demonstrated"})
 
     @classmethod
-    def from_dict(cls, data: Any, at: _Where) -> Affordance:
+    def from_dict(cls, data: Any, at: Location) -> Affordance:
         """Validate one affordance object (``at`` says where it was read)."""
-        d = _obj(data, "", at)
+        d = read_object(data, "", at)
         return cls(
-            _str(d, "name", at, required=True),
-            _bool(d, "demonstrated", at, True),
-            _extra(d, cls._KNOWN),
+            read_str(d, "name", at, required=True),
+            read_bool(d, "demonstrated", at, True),
+            extra_fields(d, cls._KNOWN),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, unknown keys included."""
-        return {"name": self.name, "demonstrated": self.demonstrated, **_thaw(self.extra)}
+        return {"name": self.name, "demonstrated": self.demonstrated, **thaw(self.extra)}
 
 
 @dataclass(frozen=True)
@@ -124,17 +124,17 @@ class Enrichment:
     efficiency_energy: float | None = None
     novelty: float = 0.0
     interventions: int = 0
-    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
-    efficiency_extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
+    efficiency_extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
 
     _KNOWN = frozenset(
         {"fragility", "risk", "affordances", "efficiency", "novelty", "interventions"}
     )
 
     @classmethod
-    def from_dict(cls, data: Any, at: _Where) -> Enrichment:
+    def from_dict(cls, data: Any, at: Location) -> Enrichment:
         """Validate an ``enrichment`` object (``at`` says where it was read)."""
-        d = _obj(data, "enrichment", at)
+        d = read_object(data, "enrichment", at)
         at = at.sub("enrichment")
         fragility = d.get("fragility", "none")
         if fragility not in FRAGILITY_LEVELS:
@@ -142,20 +142,20 @@ class Enrichment:
         affs = d.get("affordances", [])
         if not isinstance(affs, list):
             raise at.error("affordances", affs, "expected a list of objects")
-        eff = _obj(d.get("efficiency"), "efficiency", at)
+        eff = read_object(d.get("efficiency"), "efficiency", at)
         eat = at.sub("efficiency")
         return cls(
             fragility=fragility,
-            risk=_num(d, "risk", at, 0.0, 0.0, 1.0),
+            risk=read_num(d, "risk", at, 0.0, 0.0, 1.0),
             affordances=tuple(
                 Affordance.from_dict(a, at.sub(f"affordances[{i}]")) for i, a in enumerate(affs)
             ),
-            efficiency_time=_num(eff, "time", eat, None, 0.0, 1.0),
-            efficiency_energy=_num(eff, "energy", eat, None, 0.0, 1.0),
-            novelty=_num(d, "novelty", at, 0.0, 0.0, 1.0),
-            interventions=_int(d, "interventions", at, 0, lo=0),
-            extra=_extra(d, cls._KNOWN),
-            efficiency_extra=_extra(eff, frozenset({"time", "energy"})),
+            efficiency_time=read_num(eff, "time", eat, None, 0.0, 1.0),
+            efficiency_energy=read_num(eff, "energy", eat, None, 0.0, 1.0),
+            novelty=read_num(d, "novelty", at, 0.0, 0.0, 1.0),
+            interventions=read_int(d, "interventions", at, 0, lo=0),
+            extra=extra_fields(d, cls._KNOWN),
+            efficiency_extra=extra_fields(eff, frozenset({"time", "energy"})),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,7 +165,7 @@ class Enrichment:
             eff["time"] = self.efficiency_time
         if self.efficiency_energy is not None:
             eff["energy"] = self.efficiency_energy
-        eff.update(_thaw(self.efficiency_extra))
+        eff.update(thaw(self.efficiency_extra))
         return {
             "fragility": self.fragility,
             "risk": self.risk,
@@ -173,7 +173,7 @@ class Enrichment:
             "efficiency": eff,
             "novelty": self.novelty,
             "interventions": self.interventions,
-            **_thaw(self.extra),
+            **thaw(self.extra),
         }
 
 
@@ -191,23 +191,23 @@ class SupervisionHints:
     safety_critical: bool = False
     curriculum_stage: str | None = None
     prerequisite_tags: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
 
     _KNOWN = frozenset({"safety_critical", "curriculum_stage", "prerequisite_tags"})
 
     @classmethod
-    def from_dict(cls, data: Any, at: _Where) -> SupervisionHints:
+    def from_dict(cls, data: Any, at: Location) -> SupervisionHints:
         """Validate a ``supervision_hints`` object (``at`` says where it was read)."""
-        d = _obj(data, "supervision_hints", at)
+        d = read_object(data, "supervision_hints", at)
         at = at.sub("supervision_hints")
         tags = d.get("prerequisite_tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise at.error("prerequisite_tags", tags, "expected a list of strings")
         return cls(
-            _bool(d, "safety_critical", at, False),
-            _str(d, "curriculum_stage", at),
+            read_bool(d, "safety_critical", at, False),
+            read_str(d, "curriculum_stage", at),
             tuple(tags),
-            _extra(d, cls._KNOWN),
+            extra_fields(d, cls._KNOWN),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,7 +216,7 @@ class SupervisionHints:
             "safety_critical": self.safety_critical,
             "curriculum_stage": self.curriculum_stage,
             "prerequisite_tags": list(self.prerequisite_tags),
-            **_thaw(self.extra),
+            **thaw(self.extra),
         }
 
 
@@ -255,7 +255,7 @@ class DataPack:
     task_type: str
     env_id: str
     tier: int
-    task_params: Mapping[str, Any] = field(default_factory=_empty)
+    task_params: Mapping[str, Any] = field(default_factory=empty_mapping)
     seed: int | None = None
     trust_score: float = 1.0
     sampling_weight: float = 1.0
@@ -265,7 +265,7 @@ class DataPack:
     enrichment: Enrichment = field(default_factory=Enrichment)
     supervision_hints: SupervisionHints = field(default_factory=SupervisionHints)
     episode: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
     source: str | None = field(default=None, compare=False, repr=False)
 
     _KNOWN = frozenset(
@@ -290,14 +290,14 @@ class DataPack:
     def __post_init__(self) -> None:
         # Records built directly (not via from_dict) get the same range checks and the same
         # read-only containers, so no path leads to a mutable or out-of-range datapack.
-        at = _Where(self.source, None)
+        at = Location(self.source, None)
         if isinstance(self.tier, bool) or self.tier not in TIERS:
             raise at.error("tier", self.tier, f"expected one of {list(TIERS)}")
-        _num({"trust_score": self.trust_score}, "trust_score", at, 1.0, 0.0, 1.0)
-        _num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
-        _num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
-        object.__setattr__(self, "task_params", _freeze(self.task_params))
-        object.__setattr__(self, "extra", _freeze(self.extra))
+        read_num({"trust_score": self.trust_score}, "trust_score", at, 1.0, 0.0, 1.0)
+        read_num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
+        read_num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
+        object.__setattr__(self, "task_params", freeze(self.task_params))
+        object.__setattr__(self, "extra", freeze(self.extra))
         object.__setattr__(self, "objective_vector", tuple(self.objective_vector))
 
     @classmethod
@@ -311,7 +311,7 @@ class DataPack:
             source: the file it came from, for messages and for resolving ``episode``.
             line: its line (JSONL) or ``None``.
         """
-        at = _Where(source, line)
+        at = Location(source, line)
         if not isinstance(data, Mapping):
             raise at.error("<record>", data, "expected a JSON object")
         params = data.get("task_params", {})
@@ -327,20 +327,20 @@ class DataPack:
         if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float | str)):
             raise at.error("timestamp", ts, "expected a number, a string or null")
         return cls(
-            pack_id=_str(data, "pack_id", at, required=True),
-            task_type=_str(data, "task_type", at, required=True),
-            env_id=_str(data, "env_id", at, required=True),
-            tier=_int(data, "tier", at, None, allowed=TIERS),
+            pack_id=read_str(data, "pack_id", at, required=True),
+            task_type=read_str(data, "task_type", at, required=True),
+            env_id=read_str(data, "env_id", at, required=True),
+            tier=read_int(data, "tier", at, None, allowed=TIERS),
             task_params=params,  # frozen (once) by __post_init__
-            seed=_int(data, "seed", at, None),
-            trust_score=_num(data, "trust_score", at, 1.0, 0.0, 1.0),
-            sampling_weight=_num(data, "sampling_weight", at, 1.0, 0.0),
+            seed=read_int(data, "seed", at, None),
+            trust_score=read_num(data, "trust_score", at, 1.0, 0.0, 1.0),
+            sampling_weight=read_num(data, "sampling_weight", at, 1.0, 0.0),
             objective_vector=tuple(float(v) for v in objv),
-            mpl_gain=_num(data, "mpl_gain", at, 0.0),
+            mpl_gain=read_num(data, "mpl_gain", at, 0.0),
             timestamp=ts,
             enrichment=Enrichment.from_dict(data.get("enrichment"), at),
             supervision_hints=SupervisionHints.from_dict(data.get("supervision_hints"), at),
-            episode=_str(data, "episode", at),
+            episode=read_str(data, "episode", at),
             extra={k: v for k, v in data.items() if k not in cls._KNOWN},  # frozen there too
             source=source,
         )
@@ -352,7 +352,7 @@ class DataPack:
             "task_type": self.task_type,
             "env_id": self.env_id,
             "tier": self.tier,
-            "task_params": _thaw(self.task_params),
+            "task_params": thaw(self.task_params),
             "seed": self.seed,
             "trust_score": self.trust_score,
             "sampling_weight": self.sampling_weight,
@@ -364,7 +364,7 @@ class DataPack:
         }
         if self.episode is not None:
             out["episode"] = self.episode
-        out.update(_thaw(self.extra))
+        out.update(thaw(self.extra))
         return out
 
     def __reduce__(self) -> tuple[Any, ...]:

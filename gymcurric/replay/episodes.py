@@ -204,5 +204,5 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             nxt[e] = last[0].obs[last[1] + 1]
     if cut.any():
         ring.attach_final_obs((ring.head - 1) % ring.capacity, nxt, cut)
-        ring._start_episodes_at_next_push(cut)
+        ring.start_episodes_at_next_push(cut)
     return EpisodeLoadReport(n_episodes, rows, rows * E, int(queued.sum()))

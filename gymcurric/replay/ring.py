@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from gymcurric.replay import persist
@@ -295,7 +294,7 @@ class ReplayRing:
         (in the side store, as for an episode that ended at ``row``; ``continue_`` is left as
         it is, so the step bootstraps like a truncation). For streams that break without an
         episode end (e.g. an env reset between two ``learn()`` calls): push the next row with
-        ``is_first`` set for those envs.
+        ``is_first`` set for those envs, or call :meth:`start_episodes_at_next_push`.
         """
         check_row(row, self.capacity)
         final = self._storage.checked_tensor("final_obs", final_obs, field="obs")
@@ -313,11 +312,21 @@ class ReplayRing:
         """
         return extend_from_episodes(self, episodes)
 
-    def _start_episodes_at_next_push(self, mask: np.ndarray) -> None:
-        """Envs in ``mask`` start an episode at the next push, unless it passes ``is_first``.
+    def start_episodes_at_next_push(self, mask: Any) -> None:
+        """Mark the next push of the envs in ``mask`` as the first step of an episode.
 
-        For :func:`~gymcurric.replay.episodes.extend_from_episodes`, which cuts columns.
+        The default ``is_first`` of the next :meth:`push_step` becomes True for those envs, as
+        after an episode end; a push that passes ``is_first`` explicitly decides for itself.
+        Used where a stream breaks without an episode end, e.g. by
+        :func:`~gymcurric.replay.episodes.extend_from_episodes` when it cuts an episode.
+
+        Args:
+            mask: ``[num_envs]`` bool, the envs whose next push starts an episode.
+
+        Raises:
+            ConfigError: ``mask`` is not ``[num_envs]`` bool.
         """
+        mask = host_flags("mask", mask, self.num_envs)
         self._storage.episode_ended = self._storage.episode_ended | mask
 
     def clear(self) -> None:

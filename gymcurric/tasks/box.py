@@ -10,7 +10,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, TaskError
-from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace, Validator, _check_retries
+from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace, Validator, check_max_retries
 
 __all__ = ["BoxTaskSpace"]
 
@@ -75,7 +75,7 @@ class BoxTaskSpace(TaskSpace):
         self.names = names
         self.seed = seed
         self.validator = validator
-        self.max_retries = _check_retries(max_retries, src)
+        self.max_retries = check_max_retries(max_retries, src)
         self._n = int(np.prod(self.bins))
         self.size = self._n
         self._variants = ID_LIMIT // self._n

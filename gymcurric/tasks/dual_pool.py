@@ -8,7 +8,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
-from gymcurric.tasks.pools import Pool, PoolOps, _cumulate, _frac, _pick, _quantile
+from gymcurric.tasks.pools import Pool, PoolOps, is_fraction, lower_quantile, pick_slot, write_cdf
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, S
@@ -63,7 +63,7 @@ class DualPool(Pool):
         c = "DualPool"
         for name in ("explore_size", "exploit_size", "min_samples", "window"):
             check_int(name, getattr(self, name), source=c)
-        if not _frac(self.promotion_quantile) or self.promotion_quantile >= 1:
+        if not is_fraction(self.promotion_quantile) or self.promotion_quantile >= 1:
             raise ConfigError(
                 "promotion_quantile",
                 self.promotion_quantile,
@@ -71,7 +71,7 @@ class DualPool(Pool):
                 source=c,
             )
         for name in ("rho_alpha", "rho_min", "rho_max", "rho_init"):
-            if not _frac(getattr(self, name)):
+            if not is_fraction(getattr(self, name)):
                 raise ConfigError(name, getattr(self, name), "expected a float in [0, 1]", source=c)
         if not self.rho_min <= self.rho_max:
             raise ConfigError(
@@ -133,7 +133,7 @@ class DualPool(Pool):
     ) -> None:
         pool, c = st.pool, st.counters
         ex = np.flatnonzero(pool == EXPLOIT)
-        thr = _quantile(raw[ex], self.promotion_quantile)
+        thr = lower_quantile(raw[ex], self.promotion_quantile)
         val = raw[cand]
         win = val > thr
         tie = val == thr
@@ -207,8 +207,8 @@ class DualPool(Pool):
         """Per-pool probabilities; ``prob`` is their ``rho``-weighted mixture."""
         pa = scorer.weights(st, raw, st.pool == EXPLORE)
         pb = scorer.weights(st, raw, st.pool == EXPLOIT)
-        _cumulate(pa, st.cdf_a, st, K.LAST_A, S.TOTAL_A)
-        _cumulate(pb, st.cdf_b, st, K.LAST_B, S.TOTAL_B)
+        write_cdf(pa, st.cdf_a, st, K.LAST_A, S.TOTAL_A)
+        write_cdf(pb, st.cdf_b, st, K.LAST_B, S.TOTAL_B)
         rho = self._rho(st)
         np.multiply(pa, rho, out=st.prob)
         st.prob += (1.0 - rho) * pb
@@ -217,10 +217,12 @@ class DualPool(Pool):
         """Explore with probability ``rho`` (always in bootstrap), else exploit."""
         rho = self._rho(st)
         if rho < 1.0 and rng.random() >= rho:
-            return _pick(
+            return pick_slot(
                 st.cdf_b, st.scalars.item(S.TOTAL_B), st.counters.item(K.LAST_B), rng.random()
             )
-        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random())
+        return pick_slot(
+            st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random()
+        )
 
     def sample(self, st: CurriculumState, rng: np.random.Generator, k: int) -> np.ndarray:
         """Draw ``k`` slots, each from explore with probability ``rho``."""

@@ -49,7 +49,8 @@ class PoolOps(Protocol):
         ...
 
 
-def _frac(v: Any, lo: float = 0.0, hi: float = 1.0) -> bool:
+def is_fraction(v: Any, lo: float = 0.0, hi: float = 1.0) -> bool:
+    """Whether ``v`` is a finite real number (not a bool) in ``[lo, hi]``."""
     return (
         isinstance(v, int | float)
         and not isinstance(v, bool)
@@ -75,14 +76,19 @@ def _capacity(pool: str, capacity: int | None, space: TaskSpace) -> int:
     return capacity
 
 
-def _cumulate(p: np.ndarray, cdf: np.ndarray, st: CurriculumState, last: int, total: int) -> None:
+def write_cdf(p: np.ndarray, cdf: np.ndarray, st: CurriculumState, last: int, total: int) -> None:
+    """Fill ``cdf`` with the cumulative sum of ``p``; store its last nonzero index and total.
+
+    ``last`` and ``total`` index ``st.counters`` and ``st.scalars``; :func:`pick_slot` reads
+    them back.
+    """
     np.cumsum(p, out=cdf)
     nz = np.flatnonzero(p)
     st.counters[last] = int(nz[-1]) if nz.size else -1
     st.scalars[total] = float(cdf[-1])
 
 
-def _quantile(values: np.ndarray, q: float) -> float:
+def lower_quantile(values: np.ndarray, q: float) -> float:
     """The ``q`` quantile, "lower" method (an element of ``values``).
 
     A full sort rather than ``np.partition``: values are often mostly tied (zero progress), and
@@ -92,7 +98,8 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(np.sort(values)[k])
 
 
-def _pick(cdf: np.ndarray, total: float, last: int, u: float) -> int:
+def pick_slot(cdf: np.ndarray, total: float, last: int, u: float) -> int:
+    """The slot that uniform ``u`` in ``[0, 1)`` draws from ``cdf`` (inverse-CDF lookup)."""
     i = int(cdf.searchsorted(u * total, "right"))
     return i if i <= last else last  # u * total can round up to total
 
@@ -124,11 +131,13 @@ class Pool(ABC):
         """Recompute ``prob`` and the cumulative arrays from the scorer."""
         p = scorer.weights(st, raw, st.pool == EXPLORE)
         st.prob[:] = p
-        _cumulate(p, st.cdf_a, st, K.LAST_A, S.TOTAL_A)
+        write_cdf(p, st.cdf_a, st, K.LAST_A, S.TOTAL_A)
 
     def sample_one(self, st: CurriculumState, rng: np.random.Generator) -> int:
         """Draw one slot."""
-        return _pick(st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random())
+        return pick_slot(
+            st.cdf_a, st.scalars.item(S.TOTAL_A), st.counters.item(K.LAST_A), rng.random()
+        )
 
     def sample(self, st: CurriculumState, rng: np.random.Generator, k: int) -> np.ndarray:
         """Draw ``k`` slots (vectorised)."""
@@ -206,7 +215,7 @@ class OpenEndedPool(Pool):
         c = "OpenEndedPool"
         check_int("capacity", self.capacity, source=c, optional=True)
         check_int("min_samples", self.min_samples, source=c)
-        if not _frac(self.evict_quantile):
+        if not is_fraction(self.evict_quantile):
             raise ConfigError(
                 "evict_quantile", self.evict_quantile, "expected a float in [0, 1]", source=c
             )
@@ -222,7 +231,7 @@ class OpenEndedPool(Pool):
         warm = live & (st.age >= self.min_samples)
         if not warm.any():
             return False
-        thr = _quantile(raw[live], self.evict_quantile)
+        thr = lower_quantile(raw[live], self.evict_quantile)
         idx = np.flatnonzero(warm & (raw <= thr))
         m = self.evictions_per_recompute
         if idx.size > m:  # the m lowest in O(n), then order only those

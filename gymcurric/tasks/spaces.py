@@ -86,7 +86,8 @@ def _json_safe(task: Any, where: str) -> None:
         raise TaskError("task", task, f"{where} is not JSON-safe ({exc})") from exc
 
 
-def _check_retries(max_retries: int, source: str) -> int:
+def check_max_retries(max_retries: int, source: str) -> int:
+    """``max_retries`` checked to be an int ``>= 0`` (``ConfigError`` naming ``source``)."""
     check_int("max_retries", max_retries, minimum=0, source=source)
     return max_retries
 
@@ -307,7 +308,7 @@ class BucketedTaskSpace(TaskSpace):
         check_int("seed", seed, minimum=0, source=src)
         self.seed = seed
         self.validator = validator
-        self.max_retries = _check_retries(max_retries, src)
+        self.max_retries = check_max_retries(max_retries, src)
         self.size = None
 
     def generate(self, task_id: int) -> tuple[dict[str, Any], int]:

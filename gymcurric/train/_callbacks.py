@@ -14,7 +14,13 @@ from stable_baselines3.common.logger import KVWriter, filter_excluded_keys
 from gymcurric._npz import read_npz
 from gymcurric.errors import DataError
 
-__all__ = ["CurriculumHistory", "ProgressCSV", "ProgressCallback", "read_history"]
+__all__ = [
+    "CurriculumHistory",
+    "ProgressCSV",
+    "ProgressCallback",
+    "read_history",
+    "read_history_arrays",
+]
 
 _HISTORY_MEMBERS = ("steps", "keys", "probs", "explore_ratio")
 
@@ -131,8 +137,8 @@ def _history_problem(a: dict[str, np.ndarray]) -> str | None:
     return None
 
 
-def read_history(path: str | Path) -> list[tuple[int, np.ndarray, np.ndarray, float]]:
-    """The rows of a ``curriculum_history.npz`` written by :meth:`CurriculumHistory.save`.
+def read_history_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """The members of a ``curriculum_history.npz``, checked (``steps``, ``keys``, ``probs``...).
 
     Raises:
         FileNotFoundError: there is no file at ``path``.
@@ -143,6 +149,18 @@ def read_history(path: str | Path) -> list[tuple[int, np.ndarray, np.ndarray, fl
     problem = _history_problem(a)
     if problem is not None:
         raise DataError(f"{os.fspath(path)}: not a curriculum history file: {problem}")
+    return a
+
+
+def read_history(path: str | Path) -> list[tuple[int, np.ndarray, np.ndarray, float]]:
+    """The rows of a ``curriculum_history.npz`` written by :meth:`CurriculumHistory.save`.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        DataError: the file is damaged or malformed; the message names the file and what is
+            wrong.
+    """
+    a = read_history_arrays(path)
     steps, keys, probs, ratio = (a[k] for k in _HISTORY_MEMBERS)
     rows = []
     for i in range(len(steps)):

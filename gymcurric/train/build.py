@@ -29,6 +29,7 @@ __all__ = [
     "kwarg_key",
     "make_agent",
     "round_to_steps",
+    "setup_torch",
     "step_unit",
 ]
 
@@ -328,15 +329,20 @@ def kwarg_key(prefix: str, exc: TypeError, kwargs: dict[str, Any]) -> tuple[str,
     return prefix, kwargs
 
 
+def setup_torch(cfg: TrainConfig) -> None:
+    """Apply the process-wide torch settings of ``cfg.run`` (``torch_threads``)."""
+    import torch
+
+    torch.set_num_threads(cfg.run.torch_threads)
+
+
 def check_buildable(cfg: TrainConfig, source: str = "config") -> None:
     """Build the envs and the agent of ``cfg``, then close them (``--dry-run``).
 
     What would fail at the start of training (an unknown keyword, an unregistered id) fails
     here, naming the dotted key.
     """
-    from gymcurric.train.runner import _torch_setup
-
-    _torch_setup(cfg)
+    setup_torch(cfg)
     built = build_run(cfg, None, source)
     try:
         make_agent(cfg, built.venv, source)

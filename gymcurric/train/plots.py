@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric.errors import DataError
-
 __all__ = ["read_monitor", "read_progress", "write_plots"]
 
 
@@ -155,13 +153,9 @@ def write_plots(
 
     hist = run_dir / "curriculum_history.npz"
     if hist.is_file():
-        from gymcurric._npz import read_npz
-        from gymcurric.train._callbacks import _history_problem
+        from gymcurric.train._callbacks import read_history_arrays
 
-        h = read_npz(hist, "curriculum history file")
-        problem = _history_problem(h)
-        if problem is not None:
-            raise DataError(f"{hist}: not a curriculum history file: {problem}")
+        h = read_history_arrays(hist)
         if h["probs"].size:
             written.append(_curriculum_plot(h, name, out_dir, plt))
 

@@ -49,7 +49,14 @@ from gymcurric.train._runstate import (
     restore_venv,
     vec_layers,
 )
-from gymcurric.train.build import Built, agent_class, build_run, make_agent, round_to_steps
+from gymcurric.train.build import (
+    Built,
+    agent_class,
+    build_run,
+    make_agent,
+    round_to_steps,
+    setup_torch,
+)
 from gymcurric.train.config import TrainConfig
 
 __all__ = ["RunResult", "default_run_name", "resume", "train"]
@@ -308,12 +315,6 @@ def _finish(
     return out
 
 
-def _torch_setup(cfg: TrainConfig) -> None:
-    import torch
-
-    torch.set_num_threads(cfg.run.torch_threads)
-
-
 def run_path(cfg: TrainConfig, run_dir: str | Path | None = None) -> Path:
     """Where ``train`` writes: ``run_dir``, else ``run.out_dir / (run.name or the default)``."""
     if run_dir is not None:
@@ -373,7 +374,7 @@ def train(
         shutil.rmtree(path)  # overwrite, or a run that failed before its first checkpoint
     created = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
-    _torch_setup(cfg)
+    setup_torch(cfg)
     set_random_seed(cfg.run.seed)
     started = time.perf_counter()
     try:
@@ -441,7 +442,7 @@ def resume(
     ckpt, manifest = recover(path)
     tree, arrays = _read_state(ckpt)
     cut_logs(path, manifest["logs"])
-    _torch_setup(cfg)
+    setup_torch(cfg)
     started = time.perf_counter()
     steps = int(manifest["num_timesteps"])
     built = build_run(

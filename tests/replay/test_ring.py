@@ -185,6 +185,23 @@ def test_config_errors_of_writes_name_the_ring_as_source(device):
     assert (info.value.key, info.value.value, info.value.source) == ("row", 5, "ReplayRing")
 
 
+def test_start_episodes_at_next_push_sets_the_default_is_first_once(device):
+    ring = make(device, num_envs=3)
+    push(ring, 0)
+    ring.start_episodes_at_next_push(np.array([False, True, False]))
+    push(ring, 1)
+    push(ring, 2)
+    assert ring["is_first"][:3].tolist() == [[True] * 3, [False, True, False], [False] * 3]
+    assert ring["episode_id"][2].tolist() == [0, 1, 0]
+    ring.start_episodes_at_next_push(np.ones(3, bool))
+    push(ring, 3, is_first=np.zeros(3, bool))  # an explicit is_first decides
+    assert not ring["is_first"][3].any()
+    ring.check_invariants()
+    with pytest.raises(ConfigError) as info:
+        ring.start_episodes_at_next_push(np.ones(2, bool))
+    assert (info.value.key, info.value.source) == ("mask", "ReplayRing")
+
+
 # ---------------------------------------------------------------- wrap-around
 
 
