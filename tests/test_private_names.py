@@ -49,15 +49,6 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
 PENDING: frozenset[tuple[str, str]] = frozenset(
     {
         # issue 22 transport refactor in progress: to be removed
-        ("gymcurric/integrations/ray/curriculum.py", "_Client"),
-        ("gymcurric/integrations/ray/curriculum.py", "_PENDING_MAX"),
-        ("gymcurric/integrations/ray/curriculum.py", "_SRC"),
-        ("gymcurric/integrations/ray/curriculum.py", "_actor_class"),
-        ("gymcurric/integrations/ray/curriculum.py", "_check_process"),
-        ("gymcurric/integrations/ray/curriculum.py", "_config"),
-        ("gymcurric/integrations/ray/curriculum.py", "_owns_connection"),
-        ("gymcurric/integrations/ray/curriculum.py", "_positive"),
-        ("gymcurric/integrations/ray/curriculum.py", "_ray"),
         ("gymcurric/tasks/shared_backend.py", "_Segment"),
         ("gymcurric/tasks/shared_backend.py", "_alive"),
         ("gymcurric/tasks/shared_backend.py", "_finalize"),

@@ -22,6 +22,7 @@ from gymcurric.tasks import (
     OpenEndedPool,
     ReplacementPool,
 )
+from gymcurric.tasks.transport import TaskTransport, transport_for
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv, levels
 from tests.tasks.learners import PracticeLearner, run
@@ -338,11 +339,52 @@ def test_creator_close_kills_the_actor_copy_close_only_flushes(make):
     assert worker_copy.backend.closed
     with pytest.raises(WorkerError, match="closed"):
         worker_copy.sample()
+    with pytest.raises(WorkerError, match="cannot be copied"):
+        pickle.dumps(worker_copy)
     assert cur.stats()["curriculum/updates"] == 1  # the copy flushed; the actor lives on
     other = copy.deepcopy(cur)
     cur.close()
     with pytest.raises(WorkerError, match="is gone"):
         other.stats()
+
+
+def _episode(env):
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(0)
+        done = term or trunc
+
+
+def test_the_client_is_the_transport_a_wrapper_flushes_the_creator_never_closes_it(make):
+    space = levels(4, length=2)
+    cur = make(space, seed=0)  # flush_every=32: the episodes below stay buffered
+    assert isinstance(cur, TaskTransport) and transport_for(cur) is cur
+    env = SampleCurriculumTask(TaskStubEnv("driver"), cur)
+    env.reset(seed=0)
+    for _ in range(5):
+        _episode(env)
+        env.reset()
+    assert ray.get(cur.actor.stats.remote())["curriculum/updates"] == 0  # still buffered
+    env.flush_curriculum()
+    assert ray.get(cur.actor.stats.remote())["curriculum/updates"] == 5  # reached the actor
+    _episode(env)
+    env.close()  # releases the creating client: it flushes, and is not closed
+    assert not cur.backend.closed
+    assert cur.stats()["curriculum/updates"] == 6  # the creator answers; the actor lives
+
+    built = SampleCurriculumTask(None, cur, factory=lambda task: TaskStubEnv("f", task))
+    assert built.env.fixed_task == space.task(int(cur.probabilities()[0][0]))  # any_task
+    built.close()
+
+    worker_copy = copy.deepcopy(cur)
+    worker_copy.report_episode(1, 1.0, True, None)
+    worker_copy.release()  # a copy's end: flushes and closes the copy
+    assert worker_copy.backend.closed
+    with pytest.raises(WorkerError, match="closed"):
+        worker_copy.sample()
+    worker_copy.release()  # released twice: nothing happens
+    assert cur.stats()["curriculum/updates"] == 7
+    assert not cur.backend.closed
 
 
 def test_example_runs(cluster, monkeypatch, capsys):
@@ -383,5 +425,5 @@ def _sleep(seconds):
 def test_an_actor_that_does_not_answer_raises_worker_error(make):
     cur = make(_fixed(3), seed=0, timeout=0.3)
     with pytest.raises(WorkerError, match=r"did not answer within 0.3 s"):
-        cur._get(_sleep.remote(3.0))  # stands in for a hung actor
+        cur.link.get(_sleep.remote(3.0))  # stands in for a hung actor
     cur.flush()  # the client itself is still usable

@@ -45,7 +45,8 @@ Design: no round trip per reset.
   curriculum's does), so it loads into a local :class:`~gymcurric.tasks.Curriculum` and back.
   Call :meth:`RayCurriculum.flush` (or ``close``) at the end of a worker's work: buffered
   episodes are not sent otherwise. Closing a ``SampleCurriculumTask`` in a worker closes (flushes)
-  that worker's copy; the creating client's ``close()`` also kills the actor.
+  that worker's copy; closing one in the driver only flushes the creating client, whose own
+  ``close()`` also kills the actor.
 * **Failures are named.** A dead or killed actor raises :class:`~gymcurric.errors.WorkerError`
   at the client's next call that reaches it (a flush, ``stats``, ...), saying how many episode
   reports were lost; every later call raises it too. Ray actor restarts are refused

@@ -5,12 +5,14 @@ Ray call); ``update`` validates the episode and appends it to a buffer (O(1)). E
 ``flush_every`` updates the buffer goes to the actor in one ``apply`` call, submitted without
 waiting; the answer (a newer snapshot, or ``None`` when the client's is still current) is
 collected at the next flush, or at once with ``max_pending=0``. Nothing here scans the pool.
+The buffers, the calls in flight and the snapshot are kept by the client's ``link`` (an
+``ActorLink`` of ``_client.py``); the client is itself the
+:class:`~gymcurric.tasks.transport.TaskTransport` through which env wrappers reach it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,37 +21,40 @@ import numpy as np
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.integrations.ray._client import (
-    _PENDING_MAX,
-    _SRC,
+    SOURCE,
+    ActorLink,
+    ClientSettings,
     RayBackend,
-    _actor_class,
-    _check_process,
-    _Client,
-    _config,
-    _owns_connection,
-    _positive,
-    _ray,
+    check_process,
+    check_seconds,
+    import_ray,
+    merge_config,
+    owns_connection,
+    remote_actor_class,
 )
+from gymcurric.integrations.ray.actor import Snapshot
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.signals import check_episode, check_episodes
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import CurriculumState
+from gymcurric.tasks.transport import TaskTransport
 
 __all__ = ["RayBackend", "RayCurriculum"]
 
 #: Seconds the constructor waits at least for the actor to start (scheduling, process start).
-_START_TIMEOUT = 120.0
-_KILL_WAIT = 10.0  # seconds close() waits for a killed actor to stop answering
+START_TIMEOUT_S = 120.0
 
 
-class RayCurriculum(_Client):
+class RayCurriculum(TaskTransport):
     """A curriculum whose state lives on a Ray actor, sampled locally from a refreshed snapshot.
 
     Builds a :class:`~gymcurric.integrations.ray.CurriculumActor` (a normal local
     :class:`~gymcurric.tasks.Curriculum` on a Ray actor) and is itself a picklable client of it:
     pass it to Ray tasks and actors, or wrap envs there with
-    :class:`~gymcurric.wrappers.SampleCurriculumTask`. See :mod:`gymcurric.integrations.ray` for
-    the staleness and batching trade-offs.
+    :class:`~gymcurric.wrappers.SampleCurriculumTask`. It is its own
+    :class:`~gymcurric.tasks.transport.TaskTransport` (the env wrappers' view of a curriculum):
+    ``take_task`` samples locally, ``report_episode`` buffers. See
+    :mod:`gymcurric.integrations.ray` for the staleness and batching trade-offs.
 
     Args:
         space: where tasks come from; copied to the actor and to every client (tasks
@@ -94,13 +99,13 @@ class RayCurriculum(_Client):
         actor_options: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> None:
-        ray = _ray()
-        _check_process()
+        ray = import_ray()
+        check_process()
         if not isinstance(space, TaskSpace):
-            raise ConfigError("space", space, "expected a TaskSpace", source=_SRC)
-        cfg = _config(config, overrides)
+            raise ConfigError("space", space, "expected a TaskSpace", source=SOURCE)
+        cfg = merge_config(config, overrides)
         for name, value, low in (("flush_every", flush_every, 1), ("max_pending", max_pending, 0)):
-            check_int(name, value, minimum=low, source=_SRC)
+            check_int(name, value, minimum=low, source=SOURCE)
         opts = dict(actor_options or {})
         if opts.get("max_restarts", 0) != 0:
             raise ConfigError(
@@ -108,39 +113,41 @@ class RayCurriculum(_Client):
                 opts["max_restarts"],
                 "a restarted actor would start from a fresh curriculum; keep 0 and "
                 "restart from a checkpoint (state_dict) instead",
-                source=_SRC,
+                source=SOURCE,
             )
         opts["max_restarts"] = 0
-        settings = (
+        settings = ClientSettings(
             flush_every,
             max_pending,
-            _positive("refresh_seconds", refresh_seconds, none=True),
-            _positive("timeout", timeout, none=True),
+            check_seconds("refresh_seconds", refresh_seconds),
+            check_seconds("timeout", timeout),
         )
-        actor = _actor_class(ray).options(**opts).remote(space, cfg)
-        self._setup(ray, space, cfg, actor, settings, creator=True)
-        try:
-            wait = None if self._timeout is None else max(self._timeout, _START_TIMEOUT)
-            init = self._get(actor.ready.remote(), wait)  # the actor may take a while to start
-        except BaseException:
-            self._down = "failed to start"
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
-            raise
-        self._spec = init["spec"]
+        actor = remote_actor_class(ray).options(**opts).remote(space, cfg)
+        link = ActorLink(ray, actor, settings, creator=True)
+        init = link.start(START_TIMEOUT_S)  # the actor may take a while to start
+        self._attach(space, cfg, link, init["spec"])
         self.rng.bit_generator.state = init["rng"]  # the creator samples as a local run would
-        self._install(init["snapshot"], self._reported, time.monotonic())
+
+    def _attach(
+        self, space: TaskSpace, config: CurriculumConfig, link: ActorLink, spec: dict[str, Any]
+    ) -> None:
+        self.space, self.config = space, config
+        #: This client's connection to the actor: buffers, calls in flight, snapshot.
+        self.link = link
+        #: This client's sampling generator (:meth:`reseed`); a copy starts unseeded.
+        self.rng = np.random.default_rng()
+        self._pool = config.pool
+        self._spec = spec
+        self._expands_ids = bool(space.has_variants and space.size)  # ids carry a variant
 
     # ---------------------------------------------------------------- sampling (local)
-    def _ready(self) -> CurriculumState:
-        st = self._st
-        if st is None or (
-            self._refresh_s is not None and time.monotonic() - self._t_snap > self._refresh_s
-        ):
-            self.flush()
-            st = self._st
-            assert st is not None
-        return st
+    def _sampling_state(self) -> CurriculumState:
+        link = self.link
+        if link.needs_refresh():
+            link.flush(wait=True)
+        state = link.state
+        assert state is not None
+        return state
 
     def sample(self, k: int = 1) -> np.ndarray:
         """Draw ``k`` task ids with replacement from the snapshot (int64 array of shape ``(k,)``).
@@ -149,25 +156,23 @@ class RayCurriculum(_Client):
             ConfigError: ``k`` is not an int >= 1.
             WorkerError: the actor is gone or this client was closed.
         """
-        st = self._ready()
+        st = self._sampling_state()
         if k == 1:
             slot = self._pool.sample_one(st, self.rng)
-            self._pslots.append(slot)
             ids = st.task_id[slot : slot + 1].copy()
+            slots = [slot]
         else:
-            check_int("k", k, source=f"{_SRC}.sample", allow_numpy=True)
-            slots = self._pool.sample(st, self.rng, int(k))
-            self._pslots.extend(slots.tolist())
-            ids = st.task_id[slots]
-        self._pkeys.extend(ids.tolist())
-        if len(self._pslots) >= _PENDING_MAX:
-            self._flush(False)
-        return self.space.expand(ids, self.rng) if self._mod else ids
+            check_int("k", k, source=f"{SOURCE}.sample", allow_numpy=True)
+            drawn = self._pool.sample(st, self.rng, int(k))
+            ids = st.task_id[drawn]
+            slots = drawn.tolist()
+        self.link.add_samples(slots, ids.tolist())
+        return self.space.expand(ids, self.rng) if self._expands_ids else ids
 
     def task(self, task_id: int) -> dict[str, Any]:
         """The task dict of ``task_id``, regenerated locally from the task space."""
         task, rejected = self.space.generate(task_id)
-        self._rejected += rejected
+        self.link.count_rejected(rejected)
         return task
 
     def sample_task(self) -> tuple[int, dict[str, Any]]:
@@ -181,7 +186,7 @@ class RayCurriculum(_Client):
         Raises:
             ConfigError: ``seed`` is not an int >= 0.
         """
-        check_int("seed", seed, minimum=0, source=f"{_SRC}.reseed", allow_numpy=True)
+        check_int("seed", seed, minimum=0, source=f"{SOURCE}.reseed", allow_numpy=True)
         self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
 
     # ---------------------------------------------------------------- updates (buffered)
@@ -200,16 +205,7 @@ class RayCurriculum(_Client):
             WorkerError: the actor is gone (noticed at a flush) or this client was closed.
         """
         r, s, c = check_episode(task_id, return_, success, cost)
-        tid = self.space.check_id(task_id)
-        if self._down is not None:
-            raise WorkerError(self._down)
-        self._ids.append(tid)
-        self._rets.append(r)
-        self._succ.append(s)
-        self._costs.append(c)
-        self._reported += 1
-        if len(self._ids) >= self._every:
-            self._flush(False)
+        self.link.add_episode(self.space.check_id(task_id), r, s, c)
 
     def update_batch(
         self,
@@ -219,18 +215,16 @@ class RayCurriculum(_Client):
         costs: Sequence[float | None] | np.ndarray | None = None,
     ) -> None:
         """Report several episodes, in order (every value is validated before any is buffered)."""
-        ids, checked = check_episodes(task_ids, returns, successes, costs, source=_SRC)
-        tids = [self.space.check_id(t) for t in ids]
-        if self._down is not None:
-            raise WorkerError(self._down)
-        for tid, (r, s, c) in zip(tids, checked, strict=True):
-            self._ids.append(tid)
-            self._rets.append(r)
-            self._succ.append(s)
-            self._costs.append(c)
-        self._reported += len(ids)
-        if len(self._ids) >= self._every:
-            self._flush(False)
+        ids, checked = check_episodes(task_ids, returns, successes, costs, source=SOURCE)
+        self.link.add_episodes([self.space.check_id(t) for t in ids], checked)
+
+    def flush(self) -> None:
+        """Send everything buffered and wait until the actor applied it; refresh the snapshot.
+
+        Raises:
+            WorkerError: the actor is gone, or did not answer within ``timeout``.
+        """
+        self.link.flush(wait=True)
 
     # ---------------------------------------------------------------- talking to the actor
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
@@ -240,11 +234,11 @@ class RayCurriculum(_Client):
             TaskError: no valid task is left.
         """
         tid = self.space.check_id(task_id)
-        self._install(self._rpc("mark_invalid", tid, reason), self._reported, time.monotonic())
+        self.link.install_now(self.link.call("mark_invalid", tid, reason))
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, probabilities)`` of the live tasks at the actor's last recompute."""
-        keys, probs = self._rpc("probabilities")
+        keys, probs = self.link.call("probabilities")
         return keys, probs
 
     def stats(self) -> dict[str, float]:
@@ -253,18 +247,54 @@ class RayCurriculum(_Client):
         Client keys: ``curriculum/ray_flushes`` (batches sent) and ``curriculum/ray_snapshots``
         (snapshots received).
         """
-        out: dict[str, float] = self._rpc("stats")
-        out["curriculum/ray_flushes"] = float(self.flushes)
-        out["curriculum/ray_snapshots"] = float(self.snapshots)
+        out: dict[str, float] = self.link.call("stats")
+        out["curriculum/ray_flushes"] = float(self.link.flushes)
+        out["curriculum/ray_snapshots"] = float(self.link.snapshots)
         return out
 
     def recompute(self) -> None:
         """Recompute the distribution on the actor now and take the new snapshot."""
-        self._install(self._rpc("recompute"), self._reported, time.monotonic())
+        self.link.install_now(self.link.call("recompute"))
 
     def invalidate(self) -> None:
         """Make the actor recompute before its next snapshot."""
-        self._rpc("invalidate")
+        self.link.call("invalidate")
+
+    # ---------------------------------------------------------------- the transport of an env
+    def take_task(self) -> tuple[int, dict[str, Any]]:
+        """:meth:`sample_task` (the env wrapper's draw)."""
+        return self.sample_task()
+
+    def any_task(self) -> dict[str, Any]:
+        """The task of the first live task id (one round trip; draws nothing)."""
+        keys, _ = self.probabilities()
+        return self.task(int(keys[0]))
+
+    def report_episode(
+        self, task_id: int, return_: float, success: float | bool | None, cost: float | None
+    ) -> None:
+        """:meth:`update` (buffered)."""
+        self.update(task_id, return_, success, cost)
+
+    def refuse_task(self, task_id: int, reason: str) -> None:
+        """:meth:`mark_invalid` (one blocking call)."""
+        self.mark_invalid(task_id, reason)
+
+    def release(self) -> None:
+        """An env wrapper is done with this client: flush; a copy (in a worker) also closes.
+
+        The creating client is never closed here (its ``close()`` kills the actor): it only
+        flushes, and a dead actor is not raised from the env's ``close()`` (the next call the
+        caller makes on the client raises it). A client inherited by fork does nothing.
+        """
+        backend = self.link.backend
+        if backend.closed:
+            return
+        if not backend.is_creator:
+            self.close()  # flushes (unless the actor is gone) and drops this copy's connection
+        elif owns_connection():
+            with contextlib.suppress(WorkerError):
+                self.flush()
 
     # ---------------------------------------------------------------- checkpoints
     def config_spec(self) -> dict[str, Any]:
@@ -273,7 +303,7 @@ class RayCurriculum(_Client):
 
     def state_dict(self) -> dict[str, Any]:
         """The actor's state dict after this client's flush, with this client's generator."""
-        state: dict[str, Any] = self._rpc("state_dict")
+        state: dict[str, Any] = self.link.call("state_dict")
         state["rng"] = self.rng.bit_generator.state
         return state
 
@@ -283,8 +313,43 @@ class RayCurriculum(_Client):
         Raises:
             DataError: the state dict is malformed or comes from another configuration.
         """
-        self._install(self._rpc("load_state_dict", dict(state)), self._reported, time.monotonic())
+        self.link.install_now(self.link.call("load_state_dict", dict(state)))
         self.rng.bit_generator.state = state["rng"]
+
+    # ---------------------------------------------------------------- the link's state
+    @property
+    def staleness(self) -> tuple[int, float]:
+        """``(updates, seconds)``: this client's updates since, and the age of, its snapshot.
+
+        Bounded by ``flush_every * (max_pending + 1)`` updates and ``refresh_seconds`` (checked
+        at each ``sample``), plus one round trip.
+        """
+        return self.link.staleness()
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot this client samples from (``None`` before its first ``sample``)."""
+        return self.link.snapshot
+
+    @property
+    def backend(self) -> RayBackend:
+        """The actor holding the state."""
+        return self.link.backend
+
+    @property
+    def actor(self) -> Any:
+        """The Ray actor handle (a :class:`CurriculumActor`)."""
+        return self.link.actor
+
+    @property
+    def flushes(self) -> int:
+        """Batches this client sent."""
+        return self.link.flushes
+
+    @property
+    def snapshots(self) -> int:
+        """Snapshots this client received."""
+        return self.link.snapshots
 
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
@@ -293,33 +358,7 @@ class RayCurriculum(_Client):
         A copy in a worker (which :class:`~gymcurric.wrappers.SampleCurriculumTask` closes with its
         env) only flushes. If the actor is already gone the buffered reports are dropped.
         """
-        if self._backend.closed:
-            return
-        here = _owns_connection()  # False in a fork child: its inherited connection is dead
-        if here:
-            with contextlib.suppress(WorkerError):
-                self._flush(True)
-        self._backend.closed = True
-        self._down = "this RayCurriculum was closed"
-        self._snap, self._st, self._gen = None, None, None
-        if here and self._backend.is_creator:
-            with contextlib.suppress(Exception):
-                self._ray.kill(self._actor, no_restart=True)
-                self._await_death()
-
-    def _await_death(self) -> None:
-        # ``ray.kill`` only requests the kill: a call made right after it may still be served.
-        # Wait (bounded) until the actor answers no more, so that once ``close()`` returns every
-        # other client's next call fails with WorkerError instead of reaching a dying actor.
-        deadline = time.monotonic() + _KILL_WAIT
-        while time.monotonic() < deadline:
-            try:
-                self._ray.get(self._actor.ping.remote(), timeout=_KILL_WAIT)
-            except self._ray.exceptions.GetTimeoutError:
-                return
-            except Exception:
-                return  # RayActorError: the actor is dead
-            time.sleep(0.01)
+        self.link.close()
 
     def __enter__(self) -> RayCurriculum:
         return self
@@ -327,8 +366,18 @@ class RayCurriculum(_Client):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The link pickles as a new connection to the same actor (a copy: empty buffers, no
+        # snapshot until its first sample, never kills the actor); the copy's generator is
+        # unseeded until reseed(), so workers never repeat each other's stream.
+        return {"space": self.space, "config": self.config, "link": self.link, "spec": self._spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._attach(state["space"], state["config"], state["link"], state["spec"])
+
     def __repr__(self) -> str:
+        settings = self.link.settings
         return (
-            f"RayCurriculum({type(self.space).__name__}, {self._backend!r}, "
-            f"flush_every={self._every}, max_pending={self._max_pending})"
+            f"RayCurriculum({type(self.space).__name__}, {self.link.backend!r}, "
+            f"flush_every={settings.flush_every}, max_pending={settings.max_pending})"
         )
