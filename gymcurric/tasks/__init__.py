@@ -40,6 +40,12 @@ from gymcurric.tasks.spaces import (
 )
 from gymcurric.tasks.stages import SequentialScorer, Stage, StopCondition
 from gymcurric.tasks.state import CurriculumState, FieldSpec, state_layout
+from gymcurric.tasks.transport import (
+    LocalTransport,
+    SharedMemoryTransport,
+    TaskTransport,
+    transport_for,
+)
 
 __all__ = [
     "BoxTaskSpace",
@@ -53,21 +59,25 @@ __all__ = [
     "LearnabilityScorer",
     "LearningProgressScorer",
     "LocalBackend",
+    "LocalTransport",
     "OpenEndedPool",
     "Pool",
     "ReplacementPool",
     "Scorer",
     "SequentialScorer",
     "SharedMemoryBackend",
+    "SharedMemoryTransport",
     "SignalConfig",
     "Span",
     "Stage",
     "StateBackend",
     "StopCondition",
     "TaskSpace",
+    "TaskTransport",
     "UniformScorer",
     "entropy",
     "gini",
     "reweight",
     "state_layout",
+    "transport_for",
 ]

@@ -28,7 +28,7 @@ MAGIC, SEQ, HOLDER, CLOSED, CREATOR, SIZE = range(6)
 FILE_LOCKS = fcntl is not None and sys.platform.startswith("linux")
 
 
-class _Segment(SharedMemory):
+class Segment(SharedMemory):
     """A ``SharedMemory`` whose ``close`` never unmaps under live numpy views.
 
     ``SharedMemory.close()`` unmaps even when numpy arrays still point into the mapping (their
@@ -49,7 +49,7 @@ class _Segment(SharedMemory):
             self._fd = -1
 
 
-def _open(name: str) -> _Segment:
+def open_segment(name: str) -> Segment:
     """Attach to ``name`` without taking part in its unlinking.
 
     Python >= 3.13: ``track=False``. Before, attaching registers the name with the resource
@@ -58,8 +58,8 @@ def _open(name: str) -> _Segment:
     cleanup).
     """
     if sys.version_info >= (3, 13):
-        return _Segment(name=name, track=False)  # type: ignore[call-arg,unused-ignore]
-    return _Segment(name=name)
+        return Segment(name=name, track=False)  # type: ignore[call-arg,unused-ignore]
+    return Segment(name=name)
 
 
 def segment_exists(name: str) -> bool:
@@ -70,7 +70,7 @@ def segment_exists(name: str) -> bool:
         import _posixshmem  # POSIX without /dev/shm (macOS)
     except ImportError:  # Windows: opening registers nothing there
         try:
-            _open(name).close()
+            open_segment(name).close()
         except FileNotFoundError:
             return False
         return True
@@ -82,7 +82,7 @@ def segment_exists(name: str) -> bool:
     return True
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
     if pid <= 0:
         return False
@@ -102,7 +102,7 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
-def _finalize(seg: _Segment, creator: int) -> None:
+def unlink_segment(seg: Segment, creator: int) -> None:
     """Unlink the segment if this is the creating process; always drop this mapping."""
     if os.getpid() == creator:
         buf = seg._buf

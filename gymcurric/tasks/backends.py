@@ -33,16 +33,16 @@ import numpy as np
 
 from gymcurric.tasks.state import FieldSpec
 
-__all__ = ["LocalBackend", "StateBackend", "current_pid", "watch_forks"]
+__all__ = ["PROCESS_ID", "LocalBackend", "StateBackend", "current_pid", "watch_forks"]
 
 #: ``[pid]`` of this process; kept current in fork children by the hook of :func:`watch_forks`.
-#: A list, so that hot paths read ``_PID[0]`` (~20 ns) instead of calling ``os.getpid()``.
-_PID: list[int] = [os.getpid()]
+#: A list, so that hot paths read ``PROCESS_ID[0]`` (~20 ns) instead of calling ``os.getpid()``.
+PROCESS_ID: list[int] = [os.getpid()]
 _HOOKED: list[bool] = [False]
 
 
 def _after_fork() -> None:
-    _PID[0] = os.getpid()
+    PROCESS_ID[0] = os.getpid()
 
 
 def watch_forks() -> None:
@@ -50,7 +50,7 @@ def watch_forks() -> None:
 
     Called when a curriculum is built or unpickled, so importing gymcurric changes nothing.
     """
-    _PID[0] = os.getpid()
+    PROCESS_ID[0] = os.getpid()
     if not _HOOKED[0] and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)
         _HOOKED[0] = True
@@ -58,7 +58,7 @@ def watch_forks() -> None:
 
 def current_pid() -> int:
     """This process's id (cached; exact once :func:`watch_forks` has run in the process)."""
-    return _PID[0]
+    return PROCESS_ID[0]
 
 
 class StateBackend(ABC):

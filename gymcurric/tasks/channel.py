@@ -37,9 +37,11 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.tasks.shared_backend import SharedMemoryBackend
+from gymcurric.tasks.signals import check_episode
 from gymcurric.tasks.state import FieldSpec
+from gymcurric.tasks.transport import TaskTransport
 
-__all__ = ["TaskChannel"]
+__all__ = ["ChannelTransport", "TaskChannel"]
 
 _I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
 _FIELDS = {
@@ -116,6 +118,10 @@ class TaskChannel:
         seq = mv["res_seq"]
         seq[env] = seq[env] + 1
 
+    def transport(self, env: int, fallback: TaskTransport) -> ChannelTransport:
+        """Sub-env ``env``'s end of the channel (in its worker), falling back to ``fallback``."""
+        return ChannelTransport(self, env, fallback)
+
     # ---------------------------------------------------------------- main-process side
     def collect(self, curriculum: Any) -> int:
         """Apply the results written since the last call (in env order); return how many."""
@@ -123,9 +129,31 @@ class TaskChannel:
         if not len(new):
             return 0
         self._seen[new] = self._res_seq[new]
-        s = self._res_s[new]
-        curriculum._report_episodes(self._res_id[new], self._res_r[new], s, self._res_c[new])
+        curriculum.record(self._res_id[new], self._res_r[new], self._res_s[new], self._res_c[new])
         return len(new)
+
+    def report(
+        self, curriculum: Any, task_ids: np.ndarray, returns: np.ndarray, successes: Any, costs: Any
+    ) -> None:
+        """Apply episodes the main process accounted (``episodes_in_main``), in order.
+
+        ``successes`` is a float64 array (NaN: none) or a list (``None``: none); ``costs`` a
+        float64 array or a list (``None``: none). Plain finite arrays are applied as they are,
+        anything else is checked one by one, naming the first bad value.
+        """
+        if (
+            isinstance(successes, np.ndarray)
+            and isinstance(costs, np.ndarray)
+            and np.isfinite(returns).all()
+            and np.isfinite(costs).all()
+        ):
+            curriculum.record(task_ids, returns, successes, costs)
+            return
+        if isinstance(successes, np.ndarray):  # NaN there means none
+            successes = [None if v != v else v for v in successes.tolist()]
+        if isinstance(costs, np.ndarray):
+            costs = costs.tolist()
+        curriculum.update_batch(task_ids, returns.tolist(), successes, costs)
 
     def refill(self, curriculum: Any, revoke: np.ndarray | None = None) -> None:
         """Count the tasks taken since the last call as samples; draw one for each env without.
@@ -141,8 +169,8 @@ class TaskChannel:
         fresh = np.flatnonzero(taken != self._counted)
         if len(fresh):
             self._counted[fresh] = taken[fresh]
-            curriculum._count_drawn(self._next_slot[fresh].tolist(), self._next_id[fresh].tolist())
-        version = curriculum._membership_version()
+            curriculum.count(self._next_slot[fresh].tolist(), self._next_id[fresh].tolist())
+        version = curriculum.pool_version
         if version != self._pool_seen:  # a task left the pool: what waits may be one of them
             self._pool_seen = version
             revoke = None
@@ -151,9 +179,9 @@ class TaskChannel:
             self._given[revoke] = taken[revoke]
         empty = np.flatnonzero(self._given == taken)
         if len(empty):
-            slots, ids = curriculum._draw_uncounted(len(empty))
-            self._next_id[empty] = ids
-            self._next_slot[empty] = slots
+            drawn = curriculum.draw(len(empty))
+            self._next_id[empty] = drawn.ids
+            self._next_slot[empty] = drawn.slots
             self._given[empty] += 1
 
     def waiting(self) -> list[int]:
@@ -168,11 +196,11 @@ class TaskChannel:
         """
         self._given[:] = self._taken  # withdraw what waits now (uncounted)
         for env, tid in enumerate(ids):
-            slot = curriculum._slot_for(tid) if tid >= 0 else None
+            slot = curriculum.slot_of(tid) if tid >= 0 else None
             if slot is not None:
                 self._next_id[env], self._next_slot[env] = tid, slot
                 self._given[env] += 1
-        self._pool_seen = curriculum._membership_version()
+        self._pool_seen = curriculum.pool_version
 
     def close(self) -> None:
         """Unlink the segment (creator) or drop this process's mapping (a worker)."""
@@ -204,3 +232,58 @@ class TaskChannel:
     def __repr__(self) -> str:
         main = ", episodes_in_main=True" if self.episodes_in_main else ""
         return f"TaskChannel(num_envs={self.num_envs}{main}, {self._backend!r})"
+
+
+class ChannelTransport(TaskTransport):
+    """One sub-env's end of a :class:`TaskChannel`: the task waiting in its slot, results there.
+
+    A sub-env that finds no task waiting (a retry after its env refused one) takes one from
+    ``fallback``, its own transport to the shared curriculum, which also regenerates task dicts
+    and takes refusals. With ``episodes_in_main`` the sub-env reports nothing
+    (:attr:`reports_episodes` is False): the vector wrapper accounts its episodes.
+    """
+
+    def __init__(self, channel: TaskChannel, env: int, fallback: TaskTransport) -> None:
+        self.channel, self.env, self.fallback = channel, env, fallback
+        self.reports_episodes = not channel.episodes_in_main
+
+    def take_task(self) -> tuple[int, dict[str, Any]]:
+        """The task waiting in this env's slot, else one from the fallback."""
+        tid = self.channel.take(self.env)
+        if tid is None:
+            return self.fallback.take_task()
+        return tid, self.fallback.task(tid)
+
+    def task(self, task_id: int) -> dict[str, Any]:
+        """The task dict of ``task_id`` (from the fallback)."""
+        return self.fallback.task(task_id)
+
+    def any_task(self) -> dict[str, Any]:
+        """A task without drawing (from the fallback)."""
+        return self.fallback.any_task()
+
+    def report_episode(
+        self, task_id: int, return_: float, success: float | bool | None, cost: float | None
+    ) -> None:
+        """Check the episode and leave it in this env's slot for the main process."""
+        r, s, c = check_episode(task_id, return_, success, cost)
+        self.channel.put(self.env, task_id, r, s, c)
+
+    def refuse_task(self, task_id: int, reason: str) -> None:
+        """Report the refusal through the fallback (the shared curriculum)."""
+        self.fallback.refuse_task(task_id, reason)
+
+    def reseed(self, seed: int) -> None:
+        """Reseed the fallback's stream (the draws this env makes itself)."""
+        self.fallback.reseed(seed)
+
+    def flush(self) -> None:
+        """Flush the fallback (results in the slot are the main process's to apply)."""
+        self.fallback.flush()
+
+    def release(self) -> None:
+        """Drop this worker's channel mapping, then release the fallback."""
+        chan = self.channel
+        if not chan.is_creator and not chan.closed:
+            chan.close()  # this worker's mapping; the vector env's process unlinks
+        self.fallback.release()

@@ -1,9 +1,14 @@
-"""The curriculum facade: ``sample`` task ids, ``update`` with episode results, checkpoint.
+"""The curriculum: ``sample`` task ids, ``update`` with episode results, checkpoint.
 
 Per call: ``sample`` is an inverse-CDF lookup on a cached cumulative array (O(log n)); ``update``
 writes a few scalars into the episode's slot (O(1)). Every ``recompute_every`` accepted updates
 (default ``max(32, capacity // 32)``) the pool is maintained and the distribution recomputed in
 batched numpy (O(n)); nothing scans the pool per reset.
+
+This module holds the algorithm. Its parts are composed: the slots and the recompute are a
+:class:`~gymcurric.tasks.membership.Membership`; how this process reaches the state arrays is a
+link (:mod:`gymcurric.tasks.links`). How an env reaches the curriculum, in this process or from
+a worker, is a transport (:mod:`gymcurric.tasks.transport`).
 
 Processes. With ``backend="shared"`` (:class:`~gymcurric.tasks.shared_backend.SharedMemoryBackend`)
 the state lives in one shared-memory segment and the curriculum can be pickled into worker
@@ -24,22 +29,20 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, TaskError
-from gymcurric.tasks._membership import _Taken
-from gymcurric.tasks._processes import _CrossProcess, _make_backend, add_shared_fields
-from gymcurric.tasks.backends import _PID, StateBackend, watch_forks
+from gymcurric.tasks.backends import PROCESS_ID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
+from gymcurric.tasks.links import make_backend, open_link
+from gymcurric.tasks.membership import Membership
 from gymcurric.tasks.scorers import Scorer
-from gymcurric.tasks.shared_backend import SharedMemoryBackend
 from gymcurric.tasks.signals import (
     check_episode,
     check_episode_arrays,
@@ -49,24 +52,26 @@ from gymcurric.tasks.signals import (
 from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
-#: A worker applies its buffered episodes once the oldest is this old (see worker_update_batch),
-#: so slow workers (long episodes) report about as soon as they would unbuffered.
-_UPD_MAX_AGE_S = 1.0
 #: Batches of at least this many episodes are applied vectorised (``record_episodes``) when the
 #: recompute cadence is at least as long; otherwise one by one: the vectorised path has a fixed
 #: cost of a few dozen array operations per piece between two recomputes, which pays off only
 #: for long pieces (measured: 2x faster per episode at 10,000 tasks, slower at 1,000 tasks
 #: whose default cadence is 32). Both give the same state, bit for bit.
-_VECTOR_MIN = 64
-#: An attached copy whose buffer is due but finds the lock taken keeps buffering, up to this
-#: many batches or this age (seconds); past either it waits for the lock.
-_UPD_HOLD_BATCHES = 8
-_UPD_HOLD_S = 4.0
+VECTOR_MIN = 64
 
-__all__ = ["STATE_FORMAT", "Curriculum"]
+__all__ = ["STATE_FORMAT", "Curriculum", "Draw"]
 
 
-class Curriculum(_CrossProcess):
+class Draw(NamedTuple):
+    """Tasks drawn by :meth:`Curriculum.draw` and not yet counted as sampled."""
+
+    #: the pool slot each task was drawn from (for :meth:`Curriculum.count`)
+    slots: list[int]
+    #: the task ids (int64)
+    ids: np.ndarray
+
+
+class Curriculum:
     """Learning-progress task selection over a task space, with checkpointable array state.
 
     Args:
@@ -122,55 +127,43 @@ class Curriculum(_CrossProcess):
         self._scorer, self._pool, self._signal = cfg.scorer, cfg.pool, cfg.signal
         capacity = self._pool.capacity_for(space)
         self._scorer.check(space, capacity, self._pool)
-        self._backend = _make_backend(backend)
-        sb = self._backend if isinstance(self._backend, SharedMemoryBackend) else None
-        self._sb, self._shared = sb, sb is not None
+        self._backend = make_backend(backend)
+        watch_forks()
         layout = state_layout(capacity, self._pool.window_length)
-        if sb is not None:
-            add_shared_fields(layout, space, capacity)
-        arrays = self._backend.allocate(layout)
+        self._link = open_link(self._backend, layout, space, capacity)
         try:
-            watch_forks()
-            self._pid = _PID[0]
-            self._pend: list[tuple[int, int]] = []
-            self._upd: list[tuple[Any, float, float | None, float]] = []
-            self._upd_batch = 1  # the creating process applies every update at once
-            self._smp_batch = 1  # and draws one task per sample_task call
-            self._ahead: list[tuple[int, int]] = []  # (slot, id) drawn ahead by a worker
-            self._ahead_epoch = -1
-            self._upd_t0 = 0.0
-            self._epoch = 0
-            self._attach(arrays)
+            self._st = self._link.state
             self.rng = np.random.default_rng(cfg.seed)
-            self._slot_of: dict[int, int] = {}
-            self._seen_version = 0
-            self._disabled: set[int] = set()
-            self._taken = _Taken(self._slot_of, self._disabled)
+            self._members = Membership(
+                space, self._st, self.rng, self._scorer, self._pool, self._signal, self._link
+            )
+            self._link.bind(self._members)
+            #: ids of a space with variants map to scoring keys modulo this (0: no variants)
             self._mod = (space.size or 0) if space.has_variants else 0
             self._every = cfg.cadence(capacity)
             self._id_limit = (
                 space.size if space.size is not None and not space.has_variants else ID_LIMIT
             )
-            self._hook = type(self._scorer).on_update is not Scorer.on_update
-            with self._lock:
+            self._scorer_hook = type(self._scorer).on_update is not Scorer.on_update
+            with self._link.lock:
                 self._st.initialise()
                 self._pool.init(self._st)
-                self._fill(capacity)
-                self._recompute()
+                self._members.fill(capacity)
+                self._members.recompute()
         except BaseException:
             self._backend.close()  # a failed construction leaves no segment behind
             raise
 
     def recompute(self) -> None:
         """Maintain the pool and recompute the distribution now (normally on the cadence)."""
-        with self._lock:
-            self._enter("recompute")
-            self._recompute()
+        with self._link.lock:
+            self._link.enter("recompute")
+            self._members.recompute()
 
     def invalidate(self) -> None:
         """Recompute before the next ``sample`` (after writing to the state from outside)."""
-        with self._lock:
-            self._enter("invalidate")
+        with self._link.lock:
+            self._link.enter("invalidate")
             self._st.counters[K.DIRTY] = 1
 
     def reseed(self, seed: int) -> None:
@@ -184,9 +177,7 @@ class Curriculum(_CrossProcess):
             ConfigError: ``seed`` is not an int >= 0.
         """
         check_int("seed", seed, minimum=0, source="Curriculum.reseed", allow_numpy=True)
-        if _PID[0] != self._pid:
-            self._moved("reseed")
-        self._ahead.clear()
+        self._link.check("reseed")
         self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
 
     def sample(self, k: int = 1) -> np.ndarray:
@@ -197,46 +188,52 @@ class Curriculum(_CrossProcess):
                 another process than the one it was built in.
             WorkerError: the shared segment was closed, or a process died mid-write.
         """
-        if _PID[0] != self._pid:
-            self._moved("sample")
-        if self._shared:
-            return self._sample_shared(k)
-        st = self._st
-        with self._lock:
-            cnt = st.counters
-            if cnt.item(K.DIRTY):
-                self._recompute()
-            if k == 1:
-                slot = self._pool.sample_one(st, self.rng)
-                st.samples[slot] = st.samples.item(slot) + 1
-                ids = st.task_id[slot : slot + 1].copy()
-            else:
-                check_int("k", k, source="Curriculum.sample", allow_numpy=True)
-                slots = self._pool.sample(st, self.rng, int(k))
-                np.add.at(st.samples, slots, 1)
-                ids = st.task_id[slots]
-            cnt[K.SAMPLES] = cnt.item(K.SAMPLES) + k
-            return self.space.expand(ids, self.rng) if self._mod else ids
+        link = self._link
+        if PROCESS_ID[0] != link.pid:
+            link.check("sample")
+        if k != 1:
+            check_int("k", k, source="Curriculum.sample", allow_numpy=True)
+            k = int(k)
+        ids = link.sample(k)
+        return self.space.expand(ids, self.rng) if self._mod else ids
 
     def task(self, task_id: int) -> dict[str, Any]:
         """The task dict of ``task_id`` (regenerated deterministically from the id)."""
         task, rejected = self.space.generate(task_id)
         if rejected:
-            with self._lock:
+            with self._link.lock:
                 self._st.counters[K.INVALID_GENERATED] += rejected
         return task
 
     def sample_task(self) -> tuple[int, dict[str, Any]]:
-        """Draw one task: ``(task_id, task dict)``.
-
-        In a worker process of a shared curriculum, tasks are drawn
-        ``worker_sample_batch`` at a time and handed out in order (see
-        :class:`~gymcurric.tasks.SharedMemoryBackend`).
-        """
-        if self._smp_batch > 1 and not self._mod:  # a worker of a shared curriculum
-            return self._sample_ahead()
+        """Draw one task: ``(task_id, task dict)``."""
         tid = int(self.sample(1)[0])
         return tid, self.task(tid)
+
+    def check_update(
+        self,
+        task_id: int,
+        return_: float,
+        success: float | bool | None = None,
+        cost: float | None = None,
+    ) -> tuple[int, float, float | None, float]:
+        """Validate one episode report as :meth:`update` does, without applying it.
+
+        Returns ``(task id, return, success or None, cost)``, ready for :meth:`record`. For
+        transports that buffer episodes (:class:`~gymcurric.tasks.SharedMemoryTransport`): a
+        bad report raises where the episode ended, not where the buffer is applied.
+        """
+        r, s, c = check_episode(task_id, return_, success, cost)
+        link = self._link
+        if PROCESS_ID[0] != link.pid:
+            link.check("update")
+        if type(task_id) is not int or not 0 <= task_id < self._id_limit:
+            task_id = self.space.check_id(task_id)  # numpy ints; rejects the rest by name
+        if s is None and self._signal.source == "success":
+            raise ConfigError(
+                "success", None, "SignalConfig(source='success') needs success= in every update"
+            )
+        return task_id, r, s, c
 
     def update(
         self,
@@ -262,51 +259,21 @@ class Curriculum(_CrossProcess):
         An episode of a task that has meanwhile left the pool is counted in
         ``curriculum/stale_updates`` and otherwise ignored.
         """
-        r, s, c = check_episode(task_id, return_, success, cost)
-        if _PID[0] != self._pid:
-            self._moved("update")
-        if type(task_id) is not int or not 0 <= task_id < self._id_limit:
-            task_id = self.space.check_id(task_id)  # numpy ints; rejects the rest by name
-        if s is None and self._signal.source == "success":
-            raise ConfigError(
-                "success", None, "SignalConfig(source='success') needs success= in every update"
-            )
-        if self._upd_batch > 1:  # an attached copy of a shared curriculum: buffer
-            now = time.monotonic()
-            if not self._upd:
-                self._upd_t0 = now
-            self._upd.append((task_id, r, s, c))
-            n, age = len(self._upd), now - self._upd_t0
-            if n < self._upd_batch and age < _UPD_MAX_AGE_S:
-                return
-            if n < _UPD_HOLD_BATCHES * self._upd_batch and age < _UPD_HOLD_S:
-                # Due, but never wait for another process's locked section here: the worker
-                # would stall its vector env's step. Apply now if the lock is free, else keep
-                # buffering (bounded) and try again at the next episode end.
-                guard = self._lock
-                if guard.try_enter():
-                    try:
-                        self._sync()
-                    finally:
-                        guard.__exit__(None, None, None)
-                return
-        with self._lock:
-            if self._shared:
-                self._sync()  # applies the buffered episodes, in order
-            if self._upd_batch <= 1:
-                self._update_one(task_id, r, s, c)
+        task_id, r, s, c = self.check_update(task_id, return_, success, cost)
+        link = self._link
+        with link.lock:
+            link.enter("update")
+            self._update_one(task_id, r, s, c)
 
     def flush(self) -> None:
-        """Apply this process's buffered episodes and sample counts to the shared state.
+        """Add this process's pending sample counts to a shared state now.
 
-        Only attached copies of a shared curriculum buffer (see ``worker_update_batch`` of
-        :class:`~gymcurric.tasks.SharedMemoryBackend`); ``close()`` flushes too. A no-op
-        otherwise.
+        A worker's copy of a shared curriculum keeps the counts of its ``sample`` calls and
+        adds them at its next locked call (``update``, ``stats``, ...); ``close()`` adds them
+        too. A no-op for a process-local curriculum. Env wrappers reach the curriculum through
+        a transport, whose ``flush()`` also applies the episodes it buffered.
         """
-        sb = self._sb
-        if sb is not None and (self._upd or self._pend) and not sb.closed:
-            with self._lock:
-                self._enter("flush")
+        self._link.flush()
 
     def update_batch(
         self,
@@ -325,7 +292,51 @@ class Curriculum(_CrossProcess):
         ids, r, s, c = check_episode_arrays(
             task_ids, returns, successes, costs, source="Curriculum.update_batch"
         )
-        self._report_episodes(ids, r, s, c)
+        self.record(ids, r, s, c)
+
+    def record(
+        self,
+        task_ids: Sequence[int] | np.ndarray,
+        returns: Sequence[float] | np.ndarray,
+        successes: Sequence[float] | np.ndarray,
+        costs: Sequence[float] | np.ndarray,
+        *,
+        wait: bool = True,
+    ) -> bool:
+        """Apply episodes whose values were already checked, in order.
+
+        For transports, which check each episode where it ends (:meth:`check_update`, or
+        :func:`~gymcurric.tasks.signals.check_episode_arrays`) and apply them later in a batch.
+        ``successes`` holds NaN where none was reported, ``costs`` 0.0. The ids are checked
+        here (a bad one raises before anything is applied).
+
+        Args:
+            task_ids: the episodes' task ids.
+            returns: their returns (finite).
+            successes: their successes in ``[0, 1]``, NaN where none.
+            costs: their costs (finite).
+            wait: False applies only if the lock is free at once (a worker must not stall its
+                env on another process's locked section).
+
+        Returns:
+            Whether the episodes were applied (always, with ``wait=True``).
+        """
+        keys = self._check_ids(task_ids)
+        r = np.asarray(returns, dtype=np.float64)
+        s = np.asarray(successes, dtype=np.float64)
+        c = np.asarray(costs, dtype=np.float64)
+        self._check_signals(s)
+        link = self._link
+        if wait:
+            link.lock.__enter__()
+        elif not link.try_lock():
+            return False
+        try:
+            link.enter("record")
+            self._apply_episodes(keys, r, s, c)
+        finally:
+            link.unlock()
+        return True
 
     def _check_ids(self, ids: Any) -> np.ndarray:
         """Task ids as an int64 array of scoring keys; ConfigError names the first bad one."""
@@ -348,102 +359,74 @@ class Curriculum(_CrossProcess):
             arr = np.array([space.check_id(t) for t in ids], dtype=np.int64)  # raises
         return arr % self._mod if self._mod else arr
 
-    def _check_signals(self, s: np.ndarray) -> None:
-        if self._signal.source == "success" and np.isnan(s).any():
+    def _check_signals(self, successes: np.ndarray) -> None:
+        if self._signal.source == "success" and np.isnan(successes).any():
             raise ConfigError(
                 "success",
                 None,
                 "SignalConfig(source='success') needs a success for every episode; entry "
-                f"{int(np.flatnonzero(np.isnan(s))[0])} has none",
+                f"{int(np.flatnonzero(np.isnan(successes))[0])} has none",
                 source="Curriculum.update_batch",
             )
 
-    def _report_episodes(self, ids: Any, r: np.ndarray, s: np.ndarray, c: np.ndarray) -> None:
-        """``update_batch`` for checked values (``s``: NaN where no success); ids checked here.
-
-        The :class:`~gymcurric.tasks.channel.TaskChannel` applies its results through it.
-        """
-        keys = self._check_ids(ids)
-        self._check_signals(s)
-        with self._lock:
-            self._enter("update_batch")
-            self._apply_episodes(keys, r, s, c)
-
-    def _one_by_one(self, n: int) -> bool:
-        """Whether ``n`` episodes go one by one (``_VECTOR_MIN``; a scorer hook sees each)."""
-        return self._hook or n < _VECTOR_MIN or self._every < _VECTOR_MIN
-
-    def _apply_buffered(self, upd: list[tuple[int, float, float | None, float]]) -> None:
-        """Apply a worker's buffered episodes (checked by ``update``), in order."""
-        n = len(upd)
-        if self._one_by_one(n):
-            for tid, r, s, c in upd:
-                self._update_one(tid, r, s, c)
-            return
-        keys = np.fromiter((u[0] for u in upd), np.int64, n)
-        self._apply_episodes(
-            keys % self._mod if self._mod else keys,
-            np.fromiter((u[1] for u in upd), np.float64, n),
-            np.fromiter((np.nan if u[2] is None else u[2] for u in upd), np.float64, n),
-            np.fromiter((u[3] for u in upd), np.float64, n),
-        )
-
     def _apply_episodes(
-        self, keys: np.ndarray, r: np.ndarray, s: np.ndarray, c: np.ndarray
+        self, keys: np.ndarray, returns: np.ndarray, successes: np.ndarray, costs: np.ndarray
     ) -> None:
         """Apply checked episodes in order (under the lock).
 
         One by one with :meth:`_update_one`, or vectorised in chunks that end where the
         recompute cadence falls, so that every episode after a recompute maps through the pool
-        as that recompute left it.
+        as that recompute left it. A scorer with an ``on_update`` hook sees every episode.
         """
         n, every = len(keys), self._every
-        if self._one_by_one(n):
-            ks, rs, cs = keys.tolist(), r.tolist(), c.tolist()
-            for i, si in enumerate(s.tolist()):
+        if self._scorer_hook or n < VECTOR_MIN or every < VECTOR_MIN:
+            ks, rs, cs = keys.tolist(), returns.tolist(), costs.tolist()
+            for i, si in enumerate(successes.tolist()):
                 self._update_one(ks[i], rs[i], None if si != si else si, cs[i])
             return
-        st, cnt = self._st, self._st.counters
-        get = self._slot_of.get
+        st, counters = self._st, self._st.counters
+        slot_of = self._members.slot_of.get
         todo = keys.tolist()
         start = 0
         while start < n:
             # up to the episode that makes the recompute due; stale ids (not in the pool) do
             # not count, so a piece holding some ends before it and the next piece goes on
-            since = cnt.item(K.SINCE_RECOMPUTE)
+            since = counters.item(K.SINCE_RECOMPUTE)
             end = min(n, start + max(every - since, 1))
-            slots = np.array([get(k, -1) for k in todo[start:end]], dtype=np.int64)
+            slots = np.array([slot_of(k, -1) for k in todo[start:end]], dtype=np.int64)
             ok = slots >= 0
             took = int(ok.sum())
             if took < len(slots):
-                cnt[K.STALE_UPDATES] += len(slots) - took
+                counters[K.STALE_UPDATES] += len(slots) - took
             if took:
                 if took == len(slots):
                     at: slice | np.ndarray = slice(start, end)
                 else:
                     slots = slots[ok]
                     at = np.flatnonzero(ok) + start
-                record_episodes(st, self._signal, slots, r[at], s[at], c[at])
-                cnt[K.SINCE_RECOMPUTE] = since + took
+                record_episodes(st, self._signal, slots, returns[at], successes[at], costs[at])
+                counters[K.SINCE_RECOMPUTE] = since + took
                 if since + took >= every:
-                    self._recompute()
+                    self._members.recompute()
             start = end
 
-    def _update_one(self, task_id: Any, r: float, s: float | None, c: float) -> None:
+    def _update_one(self, task_id: Any, return_: float, success: float | None, cost: float) -> None:
         st = self._st
-        cnt = st.counters
+        counters = st.counters
         if self._mod:
             task_id %= self._mod
-        slot = self._slot_of.get(task_id)
+        slot = self._members.slot_of.get(task_id)
         if slot is None:
             self.space.check_id(task_id)
-            cnt[K.STALE_UPDATES] += 1
+            counters[K.STALE_UPDATES] += 1
             return
-        sig = record_episode(st, self._signal, slot, r, s, c)
-        since = cnt.item(K.SINCE_RECOMPUTE) + 1
-        cnt[K.SINCE_RECOMPUTE] = since
-        if since >= self._every or (self._hook and self._scorer.on_update(st, slot, sig, r)):
-            self._recompute()
+        signal = record_episode(st, self._signal, slot, return_, success, cost)
+        since = counters.item(K.SINCE_RECOMPUTE) + 1
+        counters[K.SINCE_RECOMPUTE] = since
+        if since >= self._every or (
+            self._scorer_hook and self._scorer.on_update(st, slot, signal, return_)
+        ):
+            self._members.recompute()
 
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
         """Report that the env refused ``task_id``: it is removed and never drawn again.
@@ -455,24 +438,23 @@ class Curriculum(_CrossProcess):
             TaskError: no valid task is left.
         """
         key = self.space.key(self.space.check_id(task_id))
-        with self._lock:
-            self._enter("mark_invalid")
-            sb = self._sb
-            opened = sb is not None and sb.publish_begin()
-            try:
+        link, members = self._link, self._members
+        with link.lock:
+            link.enter("mark_invalid")
+            with link.publish():
                 st = self._st
                 st.counters[K.INVALID_REPORTED] += 1
-                if sb is not None and key not in self._disabled:
-                    self._share_disabled(key)
-                self._disabled.add(key)
-                slot = self._slot_of.get(key)
+                if key not in members.disabled:
+                    members.disabled.add(key)
+                    link.share_disabled(key)
+                slot = members.slot_of.get(key)
                 if slot is not None and (
-                    st.pool[slot] == EXPLOIT or not self._draw_into(slot, EXPLORE)
+                    st.pool[slot] == EXPLOIT or not members.draw_into(slot, EXPLORE)
                 ):
-                    del self._slot_of[key]
-                    self._put(slot, -1, EMPTY)
+                    del members.slot_of[key]
+                    members.put(slot, -1, EMPTY)
                 try:
-                    self._recompute()
+                    members.recompute()
                 except TaskError as exc:
                     raise TaskError(
                         "task_id",
@@ -480,21 +462,17 @@ class Curriculum(_CrossProcess):
                         f"{exc.reason}; last refusal: {reason!r}",
                         source="Curriculum.mark_invalid",
                     ) from exc
-            finally:
-                if sb is not None:
-                    sb.publish_end(opened)
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, probabilities)`` of the live tasks at the last recompute."""
-        with self._lock:
+        with self._link.lock:
             live = self._st.pool >= 0
             return self._st.task_id[live].copy(), self._st.prob[live].copy()
 
     def stats(self) -> dict[str, float]:
         """Flat ``curriculum/...`` floats, ready for SB3's ``logger.record``."""
-        with self._lock:
-            if self._shared:
-                self._enter("stats")
+        with self._link.lock:
+            self._link.enter("stats")
             out = base_stats(self._st)
             out.update(self._pool.stats(self._st))
             out.update(self._scorer.stats(self._st))
@@ -510,6 +488,46 @@ class Curriculum(_CrossProcess):
         """Where the state arrays live."""
         return self._backend
 
+    # ---------------------------------------------------------------- for transports
+    def draw(self, k: int = 1) -> Draw:
+        """Draw ``k`` task ids as :meth:`sample` does, without counting them as sampled.
+
+        For transports that hand tasks out later (a worker drawing ahead, the
+        :class:`~gymcurric.tasks.channel.TaskChannel`): they :meth:`count` each task when an
+        env takes it.
+        """
+        link = self._link
+        link.check("draw")
+        if k != 1:
+            check_int("k", k, source="Curriculum.draw", allow_numpy=True)
+        slots, ids = link.draw(int(k))
+        return Draw(slots, self.space.expand(ids, self.rng) if self._mod else ids)
+
+    def count(self, slots: Sequence[int], task_ids: Sequence[int]) -> None:
+        """Count tasks of a :meth:`draw` as sampled (one whose slot was reused since is not).
+
+        With a shared backend the counts reach the shared arrays at this process's next locked
+        call (as :meth:`sample`'s do).
+        """
+        keys = [t % self._mod for t in task_ids] if self._mod else task_ids
+        self._link.count(zip(slots, keys, strict=True))
+
+    @property
+    def pool_version(self) -> tuple[int, int]:
+        """``(invalidations, membership)``: changes whenever a task leaves the pool.
+
+        The first item moves when tasks are reported invalid (in any process) or a state is
+        loaded, the second whenever the pool's membership changes (evictions too). Transports
+        holding drawn tasks compare it to know when those may have left the pool.
+        """
+        return self._link.version()
+
+    def slot_of(self, task_id: int) -> int | None:
+        """The pool slot of ``task_id`` (None if it is not in the pool)."""
+        with self._link.lock:
+            self._link.enter("slot_of")
+            return self._members.slot_of.get(task_id % self._mod if self._mod else task_id)
+
     # ---------------------------------------------------------------- checkpoints
     def config_spec(self) -> dict[str, Any]:
         """What a state dict must match: the space's spec and the config (minus the seed)."""
@@ -523,15 +541,14 @@ class Curriculum(_CrossProcess):
         With a shared backend: the shared arrays (with this process's pending sample counts
         added) and this process's generator.
         """
-        with self._lock:
-            if self._shared:
-                self._enter("state_dict")
+        with self._link.lock:
+            self._link.enter("state_dict")
             return {
                 "format": STATE_FORMAT,
                 "config": self.config_spec(),
                 "arrays": {k: v.copy() for k, v in self._st.arrays().items()},
                 "rng": self.rng.bit_generator.state,
-                "disabled": sorted(self._disabled),
+                "disabled": sorted(self._members.disabled),
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -555,22 +572,15 @@ class Curriculum(_CrossProcess):
             key_limit=self._mod or self._id_limit,
             pool=self._pool,
         )
-        with self._lock:
-            self._enter("load_state_dict")
-            sb = self._sb
-            opened = sb is not None and sb.publish_begin()
-            try:
+        link = self._link
+        with link.lock:
+            link.enter("load_state_dict")
+            with link.publish():
                 for name, dst in own.items():
                     np.copyto(dst, arrays[name])
-            finally:
-                if sb is not None:
-                    sb.publish_end(opened)
             self.rng.bit_generator.state = state["rng"]
-            self._disabled.clear()
-            self._disabled.update(int(k) for k in state.get("disabled", []))
-            if sb is not None:
-                self._share_all_disabled()
-            self._rebuild_map()
+            self._members.reset_disabled(state.get("disabled", []))
+            link.share_all_disabled()
 
     # ---------------------------------------------------------------- lifetime
     def __enter__(self) -> Curriculum:
@@ -585,6 +595,17 @@ class Curriculum(_CrossProcess):
         Shared backend: the creating process unlinks the segment (attached copies only drop
         their mapping) and this object can no longer be used. Process-local: nothing to do.
         """
-        if self._sb is not None:
-            self._close_shared()
-        self._backend.close()
+        self._link.close()
+        self._st = self._members.state = self._link.state
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if self._link.shared:
+            del state["_st"]  # views of the segment: the link re-attaches them
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        watch_forks()
+        self._link.reattach()
+        self._st = self._members.state = self._link.state

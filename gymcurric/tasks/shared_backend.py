@@ -71,13 +71,13 @@ from gymcurric.tasks._shm import (
     SEQ,
     SIZE,
     FileLock,
-    _alive,
-    _finalize,
-    _open,
-    _Segment,
+    Segment,
+    open_segment,
+    pid_alive,
     segment_exists,
+    unlink_segment,
 )
-from gymcurric.tasks.backends import _PID, StateBackend, watch_forks
+from gymcurric.tasks.backends import StateBackend, current_pid, watch_forks
 from gymcurric.tasks.state import FieldSpec
 
 __all__ = [
@@ -148,7 +148,7 @@ class _Guard:
         """Just taken: refuse a closed segment or a dead holder's leftovers; record our pid."""
         hdr = self._hdr
         holder = hdr.item(HOLDER)
-        if hdr.item(CLOSED) or (holder and holder != _PID[0]):
+        if hdr.item(CLOSED) or (holder and holder != current_pid()):
             # A holder clears its pid before releasing: one still there died in its locked
             # section (the kernel freed its file lock), leaving the state maybe half-written.
             # It stays there, so that every later holder refuses too.
@@ -156,7 +156,7 @@ class _Guard:
             if hdr.item(CLOSED):
                 self._backend._raise_closed()
             self._backend._raise_dead(holder)
-        hdr[HOLDER] = _PID[0]
+        hdr[HOLDER] = current_pid()
 
 
 class SharedMemoryBackend(StateBackend):
@@ -232,7 +232,7 @@ class SharedMemoryBackend(StateBackend):
             )
         self.lock_timeout = lock_timeout
         self.name: str | None = None
-        self._seg: _Segment | None = None
+        self._seg: Segment | None = None
         self._lock: Any = None
         self._creator = 0
         self._layout: dict[str, tuple[str, tuple[int, ...], int]] = {}
@@ -262,16 +262,16 @@ class SharedMemoryBackend(StateBackend):
             self._layout[key] = (spec.dtype.str, tuple(spec.shape), offset)
             offset += -(-spec.nbytes // _ALIGN) * _ALIGN
         self.name = SEGMENT_PREFIX + uuid.uuid4().hex[:16]  # <= 31 bytes with "/" (macOS)
-        seg = _Segment(name=self.name, create=True, size=offset)
-        self._creator = _PID[0]
-        self._finalizer = weakref.finalize(self, _finalize, seg, self._creator)
+        seg = Segment(name=self.name, create=True, size=offset)
+        self._creator = current_pid()
+        self._finalizer = weakref.finalize(self, unlink_segment, seg, self._creator)
         self._lock = FileLock(self.name) if FILE_LOCKS else self._ctx.Lock()
         self._map(seg)
         hdr = self._hdr
         hdr[MAGIC], hdr[CREATOR], hdr[SIZE] = _MAGIC, self._creator, offset
         return dict(self._arrays)
 
-    def _map(self, seg: _Segment) -> None:
+    def _map(self, seg: Segment) -> None:
         buf = seg.buf
         self._seg = seg
         self._hdr = np.ndarray((_HEADER_BYTES // 8,), np.int64, buffer=buf)
@@ -292,9 +292,14 @@ class SharedMemoryBackend(StateBackend):
         return self._hdr
 
     @property
+    def creator_pid(self) -> int:
+        """The id of the process that created the segment."""
+        return self._creator
+
+    @property
     def is_creator(self) -> bool:
         """True in the process that created the segment, on the creating object."""
-        return self._finalizer is not None and self._creator == _PID[0]
+        return self._finalizer is not None and self._creator == current_pid()
 
     # ------------------------------------------------------------------ locking
     def lock(self) -> _Guard:
@@ -321,7 +326,7 @@ class SharedMemoryBackend(StateBackend):
         if hdr.item(CLOSED):
             self._raise_closed()
         holder = hdr.item(HOLDER)
-        if holder and holder != _PID[0] and not _alive(holder):
+        if holder and holder != current_pid() and not pid_alive(holder):
             self._raise_dead(holder)
 
     def _raise_dead(self, holder: int) -> None:
@@ -364,6 +369,11 @@ class SharedMemoryBackend(StateBackend):
                         f"shared curriculum segment {self.name!r} stayed "
                         f"mid-write for {self.lock_timeout} s"
                     )
+
+    def check_open(self) -> None:
+        """Raise :class:`~gymcurric.errors.WorkerError` if the segment was closed (by anyone)."""
+        if self._closed or self._hdr.size == 0 or self._hdr.item(CLOSED):
+            self._raise_closed()
 
     def _raise_closed(self) -> None:
         raise WorkerError(
@@ -447,7 +457,7 @@ class SharedMemoryBackend(StateBackend):
         self._creator, self._finalizer, self._closed = state["creator"], None, False
         self._seg, self._arrays = None, {}
         try:
-            seg = _open(state["name"])
+            seg = open_segment(state["name"])
         except FileNotFoundError:
             raise WorkerError(
                 f"shared curriculum segment {self.name!r} does not exist any more: "

@@ -56,6 +56,8 @@ SKIP_NAMES = frozenset(
         "results_writer",
         "class_attributes",
         "_channel",
+        "_direct",
+        "_transport",
         "_cache",
         "_template",
         "spec",

@@ -3,9 +3,10 @@
 The wrapper picks each episode's task from a :class:`~gymcurric.tasks.Curriculum` *inside*
 ``reset()`` (SB3 and Gymnasium vector envs auto-reset without options), hands it to the env as
 ``reset(options={"task": task})`` (or builds an env for it with a ``factory``), and reports the
-episode's return, success and cost back with ``curriculum.update`` when the episode ends. With a
-curriculum on the shared-memory backend the same wrapper runs in every worker process of a
-``SubprocVecEnv`` / ``AsyncVectorEnv``; no inter-process round trip happens on reset.
+episode's return, success and cost back when the episode ends. It reaches the curriculum only
+through a transport (:mod:`gymcurric.tasks.transport`): straight calls to a curriculum in this
+process, a shared-memory curriculum from a worker of a ``SubprocVecEnv`` / ``AsyncVectorEnv``
+(no inter-process round trip on reset), a vector env's task channel, or a Ray client.
 
 Checkpoints of the curriculum (plus the task each env is running) are written and read by
 :func:`gymcurric.wrappers.save_curriculum_state` / :func:`gymcurric.wrappers.load_curriculum_state`.
@@ -25,8 +26,9 @@ from gymnasium.core import ActType, ObsType
 from gymcurric._checks import check_int
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
-from gymcurric.tasks.signals import check_episode
 from gymcurric.tasks.spaces import copy_task
+from gymcurric.tasks.transport import TaskTransport, transport_for
+from gymcurric.wrappers.episode_sums import EpisodeSums, success_of
 
 __all__ = ["SampleCurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
 
@@ -34,8 +36,6 @@ __all__ = ["SampleCurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
 SuccessFn = Callable[[dict[str, Any]], Any]
 #: ``factory(task) -> env``: builds an env running ``task`` (for envs that take no task option).
 EnvFactory = Callable[[dict[str, Any]], gym.Env]
-
-_CURRICULUM_METHODS = ("sample_task", "task", "update", "mark_invalid")
 
 
 def task_key(task: Any) -> str:
@@ -141,14 +141,7 @@ class SampleCurriculumTask(
                 :attr:`channel_index` is set (``make_curriculum_vec`` does both). ``None``:
                 the curriculum is used directly.
         """
-        missing = [m for m in _CURRICULUM_METHODS if not callable(getattr(curriculum, m, None))]
-        if missing:
-            raise ConfigError(
-                "curriculum",
-                curriculum,
-                f"expected a gymcurric Curriculum (missing methods {missing})",
-                source="SampleCurriculumTask",
-            )
+        transport = transport_for(curriculum)  # refuses an object without a curriculum's methods
         for name, fn in (("success_fn", success_fn), ("factory", factory)):
             if fn is not None and not callable(fn):
                 raise ConfigError(
@@ -178,8 +171,7 @@ class SampleCurriculumTask(
         self._template: gym.Env[Any, Any] | None = None
         if env is None:
             assert factory is not None
-            keys = curriculum.probabilities()[0]
-            first = curriculum.task(int(keys[0]))
+            first = transport.any_task()
             env = factory(first)
             self._cache[task_key(first)] = env
         elif factory is not None:
@@ -193,19 +185,22 @@ class SampleCurriculumTask(
         self._factory = factory
         self._cache_size = cache_size
         self._max_retries = max_retries
-        self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
+        self._reseed = reseed_curriculum
         self._seeder: np.random.Generator | None = None  # first seeds of new factory envs
         self.task_id = -1
         self._task: dict[str, Any] | None = None
         self._pending: int | None = None
-        self._clear_episode()
+        #: how this env reaches the curriculum: straight, or through the channel once bound
+        self._direct: TaskTransport = transport
+        self._transport: TaskTransport = transport
+        self._sums = EpisodeSums(1)
+        self._live = False  # an episode is running whose end is reported
         #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
         self.rejections = 0
         self._channel = channel
         self._channel_index = -1
-        self._first: int | None = None  # a channel task the fast reset took but did not run
-        self._first_error: ValueError | None = None  # the fast reset's refusal
-        self._first_task: dict[str, Any] = {}  # and the task it refused
+        self._refusal: ValueError | None = None  # the fast reset's refusal
+        self._refused_task: dict[str, Any] = {}  # and the task it refused
 
     # ---------------------------------------------------------------- public state
     @property
@@ -241,9 +236,10 @@ class SampleCurriculumTask(
     def channel_index(self) -> int:
         """This sub-env's slot in ``channel`` (-1: not bound; the curriculum is used directly).
 
-        When the channel has ``episodes_in_main``, binding also hands ``step`` to the env
-        itself (an instance attribute): the vector wrapper in the main process accounts the
-        episodes, so no wrapper code runs in the worker between two resets.
+        Binding makes the channel this env's transport
+        (:class:`~gymcurric.tasks.channel.ChannelTransport`). When the channel has
+        ``episodes_in_main``, the vector wrapper in the main process accounts the episodes and
+        this wrapper reports nothing.
         """
         return self._channel_index
 
@@ -254,36 +250,38 @@ class SampleCurriculumTask(
             raise ConfigError(
                 "channel_index", index, "this wrapper has no channel", source="SampleCurriculumTask"
             )
+        if (
+            index >= 0
+            and chan.episodes_in_main
+            and (self._success_fn is not None or self._factory is not None)
+        ):
+            raise ConfigError(
+                "channel",
+                chan,
+                "a channel with episodes_in_main=True cannot serve a wrapper with a "
+                "success_fn or a factory (the main process could not see their episodes)",
+                source="SampleCurriculumTask",
+            )
         self._channel_index = int(index)
-        self.__dict__.pop("step", None)
-        if index >= 0 and chan.episodes_in_main:
-            if self._success_fn is not None or self._factory is not None:
-                raise ConfigError(
-                    "channel",
-                    chan,
-                    "a channel with episodes_in_main=True cannot serve a wrapper with a "
-                    "success_fn or a factory (the main process could not see their episodes)",
-                    source="SampleCurriculumTask",
-                )
-            self.step = self.env.step  # type: ignore[method-assign]
+        self._transport = chan.transport(int(index), self._direct) if index >= 0 else self._direct
 
     # ---------------------------------------------------------------- reset
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode on the next curriculum task (or on ``options["task"]``)."""
-        if options is None and seed is None and self._channel_index >= 0 and self._pending is None:
-            started = self._reset_from_channel()  # an autoreset in an async vector env
+        if options is None and seed is None and self._pending is None and self._factory is None:
+            started = self._autoreset()  # a vector env's autoreset
             if started is not None:
                 return started
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
-        self._clear_episode()
+        self._live = False
         resumed = None if explicit is not None else self._pending
         if resumed is not None:
             self._pending = None
         elif seed is not None and self._reseed:
-            self.curriculum.reseed(seed)
+            self._transport.reseed(seed)
         if seed is not None and self._factory is not None:
             self._seeder = np.random.default_rng(seed)
         if explicit is not None:
@@ -294,36 +292,25 @@ class SampleCurriculumTask(
         self._begin(info, tid, task)
         return obs, info
 
-    def _reset_from_channel(self) -> tuple[ObsType, dict[str, Any]] | None:
-        """The common autoreset (no seed, no options) of a channel-bound sub-env, kept short.
+    def _autoreset(self) -> tuple[ObsType, dict[str, Any]] | None:
+        """The common reset (no seed, no options, no factory), kept short.
 
-        It runs once per episode in every worker, where its cost is mostly cache misses.
-        Returns None if no task waits, with a factory, or if the env refused the task; the
-        general path then goes on (after a refusal, with one retry fewer).
+        In a vector env it runs once per episode in every worker, where its cost is mostly
+        cache misses. Returns None if the env refused the task; the general path then goes on,
+        with one retry fewer.
         """
-        tid = self._channel.take(self._channel_index)
-        if tid is None or self._factory is not None:
-            if tid is not None:
-                self._first = tid
-            return None
-        task = self.curriculum.task(tid)
-        self._clear_episode()
+        tid, task = self._transport.take_task()
+        self._live = False
         try:
             obs, info = self.env.reset(options={"task": copy_task(task)})
         except ValueError as exc:
             if isinstance(exc, _SpaceMismatch):
                 raise
             self._refused(tid, exc)
-            self._first_error, self._first_task = exc, task
+            self._refusal, self._refused_task = exc, task
             return None
         self._begin(info, tid, task)
         return obs, info
-
-    def _clear_episode(self) -> None:
-        """No episode is live: nothing is reported until the next one starts."""
-        self._live = False
-        self._return = self._cost = 0.0
-        self._has_cost = False
 
     def _begin(self, info: dict[str, Any], tid: int, task: dict[str, Any]) -> None:
         """The episode of ``task`` started: record it and write the info keys."""
@@ -337,34 +324,29 @@ class SampleCurriculumTask(
         self.task_id, self._task = tid, task
         info["task"] = copy_task(task)
         info["task_id"] = tid
-        self._live = True
+        if tid >= 0 and self._transport.reports_episodes:
+            self._sums.start(0)
+            self._live = True
 
     def _refused(self, tid: int, exc: ValueError) -> None:
         self.rejections += 1
         rearm_passive_checker(self.env)
-        self.curriculum.mark_invalid(tid, f"{type(exc).__name__}: {exc}")
+        self._transport.refuse_task(tid, f"{type(exc).__name__}: {exc}")
 
     def _reset_curriculum(
         self, seed: int | None, opts: dict[str, Any], resumed: int | None
     ) -> tuple[ObsType, dict[str, Any], int, dict[str, Any]]:
-        cur = self.curriculum
-        last: Exception | None = self._first_error  # the fast path's refusal, if any
+        transport = self._transport
+        last: Exception | None = self._refusal  # the fast path's refusal, if any
         tries = self._max_retries + (1 if last is None else 0)
-        task: dict[str, Any] = self._first_task
-        self._first_error, self._first_task = None, {}
+        task: dict[str, Any] = self._refused_task
+        self._refusal, self._refused_task = None, {}
         for _ in range(tries):
             if resumed is not None:
-                tid, task = resumed, cur.task(resumed)
+                tid, task = resumed, transport.task(resumed)
                 resumed = None
             else:
-                waiting, self._first = self._first, None  # taken by the fast path (factory)
-                if waiting is None and self._channel_index >= 0:  # drawn by the main process
-                    waiting = self._channel.take(self._channel_index)
-                if waiting is not None:
-                    tid, task = waiting, cur.task(waiting)
-                else:  # none waiting (a retry after a refusal) or no channel: draw here
-                    tid, task = cur.sample_task()
-                    tid = int(tid)
+                tid, task = transport.take_task()
             try:
                 obs, info = self._reset_inner(task, seed, opts)
             except ValueError as exc:
@@ -424,30 +406,18 @@ class SampleCurriculumTask(
         """Step the env; at episode end report the episode to the curriculum."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._live:
-            self._return += float(reward)
-            cost = info.get("cost")
-            if cost is not None:
-                self._cost += float(cost)
-                self._has_cost = True
+            self._sums.add_one(reward, info.get("cost"))
             if terminated or truncated:
                 self._report(info)
         return obs, reward, terminated, truncated, info
 
     def _report(self, info: dict[str, Any]) -> None:
-        self._live = False  # reported at most once, even if update raises
-        if self.task_id < 0:
-            return
-        if self._success_fn is not None:
-            success = self._success_fn(info)
-        else:
-            success = info.get("is_success", info.get("success"))
-        cost = self._cost if self._has_cost else None
+        self._live = False  # reported at most once, even if the report raises
+        fn = self._success_fn
+        success = fn(info) if fn is not None else success_of(info)
+        return_, cost = self._sums.finish_one()
         try:
-            if self._channel_index >= 0:  # left for the main process, which applies it
-                r, s, c = check_episode(self.task_id, self._return, success, cost)
-                self._channel.put(self._channel_index, self.task_id, r, s, c)
-            else:
-                self.curriculum.update(self.task_id, self._return, success, cost)
+            self._transport.report_episode(self.task_id, return_, success, cost)
         except GymcurricError as exc:
             exc.add_note(
                 f"reported by SampleCurriculumTask at the end of an episode of task_id="
@@ -456,22 +426,20 @@ class SampleCurriculumTask(
             raise
 
     def flush_curriculum(self) -> None:
-        """Apply the episodes this process buffered to a shared curriculum now.
+        """Deliver the episodes this process buffered for a shared curriculum now.
 
         For a checkpoint about to read the state; ``venv.env_method("flush_curriculum")``
         reaches every worker. A no-op for a process-local curriculum.
         """
-        flush = getattr(self.curriculum, "flush", None)
-        if callable(flush):
-            flush()
+        self._transport.flush()
 
     def close(self) -> None:
-        """Close the env, every cached factory env and an attached shared-curriculum copy.
+        """Close the env, every cached factory env, and this env's end of the transport.
 
-        The curriculum is closed only when it is a copy of a shared curriculum that another
-        process created (this is a worker of a ``SubprocVecEnv``/``AsyncVectorEnv``): closing
-        it adds this process's pending sample counts to the shared state. The curriculum you
-        created is never closed by the wrapper.
+        The transport's end flushes what it buffered; in a worker of a ``SubprocVecEnv`` /
+        ``AsyncVectorEnv`` it also drops the worker's copy of a shared curriculum (adding its
+        pending sample counts) and its channel mapping. The curriculum you created is never
+        closed by the wrapper.
         """
         envs = {
             id(e): e for e in (*self._cache.values(), self._template, self.env) if e is not None
@@ -480,12 +448,7 @@ class SampleCurriculumTask(
         self._template = None
         for env in envs.values():
             env.close()
-        chan = self._channel
-        if chan is not None and not chan.is_creator and not chan.closed:
-            chan.close()  # this worker's mapping; the vector env's process unlinks
-        backend = getattr(self.curriculum, "backend", None)
-        if getattr(backend, "is_creator", True) is False and not getattr(backend, "closed", 1):
-            self.curriculum.close()
+        self._transport.release()  # a channel's end releases the direct one behind it too
 
 
 class _SpaceMismatch(ConfigError):

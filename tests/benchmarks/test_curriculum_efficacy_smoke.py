@@ -41,8 +41,25 @@ def test_tasks_have_three_buckets_of_nine_valid_tasks():
 def test_quick_run_writes_table_json_and_plot(tmp_path):
     mod = _module()
     out = tmp_path / "eff"
-    assert mod.main(["--quick", "--conditions", "uniform", "manual", "--workers", "1",
-                     "--steps", "256", "--eval-every", "100000", "--out", str(out)]) == 0
+    assert (
+        mod.main(
+            [
+                "--quick",
+                "--conditions",
+                "uniform",
+                "manual",
+                "--workers",
+                "1",
+                "--steps",
+                "256",
+                "--eval-every",
+                "100000",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert {r["condition"] for r in results} == {"uniform", "manual"}
     assert all(r["history"] and set(r["final"]) >= {"easy", "medium", "hard"} for r in results)

@@ -7,7 +7,7 @@ import signal
 import time
 from typing import Any
 
-from gymcurric.tasks import Curriculum
+from gymcurric.tasks import Curriculum, transport_for
 
 
 def _report(q: Any, fn: Any, *args: Any) -> None:
@@ -65,7 +65,7 @@ def churn(cur: Curriculum, seed: int, q: Any, stop: Any = None) -> None:
 
 def die_holding_lock(cur: Curriculum, held: Any) -> None:
     """Take the curriculum's write lock, set ``held`` and get killed while holding the lock."""
-    with cur._lock:
+    with cur.backend.lock():
         held.set()
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -74,7 +74,7 @@ def die_holding_lock_until_killed(cur: Curriculum, held: Any, record_pid: bool) 
     """Take the write lock, set ``held`` and wait to be killed (by the test) while holding it:
     inside the locked section, or (``record_pid=False``) at the worst moment, after taking the
     lock and before recording this process's pid in the header."""
-    guard = cur._lock
+    guard = cur.backend.lock()
     take = guard._acquire
 
     def take_and_stall(*args: Any) -> bool:
@@ -94,9 +94,10 @@ def try_lock(cur: Curriculum, q: Any) -> None:
     """Report whether the write lock can be taken now (without waiting)."""
 
     def body() -> bool:
-        took = cur._lock.try_enter()
+        guard = cur.backend.lock()
+        took = guard.try_enter()
         if took:
-            cur._lock.__exit__(None, None, None)
+            guard.__exit__(None, None, None)
         return took
 
     _report(q, body)
@@ -149,14 +150,16 @@ def read_forever(cur: Curriculum, allowed: set[int], seconds: float, q: Any) -> 
 
 
 def buffered(cur: Curriculum, n: int, q: Any, go: Any) -> None:
-    """``n`` updates of task 0, then report; flush only when ``go`` is set."""
+    """``n`` episodes of task 0 through the worker's transport, then report; flush only when
+    ``go`` is set."""
 
     def body() -> int:
+        transport = transport_for(cur)
         for _ in range(n):
-            cur.update(0, 1.0, success=True)
+            transport.report_episode(0, 1.0, True, None)
         q.put(("ok", "updated"))
         go.wait(30)
-        cur.flush()
+        transport.flush()
         return n
 
     _report(q, body)
@@ -166,9 +169,11 @@ def slow_updates(cur: Curriculum, q: Any) -> None:
     """One update, a pause longer than the buffer's age bound, one more update; no flush."""
 
     def body() -> str:
-        cur.update(0, 1.0)
+        transport = transport_for(cur)
+        transport.report_episode(0, 1.0, None, None)
         time.sleep(1.1)
-        cur.update(0, 1.0)  # the oldest buffered episode is > 1 s old: both are applied
+        # the oldest buffered episode is > 1 s old: both are applied
+        transport.report_episode(0, 1.0, None, None)
         return "done"
 
     _report(q, body)
@@ -178,12 +183,13 @@ def timed_updates(cur: Curriculum, n: int, q: Any) -> None:
     """``n`` updates of task 0; report the seconds each call took, then flush on close."""
 
     def body() -> list[float]:
+        transport = transport_for(cur)
         took = []
         for _ in range(n):
             t0 = time.monotonic()
-            cur.update(0, 1.0, success=True)
+            transport.report_episode(0, 1.0, True, None)
             took.append(time.monotonic() - t0)
-        cur.close()  # flushes what is still buffered
+        transport.release()  # flushes what is still buffered
         return took
 
     _report(q, body)
@@ -193,24 +199,26 @@ def tasks_ahead(cur: Curriculum, n: int, q: Any, go: Any) -> None:
     """``n`` sample_task calls, report; wait for ``go``; ``n`` more, report; close."""
 
     def body() -> list[int]:
-        cur.reseed(0)
-        first = [cur.sample_task()[0] for _ in range(n)]
+        transport = transport_for(cur)
+        transport.reseed(0)
+        first = [transport.take_task()[0] for _ in range(n)]
         q.put(("ok", first))
         go.wait(30)
-        second = [cur.sample_task()[0] for _ in range(n)]
-        cur.close()  # applies the sample counts
+        second = [transport.take_task()[0] for _ in range(n)]
+        transport.release()  # applies the sample counts
         return second
 
     _report(q, body)
 
 
 def stream(cur: Curriculum, ids: list[int], returns: list[float], wins: list[Any], q: Any) -> None:
-    """Report a fixed stream of episodes with ``update`` (buffered in a worker), then flush."""
+    """Report a fixed stream of episodes through the worker's transport (buffered), then flush."""
 
     def body() -> int:
+        transport = transport_for(cur)
         for tid, r, s in zip(ids, returns, wins, strict=True):
-            cur.update(tid, r, success=s)
-        cur.flush()
+            transport.report_episode(tid, r, s, None)
+        transport.flush()
         return len(ids)
 
     _report(q, body)

@@ -284,10 +284,10 @@ def test_the_lock_excludes_threads_other_handles_and_fork_children():
     with _shared(_fixed(2)) as cur:
         other = copy.deepcopy(cur.backend).lock()  # another handle in this process
         q = mp.get_context("fork").Queue()
-        with cur._lock:
+        with cur._link.lock:
             assert not other.try_enter()
             took = []
-            thread = threading.Thread(target=lambda: took.append(cur._lock.try_enter()))
+            thread = threading.Thread(target=lambda: took.append(cur._link.lock.try_enter()))
             thread.start()
             thread.join(10)
             assert took == [False]
@@ -499,7 +499,7 @@ def test_a_worker_does_not_wait_for_a_held_lock_until_its_buffer_bound():
     backend = SharedMemoryBackend(worker_update_batch=batch)
     with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
         q = mp.get_context("fork").Queue()
-        with cur._lock:  # as if another process were recomputing
+        with cur.backend.lock():  # as if another process were recomputing
             p = _start("fork", w.timed_updates, cur, 8 * batch + 2, q)
             time.sleep(hold)
         took = _result(q)
@@ -529,7 +529,7 @@ def test_sampling_during_a_publish_draws_from_the_last_consistent_copy():
         assert set(cur.sample(20).tolist()) == {n - 1}
         # no consistent copy yet (a fresh handle) and a publish that never ends: it waits,
         # then names the segment
-        cur._snap = None
+        cur._link.snapshot = None
         opened = backend.publish_begin()
         with pytest.raises(WorkerError, match="mid-write"):
             cur.sample(1)

@@ -84,8 +84,8 @@ def _arrays_equal(a, b):
 @pytest.fixture(params=["every-batch-vectorised", "default-threshold"])
 def vector_min(request, monkeypatch):
     if request.param == "every-batch-vectorised":
-        monkeypatch.setattr(curriculum_module, "_VECTOR_MIN", 1)
-    return curriculum_module._VECTOR_MIN
+        monkeypatch.setattr(curriculum_module, "VECTOR_MIN", 1)
+    return curriculum_module.VECTOR_MIN
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

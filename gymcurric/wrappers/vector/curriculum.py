@@ -31,14 +31,15 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.safety.costs import check_vector_cost_dtype
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
-from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
+from gymcurric.wrappers.episode_sums import EpisodeSums, successes_of
+from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 
 __all__ = ["SampleCurriculumTask", "make_curriculum_vec"]
 
@@ -121,19 +122,15 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         VectorWrapper.__init__(self, env)
         self.curriculum = curriculum
         self._mode = autoreset_mode(env)
-        base = env.unwrapped
-        if isinstance(base, SyncVectorEnv):
-            for i, sub in enumerate(base.envs):
-                wrapper = find_wrapper(sub, _SingleSampleCurriculumTask)
-                if wrapper is None:
-                    raise self._unwrapped_error([i])
-                if wrapper.curriculum is not curriculum:
-                    raise ConfigError(
-                        "curriculum",
-                        curriculum,
-                        f"sub-env {i} is wrapped with another curriculum object",
-                        source="vector.SampleCurriculumTask",
-                    )
+        subs = sync_sub_wrappers(env, _SingleSampleCurriculumTask, self._unwrapped_error)
+        for i, wrapper in enumerate(subs):
+            if wrapper.curriculum is not curriculum:
+                raise ConfigError(
+                    "curriculum",
+                    curriculum,
+                    f"sub-env {i} is wrapped with another curriculum object",
+                    source="vector.SampleCurriculumTask",
+                )
         self._current = np.full(self.num_envs, -1, dtype=np.int64)
         self.task_ids: npt.NDArray[np.int64] = self._current.copy()
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
@@ -144,11 +141,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._resume_waiting: list[int] | None = None
         # episodes accounted here (channel.episodes_in_main): per sub-env running sums
         self._in_main = channel is not None and channel.episodes_in_main
-        self._ret = np.zeros(self.num_envs, dtype=np.float64)
-        self._cost = np.zeros(self.num_envs, dtype=np.float64)
-        self._has_cost = np.zeros(self.num_envs, dtype=bool)
-        self._live = np.zeros(self.num_envs, dtype=bool)
-        self._all_live = False
+        self._sums = EpisodeSums(self.num_envs)
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -228,7 +221,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             chan.refill(self.curriculum)
         self._record(infos, self._started(infos, expected))
         if self._in_main:
-            self._restart(expected)
+            self._sums.start(expected)
         self._prev_dones[expected] = False
         self._prev_any = bool(self._prev_dones.any())
         self.task_ids = self._current.copy()
@@ -263,14 +256,6 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         return obs, rewards, terminations, truncations, infos
 
     # ---------------------------------------------------------------- episodes in main
-    def _restart(self, envs: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> None:
-        """Episodes start in ``envs``: their sums restart, and they are reported when done."""
-        self._ret[envs] = 0.0
-        self._cost[envs] = 0.0
-        self._has_cost[envs] = False
-        self._live[envs] = True
-        self._all_live = bool(self._live.all())
-
     def _account(
         self,
         rewards: Any,
@@ -280,23 +265,19 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     ) -> None:
         """Sum this step into each live episode; report the episodes that ended, in one batch.
 
-        The same sums, in the same order, as the sub-env wrapper's ``step`` makes (so the
-        curriculum state is the same bit for bit): the reward of every step of the episode,
-        ``info["cost"]`` where the step's info has it, and the last step's
-        ``info["is_success"]`` (else ``info["success"]``). In ``NEXT_STEP`` mode the reset
-        step (reward 0) starts the next episode; in ``SAME_STEP`` mode the last step's info is
-        ``info["final_info"]``.
+        The sums of :class:`~gymcurric.wrappers.episode_sums.EpisodeSums`, the accumulator the
+        sub-env wrapper keeps too (so the curriculum state is the same bit for bit). In
+        ``NEXT_STEP`` mode the reset step (reward 0) starts the next episode; in ``SAME_STEP``
+        mode the last step's info is ``info["final_info"]``.
         """
+        sums = self._sums
         rewards = np.asarray(rewards, dtype=np.float64)
         if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
-            self._restart(self._prev_dones)  # this step was their reset step
-            step = self._live & ~self._prev_dones
+            sums.start(self._prev_dones)  # this step was their reset step
+            step = sums.live & ~self._prev_dones
         else:
-            step = self._live
-        if step is self._live and self._all_live:  # the common step: all inside an episode
-            self._ret += rewards
-        else:
-            self._ret[step] += rewards[step]
+            step = sums.live
+        sums.add_rewards(rewards, step)
         last = infos
         if any_done and self._mode == AutoresetMode.SAME_STEP:
             last = infos.get("final_info", {})
@@ -304,40 +285,23 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._add_cost(infos, step & ~dones if last is not infos else step)
         if not any_done:
             return
-        ended = np.flatnonzero(dones & self._live)
+        ended = np.flatnonzero(dones & sums.live)
         if last is not infos:
-            self._add_cost(last, dones & self._live)
+            self._add_cost(last, dones & sums.live)
         ids = self._current[ended]  # the ended episodes' tasks (new ones are recorded after)
         keep = ids >= 0  # explicit tasks (-1) are not reported
         if not keep.all():
             ended, ids = ended[keep], ids[keep]
-        returns = self._ret[ended]
-        costs = np.where(self._has_cost[ended], self._cost[ended], 0.0)
-        has_cost = self._has_cost[ended]
+        returns, costs, _ = sums.finish(ended)
         if self._mode == AutoresetMode.SAME_STEP:
-            self._restart(dones)  # their next episodes started in this step
+            sums.start(dones)  # their next episodes started in this step
         else:
-            self._live[dones] = False
-            self._all_live = False
+            sums.stop(dones)
         if not len(ended):
             return
-        success = _success(last, ended)
         try:
-            if (
-                isinstance(success, np.ndarray)
-                and np.isfinite(returns).all()
-                and np.isfinite(costs).all()
-            ):  # plain values: checked here, as the channel's collect does
-                self.curriculum._report_episodes(ids, returns, success, costs)
-            else:  # something to check and name one by one
-                if isinstance(success, np.ndarray):  # NaN there means none
-                    success = [None if v != v else v for v in success.tolist()]
-                self.curriculum.update_batch(
-                    ids,
-                    returns.tolist(),
-                    success,
-                    [float(c) if h else None for c, h in zip(costs, has_cost, strict=True)],
-                )
+            assert self._channel is not None
+            self._channel.report(self.curriculum, ids, returns, successes_of(last, ended), costs)
         except Exception as exc:
             exc.add_note(
                 f"reported by vector.SampleCurriculumTask at the end of episodes of sub-envs "
@@ -351,9 +315,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             return
         check_vector_cost_dtype(cost, "vector.SampleCurriculumTask")
         has = np.asarray(infos.get("_cost", np.ones(self.num_envs, bool)), dtype=bool) & where
-        if has.any():
-            self._cost[has] += np.asarray(cost)[has].astype(np.float64)
-            self._has_cost |= has
+        self._sums.add_costs(cost, has)
 
     def close(self, **kwargs: Any) -> None:
         """Close the vector env, then apply any results left in the channel and unlink it."""
@@ -366,34 +328,6 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                     chan.collect(self.curriculum)
                 finally:
                     chan.close()
-
-
-def _success(infos: dict[str, Any], envs: npt.NDArray[np.intp]) -> Any:
-    """Per env in ``envs``: ``info["is_success"]``, else ``info["success"]``, else none.
-
-    A float64 array (NaN: none) when every value found is a bool; else a list of the values
-    (``None``: none) for the curriculum to check one by one.
-    """
-    out = np.full(len(envs), np.nan)
-    found: list[tuple[np.ndarray, np.ndarray]] = []
-    plain = True
-    for key in ("success", "is_success"):  # the later key wins, as info.get(a, info.get(b))
-        values = infos.get(key)
-        if values is None:
-            continue
-        values = np.asarray(values)
-        has = np.asarray(infos.get(f"_{key}", np.ones(len(values), bool)), dtype=bool)[envs]
-        found.append((values[envs], has))
-        plain = plain and values.dtype == np.bool_
-    if plain:
-        for values, has in found:
-            out[has] = values[has]
-        return out
-    objs: list[Any] = [None] * len(envs)
-    for values, has in found:
-        for j in np.flatnonzero(has):
-            objs[j] = values[j].item() if isinstance(values[j], np.generic) else values[j]
-    return objs
 
 
 def make_curriculum_vec(

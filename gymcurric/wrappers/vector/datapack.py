@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
@@ -53,7 +53,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import MplFn, report_episode
 from gymcurric.wrappers.datapack import PresentDatapack as _SinglePresentDatapack
-from gymcurric.wrappers.vector._common import autoreset_mode, find_wrapper
+from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 from gymcurric.wrappers.vector.cost import read_step_costs
 
 __all__ = ["PresentDatapack", "make_datapack_vec", "sub_env_info"]
@@ -168,21 +168,17 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._success_fn = success_fn
         self._mpl_fn = mpl_fn
         self._mode = autoreset_mode(env)
-        base = env.unwrapped
-        if isinstance(base, SyncVectorEnv):
-            for i, sub in enumerate(base.envs):
-                wrapper = find_wrapper(sub, _SinglePresentDatapack)
-                if wrapper is None:
-                    raise self._unwrapped_error([i])
-                if wrapper.sampler is not None:
-                    raise ConfigError(
-                        "env",
-                        env,
-                        f"sub-env {i} is wrapped in PresentDatapack with its own sampler; the "
-                        "vector twin samples centrally: wrap sub-envs with "
-                        "PresentDatapack(env, None)",
-                        source=src,
-                    )
+        subs = sync_sub_wrappers(env, _SinglePresentDatapack, self._unwrapped_error)
+        for i, wrapper in enumerate(subs):
+            if wrapper.sampler is not None:
+                raise ConfigError(
+                    "env",
+                    env,
+                    f"sub-env {i} is wrapped in PresentDatapack with its own sampler; the "
+                    "vector twin samples centrally: wrap sub-envs with "
+                    "PresentDatapack(env, None)",
+                    source=src,
+                )
         n = self.num_envs
         self._preset: list[DataPack | None] = [None] * n  # mirror of the sub-envs' presets
         self._episode: list[DataPack | None] = [None] * n

@@ -402,15 +402,18 @@ def test_binding_a_sub_env_to_a_main_accounting_channel():
     chan = TaskChannel(1, episodes_in_main=True)
     try:
         env = make_wrapped(cur, "m", channel=chan)
-        assert env.step == env.__class__.step.__get__(env)  # unbound: the wrapper's step
         env.channel_index = 0
-        assert env.step == env.env.step  # bound: the env's own
         chan.refill(cur)
         env.reset()
         env.step(0)
-        assert env._return == 0.0  # nothing summed in the sub-env
+        assert env._sums.returns.tolist() == [0.0]  # nothing summed in the sub-env
+        for _ in range(30):
+            env.step(0)
+        assert chan.collect(cur) == 0  # and nothing reported: the main process accounts
         env.channel_index = -1
-        assert "step" not in env.__dict__
+        env.reset()
+        env.step(0)
+        assert env._sums.returns.tolist() != [0.0]  # unbound: summed again
         with pytest.raises(ConfigError, match="success_fn or a factory"):
             make_wrapped(cur, "f", channel=chan, success_fn=_same_success).channel_index = 0
         with pytest.raises(ConfigError, match="no channel"):

@@ -1,0 +1,122 @@
+"""One episode accumulator for the curriculum wrappers: each env's return and cost so far.
+
+The single-env :class:`~gymcurric.wrappers.SampleCurriculumTask` keeps one (``num_envs=1``) and
+feeds it step by step; the vector twin keeps one for all sub-envs when it accounts the episodes
+in the main process (``episodes_in_main``) and feeds it a vector step at a time. Both then
+report the same sums, in float64, added in the same order, so the curriculum state is the same
+bit for bit either way. What counts: the reward of every step of the episode, ``info["cost"]``
+where a step's info has it (the episode has no cost when none has), and the success of the
+last step, ``info["is_success"]``, else ``info["success"]`` (:func:`success_of`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["EpisodeSums", "success_of", "successes_of"]
+
+
+def success_of(info: dict[str, Any]) -> Any:
+    """An episode's success from its last step's info: ``is_success``, else ``success``."""
+    return info.get("is_success", info.get("success"))
+
+
+def successes_of(infos: dict[str, Any], envs: npt.NDArray[np.intp]) -> Any:
+    """:func:`success_of` for ``envs`` of a vector env's infos.
+
+    A float64 array (NaN: none) when every value found is a bool; else a list of the values
+    (``None``: none) for the curriculum to check one by one.
+    """
+    out = np.full(len(envs), np.nan)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    plain = True
+    for key in ("success", "is_success"):  # the later key wins, as success_of
+        values = infos.get(key)
+        if values is None:
+            continue
+        values = np.asarray(values)
+        has = np.asarray(infos.get(f"_{key}", np.ones(len(values), bool)), dtype=bool)[envs]
+        found.append((values[envs], has))
+        plain = plain and values.dtype == np.bool_
+    if plain:
+        for values, has in found:
+            out[has] = values[has]
+        return out
+    objs: list[Any] = [None] * len(envs)
+    for values, has in found:
+        for j in np.flatnonzero(has):
+            objs[j] = values[j].item() if isinstance(values[j], np.generic) else values[j]
+    return objs
+
+
+class EpisodeSums:
+    """Per env: the running return and cost of its live episode.
+
+    Args:
+        num_envs: how many envs (1 for a single env).
+
+    Attributes:
+        returns, costs: float64 sums so far, per env.
+        has_cost: whether any step of the episode reported a cost.
+        live: whether the env is inside an episode that is summed.
+
+    Examples:
+        >>> sums = EpisodeSums(2)
+        >>> sums.start(np.array([True, True]))
+        >>> sums.add_rewards(np.array([1.0, 2.0]), sums.live)
+        >>> sums.add_costs(np.array([0.5, 0.0]), np.array([True, False]))
+        >>> sums.finish(np.array([0, 1]))
+        (array([1., 2.]), array([0.5, 0. ]), array([ True, False]))
+    """
+
+    def __init__(self, num_envs: int) -> None:
+        self.returns = np.zeros(num_envs, dtype=np.float64)
+        self.costs = np.zeros(num_envs, dtype=np.float64)
+        self.has_cost = np.zeros(num_envs, dtype=bool)
+        self.live = np.zeros(num_envs, dtype=bool)
+        self.all_live = False
+
+    def start(self, envs: Any) -> None:
+        """Episodes start in ``envs`` (a mask or indices): their sums restart from zero."""
+        self.returns[envs] = 0.0
+        self.costs[envs] = 0.0
+        self.has_cost[envs] = False
+        self.live[envs] = True
+        self.all_live = bool(self.live.all())
+
+    def stop(self, envs: Any) -> None:
+        """The episodes of ``envs`` are no longer summed."""
+        self.live[envs] = False
+        self.all_live = False
+
+    def add_rewards(self, rewards: np.ndarray, where: npt.NDArray[np.bool_]) -> None:
+        """Add one step's rewards to the envs in ``where``."""
+        if where is self.live and self.all_live:  # the common vector step: every env inside
+            self.returns += rewards
+        else:
+            self.returns[where] += rewards[where]
+
+    def add_costs(self, costs: Any, where: npt.NDArray[np.bool_]) -> None:
+        """Add one step's costs to the envs in ``where`` (those whose info has a cost)."""
+        if where.any():
+            self.costs[where] += np.asarray(costs)[where].astype(np.float64)
+            self.has_cost |= where
+
+    def add_one(self, reward: Any, cost: Any) -> None:
+        """A single env's step: add ``reward`` and, unless it is None, ``cost``."""
+        self.returns[0] += float(reward)
+        if cost is not None:
+            self.costs[0] += float(cost)
+            self.has_cost[0] = True
+
+    def finish(self, envs: npt.NDArray[np.intp]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(returns, costs, has_cost)`` of ``envs``' episodes (cost 0 where none)."""
+        has = self.has_cost[envs]
+        return self.returns[envs], np.where(has, self.costs[envs], 0.0), has
+
+    def finish_one(self) -> tuple[float, float | None]:
+        """A single env's ``(return, cost or None)``."""
+        return float(self.returns[0]), (float(self.costs[0]) if self.has_cost[0] else None)
