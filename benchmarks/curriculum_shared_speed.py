@@ -5,10 +5,15 @@ consecutive ``sample()`` and ``update()`` calls on a local and on a shared curri
 the same way (the update figure includes the amortised cadence recompute), after a warm-up
 that takes the pool out of its cold start; prints both and the ratio shared / local.
 
-Part 2, several processes: ``--workers`` forked processes each loop ``sample(); update()`` on
-one shared curriculum for ``--seconds``; prints the mean cost of one sample+update pair per
-process and the total pairs per second (on a machine with fewer cores than workers this
-measures CPU sharing as much as lock contention; the core count is printed).
+Part 2, several processes: ``--workers`` forked processes each loop over one shared curriculum
+for ``--seconds``, two ways: ``transport`` takes a task and reports an episode through
+``transport_for(cur)``, as the env wrappers do (a worker's transport buffers its episodes and
+draws tasks ahead); ``direct`` calls ``sample(); update()`` on the curriculum (applied at once,
+under the lock). Prints the mean cost of one pair per process and the total pairs per second
+(on a machine with fewer cores than workers this measures CPU sharing as much as lock
+contention; the core count is printed). Run against a gymcurric without transports (before
+issue 22's refactor), ``transport`` falls back to ``sample_task(); update()``, which is what its
+wrappers called and what its curriculum buffered in a worker.
 
     python benchmarks/curriculum_shared_speed.py
     python benchmarks/curriculum_shared_speed.py --calls 5000 --sizes 1000
@@ -34,6 +39,11 @@ from gymcurric.tasks import (
     ReplacementPool,
     Span,
 )
+
+try:
+    from gymcurric.tasks import transport_for
+except ImportError:  # a gymcurric from before transports: the curriculum batched itself
+    transport_for = None
 
 
 def _setups(n: int) -> dict[str, Callable[[str], Curriculum]]:
@@ -94,21 +104,28 @@ def _single(args: argparse.Namespace) -> None:
             )
 
 
-def _loop(cur: Curriculum, seed: int, seconds: float, start: Any, q: Any) -> None:
-    cur.reseed(seed)
+def _loop(cur: Curriculum, seed: int, seconds: float, via: str, start: Any, q: Any) -> None:
     rng = np.random.default_rng(seed)
+    if via == "transport" and transport_for is not None:
+        transport = transport_for(cur)
+        transport.reseed(seed)
+        take, report, flush = transport.take_task, transport.report_episode, transport.flush
+    else:
+        cur.reseed(seed)
+        take = cur.sample_task if via == "transport" else (lambda: (int(cur.sample()[0]), None))
+        report, flush = cur.update, cur.flush
     start.wait()
     pairs = 0
     end = time.perf_counter() + seconds
     t0 = time.perf_counter()
     while time.perf_counter() < end:
         for _ in range(100):
-            tid = int(cur.sample()[0])
+            tid = take()[0]
             s = bool(rng.random() < 0.5)
-            cur.update(tid, float(s), s)
+            report(tid, float(s), s, None)
         pairs += 100
     elapsed = time.perf_counter() - t0
-    cur.flush()  # a worker buffers its updates (worker_update_batch): apply the last ones
+    flush()  # a worker's buffered episodes (worker_update_batch) and sample counts
     q.put((pairs, elapsed))
 
 
@@ -116,31 +133,33 @@ def _multi(args: argparse.Namespace) -> None:
     ctx = mp.get_context("fork")
     n = 1_000
     print(
-        f"\n{args.workers} forked workers x {args.seconds:.1f} s of sample()+update() on one "
-        f"shared curriculum ({n} tasks, fixed+replacement), {os.cpu_count()} CPUs"
+        f"\n{args.workers} forked workers x {args.seconds:.1f} s on one shared curriculum "
+        f"({n} tasks, fixed+replacement), {os.cpu_count()} CPUs"
     )
-    for workers in sorted({1, args.workers}):
-        cur = _setups(n)["fixed+replacement"]("shared")
-        _warm(cur, n, np.random.default_rng(0))
-        q, start = ctx.Queue(), ctx.Event()
-        procs = [
-            ctx.Process(target=_loop, args=(cur, i, args.seconds, start, q)) for i in range(workers)
-        ]
-        for p in procs:
-            p.start()
-        start.set()
-        res = [q.get() for _ in procs]
-        for p in procs:
-            p.join()
-        per = np.mean([dt / pairs for pairs, dt in res]) * 1e6
-        total = sum(pairs / dt for pairs, dt in res)
-        updates = cur.stats()["curriculum/updates"] - 20 * n
-        assert updates == sum(pairs for pairs, _ in res), "lost updates"
-        print(
-            f"  {workers} process(es): {per:7.2f} us per sample+update pair per process, "
-            f"{total:10.0f} pairs/s in total (no update lost: {int(updates)} counted)"
-        )
-        cur.close()
+    for via in ("transport", "direct"):
+        for workers in sorted({1, args.workers}):
+            cur = _setups(n)["fixed+replacement"]("shared")
+            _warm(cur, n, np.random.default_rng(0))
+            q, start = ctx.Queue(), ctx.Event()
+            procs = [
+                ctx.Process(target=_loop, args=(cur, i, args.seconds, via, start, q))
+                for i in range(workers)
+            ]
+            for p in procs:
+                p.start()
+            start.set()
+            res = [q.get() for _ in procs]
+            for p in procs:
+                p.join()
+            per = np.mean([dt / pairs for pairs, dt in res]) * 1e6
+            total = sum(pairs / dt for pairs, dt in res)
+            updates = cur.stats()["curriculum/updates"] - 20 * n
+            assert updates == sum(pairs for pairs, _ in res), "lost updates"
+            print(
+                f"  {via:<9} {workers} process(es): {per:7.2f} us per pair per process, "
+                f"{total:10.0f} pairs/s in total (no update lost: {int(updates)} counted)"
+            )
+            cur.close()
 
 
 def main() -> None:

@@ -28,19 +28,20 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, TaskError
+from gymcurric.errors import ConfigError, TaskError, WorkerError
 from gymcurric.tasks.backends import PROCESS_ID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
-from gymcurric.tasks.links import make_backend, open_link
+from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.signals import (
@@ -51,6 +52,9 @@ from gymcurric.tasks.signals import (
 )
 from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
+
+if TYPE_CHECKING:
+    from gymcurric.tasks.transport import TaskTransport
 
 #: Batches of at least this many episodes are applied vectorised (``record_episodes``) when the
 #: recompute cadence is at least as long; otherwise one by one: the vectorised path has a fixed
@@ -145,6 +149,7 @@ class Curriculum:
                 space.size if space.size is not None and not space.has_variants else ID_LIMIT
             )
             self._scorer_hook = type(self._scorer).on_update is not Scorer.on_update
+            self._transport: Any = None  # this process's transport, made at first use
             with self._link.lock:
                 self._st.initialise()
                 self._pool.init(self._st)
@@ -178,6 +183,8 @@ class Curriculum:
         """
         check_int("seed", seed, minimum=0, source="Curriculum.reseed", allow_numpy=True)
         self._link.check("reseed")
+        if self._transport is not None:
+            self._transport.discard_drawn()  # tasks drawn ahead with the old stream
         self.rng.bit_generator.state = np.random.PCG64(int(seed)).state
 
     def sample(self, k: int = 1) -> np.ndarray:
@@ -206,9 +213,35 @@ class Curriculum:
         return task
 
     def sample_task(self) -> tuple[int, dict[str, Any]]:
-        """Draw one task: ``(task_id, task dict)``."""
+        """Draw one task: ``(task_id, task dict)``.
+
+        In a worker's copy of a shared curriculum the task comes through :meth:`transport`,
+        which draws ``worker_sample_batch`` tasks at a time and hands them out in order.
+        """
+        if self._link.worker:
+            return self.transport().take_task()
         tid = int(self.sample(1)[0])
         return tid, self.task(tid)
+
+    def transport(self) -> TaskTransport:
+        """How an env in this process reaches this curriculum (one per process).
+
+        A :class:`~gymcurric.tasks.LocalTransport`, or for a shared curriculum a
+        :class:`~gymcurric.tasks.SharedMemoryTransport` (which batches in a worker process).
+        The env wrappers get it through :func:`~gymcurric.tasks.transport_for`.
+        """
+        transport = self._transport
+        if transport is None or transport.pid != PROCESS_ID[0]:
+            # transport.py builds on this module, so it is imported at first use
+            from gymcurric.tasks import transport as transports
+
+            transport = (
+                transports.SharedMemoryTransport(self)
+                if self._link.shared
+                else transports.LocalTransport(self)
+            )
+            self._transport = transport
+        return transport
 
     def check_update(
         self,
@@ -257,23 +290,41 @@ class Curriculum:
             WorkerError: the shared segment was closed, or a process died holding its lock.
 
         An episode of a task that has meanwhile left the pool is counted in
-        ``curriculum/stale_updates`` and otherwise ignored.
+        ``curriculum/stale_updates`` and otherwise ignored. In a worker's copy of a shared
+        curriculum the episode goes through :meth:`transport`, which buffers it (see
+        :class:`~gymcurric.tasks.SharedMemoryTransport`).
         """
-        task_id, r, s, c = self.check_update(task_id, return_, success, cost)
+        link = self._link
+        if link.worker:  # a worker's copy of a shared curriculum: through its transport
+            self.transport().report_episode(task_id, return_, success, cost)
+            return
+        task_id, r, s, c = self.check_update(task_id, return_, success, cost)  # and the process
+        with link.lock:
+            if link.shared:
+                link.enter("update")
+            self._update_one(task_id, r, s, c)
+
+    def apply_update(
+        self, task_id: int, return_: float, success: float | None, cost: float
+    ) -> None:
+        """Apply one episode :meth:`check_update` returned, now, under the lock (transports)."""
         link = self._link
         with link.lock:
             link.enter("update")
-            self._update_one(task_id, r, s, c)
+            self._update_one(task_id, return_, success, cost)
 
     def flush(self) -> None:
         """Add this process's pending sample counts to a shared state now.
 
         A worker's copy of a shared curriculum keeps the counts of its ``sample`` calls and
         adds them at its next locked call (``update``, ``stats``, ...); ``close()`` adds them
-        too. A no-op for a process-local curriculum. Env wrappers reach the curriculum through
-        a transport, whose ``flush()`` also applies the episodes it buffered.
+        too; in a worker, the episodes its transport buffered are applied first. A no-op for a
+        process-local curriculum.
         """
-        self._link.flush()
+        if self._transport is not None and self._link.worker:
+            self._transport.flush()  # the buffered episodes, then the pending counts
+        else:
+            self._link.flush()
 
     def update_batch(
         self,
@@ -302,38 +353,37 @@ class Curriculum:
         costs: Sequence[float] | np.ndarray,
         *,
         wait: bool = True,
+        checked: bool = False,
     ) -> bool:
         """Apply episodes whose values were already checked, in order.
 
         For transports, which check each episode where it ends (:meth:`check_update`, or
         :func:`~gymcurric.tasks.signals.check_episode_arrays`) and apply them later in a batch.
-        ``successes`` holds NaN where none was reported, ``costs`` 0.0. The ids are checked
-        here (a bad one raises before anything is applied).
 
         Args:
-            task_ids: the episodes' task ids.
+            task_ids: the episodes' task ids (checked here unless ``checked``).
             returns: their returns (finite).
             successes: their successes in ``[0, 1]``, NaN where none.
             costs: their costs (finite).
             wait: False applies only if the lock is free at once (a worker must not stall its
                 env on another process's locked section).
+            checked: the ids and successes passed :meth:`check_update` already.
 
         Returns:
             Whether the episodes were applied (always, with ``wait=True``).
         """
-        keys = self._check_ids(task_ids)
-        r = np.asarray(returns, dtype=np.float64)
-        s = np.asarray(successes, dtype=np.float64)
-        c = np.asarray(costs, dtype=np.float64)
-        self._check_signals(s)
+        if not checked:  # before taking the lock: a bad entry raises, nothing is applied
+            task_ids = self._check_ids(task_ids)
+            if self._signal.source == "success":
+                self._check_signals(np.asarray(successes, dtype=np.float64))
         link = self._link
         if wait:
             link.lock.__enter__()
         elif not link.try_lock():
-            return False
+            return False  # a worker keeps its buffer and tries again at its next episode end
         try:
             link.enter("record")
-            self._apply_episodes(keys, r, s, c)
+            self._apply_episodes(task_ids, returns, successes, costs)
         finally:
             link.unlock()
         return True
@@ -369,21 +419,31 @@ class Curriculum:
                 source="Curriculum.update_batch",
             )
 
-    def _apply_episodes(
-        self, keys: np.ndarray, returns: np.ndarray, successes: np.ndarray, costs: np.ndarray
-    ) -> None:
+    def _apply_episodes(self, keys: Any, returns: Any, successes: Any, costs: Any) -> None:
         """Apply checked episodes in order (under the lock).
 
         One by one with :meth:`_update_one`, or vectorised in chunks that end where the
         recompute cadence falls, so that every episode after a recompute maps through the pool
         as that recompute left it. A scorer with an ``on_update`` hook sees every episode.
+        ``keys`` are checked task ids (an array or a sequence), ``returns``, ``successes`` (NaN:
+        none) and ``costs`` float arrays or sequences.
         """
         n, every = len(keys), self._every
         if self._scorer_hook or n < VECTOR_MIN or every < VECTOR_MIN:
-            ks, rs, cs = keys.tolist(), returns.tolist(), costs.tolist()
-            for i, si in enumerate(successes.tolist()):
-                self._update_one(ks[i], rs[i], None if si != si else si, cs[i])
+            ks, rs, ss, cs = (
+                v.tolist() if isinstance(v, np.ndarray) else v
+                for v in (keys, returns, successes, costs)
+            )
+            for i, key in enumerate(ks):
+                si = ss[i]
+                self._update_one(key, rs[i], None if si != si else si, cs[i])
             return
+        returns, successes, costs = (
+            np.asarray(v, dtype=np.float64) for v in (returns, successes, costs)
+        )
+        keys = np.asarray(keys, dtype=np.int64)
+        if self._mod:
+            keys = keys % self._mod
         st, counters = self._st, self._st.counters
         slot_of = self._members.slot_of.get
         todo = keys.tolist()
@@ -471,6 +531,7 @@ class Curriculum:
 
     def stats(self) -> dict[str, float]:
         """Flat ``curriculum/...`` floats, ready for SB3's ``logger.record``."""
+        self._flush_worker()
         with self._link.lock:
             self._link.enter("stats")
             out = base_stats(self._st)
@@ -488,6 +549,16 @@ class Curriculum:
         """Where the state arrays live."""
         return self._backend
 
+    @property
+    def link(self) -> StateLink:
+        """How this process reaches the state arrays (:mod:`gymcurric.tasks.links`)."""
+        return self._link
+
+    def _flush_worker(self) -> None:
+        """In a worker, apply what its transport buffered before the state is read."""
+        if self._transport is not None and self._link.worker:
+            self._transport.flush()
+
     # ---------------------------------------------------------------- for transports
     def draw(self, k: int = 1) -> Draw:
         """Draw ``k`` task ids as :meth:`sample` does, without counting them as sampled.
@@ -498,7 +569,7 @@ class Curriculum:
         """
         link = self._link
         link.check("draw")
-        if k != 1:
+        if type(k) is not int or k < 1:
             check_int("k", k, source="Curriculum.draw", allow_numpy=True)
         slots, ids = link.draw(int(k))
         return Draw(slots, self.space.expand(ids, self.rng) if self._mod else ids)
@@ -541,6 +612,7 @@ class Curriculum:
         With a shared backend: the shared arrays (with this process's pending sample counts
         added) and this process's generator.
         """
+        self._flush_worker()
         with self._link.lock:
             self._link.enter("state_dict")
             return {
@@ -595,11 +667,18 @@ class Curriculum:
         Shared backend: the creating process unlinks the segment (attached copies only drop
         their mapping) and this object can no longer be used. Process-local: nothing to do.
         """
+        if self._transport is not None and self._link.worker and not self._backend_closed():
+            with contextlib.suppress(WorkerError):  # the creator closed the segment already
+                self._transport.flush()
         self._link.close()
         self._st = self._members.state = self._link.state
 
+    def _backend_closed(self) -> bool:
+        return bool(getattr(self._backend, "closed", False))
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
+        state["_transport"] = None  # per process
         if self._link.shared:
             del state["_st"]  # views of the segment: the link re-attaches them
         return state

@@ -97,6 +97,8 @@ class StateLink:
     """The operations a curriculum needs on its state from the current process."""
 
     shared = False
+    #: True in a worker's copy of a shared curriculum (any process but the creator's)
+    worker = False
     state: CurriculumState
     lock: Any
     members: Membership
@@ -146,9 +148,13 @@ class StateLink:
     def share_all_disabled(self) -> None:
         """Tell the other processes the whole set of disabled keys (after a state load)."""
 
+    def invalidations(self) -> int:
+        """Moves when tasks are reported invalid (in any process) or a state is loaded."""
+        raise NotImplementedError
+
     def version(self) -> tuple[int, int]:
         """``(invalidations, pool version)``: changes whenever a task leaves the pool."""
-        raise NotImplementedError
+        return self.invalidations(), self.state.counters.item(K.VERSION)
 
     def reattach(self) -> None:
         """After unpickling: rebuild what pickling dropped."""
@@ -218,9 +224,9 @@ class LocalLink(StateLink):
         with self.lock:
             add_samples(self.state, drawn)
 
-    def version(self) -> tuple[int, int]:
-        """``(number of disabled keys, pool version)``."""
-        return len(self.members.disabled), self.state.counters.item(K.VERSION)
+    def invalidations(self) -> int:
+        """The number of disabled keys."""
+        return len(self.members.disabled)
 
 
 class Closed:
@@ -267,6 +273,7 @@ class SharedLink(StateLink):
     def __init__(self, backend: SharedMemoryBackend, arrays: Mapping[str, np.ndarray]) -> None:
         self.backend = backend
         self.pid = PROCESS_ID[0]
+        self.worker = self.pid != backend.creator_pid
         self.pending: list[tuple[int, int]] = []  # (slot, key) drawn here, not yet counted
         self.epoch = 0  # the xproc epoch this copy's disabled keys are from
         self.attach(arrays)
@@ -289,6 +296,7 @@ class SharedLink(StateLink):
     def moved(self) -> None:
         """This copy runs in a new process: its per-process parts start afresh."""
         self.pid = PROCESS_ID[0]
+        self.worker = self.pid != self.backend.creator_pid
         self.pending = []  # counts taken before a fork belong to the parent
         self.epoch = -1
         self.members.seen_version = -1
@@ -350,9 +358,10 @@ class SharedLink(StateLink):
         self.epoch = xp.item(XPROC_EPOCH) + 1
         xp[XPROC_EPOCH] = self.epoch
 
-    def version(self) -> tuple[int, int]:
-        """``(epoch of the shared disabled keys, pool version)``."""
-        return self.xproc.item(XPROC_EPOCH), self.state.counters.item(K.VERSION)
+    def invalidations(self) -> int:
+        """The epoch of the shared disabled keys."""
+        epoch: int = self.xproc.item(XPROC_EPOCH)
+        return epoch
 
     def sample(self, k: int) -> np.ndarray:
         """Draw ``k`` task ids without the lock; their counts wait for the next locked call."""

@@ -23,6 +23,7 @@ only to a :class:`TaskTransport`. Four implement it:
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from abc import ABC, abstractmethod
 from typing import Any
@@ -107,6 +108,8 @@ class CurriculumTransport(TaskTransport):
             )
         self.curriculum = curriculum
         self._reseed = getattr(curriculum, "reseed", None)
+        #: the process this transport was made in
+        self.pid = PROCESS_ID[0]
 
     def task(self, task_id: int) -> dict[str, Any]:
         task: dict[str, Any] = self.curriculum.task(task_id)
@@ -117,6 +120,9 @@ class CurriculumTransport(TaskTransport):
 
     def refuse_task(self, task_id: int, reason: str) -> None:
         self.curriculum.mark_invalid(task_id, reason)
+
+    def discard_drawn(self) -> None:
+        """Forget tasks drawn ahead (the generator was reseeded); none here."""
 
     def reseed(self, seed: int) -> None:
         """Discard the tasks drawn ahead and reseed this process's generator."""
@@ -183,51 +189,63 @@ class SharedMemoryTransport(CurriculumTransport):
         backend = self.curriculum.backend
         assert isinstance(backend, SharedMemoryBackend)
         self._backend = backend
-        self._pid = PROCESS_ID[0]
-        worker = self._pid != backend.creator_pid
+        self.pid = PROCESS_ID[0]
+        worker = self.pid != backend.creator_pid
         self._update_batch = backend.worker_update_batch if worker else 1
         self._sample_batch = backend.worker_sample_batch if worker else 1
-        self._episodes: list[tuple[int, float, float, float]] = []
+        # buffered episodes, checked, as the columns record() takes (success NaN: none)
+        self._ids: list[int] = []
+        self._returns: list[float] = []
+        self._successes: list[float] = []
+        self._costs: list[float] = []
         self._oldest = 0.0  # when the oldest buffered episode ended
         self._ahead: list[tuple[int, int]] = []  # (slot, task id) drawn ahead, last first
         self._ahead_version = -1
+        space = self.curriculum.space
+        # ids of a space with variants are expanded per draw: those are drawn one at a time
+        self._draws_ahead = self._sample_batch > 1 and not (space.has_variants and space.size)
+        self._link = self.curriculum.link
 
     def take_task(self) -> tuple[int, dict[str, Any]]:
         """Draw one task from the curriculum."""
-        if PROCESS_ID[0] != self._pid:
+        if PROCESS_ID[0] != self.pid:
             self._settle()  # inherited by fork: the parent's buffers are not ours
         cur = self.curriculum
-        if self._sample_batch <= 1 or (cur.space.has_variants and cur.space.size):
-            tid, task = cur.sample_task()
-            return tid, task
-        ahead, version = self._ahead, cur.pool_version[0]
+        if not self._draws_ahead:
+            tid = int(cur.sample(1)[0])
+            return tid, cur.task(tid)
+        ahead, version = self._ahead, self._link.invalidations()
         if version != self._ahead_version:
             ahead.clear()  # tasks were disabled (or the state loaded) meanwhile: draw afresh
         if not ahead:
             drawn = cur.draw(self._sample_batch)
             ahead.extend(reversed(list(zip(drawn.slots, drawn.ids.tolist(), strict=True))))
             self._ahead_version = version
-        slot, tid = ahead.pop()
-        cur.count((slot,), (tid,))
+        slot_and_id = ahead.pop()
+        self._link.count((slot_and_id,))  # counted as handed out
+        tid = slot_and_id[1]
         return tid, cur.task(tid)
 
     def report_episode(
         self, task_id: int, return_: float, success: float | bool | None, cost: float | None
     ) -> None:
         """Report the episode with the curriculum's ``update`` (checked there)."""
-        if PROCESS_ID[0] != self._pid:
+        if PROCESS_ID[0] != self.pid:
             self._settle()
         cur = self.curriculum
         if self._update_batch <= 1:
-            cur.update(task_id, return_, success, cost)
+            cur.apply_update(*cur.check_update(task_id, return_, success, cost))
             return
         tid, r, s, c = cur.check_update(task_id, return_, success, cost)
         now = time.monotonic()
-        buffer = self._episodes
-        if not buffer:
+        ids = self._ids
+        if not ids:
             self._oldest = now
-        buffer.append((tid, r, float("nan") if s is None else s, c))
-        n, age = len(buffer), now - self._oldest
+        ids.append(tid)
+        self._returns.append(r)
+        self._successes.append(math.nan if s is None else s)
+        self._costs.append(c)
+        n, age = len(ids), now - self._oldest
         if n < self._update_batch and age < BUFFER_MAX_AGE_S:
             return
         # Due. Below the hold limits never wait for another process's locked section here (the
@@ -235,10 +253,14 @@ class SharedMemoryTransport(CurriculumTransport):
         self._apply(wait=n >= HOLD_BATCHES * self._update_batch or age >= HOLD_S)
 
     def _apply(self, *, wait: bool) -> None:
-        buffer = self._episodes
-        ids, r, s, c = zip(*buffer, strict=True)
-        if self.curriculum.record(list(ids), r, s, c, wait=wait):
-            buffer.clear()
+        columns = (self._ids, self._returns, self._successes, self._costs)
+        if self.curriculum.record(*columns, wait=wait, checked=True):
+            for column in columns:
+                column.clear()
+
+    def discard_drawn(self) -> None:
+        """Forget the tasks drawn ahead (the generator was reseeded)."""
+        self._ahead.clear()
 
     def reseed(self, seed: int) -> None:
         """Discard the tasks drawn ahead and reseed this process's generator."""
@@ -247,9 +269,9 @@ class SharedMemoryTransport(CurriculumTransport):
 
     def flush(self) -> None:
         """Apply the buffered episodes (waiting for the lock) and the pending sample counts."""
-        if self._episodes and PROCESS_ID[0] == self._pid and not self._backend.closed:
+        if self._ids and PROCESS_ID[0] == self.pid and not self._backend.closed:
             self._apply(wait=True)
-        self.curriculum.flush()
+        self._link.flush()
 
     def release(self) -> None:
         """Flush, then close a worker's copy of the curriculum."""
@@ -261,15 +283,17 @@ class SharedMemoryTransport(CurriculumTransport):
 def transport_for(curriculum: Any) -> TaskTransport:
     """The transport through which an env in this process reaches ``curriculum``.
 
-    A transport is returned as is; a :class:`~gymcurric.tasks.Curriculum` on the shared-memory
-    backend gets a :class:`SharedMemoryTransport`; any other curriculum object (with the
-    methods of :data:`CURRICULUM_METHODS`) a :class:`LocalTransport`.
+    A transport is returned as is; a :class:`~gymcurric.tasks.Curriculum` gives its own
+    (:meth:`~gymcurric.tasks.Curriculum.transport`: a :class:`SharedMemoryTransport` on the
+    shared-memory backend, one per process, else a :class:`LocalTransport`); any other
+    curriculum object (with the methods of :data:`CURRICULUM_METHODS`) gets a
+    :class:`LocalTransport`.
 
     Raises:
         ConfigError: ``curriculum`` lacks a method a transport needs.
     """
     if isinstance(curriculum, TaskTransport):
         return curriculum
-    if isinstance(curriculum, Curriculum) and isinstance(curriculum.backend, SharedMemoryBackend):
-        return SharedMemoryTransport(curriculum)
+    if isinstance(curriculum, Curriculum):
+        return curriculum.transport()
     return LocalTransport(curriculum)

@@ -325,7 +325,7 @@ class SampleCurriculumTask(
         info["task"] = copy_task(task)
         info["task_id"] = tid
         if tid >= 0 and self._transport.reports_episodes:
-            self._sums.start(0)
+            self._sums.start_one()
             self._live = True
 
     def _refused(self, tid: int, exc: ValueError) -> None:

@@ -406,14 +406,14 @@ def test_binding_a_sub_env_to_a_main_accounting_channel():
         chan.refill(cur)
         env.reset()
         env.step(0)
-        assert env._sums.returns.tolist() == [0.0]  # nothing summed in the sub-env
+        assert env._sums.one_return == 0.0  # nothing summed in the sub-env
         for _ in range(30):
             env.step(0)
         assert chan.collect(cur) == 0  # and nothing reported: the main process accounts
         env.channel_index = -1
         env.reset()
         env.step(0)
-        assert env._sums.returns.tolist() != [0.0]  # unbound: summed again
+        assert env._sums.one_return != 0.0  # unbound: summed again
         with pytest.raises(ConfigError, match="success_fn or a factory"):
             make_wrapped(cur, "f", channel=chan, success_fn=_same_success).channel_index = 0
         with pytest.raises(ConfigError, match="no channel"):
