@@ -142,6 +142,9 @@ class Curriculum:
                 space, self._st, self.rng, self._scorer, self._pool, self._signal, self._link
             )
             self._link.bind(self._members)
+            self._slot_of = (
+                self._members.slot_of
+            )  # the same dict (updated in place), read per update
             #: ids of a space with variants map to scoring keys modulo this (0: no variants)
             self._mod = (space.size or 0) if space.has_variants else 0
             self._every = cfg.cadence(capacity)
@@ -475,7 +478,7 @@ class Curriculum:
         counters = st.counters
         if self._mod:
             task_id %= self._mod
-        slot = self._members.slot_of.get(task_id)
+        slot = self._slot_of.get(task_id)
         if slot is None:
             self.space.check_id(task_id)
             counters[K.STALE_UPDATES] += 1

@@ -21,7 +21,7 @@ recompute) and nothing else of it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -251,6 +251,22 @@ class Closed:
         return None
 
 
+class Publish:
+    """One write bracketed by the shared backend's seqlock (nested ones leave it to the outer)."""
+
+    __slots__ = ("backend", "opened")
+
+    def __init__(self, backend: SharedMemoryBackend) -> None:
+        self.backend = backend
+        self.opened = False
+
+    def __enter__(self) -> None:
+        self.opened = self.backend.publish_begin()
+
+    def __exit__(self, *exc: object) -> None:
+        self.backend.publish_end(self.opened)
+
+
 class Snapshot:
     """A private copy of the arrays that sampling reads (see :meth:`SharedLink.draw`)."""
 
@@ -325,14 +341,9 @@ class SharedLink(StateLink):
         guard = self.lock
         return bool(guard.try_enter())
 
-    @contextlib.contextmanager
-    def publish(self) -> Iterator[None]:
+    def publish(self) -> Publish:
         """Make the seqlock's sequence odd for the write, even again after it."""
-        opened = self.backend.publish_begin()
-        try:
-            yield
-        finally:
-            self.backend.publish_end(opened)
+        return Publish(self.backend)
 
     def add_pending(self) -> None:
         """Add the pending sample counts to the shared arrays (under the lock)."""
