@@ -13,7 +13,7 @@ import numpy as np
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["check_int", "is_int"]
+__all__ = ["check_int", "check_one_per_env", "is_int"]
 
 
 def is_int(value: Any, minimum: int = 1, *, allow_numpy: bool = False) -> bool:
@@ -75,3 +75,17 @@ def check_int(
             none = "None or " if optional else ""
             reason = f"expected {none}an int >= {minimum}"
         raise ConfigError(name, value, reason, source=source)
+
+
+def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> None:
+    """Raise :class:`~gymcurric.errors.ConfigError` unless ``values`` has one entry per env.
+
+    Examples:
+        >>> check_one_per_env("task_ids", [3, 4], 2, source="resume_env_tasks")
+        >>> check_one_per_env("task_ids", [3], 2, source="resume")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: resume: invalid value for 'task_ids': [3] (expected 2 ...
+    """
+    if len(values) != num_envs:
+        raise ConfigError(name, values, f"expected {num_envs} values, one per env", source=source)

@@ -266,8 +266,7 @@ class ChannelTransport(TaskTransport):
         self, task_id: int, return_: float, success: float | bool | None, cost: float | None
     ) -> None:
         """Check the episode and leave it in this env's slot for the main process."""
-        r, s, c = check_episode(task_id, return_, success, cost)
-        self.channel.put(self.env, task_id, r, s, c)
+        self.channel.put(self.env, task_id, *check_episode(task_id, return_, success, cost))
 
     def refuse_task(self, task_id: int, reason: str) -> None:
         """Report the refusal through the fallback (the shared curriculum)."""

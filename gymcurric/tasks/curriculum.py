@@ -43,25 +43,13 @@ from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
-from gymcurric.tasks.scorers import Scorer
-from gymcurric.tasks.signals import (
-    check_episode,
-    check_episode_arrays,
-    record_episode,
-    record_episodes,
-)
+from gymcurric.tasks.signals import check_episode, check_episode_arrays
 from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
 if TYPE_CHECKING:
     from gymcurric.tasks.transport import TaskTransport
 
-#: Batches of at least this many episodes are applied vectorised (``record_episodes``) when the
-#: recompute cadence is at least as long; otherwise one by one: the vectorised path has a fixed
-#: cost of a few dozen array operations per piece between two recomputes, which pays off only
-#: for long pieces (measured: 2x faster per episode at 10,000 tasks, slower at 1,000 tasks
-#: whose default cadence is 32). Both give the same state, bit for bit.
-VECTOR_MIN = 64
 
 __all__ = ["STATE_FORMAT", "Curriculum", "Draw"]
 
@@ -136,26 +124,27 @@ class Curriculum:
         layout = state_layout(capacity, self._pool.window_length)
         self._link = open_link(self._backend, layout, space, capacity)
         try:
-            self._st = self._link.state
+            self._state = self._link.state
             self.rng = np.random.default_rng(cfg.seed)
+            #: ids of a space with variants map to scoring keys modulo this (0: no variants)
+            self._key_modulus = (space.size or 0) if space.has_variants else 0
             self._members = Membership(
-                space, self._st, self.rng, self._scorer, self._pool, self._signal, self._link
+                space,
+                self._state,
+                self.rng,
+                cfg,
+                recompute_every=cfg.cadence(capacity),
+                key_modulus=self._key_modulus,
+                publisher=self._link,
             )
             self._link.bind(self._members)
-            self._slot_of = (
-                self._members.slot_of
-            )  # the same dict (updated in place), read per update
-            #: ids of a space with variants map to scoring keys modulo this (0: no variants)
-            self._mod = (space.size or 0) if space.has_variants else 0
-            self._every = cfg.cadence(capacity)
             self._id_limit = (
                 space.size if space.size is not None and not space.has_variants else ID_LIMIT
             )
-            self._scorer_hook = type(self._scorer).on_update is not Scorer.on_update
             self._transport: Any = None  # this process's transport, made at first use
             with self._link.lock:
-                self._st.initialise()
-                self._pool.init(self._st)
+                self._state.initialise()
+                self._pool.init(self._state)
                 self._members.fill(capacity)
                 self._members.recompute()
         except BaseException:
@@ -172,7 +161,7 @@ class Curriculum:
         """Recompute before the next ``sample`` (after writing to the state from outside)."""
         with self._link.lock:
             self._link.enter("invalidate")
-            self._st.counters[K.DIRTY] = 1
+            self._state.counters[K.DIRTY] = 1
 
     def reseed(self, seed: int) -> None:
         """Reseed this process's sampling generator (to the stream of ``seed=seed``).
@@ -205,14 +194,14 @@ class Curriculum:
             check_int("k", k, source="Curriculum.sample", allow_numpy=True)
             k = int(k)
         ids = link.sample(k)
-        return self.space.expand(ids, self.rng) if self._mod else ids
+        return self.space.expand(ids, self.rng) if self._key_modulus else ids
 
     def task(self, task_id: int) -> dict[str, Any]:
         """The task dict of ``task_id`` (regenerated deterministically from the id)."""
         task, rejected = self.space.generate(task_id)
         if rejected:
             with self._link.lock:
-                self._st.counters[K.INVALID_GENERATED] += rejected
+                self._state.counters[K.INVALID_GENERATED] += rejected
         return task
 
     def sample_task(self) -> tuple[int, dict[str, Any]]:
@@ -259,17 +248,17 @@ class Curriculum:
         transports that buffer episodes (:class:`~gymcurric.tasks.SharedMemoryTransport`): a
         bad report raises where the episode ended, not where the buffer is applied.
         """
-        r, s, c = check_episode(task_id, return_, success, cost)
+        return_, success, cost = check_episode(task_id, return_, success, cost)
         link = self._link
         if PROCESS_ID[0] != link.pid:
             link.check("update")
         if type(task_id) is not int or not 0 <= task_id < self._id_limit:
             task_id = self.space.check_id(task_id)  # numpy ints; rejects the rest by name
-        if s is None and self._signal.source == "success":
+        if success is None and self._signal.source == "success":
             raise ConfigError(
                 "success", None, "SignalConfig(source='success') needs success= in every update"
             )
-        return task_id, r, s, c
+        return task_id, return_, success, cost
 
     def update(
         self,
@@ -301,11 +290,11 @@ class Curriculum:
         if link.worker:  # a worker's copy of a shared curriculum: through its transport
             self.transport().report_episode(task_id, return_, success, cost)
             return
-        task_id, r, s, c = self.check_update(task_id, return_, success, cost)  # and the process
+        checked = self.check_update(task_id, return_, success, cost)  # and the process
         with link.lock:
             if link.shared:
                 link.enter("update")
-            self._update_one(task_id, r, s, c)
+            self._members.record_one(*checked)
 
     def apply_update(
         self, task_id: int, return_: float, success: float | None, cost: float
@@ -314,7 +303,7 @@ class Curriculum:
         link = self._link
         with link.lock:
             link.enter("update")
-            self._update_one(task_id, return_, success, cost)
+            self._members.record_one(task_id, return_, success, cost)
 
     def flush(self) -> None:
         """Add this process's pending sample counts to a shared state now.
@@ -343,10 +332,11 @@ class Curriculum:
         vectorised, a few array operations per piece between two recomputes instead of per
         episode, with the same result bit for bit. The Ray actor applies its batches here.
         """
-        ids, r, s, c = check_episode_arrays(
-            task_ids, returns, successes, costs, source="Curriculum.update_batch"
+        self.record(
+            *check_episode_arrays(
+                task_ids, returns, successes, costs, source="Curriculum.update_batch"
+            )
         )
-        self.record(ids, r, s, c)
 
     def record(
         self,
@@ -386,7 +376,7 @@ class Curriculum:
             return False  # a worker keeps its buffer and tries again at its next episode end
         try:
             link.enter("record")
-            self._apply_episodes(task_ids, returns, successes, costs)
+            self._members.record(task_ids, returns, successes, costs)
         finally:
             link.unlock()
         return True
@@ -410,7 +400,7 @@ class Curriculum:
                 arr = None
         if arr is None:
             arr = np.array([space.check_id(t) for t in ids], dtype=np.int64)  # raises
-        return arr % self._mod if self._mod else arr
+        return arr % self._key_modulus if self._key_modulus else arr
 
     def _check_signals(self, successes: np.ndarray) -> None:
         if self._signal.source == "success" and np.isnan(successes).any():
@@ -421,75 +411,6 @@ class Curriculum:
                 f"{int(np.flatnonzero(np.isnan(successes))[0])} has none",
                 source="Curriculum.update_batch",
             )
-
-    def _apply_episodes(self, keys: Any, returns: Any, successes: Any, costs: Any) -> None:
-        """Apply checked episodes in order (under the lock).
-
-        One by one with :meth:`_update_one`, or vectorised in chunks that end where the
-        recompute cadence falls, so that every episode after a recompute maps through the pool
-        as that recompute left it. A scorer with an ``on_update`` hook sees every episode.
-        ``keys`` are checked task ids (an array or a sequence), ``returns``, ``successes`` (NaN:
-        none) and ``costs`` float arrays or sequences.
-        """
-        n, every = len(keys), self._every
-        if self._scorer_hook or n < VECTOR_MIN or every < VECTOR_MIN:
-            ks, rs, ss, cs = (
-                v.tolist() if isinstance(v, np.ndarray) else v
-                for v in (keys, returns, successes, costs)
-            )
-            for i, key in enumerate(ks):
-                si = ss[i]
-                self._update_one(key, rs[i], None if si != si else si, cs[i])
-            return
-        returns, successes, costs = (
-            np.asarray(v, dtype=np.float64) for v in (returns, successes, costs)
-        )
-        keys = np.asarray(keys, dtype=np.int64)
-        if self._mod:
-            keys = keys % self._mod
-        st, counters = self._st, self._st.counters
-        slot_of = self._members.slot_of.get
-        todo = keys.tolist()
-        start = 0
-        while start < n:
-            # up to the episode that makes the recompute due; stale ids (not in the pool) do
-            # not count, so a piece holding some ends before it and the next piece goes on
-            since = counters.item(K.SINCE_RECOMPUTE)
-            end = min(n, start + max(every - since, 1))
-            slots = np.array([slot_of(k, -1) for k in todo[start:end]], dtype=np.int64)
-            ok = slots >= 0
-            took = int(ok.sum())
-            if took < len(slots):
-                counters[K.STALE_UPDATES] += len(slots) - took
-            if took:
-                if took == len(slots):
-                    at: slice | np.ndarray = slice(start, end)
-                else:
-                    slots = slots[ok]
-                    at = np.flatnonzero(ok) + start
-                record_episodes(st, self._signal, slots, returns[at], successes[at], costs[at])
-                counters[K.SINCE_RECOMPUTE] = since + took
-                if since + took >= every:
-                    self._members.recompute()
-            start = end
-
-    def _update_one(self, task_id: Any, return_: float, success: float | None, cost: float) -> None:
-        st = self._st
-        counters = st.counters
-        if self._mod:
-            task_id %= self._mod
-        slot = self._slot_of.get(task_id)
-        if slot is None:
-            self.space.check_id(task_id)
-            counters[K.STALE_UPDATES] += 1
-            return
-        signal = record_episode(st, self._signal, slot, return_, success, cost)
-        since = counters.item(K.SINCE_RECOMPUTE) + 1
-        counters[K.SINCE_RECOMPUTE] = since
-        if since >= self._every or (
-            self._scorer_hook and self._scorer.on_update(st, slot, signal, return_)
-        ):
-            self._members.recompute()
 
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
         """Report that the env refused ``task_id``: it is removed and never drawn again.
@@ -505,7 +426,7 @@ class Curriculum:
         with link.lock:
             link.enter("mark_invalid")
             with link.publish():
-                st = self._st
+                st = self._state
                 st.counters[K.INVALID_REPORTED] += 1
                 if key not in members.disabled:
                     members.disabled.add(key)
@@ -529,23 +450,23 @@ class Curriculum:
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, probabilities)`` of the live tasks at the last recompute."""
         with self._link.lock:
-            live = self._st.pool >= 0
-            return self._st.task_id[live].copy(), self._st.prob[live].copy()
+            live = self._state.pool >= 0
+            return self._state.task_id[live].copy(), self._state.prob[live].copy()
 
     def stats(self) -> dict[str, float]:
         """Flat ``curriculum/...`` floats, ready for SB3's ``logger.record``."""
         self._flush_worker()
         with self._link.lock:
             self._link.enter("stats")
-            out = base_stats(self._st)
-            out.update(self._pool.stats(self._st))
-            out.update(self._scorer.stats(self._st))
+            out = base_stats(self._state)
+            out.update(self._pool.stats(self._state))
+            out.update(self._scorer.stats(self._state))
         return out
 
     @property
     def state(self) -> CurriculumState:
         """The live state arrays (views; read them, do not write)."""
-        return self._st
+        return self._state
 
     @property
     def backend(self) -> StateBackend:
@@ -575,7 +496,7 @@ class Curriculum:
         if type(k) is not int or k < 1:
             check_int("k", k, source="Curriculum.draw", allow_numpy=True)
         slots, ids = link.draw(int(k))
-        return Draw(slots, self.space.expand(ids, self.rng) if self._mod else ids)
+        return Draw(slots, self.space.expand(ids, self.rng) if self._key_modulus else ids)
 
     def count(self, slots: Sequence[int], task_ids: Sequence[int]) -> None:
         """Count tasks of a :meth:`draw` as sampled (one whose slot was reused since is not).
@@ -583,7 +504,7 @@ class Curriculum:
         With a shared backend the counts reach the shared arrays at this process's next locked
         call (as :meth:`sample`'s do).
         """
-        keys = [t % self._mod for t in task_ids] if self._mod else task_ids
+        keys = [t % self._key_modulus for t in task_ids] if self._key_modulus else task_ids
         self._link.count(zip(slots, keys, strict=True))
 
     @property
@@ -600,7 +521,8 @@ class Curriculum:
         """The pool slot of ``task_id`` (None if it is not in the pool)."""
         with self._link.lock:
             self._link.enter("slot_of")
-            return self._members.slot_of.get(task_id % self._mod if self._mod else task_id)
+            modulus = self._key_modulus
+            return self._members.slot_of.get(task_id % modulus if modulus else task_id)
 
     # ---------------------------------------------------------------- checkpoints
     def config_spec(self) -> dict[str, Any]:
@@ -621,7 +543,7 @@ class Curriculum:
             return {
                 "format": STATE_FORMAT,
                 "config": self.config_spec(),
-                "arrays": {k: v.copy() for k, v in self._st.arrays().items()},
+                "arrays": {k: v.copy() for k, v in self._state.arrays().items()},
                 "rng": self.rng.bit_generator.state,
                 "disabled": sorted(self._members.disabled),
             }
@@ -638,13 +560,13 @@ class Curriculum:
                 out-of-range values, negative counters, task keys outside the space; see
                 :func:`~gymcurric.tasks.checkpoint.state_problems`). Nothing is changed then.
         """
-        own = self._st.arrays()
+        own = self._state.arrays()
         # everything is checked before anything is written: a refused state changes nothing
         arrays = check_state_dict(
             self.config_spec(),
             own,
             state,
-            key_limit=self._mod or self._id_limit,
+            key_limit=self._key_modulus or self._id_limit,
             pool=self._pool,
         )
         link = self._link
@@ -674,7 +596,7 @@ class Curriculum:
             with contextlib.suppress(WorkerError):  # the creator closed the segment already
                 self._transport.flush()
         self._link.close()
-        self._st = self._members.state = self._link.state
+        self._state = self._members.state = self._link.state
 
     def _backend_closed(self) -> bool:
         return bool(getattr(self._backend, "closed", False))
@@ -683,11 +605,11 @@ class Curriculum:
         state = self.__dict__.copy()
         state["_transport"] = None  # per process
         if self._link.shared:
-            del state["_st"]  # views of the segment: the link re-attaches them
+            del state["_state"]  # views of the segment: the link re-attaches them
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         watch_forks()
         self._link.reattach()
-        self._st = self._members.state = self._link.state
+        self._state = self._members.state = self._link.state

@@ -236,15 +236,17 @@ class SharedMemoryTransport(CurriculumTransport):
         if self._update_batch <= 1:
             cur.apply_update(*cur.check_update(task_id, return_, success, cost))
             return
-        tid, r, s, c = cur.check_update(task_id, return_, success, cost)
+        task_id, return_, checked_success, checked_cost = cur.check_update(
+            task_id, return_, success, cost
+        )
         now = time.monotonic()
         ids = self._ids
         if not ids:
             self._oldest = now
-        ids.append(tid)
-        self._returns.append(r)
-        self._successes.append(math.nan if s is None else s)
-        self._costs.append(c)
+        ids.append(task_id)
+        self._returns.append(return_)
+        self._successes.append(math.nan if checked_success is None else checked_success)
+        self._costs.append(checked_cost)
         n, age = len(ids), now - self._oldest
         if n < self._update_batch and age < BUFFER_MAX_AGE_S:
             return

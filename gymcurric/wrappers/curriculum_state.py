@@ -33,6 +33,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 
@@ -94,13 +95,7 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
                 )
             env.set_wrapper_attr("pending_task_id", ids[0])
             return
-        if len(ids) != env.num_envs:
-            raise ConfigError(
-                "task_ids",
-                ids,
-                f"expected {env.num_envs} ids, one per env",
-                source="resume_env_tasks",
-            )
+        check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
         if hasattr(env, "env_method"):  # SB3: set_attr would set it on the outermost wrapper
             _check_sb3(env)
             for i, tid in enumerate(ids):

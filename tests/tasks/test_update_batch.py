@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-import gymcurric.tasks.curriculum as curriculum_module
+import gymcurric.tasks.membership as membership_module
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.tasks import (
     BoxTaskSpace,
@@ -84,8 +84,8 @@ def _arrays_equal(a, b):
 @pytest.fixture(params=["every-batch-vectorised", "default-threshold"])
 def vector_min(request, monkeypatch):
     if request.param == "every-batch-vectorised":
-        monkeypatch.setattr(curriculum_module, "VECTOR_MIN", 1)
-    return curriculum_module.VECTOR_MIN
+        monkeypatch.setattr(membership_module, "VECTOR_MIN", 1)
+    return membership_module.VECTOR_MIN
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

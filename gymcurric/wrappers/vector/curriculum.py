@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
+from gymcurric._checks import check_one_per_env
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.safety.costs import check_vector_cost_dtype
@@ -187,13 +188,12 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         the tasks an uninterrupted run would have drawn. ``load_curriculum_state`` calls it.
         """
         if self._channel is not None:
-            if len(waiting) != self.num_envs:
-                raise ConfigError(
-                    "waiting",
-                    waiting,
-                    f"expected {self.num_envs} task ids, one per sub-env",
-                    source="vector.SampleCurriculumTask.resume_channel",
-                )
+            check_one_per_env(
+                "waiting",
+                waiting,
+                self.num_envs,
+                source="vector.SampleCurriculumTask.resume_channel",
+            )
             self._resume_waiting = [int(t) for t in waiting]
 
     def stats(self) -> dict[str, float]:
