@@ -4,10 +4,17 @@ The wrapper is thin: it fetches the state's frame (``env.render()``) or caption
 (``info["caption"]`` / ``env.describe()``) when the :class:`~gymcurric.semantics.Shaper`
 asks for it, and adds the shaper's term to the reward. torch/transformers are imported only
 when a model is loaded (never by importing this module).
+
+What the twins (:mod:`gymcurric.wrappers.vector.semantic`,
+:mod:`gymcurric.integrations.sb3.semantic`) share with this wrapper lives here:
+:class:`ShapingWrapperArgs` (coerce the config, record the arguments, build the shaper and
+check the env can feed it) and :func:`refuse_taken_info_keys`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -17,7 +24,16 @@ from gymnasium.core import ActType, ObsType
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
 
-__all__ = ["ShapeRewardSemantic", "caption_of"]
+__all__ = [
+    "SHAPING_INFO_KEYS",
+    "ShapeRewardSemantic",
+    "ShapingWrapperArgs",
+    "caption_of",
+    "refuse_taken_info_keys",
+]
+
+SHAPING_INFO_KEYS = ("shaping", "raw_reward")
+"""The info keys every semantic shaping wrapper writes."""
 
 
 def caption_of(env: gym.Env[Any, Any], info: dict[str, Any]) -> str:
@@ -38,6 +54,129 @@ def caption_of(env: gym.Env[Any, Any], info: dict[str, Any]) -> str:
         f"{env} writes no info['caption'] and has no describe() method; use a frame embedder "
         "(CLIP/SigLIP, source='frames') or add captions to the env",
     )
+
+
+def refuse_taken_info_keys(
+    info: Mapping[str, Any], reporter: str, wrapper: str, *, show_value: bool = False
+) -> None:
+    """Refuse to overwrite a :data:`SHAPING_INFO_KEYS` key the inner env already wrote.
+
+    Args:
+        info: the info (one env's, or a vector env's dict of arrays).
+        reporter: who wrote it, for the message (the inner env).
+        wrapper: the shaping wrapper's class name, for the message.
+        show_value: quote the value found (a scalar, not a vector env's array).
+
+    Raises:
+        InfoKeyConflictError: ``info`` holds ``"shaping"`` or ``"raw_reward"``.
+    """
+    for key in SHAPING_INFO_KEYS:
+        if key in info:
+            found = f" ({info[key]!r})" if show_value else ""
+            raise InfoKeyConflictError(
+                f"{reporter} already reports info[{key!r}]{found}; {wrapper} will not overwrite it"
+            )
+
+
+@dataclass(frozen=True)
+class ShapingWrapperArgs:
+    """The arguments every semantic shaping wrapper takes past its env, and what it does with them.
+
+    One place for the start of the single-env, vector and SB3 wrappers: the config coerced
+    (with a vector wrapper's ``batch_max`` override), the arguments recorded, the shaper
+    loaded fail-soft and the env's ``render_mode`` checked when it reads frames.
+
+    Attributes:
+        embedder: as given (a model folder or hub id, an embedder, a callable or ``None``).
+        config: the coerced :class:`ShapingConfig`.
+        kind: the model kind (``"auto"``, ``"clip"``, ``"siglip"``, ``"caption"``).
+        device: where the model runs.
+        dtype: ``"auto"`` or a dtype name.
+    """
+
+    embedder: Any
+    config: ShapingConfig
+    kind: str
+    device: str
+    dtype: str
+
+    @classmethod
+    def of(
+        cls,
+        embedder: Any,
+        config: ShapingConfig | dict[str, Any] | None,
+        *,
+        kind: str,
+        device: str,
+        dtype: str,
+        batch_max: int | None = None,
+    ) -> ShapingWrapperArgs:
+        """Coerce ``config``; a ``batch_max`` that is not ``None`` replaces its ``batch_max``.
+
+        Raises:
+            ConfigError: a bad config (an unknown key or a bad value).
+        """
+        cfg = ShapingConfig.coerce(config)
+        if batch_max is not None:
+            cfg = ShapingConfig.coerce(cfg, batch_max=batch_max)
+        return cls(embedder, cfg, kind, device, dtype)
+
+    def record(self, wrapper: gym.utils.RecordConstructorArgs, **extra: Any) -> None:
+        """Record the arguments (and a twin's ``extra`` ones) as ``wrapper``'s constructor's."""
+        # no deepcopy: the embedder may hold a model of hundreds of MB
+        gym.utils.RecordConstructorArgs.__init__(
+            wrapper,
+            _disable_deepcopy=True,
+            embedder=self.embedder,
+            config=self.config,
+            kind=self.kind,
+            device=self.device,
+            dtype=self.dtype,
+            **extra,
+        )
+
+    def shaper(
+        self,
+        num_envs: int,
+        render_mode: str | None,
+        *,
+        made: str,
+        source: str,
+        describes: bool = False,
+    ) -> Shaper:
+        """Load the shaper for ``num_envs`` envs (fail-soft) and check the env can feed it.
+
+        Args:
+            num_envs: how many envs the shaper serves.
+            render_mode: the env's; a shaper that reads frames needs ``"rgb_array"``.
+            made: what the error says must be made with ``render_mode='rgb_array'``
+                (``"an env"``).
+            source: the wrapper's class name, for the error.
+            describes: the env has ``describe()``, so a model of unknown modality that failed
+                to load reads captions (and needs no ``render_mode``).
+
+        Raises:
+            ConfigError: shaping is enabled and reads frames, and ``render_mode`` is not
+                ``"rgb_array"``.
+        """
+        shaper = build_shaper(
+            self.config,
+            self.embedder,
+            num_envs,
+            kind=self.kind,
+            device=self.device,
+            dtype=self.dtype,
+        )
+        if describes:
+            shaper.resolve_source(captions=True)
+        if self.config.enabled and shaper.source == "frames" and render_mode != "rgb_array":
+            raise ConfigError(
+                "render_mode",
+                render_mode,
+                f"frame embedders need {made} made with render_mode='rgb_array'",
+                source=source,
+            )
+        return shaper
 
 
 class ShapeRewardSemantic(
@@ -98,29 +237,17 @@ class ShapeRewardSemantic(
             device: where the model runs (``"cpu"``, ``"cuda"``, ``"auto"``).
             dtype: ``"auto"`` (bf16 → fp32 on CPU) or a dtype name.
         """
-        cfg = ShapingConfig.coerce(config)
-        # no deepcopy: the embedder may hold a model of hundreds of MB
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            _disable_deepcopy=True,
-            embedder=embedder,
-            config=cfg,
-            kind=kind,
-            device=device,
-            dtype=dtype,
-        )
+        args = ShapingWrapperArgs.of(embedder, config, kind=kind, device=device, dtype=dtype)
+        args.record(self)
         gym.Wrapper.__init__(self, env)
-        self.shaper: Shaper = build_shaper(cfg, embedder, 1, kind=kind, device=device, dtype=dtype)
-        self.enabled = cfg.enabled
-        if callable(getattr(env.unwrapped, "describe", None)):
-            self.shaper.resolve_source(captions=True)  # a failed model of unknown modality
-        if self.enabled and self.shaper.source == "frames" and env.render_mode != "rgb_array":
-            raise ConfigError(
-                "render_mode",
-                env.render_mode,
-                "frame embedders need an env made with render_mode='rgb_array'",
-                source="ShapeRewardSemantic",
-            )
+        self.shaper: Shaper = args.shaper(
+            1,
+            env.render_mode,
+            made="an env",
+            source="ShapeRewardSemantic",
+            describes=callable(getattr(env.unwrapped, "describe", None)),
+        )
+        self.enabled = args.config.enabled
         self._info: dict[str, Any] = {}
 
     @property
@@ -157,12 +284,7 @@ class ShapeRewardSemantic(
         if not self.enabled:
             return out
         obs, reward, terminated, truncated, info = out
-        for key in ("shaping", "raw_reward"):
-            if key in info:
-                raise InfoKeyConflictError(
-                    f"{self.env} already reports info[{key!r}] ({info[key]!r}); "
-                    f"ShapeRewardSemantic will not overwrite it"
-                )
+        refuse_taken_info_keys(info, str(self.env), "ShapeRewardSemantic", show_value=True)
         self._info = info
         raw = float(reward)
         shaping = float(

@@ -10,7 +10,11 @@ import pytest
 
 import gymcurric  # noqa: F401 - registers the envs
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.wrappers.semantic import ShapeRewardSemantic
+from gymcurric.wrappers.semantic import (
+    ShapeRewardSemantic,
+    ShapingWrapperArgs,
+    refuse_taken_info_keys,
+)
 from tests.semantics.stubs import (
     STUB_CONFIG,
     StateEnv,
@@ -158,6 +162,40 @@ def test_frames_need_rgb_array_and_info_conflicts_raise():
     env.reset(seed=0)
     with pytest.raises(InfoKeyConflictError, match="shaping"):
         env.step(0)
+
+
+def test_the_twins_shared_start_coerces_checks_and_words_errors_per_twin():
+    def args(batch_max=None):
+        return ShapingWrapperArgs.of(
+            frame_embedder(),
+            {**STUB_CONFIG, "batch_max": 3},
+            kind="auto",
+            device="cpu",
+            dtype="auto",
+            batch_max=batch_max,
+        )
+
+    assert args().config.batch_max == 3
+    assert args(batch_max=5).config.batch_max == 5
+    with pytest.raises(ConfigError, match="a vector env made with") as caught:
+        args().shaper(2, None, made="a vector env", source="ShapeRewardSemantic")
+    assert (caught.value.key, caught.value.value) == ("render_mode", None)
+    assert caught.value.source == "ShapeRewardSemantic"
+    assert args().shaper(2, "rgb_array", made="sub-envs", source="X").num_envs == 2
+
+    refuse_taken_info_keys({"other": 1}, "env", "W")
+    with pytest.raises(InfoKeyConflictError) as caught_key:
+        refuse_taken_info_keys({"raw_reward": 1.5}, "env", "W", show_value=True)
+    assert (
+        str(caught_key.value)
+        == "env already reports info['raw_reward'] (1.5); W will not overwrite it"
+    )
+    with pytest.raises(InfoKeyConflictError) as caught_key:
+        refuse_taken_info_keys({"shaping": np.zeros(2)}, "a sub-env", "W")
+    assert (
+        str(caught_key.value)
+        == "a sub-env already reports info['shaping']; W will not overwrite it"
+    )
 
 
 def test_tiny_clip_on_hazard_nav_frames():

@@ -18,9 +18,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from gymcurric._deprecated import alias_getattr
-from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import stack_frames
-from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
+from gymcurric.semantics.shaper import Shaper, ShapingConfig
+from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 
 __all__ = ["SemanticShapingCallback", "VecShapeRewardSemantic"]
 
@@ -62,21 +63,16 @@ class VecShapeRewardSemantic(VecEnvWrapper):
             batch_max: the most states per embedding call (overrides ``config.batch_max``).
         """
         super().__init__(venv)
-        cfg = ShapingConfig.coerce(config)
-        if batch_max is not None:
-            cfg = ShapingConfig.coerce(cfg, batch_max=batch_max)
-        self.shaper: Shaper = build_shaper(
-            cfg, embedder, self.num_envs, kind=kind, device=device, dtype=dtype
+        args = ShapingWrapperArgs.of(
+            embedder, config, kind=kind, device=device, dtype=dtype, batch_max=batch_max
         )
-        self.enabled = cfg.enabled
-        render_mode = getattr(venv, "render_mode", None)
-        if self.enabled and self.shaper.source == "frames" and render_mode != "rgb_array":
-            raise ConfigError(
-                "render_mode",
-                render_mode,
-                "frame embedders need sub-envs made with render_mode='rgb_array'",
-                source="VecShapeRewardSemantic",
-            )
+        self.shaper: Shaper = args.shaper(
+            self.num_envs,
+            getattr(venv, "render_mode", None),
+            made="sub-envs",
+            source="VecShapeRewardSemantic",
+        )
+        self.enabled = args.config.enabled
         self._current: list[Any] = [None] * self.num_envs
 
     @property
@@ -153,19 +149,14 @@ class VecShapeRewardSemantic(VecEnvWrapper):
             get_final_inputs=lambda: final,
         )
         for info, s, r in zip(infos, shaping.tolist(), raw.tolist(), strict=True):
-            for key in ("shaping", "raw_reward"):
-                if key in info:
-                    raise InfoKeyConflictError(
-                        f"a sub-env already reports info[{key!r}]; VecShapeRewardSemantic will not "
-                        "overwrite it"
-                    )
+            refuse_taken_info_keys(info, "a sub-env", "VecShapeRewardSemantic")
             info["shaping"] = s
             info["raw_reward"] = float(r)
         return obs, (raw + shaping).astype(raw.dtype, copy=False), dones, infos
 
 
 def find_shaping_wrapper(venv: Any) -> Any:
-    """The first object with ``stats()`` in a chain of SB3 vec-env wrappers (or ``None``)."""
+    """The first :class:`VecShapeRewardSemantic` in a chain of SB3 vec-env wrappers, or None."""
     env = venv
     while env is not None:
         if isinstance(env, VecShapeRewardSemantic):

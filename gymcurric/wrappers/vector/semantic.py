@@ -20,9 +20,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.semantics.base import stack_frames
-from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
+from gymcurric.semantics.shaper import Shaper, ShapingConfig
+from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 from gymcurric.wrappers.vector._common import autoreset_mode
 
 __all__ = ["ShapeRewardSemantic"]
@@ -87,33 +87,16 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
             dtype: ``"auto"`` or a dtype name.
             batch_max: the most states per embedding call (overrides ``config.batch_max``).
         """
-        cfg = ShapingConfig.coerce(config)
-        if batch_max is not None:
-            cfg = ShapingConfig.coerce(cfg, batch_max=batch_max)
-        # no deepcopy: the embedder may hold a model of hundreds of MB
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            _disable_deepcopy=True,
-            embedder=embedder,
-            config=cfg,
-            kind=kind,
-            device=device,
-            dtype=dtype,
-            batch_max=batch_max,
+        args = ShapingWrapperArgs.of(
+            embedder, config, kind=kind, device=device, dtype=dtype, batch_max=batch_max
         )
+        args.record(self, batch_max=batch_max)
         VectorWrapper.__init__(self, env)
         self._mode = autoreset_mode(env)
-        self.shaper: Shaper = build_shaper(
-            cfg, embedder, self.num_envs, kind=kind, device=device, dtype=dtype
+        self.shaper: Shaper = args.shaper(
+            self.num_envs, env.render_mode, made="a vector env", source="ShapeRewardSemantic"
         )
-        self.enabled = cfg.enabled
-        if self.enabled and self.shaper.source == "frames" and env.render_mode != "rgb_array":
-            raise ConfigError(
-                "render_mode",
-                env.render_mode,
-                "frame embedders need a vector env made with render_mode='rgb_array'",
-                source="ShapeRewardSemantic",
-            )
+        self.enabled = args.config.enabled
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
         self._infos: dict[str, Any] = {}
         self._all = np.ones(self.num_envs, dtype=bool)
@@ -181,12 +164,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         if not self.enabled:
             return out
         obs, rewards, terminations, truncations, infos = out
-        for key in ("shaping", "raw_reward"):
-            if key in infos:
-                raise InfoKeyConflictError(
-                    f"{self.env} already reports info[{key!r}]; ShapeRewardSemantic will not "
-                    "overwrite it"
-                )
+        refuse_taken_info_keys(infos, str(self.env), "ShapeRewardSemantic")
         self._infos = infos
         terminations = np.asarray(terminations, dtype=bool)
         truncations = np.asarray(truncations, dtype=bool)
