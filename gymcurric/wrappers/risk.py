@@ -9,7 +9,8 @@ wrapper does (extra ``torch``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -69,6 +70,112 @@ def make_annotator(num_envs: int, **kwargs: Any) -> Any:
     from gymcurric.semantics.risk import RiskAnnotator
 
     return RiskAnnotator(num_envs, **kwargs)
+
+
+def check_risk_key_free(env: Any, info: Mapping[str, Any]) -> None:
+    """Refuse to overwrite an ``info["risk"]`` the inner env (or vector env) already reports."""
+    if "risk" in info:
+        raise InfoKeyConflictError(
+            f"{env} already reports info['risk'] ({info['risk']!r}); AnnotateRisk will not "
+            "overwrite info key 'risk'"
+        )
+
+
+def failed_features(annotator: Any, embedder: Any, num_envs: int) -> npt.NDArray[np.float32]:
+    """Zero features for a step whose embedding failed, as wide as the head (or the embedder)."""
+    head = annotator.head
+    dim = (head.input_dim if head is not None else 0) or int(getattr(embedder, "dim", 0) or 1)
+    return np.zeros((num_envs, dim), dtype=np.float32)
+
+
+def risk_stats(annotator: Any, embed_errors: int) -> dict[str, float]:
+    """A risk wrapper's ``risk/*`` metrics: the annotator's and ``risk/embed_errors``."""
+    return {**annotator.stats(), "risk/embed_errors": embed_errors}
+
+
+def risk_state_dict(annotator: Any, embed_errors: int) -> dict[str, Any]:
+    """A risk wrapper's checkpoint: the annotator's state and ``embed_errors``."""
+    return {**annotator.state_dict(), "embed_errors": embed_errors}
+
+
+def load_risk_state(annotator: Any, state: dict[str, Any]) -> int:
+    """Restore a :func:`risk_state_dict` into ``annotator``; returns its ``embed_errors``."""
+    annotator.load_state_dict(state)
+    return int(state.get("embed_errors", 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class RiskSettings:
+    """The constructor arguments of :class:`AnnotateRisk` and its vector twin, checked.
+
+    One place for what both wrappers do with them: check them (on construction), record them
+    (:meth:`record`) and build the annotator (:meth:`annotator`). The fields are the wrappers'
+    keyword arguments, in their order; the wrappers document them.
+    """
+
+    features: str
+    embedder: Any
+    gamma: float
+    horizon: int
+    truncation: str
+    train_every: int
+    risk_lr: float
+    risk_min_samples: int
+    risk_batch_size: int
+    risk_update_iters: int
+    buffer_size: int
+    hidden: Sequence[int]
+    history: int
+    seed: int
+    device: str
+
+    def __post_init__(self) -> None:
+        check_risk_args(
+            self.features, self.embedder, self.gamma, self.horizon, self.truncation, "AnnotateRisk"
+        )
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> RiskSettings:
+        """The settings from a wrapper's ``locals()`` (its other entries are ignored).
+
+        The wrappers keep their explicit signatures; reading the values back by field name
+        spares a third copy of the argument list, and a field the signature lacks is a KeyError.
+        """
+        return cls(**{field.name: arguments[field.name] for field in dataclasses.fields(cls)})
+
+    def arguments(self) -> dict[str, Any]:
+        """The fields as keyword arguments (not copied: the embedder is a model)."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+    def check_env(self, env: Any, made: str) -> None:
+        """Refuse ``features="frames"`` unless ``env`` renders ``rgb_array`` frames.
+
+        Args:
+            env: the env (or vector env) to be wrapped.
+            made: what the message says must be made with that mode (``"an env"``).
+        """
+        render_mode = getattr(env, "render_mode", None)
+        if self.features == "frames" and render_mode != "rgb_array":
+            raise ConfigError(
+                "features",
+                self.features,
+                f"needs {made} made with render_mode='rgb_array' (got {render_mode!r})",
+                source="AnnotateRisk",
+            )
+
+    def record(self, wrapper: gym.utils.RecordConstructorArgs) -> None:
+        """Record every argument on ``wrapper`` (``RecordConstructorArgs.__init__``)."""
+        gym.utils.RecordConstructorArgs.__init__(
+            wrapper,
+            **self.arguments(),
+            _disable_deepcopy=True,  # the embedder (a model) is recorded, not copied
+        )
+
+    def annotator(self, num_envs: int) -> Any:
+        """A new :class:`gymcurric.semantics.risk.RiskAnnotator` for ``num_envs`` envs."""
+        head_arguments = self.arguments()
+        del head_arguments["features"], head_arguments["embedder"]
+        return make_annotator(num_envs, **head_arguments)
 
 
 class AnnotateRisk(
@@ -146,52 +253,13 @@ class AnnotateRisk(
             seed: seeds the head (weights and minibatch draws).
             device: torch device of the head.
         """
-        check_risk_args(features, embedder, gamma, horizon, truncation, "AnnotateRisk")
-        if features == "frames" and getattr(env, "render_mode", None) != "rgb_array":
-            raise ConfigError(
-                "features",
-                features,
-                f"needs an env made with render_mode='rgb_array' (got {env.render_mode!r})",
-                source="AnnotateRisk",
-            )
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            features=features,
-            embedder=embedder,
-            gamma=gamma,
-            horizon=horizon,
-            truncation=truncation,
-            train_every=train_every,
-            risk_lr=risk_lr,
-            risk_min_samples=risk_min_samples,
-            risk_batch_size=risk_batch_size,
-            risk_update_iters=risk_update_iters,
-            buffer_size=buffer_size,
-            hidden=hidden,
-            history=history,
-            seed=seed,
-            device=device,
-            _disable_deepcopy=True,  # the embedder (a model) is recorded, not copied
-        )
+        settings = RiskSettings.from_arguments(locals())
+        settings.check_env(env, "an env")
+        settings.record(self)
         gym.Wrapper.__init__(self, env)
         self.features = features
         self.embedder = embedder
-        self.annotator = make_annotator(
-            1,
-            gamma=gamma,
-            horizon=horizon,
-            truncation=truncation,
-            train_every=train_every,
-            history=history,
-            seed=seed,
-            risk_lr=risk_lr,
-            risk_min_samples=risk_min_samples,
-            risk_batch_size=risk_batch_size,
-            risk_update_iters=risk_update_iters,
-            buffer_size=buffer_size,
-            hidden=hidden,
-            device=device,
-        )
+        self.annotator = settings.annotator(1)
         self.embed_errors = 0
         self._box = isinstance(env.observation_space, gym.spaces.Box)
         self._current: npt.NDArray[np.float32] | None = None  # features of the current state
@@ -215,9 +283,7 @@ class AnnotateRisk(
                 emb = self.embedder.embed_texts([caption])
         except Exception:  # fail-soft: an embedding error costs one step's risk, not the run
             self.embed_errors += 1
-            dim = self.annotator.head.input_dim if self.annotator.head is not None else 0
-            dim = dim or int(getattr(self.embedder, "dim", 0) or 1)
-            return np.zeros((1, dim), dtype=np.float32), False
+            return failed_features(self.annotator, self.embedder, 1), False
         return self.annotator.sanitise(emb), True
 
     def _caption(self, info: dict[str, Any]) -> str:
@@ -234,11 +300,7 @@ class AnnotateRisk(
         )
 
     def _annotate(self, obs: Any, info: dict[str, Any]) -> None:
-        if "risk" in info:
-            raise InfoKeyConflictError(
-                f"{self.env} already reports info['risk'] ({info['risk']!r}); AnnotateRisk will "
-                "not overwrite info key 'risk'"
-            )
+        check_risk_key_free(self.env, info)
         feats, ok = self._features(obs, info)
         risk = float(self.annotator.predict(feats)[0]) if ok else 0.0
         self._current, self._current_ok = feats, ok
@@ -283,7 +345,7 @@ class AnnotateRisk(
     # -- reporting -----------------------------------------------------------------------------
     def stats(self) -> dict[str, float]:
         """The ``risk/*`` metrics (see the class docstring)."""
-        return {**self.annotator.stats(), "risk/embed_errors": self.embed_errors}
+        return risk_stats(self.annotator, self.embed_errors)
 
     def modulation(self, **kwargs: Any) -> Any:
         """The Lagrange modulation of the predictions since the previous call.
@@ -295,10 +357,9 @@ class AnnotateRisk(
 
     def state_dict(self) -> dict[str, Any]:
         """The head (weights, optimiser, generator, buffer), history and counters."""
-        return {**self.annotator.state_dict(), "embed_errors": self.embed_errors}
+        return risk_state_dict(self.annotator, self.embed_errors)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict`; call ``reset()`` afterwards."""
-        self.annotator.load_state_dict(state)
-        self.embed_errors = int(state.get("embed_errors", 0))
+        self.embed_errors = load_risk_state(self.annotator, state)
         self._current = None

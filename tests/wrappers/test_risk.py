@@ -1,3 +1,5 @@
+import dataclasses
+import inspect
 import warnings
 from typing import Any
 
@@ -317,3 +319,13 @@ def test_caption_risk_with_the_offline_minilm_on_hazard_nav():
                 env.reset()
         stats[features] = env.stats()["risk/corr"]
     assert stats["caption"] > 0.5, stats
+
+
+def test_settings_fields_are_both_twins_keyword_arguments():
+    """RiskSettings reads the wrappers' ``locals()`` by field name: the lists must agree."""
+    from gymcurric.wrappers.risk import RiskSettings
+    from gymcurric.wrappers.vector.risk import AnnotateRisk as VectorAnnotateRisk
+
+    fields = [field.name for field in dataclasses.fields(RiskSettings)]
+    for cls in (AnnotateRisk, VectorAnnotateRisk):
+        assert list(inspect.signature(cls.__init__).parameters)[2:] == fields

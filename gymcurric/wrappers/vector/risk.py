@@ -21,8 +21,16 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.wrappers.risk import check_risk_args, make_annotator, missing_risk_cost_error
+from gymcurric.errors import ConfigError
+from gymcurric.wrappers.risk import (
+    RiskSettings,
+    check_risk_key_free,
+    failed_features,
+    load_risk_state,
+    missing_risk_cost_error,
+    risk_state_dict,
+    risk_stats,
+)
 from gymcurric.wrappers.vector._common import autoreset_mode
 from gymcurric.wrappers.vector.cost import read_step_costs
 
@@ -72,53 +80,14 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
 
         ``train_every`` counts vector steps (each adds ``num_envs`` transitions).
         """
-        check_risk_args(features, embedder, gamma, horizon, truncation, "AnnotateRisk")
-        if features == "frames" and getattr(env, "render_mode", None) != "rgb_array":
-            raise ConfigError(
-                "features",
-                features,
-                f"needs sub-envs made with render_mode='rgb_array' (got {env.render_mode!r})",
-                source="AnnotateRisk",
-            )
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            features=features,
-            embedder=embedder,
-            gamma=gamma,
-            horizon=horizon,
-            truncation=truncation,
-            train_every=train_every,
-            risk_lr=risk_lr,
-            risk_min_samples=risk_min_samples,
-            risk_batch_size=risk_batch_size,
-            risk_update_iters=risk_update_iters,
-            buffer_size=buffer_size,
-            hidden=hidden,
-            history=history,
-            seed=seed,
-            device=device,
-            _disable_deepcopy=True,  # the embedder (a model) is recorded, not copied
-        )
+        settings = RiskSettings.from_arguments(locals())
+        settings.check_env(env, "sub-envs")
+        settings.record(self)
         VectorWrapper.__init__(self, env)
         self._mode = autoreset_mode(env)
         self.features = features
         self.embedder = embedder
-        self.annotator = make_annotator(
-            self.num_envs,
-            gamma=gamma,
-            horizon=horizon,
-            truncation=truncation,
-            train_every=train_every,
-            history=history,
-            seed=seed,
-            risk_lr=risk_lr,
-            risk_min_samples=risk_min_samples,
-            risk_batch_size=risk_batch_size,
-            risk_update_iters=risk_update_iters,
-            buffer_size=buffer_size,
-            hidden=hidden,
-            device=device,
-        )
+        self.annotator = settings.annotator(self.num_envs)
         self.embed_errors = 0
         self._box = isinstance(env.single_observation_space, gym.spaces.Box)
         self._current: npt.NDArray[np.float32] | None = None
@@ -155,17 +124,11 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
                 emb = self.embedder.embed_texts(captions)
         except Exception:  # fail-soft: an embedding error costs one step's risk, not the run
             self.embed_errors += 1
-            head = self.annotator.head
-            dim = (head.input_dim if head is not None else 0) or int(self.embedder.dim or 1)
-            return np.zeros((n, dim), dtype=np.float32), False
+            return failed_features(self.annotator, self.embedder, n), False
         return self.annotator.sanitise(emb), True
 
     def _annotate(self, obs: Any, infos: dict[str, Any]) -> None:
-        if "risk" in infos:
-            raise InfoKeyConflictError(
-                f"{self.env} already reports info['risk']; AnnotateRisk will not overwrite "
-                "info key 'risk'"
-            )
+        check_risk_key_free(self.env, infos)
         feats, ok = self._features(obs, infos)
         risk = self.annotator.predict(feats) if ok else np.zeros(self.num_envs, dtype=np.float32)
         self._current = feats
@@ -225,7 +188,7 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
     # -- reporting -----------------------------------------------------------------------------
     def stats(self) -> dict[str, float]:
         """The ``risk/*`` metrics (see :class:`gymcurric.wrappers.risk.AnnotateRisk`)."""
-        return {**self.annotator.stats(), "risk/embed_errors": self.embed_errors}
+        return risk_stats(self.annotator, self.embed_errors)
 
     def modulation(self, **kwargs: Any) -> Any:
         """The Lagrange modulation of the predictions since the previous call."""
@@ -233,10 +196,9 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     def state_dict(self) -> dict[str, Any]:
         """The head (weights, optimiser, generator, buffer), history and counters."""
-        return {**self.annotator.state_dict(), "embed_errors": self.embed_errors}
+        return risk_state_dict(self.annotator, self.embed_errors)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict`; call ``reset()`` afterwards."""
-        self.annotator.load_state_dict(state)
-        self.embed_errors = int(state.get("embed_errors", 0))
+        self.embed_errors = load_risk_state(self.annotator, state)
         self._current = None
