@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass, fields
 from typing import Any, Protocol, SupportsFloat
 
 import gymnasium as gym
@@ -22,7 +23,15 @@ from gymnasium.core import ActType, ObsType
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
 from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
 
-__all__ = ["AnnotateCost", "CostFn", "EmitCostTuple", "RecordEpisodeStatisticsWithCost"]
+__all__ = [
+    "AnnotateCost",
+    "CostFn",
+    "CostSettings",
+    "EmitCostTuple",
+    "RecordEpisodeStatisticsWithCost",
+    "add_episode_cost",
+    "cost_guard",
+]
 
 
 class CostFn(Protocol):
@@ -44,6 +53,61 @@ def missing_cost_error(env: Any) -> ConfigError:
         f"{env} returned neither a 6-tuple with a cost nor info['cost']; pass "
         "cost_fn=lambda obs, action, info: ... to AnnotateCost to compute one",
     )
+
+
+def cost_guard(nonfinite: NonFinitePolicy, nonfinite_value: float, owner: str) -> NonFiniteGuard:
+    """A new guard for a wrapper's costs, ``nonfinite`` and ``nonfinite_value`` as in AnnotateCost.
+
+    The guard checks both (a :class:`~gymcurric.errors.ConfigError` for a bad one) and names
+    ``owner`` in its messages.
+    """
+    return NonFiniteGuard("cost", policy=nonfinite, replacement=nonfinite_value, source=owner)
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """The checked arguments of :class:`AnnotateCost`, shared with its vector twin.
+
+    The fields are the constructor arguments as given (the ``cost_fn`` itself, not a copy); a
+    ``cost_fn`` that is neither callable nor ``None`` raises
+    :class:`~gymcurric.errors.ConfigError`.
+    """
+
+    cost_fn: Any
+    nonfinite: NonFinitePolicy
+    nonfinite_value: float
+    queue_length: int
+
+    def __post_init__(self) -> None:
+        """Check ``cost_fn``."""
+        if self.cost_fn is not None and not callable(self.cost_fn):
+            raise ConfigError(
+                "cost_fn", self.cost_fn, "must be callable or None", source="AnnotateCost"
+            )
+
+    def arguments(self) -> dict[str, Any]:
+        """The constructor arguments, as the wrappers record them."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def guard(self, owner: str) -> NonFiniteGuard:
+        """A new guard for the costs, with this ``nonfinite`` policy (see :func:`cost_guard`)."""
+        return cost_guard(self.nonfinite, self.nonfinite_value, owner)
+
+
+def add_episode_cost(info: dict[str, Any], episode_cost: Any) -> None:
+    """Add ``episode_cost`` to ``info["episode"]`` as ``"c"``, when an inner wrapper put it there.
+
+    ``info["episode"]`` is the dict of an inner ``RecordEpisodeStatistics`` (single-env: floats;
+    vector: arrays); without one nothing is written. An ``episode`` that already has ``"c"``
+    raises :class:`~gymcurric.errors.InfoKeyConflictError`.
+    """
+    episode = info.get("episode")
+    if isinstance(episode, dict):
+        if "c" in episode:
+            raise InfoKeyConflictError(
+                "info['episode'] already has key 'c'; AnnotateCost will not overwrite it"
+            )
+        episode["c"] = episode_cost
 
 
 class AnnotateCost(
@@ -92,19 +156,10 @@ class AnnotateCost(
             nonfinite_value: the replacement for a non-finite cost.
             queue_length: how many finished-episode costs :attr:`cost_queue` keeps.
         """
-        if cost_fn is not None and not callable(cost_fn):
-            raise ConfigError("cost_fn", cost_fn, "must be callable or None", source="AnnotateCost")
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            cost_fn=cost_fn,
-            nonfinite=nonfinite,
-            nonfinite_value=nonfinite_value,
-            queue_length=queue_length,
-        )
+        settings = CostSettings(cost_fn, nonfinite, nonfinite_value, queue_length)
+        gym.utils.RecordConstructorArgs.__init__(self, **settings.arguments())
         gym.Wrapper.__init__(self, env)
-        self._guard = NonFiniteGuard(
-            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"AnnotateCost({env})"
-        )
+        self._guard = settings.guard(f"AnnotateCost({env})")
         self._cost_fn = cost_fn
         self.episode_cost = 0.0
         self.cost_queue: deque[float] = deque(maxlen=queue_length)
@@ -153,13 +208,7 @@ class AnnotateCost(
         info["cost"] = cost
         self.episode_cost += cost
         if terminated or truncated:
-            episode = info.get("episode")
-            if isinstance(episode, dict):
-                if "c" in episode:
-                    raise InfoKeyConflictError(
-                        "info['episode'] already has key 'c'; AnnotateCost will not overwrite it"
-                    )
-                episode["c"] = self.episode_cost
+            add_episode_cost(info, self.episode_cost)
             self.cost_queue.append(self.episode_cost)
             self.episode_cost = 0.0
         return obs, reward, terminated, truncated, info

@@ -10,18 +10,29 @@ rewards, observations, objective vectors and the datapacks themselves are never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
 from gymnasium.core import ActType, ObsType
 
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
 from gymcurric.wrappers.curriculum import SuccessFn
+from gymcurric.wrappers.episode_sums import EpisodeSums
 
-__all__ = ["PresentDatapack", "MplFn", "datapack_info", "report_episode"]
+__all__ = [
+    "DatapackEpisodes",
+    "MplFn",
+    "PresentDatapack",
+    "check_datapack_args",
+    "datapack_info",
+    "draw_datapacks",
+    "report_episode",
+]
 
 #: ``mpl_fn(info) -> float | None``: marginal productivity of an episode from its last step's info.
 MplFn = Callable[[dict[str, Any]], Any]
@@ -145,16 +156,7 @@ class PresentDatapack(
             success_fn: ``success_fn(info) -> bool | None`` on the last step's info.
             mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
         """
-        if sampler is not None and not callable(getattr(sampler, "sample_batch", None)):
-            raise ConfigError(
-                "sampler",
-                sampler,
-                "expected a DataPackRLSampler (missing method 'sample_batch')",
-                source="PresentDatapack",
-            )
-        for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
-            if fn is not None and not callable(fn):
-                raise ConfigError(name, fn, "must be callable or None", source="PresentDatapack")
+        check_datapack_args(sampler, success_fn, mpl_fn, source="PresentDatapack", optional=True)
         gym.utils.RecordConstructorArgs.__init__(
             self,
             sampler=sampler,
@@ -220,15 +222,7 @@ class PresentDatapack(
                 "sampler is None and no datapack was preset for this reset",
                 source="PresentDatapack.reset",
             )
-        batch = self.sampler.sample_batch(1)
-        if len(batch) != 1:
-            raise ConfigError(
-                "sampler",
-                self.sampler,
-                f"sample_batch(1) returned {len(batch)} datapacks",
-                source="PresentDatapack.reset",
-            )
-        return batch[0]
+        return draw_datapacks(self.sampler, 1, source="PresentDatapack.reset")[0]
 
     # ---------------------------------------------------------------- step
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -260,6 +254,114 @@ class PresentDatapack(
         )
 
 
+def check_datapack_args(
+    sampler: Any,
+    success_fn: SuccessFn | None,
+    mpl_fn: MplFn | None,
+    *,
+    source: str,
+    optional: bool = False,
+) -> None:
+    """Check the arguments of :class:`PresentDatapack` and its twins.
+
+    ``sampler`` must have a ``sample_batch`` method (or be ``None`` where ``optional``), the
+    functions must be callable or ``None``; else :class:`~gymcurric.errors.ConfigError` from
+    ``source``.
+    """
+    allowed_none = optional and sampler is None
+    if not allowed_none and not callable(getattr(sampler, "sample_batch", None)):
+        raise ConfigError(
+            "sampler",
+            sampler,
+            "expected a DataPackRLSampler (missing method 'sample_batch')",
+            source=source,
+        )
+    for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
+        if fn is not None and not callable(fn):
+            raise ConfigError(name, fn, "must be callable or None", source=source)
+
+
+def draw_datapacks(sampler: Any, count: int, *, source: str) -> Sequence[DataPack]:
+    """``sampler.sample_batch(count)``, checked to hold ``count`` datapacks.
+
+    Raises:
+        ConfigError: the sampler returned another number of datapacks (from ``source``).
+    """
+    batch = sampler.sample_batch(count)
+    if len(batch) != count:
+        raise ConfigError(
+            "sampler",
+            sampler,
+            f"sample_batch({count}) returned {len(batch)} datapacks",
+            source=source,
+        )
+    return batch
+
+
+class DatapackEpisodes:
+    """Per sub-env of a vector env: the datapack its episode runs, the episode's sums, the report.
+
+    The bookkeeping of the vector twins of :class:`PresentDatapack` (Gymnasium's and SB3's):
+    :attr:`packs` holds each sub-env's datapack (``None``: an explicit task or no episode,
+    never reported), :attr:`sums` its return and summed cost
+    (:class:`~gymcurric.wrappers.episode_sums.EpisodeSums`), and :meth:`report` feeds ended
+    episodes to the curriculum with :func:`report_episode`, as the single-env wrapper does.
+
+    Args:
+        num_envs: how many sub-envs.
+        success_fn: see :class:`PresentDatapack`.
+        mpl_fn: see :class:`PresentDatapack`.
+        reporter: the wrapper, named (with the sub-env) in the note of a report that fails.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        success_fn: SuccessFn | None,
+        mpl_fn: MplFn | None,
+        reporter: str,
+    ) -> None:
+        self.packs: list[DataPack | None] = [None] * num_envs
+        self.sums = EpisodeSums(num_envs)
+        self.success_fn = success_fn
+        self.mpl_fn = mpl_fn
+        self.reporter = reporter
+
+    def start(self, envs: Sequence[int], packs: Sequence[DataPack | None]) -> None:
+        """Sub-envs ``envs`` start episodes of ``packs``: their sums restart from zero."""
+        for i, pack in zip(envs, packs, strict=True):
+            self.packs[i] = pack
+        self.sums.start(list(envs))
+
+    def add(self, rewards: Any, costs: Any, where: npt.NDArray[np.bool_]) -> None:
+        """Add one step's rewards (sub-envs in ``where``) and costs (0 where none) to the sums."""
+        self.sums.add_rewards(np.asarray(rewards, np.float64), where)
+        self.sums.add_costs(costs, where)
+
+    def report(
+        self, curriculum: Any, ended: Sequence[int], info_of: Callable[[int], dict[str, Any]]
+    ) -> None:
+        """Report the episodes that ended in ``ended`` (index order); then they have no datapack.
+
+        ``info_of(i)`` is sub-env ``i``'s last step info. Nothing is reported without a
+        curriculum, nor for an episode without a datapack.
+        """
+        for i in ended:
+            pack = self.packs[i]
+            if curriculum is not None and pack is not None:
+                report_episode(
+                    curriculum,
+                    pack,
+                    info_of(i),
+                    cost=float(self.sums.costs[i]),
+                    return_=float(self.sums.returns[i]),
+                    success_fn=self.success_fn,
+                    mpl_fn=self.mpl_fn,
+                    reporter=f"{self.reporter} (sub-env {i})",
+                )
+            self.packs[i] = None
+
+
 def report_episode(
     curriculum: Any,
     pack: DataPack,
@@ -274,7 +376,8 @@ def report_episode(
     """Feed one finished episode of ``pack`` to ``curriculum.update_diagnostics``.
 
     ``info`` is the episode's last step info; ``cost`` and ``return_`` its sums. Shared by
-    :class:`PresentDatapack` and its vector twin, so both report the same outcome.
+    :class:`PresentDatapack` and its vector twins (through :class:`DatapackEpisodes`), so all
+    report the same outcome.
     """
     if success_fn is not None:
         raw = success_fn(info)

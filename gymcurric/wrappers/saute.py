@@ -34,7 +34,8 @@ z.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -43,9 +44,18 @@ from gymnasium import spaces
 from gymcurric._checks import check_int
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
+from gymcurric.safety.costs import NonFinitePolicy
+from gymcurric.wrappers.cost import cost_guard
 
-__all__ = ["SAUTE_INFO_KEY", "AugmentStateSaute", "augment_space", "saute_step_budget"]
+__all__ = [
+    "SAUTE_INFO_KEY",
+    "AugmentStateSaute",
+    "SauteSettings",
+    "augment_space",
+    "saute_step_budget",
+]
+
+Z = TypeVar("Z", float, np.ndarray)
 
 #: Info key holding the safety state z after the step (and at reset).
 SAUTE_INFO_KEY = "saute_state"
@@ -74,7 +84,7 @@ def saute_step_budget(safety_budget: float, saute_gamma: float, max_episode_step
 def check_saute_args(
     safety_budget: Any, saute_gamma: Any, max_episode_steps: Any, unsafe_reward: Any, src: str
 ) -> None:
-    """Validate the Sauté parameters (shared with the vector twin)."""
+    """Validate the Sauté parameters (a :class:`~gymcurric.errors.ConfigError` from ``src``)."""
 
     def number(name: str, v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
@@ -98,6 +108,104 @@ def check_saute_args(
 def z_bounds(saute_gamma: float, max_episode_steps: int) -> tuple[float, float]:
     """Bounds of the observed safety state: ``(-1, gamma_s^-T)``."""
     return -1.0, float(saute_gamma ** (-max_episode_steps))
+
+
+@dataclass(frozen=True)
+class SauteSettings:
+    """The checked Sauté parameters, shared by :class:`AugmentStateSaute` and its vector twin.
+
+    Build it with :meth:`checked`. The fields are the values the wrappers compute with (floats,
+    the horizon an int); :attr:`arguments` keeps the arguments as given (``max_episode_steps``
+    resolved from the env's spec), which is what the wrappers record. The cost guard's
+    ``nonfinite`` arguments are not part of it (:func:`gymcurric.wrappers.cost.cost_guard`).
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> saute = SauteSettings.checked(gym.make("CartPole-v1"), 25, 0.999, None, -1.0)
+        >>> saute.max_episode_steps, round(saute.step_budget, 3), saute.arguments["safety_budget"]
+        (500, 19.681, 25)
+    """
+
+    safety_budget: float
+    saute_gamma: float
+    max_episode_steps: int
+    unsafe_reward: float
+    #: ``b``, the per-step budget (:func:`saute_step_budget`).
+    step_budget: float
+    #: The bounds of the observed safety state (:func:`z_bounds`).
+    z_bounds: tuple[float, float]
+    #: The arguments as given, for ``RecordConstructorArgs``.
+    arguments: dict[str, Any] = field(compare=False, repr=False)
+
+    @classmethod
+    def checked(
+        cls,
+        env: Any,
+        safety_budget: float,
+        saute_gamma: float,
+        max_episode_steps: int | None,
+        unsafe_reward: float,
+        *,
+        source: str = "AugmentStateSaute",
+    ) -> SauteSettings:
+        """Check the Sauté arguments of a wrapper of ``env`` (single-env or vector).
+
+        ``max_episode_steps=None`` means the horizon of ``env.spec``; without one, or with any
+        argument out of range, :class:`~gymcurric.errors.ConfigError` from ``source``.
+        """
+        if max_episode_steps is None:
+            max_episode_steps = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+        check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, source)
+        assert max_episode_steps is not None
+        arguments = {
+            "safety_budget": safety_budget,
+            "saute_gamma": saute_gamma,
+            "max_episode_steps": max_episode_steps,
+            "unsafe_reward": unsafe_reward,
+        }
+        gamma, horizon = float(saute_gamma), int(max_episode_steps)
+        return cls(
+            safety_budget=float(safety_budget),
+            saute_gamma=gamma,
+            max_episode_steps=horizon,
+            unsafe_reward=float(unsafe_reward),
+            step_budget=saute_step_budget(float(safety_budget), gamma, horizon),
+            z_bounds=z_bounds(gamma, horizon),
+            arguments=arguments,
+        )
+
+
+def spend_budget(z: Z, cost: Z, step_budget: float, saute_gamma: float) -> Z:
+    """The safety state after a step that cost ``cost``: ``(z - cost / b) / gamma_s``.
+
+    ``z`` and ``cost`` are floats (one env) or arrays (one entry per sub-env).
+
+    Examples:
+        >>> spend_budget(1.0, 0.5, 2.0, 1.0)
+        0.75
+    """
+    return (z - cost / step_budget) / saute_gamma
+
+
+def no_cost_error(reporter: str, fix: str, source: str) -> ConfigError:
+    """The error of a Sauté wrapper when ``reporter`` reported no ``info["cost"]`` this step."""
+    return ConfigError(
+        "info['cost']", None, f"{reporter} reported no cost this step; {fix}", source=source
+    )
+
+
+def check_saute_key_free(info: dict[str, Any], env: Any, owner: str, where: str = "") -> None:
+    """Raise :class:`~gymcurric.errors.InfoKeyConflictError` if ``env`` already set the key.
+
+    ``owner`` is the wrapper that would write ``info["saute_state"]``, ``where`` (if given) the
+    call, both named in the message.
+    """
+    if SAUTE_INFO_KEY in info:
+        at = f" at {where}" if where else ""
+        raise InfoKeyConflictError(
+            f"{env} already sets info[{SAUTE_INFO_KEY!r}]{at}; {owner} will not overwrite info "
+            f"key {SAUTE_INFO_KEY!r}"
+        )
 
 
 def augment_space(space: gym.Space[Any], bounds: tuple[float, float], src: str) -> gym.Space[Any]:
@@ -197,37 +305,22 @@ class AugmentStateSaute(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstru
                 (replace, warn once), ``"ignore"`` (replace silently) or ``"raise"``.
             nonfinite_value: the replacement for a non-finite cost.
         """
-        src = "AugmentStateSaute"
-        if max_episode_steps is None and env.spec is not None:
-            max_episode_steps = env.spec.max_episode_steps
-        check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, src)
-        assert max_episode_steps is not None
-        self._guard = NonFiniteGuard(
-            "cost",
-            policy=nonfinite,
-            replacement=nonfinite_value,
-            source=f"AugmentStateSaute({env})",
+        saute = SauteSettings.checked(
+            env, safety_budget, saute_gamma, max_episode_steps, unsafe_reward
         )
+        self._guard = cost_guard(nonfinite, nonfinite_value, f"AugmentStateSaute({env})")
         gym.utils.RecordConstructorArgs.__init__(
-            self,
-            safety_budget=safety_budget,
-            saute_gamma=saute_gamma,
-            max_episode_steps=max_episode_steps,
-            unsafe_reward=unsafe_reward,
-            nonfinite=nonfinite,
-            nonfinite_value=nonfinite_value,
+            self, **saute.arguments, nonfinite=nonfinite, nonfinite_value=nonfinite_value
         )
         gym.Wrapper.__init__(self, env)
-        self.safety_budget = float(safety_budget)
-        self.saute_gamma = float(saute_gamma)
-        self.max_episode_steps = int(max_episode_steps)
-        self.unsafe_reward = float(unsafe_reward)
+        self.safety_budget = saute.safety_budget
+        self.saute_gamma = saute.saute_gamma
+        self.max_episode_steps = saute.max_episode_steps
+        self.unsafe_reward = saute.unsafe_reward
         #: ``b``, the per-step budget.
-        self.step_budget = saute_step_budget(
-            self.safety_budget, self.saute_gamma, self.max_episode_steps
-        )
+        self.step_budget = saute.step_budget
         self.observation_space = augment_space(
-            env.observation_space, z_bounds(self.saute_gamma, self.max_episode_steps), src
+            env.observation_space, saute.z_bounds, "AugmentStateSaute"
         )
         #: The safety state ``z`` (1.0 = the whole budget left).
         self.z = 1.0
@@ -238,11 +331,7 @@ class AugmentStateSaute(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstru
         return self._guard.count
 
     def _write(self, info: dict[str, Any], where: str) -> None:
-        if SAUTE_INFO_KEY in info:
-            raise InfoKeyConflictError(
-                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}] at {where}; AugmentStateSaute "
-                f"will not overwrite info key {SAUTE_INFO_KEY!r}"
-            )
+        check_saute_key_free(info, self.env, "AugmentStateSaute", where)
         info[SAUTE_INFO_KEY] = self.z
 
     def reset(
@@ -259,15 +348,13 @@ class AugmentStateSaute(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstru
         obs, reward, terminated, truncated, info = self.env.step(action)
         cost = info.get("cost")
         if cost is None:
-            raise ConfigError(
-                "info['cost']",
-                None,
-                f"{self.env} reported no cost this step; wrap it in "
-                "gymcurric.wrappers.AnnotateCost(env, cost_fn=...) first",
-                source="AugmentStateSaute.step",
+            raise no_cost_error(
+                f"{self.env}",
+                "wrap it in gymcurric.wrappers.AnnotateCost(env, cost_fn=...) first",
+                "AugmentStateSaute.step",
             )
         cost = self._guard.scalar(cost, where="info['cost']")
-        self.z = (self.z - cost / self.step_budget) / self.saute_gamma
+        self.z = spend_budget(self.z, cost, self.step_budget, self.saute_gamma)
         if self.z <= 0.0:
             reward = self.unsafe_reward
         self._write(info, "step")

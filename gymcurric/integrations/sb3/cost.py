@@ -13,7 +13,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from gymcurric.errors import ConfigError
-from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard, NonFinitePolicy
+from gymcurric.safety.costs import EpisodeCostTracker, NonFinitePolicy
+from gymcurric.wrappers.cost import cost_guard
 
 __all__ = ["EpisodeCostCallback", "VecCostMonitor"]
 
@@ -63,9 +64,7 @@ class VecCostMonitor(VecMonitor):
                 header={"t_start": self.t_start, "env_id": env_id or _env_id(venv)},
                 extra_keys=("c", *info_keywords),
             )
-        self._guard = NonFiniteGuard(
-            "cost", policy=nonfinite, replacement=nonfinite_value, source="VecCostMonitor"
-        )
+        self._guard = cost_guard(nonfinite, nonfinite_value, "VecCostMonitor")
         self._costs = EpisodeCostTracker(self.num_envs)
 
     @property

@@ -45,7 +45,13 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
-from gymcurric.wrappers.datapack import MplFn, PresentDatapack, report_episode
+from gymcurric.wrappers.datapack import (
+    DatapackEpisodes,
+    MplFn,
+    PresentDatapack,
+    check_datapack_args,
+    draw_datapacks,
+)
 
 __all__ = ["DatapackCallback", "VecPresentDatapack", "datapack_log_values", "make_datapack_vec_env"]
 
@@ -115,16 +121,7 @@ class VecPresentDatapack(VecEnvWrapper):
         """
         if not isinstance(venv, VecEnv):
             raise ConfigError("venv", venv, "expected a stable_baselines3 VecEnv", source=_SRC)
-        if not callable(getattr(sampler, "sample_batch", None)):
-            raise ConfigError(
-                "sampler",
-                sampler,
-                "expected a DataPackRLSampler (missing method 'sample_batch')",
-                source=_SRC,
-            )
-        for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
-            if fn is not None and not callable(fn):
-                raise ConfigError(name, fn, "must be callable or None", source=_SRC)
+        check_datapack_args(sampler, success_fn, mpl_fn, source=_SRC)
         wrapped = venv.env_is_wrapped(PresentDatapack)
         if not all(wrapped):
             raise self._unwrapped_error([i for i, w in enumerate(wrapped) if not w], venv)
@@ -140,14 +137,11 @@ class VecPresentDatapack(VecEnvWrapper):
             )
         super().__init__(venv)
         self.sampler = sampler
-        self._success_fn = success_fn
-        self._mpl_fn = mpl_fn
         n = self.num_envs
         self.next_datapacks: list[DataPack | None] = [None] * n  # mirror of the sub-envs' presets
-        self._episode: list[DataPack | None] = [None] * n
+        self._episodes = DatapackEpisodes(n, success_fn, mpl_fn, reporter=_SRC)
         self.datapacks: list[DataPack | None] = [None] * n
-        self._return = np.zeros(n, np.float64)
-        self._cost = np.zeros(n, np.float64)
+        self._all = np.ones(n, dtype=bool)
 
     @staticmethod
     def _unwrapped_error(envs: Sequence[int], venv: Any) -> ConfigError:
@@ -165,14 +159,7 @@ class VecPresentDatapack(VecEnvWrapper):
         """Draw one preset for each sub-env in ``envs`` (one batch) and send each its own."""
         if not envs:
             return
-        batch = self.sampler.sample_batch(len(envs))
-        if len(batch) != len(envs):
-            raise ConfigError(
-                "sampler",
-                self.sampler,
-                f"sample_batch({len(envs)}) returned {len(batch)} datapacks",
-                source=_SRC,
-            )
+        batch = draw_datapacks(self.sampler, len(envs), source=_SRC)
         for i, pack in zip(envs, batch, strict=True):
             self.next_datapacks[i] = pack
             self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
@@ -191,8 +178,7 @@ class VecPresentDatapack(VecEnvWrapper):
             if reset_infos is not None:  # the sub-env reports what it presented
                 info = reset_infos[i] or {}
                 if "datapack" in info and info["datapack"] is None:
-                    self._episode[i] = None
-                    self._return[i] = self._cost[i] = 0.0
+                    self._episodes.start([i], [None])
                     continue
                 shown = info.get("datapack")
                 if pack is not None and (shown is None or shown.get("pack_id") != pack.pack_id):
@@ -204,8 +190,8 @@ class VecPresentDatapack(VecEnvWrapper):
                         "else?",
                         source=_SRC,
                     )
-            self._episode[i], self.next_datapacks[i] = pack, None
-            self._return[i] = self._cost[i] = 0.0
+            self._episodes.start([i], [pack])
+            self.next_datapacks[i] = None
             consumed.append(i)
         return consumed
 
@@ -219,35 +205,20 @@ class VecPresentDatapack(VecEnvWrapper):
         obs = self.venv.reset()
         # one episode ahead: an auto-reset cannot wait for the main process
         self._draw(self._start(range(self.num_envs)))
-        self.datapacks = list(self._episode)
+        self.datapacks = list(self._episodes.packs)
         self._pass_reset_infos()
         return obs
 
     def step_wait(self) -> VecEnvStepReturn:
         """Step; report the ended episodes; draw the presets of the sub-envs that auto-reset."""
         obs, rewards, dones, infos = self.venv.step_wait()
-        self._return += np.asarray(rewards, np.float64)
-        for i, info in enumerate(infos):
-            cost = info.get("cost")
-            if cost is not None:
-                self._cost[i] += float(cost)
-        self.datapacks = list(self._episode)
+        costs = [info.get("cost") for info in infos]
+        self._episodes.add(rewards, [0.0 if c is None else float(c) for c in costs], self._all)
+        self.datapacks = list(self._episodes.packs)
         ended = np.flatnonzero(dones).tolist()
         if ended:
             curriculum = getattr(self.sampler, "curriculum", None)
-            for i in ended:
-                pack = self._episode[i]
-                if curriculum is not None and pack is not None:
-                    report_episode(
-                        curriculum,
-                        pack,
-                        infos[i],
-                        cost=float(self._cost[i]),
-                        return_=float(self._return[i]),
-                        success_fn=self._success_fn,
-                        mpl_fn=self._mpl_fn,
-                        reporter=f"VecPresentDatapack (sub-env {i})",
-                    )
+            self._episodes.report(curriculum, ended, lambda i: infos[i])
             self._draw(self._start(ended))  # the auto-resets in step_wait consumed presets
         self._pass_reset_infos()
         return obs, rewards, dones, infos

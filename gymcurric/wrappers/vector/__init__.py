@@ -30,11 +30,12 @@ __all__ = [
 ]
 
 
-# The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
-# access warns and returns the renamed class (gymcurric._deprecated).
+# The old names, deprecated (issue 22): type checkers see the aliases of the modules that
+# define them; at run time an access warns and returns the renamed class
+# (gymcurric._deprecated).
 if TYPE_CHECKING:
-    CurriculumTask = SampleCurriculumTask
-    DatapackTask = PresentDatapack
-    SauteBudget = AugmentStateSaute
+    from gymcurric.wrappers.vector.curriculum import CurriculumTask as CurriculumTask
+    from gymcurric.wrappers.vector.datapack import DatapackTask as DatapackTask
+    from gymcurric.wrappers.vector.saute import SauteBudget as SauteBudget
 else:
     __getattr__ = alias_getattr(__name__, "CurriculumTask", "DatapackTask", "SauteBudget")

@@ -23,15 +23,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.safety.costs import (
-    EpisodeCostTracker,
-    NonFiniteGuard,
-    NonFinitePolicy,
-    read_step_costs,
-)
+from gymcurric.safety.costs import EpisodeCostTracker, NonFinitePolicy, read_step_costs
+from gymcurric.wrappers.cost import CostSettings, add_episode_cost
 from gymcurric.wrappers.vector._common import autoreset_mode
 
-__all__ = ["AnnotateCost", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
+__all__ = ["AnnotateCost", "AutoresetSteps", "RecordEpisodeStatisticsWithCost", "read_step_costs"]
 
 VectorCostFn = Callable[[Any, Any, dict[str, Any]], npt.ArrayLike]
 
@@ -46,6 +42,65 @@ def _missing_cost_error(env: VectorEnv, missing: BoolArray) -> ConfigError:
         "step; wrap the sub-envs in gymcurric.wrappers.AnnotateCost(cost_fn=...) or pass a "
         "vector cost_fn to this wrapper",
     )
+
+
+class AutoresetSteps:
+    """Where each sub-env's episodes begin and end, by ``env.metadata["autoreset_mode"]``.
+
+    The bookkeeping the vector twins share to line a step's costs and rewards up with episodes
+    (see the module docstring for the modes): :meth:`begin` gives a step's ``dones`` and its
+    ``reset_steps`` (under ``NEXT_STEP``, the sub-envs whose previous step ended an episode:
+    this step is their reset step), :meth:`end` records the step, :meth:`reset` a
+    ``reset(options={"reset_mask": ...})``.
+
+    Args:
+        env: the vector env (its autoreset mode is read with ``autoreset_mode``).
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> import gymcurric
+        >>> envs = gym.make_vec("gymcurric/HazardGrid-v0", num_envs=2)
+        >>> steps = AutoresetSteps(envs)
+        >>> dones, reset_steps = steps.begin(np.array([True, False]), np.array([False, False]))
+        >>> steps.end(dones)
+        >>> steps.begin(np.array([False, False]), np.array([False, False]))[1].tolist()
+        [True, False]
+        >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv) -> None:
+        self.mode = autoreset_mode(env)
+        #: Whether a sub-env that ends resets within the same step.
+        self.same_step = self.mode == AutoresetMode.SAME_STEP
+        self.num_envs = env.num_envs
+        #: The sub-envs whose last step ended an episode.
+        self.prev_dones = np.zeros(env.num_envs, dtype=bool)
+
+    def reset(self, mask: npt.ArrayLike | None = None) -> None:
+        """The sub-envs in ``mask`` (all: ``None``) were reset: none of them ended a step."""
+        if mask is None:
+            self.prev_dones[:] = False
+        else:
+            self.prev_dones[np.asarray(mask, dtype=bool)] = False
+
+    def begin(self, terminations: Any, truncations: Any) -> tuple[BoolArray, BoolArray]:
+        """``(dones, reset_steps)`` of a step: the episodes that end, the autoreset steps."""
+        dones = np.logical_or(terminations, truncations)
+        if self.mode == AutoresetMode.NEXT_STEP:
+            return dones, self.prev_dones
+        return dones, np.zeros(self.num_envs, dtype=bool)
+
+    def end(self, dones: BoolArray) -> None:
+        """The step with these ``dones`` is done (the next :meth:`begin` reads them)."""
+        self.prev_dones = dones
+
+    def costs(
+        self, infos: dict[str, Any], dones: BoolArray, reset_steps: BoolArray, source: str
+    ) -> tuple[npt.NDArray[np.float64], BoolArray]:
+        """``(costs, present)`` of the step: :func:`read_step_costs` in this autoreset mode."""
+        return read_step_costs(
+            infos, self.num_envs, dones, reset_steps, self.same_step, source=source
+        )
 
 
 class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -86,23 +141,13 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
         one cost per sub-env; under ``SAME_STEP`` autoreset the observation of a sub-env that
         ended is the reset one (the final one is in ``infos["final_obs"]``).
         """
-        if cost_fn is not None and not callable(cost_fn):
-            raise ConfigError("cost_fn", cost_fn, "must be callable or None", source="AnnotateCost")
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            cost_fn=cost_fn,
-            nonfinite=nonfinite,
-            nonfinite_value=nonfinite_value,
-            queue_length=queue_length,
-        )
+        settings = CostSettings(cost_fn, nonfinite, nonfinite_value, queue_length)
+        gym.utils.RecordConstructorArgs.__init__(self, **settings.arguments())
         VectorWrapper.__init__(self, env)
-        self._mode = autoreset_mode(env)
+        self._steps = AutoresetSteps(env)
         self._cost_fn = cost_fn
-        self._guard = NonFiniteGuard(
-            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"AnnotateCost({env})"
-        )
+        self._guard = settings.guard(f"AnnotateCost({env})")
         self._tracker = EpisodeCostTracker(self.num_envs, queue_length)
-        self._prev_dones = np.zeros(self.num_envs, dtype=bool)
         self._all = np.ones(self.num_envs, dtype=bool)
 
     @property
@@ -127,21 +172,13 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
         mask = None if options is None else options.get("reset_mask")
         obs, infos = self.env.reset(seed=seed, options=options)
         self._tracker.reset(mask)
-        if mask is None:
-            self._prev_dones[:] = False
-        else:
-            self._prev_dones[mask] = False
+        self._steps.reset(mask)
         return obs, infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the envs and annotate ``info["cost"]``."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
-        dones = np.logical_or(terminations, truncations)
-        if self._mode == AutoresetMode.NEXT_STEP:
-            reset_steps = self._prev_dones
-        else:
-            reset_steps = np.zeros(self.num_envs, dtype=bool)
-        same_step = self._mode == AutoresetMode.SAME_STEP
+        dones, reset_steps = self._steps.begin(terminations, truncations)
         if self._cost_fn is not None:
             if "cost" in infos:
                 raise InfoKeyConflictError(
@@ -158,9 +195,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
             costs[reset_steps] = 0.0
         else:
-            costs, present = read_step_costs(
-                infos, self.num_envs, dones, reset_steps, same_step, source="vector.AnnotateCost"
-            )
+            costs, present = self._steps.costs(infos, dones, reset_steps, "vector.AnnotateCost")
             if not present.all():
                 raise _missing_cost_error(self.env, ~present)
         costs = self._guard.array(costs, where="info['cost']")
@@ -168,15 +203,8 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
         infos["cost"] = costs
         infos["_cost"] = self._all.copy()
         if dones.any():
-            episode_costs = self._tracker.finish(dones)
-            episode = infos.get("episode")
-            if isinstance(episode, dict):
-                if "c" in episode:
-                    raise InfoKeyConflictError(
-                        "info['episode'] already has key 'c'; AnnotateCost will not overwrite it"
-                    )
-                episode["c"] = episode_costs
-        self._prev_dones = dones
+            add_episode_cost(infos, self._tracker.finish(dones))
+        self._steps.end(dones)
         return obs, rewards, terminations, truncations, infos
 
 
@@ -205,6 +233,7 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics, gym.utils.RecordC
         )
         super().__init__(env, buffer_length=buffer_length, stats_key=stats_key)
         self._cost_tracker = EpisodeCostTracker(self.num_envs, buffer_length)
+        self._steps = AutoresetSteps(env)
 
     @property
     def cost_queue(self) -> Any:
@@ -216,19 +245,17 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics, gym.utils.RecordC
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the envs (or those in ``options["reset_mask"]``) and their running statistics."""
         mask = None if options is None else options.get("reset_mask")
-        if mask is None:
-            out = super().reset(seed=seed, options=options)
-            self._cost_tracker.reset(None)
-            return out
-        kept = self._running_stats()
+        kept = None if mask is None else self._running_stats()
         out = super().reset(seed=seed, options=options)
-        # Gymnasium's vector envs pop options["reset_mask"] before its RecordEpisodeStatistics
-        # (1.x) looks for it, so that restarts every sub-env's return, length and start time:
-        # give the sub-envs that were not reset theirs back.
-        keep = ~np.asarray(mask, dtype=bool)
-        for name, values in kept.items():
-            getattr(self, name)[keep] = values[keep]
+        if kept is not None:
+            # Gymnasium's vector envs pop options["reset_mask"] before its
+            # RecordEpisodeStatistics (1.x) looks for it, so that restarts every sub-env's
+            # return, length and start time: give the sub-envs that were not reset theirs back.
+            keep = ~np.asarray(mask, dtype=bool)
+            for name, values in kept.items():
+                getattr(self, name)[keep] = values[keep]
         self._cost_tracker.reset(mask)
+        self._steps.reset(mask)
         return out
 
     def _running_stats(self) -> dict[str, np.ndarray]:
@@ -237,22 +264,11 @@ class RecordEpisodeStatisticsWithCost(RecordEpisodeStatistics, gym.utils.RecordC
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the envs; add ``c`` to the episode statistics of the sub-envs that ended."""
-        same_step = self._autoreset_mode == AutoresetMode.SAME_STEP
-        reset_steps = (
-            self.prev_dones.copy()
-            if self._autoreset_mode == AutoresetMode.NEXT_STEP
-            else np.zeros(self.num_envs, dtype=bool)
-        )
         obs, rewards, terminations, truncations, infos = super().step(actions)
-        dones = np.logical_or(terminations, truncations)
-        costs, present = read_step_costs(
-            infos,
-            self.num_envs,
-            dones,
-            reset_steps,
-            same_step,
-            source="vector.RecordEpisodeStatisticsWithCost",
-        )
+        dones, reset_steps = self._steps.begin(terminations, truncations)
+        self._steps.end(dones)  # as the statistics, which super().step() already moved on
+        source = "vector.RecordEpisodeStatisticsWithCost"
+        costs, present = self._steps.costs(infos, dones, reset_steps, source)
         if not present.all():
             raise _missing_cost_error(self.env, ~present)
         self._cost_tracker.add(costs, ~reset_steps)

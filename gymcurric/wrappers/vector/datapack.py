@@ -51,10 +51,15 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 from gymcurric.wrappers.curriculum import SuccessFn
-from gymcurric.wrappers.datapack import MplFn, report_episode
+from gymcurric.wrappers.datapack import (
+    DatapackEpisodes,
+    MplFn,
+    check_datapack_args,
+    draw_datapacks,
+)
 from gymcurric.wrappers.datapack import PresentDatapack as _SinglePresentDatapack
-from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
-from gymcurric.wrappers.vector.cost import read_step_costs
+from gymcurric.wrappers.vector._common import sync_sub_wrappers
+from gymcurric.wrappers.vector.cost import AutoresetSteps
 
 __all__ = ["PresentDatapack", "make_datapack_vec", "sub_env_info"]
 
@@ -150,24 +155,13 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
             mpl_fn: ``mpl_fn(info) -> float | None``: the episode's marginal productivity.
         """
         src = "vector.PresentDatapack"
-        if not callable(getattr(sampler, "sample_batch", None)):
-            raise ConfigError(
-                "sampler",
-                sampler,
-                "expected a DataPackRLSampler (missing method 'sample_batch')",
-                source=src,
-            )
-        for name, fn in (("success_fn", success_fn), ("mpl_fn", mpl_fn)):
-            if fn is not None and not callable(fn):
-                raise ConfigError(name, fn, "must be callable or None", source=src)
+        check_datapack_args(sampler, success_fn, mpl_fn, source=src)
         gym.utils.RecordConstructorArgs.__init__(
             self, sampler=sampler, success_fn=success_fn, mpl_fn=mpl_fn, _disable_deepcopy=True
         )
         VectorWrapper.__init__(self, env)
         self.sampler = sampler
-        self._success_fn = success_fn
-        self._mpl_fn = mpl_fn
-        self._mode = autoreset_mode(env)
+        self._steps = AutoresetSteps(env)
         subs = sync_sub_wrappers(env, _SinglePresentDatapack, self._unwrapped_error)
         for i, wrapper in enumerate(subs):
             if wrapper.sampler is not None:
@@ -181,11 +175,8 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
         n = self.num_envs
         self._preset: list[DataPack | None] = [None] * n  # mirror of the sub-envs' presets
-        self._episode: list[DataPack | None] = [None] * n
+        self._episodes = DatapackEpisodes(n, success_fn, mpl_fn, reporter=src)
         self.datapacks: list[DataPack | None] = [None] * n
-        self._return = np.zeros(n, np.float64)
-        self._cost = np.zeros(n, np.float64)
-        self._prev_dones = np.zeros(n, dtype=bool)
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -203,14 +194,7 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
         need = [i for i in np.flatnonzero(envs).tolist() if self._preset[i] is None]
         if not need:
             return
-        batch = self.sampler.sample_batch(len(need))
-        if len(batch) != len(need):
-            raise ConfigError(
-                "sampler",
-                self.sampler,
-                f"sample_batch({len(need)}) returned {len(batch)} datapacks",
-                source="vector.PresentDatapack",
-            )
+        batch = draw_datapacks(self.sampler, len(need), source="vector.PresentDatapack")
         for i, pack in zip(need, batch, strict=True):
             self._preset[i] = pack
         # One value per sub-env (Gymnasium's API); unchanged ones get what they already hold.
@@ -224,10 +208,10 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
         missing = started & ~got
         if missing.any():
             raise self._unwrapped_error(np.flatnonzero(missing).tolist())
-        for i in np.flatnonzero(started).tolist():
-            self._episode[i], self._preset[i] = self._preset[i], None
-        self._return[started] = 0.0
-        self._cost[started] = 0.0
+        envs = np.flatnonzero(started).tolist()
+        self._episodes.start(envs, [self._preset[i] for i in envs])
+        for i in envs:
+            self._preset[i] = None
 
     # ---------------------------------------------------------------- API
     def reset(
@@ -241,58 +225,38 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._ensure(resets)
         obs, infos = self.env.reset(seed=seed, options=options)
         if explicit:
-            for i in np.flatnonzero(resets).tolist():
-                self._episode[i] = None
-            self._return[resets] = 0.0
-            self._cost[resets] = 0.0
+            envs = np.flatnonzero(resets).tolist()
+            self._episodes.start(envs, [None] * len(envs))
         else:
             self._start(resets, infos)
-        if self._mode == AutoresetMode.SAME_STEP:
+        if self._steps.same_step:
             self._ensure(np.ones(self.num_envs, bool))
-        self._prev_dones[resets] = False
-        self.datapacks = list(self._episode)
+        self._steps.reset(resets)
+        self.datapacks = list(self._episodes.packs)
         return obs, infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the sub-envs; report ended episodes; give sub-envs about to reset a datapack."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
-        dones = np.logical_or(terminations, truncations)
-        same_step = self._mode == AutoresetMode.SAME_STEP
-        reset_steps = (
-            self._prev_dones if self._mode == AutoresetMode.NEXT_STEP else np.zeros_like(dones)
-        )
+        dones, reset_steps = self._steps.begin(terminations, truncations)
         if reset_steps.any():  # NEXT_STEP: these sub-envs reset in this step
             self._start(reset_steps, infos)
-        costs, _ = read_step_costs(
-            infos, self.num_envs, dones, reset_steps, same_step, source="vector.PresentDatapack"
-        )
-        counted = ~reset_steps
-        self._return[counted] += np.asarray(rewards, np.float64)[counted]
-        self._cost[counted] += costs[counted]
-        self.datapacks = list(self._episode)  # this step's transitions: the ending episodes
+        costs, _ = self._steps.costs(infos, dones, reset_steps, "vector.PresentDatapack")
+        self._episodes.add(rewards, costs, ~reset_steps)
+        self.datapacks = list(self._episodes.packs)  # the episodes of this step's transitions
         if dones.any():
-            final = infos.get("final_info") if same_step else infos
-            curriculum = getattr(self.sampler, "curriculum", None)
-            for i in np.flatnonzero(dones).tolist():
-                pack = self._episode[i]
-                if curriculum is not None and pack is not None:
-                    report_episode(
-                        curriculum,
-                        pack,
-                        sub_env_info(final, i) if isinstance(final, dict) else {},
-                        cost=float(self._cost[i]),
-                        return_=float(self._return[i]),
-                        success_fn=self._success_fn,
-                        mpl_fn=self._mpl_fn,
-                        reporter=f"vector.PresentDatapack (sub-env {i})",
-                    )
-                self._episode[i] = None
-            if same_step:
+            final = infos.get("final_info") if self._steps.same_step else infos
+            self._episodes.report(
+                getattr(self.sampler, "curriculum", None),
+                np.flatnonzero(dones).tolist(),
+                lambda i: sub_env_info(final, i) if isinstance(final, dict) else {},
+            )
+            if self._steps.same_step:
                 self._start(dones, infos)
                 self._ensure(np.ones(self.num_envs, bool))
-            elif self._mode == AutoresetMode.NEXT_STEP:
+            elif self._steps.mode == AutoresetMode.NEXT_STEP:
                 self._ensure(dones)
-        self._prev_dones = dones
+        self._steps.end(dones)
         return obs, rewards, terminations, truncations, infos
 
     def get_diagnostics(self) -> dict[str, Any]:

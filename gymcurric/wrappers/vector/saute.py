@@ -23,23 +23,23 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from gymcurric._deprecated import alias_getattr
-from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
+from gymcurric.safety.costs import NonFinitePolicy
+from gymcurric.wrappers.cost import cost_guard
 from gymcurric.wrappers.saute import (
     SAUTE_INFO_KEY,
     SAUTE_OBS_KEY,
+    SauteSettings,
     augment_obs,
     augment_space,
-    check_saute_args,
-    saute_step_budget,
-    z_bounds,
+    check_saute_key_free,
+    no_cost_error,
+    spend_budget,
 )
-from gymcurric.wrappers.vector._common import autoreset_mode
-from gymcurric.wrappers.vector.cost import read_step_costs
+from gymcurric.wrappers.vector.cost import AutoresetSteps
 
 __all__ = ["AugmentStateSaute"]
 
@@ -101,40 +101,27 @@ class AugmentStateSaute(VectorWrapper, gym.utils.RecordConstructorArgs):
             nonfinite_value: the replacement for a non-finite cost.
         """
         src = "vector.AugmentStateSaute"
-        if max_episode_steps is None:
-            spec = getattr(env, "spec", None)
-            max_episode_steps = getattr(spec, "max_episode_steps", None)
-        check_saute_args(safety_budget, saute_gamma, max_episode_steps, unsafe_reward, src)
-        assert max_episode_steps is not None
-        self._guard = NonFiniteGuard(
-            "cost", policy=nonfinite, replacement=nonfinite_value, source=f"{src}({env})"
+        saute = SauteSettings.checked(
+            env, safety_budget, saute_gamma, max_episode_steps, unsafe_reward, source=src
         )
+        self._guard = cost_guard(nonfinite, nonfinite_value, f"{src}({env})")
         gym.utils.RecordConstructorArgs.__init__(
-            self,
-            safety_budget=safety_budget,
-            saute_gamma=saute_gamma,
-            max_episode_steps=max_episode_steps,
-            unsafe_reward=unsafe_reward,
-            nonfinite=nonfinite,
-            nonfinite_value=nonfinite_value,
+            self, **saute.arguments, nonfinite=nonfinite, nonfinite_value=nonfinite_value
         )
         VectorWrapper.__init__(self, env)
-        self.safety_budget = float(safety_budget)
-        self.saute_gamma = float(saute_gamma)
-        self.max_episode_steps = int(max_episode_steps)
-        self.unsafe_reward = float(unsafe_reward)
-        self.step_budget = saute_step_budget(
-            self.safety_budget, self.saute_gamma, self.max_episode_steps
-        )
-        self._z_bounds = z_bounds(self.saute_gamma, self.max_episode_steps)
+        self.safety_budget = saute.safety_budget
+        self.saute_gamma = saute.saute_gamma
+        self.max_episode_steps = saute.max_episode_steps
+        self.unsafe_reward = saute.unsafe_reward
+        self.step_budget = saute.step_budget
+        self._z_bounds = saute.z_bounds
         self.single_observation_space = augment_space(
             env.single_observation_space, self._z_bounds, src
         )
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self._mode = autoreset_mode(env)
+        self._steps = AutoresetSteps(env)
         #: Per sub-env safety state ``z`` of the episode it is in.
         self.z: npt.NDArray[np.float64] = np.ones(self.num_envs)
-        self._prev_dones = np.zeros(self.num_envs, dtype=bool)
 
     @property
     def nonfinite_count(self) -> int:
@@ -151,11 +138,7 @@ class AugmentStateSaute(VectorWrapper, gym.utils.RecordConstructorArgs):
         return np.concatenate([flat, z[:, None].astype(space.dtype)], axis=1)
 
     def _write(self, infos: dict[str, Any], z: npt.NDArray[np.float64]) -> None:
-        if SAUTE_INFO_KEY in infos:
-            raise InfoKeyConflictError(
-                f"{self.env} already sets info[{SAUTE_INFO_KEY!r}]; vector.AugmentStateSaute will "
-                f"not overwrite info key {SAUTE_INFO_KEY!r}"
-            )
+        check_saute_key_free(infos, self.env, "vector.AugmentStateSaute")
         infos[SAUTE_INFO_KEY] = z.copy()
         infos[f"_{SAUTE_INFO_KEY}"] = np.ones(self.num_envs, dtype=bool)
 
@@ -167,35 +150,29 @@ class AugmentStateSaute(VectorWrapper, gym.utils.RecordConstructorArgs):
         resets = np.ones(self.num_envs, bool) if mask is None else np.asarray(mask, bool).copy()
         obs, infos = self.env.reset(seed=seed, options=options)
         self.z[resets] = 1.0
-        self._prev_dones[resets] = False
+        self._steps.reset(resets)
         self._write(infos, self.z)
         return self._obs(obs, self.z), infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step; spend each sub-env's cost; replace rewards of spent budgets."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
-        dones = np.logical_or(terminations, truncations)
-        same_step = self._mode == AutoresetMode.SAME_STEP
-        reset_steps = (
-            self._prev_dones if self._mode == AutoresetMode.NEXT_STEP else np.zeros_like(dones)
-        )
-        costs, present = read_step_costs(
-            infos, self.num_envs, dones, reset_steps, same_step, source="vector.AugmentStateSaute"
-        )
+        dones, reset_steps = self._steps.begin(terminations, truncations)
+        costs, present = self._steps.costs(infos, dones, reset_steps, "vector.AugmentStateSaute")
         if not present.all():
-            raise ConfigError(
-                "info['cost']",
-                None,
-                f"sub-envs {np.flatnonzero(~present).tolist()} reported no cost this step; wrap "
-                "the env in gymcurric.wrappers.vector.AnnotateCost(env, cost_fn=...) first",
-                source="vector.AugmentStateSaute.step",
+            raise no_cost_error(
+                f"sub-envs {np.flatnonzero(~present).tolist()}",
+                "wrap the env in gymcurric.wrappers.vector.AnnotateCost(env, cost_fn=...) first",
+                "vector.AugmentStateSaute.step",
             )
         costs = self._guard.array(costs, where="info['cost']")
         real = ~reset_steps
-        self.z = np.where(real, (self.z - costs / self.step_budget) / self.saute_gamma, 1.0)
+        self.z = np.where(
+            real, spend_budget(self.z, costs, self.step_budget, self.saute_gamma), 1.0
+        )
         rewards = np.where(real & (self.z <= 0.0), self.unsafe_reward, rewards)
         self._write(infos, self.z)  # the z of this transition (final z where one ended)
-        if same_step and dones.any():
+        if self._steps.same_step and dones.any():
             final = infos.get("final_obs")
             if final is not None:
                 for i in np.flatnonzero(dones).tolist():
@@ -203,7 +180,7 @@ class AugmentStateSaute(VectorWrapper, gym.utils.RecordConstructorArgs):
                         final[i], float(self.z[i]), self.single_observation_space
                     )
             self.z = np.where(dones, 1.0, self.z)  # the returned obs starts a new episode
-        self._prev_dones = dones
+        self._steps.end(dones)
         return self._obs(obs, self.z), rewards, terminations, truncations, infos
 
 

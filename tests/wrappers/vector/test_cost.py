@@ -17,6 +17,7 @@ from gymcurric.errors import (
 )
 from gymcurric.wrappers import RecordEpisodeStatisticsWithCost as SingleStatsWithCost
 from gymcurric.wrappers.vector import AnnotateCost, RecordEpisodeStatisticsWithCost
+from gymcurric.wrappers.vector.cost import AutoresetSteps
 from tests.stubs import ScriptedCostEnv, make_scripted
 
 LENGTHS = (2, 3, 5)  # episodes end at different steps in different sub-envs
@@ -211,3 +212,22 @@ def test_scripted_env_is_deterministic_reference():
     env = ScriptedCostEnv(episode_len=2)
     env.reset(seed=0)
     assert env.step(0)[4]["cost"] == 0.5
+
+
+@pytest.mark.parametrize("mode", [*MODES, AutoresetMode.DISABLED])
+def test_autoreset_steps_marks_reset_steps_only_under_next_step(mode):
+    envs = make_vec("sync", mode, lengths=(2, 2))
+    steps = AutoresetSteps(envs)
+    envs.close()
+    assert steps.same_step == (mode == AutoresetMode.SAME_STEP)
+    ended = np.array([True, False])
+    dones, reset_steps = steps.begin(ended, np.array([False, True]))
+    assert dones.tolist() == [True, True] and not reset_steps.any()
+    steps.end(dones)
+    _, reset_steps = steps.begin(np.zeros(2, bool), np.zeros(2, bool))
+    next_step = mode == AutoresetMode.NEXT_STEP
+    assert reset_steps.tolist() == [next_step, next_step]
+    steps.reset(np.array([True, False]))  # reset(options={"reset_mask": ...})
+    assert steps.prev_dones.tolist() == [False, True]
+    steps.reset()
+    assert not steps.prev_dones.any()
