@@ -138,6 +138,8 @@ class Curriculum:
                 publisher=self._link,
             )
             self._link.bind(self._members)
+            self._record_one = self._members.record_one  # per update: one lookup less
+            self._needs_success = cfg.signal.source == "success"
             self._id_limit = (
                 space.size if space.size is not None and not space.has_variants else ID_LIMIT
             )
@@ -252,13 +254,17 @@ class Curriculum:
         link = self._link
         if PROCESS_ID[0] != link.pid:
             link.check("update")
+        return self._check_key(task_id, success), return_, success, cost
+
+    def _check_key(self, task_id: Any, success: float | None) -> int:
+        """The checked id of an episode report (numpy ints accepted; the rest named)."""
         if type(task_id) is not int or not 0 <= task_id < self._id_limit:
-            task_id = self.space.check_id(task_id)  # numpy ints; rejects the rest by name
-        if success is None and self._signal.source == "success":
+            task_id = self.space.check_id(task_id)
+        if success is None and self._needs_success:
             raise ConfigError(
                 "success", None, "SignalConfig(source='success') needs success= in every update"
             )
-        return task_id, return_, success, cost
+        return int(task_id)
 
     def update(
         self,
@@ -290,11 +296,17 @@ class Curriculum:
         if link.worker:  # a worker's copy of a shared curriculum: through its transport
             self.transport().report_episode(task_id, return_, success, cost)
             return
-        checked = self.check_update(task_id, return_, success, cost)  # and the process
+        return_, success, cost = check_episode(task_id, return_, success, cost)
+        if PROCESS_ID[0] != link.pid:
+            link.check("update")
+        if type(task_id) is not int or not 0 <= task_id < self._id_limit:
+            task_id = self._check_key(task_id, success)
+        elif success is None and self._needs_success:
+            self._check_key(task_id, success)  # raises
         with link.lock:
             if link.shared:
                 link.enter("update")
-            self._members.record_one(*checked)
+            self._record_one(task_id, return_, success, cost)
 
     def apply_update(
         self, task_id: int, return_: float, success: float | None, cost: float
