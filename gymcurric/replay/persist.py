@@ -29,6 +29,7 @@ __all__ = [
     "CheckedState",
     "RingArguments",
     "checked_state",
+    "generator_state_problem",
     "load",
     "pickled_state",
     "ring_meta",
@@ -43,6 +44,31 @@ _BITCAST = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _META_INTS = (("capacity", 2), ("num_envs", 1), ("side_capacity", 1), ("seed", None))
 # the seeds torch.Generator.manual_seed accepts
 _SEED_MIN, _SEED_END = -(2**63), 2**64
+
+
+def generator_state_problem(state: torch.Tensor, device_type: str) -> str | None:
+    """Why ``state`` cannot be a ``device_type`` generator's state, or None.
+
+    ``torch.Generator.set_state`` checks a CPU (Mersenne Twister) state, but accepts any
+    16 bytes on CUDA. A Philox state is a seed and an offset, and torch only ever advances the
+    offset in multiples of 4. So a CUDA state whose offset is negative or not a multiple of 4
+    was damaged, or was never a generator state.
+
+    Examples:
+        >>> good = torch.tensor([7, 8], dtype=torch.int64).view(torch.uint8)
+        >>> generator_state_problem(good, "cuda") is None
+        True
+        >>> generator_state_problem(torch.tensor([7, 5]).view(torch.uint8), "cuda")
+        'its Philox offset 5 is not a multiple of 4 >= 0'
+    """
+    if device_type != "cuda":
+        return None  # set_state checks it
+    if state.dtype != torch.uint8 or state.numel() != 16:
+        return "a CUDA (Philox) state is 16 bytes, a seed and an offset"
+    offset = int(state.detach().cpu().contiguous().view(torch.int64)[1])
+    if offset < 0 or offset % 4:
+        return f"its Philox offset {offset} is not a multiple of 4 >= 0"
+    return None
 
 
 def ring_meta(ring: ReplayRing) -> dict[str, Any]:
@@ -172,6 +198,9 @@ def checked_state(ring: ReplayRing, state: Mapping[str, Any]) -> CheckedState:
     try:
         if same_generator:
             generator_state = tensors["generator"].detach().cpu()
+            problem = generator_state_problem(generator_state, ring.device.type)
+            if problem is not None:
+                raise ValueError(problem)
             probe.set_state(generator_state)
         else:
             probe.manual_seed(seed)

@@ -13,6 +13,7 @@ import torch
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay import ReplayRing
+from gymcurric.replay.persist import generator_state_problem
 from tests.replay.ring_helpers import filled, gen, make, push, strategy
 
 torch.set_num_threads(1)
@@ -180,6 +181,28 @@ def _bump(t, row, env):
     return out
 
 
+def _invalid_generator_state(state):
+    """A state of the generator's own size that no generator of its device has.
+
+    All zeros is no CPU (Mersenne Twister) state; on CUDA, where any 16 bytes pass
+    ``set_state``, a Philox offset that is not a multiple of 4.
+    """
+    if state.numel() == 16:  # CUDA: seed, offset
+        return torch.tensor([0, 1], dtype=torch.int64).view(torch.uint8)
+    return torch.zeros_like(state)
+
+
+def test_a_cuda_generator_state_is_checked_on_every_machine():
+    good = torch.tensor([123, 4096], dtype=torch.int64).view(torch.uint8)
+    assert generator_state_problem(good, "cuda") is None
+    assert "offset 1 " in generator_state_problem(_invalid_generator_state(good), "cuda")
+    assert "offset -4 " in generator_state_problem(
+        torch.tensor([1, -4], dtype=torch.int64).view(torch.uint8), "cuda"
+    )
+    assert "16 bytes" in generator_state_problem(good[:8], "cuda")
+    assert generator_state_problem(torch.zeros(5056, dtype=torch.uint8), "cpu") is None
+
+
 def _bad_tensor(name, value):
     def change(state):
         state["tensors"][name] = value(state["tensors"][name])
@@ -211,7 +234,7 @@ def _bad_tensor(name, value):
             r"'side\.slot' has entries outside \[-1, 3\]",
         ),
         (
-            _bad_tensor("generator", lambda t: torch.zeros_like(t)),
+            _bad_tensor("generator", _invalid_generator_state),
             r"'generator' is not a valid generator state",
         ),
         (
