@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _stats import ci95
 
 CONDITIONS = ("uniform", "hardest", "lp", "lp_dual", "manual")
 BUCKETS = {
@@ -57,9 +58,6 @@ BASE = {"size": 20, "max_steps": 120, "hazard_placement": "between"}
 # sparse reward: only reaching the goal pays, so a far goal is rarely found by chance
 ENV_KWARGS = {"reward_distance": 0.0, "reward_goal": 1.0}
 THRESHOLD = 0.8
-# Student t 97.5 % quantiles for 0..15 degrees of freedom (index 0 unused)
-_T975 = (math.nan, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131)
 
 
 def tasks() -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
@@ -97,23 +95,30 @@ def make_curriculum(condition: str, seed: int, episodes_per_stage: int) -> Any:
     if condition == "uniform":
         return Curriculum(space, scorer=UniformScorer(), seed=seed)
     if condition == "lp":
-        return Curriculum(space, scorer=LearningProgressScorer(), pool=ReplacementPool(),
-                          seed=seed)
+        return Curriculum(space, scorer=LearningProgressScorer(), pool=ReplacementPool(), seed=seed)
     if condition == "lp_dual":
-        return Curriculum(space, scorer=LearningProgressScorer(),
-                          pool=DualPool(explore_size=9, exploit_size=9, min_samples=5),
-                          seed=seed)
+        return Curriculum(
+            space,
+            scorer=LearningProgressScorer(),
+            pool=DualPool(explore_size=9, exploit_size=9, min_samples=5),
+            seed=seed,
+        )
     if condition == "manual":
-        until = StopCondition(min_episodes=50, success_rate=THRESHOLD,
-                              max_episodes=episodes_per_stage, window=50)
-        stages = [Stage(tuple(ids["easy"]), until), Stage(tuple(ids["medium"]), until),
-                  Stage(tuple(ids["hard"]))]
+        until = StopCondition(
+            min_episodes=50, success_rate=THRESHOLD, max_episodes=episodes_per_stage, window=50
+        )
+        stages = [
+            Stage(tuple(ids["easy"]), until),
+            Stage(tuple(ids["medium"]), until),
+            Stage(tuple(ids["hard"])),
+        ]
         return Curriculum(space, scorer=SequentialScorer(stages, cumulative=True), seed=seed)
     raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
 
 
-def evaluate(model: Any, episodes: int,
-             buckets: Sequence[str] = tuple(BUCKETS)) -> dict[str, dict[str, float]]:
+def evaluate(
+    model: Any, episodes: int, buckets: Sequence[str] = tuple(BUCKETS)
+) -> dict[str, dict[str, float]]:
     """Deterministic policy, fixed seeds: success and cost per bucket."""
     import gymnasium as gym
 
@@ -141,8 +146,14 @@ def evaluate(model: Any, episodes: int,
     return out
 
 
-def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episodes: int,
-            episodes_per_stage: int) -> dict[str, Any]:
+def run_one(
+    condition: str,
+    seed: int,
+    steps: int,
+    eval_every: int,
+    eval_episodes: int,
+    episodes_per_stage: int,
+) -> dict[str, Any]:
     """Train one (condition, seed); returns the evaluation history and training costs."""
     import torch
     from stable_baselines3 import PPO
@@ -155,9 +166,16 @@ def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episode
 
     torch.set_num_threads(1)
     cur = make_curriculum(condition, seed, episodes_per_stage)
-    venv = VecCostMonitor(make_vec_env("gymcurric/HazardGrid-v0", n_envs=4, seed=seed,
-                                       env_kwargs=ENV_KWARGS, wrapper_class=SampleCurriculumTask,
-                                       wrapper_kwargs={"curriculum": cur}))
+    venv = VecCostMonitor(
+        make_vec_env(
+            "gymcurric/HazardGrid-v0",
+            n_envs=4,
+            seed=seed,
+            env_kwargs=ENV_KWARGS,
+            wrapper_class=SampleCurriculumTask,
+            wrapper_kwargs={"curriculum": cur},
+        )
+    )
     history: list[dict[str, Any]] = []
     costs: list[float] = []
 
@@ -172,12 +190,26 @@ def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episode
                     costs.append(float(info["episode"]["c"]))
             if self.num_timesteps >= self.next:
                 self.next += eval_every
-                history.append({"steps": int(self.num_timesteps),  # the hard bucket only
-                                **evaluate(self.model, eval_episodes, ("hard",))})
+                history.append(
+                    {
+                        "steps": int(self.num_timesteps),  # the hard bucket only
+                        **evaluate(self.model, eval_episodes, ("hard",)),
+                    }
+                )
             return True
 
-    model = PPO("MlpPolicy", venv, n_steps=256, batch_size=256, n_epochs=5,
-                learning_rate=5e-4, ent_coef=0.01, seed=seed, device="cpu", verbose=0)
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        n_steps=256,
+        batch_size=256,
+        n_epochs=5,
+        learning_rate=5e-4,
+        ent_coef=0.01,
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
     start = time.perf_counter()
     model.learn(steps, callback=Eval())
     history.append({"steps": int(model.num_timesteps), **evaluate(model, eval_episodes)})
@@ -197,17 +229,6 @@ def run_one(condition: str, seed: int, steps: int, eval_every: int, eval_episode
     }
 
 
-def ci95(x: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % Student-t interval (0 for one value)."""
-    a = np.asarray(x, dtype=float)
-    if len(a) < 2:
-        return float(a.mean()) if len(a) else math.nan, 0.0
-    df = len(a) - 1
-    t = _T975[df] if df < len(_T975) else 1.96
-    half = t * a.std(ddof=1) / math.sqrt(len(a))
-    return float(a.mean()), float(half)
-
-
 def summarise(results: list[dict[str, Any]], steps: int) -> str:
     """The table printed and written into BENCHMARKS.md."""
     lines = [
@@ -219,8 +240,7 @@ def summarise(results: list[dict[str, Any]], steps: int) -> str:
         rs = [r for r in results if r["condition"] == cond]
         if not rs:
             continue
-        to = [r["steps_to_threshold"] if r["steps_to_threshold"] is not None else steps
-              for r in rs]
+        to = [r["steps_to_threshold"] if r["steps_to_threshold"] is not None else steps for r in rs]
         m, h = ci95(to)
         fin = []
         for b in BUCKETS:
@@ -228,8 +248,10 @@ def summarise(results: list[dict[str, Any]], steps: int) -> str:
             fin.append(f"{fm:.2f} ± {fh:.2f}")
         cm, chh = ci95([r["train_episode_cost"] for r in rs])
         reached = sum(r["steps_to_threshold"] is not None for r in rs)
-        lines.append(f"| {cond} | {len(rs)} | {reached}/{len(rs)} | {m:,.0f} ± {h:,.0f} | "
-                     f"{' / '.join(fin)} | {cm:.2f} ± {chh:.2f} |")
+        lines.append(
+            f"| {cond} | {len(rs)} | {reached}/{len(rs)} | {m:,.0f} ± {h:,.0f} | "
+            f"{' / '.join(fin)} | {cm:.2f} ± {chh:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -273,8 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
     p.add_argument("--eval-every", type=int, default=10_000)
     p.add_argument("--eval-episodes", type=int, default=4, help="per task (9 tasks a bucket)")
-    p.add_argument("--episodes-per-stage", type=int, default=600,
-                   help="manual schedule: most episodes in the easy and medium stages")
+    p.add_argument(
+        "--episodes-per-stage",
+        type=int,
+        default=600,
+        help="manual schedule: most episodes in the easy and medium stages",
+    )
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     p.add_argument("--out", default="runs/curriculum_efficacy")
     p.add_argument("--quick", action="store_true", help="tiny budget, 1 seed: a smoke run")
@@ -287,11 +313,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = [(c, s) for s in args.seeds for c in args.conditions]
     start = time.perf_counter()
     results: list[dict[str, Any]] = []
+
     def report(r: dict[str, Any]) -> None:
         results.append(r)
-        print(f"{r['condition']:>8} seed {r['seed']}: steps to 80 % on hard "
-              f"{r['steps_to_threshold']}, final hard success "
-              f"{r['final']['hard']['success']:.2f} ({r['seconds']:.0f} s)", flush=True)
+        print(
+            f"{r['condition']:>8} seed {r['seed']}: steps to 80 % on hard "
+            f"{r['steps_to_threshold']}, final hard success "
+            f"{r['final']['hard']['success']:.2f} ({r['seconds']:.0f} s)",
+            flush=True,
+        )
 
     extra = (args.steps, args.eval_every, args.eval_episodes, args.episodes_per_stage)
     if args.workers == 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "curriculum_effica
 
 
 def _module():
+    if str(SCRIPT.parent) not in sys.path:  # its sibling helpers (_stats), as when run
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("curriculum_efficacy", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
