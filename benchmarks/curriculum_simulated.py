@@ -4,9 +4,11 @@ A task space in the shape of issue 23's study (``../shared/notes/curriculum-effi
 learner that needs no env and no network, so a run takes seconds:
 
 * **trivial** tasks always succeed;
-* **learnable** tasks succeed with ``sigmoid((n - c) / 15)`` after ``n`` episodes of practice
-  on that task, ``c`` drawn per task from ``U(30, 150)``: nothing to see for a long while,
-  then a rise (practice on one task does not transfer to another);
+* **learnable** tasks succeed with ``max(f, sigmoid((n - c) / 15))`` after ``n`` episodes of
+  practice on that task: ``f``, a random policy's success, drawn per task from
+  ``U(0.004, 0.09)`` (the pilot's hard and frontier tasks), ``c`` from ``U(30, 150)``. So a
+  task shows chance successes for a long while, then a rise; practice on one task does not
+  transfer to another;
 * **uncontrollable** tasks succeed by chance, 1 % of episodes, whatever the practice;
 * **unreachable** tasks never succeed.
 
@@ -71,6 +73,7 @@ class Learner:
 
     kinds: np.ndarray
     centre: np.ndarray
+    floor: np.ndarray
     rng: np.random.Generator
 
     @classmethod
@@ -79,7 +82,8 @@ class Learner:
         kinds = np.repeat(np.arange(4), counts)
         rng = np.random.default_rng([seed, 2026])
         kinds = kinds[rng.permutation(len(kinds))]  # ids carry no hint of the family
-        return cls(kinds, rng.uniform(30.0, 150.0, len(kinds)), rng)
+        n = len(kinds)
+        return cls(kinds, rng.uniform(30.0, 150.0, n), rng.uniform(0.004, 0.09, n), rng)
 
     def __post_init__(self) -> None:
         self.practice = np.zeros(len(self.kinds), dtype=np.int64)
@@ -98,7 +102,7 @@ class Learner:
         n = self.practice[task]
         self.practice[task] = n + 1
         p = 1.0 / (1.0 + math.exp(-(n - self.centre[task]) / WIDTH))
-        return bool(self.rng.random() < p)
+        return bool(self.rng.random() < max(p, self.floor[task]))
 
     def mastered_share(self) -> float:
         """Share of the learnable tasks whose success probability is at least ``MASTERED``."""
