@@ -9,8 +9,8 @@ turns, ``--repeats`` x ``--steps`` vector steps each:
 * ``channel``: the same, bound to a ``TaskChannel`` whose sub-envs report their episodes
   through it (what ``make_curriculum_vec`` builds with a ``success_fn`` or a ``factory``);
 * ``channel-main``: bound to a ``TaskChannel(episodes_in_main=True)``, as ``make_curriculum_vec``
-  builds it by default: the episodes are accounted in the main process, and the sub-env's
-  ``step`` is the env's own.
+  builds it by default: the episodes are accounted in the main process, and the sub-env
+  wrapper's ``step`` only passes the env's through.
 
 Probes in every worker (``_worker_probe.py``) add the thread CPU time of the whole sub-env
 stack and of the bare env, for ``reset`` and ``step``. Printed: per step and per reset, the
