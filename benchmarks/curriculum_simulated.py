@@ -15,8 +15,9 @@ learner that needs no env and no network, so a run takes seconds:
 Spaces (``--spaces``): ``mostly`` (4 trivial, 32 learnable, 72 uncontrollable, 207 unreachable:
 89 % infeasible), ``primary`` (4, 32, 24, 48: 67 %), ``feasible`` (4, 32: the control).
 Conditions (``--conditions``): ``uniform``; ``oracle`` (uniform over the feasible tasks only:
-the room a curriculum has); ``lp`` (``Curriculum`` defaults); ``lp_dual`` (``DualPool(27, 27)``);
-``learnability`` (``LearnabilityScorer``).
+the room a curriculum has); ``lp`` (``Curriculum`` defaults); ``lp_noise``
+(``LearningProgressScorer(noise_z=2.0)``: progress counted beyond its noise); ``lp_dual``
+(``DualPool(27, 27)``); ``learnability`` (``LearnabilityScorer``).
 
 Measured per run: episodes until 80 % of the learnable tasks are mastered (success probability
 >= 0.8), checked every 250 episodes (a run that never gets there counts as ``--budget``), and
@@ -49,6 +50,7 @@ from gymcurric.tasks import (
     DualPool,
     FixedTaskSpace,
     LearnabilityScorer,
+    LearningProgressScorer,
     UniformScorer,
 )
 
@@ -59,7 +61,7 @@ SPACES = {  # tasks per family
     "primary": (4, 32, 24, 48),
     "feasible": (4, 32, 0, 0),
 }
-CONDITIONS = ("uniform", "oracle", "lp", "lp_dual", "learnability")
+CONDITIONS = ("uniform", "oracle", "lp", "lp_noise", "lp_dual", "learnability")
 CHANCE = 0.01  # an uncontrollable task's success rate
 WIDTH = 15.0  # of a learnable task's sigmoid, in episodes of practice
 MASTERED = 0.8  # success probability that counts as mastered
@@ -120,6 +122,8 @@ def make_curriculum(condition: str, learner: Learner, seed: int) -> tuple[Curric
         kwargs["scorer"] = UniformScorer()
     elif condition == "uniform":
         kwargs["scorer"] = UniformScorer()
+    elif condition == "lp_noise":
+        kwargs["scorer"] = LearningProgressScorer(noise_z=2.0)
     elif condition == "lp_dual":
         size = min(27, n // 2)
         kwargs["pool"] = DualPool(explore_size=size, exploit_size=size)

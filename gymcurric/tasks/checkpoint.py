@@ -33,6 +33,11 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: d}
 
 
+#: Config keys added after states were first saved, with the value that reproduces what those
+#: states were made with: a saved config without the key matches a current config holding it.
+ADDED_KEYS: dict[str, Any] = {"scorer.noise_z": 0.0}
+
+
 def check_state_dict(
     spec: Mapping[str, Any],
     own: Mapping[str, np.ndarray],
@@ -59,6 +64,9 @@ def check_state_dict(
         got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
         raise DataError(f"not a curriculum state dict (format {got!r}, expected {STATE_FORMAT!r})")
     mine, theirs = _flatten(spec), _flatten(state.get("config", {}))
+    for key, value in ADDED_KEYS.items():
+        if key in mine and key not in theirs and mine[key] == value:
+            theirs[key] = value
     diff = [
         f"{k}: saved {theirs.get(k, '<missing>')!r}, current {mine.get(k, '<missing>')!r}"
         for k in sorted(set(mine) | set(theirs))

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.errors import ConfigError, DataError, NonFiniteValueError
 from gymcurric.tasks import (
     Curriculum,
     CurriculumState,
@@ -179,6 +179,55 @@ def test_lp_performance_and_cost_terms():
     assert perf.raw(st, active, SignalConfig()).tolist() == pytest.approx([0.5, 0.5])
     cost = LearningProgressScorer(performance_weight=0.5, cost_weight=0.2, baseline=False)
     assert cost.raw(st, active, SignalConfig()).tolist() == pytest.approx([0.5, 0.3])
+
+
+def test_lp_noise_z_discounts_chance_successes_and_keeps_a_sustained_rise():
+    st = make_state(4)
+    rng = np.random.default_rng(0)
+    chance = [float(x < 0.01) for x in rng.random(200)]
+    chance[-1] = 1.0  # a chance success just now: the fast EMA jumps
+    feed(st, 0, chance)  # uncontrollable: 1 % successes whatever the practice
+    feed(st, 1, [0] * 40 + [1] * 15)  # a sustained rise
+    feed(st, 2, [1] * 45)  # mastered
+    feed(st, 3, [0] * 45)  # impossible
+    plain = LearningProgressScorer(baseline=False).raw(st, ALL, SignalConfig())
+    noisy = LearningProgressScorer(baseline=False, noise_z=2.0).raw(st, ALL, SignalConfig())
+    assert plain[0] > 0.05  # the chance success looks like progress...
+    assert noisy[0] < 0.25 * plain[0]  # ...and within its noise counts (almost) as none
+    assert noisy[1] > 0.6 * plain[1] > 0.0  # the rise keeps most of its score
+    assert noisy[2] == plain[2] == 0.0 and noisy[3] == plain[3] == 0.0
+    # the share k is exactly 1 - z * sd / |x_f - x_s| (clipped), on the raw scale (theta 0.5)
+    flat = LearningProgressScorer(baseline=False, noise_z=1.5, theta=0.5)
+    p = np.clip(st.slow, 0.01, 0.99)
+    sd = np.sqrt(p * (1 - p) * st.w2)
+    diff = np.abs(st.fast - st.slow)
+    want = diff * np.clip(1 - 1.5 * np.divide(sd, diff, where=diff > 0, out=np.ones(4)), 0, 1)
+    assert flat.raw(st, ALL, SignalConfig()) == pytest.approx(want)
+
+
+def test_lp_noise_z_zero_is_the_scorer_without_it():
+    st = make_state(4)
+    rng = np.random.default_rng(1)
+    for slot in range(4):
+        feed(st, slot, (rng.random(30) < 0.2 * slot).astype(float))
+    off = LearningProgressScorer().raw(st, ALL, SignalConfig())
+    assert np.array_equal(LearningProgressScorer(noise_z=0.0).raw(st, ALL, SignalConfig()), off)
+    for bad in (-1.0, float("nan"), float("inf"), "2"):
+        with pytest.raises(ConfigError, match="noise_z"):
+            LearningProgressScorer(noise_z=bad)
+
+
+def test_a_state_saved_before_noise_z_existed_loads():
+    space = FixedTaskSpace([{"level": i} for i in range(3)])
+    cur = Curriculum(space, seed=0)
+    cur.update(0, 1.0, success=True)
+    old = cur.state_dict()
+    del old["config"]["scorer"]["noise_z"]  # as written before the option
+    fresh = Curriculum(space, seed=0)
+    fresh.load_state_dict(old)
+    assert fresh.stats() == cur.stats()
+    with pytest.raises(DataError, match="noise_z"):  # but not into a curriculum that uses it
+        Curriculum(space, seed=0, scorer=LearningProgressScorer(noise_z=2.0)).load_state_dict(old)
 
 
 def test_zscore_sigmoid_puts_cold_tasks_on_the_same_scale():
