@@ -155,12 +155,14 @@ class Curriculum:
 
     def recompute(self) -> None:
         """Maintain the pool and recompute the distribution now (normally on the cadence)."""
+        self._flush_worker()
         with self._link.lock:
             self._link.enter("recompute")
             self._members.recompute()
 
     def invalidate(self) -> None:
         """Recompute before the next ``sample`` (after writing to the state from outside)."""
+        self._flush_worker()
         with self._link.lock:
             self._link.enter("invalidate")
             self._state.counters[K.DIRTY] = 1
@@ -225,7 +227,7 @@ class Curriculum:
         The env wrappers get it through :func:`~gymcurric.tasks.transport_for`.
         """
         transport = self._transport
-        if transport is None or transport.pid != PROCESS_ID[0]:
+        if transport is None:
             # transport.py builds on this module, so it is imported at first use
             from gymcurric.tasks import transport as transports
 
@@ -235,6 +237,8 @@ class Curriculum:
                 else transports.LocalTransport(self)
             )
             self._transport = transport
+        elif transport.pid != PROCESS_ID[0]:
+            transport.settle()  # inherited by fork: the same object, this process's buffers
         return transport
 
     def check_update(
@@ -344,11 +348,11 @@ class Curriculum:
         vectorised, a few array operations per piece between two recomputes instead of per
         episode, with the same result bit for bit. The Ray actor applies its batches here.
         """
-        self.record(
-            *check_episode_arrays(
-                task_ids, returns, successes, costs, source="Curriculum.update_batch"
-            )
+        checked = check_episode_arrays(
+            task_ids, returns, successes, costs, source="Curriculum.update_batch"
         )
+        self._flush_worker()  # a worker's buffered episodes come first, in order
+        self.record(*checked)
 
     def record(
         self,
@@ -434,6 +438,7 @@ class Curriculum:
             TaskError: no valid task is left.
         """
         key = self.space.key(self.space.check_id(task_id))
+        self._flush_worker()
         link, members = self._link, self._members
         with link.lock:
             link.enter("mark_invalid")
@@ -491,7 +496,7 @@ class Curriculum:
         return self._link
 
     def _flush_worker(self) -> None:
-        """In a worker, apply what its transport buffered before the state is read."""
+        """In a worker, apply what its transport buffered before the state is read or changed."""
         if self._transport is not None and self._link.worker:
             self._transport.flush()
 
@@ -531,6 +536,7 @@ class Curriculum:
 
     def slot_of(self, task_id: int) -> int | None:
         """The pool slot of ``task_id`` (None if it is not in the pool)."""
+        self._flush_worker()
         with self._link.lock:
             self._link.enter("slot_of")
             modulus = self._key_modulus
@@ -581,6 +587,8 @@ class Curriculum:
             key_limit=self._key_modulus or self._id_limit,
             pool=self._pool,
         )
+        if self._transport is not None and self._link.worker:
+            self._transport.discard_buffer()  # episodes of the state being replaced
         link = self._link
         with link.lock:
             link.enter("load_state_dict")
@@ -623,5 +631,6 @@ class Curriculum:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         watch_forks()
+        self._members.attach(self._link)
         self._link.reattach()
         self._state = self._members.state = self._link.state

@@ -12,6 +12,7 @@ nothing the curriculum has checked.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Iterator
 from contextlib import AbstractContextManager
 from itertools import chain
@@ -91,7 +92,7 @@ class Membership:
         self.recompute_every, self.key_modulus = recompute_every, key_modulus
         #: whether the scorer reacts to each episode (it then sees every one, never a batch)
         self.scorer_hook = type(self.scorer).on_update is not Scorer.on_update
-        self.publisher = publisher
+        self.attach(publisher)
         #: task key -> slot of every task in the pool (this process's copy)
         self.slot_of: dict[int, int] = {}
         #: keys reported invalid (never drawn again)
@@ -100,9 +101,19 @@ class Membership:
         #: the state's ``K.VERSION`` when :attr:`slot_of` was last brought up to date
         self.seen_version = 0
 
+    def attach(self, publisher: Publisher) -> None:
+        """Publish recomputes through ``publisher`` (the curriculum's link).
+
+        Held by a weak proxy: the link holds this membership, and a cycle between them would
+        keep a shared segment alive until the cyclic garbage collector runs, instead of
+        unlinking it when the curriculum is dropped.
+        """
+        self.publisher = weakref.proxy(publisher)
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["state"] = None  # the owner gives it back (a shared state is re-attached)
+        state["publisher"] = None  # a weak proxy: the owner attaches its link again
         return state
 
     # ---------------------------------------------------------------- PoolOps

@@ -25,7 +25,9 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import weakref
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from gymcurric.errors import ConfigError, WorkerError
@@ -106,13 +108,30 @@ class CurriculumTransport(TaskTransport):
                 f"expected a gymcurric Curriculum (missing methods {missing})",
                 source="SampleCurriculumTask",
             )
-        self.curriculum = curriculum
-        self._reseed = getattr(curriculum, "reseed", None)
+        try:  # a Curriculum owns its transport: a weak reference back keeps them cycle-free
+            self._curriculum: Callable[[], Any] = weakref.ref(curriculum)
+        except TypeError:  # an object without weak references
+            self._curriculum = lambda: curriculum
         #: the process this transport was made in
         self.pid = PROCESS_ID[0]
 
+    @property
+    def curriculum(self) -> Any:
+        """The curriculum this transport reaches (it does not keep the curriculum alive)."""
+        cur = self._curriculum()
+        if cur is None:
+            raise ReferenceError(
+                "the curriculum of this transport was garbage collected; keep a reference "
+                "to the curriculum while its transport is in use"
+            )
+        return cur
+
+    def settle(self) -> None:
+        """Adopt the current process (after a fork): nothing per process here."""
+        self.pid = PROCESS_ID[0]
+
     def task(self, task_id: int) -> dict[str, Any]:
-        task: dict[str, Any] = self.curriculum.task(task_id)
+        task: dict[str, Any] = (self._curriculum() or self.curriculum).task(task_id)
         return task
 
     def any_task(self) -> dict[str, Any]:
@@ -125,21 +144,26 @@ class CurriculumTransport(TaskTransport):
         """Forget tasks drawn ahead (the generator was reseeded); none here."""
 
     def reseed(self, seed: int) -> None:
-        """Discard the tasks drawn ahead and reseed this process's generator."""
-        if callable(self._reseed):
-            self._reseed(seed)
+        """Reseed the curriculum's generator in this process, if it has one."""
+        reseed = getattr(self.curriculum, "reseed", None)
+        if callable(reseed):
+            reseed(seed)
 
     def flush(self) -> None:
-        """Apply the buffered episodes (waiting for the lock) and the pending sample counts."""
+        """Flush the curriculum (a shared one adds this process's pending sample counts)."""
         flush = getattr(self.curriculum, "flush", None)
         if callable(flush):
             flush()
 
     def release(self) -> None:
-        """Flush, then close a worker's copy of the curriculum."""
+        """Close a worker's copy of the curriculum (the creator's is never closed here)."""
         backend = getattr(self.curriculum, "backend", None)
         if getattr(backend, "is_creator", True) is False and not getattr(backend, "closed", 1):
             self.curriculum.close()  # an attached copy: adds its pending counts, drops its map
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # unpickled as the curriculum's own transport of the new process (one per process)
+        return (transport_for, (self.curriculum,))
 
 
 class LocalTransport(CurriculumTransport):
@@ -157,14 +181,14 @@ class LocalTransport(CurriculumTransport):
 
     def take_task(self) -> tuple[int, dict[str, Any]]:
         """Draw one task from the curriculum."""
-        tid, task = self.curriculum.sample_task()
+        tid, task = (self._curriculum() or self.curriculum).sample_task()
         return int(tid), task
 
     def report_episode(
         self, task_id: int, return_: float, success: float | bool | None, cost: float | None
     ) -> None:
         """Report the episode with the curriculum's ``update`` (checked there)."""
-        self.curriculum.update(task_id, return_, success, cost)
+        (self._curriculum() or self.curriculum).update(task_id, return_, success, cost)
 
 
 class SharedMemoryTransport(CurriculumTransport):
@@ -181,16 +205,16 @@ class SharedMemoryTransport(CurriculumTransport):
 
     def __init__(self, curriculum: Curriculum) -> None:
         super().__init__(curriculum)
-        self.curriculum: Curriculum = curriculum
-        self._settle()
+        self.settle()
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Batch sizes for the process this transport runs in; empty buffers."""
         backend = self.curriculum.backend
         assert isinstance(backend, SharedMemoryBackend)
         self._backend = backend
         self.pid = PROCESS_ID[0]
         worker = self.pid != backend.creator_pid
+        self._worker = worker
         self._update_batch = backend.worker_update_batch if worker else 1
         self._sample_batch = backend.worker_sample_batch if worker else 1
         # buffered episodes, checked, as the columns record() takes (success NaN: none)
@@ -209,9 +233,12 @@ class SharedMemoryTransport(CurriculumTransport):
     def take_task(self) -> tuple[int, dict[str, Any]]:
         """Draw one task from the curriculum."""
         if PROCESS_ID[0] != self.pid:
-            self._settle()  # inherited by fork: the parent's buffers are not ours
-        cur = self.curriculum
-        if not self._draws_ahead:
+            self.settle()  # inherited by fork: the parent's buffers are not ours
+        cur = self._curriculum() or self.curriculum  # (the property raises if it is gone)
+        if not self._worker:  # the creator: the curriculum's own call (a subclass may extend it)
+            tid, task = cur.sample_task()
+            return tid, task
+        if not self._draws_ahead:  # (a worker's sample_task comes here: draw without it)
             tid = int(cur.sample(1)[0])
             return tid, cur.task(tid)
         ahead, version = self._ahead, self._link.invalidations()
@@ -231,9 +258,12 @@ class SharedMemoryTransport(CurriculumTransport):
     ) -> None:
         """Report the episode with the curriculum's ``update`` (checked there)."""
         if PROCESS_ID[0] != self.pid:
-            self._settle()
-        cur = self.curriculum
-        if self._update_batch <= 1:
+            self.settle()
+        cur = self._curriculum() or self.curriculum
+        if not self._worker:  # the creator: the curriculum's own call (a subclass may extend it)
+            cur.update(task_id, return_, success, cost)
+            return
+        if self._update_batch <= 1:  # (a worker's update comes here: apply without it)
             cur.apply_update(*cur.check_update(task_id, return_, success, cost))
             return
         task_id, return_, checked_success, checked_cost = cur.check_update(
@@ -255,10 +285,16 @@ class SharedMemoryTransport(CurriculumTransport):
         self._apply(wait=n >= HOLD_BATCHES * self._update_batch or age >= HOLD_S)
 
     def _apply(self, *, wait: bool) -> None:
+        # taken out first: an error while applying drops the batch (never applies part twice)
         columns = (self._ids, self._returns, self._successes, self._costs)
-        if self.curriculum.record(*columns, wait=wait, checked=True):
-            for column in columns:
-                column.clear()
+        self._ids, self._returns, self._successes, self._costs = [], [], [], []
+        if not self.curriculum.record(*columns, wait=wait, checked=True):
+            self._ids, self._returns, self._successes, self._costs = columns  # lock was busy
+
+    def discard_buffer(self) -> None:
+        """Drop the buffered episodes (the state they were for was replaced)."""
+        for column in (self._ids, self._returns, self._successes, self._costs):
+            column.clear()
 
     def discard_drawn(self) -> None:
         """Forget the tasks drawn ahead (the generator was reseeded)."""

@@ -449,6 +449,9 @@ class SampleCurriculumTask(
         for env in envs.values():
             env.close()
         self._transport.release()  # a channel's end releases the direct one behind it too
+        chan = self._channel
+        if chan is not None and not chan.is_creator and not chan.closed:
+            chan.close()  # a worker's mapping of a channel it was never bound to
 
 
 class _SpaceMismatch(ConfigError):

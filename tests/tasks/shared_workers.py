@@ -222,3 +222,45 @@ def stream(cur: Curriculum, ids: list[int], returns: list[float], wins: list[Any
         return len(ids)
 
     _report(q, body)
+
+
+def buffered_then_batch(cur: Curriculum, q: Any) -> None:
+    """A buffered ``update`` of task 3, then ``update_batch`` of it: report its return EMA."""
+
+    def body() -> float:
+        cur.update(3, 1.0, success=True)  # buffered (worker_update_batch > 1)
+        cur.update_batch([3], [0.0], [False])  # must come after the buffered one
+        slot = cur.slot_of(3)
+        assert slot is not None
+        return float(cur.state.ret_ema[slot])
+
+    _report(q, body)
+
+
+def buffered_then_load(cur: Curriculum, saved: dict[str, Any], q: Any) -> None:
+    """Buffer three episodes, load a state dict, flush: report the updates counted."""
+
+    def body() -> float:
+        for _ in range(3):
+            cur.update(0, 1.0, success=True)
+        cur.load_state_dict(saved)  # the buffered episodes belonged to the replaced state
+        cur.flush()
+        return cur.stats()["curriculum/updates"]
+
+    _report(q, body)
+
+
+def wrapper_episodes_then_stats(env: Any, cur: Curriculum, episodes: int, q: Any) -> None:
+    """Run ``episodes`` episodes through a wrapper built in the parent; report ``cur.stats()``."""
+
+    def body() -> float:
+        env.reset(seed=0)
+        done = 0
+        while done < episodes:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                done += 1
+                env.reset()
+        return cur.stats()["curriculum/updates"]  # sees what the wrapper's transport buffered
+
+    _report(q, body)
