@@ -63,10 +63,11 @@ def _build(data: Any, path: str, default: type | None, source: str | None) -> An
         return data
     name = data.get("type", default.__name__ if default else None)
     cls = CONFIG_TYPES.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise ConfigError(
-            f"{path}.type", name, f"expected one of {sorted(CONFIG_TYPES)}", source=source
-        )
+    # a top-level key takes one kind of part, a nested one (stages, until) its own type
+    kind = _KINDS.get(path, default if "." in path or "[" in path else None)
+    if cls is None or (kind is not None and not issubclass(cls, kind)):
+        choices = sorted(n for n, c in CONFIG_TYPES.items() if kind is None or issubclass(c, kind))
+        raise ConfigError(f"{path}.type", name, f"expected one of {choices}", source=source)
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
@@ -85,6 +86,10 @@ def _build(data: Any, path: str, default: type | None, source: str | None) -> An
         return cls(**kwargs)
     except ConfigError as exc:
         raise ConfigError(f"{path}.{exc.key}", exc.value, exc.reason, source=source) from exc
+
+
+#: the kind of part each top-level key of a curriculum config takes
+_KINDS: dict[str, type] = {"scorer": Scorer, "pool": Pool, "signal": SignalConfig}
 
 
 @dataclass(frozen=True)

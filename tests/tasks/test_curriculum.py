@@ -365,3 +365,21 @@ def test_invalidate_recomputes_before_the_next_sample():
     cur.invalidate()
     cur.sample()
     assert cur.stats()["curriculum/recomputes"] == before + 1
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "choices"),
+    [
+        ({"scorer": {"type": "PLR"}}, "scorer.type", "'LearningProgressScorer', 'Sequential"),
+        ({"scorer": {"type": "ReplacementPool"}}, "scorer.type", "'LearnabilityScorer'"),
+        ({"pool": {"type": "UniformScorer"}}, "pool.type", "'DualPool', 'OpenEndedPool'"),
+        (
+            {"scorer": {"type": "SequentialScorer", "stages": [{"type": "Nope"}]}},
+            r"scorer.stages\[0\].type",
+            r"\['Stage'\]",
+        ),
+    ],
+)
+def test_an_unknown_or_wrong_kind_of_part_names_the_choices_of_its_key(data, key, choices):
+    with pytest.raises(ConfigError, match=rf"run\.yaml: invalid value for '{key}'.*{choices}"):
+        CurriculumConfig.from_dict(data, source="run.yaml")
