@@ -92,6 +92,11 @@ class BoxTaskSpace(TaskSpace):
         """True: many task ids map to each cell."""
         return True
 
+    @property
+    def key_modulus(self) -> int:
+        """The number of cells: a task id's cell is the id modulo this."""
+        return self._n
+
     def key(self, task_id: int) -> int:
         """The cell of ``task_id``."""
         return task_id % self._n

@@ -133,6 +133,29 @@ class CurriculumConfig:
             return self.recompute_every
         return max(32, capacity // 32)
 
+    @classmethod
+    def merged(
+        cls, config: CurriculumConfig | None, overrides: Mapping[str, Any], *, source: str
+    ) -> CurriculumConfig:
+        """``config`` (default ``CurriculumConfig()``) with the fields in ``overrides`` replaced.
+
+        Raises:
+            ConfigError: ``config`` is not a :class:`CurriculumConfig`, or an override names no
+                field (the message lists the fields).
+        """
+        cfg = config if config is not None else cls()
+        if not isinstance(cfg, CurriculumConfig):
+            raise ConfigError("config", cfg, "expected a CurriculumConfig", source=source)
+        if not overrides:
+            return cfg
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key, value in overrides.items():
+            if key not in names:
+                raise ConfigError(
+                    key, value, f"unknown keyword; expected one of {sorted(names)}", source=source
+                )
+        return dataclasses.replace(cfg, **overrides)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict; nested dataclasses carry a ``"type"`` key."""
         out: dict[str, Any] = _to_jsonable(self)

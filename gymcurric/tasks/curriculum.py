@@ -29,7 +29,6 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -44,7 +43,7 @@ from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
 from gymcurric.tasks.signals import check_episode, check_episode_arrays
-from gymcurric.tasks.spaces import ID_LIMIT, TaskSpace
+from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
 
 if TYPE_CHECKING:
@@ -101,20 +100,7 @@ class Curriculum:
     ) -> None:
         if not isinstance(space, TaskSpace):
             raise ConfigError("space", space, "expected a TaskSpace", source="Curriculum")
-        cfg = config if config is not None else CurriculumConfig()
-        if not isinstance(cfg, CurriculumConfig):
-            raise ConfigError("config", cfg, "expected a CurriculumConfig", source="Curriculum")
-        if overrides:
-            names = {f.name for f in dataclasses.fields(CurriculumConfig)}
-            for key in overrides:
-                if key not in names:
-                    raise ConfigError(
-                        key,
-                        overrides[key],
-                        f"unknown keyword; expected one of {sorted(names)}",
-                        source="Curriculum",
-                    )
-            cfg = dataclasses.replace(cfg, **overrides)
+        cfg = CurriculumConfig.merged(config, overrides, source="Curriculum")
         self.space, self.config = space, cfg
         self._scorer, self._pool, self._signal = cfg.scorer, cfg.pool, cfg.signal
         capacity = self._pool.capacity_for(space)
@@ -126,8 +112,7 @@ class Curriculum:
         try:
             self._state = self._link.state
             self.rng = np.random.default_rng(cfg.seed)
-            #: ids of a space with variants map to scoring keys modulo this (0: no variants)
-            self._key_modulus = (space.size or 0) if space.has_variants else 0
+            self._key_modulus = space.key_modulus
             self._members = Membership(
                 space,
                 self._state,
@@ -140,9 +125,7 @@ class Curriculum:
             self._link.bind(self._members)
             self._record_one = self._members.record_one  # per update: one lookup less
             self._needs_success = cfg.signal.source == "success"
-            self._id_limit = (
-                space.size if space.size is not None and not space.has_variants else ID_LIMIT
-            )
+            self._id_limit = space.id_limit
             self._transport: Any = None  # this process's transport, made at first use
             with self._link.lock:
                 self._state.initialise()
@@ -329,10 +312,8 @@ class Curriculum:
         too; in a worker, the episodes its transport buffered are applied first. A no-op for a
         process-local curriculum.
         """
-        if self._transport is not None and self._link.worker:
-            self._transport.flush()  # the buffered episodes, then the pending counts
-        else:
-            self._link.flush()
+        self._flush_worker()  # a worker's buffered episodes first
+        self._link.flush()
 
     def update_batch(
         self,
@@ -382,8 +363,8 @@ class Curriculum:
             Whether the episodes were applied (always, with ``wait=True``).
         """
         if not checked:  # before taking the lock: a bad entry raises, nothing is applied
-            task_ids = self._check_ids(task_ids)
-            if self._signal.source == "success":
+            task_ids = self.space.keys(task_ids)
+            if self._needs_success:
                 self._check_signals(np.asarray(successes, dtype=np.float64))
         link = self._link
         if wait:
@@ -397,29 +378,8 @@ class Curriculum:
             link.unlock()
         return True
 
-    def _check_ids(self, ids: Any) -> np.ndarray:
-        """Task ids as an int64 array of scoring keys; ConfigError names the first bad one."""
-        space, limit = self.space, self._id_limit
-        arr: np.ndarray | None = None
-        if isinstance(ids, np.ndarray):
-            if ids.ndim == 1 and ids.dtype.kind in "iu":
-                arr = ids.astype(np.int64, copy=False)
-        elif all(type(t) is int for t in ids):
-            arr = np.asarray(ids, dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
-        if arr is not None and len(arr):
-            if len(arr) <= 16:  # a vector step's episodes: Python's min/max are cheaper
-                few = arr.tolist()
-                lo, hi = min(few), max(few)
-            else:
-                lo, hi = int(arr.min()), int(arr.max())
-            if lo < 0 or hi >= limit:
-                arr = None
-        if arr is None:
-            arr = np.array([space.check_id(t) for t in ids], dtype=np.int64)  # raises
-        return arr % self._key_modulus if self._key_modulus else arr
-
     def _check_signals(self, successes: np.ndarray) -> None:
-        if self._signal.source == "success" and np.isnan(successes).any():
+        if np.isnan(successes).any():
             raise ConfigError(
                 "success",
                 None,
@@ -612,14 +572,11 @@ class Curriculum:
         Shared backend: the creating process unlinks the segment (attached copies only drop
         their mapping) and this object can no longer be used. Process-local: nothing to do.
         """
-        if self._transport is not None and self._link.worker and not self._backend_closed():
+        if not getattr(self._backend, "closed", False):
             with contextlib.suppress(WorkerError):  # the creator closed the segment already
-                self._transport.flush()
+                self._flush_worker()
         self._link.close()
         self._state = self._members.state = self._link.state
-
-    def _backend_closed(self) -> bool:
-        return bool(getattr(self._backend, "closed", False))
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

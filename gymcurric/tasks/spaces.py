@@ -159,15 +159,50 @@ class TaskSpace(ABC):
         """Turn sampled keys into task ids (identity unless the space has variants)."""
         return keys
 
+    @property
+    def id_limit(self) -> int:
+        """Task ids are the ints in ``[0, id_limit)``."""
+        return self.size if self.size is not None and not self.has_variants else ID_LIMIT
+
+    @property
+    def key_modulus(self) -> int:
+        """Scoring keys are task ids modulo this; 0 when the ids are the keys."""
+        return 0
+
     def check_id(self, task_id: Any) -> int:
         """Return ``task_id`` as an int, or raise :class:`ConfigError` if it is not an id here."""
         ok = isinstance(task_id, int | np.integer) and not isinstance(task_id, bool | np.bool_)
-        limit = self.size if self.size is not None and not self.has_variants else ID_LIMIT
+        limit = self.id_limit
         if not ok or not 0 <= int(task_id) < limit:
             raise ConfigError(
                 "task_id", task_id, f"expected an int in [0, {limit})", source=type(self).__name__
             )
         return int(task_id)
+
+    def keys(self, ids: Any) -> np.ndarray:
+        """Task ids as an int64 array of scoring keys (:meth:`check_id` and :meth:`key`, batched).
+
+        Raises:
+            ConfigError: naming the first id that is not an id here.
+        """
+        limit, arr = self.id_limit, None
+        if isinstance(ids, np.ndarray):
+            if ids.ndim == 1 and ids.dtype.kind in "iu":
+                arr = ids.astype(np.int64, copy=False)
+        elif all(type(t) is int for t in ids):
+            arr = np.asarray(ids, dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
+        if arr is not None and len(arr):
+            if len(arr) <= 16:  # a vector step's episodes: Python's min/max are cheaper
+                few = arr.tolist()
+                lo, hi = min(few), max(few)
+            else:
+                lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= limit:
+                arr = None
+        if arr is None:
+            arr = np.array([self.check_id(t) for t in ids], dtype=np.int64)  # raises
+        modulus = self.key_modulus
+        return arr % modulus if modulus else arr
 
     @property
     def has_variants(self) -> bool:

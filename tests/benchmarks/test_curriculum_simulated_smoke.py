@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.benchmarks import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "curriculum_simulated.py"
 
 
 def _module():
-    if str(SCRIPT.parent) not in sys.path:  # its sibling helpers (_stats), as when run
-        sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("curriculum_simulated", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("curriculum_simulated")
 
 
 def test_the_learner_follows_its_families():

@@ -1,6 +1,5 @@
 """benchmarks/datapack_sampling.py runs end to end (structure only; timings are never asserted)."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -9,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gymcurric.datapacks import DataPack, DataPackRLSampler, make_strategy
+from tests.benchmarks import load_script
 from tests.datapacks.packs import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +32,7 @@ def test_benchmark_small_run():
 
 def test_baseline_follows_the_same_strategy_law():
     """The per-datapack baseline is faithful: same tier and tag quotas as the library."""
-    spec = importlib.util.spec_from_file_location("datapack_sampling", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("datapack_sampling")
     packs = [
         DataPack.from_dict(
             record(f"p{i}", tier=i % 3, supervision_hints={"safety_critical": i % 5 == 0})

@@ -1,7 +1,6 @@
 """benchmarks/safety_gym.py runs end to end on the built-in env (structure only, no timings)."""
 
 import csv
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,19 +11,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.benchmarks import load_script
+
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "ppolag", "pidlag", "trpolag"]
-
-
-def load_script(name: str):
-    """``benchmarks/<name>.py`` as a module (the benchmarks are scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_safety_gym_benchmark_quick(tmp_path):

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
@@ -100,24 +100,6 @@ def remote_actor_class(ray: ModuleType) -> Any:
     if not _REMOTE_CLASS:
         _REMOTE_CLASS.append(ray.remote(_RemoteActor))
     return _REMOTE_CLASS[0]
-
-
-def merge_config(config: CurriculumConfig | None, overrides: Mapping[str, Any]) -> CurriculumConfig:
-    """``config`` (default :class:`CurriculumConfig`) with the fields of ``overrides`` replaced.
-
-    Raises:
-        ConfigError: ``config`` is not a :class:`CurriculumConfig`, or an override names no field.
-    """
-    cfg = config if config is not None else CurriculumConfig()
-    if not isinstance(cfg, CurriculumConfig):
-        raise ConfigError("config", cfg, "expected a CurriculumConfig", source=SOURCE)
-    names = {f.name for f in dataclasses.fields(CurriculumConfig)}
-    for key, value in overrides.items():
-        if key not in names:
-            raise ConfigError(
-                key, value, f"unknown keyword; expected one of {sorted(names)}", source=SOURCE
-            )
-    return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
 
 def check_seconds(name: str, value: Any) -> float | None:

@@ -28,7 +28,6 @@ from gymcurric.integrations.ray._client import (
     check_process,
     check_seconds,
     import_ray,
-    merge_config,
     owns_connection,
     remote_actor_class,
 )
@@ -103,7 +102,7 @@ class RayCurriculum(TaskTransport):
         check_process()
         if not isinstance(space, TaskSpace):
             raise ConfigError("space", space, "expected a TaskSpace", source=SOURCE)
-        cfg = merge_config(config, overrides)
+        cfg = CurriculumConfig.merged(config, overrides, source=SOURCE)
         for name, value, low in (("flush_every", flush_every, 1), ("max_pending", max_pending, 0)):
             check_int(name, value, minimum=low, source=SOURCE)
         opts = dict(actor_options or {})
