@@ -23,6 +23,7 @@ from gymcurric.tasks.curriculum import Curriculum
 from gymcurric.tasks.diagnostics import entropy, gini
 from gymcurric.tasks.dual_pool import DualPool
 from gymcurric.tasks.pools import OpenEndedPool, Pool, ReplacementPool
+from gymcurric.tasks.regret import PLRScorer, RobustPLRScorer
 from gymcurric.tasks.scorers import (
     LearnabilityScorer,
     LearningProgressScorer,
@@ -61,8 +62,10 @@ __all__ = [
     "LocalBackend",
     "LocalTransport",
     "OpenEndedPool",
+    "PLRScorer",
     "Pool",
     "ReplacementPool",
+    "RobustPLRScorer",
     "Scorer",
     "SequentialScorer",
     "SharedMemoryBackend",

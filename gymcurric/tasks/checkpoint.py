@@ -3,6 +3,10 @@
 A state dict is checked whole before anything is written (so a refused one leaves the curriculum
 as it was): its format and configuration, the names, shapes and dtypes of its arrays, the
 invariants the arrays keep (:func:`state_problems`), the generator state and the disabled keys.
+
+Older formats load: a state dict saved before a config key or a state array existed is read
+as the state it was (:data:`ADDED_KEYS`, :data:`ADDED_ARRAYS`, :data:`EARLIER_COUNTERS`), and
+behaves as it did when it was saved.
 """
 
 from __future__ import annotations
@@ -18,10 +22,22 @@ from gymcurric.tasks.state import EMPTY, SLOT_FIELDS, CurriculumState, K, S
 if TYPE_CHECKING:
     from gymcurric.tasks.pools import Pool
 
-__all__ = ["STATE_FORMAT", "check_state_dict", "state_problems"]
+__all__ = [
+    "ADDED_ARRAYS",
+    "ADDED_KEYS",
+    "EARLIER_COUNTERS",
+    "EARLIER_FORMATS",
+    "STATE_FORMAT",
+    "check_state_dict",
+    "state_problems",
+    "upgrade_arrays",
+]
 
 #: Format tag written into every state dict.
-STATE_FORMAT = "gymcurric.curriculum/1"
+STATE_FORMAT = "gymcurric.curriculum/2"
+#: Format tags of earlier state dicts that still load. ``/1``: before the regret scores (no
+#: ``score``, ``scored`` and ``last_sampled`` arrays; 21 counters).
+EARLIER_FORMATS = ("gymcurric.curriculum/1",)
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -35,7 +51,33 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 #: Config keys added after states were first saved, with the value that reproduces what those
 #: states were made with: a saved config without the key matches a current config holding it.
-ADDED_KEYS: dict[str, Any] = {"scorer.noise_z": 0.0}
+ADDED_KEYS: dict[str, Any] = {"scorer.noise_z": 0.0, "scorer.weighting": "sigmoid"}
+
+#: Per-slot arrays added after states were first saved, with the value every slot of a state
+#: without them gets: no score and a staleness clock at 0 (read by no scorer those states
+#: could be saved with, so they behave as before).
+ADDED_ARRAYS: dict[str, float | int] = {"score": 0.0, "scored": 0, "last_sampled": 0}
+#: Lengths of the ``counters`` vector in earlier formats: a saved vector of one of these lengths
+#: is padded with zeros (the counters added since, all of events those states never saw).
+EARLIER_COUNTERS = (21,)
+
+
+def upgrade_arrays(arrays: Mapping[str, Any], own: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The arrays of an earlier-format state dict in the current layout (copies where changed).
+
+    Arrays listed in :data:`ADDED_ARRAYS` that ``arrays`` lacks are filled in, and ``counters``
+    of an earlier length is padded; anything else is left for :func:`check_state_dict` to judge.
+    """
+    out = dict(arrays)
+    for name, value in ADDED_ARRAYS.items():
+        if name not in out and name in own:
+            out[name] = np.full(own[name].shape, value, dtype=own[name].dtype)
+    counters = np.asarray(out.get("counters"))
+    if counters.ndim == 1 and counters.shape[0] in EARLIER_COUNTERS and "counters" in own:
+        padded = np.zeros(own["counters"].shape, dtype=own["counters"].dtype)
+        padded[: counters.shape[0]] = counters
+        out["counters"] = padded
+    return out
 
 
 def check_state_dict(
@@ -60,9 +102,13 @@ def check_state_dict(
             lists the differing keys), or its arrays break the state's invariants (the message
             names the array, the entry and the value).
     """
-    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
-        raise DataError(f"not a curriculum state dict (format {got!r}, expected {STATE_FORMAT!r})")
+    fmt = state.get("format") if isinstance(state, Mapping) else None
+    if not isinstance(state, Mapping) or (fmt != STATE_FORMAT and fmt not in EARLIER_FORMATS):
+        got = fmt if isinstance(state, Mapping) else type(state).__name__
+        raise DataError(
+            f"not a curriculum state dict (format {got!r}, expected {STATE_FORMAT!r} or one of "
+            f"the earlier {list(EARLIER_FORMATS)})"
+        )
     mine, theirs = _flatten(spec), _flatten(state.get("config", {}))
     for key, value in ADDED_KEYS.items():
         if key in mine and key not in theirs and mine[key] == value:
@@ -77,6 +123,8 @@ def check_state_dict(
             "curriculum state dict comes from another configuration: " + "; ".join(diff)
         )
     arrays = state.get("arrays")
+    if fmt != STATE_FORMAT and isinstance(arrays, Mapping):
+        arrays = upgrade_arrays(arrays, own)
     if not isinstance(arrays, Mapping) or set(arrays) != set(own):
         names = sorted(arrays) if isinstance(arrays, Mapping) else type(arrays).__name__
         raise DataError(f"curriculum state dict arrays {names} != expected {sorted(own)}")
@@ -135,7 +183,8 @@ def state_problems(
 
     Checked: every float is finite (only the running return bounds start at +-inf); task keys
     are -1 (empty slot) or in ``[0, key_limit)``, unique, and empty exactly where the pool label
-    is; counters are non-negative; the EMAs of signals in [0, 1] stay in [0, 1]; ``prob`` is a
+    is; counters (and the per-slot counts) are non-negative, and a task's ``last_sampled`` is
+    at most the sample counter; the EMAs of signals in [0, 1] stay in [0, 1]; ``prob`` is a
     distribution over the slots consistent with the cumulative arrays ``cdf_a``/``cdf_b`` it
     is drawn from; the promotion window holds 0/1 outcomes that its counters add up; and the
     pool's own invariants (:meth:`~gymcurric.tasks.pools.Pool.state_problems`).
@@ -159,8 +208,15 @@ def state_problems(
         out.append(f"task_id: key {int(keys[counts > 1][0])} is held by more than one slot")
     out += _first("pool", labels, (labels < EMPTY) | (labels > 1), "expected a label -1, 0 or 1")
     out += _first("pool", labels, (labels == EMPTY) != ~live, "empty exactly where task_id is -1")
-    for name in ("count", "age", "samples"):
+    for name in ("count", "age", "samples", "scored"):
         out += _first(name, getattr(st, name), getattr(st, name) < 0, "expected a count >= 0")
+    clock, stamps = int(st.counters[K.SAMPLES]), st.last_sampled
+    out += _first(
+        "last_sampled",
+        stamps,
+        (stamps < 0) | (stamps > clock),
+        f"expected a sample count in [0, counters[SAMPLES] = {clock}]",
+    )
     for name in ("fast", "slow", "base", "w2", "prob"):  # EMAs of [0, 1] signals, weights
         v = getattr(st, name)
         out += _first(name, v, (v < -_TOL) | (v > 1.0 + _TOL), "expected a value in [0, 1]")

@@ -16,6 +16,7 @@ from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.dual_pool import DualPool
 from gymcurric.tasks.pools import OpenEndedPool, Pool, ReplacementPool
+from gymcurric.tasks.regret import PLRScorer, RobustPLRScorer
 from gymcurric.tasks.scorers import (
     LearnabilityScorer,
     LearningProgressScorer,
@@ -34,6 +35,8 @@ CONFIG_TYPES: dict[str, type] = {
         LearningProgressScorer,
         LearnabilityScorer,
         UniformScorer,
+        PLRScorer,
+        RobustPLRScorer,
         SequentialScorer,
         Stage,
         StopCondition,

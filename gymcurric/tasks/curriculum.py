@@ -1,9 +1,10 @@
 """The curriculum: ``sample`` task ids, ``update`` with episode results, checkpoint.
 
 Per call: ``sample`` is an inverse-CDF lookup on a cached cumulative array (O(log n)); ``update``
-writes a few scalars into the episode's slot (O(1)). Every ``recompute_every`` accepted updates
-(default ``max(32, capacity // 32)``) the pool is maintained and the distribution recomputed in
-batched numpy (O(n)); nothing scans the pool per reset.
+writes a few scalars into the episode's slot (O(1)); ``update_scores`` writes a batch of scores
+(O(batch)). Every ``recompute_every`` accepted updates (default ``max(32, capacity // 32)``)
+the pool is maintained and the distribution recomputed in batched numpy (O(n)); nothing scans
+the pool per reset.
 
 This module holds the algorithm. Its parts are composed: the slots and the recompute are a
 :class:`~gymcurric.tasks.membership.Membership`; how this process reaches the state arrays is a
@@ -29,19 +30,21 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, TaskError, WorkerError
+from gymcurric.errors import ConfigError, GymcurricWarning, TaskError, WorkerError
 from gymcurric.tasks.backends import PROCESS_ID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
+from gymcurric.tasks.regret import check_scores, check_task_ids, nonfinite_message
 from gymcurric.tasks.signals import check_episode, check_episode_arrays
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
@@ -64,6 +67,10 @@ class Draw(NamedTuple):
 
 class Curriculum:
     """Learning-progress task selection over a task space, with checkpointable array state.
+
+    Episodes are reported with :meth:`update` (the env wrappers do it); regret scores from
+    training, for :class:`~gymcurric.tasks.PLRScorer`, with :meth:`update_scores` (the score
+    hook, called from the main process after a rollout).
 
     Args:
         space: where tasks come from (:mod:`gymcurric.tasks.spaces`).
@@ -127,6 +134,7 @@ class Curriculum:
             self._needs_success = cfg.signal.source == "success"
             self._id_limit = space.id_limit
             self._transport: Any = None  # this process's transport, made at first use
+            self._warned_nonfinite = False  # update_scores warns once about NaN/inf scores
             with self._link.lock:
                 self._state.initialise()
                 self._pool.init(self._state)
@@ -387,6 +395,109 @@ class Curriculum:
                 f"{int(np.flatnonzero(np.isnan(successes))[0])} has none",
                 source="Curriculum.update_batch",
             )
+
+    # ---------------------------------------------------------------- regret scores
+    def update_scores(
+        self, task_ids: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray
+    ) -> None:
+        """Report regret scores of tasks from training: the score hook (batched).
+
+        Called from the main process after a rollout, when the learner knows how much it still
+        has to learn on each task it just played, e.g. the mean magnitude of an episode's GAE
+        advantages (:class:`~gymcurric.integrations.sb3.RegretScoreCallback` does it for SB3).
+        Each task keeps its latest score and the count of scores it received (a task without
+        any is *unseen*); a scorer that reads them (:class:`~gymcurric.tasks.PLRScorer`)
+        recomputes the distribution before the next draw, the others ignore them. Episode
+        reports (:meth:`update`) are separate and unchanged.
+
+        Args:
+            task_ids: the tasks' ids (a 1-D sequence or integer array).
+            scores: one real score per id; the last of several for one task wins.
+
+        Raises:
+            ConfigError: ``task_ids`` or ``scores`` is not a 1-D sequence of ints / real
+                numbers, their lengths differ, or an id is not an id of the space (nothing is
+                applied then).
+
+        A score for a task no longer in the pool is counted in ``curriculum/stale_scores`` and
+        ignored. NaN and infinite scores are counted in ``curriculum/nonfinite_scores`` and
+        skipped, never reaching the distribution; the first ones a curriculum object meets
+        also emit one :class:`~gymcurric.errors.GymcurricWarning`.
+        """
+        ids, values = check_scores(task_ids, scores, source="Curriculum.update_scores")
+        keys = self.space.keys(ids)  # raises naming the first bad id
+        finite = np.isfinite(values)
+        skipped = int(values.size - np.count_nonzero(finite))
+        if skipped:
+            self._warn_nonfinite(ids, values, finite)
+            keys, values = keys[finite], values[finite]
+        self._flush_worker()  # a worker's buffered episodes come first
+        self._apply_scores(keys, values, skipped)
+
+    def record_scores(
+        self,
+        task_ids: Sequence[int] | np.ndarray,
+        scores: Sequence[float] | np.ndarray,
+        *,
+        nonfinite: int = 0,
+    ) -> None:
+        """Apply finite scores the caller already checked and filtered; count ``nonfinite``.
+
+        For transports that check scores where they arise (the Ray client): as
+        :meth:`update_scores`, without its warning; ``nonfinite`` is the number of NaN/inf
+        scores the caller skipped.
+
+        Raises:
+            ConfigError: as :meth:`update_scores`, or a score that is not finite.
+        """
+        ids, values = check_scores(task_ids, scores, source="Curriculum.record_scores")
+        keys = self.space.keys(ids)
+        if not np.isfinite(values).all():
+            bad = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise ConfigError(
+                f"scores[{bad}]",
+                float(values[bad]),
+                "record_scores takes finite scores (update_scores skips the others)",
+                source="Curriculum.record_scores",
+            )
+        check_int("nonfinite", nonfinite, minimum=0, source="Curriculum.record_scores")
+        self._flush_worker()
+        self._apply_scores(keys, values, int(nonfinite))
+
+    def _apply_scores(self, keys: np.ndarray, values: np.ndarray, nonfinite: int) -> None:
+        link = self._link
+        with link.lock:
+            link.enter("update_scores")
+            self._members.record_scores(keys, values, nonfinite)
+
+    def _warn_nonfinite(self, ids: np.ndarray, values: np.ndarray, finite: np.ndarray) -> None:
+        if not self._warned_nonfinite:  # once per curriculum object
+            self._warned_nonfinite = True
+            msg = nonfinite_message(type(self).__name__, ids, values, finite)
+            warnings.warn(msg, GymcurricWarning, stacklevel=3)
+
+    def scores(self, task_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The latest score of each task (float64), NaN where it has none.
+
+        A task has none while it is unseen (no score since it entered the pool) or when it is
+        not in the pool. Robust PLR's learner uses it to tell episodes on new tasks apart.
+
+        Raises:
+            ConfigError: ``task_ids`` is not a 1-D sequence of ids of the space.
+        """
+        keys = self.space.keys(check_task_ids(task_ids, source="Curriculum.scores"))
+        self._flush_worker()
+        link = self._link
+        with link.lock:
+            link.enter("scores")
+            slot_of = self._members.slot_of.get
+            slots = np.fromiter((slot_of(k, -1) for k in keys.tolist()), np.int64, keys.size)
+            out = np.full(keys.size, np.nan)
+            st = self._state
+            have = slots >= 0
+            have[have] = st.scored[slots[have]] > 0
+            out[have] = st.score[slots[have]]
+            return out
 
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
         """Report that the env refused ``task_id``: it is removed and never drawn again.

@@ -36,7 +36,16 @@ from gymcurric.tasks.shared_backend import CLOSED, SEQ, SharedMemoryBackend
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import CurriculumState, FieldSpec, K
 
-__all__ = ["LocalLink", "SharedLink", "StateLink", "draw_slots", "make_backend", "open_link"]
+__all__ = [
+    "LocalLink",
+    "SharedLink",
+    "StateLink",
+    "add_sample_array",
+    "add_samples",
+    "draw_slots",
+    "make_backend",
+    "open_link",
+]
 
 #: The shared array of a :class:`SharedLink`: ``[number of disabled keys, epoch, keys...]``. The
 #: epoch moves when the disabled keys or the whole state (``load_state_dict``) change, telling
@@ -83,14 +92,30 @@ def draw_slots(
 
 
 def add_samples(state: CurriculumState, drawn: Iterable[tuple[int, int]]) -> None:
-    """Count ``(slot, task key)`` draws as samples; a slot holding another task by now is not."""
-    ids, samples = state.task_id, state.samples
-    n = 0
+    """Count ``(slot, task key)`` draws as samples; a slot holding another task by now is not.
+
+    Each counted task's ``last_sampled`` becomes the sample counter at its draw (the staleness
+    clock of :class:`~gymcurric.tasks.PLRScorer`).
+    """
+    ids, samples, last = state.task_id, state.samples, state.last_sampled
+    n = state.counters.item(K.SAMPLES)
     for slot, key in drawn:
         n += 1
         if ids.item(slot) == key:
             samples[slot] = samples.item(slot) + 1
-    state.counters[K.SAMPLES] = state.counters.item(K.SAMPLES) + n
+            last[slot] = n
+    state.counters[K.SAMPLES] = n
+
+
+def add_sample_array(state: CurriculumState, slots: np.ndarray, keys: np.ndarray) -> None:
+    """:func:`add_samples` for int64 arrays of slots and task keys, in draw order (vectorised)."""
+    base = state.counters.item(K.SAMPLES)
+    held = state.task_id[slots] == keys
+    ok = slots[held]
+    np.add.at(state.samples, ok, 1)
+    # a slot drawn several times keeps its last draw: the clock only grows
+    np.maximum.at(state.last_sampled, ok, base + 1 + np.flatnonzero(held))
+    state.counters[K.SAMPLES] = base + slots.size
 
 
 class StateLink:
@@ -204,12 +229,13 @@ class LocalLink(StateLink):
             if k == 1:
                 slot = members.pool.sample_one(st, members.rng)
                 st.samples[slot] = st.samples.item(slot) + 1
-                ids = st.task_id[slot : slot + 1].copy()
-            else:
-                slots = members.pool.sample(st, members.rng, k)
-                np.add.at(st.samples, slots, 1)
-                ids = st.task_id[slots]
-            counters[K.SAMPLES] = counters.item(K.SAMPLES) + k
+                n = counters.item(K.SAMPLES) + 1
+                st.last_sampled[slot] = n
+                counters[K.SAMPLES] = n
+                return st.task_id[slot : slot + 1].copy()
+            slots = members.pool.sample(st, members.rng, k)
+            ids = st.task_id[slots]
+            add_sample_array(st, slots, ids)
             return ids
 
     def draw(self, k: int) -> tuple[list[int], np.ndarray]:

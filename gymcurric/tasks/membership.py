@@ -3,9 +3,9 @@
 A :class:`~gymcurric.tasks.Curriculum` owns one :class:`Membership`. It keeps the id -> slot map
 and the keys reported invalid (both per process: a shared curriculum rebuilds them from the
 shared arrays when another process changed the pool), fills and refills slots from the task
-space, records checked episodes into their slots (one by one or vectorised) and runs the
-recompute (scorer, pool maintenance, distribution) on the state arrays on its cadence. It is
-also what the pools call back into while maintaining themselves
+space, records checked episodes (and regret scores) into their slots (one by one or
+vectorised) and runs the recompute (scorer, pool maintenance, distribution) on the state arrays
+on its cadence. It is also what the pools call back into while maintaining themselves
 (:class:`~gymcurric.tasks.pools.PoolOps`). It runs under the curriculum's lock; it checks
 nothing the curriculum has checked.
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from gymcurric.errors import ConfigError, TaskError
+from gymcurric.tasks.regret import uses_scores
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.signals import record_episode, record_episodes
 from gymcurric.tasks.state import EXPLORE, CurriculumState, K
@@ -92,6 +93,8 @@ class Membership:
         self.recompute_every, self.key_modulus = recompute_every, key_modulus
         #: whether the scorer reacts to each episode (it then sees every one, never a batch)
         self.scorer_hook = type(self.scorer).on_update is not Scorer.on_update
+        #: whether the scorer reads the regret scores (new ones make the next draw recompute)
+        self.scorer_reads_scores = uses_scores(self.scorer)
         self.attach(publisher)
         #: task key -> slot of every task in the pool (this process's copy)
         self.slot_of: dict[int, int] = {}
@@ -251,6 +254,30 @@ class Membership:
                 if since + took >= every:
                     self.recompute()
             start = end
+
+    def record_scores(self, keys: np.ndarray, scores: np.ndarray, nonfinite: int = 0) -> None:
+        """Record checked finite regret scores of task keys (in order); count the rest.
+
+        A key no longer in the pool counts in ``stale_scores``; ``nonfinite`` scores the caller
+        skipped count in ``nonfinite_scores``. A task scored twice keeps its last score. If the
+        scorer reads scores, the distribution is recomputed before the next draw.
+        """
+        st, counters = self.state, self.state.counters
+        slot_of = self.slot_of.get
+        slots = np.fromiter((slot_of(k, -1) for k in keys.tolist()), np.int64, keys.size)
+        ok = slots >= 0
+        took = int(np.count_nonzero(ok))
+        counters[K.SCORES] += took
+        counters[K.STALE_SCORES] += keys.size - took
+        counters[K.NONFINITE_SCORES] += nonfinite
+        if not took:
+            return
+        slots, scores = slots[ok], scores[ok]
+        last, at = np.unique(slots[::-1], return_index=True)  # each slot's last score
+        st.score[last] = scores[::-1][at]
+        np.add.at(st.scored, slots, 1)
+        if self.scorer_reads_scores:
+            counters[K.DIRTY] = 1
 
     # ---------------------------------------------------------------- recompute
     def recompute(self) -> None:

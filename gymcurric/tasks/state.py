@@ -22,6 +22,10 @@ Layout (``C`` = pool capacity, ``W`` = promotion window length)::
       prob     float64  overall sampling probability at the last recompute
       cdf_a    float64  cumulative weights of the explore pool (the single pool)
       cdf_b    float64  cumulative weights of the exploit pool
+      score    float64  the task's latest regret score (``Curriculum.update_scores``; 0: none)
+      scored   int64    scores received for the task since it entered the pool (0: unseen)
+      last_sampled int64  ``counters[K.SAMPLES]`` when the task was last handed out (or when it
+                        entered the pool): its staleness is ``counters[K.SAMPLES] - last_sampled``
     window   int8 (W,)  outcomes of the last W promotion attempts (1 = promoted)
     counters int64 (K.N,)   event counters, see :class:`K`
     scalars  float64 (S.N,) running scalars, see :class:`S`
@@ -79,7 +83,10 @@ class K:
     LAST_A = 18  #: last slot with positive mass in ``cdf_a`` (-1: none)
     LAST_B = 19  #: last slot with positive mass in ``cdf_b`` (-1: none)
     DIRTY = 20  #: 1 when the distribution must be recomputed before the next sample
-    N = 21
+    SCORES = 21  #: regret scores accepted (``update_scores``)
+    STALE_SCORES = 22  #: scores reported for a task no longer in the pool (ignored)
+    NONFINITE_SCORES = 23  #: NaN/inf scores reported (skipped)
+    N = 24
 
 
 class S:
@@ -114,6 +121,9 @@ SLOT_FIELDS: dict[str, np.dtype] = {
     "prob": np.dtype(np.float64),
     "cdf_a": np.dtype(np.float64),
     "cdf_b": np.dtype(np.float64),
+    "score": np.dtype(np.float64),
+    "scored": np.dtype(np.int64),
+    "last_sampled": np.dtype(np.int64),
 }
 
 
@@ -166,6 +176,9 @@ class CurriculumState:
     prob: np.ndarray
     cdf_a: np.ndarray
     cdf_b: np.ndarray
+    score: np.ndarray
+    scored: np.ndarray
+    last_sampled: np.ndarray
     window: np.ndarray
     counters: np.ndarray
     scalars: np.ndarray
@@ -209,4 +222,7 @@ class CurriculumState:
         self.ret_ema[slot] = 0.0
         self.cost_ema[slot] = 0.0
         self.raw[slot] = 0.0
+        self.score[slot] = 0.0
+        self.scored[slot] = 0
+        self.last_sampled[slot] = self.counters[K.SAMPLES]  # fresh: stale since it entered
         self.counters[K.VERSION] += 1

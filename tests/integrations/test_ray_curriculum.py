@@ -8,19 +8,30 @@ import runpy
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled, TaskError, WorkerError
+from gymcurric.errors import (
+    ConfigError,
+    DataError,
+    DependencyNotInstalled,
+    GymcurricWarning,
+    TaskError,
+    WorkerError,
+)
 from gymcurric.integrations.ray import CurriculumActor, RayCurriculum, UpdateBatch
 from gymcurric.tasks import (
     BoxTaskSpace,
     Curriculum,
     FixedTaskSpace,
+    LearningProgressScorer,
     OpenEndedPool,
+    PLRScorer,
     ReplacementPool,
+    SignalConfig,
 )
 from gymcurric.tasks.transport import TaskTransport, transport_for
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
@@ -85,6 +96,23 @@ def test_actor_skips_sample_counts_of_a_replaced_task():
     assert actor.stats()["curriculum/samples"] == 2
 
 
+def test_actor_applies_scores_and_answers_with_the_recomputed_snapshot():
+    space = _fixed(4)
+    actor = CurriculumActor(space, scorer=PLRScorer(), seed=0)
+    local = Curriculum(space, scorer=PLRScorer(), seed=0)
+    snap = actor.snapshot()
+    new = actor.record_scores([1, 2, 3], [0.5, 2.0, 1.0], 2)
+    assert new is not None and new.gen != snap.gen  # new scores: a recompute, a new snapshot
+    local.record_scores([1, 2, 3], [0.5, 2.0, 1.0], nonfinite=2)
+    local.recompute()
+    np.testing.assert_array_equal(actor.probabilities()[1], local.probabilities()[1])
+    np.testing.assert_array_equal(actor.scores([0, 2]), [np.nan, 2.0])
+    assert actor.stats()["curriculum/nonfinite_scores"] == 2
+    # sample counts arriving in a batch set the staleness clock as drawn, in order
+    actor.apply(UpdateBatch([], [], [], [], [2, 0, 2], [2, 0, 2]))
+    assert actor.curriculum.state.last_sampled.tolist() == [2, 0, 3, 0]
+
+
 # ---------------------------------------------------------------- on a Ray cluster
 
 ray = pytest.importorskip("ray")
@@ -138,8 +166,9 @@ def test_batched_updates_give_the_local_distribution(make):
     # default batching and pipelining: the sampled stream differs from a local run, but the
     # actor applies it in order, so the local curriculum fed the same stream ends up equal
     kinds = np.arange(30) % 3
-    cur = make(_fixed(30), seed=0, refresh_seconds=None)
-    local = Curriculum(_fixed(30), seed=0)
+    v1 = {"scorer": LearningProgressScorer.v1(), "signal": SignalConfig(alpha=0.1)}  # sharp LP
+    cur = make(_fixed(30), seed=0, refresh_seconds=None, **v1)
+    local = Curriculum(_fixed(30), seed=0, **v1)
     learner, stream = PracticeLearner(kinds, seed=5), []
     for ep in range(3000):
         tid = int(cur.sample()[0])
@@ -427,3 +456,31 @@ def test_an_actor_that_does_not_answer_raises_worker_error(make):
     with pytest.raises(WorkerError, match=r"did not answer within 0.3 s"):
         cur.link.get(_sleep.remote(3.0))  # stands in for a hung actor
     cur.flush()  # the client itself is still usable
+
+
+def test_scores_reach_the_actor_as_a_local_curriculums_do(make):
+    cur = make(_fixed(6), scorer=PLRScorer(staleness_coef=0.3), seed=2, **EXACT)
+    local = Curriculum(_fixed(6), scorer=PLRScorer(staleness_coef=0.3), seed=2)
+    ids = []
+    for c in (cur, local):
+        drawn = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for i in range(60):
+                tid = int(c.sample()[0])
+                drawn.append(tid)
+                c.update(tid, return_=1.0, success=bool(i % 2))
+                if i % 6 == 5:  # each batch of scores holds one NaN
+                    scores = [float(t % 4) for t in drawn[-6:]]
+                    c.update_scores([*drawn[-6:], 0], [*scores, np.nan])
+        assert [w.category for w in caught] == [GymcurricWarning]  # once
+        ids.append(drawn)
+    assert ids[0] == ids[1]
+    local.recompute()  # the actor recomputed for the last scores at once, the local one lazily
+    _same_state(cur.state_dict(), local.state_dict())
+    np.testing.assert_array_equal(cur.scores([0, 1, 2]), local.scores([0, 1, 2]))
+    assert cur.stats()["curriculum/nonfinite_scores"] == 10
+    with pytest.raises(ConfigError, match="scores"):
+        cur.update_scores([1, 2], [1.0])
+    with pytest.raises(ConfigError, match="task_id"):
+        cur.update_scores([99], [1.0])

@@ -39,8 +39,9 @@ Design: no round trip per reset.
   task sequence (for pools that draw no randomness while maintaining themselves, e.g. a
   :class:`~gymcurric.tasks.ReplacementPool`; pools that refill from the space use the actor's
   generator, not the client's).
-* **Reads and checkpoints go to the actor.** ``stats()``, ``probabilities()``,
-  ``state_dict()`` and ``load_state_dict()`` first send the client's buffer, then ask the
+* **Reads, scores and checkpoints go to the actor.** ``stats()``, ``probabilities()``,
+  ``scores()``, ``update_scores()`` (the regret-score hook, called by the driver after a
+  rollout), ``state_dict()`` and ``load_state_dict()`` first send the client's buffer, then ask the
   actor (one round trip). ``state_dict()`` carries this client's generator (as a shared-memory
   curriculum's does), so it loads into a local :class:`~gymcurric.tasks.Curriculum` and back.
   Call :meth:`RayCurriculum.flush` (or ``close``) at the end of a worker's work: buffered

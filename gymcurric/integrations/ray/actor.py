@@ -15,9 +15,11 @@ are exactly those of a local run; what it adds is the batch protocol:
   distribution is not shipped again.
 
 The actor writes sample counts and the rejected-draw counter straight into the curriculum's
-arrays (as the shared-memory backend does when a process flushes its pending counts); neither
-is read by a scorer or a pool, so the distribution is exactly that of the local curriculum fed
-the same updates in the same order.
+arrays (as the shared-memory backend does when a process flushes its pending counts). Only
+:class:`~gymcurric.tasks.PLRScorer`'s staleness reads the sample counts, as of when they
+arrived; otherwise the distribution is exactly that of the local curriculum fed the same
+updates in the same order. Regret scores (``record_scores``) come from the driver after a
+rollout, one call each.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.curriculum import Curriculum
+from gymcurric.tasks.links import add_sample_array
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import SLOT_FIELDS, CurriculumState, K
 
@@ -139,12 +142,9 @@ class CurriculumActor:
         """
         if batch is not None:
             st = self.curriculum.state
-            if batch.sample_slots:
+            if batch.sample_slots:  # a slot may hold another task by now: not counted
                 slots = np.asarray(batch.sample_slots, dtype=np.int64)
-                keys = np.asarray(batch.sample_keys, dtype=np.int64)
-                ok = slots[st.task_id[slots] == keys]  # a slot may hold another task by now
-                np.add.at(st.samples, ok, 1)
-                st.counters[K.SAMPLES] += slots.size
+                add_sample_array(st, slots, np.asarray(batch.sample_keys, dtype=np.int64))
             if batch.rejected:
                 st.counters[K.INVALID_GENERATED] += batch.rejected
             if batch.task_ids:
@@ -152,6 +152,21 @@ class CurriculumActor:
                     batch.task_ids, batch.returns, batch.successes, batch.costs
                 )
         return self.snapshot(gen)
+
+    def record_scores(
+        self, task_ids: list[int], scores: list[float], nonfinite: int = 0
+    ) -> Snapshot | None:
+        """:meth:`Curriculum.record_scores` (checked by the client), then the (new) snapshot.
+
+        Raises:
+            ConfigError: a malformed id or a non-finite score (nothing is applied).
+        """
+        self.curriculum.record_scores(task_ids, scores, nonfinite=nonfinite)
+        return self.snapshot()
+
+    def scores(self, task_ids: list[int]) -> np.ndarray:
+        """:meth:`Curriculum.scores`."""
+        return self.curriculum.scores(task_ids)
 
     def mark_invalid(self, task_id: int, reason: str = "") -> Snapshot | None:
         """:meth:`Curriculum.mark_invalid`, then the (new) snapshot."""

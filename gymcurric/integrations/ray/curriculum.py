@@ -13,13 +13,14 @@ The buffers, the calls in flight and the snapshot are kept by the client's ``lin
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, WorkerError
+from gymcurric.errors import ConfigError, GymcurricWarning, WorkerError
 from gymcurric.integrations.ray._client import (
     SOURCE,
     ActorLink,
@@ -33,6 +34,7 @@ from gymcurric.integrations.ray._client import (
 )
 from gymcurric.integrations.ray.actor import Snapshot
 from gymcurric.tasks.config import CurriculumConfig
+from gymcurric.tasks.regret import check_scores, check_task_ids, nonfinite_message
 from gymcurric.tasks.signals import check_episode, check_episodes
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import CurriculumState
@@ -138,6 +140,7 @@ class RayCurriculum(TaskTransport):
         self._pool = config.pool
         self._spec = spec
         self._expands_ids = bool(space.has_variants and space.size)  # ids carry a variant
+        self._warned_nonfinite = False  # update_scores warns once about NaN/inf scores
 
     # ---------------------------------------------------------------- sampling (local)
     def _sampling_state(self) -> CurriculumState:
@@ -224,6 +227,41 @@ class RayCurriculum(TaskTransport):
             WorkerError: the actor is gone, or did not answer within ``timeout``.
         """
         self.link.flush(wait=True)
+
+    # ---------------------------------------------------------------- regret scores
+    def update_scores(
+        self, task_ids: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray
+    ) -> None:
+        """Report regret scores of tasks (the score hook; see ``Curriculum.update_scores``).
+
+        Checked here, then sent after this client's buffered episodes in one blocking call,
+        whose answer (the distribution recomputed for the scores) becomes this client's
+        snapshot. NaN/inf scores are skipped and counted on the actor
+        (``curriculum/nonfinite_scores``); each client warns once.
+
+        Raises:
+            ConfigError: malformed ids or scores, or an id outside the space (nothing is sent).
+            WorkerError: the actor is gone.
+        """
+        ids, values = check_scores(task_ids, scores, source=f"{SOURCE}.update_scores")
+        self.space.keys(ids)  # raises naming the first bad id
+        finite = np.isfinite(values)
+        skipped = int(values.size - np.count_nonzero(finite))
+        if skipped and not self._warned_nonfinite:  # once per client
+            self._warned_nonfinite = True
+            msg = nonfinite_message(SOURCE, ids, values, finite)
+            warnings.warn(msg, GymcurricWarning, stacklevel=2)
+        snap = self.link.call(
+            "record_scores", ids[finite].tolist(), values[finite].tolist(), skipped
+        )
+        self.link.install_now(snap)
+
+    def scores(self, task_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The actor's latest score of each task, NaN where it has none (one round trip)."""
+        ids = check_task_ids(task_ids, source=f"{SOURCE}.scores")
+        self.space.keys(ids)
+        out: np.ndarray = self.link.call("scores", ids.tolist())
+        return out
 
     # ---------------------------------------------------------------- talking to the actor
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
