@@ -27,6 +27,11 @@ from gymcurric.integrations.sb3.datapack import (  # noqa: E402
     make_datapack_vec_env,
 )
 from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag  # noqa: E402
+from gymcurric.integrations.sb3.regret import (  # noqa: E402
+    RegretDictRolloutBuffer,
+    RegretRolloutBuffer,
+    RegretScoreCallback,
+)
 from gymcurric.integrations.sb3.replay import RingReplayBuffer  # noqa: E402
 from gymcurric.integrations.sb3.risk import RiskCallback  # noqa: E402
 from gymcurric.integrations.sb3.semantic import (  # noqa: E402
@@ -44,12 +49,15 @@ __all__ = [
     "PIDLagrangeMultiplier",
     "PPOLag",
     "PPOPIDLag",
+    "RegretDictRolloutBuffer",
+    "RegretRolloutBuffer",
     "RiskModulation",
     "TRPOLag",
     # hooks and callbacks
     "CurriculumCallback",
     "DatapackCallback",
     "EpisodeCostCallback",
+    "RegretScoreCallback",
     "RingReplayBuffer",
     "RiskCallback",
     "SemanticShapingCallback",
