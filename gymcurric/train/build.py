@@ -305,6 +305,18 @@ def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
     """Construct the configured SB3 algorithm on ``venv``."""
     cls = agent_class(cfg, source)
     kwargs = dict(cfg.agent.kwargs)
+    scorer = cfg.curriculum.config.get("scorer") if cfg.curriculum.enabled else None
+    robust = isinstance(scorer, dict) and scorer.get("type") == "RobustPLRScorer"
+    if robust and cfg.agent.algo == "ppo":  # trains only on replays: a buffer that can leave
+        # the steps of new tasks out (RegretScoreCallback; see gymcurric.train.runner)
+        from gymcurric.integrations.sb3.regret import RegretDictRolloutBuffer, RegretRolloutBuffer
+
+        buffer = (
+            RegretDictRolloutBuffer
+            if isinstance(venv.observation_space, gym.spaces.Dict)
+            else RegretRolloutBuffer
+        )
+        kwargs.setdefault("rollout_buffer_class", buffer)
     if cfg.agent.algo == "sac":
         try:
             from gymcurric.integrations.sb3.replay import RingReplayBuffer

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError, DataError
+from gymcurric.tasks.regret import uses_scores
 from gymcurric.train._checkpoint import CKPT, commit, cut_logs, has_checkpoint, log_sizes, recover
 from gymcurric.train._runstate import (
     capture_venv,
@@ -90,6 +91,15 @@ def _callbacks(built: Built, cfg: TrainConfig) -> list[Any]:
     cbs: list[Any] = [EpisodeCostCallback()]
     if built.curriculum is not None:
         cbs += [CurriculumCallback(built.curriculum), CurriculumHistory(built.curriculum)]
+        if uses_scores(built.curriculum.config.scorer):  # PLR: scores from every rollout
+            from gymcurric.integrations.sb3 import RegretScoreCallback
+
+            # robust PLR leaves new tasks' steps out of training only where make_agent gave the
+            # agent a buffer that can (plain PPO); the Lagrangian agents' buffers cannot
+            robust_ok = cfg.agent.algo == "ppo"
+            cbs.append(
+                RegretScoreCallback(built.curriculum, train_on_unseen=None if robust_ok else True)
+            )
     if cfg.risk.enabled:
         from gymcurric.integrations.sb3 import RiskCallback
 

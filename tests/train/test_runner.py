@@ -335,3 +335,21 @@ def test_datapacks_under_subproc_share_one_sampler(tmp_path):
     assert out["total_steps"] == 256
     log = (tmp_path / "r" / "datapacks" / "datapack_samples.jsonl").read_text().splitlines()
     assert len(log) > 2  # one stream of draws in this process, not one per worker
+
+
+def test_a_regret_curriculum_gets_its_scores_from_the_runner(tmp_path):
+    from stable_baselines3 import PPO
+
+    from gymcurric.integrations.sb3 import RegretRolloutBuffer
+
+    scorer = {
+        "scorer": {"type": "RobustPLRScorer"},
+        "pool": {"type": "ReplacementPool", "capacity": 6},
+    }
+    cfg = _cfg(256, curriculum={"config": scorer})
+    out = train(cfg, run_dir=tmp_path / "r")
+    assert out["curriculum"]["curriculum/scores"] > 0  # RegretScoreCallback was attached
+    header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
+    assert "curriculum/rollout_score_mean" in header and "curriculum/exploratory_frac" in header
+    # robust PLR on plain PPO: the buffer that leaves new tasks' steps out of training
+    assert PPO.load(tmp_path / "r" / "model.zip").rollout_buffer_class is RegretRolloutBuffer
