@@ -37,6 +37,8 @@ __all__ = [
     "LearningProgressScorer",
     "Scorer",
     "UniformScorer",
+    "V1_DEFAULTS",
+    "WEIGHTINGS",
     "finish_weights",
     "reweight",
     "zscore_sigmoid",
@@ -119,6 +121,19 @@ def finish_weights(w: np.ndarray, mask: np.ndarray, uniform_mix: float) -> np.nd
     return mask / float(n)
 
 
+#: ``LearningProgressScorer.weighting`` values.
+WEIGHTINGS = ("proportional", "sigmoid")
+
+#: gymcurric 0.1's ``LearningProgressScorer`` defaults (:meth:`LearningProgressScorer.v1`).
+V1_DEFAULTS: dict[str, Any] = {
+    "theta": 0.1,
+    "min_samples": 10,
+    "uniform_mix": 0.0,
+    "noise_z": 0.0,
+    "weighting": "sigmoid",
+}
+
+
 class Scorer(ABC):
     """Base class of scorers (see the module docstring)."""
 
@@ -144,45 +159,61 @@ class Scorer(ABC):
 
 @dataclass(frozen=True)
 class LearningProgressScorer(Scorer):
-    """Bidirectional learning progress, z-scored and squashed into probabilities.
+    """Bidirectional learning progress beyond its noise, sampled in proportion, with exploration.
 
     For each task (``x_f``, ``x_s``: the fast and slow EMAs after per-task baseline
     normalisation ``x = clip((v - B) / (1 - B), 0, 1)``, ``B = min(base, baseline_max)``)::
 
         LP = |R(x_f) - R(x_s)| * k               R = early-progress reweighting (theta)
         y  = LP + performance_weight * R(x_f) - cost_weight * cost
-        z  = (y - mean_warm(y)) / std_warm(y)    warm: tasks with >= min_samples episodes
-        w  = sigmoid(z / temperature);  cold tasks use z = explore_z (same scale as the others)
-        p  = (1 - uniform_mix) * w / sum(w) + uniform_mix / n
+
+    ``k`` counts only progress beyond its own noise: ``k = max(0, 1 - noise_z * sd / |x_f -
+    x_s|)``, where ``sd`` is the standard error of the fast EMA, ``sqrt(p (1 - p) * w2)`` with
+    ``p`` the slow EMA (clipped to ``[0.01, 0.99]``; ``p (1 - p)`` bounds the variance of a
+    signal in ``[0, 1]``) and ``w2`` the sum of its squared weights, in the baseline-normalised
+    units of ``x``. A chance success on a task that is not improving (an uncontrollable task's
+    1 %) then no longer looks like progress, while a sustained rise keeps most of its score.
+
+    Then, with ``weighting="proportional"`` (the default)::
+
+        w = max(y, 0)                            warm tasks (>= min_samples episodes)
+        w = max over warm tasks of w (1 if 0)    cold tasks: tried as eagerly as the best task
+        p = (1 - uniform_mix) * w / sum(w) + uniform_mix / n
+
+    so a task whose progress is within its noise gets only the exploration share
+    ``uniform_mix / n``: the mass on tasks with no progress (infeasible, mastered, not started)
+    is a controlled quantity, ``uniform_mix`` times their fraction of the pool, however narrow
+    the frontier is. Cold tasks are tried ``min_samples`` times first, so the warm-up costs
+    ``min_samples`` episodes per task.
+
+    ``weighting="sigmoid"`` is the scheme of gymcurric 0.1: ``z`` = ``y`` standardised over the
+    warm tasks, ``w = sigmoid(z / temperature)``, cold tasks at ``z = explore_z``. It keeps a
+    floor under zero-progress tasks that grows as the frontier narrows (about half the mass on
+    72 zero-progress tasks of 108 when 3 are progressing), and it amplifies noise when every
+    task's progress is small. :meth:`v1` gives all of gymcurric 0.1's defaults.
 
     Improving *and* forgetting tasks both score (``|fast - slow|``); mastered and impossible
-    tasks have ``fast == slow`` and fall to the bottom. ``temperature`` T is the inverse of the
-    "z-score amplification" A used elsewhere (T = 1/A).
+    tasks have ``fast == slow`` and fall to the bottom.
 
-    ``k`` counts only progress beyond its own noise (``noise_z > 0``; ``k = 1`` when 0, the
-    default): ``k = max(0, 1 - noise_z * sd / |x_f - x_s|)``, where ``sd`` is the standard
-    error of the fast EMA, ``sqrt(p (1 - p) * w2)`` with ``p`` the slow EMA (clipped to
-    ``[0.01, 0.99]``; ``p (1 - p)`` bounds the variance of a signal in ``[0, 1]``) and ``w2`` the
-    sum of its squared weights, in the baseline-normalised units of ``x``. So a chance success
-    on a task that is not improving (an uncontrollable task's 1 %) no longer looks like
-    progress, while a sustained rise keeps most of its score. In the simulated study
-    (``benchmarks/curriculum_simulated.py``), ``noise_z = 2`` covers the all-feasible control
-    in 1.2x uniform sampling's episodes where the default takes 3.2x, but gives up the
-    default's gain at 89 % infeasible tasks (0.92x uniform against 0.72x): it is off by default
-    until the RL study settles it.
+    The defaults were chosen with the simulated learners of
+    ``benchmarks/curriculum_simulated.py`` (see ``benchmarks/reference/curriculum_simulated``);
+    whether they help an RL agent is the study in ``benchmarks/curriculum_infeasible.py``.
 
     Attributes:
         theta: reweighting parameter in ``(0, 1)``; 0.5 disables it.
-        temperature: sharpness of the sigmoid (smaller = sharper), > 0.
+        temperature: sharpness of the sigmoid (smaller = sharper), > 0; ``"sigmoid"`` only.
         min_samples: episodes before a task's LP counts; before that it is "cold".
-        explore_z: z-score given to cold tasks (0 = as attractive as the average task).
+        explore_z: z-score given to cold tasks (0 = as attractive as the average task);
+            ``"sigmoid"`` only.
         performance_weight: weight of the (reweighted, normalised) success level ``x_f``.
         cost_weight: weight of the normalised cost EMA, subtracted.
         baseline: apply the per-task random-baseline normalisation.
         baseline_max: cap of the baseline, in ``[0, 1)``.
-        uniform_mix: fraction of probability spread uniformly, in ``[0, 1]``.
+        uniform_mix: fraction of probability spread uniformly (the exploration share), in
+            ``[0, 1]``.
         noise_z: progress within this many standard errors of the fast EMA counts as none
-            (``>= 0``; 0, the default, counts all of it, as before this option existed).
+            (``>= 0``; 0 counts all of it).
+        weighting: ``"proportional"`` or ``"sigmoid"`` (see above).
 
     Examples:
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
@@ -192,16 +223,26 @@ class LearningProgressScorer(Scorer):
         (3,)
     """
 
-    theta: float = 0.1
+    theta: float = 0.3
     temperature: float = 0.15
-    min_samples: int = 10
+    min_samples: int = 3
     explore_z: float = 1.0
     performance_weight: float = 0.0
     cost_weight: float = 0.0
     baseline: bool = True
     baseline_max: float = 0.75
-    uniform_mix: float = 0.0
-    noise_z: float = 0.0
+    uniform_mix: float = 0.05
+    noise_z: float = 0.5
+    weighting: str = "proportional"
+
+    @classmethod
+    def v1(cls, **overrides: Any) -> LearningProgressScorer:
+        """The learning progress of gymcurric 0.1: z-score and sigmoid, no noise gate, no mix.
+
+        Use it with ``SignalConfig(alpha=0.1)`` (also 0.1's default) to reproduce runs, or to
+        resume states saved, with gymcurric 0.1's defaults; ``overrides`` replace fields.
+        """
+        return cls(**{**V1_DEFAULTS, **overrides})
 
     def __post_init__(self) -> None:
         c = type(self).__name__
@@ -248,6 +289,13 @@ class LearningProgressScorer(Scorer):
             _isnum(self.noise_z) and self.noise_z >= 0,
             "a finite float >= 0",
         )
+        _check(
+            c,
+            "weighting",
+            self.weighting,
+            self.weighting in WEIGHTINGS,
+            f"one of {WEIGHTINGS}",
+        )
 
     def normalised(self, st: CurriculumState, *values: np.ndarray) -> list[np.ndarray]:
         """Baseline-normalised copies of per-slot signal statistics, clipped to ``[0, 1]``."""
@@ -293,9 +341,17 @@ class LearningProgressScorer(Scorer):
         return _clip01(k)
 
     def weights(self, st: CurriculumState, raw: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """z-score over warm tasks -> sigmoid(z / T) -> normalise -> uniform mix."""
+        """Proportional (or z-score and sigmoid) weights -> normalise -> uniform mix."""
         warm = mask & (st.count >= self.min_samples)
-        w = zscore_sigmoid(raw, warm, mask & ~warm, self.temperature, self.explore_z)
+        cold = mask & ~warm
+        if self.weighting == "sigmoid":
+            w = zscore_sigmoid(raw, warm, cold, self.temperature, self.explore_z)
+        else:
+            w = np.maximum(raw, 0.0)
+            w *= warm
+            if cold.any():
+                top = float(w.max())
+                w[cold] = top if top > 0.0 else 1.0
         return finish_weights(w, mask, self.uniform_mix)
 
 

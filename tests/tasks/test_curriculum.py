@@ -24,6 +24,7 @@ from gymcurric.tasks import (
     Span,
     Stage,
     StopCondition,
+    UniformScorer,
 )
 
 from .learners import PracticeLearner, coin, run
@@ -40,14 +41,35 @@ def _bucketed(seed=0, **kw):
 # ---------------------------------------------------------------- learning behaviour
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_lp_concentrates_on_learnable_tasks(seed):
-    kinds = np.arange(30) % 3  # 0 learnable, 1 mastered, 2 impossible
-    cur = Curriculum(_fixed(30), seed=seed)
-    seq = np.array(run(cur, PracticeLearner(kinds, seed=seed + 10), 6000)[1000:])
-    share = np.bincount(kinds[seq], minlength=3) / seq.size
-    assert share[0] > 0.55, share  # uniform sampling would give 1/3
-    assert share[1] < 0.25 and share[2] < 0.25, share
+def _episodes_to_master(cur, kinds, seed, linear):
+    """Episodes until 80 % of the learnable tasks (kind 0) are mastered (success >= 0.8)."""
+    learner = PracticeLearner(kinds, seed=seed, linear=linear)
+    learnable = np.flatnonzero(kinds == 0).tolist()
+    for ep in range(20_000):
+        tid = int(cur.sample()[0])
+        s = learner(tid, ep)
+        cur.update(tid, float(s), success=s)
+        if ep % 100 == 0:
+            need = {t: learner.centre.get(t, math.inf) for t in learnable}
+            if linear:  # success n / c reaches 0.8 at 0.8 c
+                done = [learner.practice.get(t, 0) >= 0.8 * need[t] for t in learnable]
+            else:  # sigmoid((n - c) / 15) reaches 0.8 at c + 15 ln 4
+                done = [learner.practice.get(t, 0) >= need[t] + 21 for t in learnable]
+            if np.mean(done) >= 0.8:
+                return ep
+    return 20_000
+
+
+@pytest.mark.parametrize(("linear", "bound"), [(True, 0.7), (False, 0.9)])
+def test_lp_masters_the_learnable_tasks_sooner_than_uniform(linear, bound):
+    # a third learnable, a third mastered, a third impossible; paired by seed with uniform
+    kinds = np.arange(30) % 3
+    lp, uni = [], []
+    for seed in range(4):
+        lp.append(_episodes_to_master(Curriculum(_fixed(30), seed=seed), kinds, seed, linear))
+        uniform = Curriculum(_fixed(30), seed=seed, scorer=UniformScorer())
+        uni.append(_episodes_to_master(uniform, kinds, seed, linear))
+    assert np.mean(lp) < bound * np.mean(uni), (lp, uni)
 
 
 def test_lp_moves_away_from_tasks_once_mastered():
@@ -186,7 +208,7 @@ def test_update_batch_validates_everything_first():
             lambda: Curriculum(
                 _bucketed(),
                 pool=OpenEndedPool(capacity=20),
-                scorer=LearningProgressScorer(theta=0.3),
+                scorer=LearningProgressScorer(theta=0.2),
             ),
             "scorer.theta",
         ),

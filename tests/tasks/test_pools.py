@@ -12,6 +12,7 @@ from gymcurric.tasks import (
     LearningProgressScorer,
     OpenEndedPool,
     ReplacementPool,
+    SignalConfig,
     Span,
     UniformScorer,
     gini,
@@ -98,7 +99,15 @@ def test_open_ended_pool_evicts_low_progress_tasks_and_refills():
 
     learner = PracticeLearner({}, seed=2, centre=(15.0, 60.0), linear=True)
     learner.kind = kind  # type: ignore[method-assign]
-    cur = Curriculum(space, pool=OpenEndedPool(capacity=30), recompute_every=16, seed=0)
+    scorer = LearningProgressScorer.v1()  # the pool's mechanics, as designed with 0.1's LP
+    cur = Curriculum(
+        space,
+        pool=OpenEndedPool(capacity=30),
+        scorer=scorer,
+        signal=SignalConfig(alpha=0.1),
+        recompute_every=16,
+        seed=0,
+    )
     live = set(cur.state.task_id.tolist())
     first, premature, evicted = set(live), 0, 0
     for ep in range(5000):
@@ -133,7 +142,10 @@ def test_open_ended_pool_never_evicts_before_min_samples():
 
 def _dual(space, scorer=None, **kw):
     pool = DualPool(**{"explore_size": 20, "exploit_size": 40, "window": 100, **kw})
-    return Curriculum(space, pool=pool, scorer=scorer or LearningProgressScorer(), seed=0)
+    # the pool's mechanics, as designed with gymcurric 0.1's LP (the defaults' effect on the
+    # dual pool is measured in benchmarks/curriculum_simulated.py)
+    scorer = scorer or LearningProgressScorer.v1()
+    return Curriculum(space, pool=pool, scorer=scorer, signal=SignalConfig(alpha=0.1), seed=0)
 
 
 @dataclass(frozen=True)
@@ -149,8 +161,8 @@ class NoiseScorer(UniformScorer):
 @pytest.mark.parametrize(
     "scorer",
     [
-        LearningProgressScorer(),
-        LearningProgressScorer(baseline=False),
+        LearningProgressScorer.v1(),
+        LearningProgressScorer.v1(baseline=False),
         UniformScorer(),
         NoiseScorer(),
     ],

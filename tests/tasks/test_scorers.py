@@ -21,7 +21,7 @@ from gymcurric.tasks import (
     reweight,
     state_layout,
 )
-from gymcurric.tasks.scorers import zscore_sigmoid
+from gymcurric.tasks.scorers import WEIGHTINGS, zscore_sigmoid
 from gymcurric.tasks.signals import check_episode, normalised_cost, record_episode
 from gymcurric.tasks.state import EXPLORE, S
 
@@ -43,6 +43,7 @@ def feed(st, slot, signals, cfg=DEFAULT, cost=0.0):
 
 
 ALL = np.ones(4, dtype=bool)
+A01 = SignalConfig(alpha=0.1)  # gymcurric 0.1's default rate
 
 # ---------------------------------------------------------------- signals
 
@@ -182,15 +183,15 @@ def test_lp_performance_and_cost_terms():
 
 
 def test_lp_noise_z_discounts_chance_successes_and_keeps_a_sustained_rise():
-    st = make_state(4)
+    st = make_state(4)  # fed with the slower EMAs of gymcurric 0.1 (alpha 0.1)
     rng = np.random.default_rng(0)
     chance = [float(x < 0.01) for x in rng.random(200)]
     chance[-1] = 1.0  # a chance success just now: the fast EMA jumps
-    feed(st, 0, chance)  # uncontrollable: 1 % successes whatever the practice
-    feed(st, 1, [0] * 40 + [1] * 15)  # a sustained rise
-    feed(st, 2, [1] * 45)  # mastered
-    feed(st, 3, [0] * 45)  # impossible
-    plain = LearningProgressScorer(baseline=False).raw(st, ALL, SignalConfig())
+    feed(st, 0, chance, A01)  # uncontrollable: 1 % successes whatever the practice
+    feed(st, 1, [0] * 40 + [1] * 15, A01)  # a sustained rise
+    feed(st, 2, [1] * 45, A01)  # mastered
+    feed(st, 3, [0] * 45, A01)  # impossible
+    plain = LearningProgressScorer(baseline=False, noise_z=0.0).raw(st, ALL, SignalConfig())
     noisy = LearningProgressScorer(baseline=False, noise_z=2.0).raw(st, ALL, SignalConfig())
     assert plain[0] > 0.05  # the chance success looks like progress...
     assert noisy[0] < 0.25 * plain[0]  # ...and within its noise counts (almost) as none
@@ -210,24 +211,31 @@ def test_lp_noise_z_zero_is_the_scorer_without_it():
     rng = np.random.default_rng(1)
     for slot in range(4):
         feed(st, slot, (rng.random(30) < 0.2 * slot).astype(float))
-    off = LearningProgressScorer().raw(st, ALL, SignalConfig())
-    assert np.array_equal(LearningProgressScorer(noise_z=0.0).raw(st, ALL, SignalConfig()), off)
+    sc = LearningProgressScorer(noise_z=0.0)
+    xf, xs = sc.normalised(st, st.fast, st.slow)
+    off = np.abs(reweight(xf, sc.theta) - reweight(xs, sc.theta))  # the LP formula, no gate
+    assert np.array_equal(sc.raw(st, ALL, SignalConfig()), off)
     for bad in (-1.0, float("nan"), float("inf"), "2"):
         with pytest.raises(ConfigError, match="noise_z"):
             LearningProgressScorer(noise_z=bad)
 
 
-def test_a_state_saved_before_noise_z_existed_loads():
+def test_a_state_saved_before_noise_z_and_weighting_existed_loads_into_v1():
     space = FixedTaskSpace([{"level": i} for i in range(3)])
-    cur = Curriculum(space, seed=0)
+    v1 = {"scorer": LearningProgressScorer.v1(), "signal": A01}  # gymcurric 0.1's defaults
+    cur = Curriculum(space, seed=0, **v1)
     cur.update(0, 1.0, success=True)
     old = cur.state_dict()
-    del old["config"]["scorer"]["noise_z"]  # as written before the option
-    fresh = Curriculum(space, seed=0)
+    del old["config"]["scorer"]["noise_z"]  # as written before the options
+    del old["config"]["scorer"]["weighting"]
+    fresh = Curriculum(space, seed=0, **v1)
     fresh.load_state_dict(old)
     assert fresh.stats() == cur.stats()
-    with pytest.raises(DataError, match="noise_z"):  # but not into a curriculum that uses it
-        Curriculum(space, seed=0, scorer=LearningProgressScorer(noise_z=2.0)).load_state_dict(old)
+    noisy = Curriculum(space, seed=0, scorer=LearningProgressScorer.v1(noise_z=2.0), signal=A01)
+    with pytest.raises(DataError, match="noise_z"):  # but not into a curriculum that uses them
+        noisy.load_state_dict(old)
+    with pytest.raises(DataError, match="weighting"):  # nor into today's defaults
+        Curriculum(space, seed=0).load_state_dict(old)
 
 
 def test_zscore_sigmoid_puts_cold_tasks_on_the_same_scale():
@@ -244,14 +252,47 @@ def test_zscore_sigmoid_puts_cold_tasks_on_the_same_scale():
 def test_lp_weights_sum_to_one_over_the_mask_and_respect_uniform_mix():
     st = make_state(4)
     for i in range(3):
-        feed(st, i, [0] * 20 + [1] * (5 * i))
-    sc = LearningProgressScorer(uniform_mix=0.2, theta=0.5)
-    raw = sc.raw(st, ALL, SignalConfig())
-    mask = np.array([True, True, True, False])
-    p = sc.weights(st, raw, mask)
-    assert p.sum() == pytest.approx(1.0) and p[3] == 0.0
-    assert p[:3].min() >= 0.2 / 3 - 1e-12
-    assert p[2] > p[1] > p[0]
+        feed(st, i, [0] * 20 + [1] * (5 * i), A01)
+    for weighting in WEIGHTINGS:
+        sc = LearningProgressScorer(uniform_mix=0.2, theta=0.5, noise_z=0.0, weighting=weighting)
+        raw = sc.raw(st, ALL, SignalConfig())
+        mask = np.array([True, True, True, False])
+        p = sc.weights(st, raw, mask)
+        assert p.sum() == pytest.approx(1.0) and p[3] == 0.0
+        assert p[:3].min() >= 0.2 / 3 - 1e-12
+        assert p[2] > p[1] > p[0]
+
+
+def test_proportional_weights_by_hand():
+    st = make_state(4)
+    st.count[:] = [5, 5, 5, 1]  # slot 3 is cold (min_samples 3)
+    raw = np.array([0.0, 0.1, 0.3, 0.0])
+    mask = np.array([True, True, True, True])
+    sc = LearningProgressScorer(uniform_mix=0.1)
+    # warm: w = raw; cold: the best warm task's w (0.3); then (1 - u) w / sum(w) + u / n
+    want = 0.9 * np.array([0.0, 0.1, 0.3, 0.3]) / 0.7 + 0.1 / 4
+    assert sc.weights(st, raw, mask) == pytest.approx(want)
+    # no warm task has progress: cold tasks weigh 1, warm ones get the exploration share only
+    assert sc.weights(st, np.zeros(4), mask) == pytest.approx([0.025, 0.025, 0.025, 0.925])
+    # nothing cold and nothing progressing: uniform
+    st.count[3] = 5
+    assert sc.weights(st, np.zeros(4), mask) == pytest.approx([0.25] * 4)
+    # a negative value (cost above progress) weighs 0, not less than 0
+    assert sc.weights(st, np.array([-1.0, 0.0, 1.0, 0.0]), mask)[0] == pytest.approx(0.025)
+    with pytest.raises(ConfigError, match="weighting"):
+        LearningProgressScorer(weighting="softmax")
+
+
+def test_v1_is_gymcurric_0_1s_scorer():
+    old = LearningProgressScorer.v1()
+    assert (old.theta, old.min_samples, old.uniform_mix, old.noise_z, old.weighting) == (
+        0.1,
+        10,
+        0.0,
+        0.0,
+        "sigmoid",
+    )
+    assert LearningProgressScorer.v1(theta=0.2).theta == 0.2
 
 
 @pytest.mark.parametrize(
@@ -279,10 +320,10 @@ def test_lp_config_errors_name_field_and_value(kw):
 
 def test_learnability_peaks_at_half_and_is_unbiased_for_young_tasks():
     st = make_state(4)
-    feed(st, 0, [0, 1] * 20)
-    feed(st, 1, [1] * 40)
-    feed(st, 2, [0] * 40)
-    feed(st, 3, [0, 0, 0, 0, 1])  # p = 0.2 from 5 samples
+    feed(st, 0, [0, 1] * 20, A01)
+    feed(st, 1, [1] * 40, A01)
+    feed(st, 2, [0] * 40, A01)
+    feed(st, 3, [0, 0, 0, 0, 1], A01)  # p = 0.2 from 5 samples (alpha 0.1: a running mean)
     raw = LearnabilityScorer().raw(st, ALL, SignalConfig())
     assert raw[0] > 0.2 and raw[1] == 0.0 and raw[2] == 0.0
     assert raw[3] == pytest.approx(0.2 * 0.8 / (1 - 1 / 5))

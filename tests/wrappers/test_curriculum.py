@@ -322,7 +322,10 @@ def test_state_file_round_trip_and_resume_of_a_single_env(tmp_path):
     path = save_curriculum_state(tmp_path / "sub" / "c.npz", env.curriculum, env=env)
     with np.load(path, allow_pickle=False) as z:
         assert "meta" in z.files and z["env_task_ids"].tolist() == [env.task_id]
-    expected = [env.task_id, *run(env, 12)][:12]
+    expected = [env.task_id]  # the uninterrupted env plays the episode it reset to, then on
+    while not any(env.step(0)[2:4]):
+        pass
+    expected += run(env, 11)
 
     env2 = SampleCurriculumTask(TaskStubEnv(), Curriculum(levels(8), seed=9, recompute_every=2))
     state = load_curriculum_state(path, env2.curriculum, env=env2)
