@@ -27,9 +27,11 @@ from gymcurric.tasks import (
     BoxTaskSpace,
     Curriculum,
     FixedTaskSpace,
+    LearningProgressScorer,
     OpenEndedPool,
     PLRScorer,
     ReplacementPool,
+    SignalConfig,
 )
 from gymcurric.tasks.transport import TaskTransport, transport_for
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
@@ -164,8 +166,9 @@ def test_batched_updates_give_the_local_distribution(make):
     # default batching and pipelining: the sampled stream differs from a local run, but the
     # actor applies it in order, so the local curriculum fed the same stream ends up equal
     kinds = np.arange(30) % 3
-    cur = make(_fixed(30), seed=0, refresh_seconds=None)
-    local = Curriculum(_fixed(30), seed=0)
+    v1 = {"scorer": LearningProgressScorer.v1(), "signal": SignalConfig(alpha=0.1)}  # sharp LP
+    cur = make(_fixed(30), seed=0, refresh_seconds=None, **v1)
+    local = Curriculum(_fixed(30), seed=0, **v1)
     learner, stream = PracticeLearner(kinds, seed=5), []
     for ep in range(3000):
         tid = int(cur.sample()[0])
