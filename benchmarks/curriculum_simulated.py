@@ -1,33 +1,45 @@
 """Curriculum mechanics against a simulated learner (no RL): when is the learnable part mastered?
 
-A task space in the shape of issue 23's study (``../shared/notes/curriculum-efficacy.md``), with a
-learner that needs no env and no network, so a run takes seconds:
+A task space in the shape of issue 23's study (``../shared/notes/curriculum-efficacy.md``), with
+learners that need no env and no network, so a run takes seconds. Task families:
 
 * **trivial** tasks always succeed;
-* **learnable** tasks succeed with ``max(f, sigmoid((n - c) / 15))`` after ``n`` episodes of
-  practice on that task: ``f``, a random policy's success, drawn per task from
-  ``U(0.004, 0.09)`` (the pilot's hard and frontier tasks), ``c`` from ``U(30, 150)``. So a
-  task shows chance successes for a long while, then a rise; practice on one task does not
-  transfer to another;
+* **learnable** tasks: see the learners below;
 * **uncontrollable** tasks succeed by chance, 1 % of episodes, whatever the practice;
 * **unreachable** tasks never succeed.
+
+Learners (``--learners``):
+
+* ``independent``: a learnable task succeeds with ``max(f, sigmoid((n - c) / 15))`` after ``n``
+  episodes of practice on that task: ``f``, a random policy's success, drawn per task from
+  ``U(0.004, 0.09)`` (the pilot's hard and frontier tasks), ``c`` from ``U(30, 150)``. So a
+  task shows chance successes for a long while, then a rise; practice on one task does not
+  transfer to another. Every learnable task needs its own practice: the worst case for a
+  curriculum, whose only clue before a rise is the chance floor.
+* ``chain``: the learnable tasks lie on a difficulty chain ``d ~ U(0, 1)`` (sorted), with one
+  skill ``k``: a task succeeds with ``max(f, sigmoid((k - d) / 0.04))``, ``f`` falling from 0.09
+  (easiest) to 0.004 (hardest), and every episode on a learnable task adds
+  ``0.005 q (1 - q)`` to the skill (``q`` the sigmoid part): practice at the frontier transfers
+  to every task, practice on mastered or out-of-reach tasks teaches nothing, as for an RL agent
+  on HazardGrid's goal distances. Mastered: ``k`` reaches the 80 % task's ``d + 0.04 ln 4``.
 
 Spaces (``--spaces``): ``mostly`` (4 trivial, 32 learnable, 72 uncontrollable, 207 unreachable:
 89 % infeasible), ``primary`` (4, 32, 24, 48: 67 %), ``feasible`` (4, 32: the control).
 Conditions (``--conditions``): ``uniform``; ``oracle`` (uniform over the feasible tasks only:
-the room a curriculum has); ``lp`` (``Curriculum`` defaults); ``lp_noise``
-(``LearningProgressScorer(noise_z=2.0)``: progress counted beyond its noise); ``lp_dual``
-(``DualPool(27, 27)``); ``learnability`` (``LearnabilityScorer``).
+the room a curriculum has); ``lp`` (``Curriculum`` defaults); ``lp_v1`` (gymcurric 0.1's
+defaults: ``LearningProgressScorer.v1()``, ``SignalConfig(alpha=0.1)``); ``lp_dual``
+(``DualPool(27, 27)``, 18 + 18 on ``feasible``); ``learnability`` (``LearnabilityScorer``).
 
 Measured per run: episodes until 80 % of the learnable tasks are mastered (success probability
 >= 0.8), checked every 250 episodes (a run that never gets there counts as ``--budget``), and
-the share of episodes spent on each task family until then. Printed per space and condition:
-the mean with a 95 % CI (Student t) over the seeds, the ratio to uniform and to the oracle,
-and the family shares. ``--json`` writes every run.
+the share of episodes spent on each task family until then. Printed per learner, space and
+condition: the mean with a 95 % CI (Student t) over the seeds, the ratio to uniform and to the
+oracle, and the family shares. ``--json`` writes every run.
 
 This is the curriculum's mechanics only: a learner whose progress is a fixed function of
 practice. Whether a curriculum helps an RL agent is the study in
-``benchmarks/curriculum_efficacy.py``.
+``benchmarks/curriculum_infeasible.py``. ``tests/benchmarks/test_curriculum_simulated_smoke.py``
+holds the defaults to the ratios of ``--quick`` (the mechanics regression test of issue 23).
 
     python benchmarks/curriculum_simulated.py
     python benchmarks/curriculum_simulated.py --quick
@@ -51,6 +63,7 @@ from gymcurric.tasks import (
     FixedTaskSpace,
     LearnabilityScorer,
     LearningProgressScorer,
+    SignalConfig,
     UniformScorer,
 )
 
@@ -61,7 +74,8 @@ SPACES = {  # tasks per family
     "primary": (4, 32, 24, 48),
     "feasible": (4, 32, 0, 0),
 }
-CONDITIONS = ("uniform", "oracle", "lp", "lp_noise", "lp_dual", "learnability")
+CONDITIONS = ("uniform", "oracle", "lp", "lp_v1", "lp_dual", "learnability")
+LEARNERS = ("independent", "chain")
 CHANCE = 0.01  # an uncontrollable task's success rate
 WIDTH = 15.0  # of a learnable task's sigmoid, in episodes of practice
 MASTERED = 0.8  # success probability that counts as mastered
@@ -112,6 +126,37 @@ class Learner:
         return float((self.practice[ids] >= self.needed[ids]).mean()) if len(ids) else 1.0
 
 
+CHAIN_WIDTH = 0.04  # of a chain task's sigmoid, in skill units
+CHAIN_RATE = 0.005  # skill gained per episode at q (1 - q) = 1
+
+
+class ChainLearner(Learner):
+    """Learnable tasks on a difficulty chain with one transferable skill (module docstring)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        ids = self.learnable
+        d = np.sort(self.rng.uniform(0.0, 1.0, len(ids)))
+        self.difficulty = np.zeros(len(self.kinds))
+        self.difficulty[ids] = d
+        self.floor = np.where(self.kinds == LEARNABLE, 0.09 - 0.086 * self.difficulty, 0.0)
+        self.skill = 0.0
+        k = max(1, math.ceil(GOAL_SHARE * len(ids)))
+        self.target = float(d[k - 1]) + CHAIN_WIDTH * math.log(MASTERED / (1.0 - MASTERED))
+
+    def episode(self, task: int) -> bool:
+        """Play one episode of ``task``; a learnable one teaches at the frontier."""
+        if self.kinds[task] != LEARNABLE:
+            return super().episode(task)
+        q = 1.0 / (1.0 + math.exp(-(self.skill - self.difficulty[task]) / CHAIN_WIDTH))
+        self.skill += CHAIN_RATE * q * (1.0 - q)
+        return bool(self.rng.random() < max(q, self.floor[task]))
+
+    def mastered_share(self) -> float:
+        """``GOAL_SHARE`` once the skill masters that share of the chain, else 0."""
+        return GOAL_SHARE if self.skill >= self.target else 0.0
+
+
 def make_curriculum(condition: str, learner: Learner, seed: int) -> tuple[Curriculum, np.ndarray]:
     """The condition's curriculum and the learner's task of each curriculum id."""
     n = len(learner.kinds)
@@ -122,8 +167,9 @@ def make_curriculum(condition: str, learner: Learner, seed: int) -> tuple[Curric
         kwargs["scorer"] = UniformScorer()
     elif condition == "uniform":
         kwargs["scorer"] = UniformScorer()
-    elif condition == "lp_noise":
-        kwargs["scorer"] = LearningProgressScorer(noise_z=2.0)
+    elif condition == "lp_v1":
+        kwargs["scorer"] = LearningProgressScorer.v1()
+        kwargs["signal"] = SignalConfig(alpha=0.1)
     elif condition == "lp_dual":
         size = min(27, n // 2)
         kwargs["pool"] = DualPool(explore_size=size, exploit_size=size)
@@ -135,9 +181,11 @@ def make_curriculum(condition: str, learner: Learner, seed: int) -> tuple[Curric
     return Curriculum(space, seed=seed, **kwargs), tasks
 
 
-def run(space: str, condition: str, seed: int, budget: int) -> dict[str, Any]:
+def run(
+    space: str, condition: str, seed: int, budget: int, learner_kind: str = "independent"
+) -> dict[str, Any]:
     """One run: episodes to mastery and the episode share per family until then."""
-    learner = Learner.make(space, seed)
+    learner = (ChainLearner if learner_kind == "chain" else Learner).make(space, seed)
     cur, tasks = make_curriculum(condition, learner, seed)
     per_family = np.zeros(4, dtype=np.int64)
     episodes = budget
@@ -152,6 +200,7 @@ def run(space: str, condition: str, seed: int, budget: int) -> dict[str, Any]:
             break
     shares = per_family / max(1, per_family.sum())
     return {
+        "learner": learner_kind,
         "space": space,
         "condition": condition,
         "seed": seed,
@@ -164,12 +213,16 @@ def run(space: str, condition: str, seed: int, budget: int) -> dict[str, Any]:
 def summarise(runs: list[dict[str, Any]]) -> list[str]:
     """One line per space and condition: mean ± CI, ratios, family shares."""
     lines = []
-    for space in dict.fromkeys(r["space"] for r in runs):
-        rows = [r for r in runs if r["space"] == space]
+    cells = dict.fromkeys((r.get("learner", "independent"), r["space"]) for r in runs)
+    for kind, space in cells:
+        rows = [r for r in runs if (r.get("learner", "independent"), r["space"]) == (kind, space)]
         means = {}
         for cond in dict.fromkeys(r["condition"] for r in rows):
             means[cond] = ci95([r["episodes"] for r in rows if r["condition"] == cond])[0]
-        lines.append(f"{space}: episodes until {GOAL_SHARE:.0%} of the learnable tasks mastered")
+        lines.append(
+            f"{kind} learner, {space}: episodes until {GOAL_SHARE:.0%} of the learnable tasks"
+            " mastered"
+        )
         for cond in means:
             mine = [r for r in rows if r["condition"] == cond]
             mean, half = ci95([r["episodes"] for r in mine])
@@ -187,6 +240,7 @@ def summarise(runs: list[dict[str, Any]]) -> list[str]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
     p.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     p.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
     p.add_argument("--seeds", type=int, default=10)
@@ -198,7 +252,8 @@ def main() -> None:
         args.seeds, args.budget = 2, 6_000
     start = time.time()
     runs = [
-        run(space, cond, seed, args.budget)
+        run(space, cond, seed, args.budget, kind)
+        for kind in args.learners
         for space in args.spaces
         for cond in args.conditions
         for seed in range(args.seeds)
