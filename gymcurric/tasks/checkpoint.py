@@ -119,8 +119,16 @@ def check_state_dict(
         if mine.get(k) != theirs.get(k)
     ]
     if diff:
+        hint = ""
+        saved = theirs.get("scorer.weighting", "sigmoid" if "scorer.theta" in theirs else None)
+        if saved == "sigmoid" and mine.get("scorer.weighting") == "proportional":
+            hint = (
+                " (a state saved with gymcurric 0.1's learning-progress defaults loads into a"
+                " curriculum built with scorer=LearningProgressScorer.v1() and"
+                " signal=SignalConfig(alpha=0.1))"
+            )
         raise DataError(
-            "curriculum state dict comes from another configuration: " + "; ".join(diff)
+            "curriculum state dict comes from another configuration: " + "; ".join(diff) + hint
         )
     arrays = state.get("arrays")
     if fmt != STATE_FORMAT and isinstance(arrays, Mapping):

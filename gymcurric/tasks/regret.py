@@ -74,7 +74,8 @@ REPLAY_SCHEDULES = ("fixed", "proportionate")
 def uses_scores(scorer: Any) -> bool:
     """Whether ``scorer`` (or the scorer it wraps as ``inner``) reads the regret scores.
 
-    A scorer declares it with a class attribute ``uses_scores = True``; the curriculum then
+    A scorer declares it with the class attribute ``uses_scores = True``
+    (:attr:`Scorer.uses_scores <gymcurric.tasks.Scorer.uses_scores>`); the curriculum then
     recomputes its distribution before the next draw after :meth:`update_scores
     <gymcurric.tasks.Curriculum.update_scores>`. Scorers without it are unaffected by scores.
     """

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -136,6 +136,11 @@ V1_DEFAULTS: dict[str, Any] = {
 
 class Scorer(ABC):
     """Base class of scorers (see the module docstring)."""
+
+    #: Whether the scorer reads the per-task regret scores of ``Curriculum.update_scores``
+    #: (:mod:`gymcurric.tasks.regret`); the curriculum then recomputes before the next draw
+    #: after new scores.
+    uses_scores: ClassVar[bool] = False
 
     @abstractmethod
     def raw(self, st: CurriculumState, active: np.ndarray, signal: SignalConfig) -> np.ndarray:

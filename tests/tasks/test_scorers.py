@@ -234,8 +234,9 @@ def test_a_state_saved_before_noise_z_and_weighting_existed_loads_into_v1():
     noisy = Curriculum(space, seed=0, scorer=LearningProgressScorer.v1(noise_z=2.0), signal=A01)
     with pytest.raises(DataError, match="noise_z"):  # but not into a curriculum that uses them
         noisy.load_state_dict(old)
-    with pytest.raises(DataError, match="weighting"):  # nor into today's defaults
+    with pytest.raises(DataError, match="weighting") as exc:  # nor into today's defaults
         Curriculum(space, seed=0).load_state_dict(old)
+    assert "LearningProgressScorer.v1()" in str(exc.value)  # the message says what loads it
 
 
 def test_zscore_sigmoid_puts_cold_tasks_on_the_same_scale():
