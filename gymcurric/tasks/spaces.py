@@ -79,7 +79,8 @@ def copy_task(task: Any) -> Any:
     return task
 
 
-def _json_safe(task: Any, where: str) -> None:
+def check_json_safe(task: Any, where: str) -> None:
+    """Raise :class:`TaskError` naming ``where`` if ``task`` does not survive ``json.dumps``."""
     try:
         json.dumps(task, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -261,7 +262,7 @@ class FixedTaskSpace(TaskSpace):
             if not isinstance(t, Mapping):
                 raise TaskError("tasks", t, f"task {i} is not a dict", source="FixedTaskSpace")
             task = copy.deepcopy(dict(t))
-            _json_safe(task, f"task {i}")
+            check_json_safe(task, f"task {i}")
             if validator is not None and not validator(task):
                 raise TaskError(
                     "tasks", task, f"the validator rejected task {i}", source="FixedTaskSpace"
@@ -281,8 +282,8 @@ class FixedTaskSpace(TaskSpace):
         return {"type": "FixedTaskSpace", "size": self.size, "digest": self._digest}
 
 
-def _set_path(task: dict[str, Any], path: str, value: Any) -> None:
-    """``_set_path(d, "agent.speed", 1)`` sets ``d["agent"]["speed"] = 1``."""
+def set_path(task: dict[str, Any], path: str, value: Any) -> None:
+    """``set_path(d, "agent.speed", 1)`` sets ``d["agent"]["speed"] = 1``."""
     *parents, leaf = path.split(".")
     node = task
     for p in parents:
@@ -336,10 +337,10 @@ class BucketedTaskSpace(TaskSpace):
                 )
             for v in values:
                 if not isinstance(v, Span):
-                    _json_safe(v, f"value {v!r} of parameter {name!r}")
+                    check_json_safe(v, f"value {v!r} of parameter {name!r}")
             self._params[str(name)] = tuple(values)
         self._base = copy.deepcopy(dict(base or {}))
-        _json_safe(self._base, "base")
+        check_json_safe(self._base, "base")
         check_int("seed", seed, minimum=0, source=src)
         self.seed = seed
         self.validator = validator
@@ -352,7 +353,7 @@ class BucketedTaskSpace(TaskSpace):
         task = copy_task(self._base)
         for name, values in self._params.items():
             v = values[int(rng.integers(len(values)))] if len(values) > 1 else values[0]
-            _set_path(task, name, v.draw(rng) if isinstance(v, Span) else copy_task(v))
+            set_path(task, name, v.draw(rng) if isinstance(v, Span) else copy_task(v))
         return task, 0
 
     def draw_key(self, rng: np.random.Generator, taken: Collection[int]) -> tuple[int, int] | None:

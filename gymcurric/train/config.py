@@ -98,7 +98,7 @@ class CurriculumSection:
         space: the task space: ``{"type": "fixed", "tasks": [...]}``,
             ``{"type": "bucketed", "params": {name: [value | {"min": a, "max": b}, ...]},
             "base": {...}}`` or ``{"type": "box", "low": [...], "high": [...], "bins": 10,
-            "names": [...]}``.
+            "names": [...], "integers": [...], "base": {...}}``.
         config: :class:`~gymcurric.tasks.CurriculumConfig` as a dict (scorer, pool, signal,
             recompute_every); its seed defaults to the run's seed.
         backend: ``local`` (one process; ``dummy`` vectorisation) or ``shared`` (shared memory,

@@ -1,3 +1,4 @@
+import itertools
 import json
 import os
 import subprocess
@@ -214,3 +215,88 @@ def test_copy_task_rebuilds_every_container_and_keeps_scalars():
     assert copied == ordered and copied["b"] is not ordered["b"]
     flat = {"level": 1, "x": 0.5}
     assert copy_task(flat) == flat and copy_task(flat) is not flat
+
+
+# ---------------------------------------------------------------- BoxTaskSpace: integer dims
+
+
+def _grid_box(**kw):
+    return BoxTaskSpace(
+        [2, 0.0],
+        [36, 0.3],
+        bins=(4, 2),
+        names=["goal_distance", "slip_prob"],
+        integers=["goal_distance"],
+        base={"size": 20, "max_steps": 120},
+        **kw,
+    )
+
+
+def test_box_integer_cells_partition_the_integers_and_draws_stay_inside():
+    space = _grid_box()
+    seen = {}
+    for cell in range(space.size):
+        lo, hi = space.cell_bounds(cell)
+        first, last = int(lo[0]), int(hi[0])
+        seen.setdefault(first, last)
+        for variant in range(40):
+            task = space.task(cell + space.size * (variant + 1))
+            d = task["goal_distance"]
+            assert type(d) is int and first <= d <= last
+            assert lo[1] <= task["slip_prob"] <= hi[1]
+            assert task["size"] == 20 and task["max_steps"] == 120  # the base
+    # the 35 integers 2..36 split into 4 cells of 8 or 9, each integer in exactly one cell
+    spans = sorted(seen.items())
+    assert spans[0][0] == 2 and spans[-1][1] == 36
+    assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans))
+    assert sorted(last - first + 1 for first, last in spans) == [8, 9, 9, 9]
+
+
+def test_box_integer_draws_reach_every_integer_of_a_cell():
+    space = BoxTaskSpace([0], [5], bins=2, integers=["x0"])  # cells {0, 1, 2} and {3, 4, 5}
+    drawn = {space.task(0 + 2 * v)["x0"] for v in range(1, 200)}
+    assert drawn == {0, 1, 2}
+    nested = BoxTaskSpace([0], [5], bins=2, names=["agent.speed"], integers=["agent.speed"])
+    assert set(nested.task(3)) == {"agent"} and type(nested.task(3)["agent"]["speed"]) is int
+
+
+def test_box_integer_tasks_run_on_hazard_grid_and_a_curriculum_pools_per_cell():
+    import gymnasium as gym
+
+    import gymcurric  # noqa: F401
+    from gymcurric.tasks import Curriculum
+
+    space = _grid_box()
+    env = gym.make("gymcurric/HazardGrid-v0")
+    cur = Curriculum(space, seed=0)
+    for tid in cur.sample(8).tolist():
+        task = space.task(tid)
+        env.reset(seed=0, options={"task": task})
+        assert env.unwrapped.task["goal_distance"] == task["goal_distance"]
+        cur.update(tid, 0.0, success=False)
+    assert cur.probabilities()[0].tolist() == list(range(space.size))  # keys are the cells
+    env.close()
+
+
+def test_box_spec_names_integers_and_base_only_when_used():
+    plain = BoxTaskSpace([0.0], [1.0], bins=2)
+    assert "integers" not in plain.spec() and "base" not in plain.spec()
+    spec = _grid_box().spec()
+    assert spec["integers"] == ["goal_distance"] and spec["base"]["size"] == 20
+
+
+@pytest.mark.parametrize(
+    ("kw", "key"),
+    [
+        ({"low": [0.5], "high": [4], "integers": ["x0"]}, "low/high of 'x0'"),
+        ({"low": [0], "high": [2], "bins": 4, "integers": ["x0"]}, "low/high of 'x0'"),
+        ({"low": [0], "high": [2], "integers": ["y"]}, "integers"),
+        ({"low": [0], "high": [2], "integers": "x0"}, "integers"),
+        ({"low": [0], "high": [2], "base": [1]}, "base"),
+    ],
+)
+def test_box_integer_and_base_errors_name_the_parameter(kw, key):
+    kw = {"bins": 1, **kw}
+    with pytest.raises(ConfigError) as exc:
+        BoxTaskSpace(**kw)
+    assert exc.value.key == key
