@@ -301,6 +301,17 @@ class LearningProgressScorer(Scorer):
             self.weighting in WEIGHTINGS,
             f"one of {WEIGHTINGS}",
         )
+        if self.weighting == "proportional":  # no silent no-ops: these shape the sigmoid only
+            for name, default in (("temperature", 0.15), ("explore_z", 1.0)):
+                value = getattr(self, name)
+                if value != default:
+                    raise ConfigError(
+                        name,
+                        value,
+                        "applies to weighting='sigmoid' only (gymcurric 0.1's scheme); set "
+                        "weighting='sigmoid' or use LearningProgressScorer.v1(...), or drop it",
+                        source=c,
+                    )
 
     def normalised(self, st: CurriculumState, *values: np.ndarray) -> list[np.ndarray]:
         """Baseline-normalised copies of per-slot signal statistics, clipped to ``[0, 1]``."""

@@ -261,7 +261,7 @@ def test_config_round_trip_and_file_errors():
     cfg = CurriculumConfig(
         scorer=SequentialScorer(
             (Stage((0,), StopCondition(min_episodes=3)), Stage((1, 2))),
-            inner=LearningProgressScorer(temperature=0.3),
+            inner=LearningProgressScorer(temperature=0.3, weighting="sigmoid"),
         ),
         signal=SignalConfig(return_range=(0.0, 10.0)),
         seed=2,

@@ -282,6 +282,11 @@ def test_proportional_weights_by_hand():
     assert sc.weights(st, np.array([-1.0, 0.0, 1.0, 0.0]), mask)[0] == pytest.approx(0.025)
     with pytest.raises(ConfigError, match="weighting"):
         LearningProgressScorer(weighting="softmax")
+    for name, value in (("temperature", 0.05), ("explore_z", 0.0)):  # sigmoid-only knobs
+        with pytest.raises(ConfigError, match="weighting='sigmoid' only") as exc:
+            LearningProgressScorer(**{name: value})
+        assert exc.value.key == name
+        assert getattr(LearningProgressScorer(weighting="sigmoid", **{name: value}), name) == value
 
 
 def test_v1_is_gymcurric_0_1s_scorer():
@@ -300,16 +305,16 @@ def test_v1_is_gymcurric_0_1s_scorer():
     "kw",
     [
         dict(theta=0.0),
-        dict(temperature=0.0),
+        dict(temperature=0.0, weighting="sigmoid"),
         dict(min_samples=0),
         dict(uniform_mix=1.1),
         dict(cost_weight=-1.0),
         dict(baseline_max=1.0),
-        dict(explore_z=math.nan),
+        dict(explore_z=math.nan, weighting="sigmoid"),
     ],
 )
 def test_lp_config_errors_name_field_and_value(kw):
-    ((key, value),) = kw.items()
+    key, value = next(iter(kw.items()))
     with pytest.raises(ConfigError) as exc:
         LearningProgressScorer(**kw)
     assert exc.value.key == key and exc.value.source == "LearningProgressScorer"
