@@ -49,7 +49,7 @@ def test_validate_lists_every_error_with_file_line_field(tmp_path, capsys):
     with (d / "packs.jsonl").open("a") as f:
         f.write(json.dumps(minimal("t", 5)) + "\n")  # line 4: tier out of range
         f.write("{not json\n")  # line 5
-        f.write(json.dumps({"pack_id": "m", "task_type": "x", "tier": 1}) + "\n")  # no env_id
+        f.write(json.dumps({"pack_id": "m", "env_id": "x", "tier": 1}) + "\n")  # no task_type
         f.write(json.dumps(minimal("p0", 1)) + "\n")  # line 7: duplicate
         f.write(json.dumps(minimal("w", 1, trust_score="high")) + "\n")  # line 8: wrong type
     (d / "list.json").write_text(json.dumps([minimal("ok", 0), minimal("r", 1, seed=1.5)]))
@@ -61,7 +61,7 @@ def test_validate_lists_every_error_with_file_line_field(tmp_path, capsys):
         r"list\.json, record 1: field 'seed': expected an integer; got 1\.5",
         r"packs\.jsonl, line 4: field 'tier': expected one of \[0, 1, 2\]; got 5",
         r"packs\.jsonl, line 5: invalid JSON",
-        r"packs\.jsonl, line 6: field 'env_id': required field is missing",
+        r"packs\.jsonl, line 6: field 'task_type': required field is missing",
         r"packs\.jsonl, line 7: field 'pack_id': duplicate of the record at .*"
         r"packs\.jsonl, line 1; got 'p0'",
         r"packs\.jsonl, line 8: field 'trust_score': expected a finite number; got 'high'",

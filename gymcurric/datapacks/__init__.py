@@ -1,5 +1,8 @@
 """Datapacks: typed records, loading, vectorised sampling strategies, a staged curriculum.
 
+Records and curriculum configs are read in gymcurric's formats and in the datapack-sampler
+specification's (Stage 1 datapacks with Stage 2.4 enrichments; stages mapped by name).
+
 Core layer (numpy + gymnasium only). Records are immutable; strategies only choose rows of a
 :class:`DatapackTable` and never change a datapack, its rewards, objective vector or economics.
 """
@@ -41,7 +44,7 @@ from gymcurric.datapacks.strategies import (
     TagAwareStrategy,
     make_strategy,
 )
-from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
+from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, TAG_KINDS, DatapackTable
 
 __all__ = [
     # records
@@ -62,6 +65,7 @@ __all__ = [
     "DatapackTable",
     "STRATIFY_KEYS",
     "TAG_FAMILIES",
+    "TAG_KINDS",
     # strategies
     "BalancedStrategy",
     "FrontierPrioritizedStrategy",

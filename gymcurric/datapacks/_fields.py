@@ -153,3 +153,35 @@ def extra_fields(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str,
     if data.keys() <= known:
         return _EMPTY
     return freeze({k: v for k, v in data.items() if k not in known})
+
+
+def read_tag_list(
+    data: Mapping[str, Any],
+    name: str,
+    at: Location,
+    check: Any = None,
+) -> tuple[Mapping[str, Any], ...] | None:
+    """Field ``name`` as a list of JSON objects, frozen whole (every key kept).
+
+    ``check(item, location)`` validates the keys a formula reads; absent or ``null`` is
+    ``None`` (so that a record is written back with the lists it had).
+    """
+    items = data.get(name)
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        raise at.error(name, items, "expected a list of objects")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise at.error(f"{name}[{i}]", item, "expected a JSON object")
+        if check is not None:
+            check(item, at.sub(f"{name}[{i}]"))
+        out.append(freeze(item))
+    return tuple(out)
+
+
+def require(data: Mapping[str, Any], name: str, at: Location) -> None:
+    """Raise the "required field is missing" error when ``name`` is not in ``data``."""
+    if name not in data:
+        raise at.error(name, None, "required field is missing")

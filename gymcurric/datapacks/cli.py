@@ -65,7 +65,8 @@ def build_sampler(
         curriculum_auto_advance: overrides the config's ``auto_advance``; ``None`` keeps it.
         seed: the sampler's seed.
         recursive: read sub-directories of ``datapack_dir`` too.
-        env_id: keep only the datapacks recorded for this env id (a folder may mix envs).
+        env_id: keep only the datapacks recorded for this env id, and those that name no env
+            (a folder may mix envs).
 
     Raises:
         DataError: invalid datapacks (file, line, field and value named), or none for
@@ -84,9 +85,9 @@ def build_sampler(
     if curriculum_auto_advance is not None:
         config = dataclasses.replace(config, auto_advance=bool(curriculum_auto_advance))
     packs = load_datapacks(datapack_dir, recursive=recursive)
-    if env_id is not None:
-        found = sorted({p.env_id for p in packs})
-        packs = [p for p in packs if p.env_id == env_id]
+    if env_id is not None:  # a datapack without an env_id runs in any env
+        found = sorted({p.env_id for p in packs if p.env_id is not None})
+        packs = [p for p in packs if p.env_id in (None, env_id)]
         if not packs:
             raise DataError(
                 f"{datapack_dir}: no datapack has env_id {env_id!r} (the env ids found: {found})"

@@ -1,7 +1,11 @@
 """Typed, immutable datapack records and their validation.
 
 A *datapack* describes one scenario (an env id plus task parameters) with metadata that a
-curriculum uses to choose what to present next. The JSON form of one record::
+curriculum uses to choose what to present next. Two record forms are read, into the same
+columns: gymcurric's (below) and the datapack-sampler specification's Stage 1 + Stage 2.4 form,
+whose ``enrichment`` keeps Stage 2.4's tag lists (``novelty_tags``, ``fragility_tags``,
+``efficiency_tags``, ``affordance_tags``, ``intervention_tags``, ``risk_tags``) and holds the
+``supervision_hints``; a record may use either form, or both. gymcurric's JSON form::
 
     {
       "pack_id": "pick-0001",                  # required, unique string
@@ -31,6 +35,25 @@ curriculum uses to choose what to present next. The JSON form of one record::
       }
     }
 
+The specification's form of the same enrichment::
+
+      "enrichment": {
+        "novelty_tags": [{"novelty_score": 0.7, "expected_mpl_gain": 4.0}],
+        "fragility_tags": [{"fragility_level": "high"}],
+        "efficiency_tags": [{"metric": "energy", "score": 0.3}],
+        "affordance_tags": [{"demonstrated": false}],
+        "intervention_tags": [{}], "risk_tags": [],
+        "supervision_hints": {"safety_critical": true, "prerequisite_tags": ["grasp"]}
+      }
+
+Each tag object is kept whole (every key); only the keys the formulas read are checked
+(``novelty_score`` in [0, 1] and ``expected_mpl_gain``, ``fragility_level``, ``metric`` and
+``score`` in [0, 1], ``demonstrated``). Where a record gives both forms, a flattened field
+counts as one more tag: novelty is the largest score, the MPL gain the sum (``mpl_gain`` plus
+every ``expected_mpl_gain``), and a tag family holds if either form puts the datapack in it.
+``env_id`` may be omitted (the specification's records carry none): such a datapack runs in
+whatever env it is presented to.
+
 Fields not listed above are kept, at every level, in ``extra`` and written back by
 :meth:`DataPack.to_dict`, so files written by newer tools survive a round trip. Records are
 frozen and their mappings are read-only views: nothing in gymcurric changes a datapack.
@@ -46,14 +69,17 @@ from typing import Any
 from gymcurric.datapacks._fields import (
     Location,
     empty_mapping,
-    extra_fields,
     freeze,
-    read_bool,
     read_int,
     read_num,
-    read_object,
     read_str,
     thaw,
+)
+from gymcurric.datapacks.enrichment import (
+    FRAGILITY_LEVELS,
+    Affordance,
+    Enrichment,
+    SupervisionHints,
 )
 
 __all__ = [
@@ -67,157 +93,6 @@ __all__ = [
 
 #: Tier codes: 0 redundant, 1 context-novel, 2 frontier.
 TIERS: tuple[int, ...] = (0, 1, 2)
-#: Allowed ``enrichment.fragility`` levels, least to most fragile.
-FRAGILITY_LEVELS: tuple[str, ...] = ("none", "low", "medium", "high", "critical")
-
-
-@dataclass(frozen=True)
-class Affordance:
-    """One affordance a datapack exercises, and whether it has been demonstrated.
-
-    Attributes:
-        name: the affordance, e.g. ``"grasp"``.
-        demonstrated: ``False`` marks a *novel* (undemonstrated) affordance.
-        extra: unknown keys, kept for the round trip.
-    """
-
-    name: str
-    demonstrated: bool = True
-    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
-
-    _KNOWN = frozenset({"name", "demonstrated"})
-
-    @classmethod
-    def from_dict(cls, data: Any, at: Location) -> Affordance:
-        """Validate one affordance object (``at`` says where it was read)."""
-        d = read_object(data, "", at)
-        return cls(
-            read_str(d, "name", at, required=True),
-            read_bool(d, "demonstrated", at, True),
-            extra_fields(d, cls._KNOWN),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form, unknown keys included."""
-        return {"name": self.name, "demonstrated": self.demonstrated, **thaw(self.extra)}
-
-
-@dataclass(frozen=True)
-class Enrichment:
-    """Semantic enrichment tags of a datapack (all optional).
-
-    Attributes:
-        fragility: one of :data:`FRAGILITY_LEVELS`.
-        risk: risk score in [0, 1].
-        affordances: the affordances the scenario exercises.
-        efficiency_time: time-efficiency score in [0, 1], or ``None`` if not scored.
-        efficiency_energy: energy-efficiency score in [0, 1], or ``None`` if not scored.
-        novelty: novelty score in [0, 1].
-        interventions: number of human interventions recorded.
-        extra: unknown keys, kept for the round trip.
-    """
-
-    fragility: str = "none"
-    risk: float = 0.0
-    affordances: tuple[Affordance, ...] = ()
-    efficiency_time: float | None = None
-    efficiency_energy: float | None = None
-    novelty: float = 0.0
-    interventions: int = 0
-    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
-    efficiency_extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
-
-    _KNOWN = frozenset(
-        {"fragility", "risk", "affordances", "efficiency", "novelty", "interventions"}
-    )
-
-    @classmethod
-    def from_dict(cls, data: Any, at: Location) -> Enrichment:
-        """Validate an ``enrichment`` object (``at`` says where it was read)."""
-        d = read_object(data, "enrichment", at)
-        at = at.sub("enrichment")
-        fragility = d.get("fragility", "none")
-        if fragility not in FRAGILITY_LEVELS:
-            raise at.error("fragility", fragility, f"expected one of {list(FRAGILITY_LEVELS)}")
-        affs = d.get("affordances", [])
-        if not isinstance(affs, list):
-            raise at.error("affordances", affs, "expected a list of objects")
-        eff = read_object(d.get("efficiency"), "efficiency", at)
-        eat = at.sub("efficiency")
-        return cls(
-            fragility=fragility,
-            risk=read_num(d, "risk", at, 0.0, 0.0, 1.0),
-            affordances=tuple(
-                Affordance.from_dict(a, at.sub(f"affordances[{i}]")) for i, a in enumerate(affs)
-            ),
-            efficiency_time=read_num(eff, "time", eat, None, 0.0, 1.0),
-            efficiency_energy=read_num(eff, "energy", eat, None, 0.0, 1.0),
-            novelty=read_num(d, "novelty", at, 0.0, 0.0, 1.0),
-            interventions=read_int(d, "interventions", at, 0, lo=0),
-            extra=extra_fields(d, cls._KNOWN),
-            efficiency_extra=extra_fields(eff, frozenset({"time", "energy"})),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form, unknown keys included."""
-        eff: dict[str, Any] = {}
-        if self.efficiency_time is not None:
-            eff["time"] = self.efficiency_time
-        if self.efficiency_energy is not None:
-            eff["energy"] = self.efficiency_energy
-        eff.update(thaw(self.efficiency_extra))
-        return {
-            "fragility": self.fragility,
-            "risk": self.risk,
-            "affordances": [a.to_dict() for a in self.affordances],
-            "efficiency": eff,
-            "novelty": self.novelty,
-            "interventions": self.interventions,
-            **thaw(self.extra),
-        }
-
-
-@dataclass(frozen=True)
-class SupervisionHints:
-    """Hints from whoever curated the datapack.
-
-    Attributes:
-        safety_critical: the scenario matters for safety (boosted by urgency-based strategies).
-        curriculum_stage: the stage the curator suggests, e.g. ``"frontier"``, or ``None``.
-        prerequisite_tags: tags that must be mastered before this datapack is presented.
-        extra: unknown keys, kept for the round trip.
-    """
-
-    safety_critical: bool = False
-    curriculum_stage: str | None = None
-    prerequisite_tags: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=empty_mapping, compare=False)
-
-    _KNOWN = frozenset({"safety_critical", "curriculum_stage", "prerequisite_tags"})
-
-    @classmethod
-    def from_dict(cls, data: Any, at: Location) -> SupervisionHints:
-        """Validate a ``supervision_hints`` object (``at`` says where it was read)."""
-        d = read_object(data, "supervision_hints", at)
-        at = at.sub("supervision_hints")
-        tags = d.get("prerequisite_tags", [])
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise at.error("prerequisite_tags", tags, "expected a list of strings")
-        return cls(
-            read_bool(d, "safety_critical", at, False),
-            read_str(d, "curriculum_stage", at),
-            tuple(tags),
-            extra_fields(d, cls._KNOWN),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form, unknown keys included."""
-        return {
-            "safety_critical": self.safety_critical,
-            "curriculum_stage": self.curriculum_stage,
-            "prerequisite_tags": list(self.prerequisite_tags),
-            **thaw(self.extra),
-        }
 
 
 @dataclass(frozen=True)
@@ -227,7 +102,8 @@ class DataPack:
     Attributes:
         pack_id: unique id.
         task_type: kind of task, e.g. ``"pick_place"``.
-        env_id: the Gymnasium id the scenario runs in.
+        env_id: the Gymnasium id the scenario runs in, or ``None`` (any env it is presented to;
+            the specification's records name none).
         tier: 0 redundant, 1 context-novel, 2 frontier.
         task_params: the task dict passed as ``reset(options={"task": ...})`` (read-only).
         seed: the reset seed, or ``None``.
@@ -237,7 +113,8 @@ class DataPack:
         mpl_gain: marginal-productivity gain (an economics field, never changed).
         timestamp: when the datapack was made (number, string or ``None``, kept as given).
         enrichment: semantic tags.
-        supervision_hints: curator hints.
+        supervision_hints: curator hints, wherever the record gives them (top level, or
+            ``enrichment.supervision_hints`` in the specification's form).
         episode: path of a recorded-episode ``.npz``, relative to ``source``'s directory.
         extra: unknown top-level keys, kept for the round trip.
         source: the file the record was read from (not part of the JSON form).
@@ -253,7 +130,7 @@ class DataPack:
 
     pack_id: str
     task_type: str
-    env_id: str
+    env_id: str | None
     tier: int
     task_params: Mapping[str, Any] = field(default_factory=empty_mapping)
     seed: int | None = None
@@ -296,6 +173,16 @@ class DataPack:
         read_num({"trust_score": self.trust_score}, "trust_score", at, 1.0, 0.0, 1.0)
         read_num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
         read_num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
+        inner = self.enrichment.supervision_hints
+        if inner is not None and self.supervision_hints != inner:
+            if self.supervision_hints != SupervisionHints():
+                raise at.error(
+                    "supervision_hints",
+                    self.supervision_hints.to_dict(),
+                    f"differs from enrichment.supervision_hints ({inner.to_dict()!r}); "
+                    "give the hints once",
+                )
+            object.__setattr__(self, "supervision_hints", inner)
         object.__setattr__(self, "task_params", freeze(self.task_params))
         object.__setattr__(self, "extra", freeze(self.extra))
         object.__setattr__(self, "objective_vector", tuple(self.objective_vector))
@@ -326,10 +213,20 @@ class DataPack:
         ts = data.get("timestamp")
         if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float | str)):
             raise at.error("timestamp", ts, "expected a number, a string or null")
+        enrichment = Enrichment.from_dict(data.get("enrichment"), at)
+        hints = SupervisionHints.from_dict(data.get("supervision_hints"), at)
+        inner = enrichment.supervision_hints
+        if inner is not None and hints not in (inner, SupervisionHints()):
+            raise at.error(
+                "supervision_hints",
+                data.get("supervision_hints"),
+                f"differs from enrichment.supervision_hints ({inner.to_dict()!r}); "
+                "give the hints once",
+            )
         return cls(
             pack_id=read_str(data, "pack_id", at, required=True),
             task_type=read_str(data, "task_type", at, required=True),
-            env_id=read_str(data, "env_id", at, required=True),
+            env_id=read_str(data, "env_id", at, default=None),
             tier=read_int(data, "tier", at, None, allowed=TIERS),
             task_params=params,  # frozen (once) by __post_init__
             seed=read_int(data, "seed", at, None),
@@ -338,15 +235,28 @@ class DataPack:
             objective_vector=tuple(float(v) for v in objv),
             mpl_gain=read_num(data, "mpl_gain", at, 0.0),
             timestamp=ts,
-            enrichment=Enrichment.from_dict(data.get("enrichment"), at),
-            supervision_hints=SupervisionHints.from_dict(data.get("supervision_hints"), at),
+            enrichment=enrichment,
+            supervision_hints=hints,
             episode=read_str(data, "episode", at),
             extra={k: v for k, v in data.items() if k not in cls._KNOWN},  # frozen there too
             source=source,
         )
 
+    @property
+    def expected_mpl_gain(self) -> float:
+        """The MPL gain the strategies use (the specification's urgency input).
+
+        ``mpl_gain`` plus the sum of the novelty tags' ``expected_mpl_gain``: the flattened
+        field counts as one more tag, as ``novelty`` does in :attr:`Enrichment.novelty_score`.
+        """
+        return self.mpl_gain + self.enrichment.expected_mpl_gain
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (a fresh dict), unknown keys included; ``from_dict`` reads it back."""
+        """The JSON form (a fresh dict), unknown keys included; ``from_dict`` reads it back.
+
+        Hints read from ``enrichment.supervision_hints`` are written back there only, and a
+        missing ``env_id`` stays missing.
+        """
         out: dict[str, Any] = {
             "pack_id": self.pack_id,
             "task_type": self.task_type,
@@ -362,6 +272,10 @@ class DataPack:
             "enrichment": self.enrichment.to_dict(),
             "supervision_hints": self.supervision_hints.to_dict(),
         }
+        if self.env_id is None:
+            del out["env_id"]
+        if self.enrichment.supervision_hints is not None:
+            del out["supervision_hints"]
         if self.episode is not None:
             out["episode"] = self.episode
         out.update(thaw(self.extra))

@@ -39,7 +39,7 @@ import numpy as np
 from gymcurric._checks import check_int
 from gymcurric.datapacks._alloc import Prepared, draw, prepare
 from gymcurric.datapacks.schema import TIERS
-from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable
+from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable, check_selector
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -170,6 +170,7 @@ class BalancedStrategy(SamplingStrategy):
             uniformly); either way times the caller's ``weights``.
         stratify_by: extra keys (:data:`~gymcurric.datapacks.STRATIFY_KEYS`); a tier's share is
             split equally over the values of these keys present (with weight > 0) in that tier.
+            ``"tier"`` (the specification's default lists it) is accepted and dropped.
         shuffle: shuffle the batch (else it comes grouped by stratum).
 
     Examples:
@@ -191,6 +192,8 @@ class BalancedStrategy(SamplingStrategy):
         ratios = _ratios("tier_ratios", self.tier_ratios, TIERS, owner, total=1.0)
         object.__setattr__(self, "tier_ratios", {t: ratios.get(t, 0.0) for t in TIERS})
         keys = tuple(self.stratify_by) if not isinstance(self.stratify_by, str) else None
+        if keys is not None:  # the specification lists "tier", which is always stratified by
+            keys = tuple(k for k in keys if k != "tier")
         if keys is None or any(k not in STRATIFY_KEYS for k in keys):
             raise ConfigError(
                 "stratify_by",
@@ -291,9 +294,10 @@ class TagAwareStrategy(SamplingStrategy):
     """Fill the batch by quotas over tag families (:data:`~gymcurric.datapacks.TAG_FAMILIES`).
 
     Attributes:
-        tag_quotas: share of the batch per tag family; values >= 0 summing to 1. Datapacks in
-            none of the listed families are not drawn (list ``baseline`` to include untagged
-            ones).
+        tag_quotas: share of the batch per tag family (or other selector: ``tier_2``,
+            ``curriculum_stage_mid``; see :mod:`~gymcurric.datapacks.table`); values >= 0
+            summing to 1. Datapacks in none of the listed families are not drawn (list
+            ``baseline`` to include untagged ones).
         allow_overlap: if true, a family's stratum holds every datapack with that tag, so a
             datapack in two families can fill either quota (and may appear once per family in
             one batch). If false, each datapack belongs only to the first listed family it has,
@@ -330,7 +334,11 @@ class TagAwareStrategy(SamplingStrategy):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        q = _ratios("tag_quotas", self.tag_quotas, TAG_FAMILIES, owner, total=1.0)
+        if isinstance(self.tag_quotas, Mapping):
+            for key in self.tag_quotas:
+                check_selector(key, f"tag_quotas[{key!r}]", owner)
+        keys = tuple(self.tag_quotas) if isinstance(self.tag_quotas, Mapping) else TAG_FAMILIES
+        q = _ratios("tag_quotas", self.tag_quotas, keys, owner, total=1.0)
         object.__setattr__(self, "tag_quotas", q)
 
     def _plan(
@@ -342,7 +350,7 @@ class TagAwareStrategy(SamplingStrategy):
         taken = np.zeros(len(table), bool)
         strata = []
         for fam in families:
-            member = table.has_tag(fam)
+            member = table.select(fam)
             if not self.allow_overlap:
                 member &= ~taken
                 taken |= member

@@ -1,33 +1,51 @@
 """Per-datapack arrays, computed once, that every strategy works on (no per-record Python).
 
-Tag families (bit ``i`` of :attr:`DatapackTable.tags` is ``TAG_FAMILIES[i]``):
+Both record forms (gymcurric's flattened enrichment and the specification's Stage 2.4 tag lists,
+see :mod:`gymcurric.datapacks.schema`) give the same columns. Tag families (bit ``i`` of
+:attr:`DatapackTable.tags` is ``TAG_FAMILIES[i]``); "or" joins the two forms:
 
-==========================  ======================================================================
-family                      a datapack belongs to it when
-==========================  ======================================================================
-``safety_critical``         ``supervision_hints.safety_critical`` is true
-``fragile_objects``         ``enrichment.fragility`` is ``"high"`` or ``"critical"``
-``high_energy_cost``        ``enrichment.efficiency.energy`` is scored and < 0.5
-``novel_affordance``        some affordance has ``demonstrated: false``
-``intervention``            ``enrichment.interventions`` > 0
-``demonstrated_affordance`` some affordance has ``demonstrated: true``
-``efficiency_time``         ``enrichment.efficiency.time`` is scored
-``efficiency_energy``       ``enrichment.efficiency.energy`` is scored
-``baseline``                none of ``safety_critical``, ``fragile_objects``, ``high_energy_cost``,
-                            ``novel_affordance``, ``intervention``
-==========================  ======================================================================
+===========================  =====================================================================
+family                       a datapack belongs to it when
+===========================  =====================================================================
+``safety_critical``          ``supervision_hints.safety_critical`` is true
+``fragile_objects``          ``enrichment.fragility`` or some ``fragility_tags[].fragility_level``
+                             is ``"high"`` or ``"critical"``
+``high_energy_cost``         an energy score (``efficiency.energy``, or an ``efficiency_tags``
+                             entry with ``metric: energy``) is < 0.5
+``novel_affordance``         some affordance or affordance tag has ``demonstrated: false``
+``intervention``             ``enrichment.interventions`` > 0 or ``intervention_tags`` non-empty
+``demonstrated_affordance``  some affordance or affordance tag has ``demonstrated: true``
+``efficiency_time``          a time score is given (``efficiency.time`` or a ``time`` tag)
+``efficiency_energy``        an energy score is given
+``baseline``                 none of ``safety_critical``, ``fragile_objects``,
+                             ``high_energy_cost``, ``novel_affordance``, ``intervention``
+``fragile_high``             a fragility level is ``"high"``
+``fragile_critical``         a fragility level is ``"critical"``
+``low_efficiency_score``     some efficiency score (any metric) is < 0.5
+===========================  =====================================================================
+
+A *selector* (a key of ``weight_multipliers`` or ``tag_quotas``, an entry of ``exclude_tags`` or
+``require_tags``) is a tag family, ``tier_0`` / ``tier_1`` / ``tier_2``, or
+``curriculum_stage_<name>`` (the hint's ``curriculum_stage`` is ``<name>``); see
+:meth:`DatapackTable.select`.
+
+Tag kinds (:data:`TAG_KINDS`, bit ``i`` of :attr:`DatapackTable.kinds`) say which kinds of tag a
+datapack carries at all, for the sampling log's ``tag_coverage``: ``fragility`` (a level other
+than ``none``), ``risk`` (``risk`` > 0 or ``risk_tags``), ``affordance``, ``efficiency``,
+``novelty`` (``novelty`` > 0 or ``novelty_tags``) and ``intervention``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 
-__all__ = ["STRATIFY_KEYS", "TAG_FAMILIES", "DatapackTable"]
+__all__ = ["STRATIFY_KEYS", "TAG_FAMILIES", "TAG_KINDS", "DatapackTable", "check_selector"]
 
 TAG_FAMILIES: tuple[str, ...] = (
     "safety_critical",
@@ -39,7 +57,20 @@ TAG_FAMILIES: tuple[str, ...] = (
     "efficiency_time",
     "efficiency_energy",
     "baseline",
+    "fragile_high",
+    "fragile_critical",
+    "low_efficiency_score",
 )
+#: Kinds of tag counted by the sampling log's ``tag_coverage`` (the specification's names).
+TAG_KINDS: tuple[str, ...] = (
+    "fragility",
+    "risk",
+    "affordance",
+    "efficiency",
+    "novelty",
+    "intervention",
+)
+_SELECTOR_FORMS = [*TAG_FAMILIES, "tier_0", "tier_1", "tier_2", "curriculum_stage_<name>"]
 _BIT = {name: 1 << i for i, name in enumerate(TAG_FAMILIES)}
 _SPECIAL = (
     _BIT["safety_critical"]
@@ -55,26 +86,57 @@ STRATIFY_KEYS: tuple[str, ...] = ("task_type", "env_id", "curriculum_stage", "fr
 
 def _tag_bits(p: DataPack) -> int:
     e, h = p.enrichment, p.supervision_hints
-    bits = 0
-    if h.safety_critical:
-        bits |= _BIT["safety_critical"]
-    if e.fragility in ("high", "critical"):
-        bits |= _BIT["fragile_objects"]
-    if e.efficiency_energy is not None and e.efficiency_energy < 0.5:
-        bits |= _BIT["high_energy_cost"]
-    if any(not a.demonstrated for a in e.affordances):
-        bits |= _BIT["novel_affordance"]
-    if e.interventions > 0:
-        bits |= _BIT["intervention"]
-    if any(a.demonstrated for a in e.affordances):
-        bits |= _BIT["demonstrated_affordance"]
-    if e.efficiency_time is not None:
-        bits |= _BIT["efficiency_time"]
-    if e.efficiency_energy is not None:
-        bits |= _BIT["efficiency_energy"]
+    levels = e.fragility_levels
+    energy = e.efficiency_scores("energy")
+    demonstrated = e.demonstrated
+    flags = {
+        "safety_critical": h.safety_critical,
+        "fragile_objects": bool(levels & {"high", "critical"}),
+        "high_energy_cost": any(v < 0.5 for v in energy),
+        "novel_affordance": not all(demonstrated),
+        "intervention": e.intervention_count > 0,
+        "demonstrated_affordance": any(demonstrated),
+        "efficiency_time": bool(e.efficiency_scores("time")),
+        "efficiency_energy": bool(energy),
+        "fragile_high": "high" in levels,
+        "fragile_critical": "critical" in levels,
+        "low_efficiency_score": any(v < 0.5 for v in e.all_efficiency_scores),
+    }
+    bits = sum(_BIT[name] for name, on in flags.items() if on)
     if not bits & _SPECIAL:
         bits |= _BIT["baseline"]
     return bits
+
+
+def _kind_bits(p: DataPack) -> int:
+    e = p.enrichment
+    present = (
+        e.fragility_level != "none",
+        e.risk > 0 or bool(e.tags("risk_tags")),
+        bool(e.demonstrated),
+        bool(e.all_efficiency_scores),
+        e.novelty > 0 or bool(e.tags("novelty_tags")),
+        e.intervention_count > 0,
+    )
+    return sum(1 << i for i, on in enumerate(present) if on)
+
+
+def check_selector(name: Any, key: str, source: str | None) -> str:
+    """``name`` if it is a selector (see the module docstring), else a ``ConfigError``.
+
+    Args:
+        name: the selector to check.
+        key: the config key it was read from, for the message.
+        source: where the config came from, for the message.
+    """
+    ok = isinstance(name, str) and (
+        name in _BIT
+        or name in ("tier_0", "tier_1", "tier_2")
+        or (name.startswith("curriculum_stage_") and len(name) > len("curriculum_stage_"))
+    )
+    if not ok:
+        raise ConfigError(key, name, f"expected a selector among {_SELECTOR_FORMS}", source=source)
+    return name
 
 
 class DatapackTable:
@@ -88,11 +150,14 @@ class DatapackTable:
         tier: ``int8`` tiers.
         trust: ``float64`` trust scores.
         sampling_weight: ``float64`` curator weights.
-        novelty: ``float64`` novelty scores.
-        mpl_gain: ``float64`` marginal-productivity gains.
+        novelty: ``float64`` novelty scores (:attr:`Enrichment.novelty_score`: the largest of
+            ``novelty`` and the novelty tags' ``novelty_score``).
+        mpl_gain: ``float64`` marginal-productivity gains (:attr:`DataPack.expected_mpl_gain`:
+            ``mpl_gain`` plus the novelty tags' ``expected_mpl_gain``).
         risk: ``float64`` risk scores.
         safety_critical: ``bool`` flags.
         tags: ``uint16`` bit masks over :data:`TAG_FAMILIES`.
+        kinds: ``uint8`` bit masks over :data:`TAG_KINDS`.
 
     Examples:
         >>> from gymcurric.datapacks import DataPack
@@ -114,13 +179,14 @@ class DatapackTable:
         self.tier = np.fromiter((p.tier for p in r), np.int8, n)
         self.trust = np.fromiter((p.trust_score for p in r), np.float64, n)
         self.sampling_weight = np.fromiter((p.sampling_weight for p in r), np.float64, n)
-        self.novelty = np.fromiter((p.enrichment.novelty for p in r), np.float64, n)
-        self.mpl_gain = np.fromiter((p.mpl_gain for p in r), np.float64, n)
+        self.novelty = np.fromiter((p.enrichment.novelty_score for p in r), np.float64, n)
+        self.mpl_gain = np.fromiter((p.expected_mpl_gain for p in r), np.float64, n)
         self.risk = np.fromiter((p.enrichment.risk for p in r), np.float64, n)
         self.safety_critical = np.fromiter(
             (p.supervision_hints.safety_critical for p in r), np.bool_, n
         )
         self.tags = np.fromiter((_tag_bits(p) for p in r), np.uint16, n)
+        self.kinds = np.fromiter((_kind_bits(p) for p in r), np.uint8, n)
         self._codes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         self._prereq: tuple[np.ndarray, tuple[str, ...]] | None = None
         for arr in (
@@ -132,6 +198,7 @@ class DatapackTable:
             self.risk,
             self.safety_critical,
             self.tags,
+            self.kinds,
         ):
             arr.setflags(write=False)
 
@@ -154,6 +221,24 @@ class DatapackTable:
             )
         return (self.tags & bit) != 0
 
+    def select(self, selector: str) -> np.ndarray:
+        """Boolean mask of the datapacks a selector picks.
+
+        A selector is a tag family, ``tier_<n>`` or ``curriculum_stage_<name>`` (see the module
+        docstring).
+
+        Raises:
+            ConfigError: not a selector (naming the forms a selector takes).
+        """
+        check_selector(selector, "selector", "DatapackTable.select")
+        if selector in _BIT:
+            return self.has_tag(selector)
+        if selector.startswith("tier_"):
+            return self.tier == int(selector[len("tier_") :])
+        codes, values = self.codes("curriculum_stage")
+        stage = selector[len("curriculum_stage_") :]
+        return codes == values.index(stage) if stage in values else np.zeros(len(self), np.bool_)
+
     def codes(self, key: str) -> tuple[np.ndarray, tuple[str, ...]]:
         """Integer codes of a :data:`STRATIFY_KEYS` attribute per row, and the sorted values.
 
@@ -171,7 +256,7 @@ class DatapackTable:
                 "task_type": lambda p: p.task_type,
                 "env_id": lambda p: p.env_id,
                 "curriculum_stage": lambda p: p.supervision_hints.curriculum_stage or "",
-                "fragility": lambda p: p.enrichment.fragility,
+                "fragility": lambda p: p.enrichment.fragility_level,
             }[key]
             values = np.array([get(p) for p in self.records], dtype=object)
             uniq, inv = np.unique(values.astype(str), return_inverse=True)

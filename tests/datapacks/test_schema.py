@@ -127,12 +127,22 @@ def test_invalid_field_names_file_line_field_and_value(change, field, value):
     assert msg.endswith(f"got {value}")
 
 
-@pytest.mark.parametrize("missing", ["pack_id", "task_type", "env_id", "tier"])
+@pytest.mark.parametrize("missing", ["pack_id", "task_type", "tier"])
 def test_missing_required_field(missing):
     d = minimal("a", 1)
     del d[missing]
     with pytest.raises(DataError, match=f"f.json: field '{missing}': required field is missing"):
         DataPack.from_dict(d, source="f.json")
+
+
+def test_env_id_may_be_omitted_and_stays_omitted():
+    # the specification's records name no env: such a datapack runs where it is presented
+    d = minimal("a", 1)
+    del d["env_id"]
+    pack = DataPack.from_dict(d, source="f.json")
+    assert pack.env_id is None and "env_id" not in pack.to_dict()
+    with pytest.raises(DataError, match="field 'env_id': expected a string or null; got 3"):
+        DataPack.from_dict({**d, "env_id": 3}, source="f.json")
 
 
 def test_not_an_object():
