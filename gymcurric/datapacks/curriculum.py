@@ -9,7 +9,8 @@ always give the same schedule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,9 @@ from gymcurric._checks import check_int
 from gymcurric.datapacks.schedule import (
     CurriculumSchedule,
     DataPackCurriculumConfig,
+    load_curriculum_config,
 )
+from gymcurric.datapacks.schema import DataPack
 from gymcurric.datapacks.table import DatapackTable
 from gymcurric.errors import ConfigError
 
@@ -29,7 +32,11 @@ class DataPackCurriculum:
     """Staged curriculum over datapacks (warmup → skill_building → frontier → fine_tuning).
 
     Args:
-        config: stages and thresholds; default :class:`DataPackCurriculumConfig`.
+        config: stages and thresholds: a :class:`DataPackCurriculumConfig`, a mapping in either
+            config format (gymcurric's, or the specification's with ``stages`` by name), or the
+            path of a YAML / JSON file; default :class:`DataPackCurriculumConfig`.
+        datapacks: the datapacks it schedules (the specification's second argument), kept as
+            :attr:`datapacks`; the schedule does not depend on them.
 
     Examples:
         >>> cur = DataPackCurriculum()
@@ -41,9 +48,29 @@ class DataPackCurriculum:
         'skill_building'
     """
 
-    def __init__(self, config: DataPackCurriculumConfig | None = None) -> None:
-        self.config = config if config is not None else DataPackCurriculumConfig()
-        w = self.config.window
+    def __init__(
+        self,
+        config: DataPackCurriculumConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        datapacks: Sequence[DataPack] | DatapackTable | None = None,
+    ) -> None:
+        if config is None:
+            config = DataPackCurriculumConfig()
+        elif isinstance(config, Mapping):
+            config = DataPackCurriculumConfig.from_dict(config, source="DataPackCurriculum")
+        elif isinstance(config, str | os.PathLike):
+            config = load_curriculum_config(config)
+        if not isinstance(config, DataPackCurriculumConfig):
+            raise ConfigError(
+                "config",
+                config,
+                "expected a DataPackCurriculumConfig, a mapping or a file path",
+                source="DataPackCurriculum",
+            )
+        self.config = config
+        if isinstance(datapacks, DatapackTable):
+            datapacks = datapacks.records
+        self.datapacks: tuple[DataPack, ...] = tuple(datapacks or ())
+        w = self.config.ring_size
         self._error = np.zeros(w)
         self._success = np.zeros(w)
         self._mpl = np.full(w, np.nan)
@@ -102,15 +129,78 @@ class DataPackCurriculum:
 
     def schedule(self) -> CurriculumSchedule:
         """What the active stage prescribes at the current episode."""
-        s = self.config.stages[self.stage_index]
+        return self._schedule_of(self.stage_index, self.episode)
+
+    def _schedule_of(self, index: int, episode: int) -> CurriculumSchedule:
+        s = self.config.stages[index]
         return CurriculumSchedule(
-            self.stage,
-            self.episode,
+            s.name,
+            episode,
             s.strategy,
             dict(s.strategy_params),
             dict(s.weight_multipliers),
             s.filters,
         )
+
+    def get_schedule(self, episode: int) -> CurriculumSchedule:
+        """The schedule in force at episode ``episode`` (the specification's interface).
+
+        A pure query (the curriculum does not change): for an episode already played, the
+        stage that was active then (from :attr:`transitions`); for the current one, the active
+        stage (= :meth:`schedule`); for a later one, the stage the fallbacks
+        (``fallback_episodes`` / ``fallback_episode``) will have reached by then with
+        ``auto_advance``, since the rules cannot be foreseen. The same config, datapacks and
+        history give the same schedule.
+
+        Raises:
+            ConfigError: ``episode`` is not an integer >= 0.
+
+        Examples:
+            >>> cur = DataPackCurriculum()  # fallbacks after 500, 2000 and 5000 stage episodes
+            >>> [cur.get_schedule(e).stage for e in (0, 499, 500, 2500, 7500)]
+            ['warmup', 'warmup', 'skill_building', 'frontier', 'fine_tuning']
+            >>> cur.get_schedule(5000) == DataPackCurriculum().get_schedule(5000)
+            True
+        """
+        check_int(
+            "episode",
+            episode,
+            minimum=0,
+            allow_numpy=True,
+            source="DataPackCurriculum.get_schedule",
+            reason="expected an integer >= 0",
+        )
+        episode = int(episode)
+        if episode < self.episode:
+            index = self._stage_at(episode)
+        else:
+            index, start = self.stage_index, self.stage_start
+            last = len(self.config.stages) - 1
+            while self.config.auto_advance and index < last:
+                end = self._fallback_end(index, start)
+                if end is None or end > episode:
+                    break
+                index, start = index + 1, end
+        return self._schedule_of(index, episode)
+
+    def _stage_at(self, episode: int) -> int:
+        """The stage active at a past ``episode``, from the transitions."""
+        index = 0
+        for t in self.transitions:
+            if t["episode"] > episode:
+                break
+            index = self.config.stage_index(t["to"])
+        return index
+
+    def _fallback_end(self, index: int, start: int) -> int | None:
+        """The episode at which stage ``index``, entered at ``start``, is left by a fallback."""
+        spec = self.config.stages[index]
+        ends = []
+        if spec.fallback_episodes is not None:
+            ends.append(start + spec.fallback_episodes)
+        if spec.fallback_episode is not None:
+            ends.append(max(start, spec.fallback_episode))
+        return min(ends) if ends else None
 
     def eligible_weights(self, table: DatapackTable) -> np.ndarray:
         """Per-row weights for the active stage: filters, multipliers and prerequisites.
@@ -147,7 +237,7 @@ class DataPackCurriculum:
             return_: the episode's (undiscounted) return, if known; averaged into the
                 ``mean_return`` metric.
         """
-        slot = self.episode % self.config.window
+        slot = self.episode % self.config.ring_size
         self._success[slot] = float(bool(success))
         self._error[slot] = float(bool(error))
         self._mpl[slot] = np.nan if mpl is None else float(mpl)
@@ -172,44 +262,55 @@ class DataPackCurriculum:
                 return self.stage
         return None
 
-    def _window(self, values: np.ndarray) -> np.ndarray:
+    def _window(self, values: np.ndarray, window: int | None = None) -> np.ndarray:
         """This stage's last ``min(window, episodes in stage)`` values, oldest first."""
-        w = self.config.window
-        k = min(w, self.episode - self.stage_start)
-        return values[(self.episode - k + np.arange(k)) % w]
+        ring = self.config.ring_size
+        k = min(window or self.config.window, self.episode - self.stage_start)
+        return values[(self.episode - k + np.arange(k)) % ring]
 
-    def metrics(self) -> dict[str, float | None]:
-        """Rolling metrics over this stage's recent episodes (``None`` when not measurable)."""
-        err = self._window(self._error)
-        n_aff = self._window(self._aff_n).sum()
-        mpl = self._window(self._mpl)
+    def metrics(self, window: int | None = None) -> dict[str, float | None]:
+        """Rolling metrics over this stage's recent episodes (``None`` when not measurable).
+
+        Args:
+            window: how many of the stage's last episodes (default: the config's ``window``;
+                at most the largest window of the config's rules).
+        """
+        err = self._window(self._error, window)
+        n_aff = self._window(self._aff_n, window).sum()
+        mpl = self._window(self._mpl, window)
         mpl = mpl[~np.isnan(mpl)]
         improvement = None
         if mpl.size >= 2:
             old, new = mpl[: mpl.size // 2].mean(), mpl[mpl.size // 2 :].mean()
             improvement = float((new - old) / max(abs(old), 1e-8))
-        ret = self._window(self._return)
+        ret = self._window(self._return, window)
         ret = ret[~np.isnan(ret)]
+        success = self._window(self._success, window)
         return {
             "error_rate": float(err.mean()) if err.size else None,
-            "success_rate": float(self._window(self._success).mean()) if err.size else None,
+            "success_rate": float(success.mean()) if err.size else None,
             "affordance_success_rate": (
-                float(self._window(self._aff_ok).sum() / n_aff) if n_aff else None
+                float(self._window(self._aff_ok, window).sum() / n_aff) if n_aff else None
             ),
             "mpl_improvement_rate": improvement,
             "mean_return": float(ret.mean()) if ret.size else None,
         }
+
+    def _rule_value(self, rule: Any) -> float | None:
+        return self.metrics(rule.window)[rule.metric]
 
     def _advance_reason(self) -> str | None:
         if self.stage_index >= len(self.config.stages) - 1:
             return None
         spec = self.config.stages[self.stage_index]
         in_stage = self.episode - self.stage_start
-        if spec.rules and in_stage >= self.config.window:
-            m = self.metrics()
-            if all(r.holds(m[r.metric]) for r in spec.rules):
-                return "rules"
-        if spec.fallback_episodes is not None and in_stage >= spec.fallback_episodes:
+        if spec.rules and all(
+            in_stage >= (r.window or self.config.window) and r.holds(self._rule_value(r))
+            for r in spec.rules
+        ):
+            return "rules"
+        end = self._fallback_end(self.stage_index, self.stage_start)
+        if end is not None and self.episode >= end:
             return "fallback"
         return None
 
@@ -223,23 +324,27 @@ class DataPackCurriculum:
         spec = self.config.stages[self.stage_index]
         in_stage = self.episode - self.stage_start
         last = self.stage_index == len(self.config.stages) - 1
-        fb = spec.fallback_episodes
+        end = self._fallback_end(self.stage_index, self.stage_start)
+        length = None if end is None else end - self.stage_start
         m = self.metrics()
         return {
             "stage": self.stage,
             "stage_index": self.stage_index,
             "episode": self.episode,
             "episodes_in_stage": in_stage,
-            "stage_progress": None if fb is None else min(in_stage / fb, 1.0),
+            "stage_progress": (
+                None if length is None else 1.0 if length <= 0 else min(in_stage / length, 1.0)
+            ),
             "next_stage": None if last else self.config.stages[self.stage_index + 1].name,
-            "episodes_to_next_stage": None if last or fb is None else max(fb - in_stage, 0),
+            "episodes_to_next_stage": (None if last or end is None else max(end - self.episode, 0)),
             "rules": [
                 {
                     "metric": r.metric,
                     "op": r.op,
                     "threshold": r.threshold,
-                    "value": m[r.metric],
-                    "holds": r.holds(m[r.metric]),
+                    **({} if r.window is None else {"window": r.window}),
+                    "value": self._rule_value(r),
+                    "holds": r.holds(self._rule_value(r)),
                 }
                 for r in spec.rules
             ],

@@ -10,17 +10,26 @@ A curriculum config (YAML or JSON) maps 1:1 onto :class:`DataPackCurriculumConfi
       - name: warmup
         strategy: balanced
         strategy_params: {tier_ratios: {0: 0.6, 1: 0.4, 2: 0.0}}
-        weight_multipliers: {safety_critical: 1.5}   # tag family -> factor
+        weight_multipliers: {safety_critical: 1.5}   # selector -> factor
         filters: {min_tier: 0, max_tier: 1, exclude_tags: [], require_tags: [],
-                  curriculum_stage: null}
-        rules: [{metric: error_rate, op: "<=", threshold: 0.3}]
+                  curriculum_stage: null}            # a stage name, a list of them, or null
+        rules: [{metric: error_rate, op: "<=", threshold: 0.3}]   # op <=, >=, < or >;
+                                     # optional window (episodes; default the config's window)
         fallback_episodes: 500       # advance after this many episodes whatever the rules say
+        fallback_episode: null       # ... or once the curriculum has run this many episodes
+
+The specification's format (``stages`` a mapping from name to stage, with
+``filter_constraints``, ``transition_rule`` and ``fallback_episode``) is read too, by
+:mod:`gymcurric.datapacks.spec_config`. Selectors (keys of ``weight_multipliers``, entries of
+``exclude_tags`` / ``require_tags``) are tag families, ``tier_<n>`` or
+``curriculum_stage_<name>`` (:mod:`gymcurric.datapacks.table`).
 
 Rule metrics: ``error_rate`` (rolling share of episodes with an error), ``affordance_success_rate``
 (rolling share of successful affordance/tag attempts), ``mpl_improvement_rate`` (relative
 change of mean MPL from the older to the newer half of the window) and ``mean_return`` (mean
 episode return over the window, from ``update_diagnostics(return_=...)``). A stage advances when all
-its rules hold over a full window of its own episodes, or after ``fallback_episodes``.
+its rules hold over a full window of its own episodes (each rule's ``window``), or after
+``fallback_episodes`` of its episodes, or at episode ``fallback_episode``.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import numpy as np
 from gymcurric._checks import check_int
 from gymcurric._parsing import load_yaml, loads_json
 from gymcurric.datapacks.strategies import make_strategy
-from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
+from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
@@ -62,10 +71,10 @@ METRICS: tuple[str, ...] = (
 
 
 def _tags(name: str, value: Any, owner: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not all(t in TAG_FAMILIES for t in value):
-        raise ConfigError(
-            name, value, f"expected tag families among {list(TAG_FAMILIES)}", source=owner
-        )
+    if isinstance(value, str | Mapping) or not isinstance(value, list | tuple):
+        raise ConfigError(name, value, "expected a list of selectors", source=owner)
+    for i, t in enumerate(value):
+        check_selector(t, f"{name}[{i}]", owner)
     return tuple(value)
 
 
@@ -76,17 +85,19 @@ class FilterConstraints:
     Attributes:
         min_tier: lowest tier allowed.
         max_tier: highest tier allowed.
-        exclude_tags: tag families that exclude a datapack.
-        require_tags: tag families a datapack must all have.
-        curriculum_stage: if set, datapacks hinted for a *different* stage are excluded
-            (datapacks without a ``curriculum_stage`` hint stay eligible).
+        exclude_tags: selectors (tag families, ``tier_<n>``, ``curriculum_stage_<name>``;
+            see :mod:`~gymcurric.datapacks.table`) that exclude a datapack.
+        require_tags: selectors a datapack must all match.
+        curriculum_stage: a stage name or a list of them; if set, datapacks hinted for a stage
+            not named here are excluded (datapacks without a ``curriculum_stage`` hint stay
+            eligible).
     """
 
     min_tier: int = 0
     max_tier: int = 2
     exclude_tags: tuple[str, ...] = ()
     require_tags: tuple[str, ...] = ()
-    curriculum_stage: str | None = None
+    curriculum_stage: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         owner = "FilterConstraints"
@@ -100,38 +111,57 @@ class FilterConstraints:
             )
         object.__setattr__(self, "exclude_tags", _tags("exclude_tags", self.exclude_tags, owner))
         object.__setattr__(self, "require_tags", _tags("require_tags", self.require_tags, owner))
-        if self.curriculum_stage is not None and not isinstance(self.curriculum_stage, str):
+        stage = self.curriculum_stage
+        if isinstance(stage, list | tuple) and all(isinstance(v, str) for v in stage):
+            object.__setattr__(self, "curriculum_stage", tuple(stage))
+        elif stage is not None and not isinstance(stage, str):
             raise ConfigError(
-                "curriculum_stage", self.curriculum_stage, "expected a string or null", source=owner
+                "curriculum_stage",
+                stage,
+                "expected a stage name, a list of them or null",
+                source=owner,
             )
+
+    @property
+    def stages(self) -> tuple[str, ...] | None:
+        """The hinted stages :attr:`curriculum_stage` admits (``None``: any)."""
+        stage = self.curriculum_stage
+        return None if stage is None else (stage,) if isinstance(stage, str) else tuple(stage)
 
     def mask(self, table: DatapackTable) -> np.ndarray:
         """Boolean mask of the rows of ``table`` that pass."""
         ok = (table.tier >= self.min_tier) & (table.tier <= self.max_tier)
         for t in self.exclude_tags:
-            ok &= ~table.has_tag(t)
+            ok &= ~table.select(t)
         for t in self.require_tags:
-            ok &= table.has_tag(t)
-        if self.curriculum_stage is not None:
+            ok &= table.select(t)
+        stages = self.stages
+        if stages is not None:
             codes, values = table.codes("curriculum_stage")
-            keep = np.array([v in ("", self.curriculum_stage) for v in values], np.bool_)
+            keep = np.array([v in ("", *stages) for v in values], np.bool_)
             ok &= keep[codes]
         return ok
 
 
+_OPS = ("<=", ">=", "<", ">")
+
+
 @dataclass(frozen=True)
 class TransitionRule:
-    """``metric op threshold``, e.g. ``error_rate <= 0.3``.
+    """``metric op threshold`` over a window, e.g. ``error_rate <= 0.3``.
 
     Attributes:
         metric: one of :data:`METRICS`.
         threshold: the bound.
-        op: ``"<="`` or ``">="``.
+        op: ``"<="``, ``">="``, ``"<"`` or ``">"``.
+        window: episodes of the stage the metric is measured over (and needed before the rule
+            can hold); ``None``: the config's ``window``.
     """
 
     metric: str
     threshold: float
     op: str = ">="
+    window: int | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -141,14 +171,25 @@ class TransitionRule:
         t = self.threshold
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
             raise ConfigError("threshold", t, "expected a finite number", source="TransitionRule")
-        if self.op not in ("<=", ">="):
-            raise ConfigError("op", self.op, "expected '<=' or '>='", source="TransitionRule")
+        if self.op not in _OPS:
+            raise ConfigError(
+                "op", self.op, f"expected one of {list(_OPS)}", source="TransitionRule"
+            )
+        check_int(
+            "window",
+            self.window,
+            minimum=2,
+            optional=True,
+            source="TransitionRule",
+            reason="expected an integer >= 2 or null",
+        )
 
     def holds(self, value: float | None) -> bool:
         """Whether ``value`` (``None``: not measurable yet) satisfies the rule."""
         if value is None:
             return False
-        return value <= self.threshold if self.op == "<=" else value >= self.threshold
+        t = self.threshold
+        return {"<=": value <= t, ">=": value >= t, "<": value < t, ">": value > t}[self.op]
 
 
 @dataclass(frozen=True)
@@ -164,6 +205,9 @@ class StageSpec:
         rules: all must hold (over a full window of this stage's episodes) to advance.
         fallback_episodes: advance after this many episodes in the stage anyway (``None``:
             never; the last stage never advances).
+        fallback_episode: advance once the curriculum's episode count reaches this anyway,
+            however long the stage has run (the specification's ``fallback_episode``; ``None``:
+            never).
     """
 
     name: str
@@ -173,6 +217,7 @@ class StageSpec:
     filters: FilterConstraints = field(default_factory=FilterConstraints)
     rules: tuple[TransitionRule, ...] = ()
     fallback_episodes: int | None = None
+    fallback_episode: int | None = None
 
     def __post_init__(self) -> None:
         src = f"stage {self.name!r}"
@@ -194,13 +239,7 @@ class StageSpec:
                 source=src,
             )
         for k, v in self.weight_multipliers.items():
-            if k not in TAG_FAMILIES:
-                raise ConfigError(
-                    f"weight_multipliers[{k!r}]",
-                    k,
-                    f"expected tag families among {list(TAG_FAMILIES)}",
-                    source=src,
-                )
+            check_selector(k, f"weight_multipliers[{k!r}]", src)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
                 raise ConfigError(
                     f"weight_multipliers[{k!r}]", v, "expected a finite number >= 0", source=src
@@ -212,13 +251,21 @@ class StageSpec:
             optional=True,
             reason="expected an integer >= 1 or null",
         )
+        check_int(
+            "fallback_episode",
+            self.fallback_episode,
+            minimum=0,
+            source=src,
+            optional=True,
+            reason="expected an integer >= 0 or null",
+        )
         object.__setattr__(self, "rules", tuple(self.rules))
 
     def weights(self, table: DatapackTable) -> np.ndarray:
-        """Per-row weight: filter mask times every matching tag family's multiplier."""
+        """Per-row weight: filter mask times every matching selector's multiplier."""
         w = self.filters.mask(table).astype(np.float64)
-        for fam, m in self.weight_multipliers.items():
-            w = np.where(table.has_tag(fam), w * m, w)
+        for sel, m in self.weight_multipliers.items():
+            w = np.where(table.select(sel), w * m, w)
         return w
 
 
@@ -303,15 +350,39 @@ class DataPackCurriculumConfig:
                 return i
         raise ConfigError("stage", name, f"expected one of {[s.name for s in self.stages]}")
 
+    @property
+    def ring_size(self) -> int:
+        """Episodes the curriculum's diagnostics rings hold: the largest window in use."""
+        return max([self.window, *(r.window or 0 for s in self.stages for r in s.rules)])
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form that :meth:`from_dict` reads back."""
-        return json.loads(json.dumps(dataclasses.asdict(self), default=list))
+        """JSON-safe form that :meth:`from_dict` reads back (in gymcurric's format).
+
+        Options left at ``None`` that older configs did not have (a rule's ``window``, a
+        stage's ``fallback_episode``) are left out, so a checkpoint's config still matches.
+        """
+        out = json.loads(json.dumps(dataclasses.asdict(self), default=list))
+        for stage in out["stages"]:
+            if stage["fallback_episode"] is None:
+                del stage["fallback_episode"]
+            for rule in stage["rules"]:
+                if rule["window"] is None:
+                    del rule["window"]
+        return out
 
     @classmethod
     def from_dict(
         cls, data: Mapping[str, Any], *, source: str | None = None
     ) -> DataPackCurriculumConfig:
-        """Build from a mapping; errors name ``source`` and the dotted key."""
+        """Build from a mapping; errors name ``source`` and the dotted key.
+
+        ``stages`` as a list is gymcurric's format; as a mapping from stage name to stage it is
+        the specification's (§4.4), read by :func:`~gymcurric.datapacks.spec_config.from_spec`.
+        """
+        if isinstance(data, Mapping) and isinstance(data.get("stages"), Mapping):
+            from gymcurric.datapacks.spec_config import from_spec
+
+            return from_spec(data, source=source)
 
         def build(klass: type, d: Any, path: str) -> Any:
             if not isinstance(d, Mapping):
