@@ -18,6 +18,7 @@ from gymcurric.datapacks.loading import (
     load_episode,
     validate_datapacks,
 )
+from gymcurric.datapacks.merge import read_enrichments
 from gymcurric.datapacks.sampler import LOG_FILENAME, DataPackRLSampler
 from gymcurric.datapacks.schedule import (
     METRICS,
@@ -61,6 +62,7 @@ __all__ = [
     "load_datapacks",
     "load_episode",
     "validate_datapacks",
+    "read_enrichments",
     # precomputed arrays
     "DatapackTable",
     "STRATIFY_KEYS",

@@ -2,15 +2,19 @@
 
 Usage::
 
-    gymcurric datapacks validate DIR [--recursive] [--check-episodes] [--config FILE]
-    gymcurric datapacks sample DIR [--config FILE] [--strategy NAME] [--stage NAME]
-                                   [--batch-size N] [--seed S] [--run-dir DIR]
+    gymcurric datapacks validate DIR [--enrichment-dir DIR] [--recursive] [--check-episodes]
+                                     [--config FILE]
+    gymcurric datapacks sample DIR [--enrichment-dir DIR] [--config FILE] [--strategy NAME]
+                                   [--stage NAME] [--batch-size N] [--seed S] [--run-dir DIR]
 
 ``validate`` prints one line per problem (file, line or record, field, value) and exits 1 if
 there is any, 0 otherwise. ``sample`` prints the sampler's JSON log entry for one batch (exit 0);
 a bad directory, config, strategy or stage exits 2 with the error.
 
-The training command's options ``--datapack-dir``, ``--curriculum-config``,
+``--enrichment-dir`` merges Stage 2.4 enrichments into the datapacks by ``pack_id``
+(:mod:`gymcurric.datapacks.merge`); ``--config`` takes either curriculum config format.
+
+The training command's options ``--datapack-dir``, ``--enrichment-dir``, ``--curriculum-config``,
 ``--sampling-strategy`` and ``--curriculum-auto-advance`` are defined here too
 (:func:`add_train_arguments`), with :func:`sampler_from_args` / :func:`build_sampler` to turn
 them into a :class:`~gymcurric.datapacks.DataPackRLSampler`.
@@ -42,6 +46,7 @@ __all__ = [
 ]
 
 HELP = "validate a datapack directory, or sample a batch from it and print the log entry"
+_ENRICH_HELP = "Stage 2.4 enrichments (.json/.jsonl) to merge into the datapacks by pack_id"
 
 
 def build_sampler(
@@ -53,6 +58,7 @@ def build_sampler(
     seed: int = 0,
     recursive: bool = False,
     env_id: str | None = None,
+    enrichment_dir: str | os.PathLike[str] | None = None,
 ) -> DataPackRLSampler:
     """A sampler over the datapacks in ``datapack_dir``, with the staged curriculum.
 
@@ -67,6 +73,7 @@ def build_sampler(
         recursive: read sub-directories of ``datapack_dir`` too.
         env_id: keep only the datapacks recorded for this env id, and those that name no env
             (a folder may mix envs).
+        enrichment_dir: Stage 2.4 enrichments to merge in by ``pack_id``.
 
     Raises:
         DataError: invalid datapacks (file, line, field and value named), or none for
@@ -84,7 +91,7 @@ def build_sampler(
     )
     if curriculum_auto_advance is not None:
         config = dataclasses.replace(config, auto_advance=bool(curriculum_auto_advance))
-    packs = load_datapacks(datapack_dir, recursive=recursive)
+    packs = load_datapacks(datapack_dir, recursive=recursive, enrichment_dir=enrichment_dir)
     if env_id is not None:  # a datapack without an env_id runs in any env
         found = sorted({p.env_id for p in packs if p.env_id is not None})
         packs = [p for p in packs if p.env_id in (None, env_id)]
@@ -101,6 +108,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the training command's datapack options (see :func:`sampler_from_args`)."""
     g = parser.add_argument_group("datapacks")
     g.add_argument("--datapack-dir", default=None, help="directory of .json/.jsonl datapacks")
+    g.add_argument(
+        "--enrichment-dir", default=None, help="Stage 2.4 enrichments, merged in by pack_id"
+    )
     g.add_argument(
         "--curriculum-config", default=None, help="YAML/JSON datapack curriculum (stages)"
     )
@@ -121,7 +131,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def sampler_from_args(args: argparse.Namespace, *, seed: int = 0) -> DataPackRLSampler | None:
     """The sampler the options of :func:`add_train_arguments` describe (``None`` without a dir)."""
     if args.datapack_dir is None:
-        for opt in ("curriculum_config", "sampling_strategy", "curriculum_auto_advance"):
+        for opt in (
+            "enrichment_dir",
+            "curriculum_config",
+            "sampling_strategy",
+            "curriculum_auto_advance",
+        ):
             if getattr(args, opt, None) is not None:
                 raise ConfigError(
                     f"--{opt.replace('_', '-')}",
@@ -135,6 +150,7 @@ def sampler_from_args(args: argparse.Namespace, *, seed: int = 0) -> DataPackRLS
         args.sampling_strategy,
         args.curriculum_auto_advance,
         seed=seed,
+        enrichment_dir=getattr(args, "enrichment_dir", None),
     )
 
 
@@ -144,6 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.required = True
     v = sub.add_parser("validate", help="check every datapack; exit 1 on any problem")
     v.add_argument("dir", help="directory (or file) of .json/.jsonl datapacks")
+    v.add_argument("--enrichment-dir", default=None, help=_ENRICH_HELP)
     v.add_argument("--recursive", action="store_true", help="read sub-directories too")
     v.add_argument(
         "--check-episodes", action="store_true", help="also load every recorded episode .npz"
@@ -151,6 +168,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     v.add_argument("--config", default=None, help="also validate this curriculum config")
     s = sub.add_parser("sample", help="draw one batch and print the sampler's JSON log entry")
     s.add_argument("dir", help="directory (or file) of .json/.jsonl datapacks")
+    s.add_argument("--enrichment-dir", default=None, help=_ENRICH_HELP)
     s.add_argument("--config", default=None, help="YAML/JSON curriculum config (default stages)")
     s.add_argument(
         "--strategy",
@@ -166,7 +184,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     packs, errors = validate_datapacks(
-        args.dir, recursive=args.recursive, check_episodes=args.check_episodes
+        args.dir,
+        recursive=args.recursive,
+        check_episodes=args.check_episodes,
+        enrichment_dir=args.enrichment_dir,
     )
     if args.config is not None:
         try:
@@ -187,7 +208,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     sampler = build_sampler(
-        args.dir, args.config, args.strategy, None, seed=args.seed, recursive=args.recursive
+        args.dir,
+        args.config,
+        args.strategy,
+        None,
+        seed=args.seed,
+        recursive=args.recursive,
+        enrichment_dir=args.enrichment_dir,
     )
     if args.stage is not None:
         assert sampler.curriculum is not None

@@ -7,7 +7,6 @@ records, and hence every seeded sample, does not depend on the file system).
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -16,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._parsing import loads_json
+from gymcurric.datapacks._jsonfiles import RawRecord, json_files, raw_records
+from gymcurric.datapacks.merge import read_enrichments
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import DataError
 
@@ -29,61 +29,42 @@ __all__ = [
     "validate_datapacks",
 ]
 
-_SUFFIXES = (".json", ".jsonl")
+
+def _record(raw: RawRecord) -> tuple[DataPack | DataError, str]:
+    if isinstance(raw.data, DataError):
+        return raw.data, raw.where
+    try:
+        return DataPack.from_dict(raw.data, source=raw.source, line=raw.line), raw.where
+    except DataError as exc:
+        if raw.line is None and raw.where != raw.source:  # a JSON list: name the record index
+            exc = DataError(str(exc).replace(f"{raw.source}:", f"{raw.where}:", 1))
+        return exc, raw.where
 
 
 def _records(path: Path) -> Iterator[tuple[DataPack | DataError, str]]:
     """``(record or its error, where)`` for one file; ``where`` is "file, line N" or similar."""
-    src = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        yield DataError(f"{src}: cannot read datapack file ({exc})"), src
-        return
-    if path.suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{src}, line {lineno}"
-            try:
-                data = loads_json(line, source=where)
-            except DataError as exc:  # nested too deeply
-                yield exc, where
-                continue
-            except json.JSONDecodeError as exc:
-                yield (
-                    DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got "
-                              f"{line[:80]!r}"),
-                    where,
-                )  # fmt: skip
-                continue
-            yield _record(data, src, lineno, f"{src}, line {lineno}")
-        return
-    try:
-        data = loads_json(text, source=src)
-    except DataError as exc:  # nested too deeply
-        yield exc, src
-        return
-    except json.JSONDecodeError as exc:
-        where = f"{src}, line {exc.lineno}"
-        yield DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), where
-        return
-    if not isinstance(data, list):
-        yield _record(data, src, None, src)
-        return
-    for i, item in enumerate(data):
-        # A JSON list has no per-record line; name the record's index instead.
-        pack, where = _record(item, src, None, f"{src}, record {i}")
-        if isinstance(pack, DataError):
-            pack = DataError(str(pack).replace(f"{src}:", f"{where}:", 1))
-        yield pack, where
+    for raw in raw_records(path):
+        yield _record(raw)
 
 
-def _record(data: Any, src: str, line: int | None, where: str) -> tuple[DataPack | DataError, str]:
-    try:
-        return DataPack.from_dict(data, source=src, line=line), where
-    except DataError as exc:
-        return exc, where
+def _packs(
+    path: str | os.PathLike[str], recursive: bool, enrichment_dir: Any
+) -> Iterator[tuple[DataPack | DataError, str]]:
+    """Every record under ``path`` (merged with ``enrichment_dir``'s enrichments), in order."""
+    files = json_files(path, recursive)
+    if enrichment_dir is None:
+        for file in files:
+            yield from _records(file)
+        return
+    index = read_enrichments(enrichment_dir, recursive=recursive)
+    for exc in index.errors:
+        yield exc, ""
+    for file in files:
+        for raw in raw_records(file):
+            merged = index.merge(raw)
+            yield _record(raw._replace(data=merged))
+    for exc in index.unmatched(path):
+        yield exc, ""
 
 
 def iter_datapack_file(path: str | os.PathLike[str]) -> Iterator[DataPack]:
@@ -99,54 +80,54 @@ def iter_datapack_file(path: str | os.PathLike[str]) -> Iterator[DataPack]:
         yield item
 
 
-def _files(path: str | os.PathLike[str], recursive: bool) -> list[Path]:
-    root = Path(path)
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise DataError(f"{root}: no such file or directory")
-    pattern = "**/*" if recursive else "*"
-    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in _SUFFIXES)
-    if not files:
-        raise DataError(f"{root}: no .json or .jsonl datapack files found")
-    return files
-
-
 def _duplicate(pack: DataPack, where: str, first: str) -> DataError:
     return DataError(
         f"{where}: field 'pack_id': duplicate of the record at {first}; got {pack.pack_id!r}"
     )
 
 
-def load_datapacks(path: str | os.PathLike[str], *, recursive: bool = False) -> list[DataPack]:
+def load_datapacks(
+    path: str | os.PathLike[str],
+    *,
+    recursive: bool = False,
+    enrichment_dir: str | os.PathLike[str] | None = None,
+) -> list[DataPack]:
     """Load every datapack under a directory (or from one file), validated.
 
     Args:
         path: a directory of ``.json`` / ``.jsonl`` files, or a single such file.
-        recursive: also read sub-directories.
+        recursive: also read sub-directories (of ``enrichment_dir`` too).
+        enrichment_dir: Stage 2.4 enrichments to merge in by ``pack_id`` (the specification's
+            Stage 1 / 2.4 merge; see :mod:`gymcurric.datapacks.merge`). The files are not
+            changed.
 
     Returns:
         The records in sorted-file order, then file order.
 
     Raises:
         DataError: a malformed file or record (see :func:`iter_datapack_file`), a ``pack_id``
-            seen twice (both places are named), or a path with no datapack files.
+            seen twice (both places are named), or a path with no datapack files; with
+            ``enrichment_dir``, an invalid enrichment, two enrichments for one id, a datapack
+            without an enrichment or an enrichment without a datapack (file, line and id named).
     """
     packs: list[DataPack] = []
     seen: dict[str, str] = {}
-    for file in _files(path, recursive):
-        for pack, where in _records(file):
-            if isinstance(pack, DataError):
-                raise pack
-            if pack.pack_id in seen:
-                raise _duplicate(pack, where, seen[pack.pack_id])
-            seen[pack.pack_id] = where
-            packs.append(pack)
+    for pack, where in _packs(path, recursive, enrichment_dir):
+        if isinstance(pack, DataError):
+            raise pack
+        if pack.pack_id in seen:
+            raise _duplicate(pack, where, seen[pack.pack_id])
+        seen[pack.pack_id] = where
+        packs.append(pack)
     return packs
 
 
 def validate_datapacks(
-    path: str | os.PathLike[str], *, recursive: bool = False, check_episodes: bool = False
+    path: str | os.PathLike[str],
+    *,
+    recursive: bool = False,
+    check_episodes: bool = False,
+    enrichment_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[list[DataPack], list[str]]:
     """Check every record under ``path`` and collect *all* problems instead of stopping.
 
@@ -154,20 +135,17 @@ def validate_datapacks(
         path: a directory of ``.json`` / ``.jsonl`` files, or one such file.
         recursive: also read sub-directories.
         check_episodes: also load each recorded episode (see :func:`load_episode`).
+        enrichment_dir: enrichments to merge in by ``pack_id`` (see :func:`load_datapacks`).
 
     Returns:
         ``(valid records, error messages)``; each message names the file, the line (or record
         index), the field and the value, as :func:`load_datapacks` would raise it.
     """
-    try:
-        files = _files(path, recursive)
-    except DataError as exc:
-        return [], [str(exc)]
     packs: list[DataPack] = []
     errors: list[str] = []
     seen: dict[str, str] = {}
-    for file in files:
-        for item, where in _records(file):
+    try:
+        for item, where in _packs(path, recursive, enrichment_dir):
             if isinstance(item, DataError):
                 errors.append(str(item))
             elif item.pack_id in seen:
@@ -175,6 +153,8 @@ def validate_datapacks(
             else:
                 seen[item.pack_id] = where
                 packs.append(item)
+    except DataError as exc:  # a path that does not exist or holds no files
+        return packs, [*errors, str(exc)]
     if check_episodes:
         for pack in packs:
             if pack.episode is not None:

@@ -1,0 +1,82 @@
+"""Raw JSON / JSONL records of a file or a directory, each with where it was read.
+
+A ``.json`` file holds one record or a list of records; a ``.jsonl`` file one record per
+non-blank line. A directory is read file by file in sorted name order. Nothing is validated here
+beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gymcurric._parsing import loads_json
+from gymcurric.errors import DataError
+
+SUFFIXES = (".json", ".jsonl")
+
+
+class RawRecord(NamedTuple):
+    """One decoded record (or the error that took its place) and where it was read."""
+
+    data: Any
+    source: str
+    line: int | None
+    where: str  # "file, line N", "file, record i" or "file"
+
+
+def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]:
+    """The ``.json`` / ``.jsonl`` files under ``path`` (or ``path`` itself), sorted."""
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise DataError(f"{root}: no such file or directory")
+    pattern = "**/*" if recursive else "*"
+    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in SUFFIXES)
+    if not files:
+        raise DataError(f"{root}: no .json or .jsonl {what} files found")
+    return files
+
+
+def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
+    """Every record of one file; unreadable or invalid JSON comes as a ``DataError``."""
+    src = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
+        return
+    if path.suffix == ".jsonl":
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{src}, line {lineno}"
+            try:
+                data = loads_json(line, source=where)
+            except DataError as exc:  # nested too deeply
+                data = exc
+            except json.JSONDecodeError as exc:
+                data = DataError(
+                    f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got {line[:80]!r}"
+                )
+            yield RawRecord(data, src, lineno, where)
+        return
+    try:
+        data = loads_json(text, source=src)
+    except DataError as exc:  # nested too deeply
+        yield RawRecord(exc, src, None, src)
+        return
+    except json.JSONDecodeError as exc:
+        where = f"{src}, line {exc.lineno}"
+        yield RawRecord(
+            DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), src, None, where
+        )
+        return
+    if not isinstance(data, list):
+        yield RawRecord(data, src, None, src)
+        return
+    for i, item in enumerate(data):
+        yield RawRecord(item, src, None, f"{src}, record {i}")
