@@ -94,12 +94,16 @@ def test_sample_prints_the_log_entry(tmp_path, capsys):
     assert cli.main([*args, "--strategy", "frontier_prioritized"]) == 0
     entry = json.loads(capsys.readouterr().out)
     assert entry["strategy"] == "frontier_prioritized" and entry["batch_size"] == 10
-    assert entry["seed"] == 3 and entry["stage"] == "warmup" and len(entry["samples"]) == 10
+    assert (
+        entry["seed"] == 3
+        and entry["curriculum_stage"] == "warmup"
+        and len(entry["sampled_episodes"]) == 10
+    )
     # the same as the library call with the same inputs
     ref = build_sampler(d, sampling_strategy="frontier_prioritized", seed=3)
     ref.sample_batch(10)
-    assert [s["pack_id"] for s in entry["samples"]] == [
-        s["pack_id"] for s in ref.logs[-1]["samples"]
+    assert [s["pack_id"] for s in entry["sampled_episodes"]] == [
+        s["pack_id"] for s in ref.logs[-1]["sampled_episodes"]
     ]
     assert cli.main(args) == 0  # the stage's own strategy
     assert json.loads(capsys.readouterr().out)["strategy"] == "balanced"
@@ -122,12 +126,14 @@ def test_sample_with_yaml_config_stage_and_run_dir(tmp_path, capsys):
     base = ["datapacks", "sample", str(d), "--config", str(cfg), "--batch-size", "4"]
     assert cli.main([*base, "--run-dir", str(run)]) == 0
     entry = json.loads(capsys.readouterr().out)
-    assert entry["stage"] == "easy" and {s["tier"] for s in entry["samples"]} == {0}
+    assert entry["curriculum_stage"] == "easy" and {
+        s["tier"] for s in entry["sampled_episodes"]
+    } == {0}
     logged = (run / "datapack_samples.jsonl").read_text().splitlines()
     assert json.loads(logged[0]) == entry
     assert cli.main([*base, "--stage", "hard"]) == 0
     entry = json.loads(capsys.readouterr().out)
-    assert entry["stage"] == "hard" and entry["strategy"] == "tag_aware"
+    assert entry["curriculum_stage"] == "hard" and entry["strategy"] == "tag_aware"
 
 
 @pytest.mark.parametrize(
@@ -187,7 +193,7 @@ def test_python_dash_m_datapacks(tmp_path):
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert len(json.loads(out.stdout)["samples"]) == 5
+    assert len(json.loads(out.stdout)["sampled_episodes"]) == 5
     (d / "x.jsonl").write_text('{"pack_id": "z"}\n')
     out = subprocess.run(
         [sys.executable, "-m", "gymcurric", "datapacks", "validate", str(d)],

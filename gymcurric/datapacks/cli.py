@@ -6,10 +6,12 @@ Usage::
                                      [--config FILE]
     gymcurric datapacks sample DIR [--enrichment-dir DIR] [--config FILE] [--strategy NAME]
                                    [--stage NAME] [--batch-size N] [--seed S] [--run-dir DIR]
+    gymcurric datapacks validate-log FILE
 
 ``validate`` prints one line per problem (file, line or record, field, value) and exits 1 if
 there is any, 0 otherwise. ``sample`` prints the sampler's JSON log entry for one batch (exit 0);
-a bad directory, config, strategy or stage exits 2 with the error.
+a bad directory, config, strategy or stage exits 2 with the error. ``validate-log`` checks a
+``datapack_samples.jsonl`` against the shipped JSON Schema (one line per problem, exit 1 if any).
 
 ``--enrichment-dir`` merges Stage 2.4 enrichments into the datapacks by ``pack_id``
 (:mod:`gymcurric.datapacks.merge`); ``--config`` takes either curriculum config format.
@@ -156,7 +158,7 @@ def sampler_from_args(args: argparse.Namespace, *, seed: int = 0) -> DataPackRLS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``validate`` and ``sample`` sub-subcommands."""
-    sub = parser.add_subparsers(dest="datapacks_command", metavar="{validate,sample}")
+    sub = parser.add_subparsers(dest="datapacks_command", metavar="{validate,sample,validate-log}")
     sub.required = True
     v = sub.add_parser("validate", help="check every datapack; exit 1 on any problem")
     v.add_argument("dir", help="directory (or file) of .json/.jsonl datapacks")
@@ -180,6 +182,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--recursive", action="store_true", help="read sub-directories too")
     s.add_argument("--run-dir", default=None, help="also append the entry to the JSONL log here")
+    g = sub.add_parser(
+        "validate-log", help="check a datapack_samples.jsonl against the shipped JSON Schema"
+    )
+    g.add_argument("log", help="the JSONL sampling log")
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -231,4 +237,14 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gymcurric datapacks ...``; the exit code."""
     if args.datapacks_command == "validate":
         return _validate(args)
+    if args.datapacks_command == "validate-log":
+        from gymcurric.datapacks.logschema import validate_sampling_log
+
+        errors = validate_sampling_log(args.log)
+        for line in errors:
+            print(line)
+        n = len(errors)
+        print(f"{args.log}: {'invalid' if n else 'valid'}: {n} error{'' if n == 1 else 's'}",
+              file=sys.stderr)  # fmt: skip
+        return 1 if errors else 0
     return _sample(args)

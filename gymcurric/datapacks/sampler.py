@@ -4,14 +4,29 @@ The sampler only *chooses* datapacks: it returns the (immutable) records and nev
 reward, an objective vector, an economics field or a datapack. Every batch appends a JSON-safe
 log entry; the same datapacks, configuration and seed give the same batches, logs (timestamps
 aside) and diagnostics.
+
+A log entry carries the specification's sampling-log fields (its §2.4 / §7.2) under its names,
+with gymcurric's extra fields beside them, and validates against the JSON Schema shipped with
+the package (:mod:`gymcurric.datapacks.logschema`)::
+
+    {"sample_id": 0, "timestamp": "2026-11-17T12:34:56.123456Z",   # ISO 8601, UTC
+     "episode_count": 0, "curriculum_stage": "warmup",             # null without a curriculum
+     "strategy": "balanced", "strategy_params": {...}, "batch_size": 64, "seed": 42,
+     "sampled_episodes": [{"pack_id": "pack_001", "tier": 2, "urgency_score": 0.85,
+                           "weight": 1.5}, ...],
+     "diagnostics": {"tier_distribution": {"0": 12, "1": 32, "2": 20},
+                     "avg_urgency": 0.68, "avg_novelty": 0.54,
+                     "safety_critical_count": 8, "fragile_object_count": 15,
+                     "tag_coverage": {"fragility": 0.23, "risk": 0.31, ...},   # share per kind
+                     "tag_family_counts": {"safety_critical": 8, ...}}}        # gymcurric's
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +39,7 @@ from gymcurric.datapacks.strategies import (
     SamplingStrategy,
     make_strategy,
 )
-from gymcurric.datapacks.table import TAG_FAMILIES, DatapackTable
+from gymcurric.datapacks.table import TAG_FAMILIES, TAG_KINDS, DatapackTable
 from gymcurric.errors import ConfigError
 
 __all__ = ["LOG_FILENAME", "DataPackRLSampler"]
@@ -36,12 +51,16 @@ LOG_FILENAME = "datapack_samples.jsonl"
 class DataPackRLSampler:
     """Sample batches of datapacks, following a staged curriculum or a fixed strategy.
 
+    The arguments come in the specification's order (``DataPackRLSampler(datapacks,
+    curriculum, seed=42)`` as in its determinism test).
+
     Args:
         datapacks: the records (or a prebuilt :class:`DatapackTable`).
         curriculum: supplies the stage's strategy, filters, multipliers and prerequisites;
             ``None`` samples every datapack with ``strategy``.
         strategy: a fixed strategy (or its name) that overrides the stage's; default
             ``"balanced"`` when there is no curriculum.
+        strategy_params: the parameters of ``strategy`` when it is given by name.
         seed: seeds the sampler's own generator.
 
     Examples:
@@ -56,9 +75,9 @@ class DataPackRLSampler:
     def __init__(
         self,
         datapacks: Sequence[DataPack] | DatapackTable,
-        *,
         curriculum: DataPackCurriculum | None = None,
         strategy: SamplingStrategy | str | None = None,
+        strategy_params: Mapping[str, Any] | None = None,
         seed: int = 0,
     ) -> None:
         self.table = datapacks if isinstance(datapacks, DatapackTable) else DatapackTable(datapacks)
@@ -67,7 +86,14 @@ class DataPackRLSampler:
                 "datapacks", 0, "expected at least one datapack", source="DataPackRLSampler"
             )
         if isinstance(strategy, str):
-            strategy = make_strategy(strategy)
+            strategy = make_strategy(strategy, strategy_params, source="DataPackRLSampler")
+        elif strategy_params is not None:
+            raise ConfigError(
+                "strategy_params",
+                dict(strategy_params),
+                "needs a strategy given by name",
+                source="DataPackRLSampler",
+            )
         if strategy is None and curriculum is None:
             strategy = make_strategy("balanced")
         self.strategy = strategy
@@ -78,7 +104,9 @@ class DataPackRLSampler:
         self._sample_id = 0
         self._tier_counts = np.zeros(len(TIERS), np.int64)
         self._family_counts = np.zeros(len(TAG_FAMILIES), np.int64)
+        self._kind_counts = np.zeros(len(TAG_KINDS), np.int64)
         self._bits = 1 << np.arange(len(TAG_FAMILIES), dtype=np.uint16)
+        self._kind_bits = 1 << np.arange(len(TAG_KINDS), dtype=np.uint8)
         self._strategies: dict[str, SamplingStrategy] = {}
         self._urgency: dict[str, np.ndarray] = {}
         self._eligible: tuple[Any, np.ndarray] | None = None
@@ -122,35 +150,41 @@ class DataPackRLSampler:
         t = self.table
         tiers = np.bincount(t.tier[rows], minlength=len(TIERS))
         families = ((t.tags[rows, None] & self._bits) != 0).sum(axis=0)
+        kinds = ((t.kinds[rows, None] & self._kind_bits) != 0).sum(axis=0)
         self._tier_counts += tiers
         self._family_counts += families
+        self._kind_counts += kinds
         params = strategy.to_dict()
         name = params.pop("strategy")
+        cur = self.curriculum
         entry = {
             "sample_id": self._sample_id,
-            "timestamp": time.time(),
-            "episode": None if self.curriculum is None else self.curriculum.episode,
-            "stage": None if self.curriculum is None else self.curriculum.stage,
+            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "episode_count": None if cur is None else cur.episode,
+            "curriculum_stage": None if cur is None else cur.stage,
             "strategy": name,
             "strategy_params": json.loads(json.dumps(params)),
             "batch_size": int(rows.size),
             "seed": self.seed,
-            "samples": [
+            "sampled_episodes": [
                 {
                     "pack_id": t.records[r].pack_id,
                     "tier": int(t.tier[r]),
-                    "urgency": float(urgency[r]),
+                    "urgency_score": float(urgency[r]),
                     "weight": float(weights[r]),
                 }
                 for r in rows.tolist()
             ],
             "diagnostics": {
                 "tier_distribution": {str(k): int(v) for k, v in zip(TIERS, tiers, strict=True)},
-                "mean_urgency": float(urgency[rows].mean()),
-                "mean_novelty": float(t.novelty[rows].mean()),
+                "avg_urgency": float(urgency[rows].mean()),
+                "avg_novelty": float(t.novelty[rows].mean()),
                 "safety_critical_count": int(t.safety_critical[rows].sum()),
-                "fragile_count": int(families[TAG_FAMILIES.index("fragile_objects")]),
-                "tag_coverage": {f: int(c) for f, c in zip(TAG_FAMILIES, families, strict=True)},
+                "fragile_object_count": int(families[TAG_FAMILIES.index("fragile_objects")]),
+                "tag_coverage": _shares(kinds, rows.size),
+                "tag_family_counts": {
+                    f: int(c) for f, c in zip(TAG_FAMILIES, families, strict=True)
+                },
             },
         }
         self.logs.append(entry)
@@ -166,7 +200,8 @@ class DataPackRLSampler:
             "tier_distribution": {
                 str(k): int(v) for k, v in zip(TIERS, self._tier_counts, strict=True)
             },
-            "tag_coverage": {
+            "tag_coverage": _shares(self._kind_counts, total),
+            "tag_family_counts": {
                 f: int(c) for f, c in zip(TAG_FAMILIES, self._family_counts, strict=True)
             },
             "curriculum": None if self.curriculum is None else self.curriculum.get_diagnostics(),
@@ -181,6 +216,7 @@ class DataPackRLSampler:
         self._sample_id = 0
         self._tier_counts[:] = 0
         self._family_counts[:] = 0
+        self._kind_counts[:] = 0
         self._written = 0
 
     def write_logs(self, run_dir: str | os.PathLike[str]) -> Path:
@@ -202,6 +238,7 @@ class DataPackRLSampler:
             "sample_id": self._sample_id,
             "tier_counts": self._tier_counts.copy(),
             "family_counts": self._family_counts.copy(),
+            "kind_counts": self._kind_counts.copy(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -210,4 +247,14 @@ class DataPackRLSampler:
         self.rng.bit_generator.state = state["rng"]
         self._sample_id = int(state["sample_id"])
         self._tier_counts[:] = state["tier_counts"]
-        self._family_counts[:] = state["family_counts"]
+        # states saved before the fragile_high / fragile_critical / low_efficiency_score
+        # families and the tag kinds existed: the older counts, zeros for the rest
+        families = np.asarray(state["family_counts"])
+        self._family_counts[:] = 0
+        self._family_counts[: families.size] = families
+        self._kind_counts[:] = state.get("kind_counts", 0)
+
+
+def _shares(counts: np.ndarray, total: int) -> dict[str, float]:
+    """The share of ``total`` sampled datapacks carrying each tag kind (``tag_coverage``)."""
+    return {k: float(c) / total if total else 0.0 for k, c in zip(TAG_KINDS, counts, strict=True)}

@@ -1,5 +1,6 @@
 import copy
 import json
+import re
 
 import numpy as np
 import pytest
@@ -65,18 +66,26 @@ def test_log_entry_content():
     e = json.loads(json.dumps(s.logs[-1]))
     assert e["sample_id"] == 0 and e["strategy"] == "frontier_prioritized"
     assert e["strategy_params"]["urgent_ratio"] == 0.8 and e["seed"] == 0
-    assert e["episode"] is None and e["stage"] is None and e["batch_size"] == 10
-    assert [x["pack_id"] for x in e["samples"]] == [p.pack_id for p in batch]
+    assert e["episode_count"] is None and e["curriculum_stage"] is None and e["batch_size"] == 10
+    assert [x["pack_id"] for x in e["sampled_episodes"]] == [p.pack_id for p in batch]
     u = FrontierPrioritizedStrategy().urgency(s.table)
     rows = [s.table.index(p.pack_id) for p in batch]
-    assert [x["urgency"] for x in e["samples"]] == pytest.approx(u[rows].tolist())
+    assert [x["urgency_score"] for x in e["sampled_episodes"]] == pytest.approx(u[rows].tolist())
     d = e["diagnostics"]
     tiers = [p.tier for p in batch]
     assert d["tier_distribution"] == {str(t): tiers.count(t) for t in (0, 1, 2)}
-    assert d["mean_urgency"] == pytest.approx(u[rows].mean())
+    assert d["avg_urgency"] == pytest.approx(u[rows].mean())
+    assert d["avg_novelty"] == pytest.approx(np.mean([p.enrichment.novelty for p in batch]))
     assert d["safety_critical_count"] == sum(p.supervision_hints.safety_critical for p in batch)
-    assert d["fragile_count"] == sum(p.enrichment.fragility in ("high", "critical") for p in batch)
-    assert d["tag_coverage"]["fragile_objects"] == d["fragile_count"]
+    fragile = sum(p.enrichment.fragility in ("high", "critical") for p in batch)
+    assert d["fragile_object_count"] == fragile == d["tag_family_counts"]["fragile_objects"]
+    # tag_coverage: the share of the batch carrying each kind of tag (the spec's §2.4)
+    assert d["tag_coverage"]["novelty"] == sum(p.enrichment.novelty > 0 for p in batch) / 10
+    assert d["tag_coverage"]["fragility"] == fragile / 10  # record(): "high"; minimal(): none
+    assert set(d["tag_coverage"]) == {
+        "fragility", "risk", "affordance", "efficiency", "novelty", "intervention"
+    }  # fmt: skip
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e["timestamp"])
 
 
 def test_curriculum_stage_filters_and_prerequisites_apply():
@@ -86,10 +95,14 @@ def test_curriculum_stage_filters_and_prerequisites_apply():
         batch = s.sample_batch(16)
         assert all(p.tier <= 1 for p in batch)  # warmup: max_tier 1
         assert not any(p.supervision_hints.prerequisite_tags for p in batch)  # nothing satisfied
-    assert s.logs[-1]["stage"] == "warmup" and s.logs[-1]["episode"] == 0
+    assert s.logs[-1]["curriculum_stage"] == "warmup" and s.logs[-1]["episode_count"] == 0
     cur.set_stage("frontier", episode=10)
     s.sample_batch(4)
-    assert (s.logs[-1]["stage"], s.logs[-1]["strategy"], s.logs[-1]["episode"]) == (
+    assert (
+        s.logs[-1]["curriculum_stage"],
+        s.logs[-1]["strategy"],
+        s.logs[-1]["episode_count"],
+    ) == (
         "frontier",
         "frontier_prioritized",
         10,
@@ -157,4 +170,4 @@ def test_eligibility_follows_newly_satisfied_prerequisites():
     assert "grasp" in cur.satisfied_tags and cur.stage == "warmup"
     seen = {p.pack_id for _ in range(40) for p in s.sample_batch(16)}
     assert seen & gated  # the cached eligibility was recomputed
-    assert all(e["weight"] > 0 for e in s.logs[-1]["samples"])
+    assert all(e["weight"] > 0 for e in s.logs[-1]["sampled_episodes"])

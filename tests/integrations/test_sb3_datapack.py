@@ -174,7 +174,12 @@ def _sequence(vec_env_cls, vec_env_kwargs=None):
     )
     episodes, started, _ = rollout(venv, steps=50, seed=2)
     venv.close()
-    return episodes, started, [[p["pack_id"] for p in e["samples"]] for e in sampler.logs], cur
+    return (
+        episodes,
+        started,
+        [[p["pack_id"] for p in e["sampled_episodes"]] for e in sampler.logs],
+        cur,
+    )
 
 
 def test_dummy_and_subproc_give_the_same_datapack_sequence():
@@ -200,7 +205,9 @@ def _learn(vec_env_cls, vec_env_kwargs=None):
     venv.close()
     assert cur.episode >= 4 and cur.stage == "skill_building"
     assert cur.metrics()["mean_return"] is not None
-    assert any(e["stage"] == "skill_building" for e in sampler.logs)  # later draws use it
+    assert any(
+        e["curriculum_stage"] == "skill_building" for e in sampler.logs
+    )  # later draws use it
     assert venv.get_diagnostics()["curriculum"]["stage"] == "skill_building"
     return cur.episode
 

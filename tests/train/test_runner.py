@@ -285,7 +285,7 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     assert out["total_steps"] == 256
     logs = list((tmp_path / "r" / "datapacks").rglob("*.jsonl"))
     entries = [json.loads(line) for line in logs[0].read_text().splitlines()] if logs else []
-    assert entries and all(e["samples"][0]["pack_id"].startswith("p") for e in entries)
+    assert entries and all(e["sampled_episodes"][0]["pack_id"].startswith("p") for e in entries)
     header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]
     assert "datapack/stage_index" in header
     # resume continues the same sampler (its logs go on from where they stopped)

@@ -132,7 +132,7 @@ def test_sampler_logs_one_entry_per_reset():
     sampler = DataPackRLSampler(packs(), seed=0)
     env = PresentDatapack(gym.make(ENV_ID), sampler)
     ids = [env.reset()[1]["datapack"]["pack_id"] for _ in range(3)]
-    assert [e["samples"][0]["pack_id"] for e in sampler.logs] == ids
+    assert [e["sampled_episodes"][0]["pack_id"] for e in sampler.logs] == ids
 
 
 def test_diagnostics_reported_at_episode_end():
@@ -295,7 +295,7 @@ def test_inside_sync_vector_env():
     _, info = envs.reset(seed=0)
     assert info["_datapack"].all()
     ids = list(info["datapack"]["pack_id"])
-    assert ids == [e["samples"][0]["pack_id"] for e in sampler.logs]
+    assert ids == [e["sampled_episodes"][0]["pack_id"] for e in sampler.logs]
     for sub, pid in zip(envs.envs, ids, strict=True):
         pack = next(p for p in packs() if p.pack_id == pid)
         assert sub.unwrapped.task["size"] == pack.task_params["size"]
@@ -327,4 +327,6 @@ def test_stages_advance_during_training():
     for _ in range(3):
         run_episode(env, actions=[0])
     assert cur.stage == "skill_building"
-    assert sampler.logs[-1]["stage"] == "warmup"  # the last draw happened before the advance
+    assert (
+        sampler.logs[-1]["curriculum_stage"] == "warmup"
+    )  # the last draw happened before the advance

@@ -205,7 +205,9 @@ def test_stages_advance_from_async_workers():
     envs.close()
     assert cur.episode >= 4 and cur.stage == "skill_building"
     assert cur.metrics()["mean_return"] is not None
-    assert any(e["stage"] == "skill_building" for e in sampler.logs)  # later draws use it
+    assert any(
+        e["curriculum_stage"] == "skill_building" for e in sampler.logs
+    )  # later draws use it
     assert envs.get_diagnostics()["curriculum"]["stage"] == "skill_building"
 
 
