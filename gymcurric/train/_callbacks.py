@@ -18,6 +18,7 @@ __all__ = [
     "CurriculumHistory",
     "ProgressCSV",
     "ProgressCallback",
+    "StopAtEpisodes",
     "read_history",
     "read_history_arrays",
 ]
@@ -35,6 +36,21 @@ class ProgressCallback(BaseCallback):
     def _on_step(self) -> bool:
         self._update(self.training_env.num_envs)
         return True
+
+
+class StopAtEpisodes(BaseCallback):
+    """End training once the datapack curriculum has counted ``episodes`` episodes."""
+
+    def __init__(self, curriculum: Any, episodes: int) -> None:
+        super().__init__()
+        self.curriculum, self.episodes = curriculum, episodes
+
+    @property
+    def reached(self) -> bool:
+        return bool(self.curriculum.episode >= self.episodes)
+
+    def _on_step(self) -> bool:
+        return not self.reached
 
 
 class CurriculumHistory(BaseCallback):

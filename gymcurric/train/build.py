@@ -208,6 +208,7 @@ def _datapack_sampler(cfg: TrainConfig, source: str) -> Any:
         sec.auto_advance,
         seed=cfg.run.seed,
         env_id=cfg.env.id,
+        enrichment_dir=sec.enrichment_dir,
     )
 
 

@@ -31,28 +31,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="validate, build the envs and the agent, print the merged config; train nothing",
     )
-    # the datapack options of the datapacks issue, as shortcuts for datapacks.* keys
+    # the datapack-sampler specification's train flags (its §4.4), as aliases of config keys
     parser.add_argument("--datapack-dir", default=None, help="= datapacks.dir (enables them)")
+    parser.add_argument("--enrichment-dir", default=None, help="= datapacks.enrichment_dir")
     parser.add_argument("--curriculum-config", default=None, help="= datapacks.curriculum_config")
     parser.add_argument("--sampling-strategy", default=None, help="= datapacks.strategy")
     parser.add_argument(
         "--curriculum-auto-advance",
         default=None,
-        choices=["true", "false"],
-        help="= datapacks.auto_advance",
+        nargs="?",
+        const="true",
+        metavar="{true,false}",
+        action=_AutoAdvance,
+        help="= datapacks.auto_advance (alone: true)",
     )
+    parser.add_argument(
+        "--no-curriculum-auto-advance",
+        dest="curriculum_auto_advance",
+        action="store_const",
+        const="false",
+        help="= datapacks.auto_advance=false",
+    )
+    parser.add_argument("--episodes", default=None, help="= datapacks.episodes")
+    parser.add_argument("--seed", default=None, help="= run.seed")
+
+
+class _AutoAdvance(argparse.Action):
+    """``--curriculum-auto-advance [true|false]``: alone it means true (the specification's form).
+
+    A following ``key=value`` override is not its value: it goes back to the overrides.
+    """
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if isinstance(values, str) and values.lower() not in ("true", "false"):
+            if "=" not in values:
+                parser.error(f"argument {option}: expected true or false; got {values!r}")
+            namespace.pushed_overrides = [*getattr(namespace, "pushed_overrides", []), values]
+            values = "true"
+        setattr(namespace, self.dest, values.lower() if isinstance(values, str) else values)
+
+
+_ALIASES = (  # (argument, config key)
+    ("enrichment_dir", "datapacks.enrichment_dir"),
+    ("curriculum_config", "datapacks.curriculum_config"),
+    ("sampling_strategy", "datapacks.strategy"),
+    ("curriculum_auto_advance", "datapacks.auto_advance"),
+    ("episodes", "datapacks.episodes"),
+    ("seed", "run.seed"),
+)
 
 
 def _datapack_overrides(args: argparse.Namespace) -> list[str]:
-    out = []
+    out = list(getattr(args, "pushed_overrides", []))
     if args.datapack_dir is not None:
         out += ["datapacks.enabled=true", f"datapacks.dir={args.datapack_dir}"]
-    if args.curriculum_config is not None:
-        out.append(f"datapacks.curriculum_config={args.curriculum_config}")
-    if args.sampling_strategy is not None:
-        out.append(f"datapacks.strategy={args.sampling_strategy}")
-    if args.curriculum_auto_advance is not None:
-        out.append(f"datapacks.auto_advance={args.curriculum_auto_advance}")
+    for name, key in _ALIASES:
+        value = getattr(args, name, None)
+        if value is not None:
+            out.append(f"{key}={value}")
     return out
 
 

@@ -124,21 +124,37 @@ class DatapacksSection:
     Attributes:
         enabled: present datapacks.
         dir: the folder of JSON/JSONL datapacks (``--datapack-dir``).
-        curriculum_config: a YAML/JSON stage config (``--curriculum-config``), or None for the
-            shipped four-stage default.
+        enrichment_dir: Stage 2.4 enrichments merged into them by ``pack_id``
+            (``--enrichment-dir``), or None.
+        curriculum_config: a YAML/JSON stage config in either format (``--curriculum-config``),
+            or None for the shipped four-stage default.
         strategy: force one sampling strategy in every stage (``--sampling-strategy``).
         auto_advance: advance stages by their transition rules (``--curriculum-auto-advance``).
+        episodes: end training once this many episodes have been played (``--episodes``);
+            ``run.total_steps`` stays the upper bound. None: train for ``run.total_steps``.
     """
 
     enabled: bool = False
     dir: str | None = None
+    enrichment_dir: str | None = None
     curriculum_config: str | None = None
     strategy: str | None = None
     auto_advance: bool = True
+    episodes: int | None = None
 
     def _check(self, key: str, source: str | None) -> None:
         if self.enabled and not self.dir:
             raise ConfigError(f"{key}.dir", self.dir, "datapacks need a directory", source=source)
+        if self.episodes is not None:
+            check_int(f"{key}.episodes", self.episodes, source=source)
+        for name in ("enrichment_dir", "episodes"):
+            if not self.enabled and getattr(self, name) is not None:
+                raise ConfigError(
+                    f"{key}.{name}",
+                    getattr(self, name),
+                    "needs datapacks.enabled (--datapack-dir)",
+                    source=source,
+                )
 
 
 @dataclass(frozen=True)

@@ -243,13 +243,20 @@ def _learn(
     callbacks: list[Any],
     progress: Callable[[int], None] | None,
 ) -> None:
-    from gymcurric.train._callbacks import CurriculumHistory, ProgressCallback
+    from gymcurric.train._callbacks import CurriculumHistory, ProgressCallback, StopAtEpisodes
 
     history = next((c for c in callbacks if isinstance(c, CurriculumHistory)), None)
     cbs = list(callbacks)
     if progress is not None:
         cbs.append(ProgressCallback(progress))
+    stop = None
+    if cfg.datapacks.episodes is not None and built.sampler is not None:
+        # --episodes: the run ends within one vector step of that many datapack episodes
+        stop = StopAtEpisodes(built.sampler.curriculum, cfg.datapacks.episodes)
+        cbs.append(stop)
     for n in _chunks(cfg, int(model.num_timesteps)):
+        if stop is not None and stop.reached:
+            break
         model.learn(n, callback=cbs, reset_num_timesteps=False, progress_bar=False)
         _save_checkpoint(model, built, cfg, run_dir, history)
 
@@ -311,6 +318,8 @@ def _finish(
         summary["lagrange_multiplier"] = float(lam() if callable(lam) else lam)
     if built.curriculum is not None:
         summary["curriculum"] = {k: float(v) for k, v in built.curriculum.stats().items()}
+    if built.sampler is not None and getattr(built.sampler, "curriculum", None) is not None:
+        summary["datapack_episodes"] = int(built.sampler.curriculum.episode)
     _atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     if cfg.run.plots:
         try:
