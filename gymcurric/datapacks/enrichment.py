@@ -65,7 +65,7 @@ class Affordance:
 
 def _check_novelty_tag(tag: Mapping[str, Any], at: Location) -> None:
     require(tag, "novelty_score", at)
-    read_num(tag, "novelty_score", at, None, 0.0, 1.0)
+    read_num(tag, "novelty_score", at, 0.0, 0.0, 1.0)  # a non-None default: null is refused
     read_num(tag, "expected_mpl_gain", at, 0.0)
 
 
@@ -80,7 +80,7 @@ def _check_fragility_tag(tag: Mapping[str, Any], at: Location) -> None:
 def _check_efficiency_tag(tag: Mapping[str, Any], at: Location) -> None:
     read_str(tag, "metric", at, required=True)
     require(tag, "score", at)
-    read_num(tag, "score", at, None, 0.0, 1.0)
+    read_num(tag, "score", at, 0.0, 0.0, 1.0)  # a non-None default: null is refused
 
 
 def _check_affordance_tag(tag: Mapping[str, Any], at: Location) -> None:
