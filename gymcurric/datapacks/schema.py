@@ -174,8 +174,8 @@ class DataPack:
         read_num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
         read_num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
         inner = self.enrichment.supervision_hints
-        if inner is not None and self.supervision_hints != inner:
-            if self.supervision_hints != SupervisionHints():
+        if inner is not None and self.supervision_hints is not inner:
+            if not _hints_agree(self.supervision_hints, inner):
                 raise at.error(
                     "supervision_hints",
                     self.supervision_hints.to_dict(),
@@ -216,7 +216,7 @@ class DataPack:
         enrichment = Enrichment.from_dict(data.get("enrichment"), at)
         hints = SupervisionHints.from_dict(data.get("supervision_hints"), at)
         inner = enrichment.supervision_hints
-        if inner is not None and hints not in (inner, SupervisionHints()):
+        if inner is not None and not _hints_agree(hints, inner):
             raise at.error(
                 "supervision_hints",
                 data.get("supervision_hints"),
@@ -284,6 +284,18 @@ class DataPack:
     def __reduce__(self) -> tuple[Any, ...]:
         # Mapping proxies do not pickle: travel as the JSON form (e.g. to vector-env workers).
         return (_unpickle, (self.to_dict(), self.source))
+
+
+def _hints_agree(top: SupervisionHints, inner: SupervisionHints) -> bool:
+    """Whether top-level hints may stand beside ``enrichment.supervision_hints``.
+
+    They may when they are the same hints (unknown keys included) or the defaults with no
+    other key (what gymcurric writes for a datapack without hints); anything else would be
+    dropped, since the record keeps the enrichment's.
+    """
+    if top == inner and dict(top.extra) == dict(inner.extra):
+        return True
+    return top == SupervisionHints() and not top.extra
 
 
 def _unpickle(data: dict[str, Any], source: str | None) -> DataPack:

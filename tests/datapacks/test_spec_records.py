@@ -12,6 +12,7 @@ from gymcurric.datapacks import (
     DataPack,
     DatapackTable,
     FrontierPrioritizedStrategy,
+    SupervisionHints,
     TagAwareStrategy,
     load_datapacks,
 )
@@ -157,6 +158,27 @@ def test_hints_given_twice_and_different_are_refused():
         DataPack.from_dict(rec, source="f.jsonl", line=4)
     same = record("a", enrichment={"supervision_hints": record()["supervision_hints"]})
     assert DataPack.from_dict(same).supervision_hints.safety_critical
+    # top-level hints with only unknown keys would be dropped beside the enrichment's
+    extra = record(
+        "a",
+        supervision_hints={"curator": "bob"},
+        enrichment={"supervision_hints": {"safety_critical": True}},
+    )
+    with pytest.raises(DataError, match=r"field 'supervision_hints': differs .*'curator'"):
+        DataPack.from_dict(extra)
+    with pytest.raises(DataError, match="field 'supervision_hints': differs"):
+        DataPack(
+            "a",
+            "t",
+            None,
+            1,
+            enrichment=DataPack.from_dict(same).enrichment,
+            supervision_hints=SupervisionHints(extra={"curator": "bob"}),
+        )
+    defaults = record(
+        "a", supervision_hints={"safety_critical": False}, enrichment=same["enrichment"]
+    )
+    assert DataPack.from_dict(defaults).supervision_hints.safety_critical  # gymcurric's defaults
 
 
 def test_spec_tag_quotas_fill_a_batch_of_spec_records():
