@@ -230,7 +230,6 @@ class StageSpec:
             raise ConfigError(key, exc.value, exc.reason, source=src) from exc
         del params["strategy"]
         object.__setattr__(self, "strategy_params", params)  # explicit, with defaults
-        object.__setattr__(self, "weight_multipliers", dict(self.weight_multipliers))
         if not isinstance(self.weight_multipliers, Mapping):
             raise ConfigError(
                 "weight_multipliers",
@@ -238,6 +237,7 @@ class StageSpec:
                 "expected a mapping of tag family to factor",
                 source=src,
             )
+        object.__setattr__(self, "weight_multipliers", dict(self.weight_multipliers))
         for k, v in self.weight_multipliers.items():
             check_selector(k, f"weight_multipliers[{k!r}]", src)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:

@@ -94,7 +94,7 @@ def _rule(rule: Any, key: str, source: str | None) -> dict[str, Any]:
                 source=source,
             )
     kind = rule.get("type")
-    if kind not in RULE_TYPES:
+    if not isinstance(kind, str) or kind not in RULE_TYPES:
         raise ConfigError(f"{key}.type", kind, f"expected one of {list(RULE_TYPES)}", source=source)
     if "threshold" not in rule:
         raise ConfigError(f"{key}.threshold", None, "required key is missing", source=source)

@@ -117,6 +117,11 @@ def _write(tmp_path, text):
          "values must sum to 1.0"),
         ('curriculum_stage: "early"', "curriculum_stage: 3",
          "stages.warmup.filter_constraints.curriculum_stage", "expected a stage name"),
+        ("type: rolling_error_rate", "type: [rolling_error_rate]",
+         "stages.warmup.transition_rule.type", "expected one of"),
+        ("    weight_multipliers:\n      safety_critical: 2.0\n      fragile_high: 0.5\n"
+         "      fragile_critical: 0.0", "    weight_multipliers: safety_critical",
+         "stages.warmup.weight_multipliers", "expected a mapping of tag family to factor"),
     ],
 )  # fmt: skip
 def test_malformed_spec_configs_name_file_key_and_value(tmp_path, old, new, key, reason):
