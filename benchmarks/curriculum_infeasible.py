@@ -81,6 +81,9 @@ bootstrap 95 % CI (seed ``BOOTSTRAP_SEED``), the AUC, the final success and each
 of the env steps until the threshold; then every seed. Same seed and condition, same record
 (apart from wall times and the commit).
 
+The task spaces, the policies and the held-out evaluation are in ``_infeasible_tasks.py``; the
+provenance, the tables and the plot in ``_infeasible_report.py`` (both beside this script).
+
     python benchmarks/curriculum_infeasible.py --ceilings
     python benchmarks/curriculum_infeasible.py --spaces mostly --conditions uniform lp \\
         --seeds 0 1 2 --workers 2
@@ -93,13 +96,9 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import json
 import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -107,28 +106,43 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import _infeasible_report
 import numpy as np
-from _stats import ci95
 
-ENV_ID = "gymcurric/HazardGrid-v0"
-# sparse reward: only reaching the goal pays, so a far goal is rarely found by chance
-ENV_KWARGS = {"reward_distance": 0.0, "reward_goal": 1.0}
-BASE = {"size": 20, "num_hazards": 0}
-LIMIT = 120  # max_steps of every feasible and uncontrollable task
-SLIPS = (0.0, 0.3)
-FAMILIES = ("trivial", "frontier", "hard", "uncontrollable", "unreachable")
-FEASIBLE = FAMILIES[:3]
-SPACES = ("primary", "mostly", "feasible")
+# the names only re-exported are for the smoke test (tests/benchmarks/), which reads them here
+from _infeasible_report import (  # noqa: F401
+    git_state,
+    load_records,
+    paired_ratio,
+    step_shares,
+    versions,
+)
+from _infeasible_tasks import (  # noqa: F401
+    ENV_ID,
+    ENV_KWARGS,
+    FAMILIES,
+    FEASIBLE,
+    HELD_OUT,
+    PERMUTATION_SEED,
+    SPACES,
+    THRESHOLD,
+    StudySpace,
+    _task,
+    ceilings,
+    evaluate,
+    family_of,
+    family_sums,
+    family_tasks,
+    greedy_action,
+    play,
+    random_action,
+    study_space,
+    tag_family,
+)
+
 BUDGET = {"primary": 500_000, "mostly": 1_000_000, "feasible": 300_000}
 EVAL_EVERY = {"primary": 10_000, "mostly": 20_000, "feasible": 10_000}
-HELD_OUT = tuple(
-    {**BASE, "goal_distance": d, "slip_prob": 0.0, "max_steps": LIMIT} for d in (27, 29, 31, 33, 35)
-)
-THRESHOLD = 0.8
 AUC_STEPS = 300_000
-PERMUTATION_SEED = 2026  # the one task order of each space
-EVAL_SEED = 10_000  # held-out episode k of task i: seed EVAL_SEED + 100 * i + k
-BOOTSTRAP_SEED, BOOTSTRAP_RESAMPLES = 0, 10_000
 N_ENVS = 4
 PPO_KWARGS: dict[str, Any] = {
     "n_steps": 256,
@@ -139,128 +153,6 @@ PPO_KWARGS: dict[str, Any] = {
 }
 GAMMA, GAE_LAMBDA = 0.99, 0.95  # SB3's PPO defaults (Syllabus's PLR needs them too)
 RECORDS = Path(__file__).resolve().parent / "reference" / "curriculum_infeasible" / "records"
-
-
-# ----------------------------------------------------------------------------- task spaces
-
-
-def _task(d: int, slip: float, limit: int) -> dict[str, Any]:
-    return {**BASE, "goal_distance": d, "slip_prob": slip, "max_steps": limit}
-
-
-def family_tasks(space: str) -> dict[str, list[dict[str, Any]]]:
-    """The tasks of each family of ``space``, in family order (see the module docstring)."""
-    if space not in SPACES:
-        raise ValueError(f"unknown space {space!r}; expected one of {SPACES}")
-    out = {
-        "trivial": [_task(d, s, LIMIT) for d in (2, 4) for s in SLIPS],
-        "frontier": [_task(d, s, LIMIT) for d in range(6, 25, 2) for s in SLIPS],
-        "hard": [_task(d, s, LIMIT) for d in range(26, 37, 2) for s in SLIPS],
-    }
-    if space == "feasible":
-        return out
-    limits = (LIMIT, 100, 110) if space == "mostly" else (LIMIT,)
-    out["uncontrollable"] = [_task(d, 1.0, t) for t in limits for d in range(15, 39)]
-    if space == "mostly":
-        out["unreachable"] = [_task(d, 0.0, d - k) for d in range(16, 39) for k in range(1, 10)]
-    else:
-        out["unreachable"] = [_task(d, 0.0, d - k) for d in range(16, 39, 2) for k in (1, 4, 8, 12)]
-    return out
-
-
-def family_of(task: dict[str, Any]) -> str:
-    """The family a task belongs to, read from its parameters alone."""
-    if task["slip_prob"] >= 1.0:
-        return "uncontrollable"
-    if task["max_steps"] < task["goal_distance"]:
-        return "unreachable"
-    d = task["goal_distance"]
-    return "trivial" if d <= 4 else "frontier" if d <= 24 else "hard"
-
-
-class StudySpace(NamedTuple):
-    """One space's tasks in their fixed random order, and the family of each task id."""
-
-    name: str
-    tasks: tuple[dict[str, Any], ...]
-    families: tuple[str, ...]
-
-    @property
-    def infeasible_share(self) -> float:
-        return sum(f not in FEASIBLE for f in self.families) / len(self.families)
-
-    def family_array(self) -> np.ndarray:
-        return np.array(self.families)
-
-    def fixed(self) -> Any:
-        from gymcurric.tasks import FixedTaskSpace
-
-        return FixedTaskSpace(list(self.tasks))
-
-
-@functools.cache
-def study_space(name: str) -> StudySpace:
-    """``name``'s tasks, permuted with ``PERMUTATION_SEED`` (ids carry no hint of the family)."""
-    by_family = family_tasks(name)
-    tasks = [t for f in FAMILIES for t in by_family.get(f, [])]
-    order = np.random.default_rng(PERMUTATION_SEED).permutation(len(tasks))
-    tasks = [tasks[i] for i in order]
-    return StudySpace(name, tuple(tasks), tuple(family_of(t) for t in tasks))
-
-
-def family_sums(families: np.ndarray, values: np.ndarray) -> dict[str, float]:
-    """``values`` summed per family (every family listed, 0 where none)."""
-    return {f: float(values[families == f].sum()) for f in FAMILIES}
-
-
-# ----------------------------------------------------------------------------- policies
-
-
-def greedy_action(obs: np.ndarray, rng: np.random.Generator) -> int:
-    """The oracle: one step straight towards the goal (rows first), from the observation."""
-    dr, dc = obs[2], obs[3]  # (goal - agent) / (size - 1)
-    if dr != 0:
-        return 2 if dr > 0 else 0
-    return 1 if dc > 0 else 3
-
-
-def random_action(obs: np.ndarray, rng: np.random.Generator) -> int:
-    return int(rng.integers(4))
-
-
-def play(
-    tasks: Sequence[dict[str, Any]],
-    policy: Callable[[np.ndarray, np.random.Generator], int],
-    episodes: int,
-    seed: int = 0,
-) -> np.ndarray:
-    """Success rate of ``policy`` on each task over ``episodes`` fixed-seed episodes."""
-    from gymcurric.envs.grid import HazardGridEnv
-
-    env = HazardGridEnv(**ENV_KWARGS)
-    rng = np.random.default_rng(seed)
-    out = np.zeros(len(tasks))
-    for i, task in enumerate(tasks):
-        for ep in range(episodes):
-            obs, info = env.reset(seed=seed + 1000 * i + ep, options={"task": task})
-            done = False
-            while not done:
-                obs, _, term, trunc, info = env.step(policy(obs, rng))
-                done = term or trunc
-            out[i] += info["is_success"]
-    return out / episodes
-
-
-def ceilings(space: str, episodes: int) -> dict[str, dict[str, float]]:
-    """Greedy and random success per family of ``space`` (and the number of tasks)."""
-    out = {}
-    for fam, tasks in family_tasks(space).items():
-        out[fam] = {
-            "tasks": len(tasks),
-            "greedy": float(play(tasks, greedy_action, episodes).mean()),
-            "random": float(play(tasks, random_action, episodes).mean()),
-        }
-    return out
 
 
 # ----------------------------------------------------------------------------- conditions
@@ -433,87 +325,6 @@ def syllabus_installed() -> bool:
 # ----------------------------------------------------------------------------- one run
 
 
-def evaluate(model: Any, episodes: int) -> dict[str, Any]:
-    """Held-out success: the deterministic policy, ``episodes`` fixed-seed episodes per task.
-
-    The episodes run side by side and the policy sees all of them in one batch each step (the
-    finished ones keep their last observation), so every evaluation asks the same batch shape.
-    """
-    from gymcurric.envs.grid import HazardGridEnv
-
-    envs, obs = [], []
-    for i, task in enumerate(HELD_OUT):
-        for ep in range(episodes):
-            env = HazardGridEnv(**ENV_KWARGS)
-            o, _ = env.reset(seed=EVAL_SEED + 100 * i + ep, options={"task": task})
-            envs.append(env)
-            obs.append(o)
-    batch = np.stack(obs)
-    running = np.ones(len(envs), dtype=bool)
-    success = np.zeros(len(envs))
-    while running.any():
-        actions, _ = model.predict(batch, deterministic=True)
-        for j in np.flatnonzero(running):
-            batch[j], _, term, trunc, info = envs[j].step(int(actions[j]))
-            if term or trunc:
-                running[j] = False
-                success[j] = float(info["is_success"])
-    per_task = success.reshape(len(HELD_OUT), episodes).mean(axis=1)
-    return {"success": float(success.mean()), "per_task": [float(x) for x in per_task]}
-
-
-def _tag_family(**env_kwargs: Any) -> Any:
-    """The base env, with each episode's family written into the info of its last step."""
-    import gymnasium as gym
-
-    import gymcurric  # noqa: F401  (registers the env)
-
-    class TagFamily(gym.Wrapper):
-        def step(self, action: Any) -> Any:
-            obs, reward, term, trunc, info = self.env.step(action)
-            if term or trunc:  # the base env still holds this episode's task
-                base: Any = self.env.unwrapped
-                info["episode_family"] = family_of(base.task)
-            return obs, reward, term, trunc, info
-
-    return TagFamily(gym.make(ENV_ID, **env_kwargs))
-
-
-def git_state() -> dict[str, Any]:
-    """The gymcurric checkout's commit, and whether ``gymcurric/`` differs from it."""
-    import gymcurric
-
-    root = Path(gymcurric.__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "gymcurric"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "gymcurric_modified": None}
-    return {"commit": commit, "gymcurric_modified": bool(changed)}
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in ("gymcurric", "stable-baselines3", "torch", "gymnasium", "numpy"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
 class RunSpec(NamedTuple):
     """One run's settings (everything a worker process needs)."""
 
@@ -596,7 +407,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
 
     try:
         venv = make_vec_env(
-            _tag_family,
+            tag_family,
             n_envs=N_ENVS,
             seed=spec.seed,
             env_kwargs=ENV_KWARGS,
@@ -664,167 +475,17 @@ def write_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-# ----------------------------------------------------------------------------- summary
-
-
-def load_records(out: Path) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted(out.glob("*.json")):
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, ValueError) as exc:
-            print(f"skipped {path}: {exc}", file=sys.stderr)
-    return records
-
-
-def _to_threshold(r: dict[str, Any]) -> float:
-    """Steps to threshold, the budget when never reached."""
-    s = r["steps_to_threshold"]
-    return float(s if s is not None else r["config"]["budget"])
-
-
-def step_shares(r: dict[str, Any]) -> dict[str, float]:
-    """Each family's share of the env steps until the threshold (the whole run if never)."""
-    end = r["steps_to_threshold"]
-    total = dict.fromkeys(FAMILIES, 0.0)
-    for h in r["history"]:
-        if end is not None and h["steps"] > end:
-            break
-        for f in FAMILIES:
-            total[f] += h["window"]["env_steps"][f]
-    n = sum(total.values())
-    return {f: total[f] / n if n else 0.0 for f in FAMILIES}
-
-
-def paired_ratio(
-    x: dict[int, float], y: dict[int, float]
-) -> tuple[float, float, float, int] | None:
-    """mean(x) / mean(y) over the seeds both have, with a paired bootstrap 95 % CI."""
-    seeds = sorted(set(x) & set(y))
-    if not seeds:
-        return None
-    a, b = np.array([x[s] for s in seeds]), np.array([y[s] for s in seeds])
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    idx = rng.integers(0, len(seeds), (BOOTSTRAP_RESAMPLES, len(seeds)))
-    ratios = a[idx].mean(axis=1) / b[idx].mean(axis=1)
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return float(a.mean() / b.mean()), float(lo), float(hi), len(seeds)
-
-
-def _k(x: float) -> str:
-    return f"{x / 1000:,.0f} k"
-
-
-def _order(conditions: set[str]) -> list[str]:
-    known = [c for c in CONDITIONS if c in conditions]
-    return known + sorted(conditions - set(known))
+# ----------------------------------------------------------------------------- CLI
 
 
 def summarise(records: list[dict[str, Any]]) -> str:
-    """The tables: per space and condition, then per seed."""
-    lines: list[str] = []
-    for space in [s for s in SPACES if any(r["space"] == s for r in records)]:
-        rs = [r for r in records if r["space"] == space]
-        by_cond = {
-            c: [r for r in rs if r["condition"] == c] for c in _order({r["condition"] for r in rs})
-        }
-        to = {c: {r["seed"]: _to_threshold(r) for r in v} for c, v in by_cond.items()}
-        first = rs[0]["config"]
-        lines += [
-            f"### {space}: {first['tasks']} tasks, {first['infeasible_share']:.0%} infeasible; "
-            f"threshold {first['threshold']:.0%} held-out success, AUC up to "
-            f"{_k(first['auc_steps'])}",
-            "",
-            "| condition | runs | reached | steps to threshold (budget if never) | x uniform "
-            "| x oracle | AUC | final success | step share tri / fro / hard / unc / unr |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for cond, group in by_cond.items():
-            m, h = ci95(list(to[cond].values()))
-            ratios = []
-            for ref in ("uniform", "oracle"):
-                pr = paired_ratio(to[cond], to[ref]) if ref in to and ref != cond else None
-                ratios.append("—" if pr is None else f"{pr[0]:.2f} [{pr[1]:.2f}, {pr[2]:.2f}]")
-            am, ah = ci95([r["auc"] for r in group])
-            fm, fh = ci95([r["final_success"] for r in group])
-            shares = [step_shares(r) for r in group]
-            share = " / ".join(f"{np.mean([s[f] for s in shares]):.0%}" for f in FAMILIES)
-            reached = sum(r["steps_to_threshold"] is not None for r in group)
-            lines.append(
-                f"| {cond} | {len(group)} | {reached}/{len(group)} | {_k(m)} ± {_k(h)} | "
-                f"{ratios[0]} | {ratios[1]} | {am:.2f} ± {ah:.2f} | {fm:.2f} ± {fh:.2f} | "
-                f"{share} |"
-            )
-        lines += ["", f"Per seed ({space}): steps to threshold (never: -), AUC", ""]
-        conds = list(by_cond)
-        lines += [f"| seed | {' | '.join(conds)} |", "|---" * (len(conds) + 1) + "|"]
-        for seed in sorted({r["seed"] for r in rs}):
-            cells = []
-            for cond in conds:
-                r = next((r for r in by_cond[cond] if r["seed"] == seed), None)
-                if r is None:
-                    cells.append("")
-                    continue
-                s = r["steps_to_threshold"]
-                cells.append(f"{'-' if s is None else _k(s)}, {r['auc']:.2f}")
-            lines.append(f"| {seed} | {' | '.join(cells)} |")
-        lines += ["", *_provenance(by_cond), ""]
-    return "\n".join(lines) if lines else "no records"
-
-
-def _provenance(by_cond: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Commits and curriculum configs behind each condition (several: the defaults moved)."""
-    out = ["Provenance (+: gymcurric/ had uncommitted changes):"]
-    for cond, group in by_cond.items():
-        commits = sorted(
-            {(r["commit"] or "?")[:9] + ("+" if r["gymcurric_modified"] else "") for r in group}
-        )
-        configs = set()
-        for r in group:
-            config = dict(r["curriculum"].get("config") or r["curriculum"].get("kwargs") or {})
-            config.pop("seed", None)
-            configs.add(json.dumps(config, sort_keys=True))
-        note = f"{cond}: gymcurric {', '.join(commits)}"
-        if len(configs) > 1:
-            note += f"; WARNING: {len(configs)} different curriculum configs across seeds"
-        out.append(f"- {note}")
-    return out
+    """The tables: per space and condition (in :data:`CONDITIONS` order), then per seed."""
+    return _infeasible_report.summarise(records, tuple(CONDITIONS))
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> None:
-    """Held-out success against env steps, mean over seeds, one panel per space.
-
-    A run that stopped early holds its last value from there on.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    spaces = [s for s in SPACES if any(r["space"] == s for r in records)]
-    fig, axes = plt.subplots(1, len(spaces), figsize=(6 * len(spaces), 4.2), squeeze=False)
-    for ax, space in zip(axes[0], spaces, strict=True):
-        rs = [r for r in records if r["space"] == space]
-        for cond in _order({r["condition"] for r in rs}):
-            group = [r for r in rs if r["condition"] == cond]
-            grid = np.unique(np.concatenate([[h["steps"] for h in r["history"]] for r in group]))
-            ys = []
-            for r in group:
-                steps = np.array([h["steps"] for h in r["history"]])
-                vals = np.array([h["success"] for h in r["history"]])
-                ys.append(vals[np.searchsorted(steps, grid, side="right") - 1])
-            ax.plot(grid, np.mean(ys, axis=0), lw=2, label=f"{cond} (n={len(group)})")
-        ax.axhline(THRESHOLD, color="black", ls="--", lw=1)
-        ax.set(title=space, xlabel="env steps", ylim=(-0.02, 1.02))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("held-out hard success (deterministic)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-# ----------------------------------------------------------------------------- CLI
+    """Held-out success against env steps, mean over seeds, one panel per space."""
+    _infeasible_report.plot(records, path, tuple(CONDITIONS))
 
 
 def _print_ceilings(spaces: Sequence[str], episodes: int) -> None:
