@@ -149,8 +149,11 @@ class DataPackCurriculum:
         stage that was active then (from :attr:`transitions`); for the current one, the active
         stage (= :meth:`schedule`); for a later one, the stage the fallbacks
         (``fallback_episodes`` / ``fallback_episode``) will have reached by then with
-        ``auto_advance``, since the rules cannot be foreseen. The same config, datapacks and
-        history give the same schedule.
+        ``auto_advance``, since the rules cannot be foreseen. The projection applies the live
+        rule exactly: the curriculum advances at most one stage per finished episode, so a
+        stage is played for at least one episode even when its ``fallback_episode`` is not
+        after the previous stage's. The same config, datapacks and history give the same
+        schedule.
 
         Raises:
             ConfigError: ``episode`` is not an integer >= 0.
@@ -193,14 +196,19 @@ class DataPackCurriculum:
         return index
 
     def _fallback_end(self, index: int, start: int) -> int | None:
-        """The episode at which stage ``index``, entered at ``start``, is left by a fallback."""
+        """The episode at which stage ``index``, entered at ``start``, is left by a fallback.
+
+        Never before ``start + 1``: the stage is checked after each finished episode, so it is
+        played for at least one episode (and the curriculum advances at most one stage per
+        episode), even when its ``fallback_episode`` is not after the previous stage's.
+        """
         spec = self.config.stages[index]
         ends = []
         if spec.fallback_episodes is not None:
             ends.append(start + spec.fallback_episodes)
         if spec.fallback_episode is not None:
-            ends.append(max(start, spec.fallback_episode))
-        return min(ends) if ends else None
+            ends.append(spec.fallback_episode)
+        return max(min(ends), start + 1) if ends else None
 
     def eligible_weights(self, table: DatapackTable) -> np.ndarray:
         """Per-row weights for the active stage: filters, multipliers and prerequisites.
@@ -332,9 +340,7 @@ class DataPackCurriculum:
             "stage_index": self.stage_index,
             "episode": self.episode,
             "episodes_in_stage": in_stage,
-            "stage_progress": (
-                None if length is None else 1.0 if length <= 0 else min(in_stage / length, 1.0)
-            ),
+            "stage_progress": (None if length is None else min(in_stage / length, 1.0)),
             "next_stage": None if last else self.config.stages[self.stage_index + 1].name,
             "episodes_to_next_stage": (None if last or end is None else max(end - self.episode, 0)),
             "rules": [

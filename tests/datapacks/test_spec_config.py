@@ -256,3 +256,35 @@ def test_spec_prerequisites_gate_a_datapack_until_both_tags_are_satisfied():
         cur.update_diagnostics(success=True, tag_results={"fragile_object_awareness": True})
     satisfied = {"basic_drawer_open", "fragile_object_awareness"}
     assert eligible() == reference(satisfied) == {f"p{i}" for i in range(6)}
+
+
+@pytest.mark.parametrize(
+    "stages",
+    [
+        {"a": {"fallback_episode": 10}, "b": {"fallback_episode": 5}, "c": {}},
+        {"a": {"fallback_episode": 0}, "b": {"fallback_episode": 0}, "c": {"fallback_episode": 3},
+         "d": {}},
+        {"a": {"fallback_episode": 4}, "b": {"fallback_episode": 4}, "c": {"fallback_episode": 9},
+         "d": {}},
+    ],
+)  # fmt: skip
+def test_get_schedule_projects_what_the_live_curriculum_does(stages):
+    # a stage is played for at least one episode (the curriculum advances at most one stage
+    # per finished episode), so a later fallback_episode <= an earlier one ends its stage one
+    # episode after it began, in the projection as in the live run
+    live = DataPackCurriculum({"stages": stages})
+    projections = {0: DataPackCurriculum({"stages": stages})}
+    played, left_at = [], []
+    for e in range(16):
+        played.append(live.stage)
+        d = live.get_diagnostics()  # its estimate is exact without rules
+        if d["episodes_to_next_stage"] is not None:
+            left_at.append((e + d["episodes_to_next_stage"], d["next_stage"]))
+        if e == 5:
+            projections[5] = DataPackCurriculum({"stages": stages})
+            projections[5].load_state_dict(live.state_dict())
+        live.update_diagnostics(success=False, error=True)
+    for start, cur in projections.items():
+        assert [cur.get_schedule(e).stage for e in range(start, 16)] == played[start:], start
+    assert [live.get_schedule(e).stage for e in range(16)] == played  # and from the history
+    assert all(played[e] == stage for e, stage in left_at if e < 16)
