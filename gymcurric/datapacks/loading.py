@@ -62,7 +62,8 @@ def _packs(
     for file in files:
         for raw in raw_records(file):
             merged = index.merge(raw)
-            yield _record(raw._replace(data=merged))
+            if merged is not None:  # None: its enrichment is invalid, an error already given
+                yield _record(raw._replace(data=merged))
     for exc in index.unmatched(path):
         yield exc, ""
 

@@ -15,7 +15,9 @@ are new ones. Every problem is reported with the file, the line (or record index
 * an enrichment whose ``pack_id`` matches no datapack,
 * a datapack with no enrichment (neither in the directory nor its own),
 * two enrichments for one ``pack_id``,
-* an enrichment that is not valid (a bad tag list, say), as a datapack's would be.
+* an enrichment that is not valid (a bad tag list, say), as a datapack's would be; that is
+  the only error reported for its ``pack_id`` (its datapack is left out, not reported as
+  having no enrichment).
 """
 
 from __future__ import annotations
@@ -49,24 +51,31 @@ class EnrichmentIndex:
         by_id: ``pack_id`` -> (the enrichment object, where it was read).
         errors: unreadable files, invalid records and duplicate ids, in file order.
         used: the ids merged so far (:meth:`unmatched` lists the others).
+        invalid: ``pack_id`` -> where, for the invalid enrichments whose id could be read (the
+            error is in :attr:`errors`; their datapacks are left out without a second one).
     """
 
     path: str
     by_id: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
     errors: list[DataError] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
+    invalid: dict[str, str] = field(default_factory=dict)
 
     def merge(self, raw: RawRecord) -> Any:
         """``raw``'s data with its enrichment joined in, or a ``DataError`` naming the problem.
 
         Data that is not a JSON object with a string ``pack_id`` is returned unchanged (the
-        datapack reader reports it).
+        datapack reader reports it). ``None`` for a datapack whose enrichment is invalid: that
+        error is already in :attr:`errors`, and the datapack is left out.
         """
         data = raw.data
         if not isinstance(data, Mapping) or not isinstance(data.get("pack_id"), str):
             return data
         pid = data["pack_id"]
         inline = data.get("enrichment")
+        if pid not in self.by_id and pid in self.invalid:
+            self.used.add(pid)
+            return None
         if pid not in self.by_id:
             if isinstance(inline, Mapping) and inline:
                 return data  # it brings its own
@@ -98,20 +107,23 @@ class EnrichmentIndex:
                 )
 
 
-def _enrichment_of(raw: RawRecord) -> tuple[str, dict[str, Any]] | DataError:
+def _enrichment_of(raw: RawRecord) -> tuple[str | None, dict[str, Any] | DataError]:
+    """``(pack_id, enrichment)``, or ``(pack_id if it could be read, the error)``."""
     data = raw.data
     at = Location(raw.source, raw.line)
+    pid = None
     try:
         if isinstance(data, DataError):
-            return data
+            return None, data
         if not isinstance(data, Mapping):
             raise at.error("<record>", data, "expected a JSON object")
         pid = data.get("pack_id")
         if not isinstance(pid, str) or not pid:
+            got, pid = pid, None
             raise at.error(
                 "pack_id",
-                pid,
-                "required field is missing" if pid is None else "expected a non-empty string",
+                got,
+                "required field is missing" if got is None else "expected a non-empty string",
             )
         rest = {k: v for k, v in data.items() if k not in ("pack_id", "enrichment")}
         inner = data.get("enrichment", {})
@@ -126,7 +138,7 @@ def _enrichment_of(raw: RawRecord) -> tuple[str, dict[str, Any]] | DataError:
         Enrichment.from_dict(enrichment, at)  # every problem found now, named in this file
         return pid, enrichment
     except DataError as exc:
-        return _relocated(exc, raw)
+        return pid, _relocated(exc, raw)
 
 
 def read_enrichments(path: str | os.PathLike[str], *, recursive: bool = False) -> EnrichmentIndex:
@@ -147,16 +159,19 @@ def read_enrichments(path: str | os.PathLike[str], *, recursive: bool = False) -
     index = EnrichmentIndex(str(path))
     for file in json_files(path, recursive, "enrichment"):
         for raw in raw_records(file, "enrichment"):
-            got = _enrichment_of(raw)
-            if isinstance(got, DataError):
-                index.errors.append(got)
+            pid, enrichment = _enrichment_of(raw)
+            if isinstance(enrichment, DataError):
+                index.errors.append(enrichment)
+                if pid is not None and pid not in index.by_id:
+                    index.invalid.setdefault(pid, raw.where)
                 continue
-            pid, enrichment = got
-            if pid in index.by_id:
+            assert pid is not None
+            first = index.by_id[pid][1] if pid in index.by_id else index.invalid.get(pid)
+            if first is not None:
                 index.errors.append(
                     DataError(
                         f"{raw.where}: field 'pack_id': a second enrichment for this datapack "
-                        f"(the first at {index.by_id[pid][1]}); got {pid!r}"
+                        f"(the first at {first}); got {pid!r}"
                     )
                 )
                 continue

@@ -77,7 +77,7 @@ def test_every_merge_problem_is_reported_with_file_line_and_id(tmp_path, capsys)
         r"got 2$",
         rf"{ef}, line 7: field 'pack_id': required field is missing; got None",
         rf"{df}, line 4: field 'pack_id': datapack has no enrichment in {e}; got 'pack_003'",
-        rf"{df}, line 5: field 'pack_id': datapack has no enrichment in {e}; got 'pack_004'",
+        # pack_004's enrichment is invalid (line 6): that is its only error, not "no enrichment"
         rf"{ef}, line 4: field 'pack_id': enrichment matches no datapack in {d}; got 'pack_999'",
     ]
     assert len(errors) == len(expect), errors
@@ -89,7 +89,17 @@ def test_every_merge_problem_is_reported_with_file_line_and_id(tmp_path, capsys)
     # the CLI prints the same lines and exits 1
     assert cli.main(["datapacks", "validate", str(d), "--enrichment-dir", str(e)]) == 1
     out, err = capsys.readouterr()
-    assert out.splitlines() == errors and "4 valid datapacks, 6 errors" in err
+    assert out.splitlines() == errors and "4 valid datapacks, 5 errors" in err
+    # an invalid enrichment still counts for its id: a second one is a duplicate
+    _write(e, "enrichments.jsonl", [bad[5], enrichments[4]])
+    packs, errors = validate_datapacks(d, enrichment_dir=e)
+    assert re.search(r"line 1: field 'enrichment.novelty_tags\[0\]", errors[0])
+    assert re.search(
+        r"line 2: .*a second enrichment .*first at .*line 1\); got 'pack_004'", errors[1]
+    )
+    assert not any("pack_004" in m for m in errors[2:]) and "pack_004" not in {
+        p.pack_id for p in packs
+    }
 
 
 def test_a_conflicting_inline_enrichment_is_an_error_an_equal_one_is_not(tmp_path):
