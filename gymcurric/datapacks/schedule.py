@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import load_yaml, loads_json
+from gymcurric._parsing import loads_json
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
@@ -427,9 +427,12 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
 
     Raises:
         ConfigError: unreadable file, bad syntax, unknown key or bad value (naming the file);
-            also JSON/YAML over the input limits of :mod:`gymcurric._parsing` (nesting depth,
-            YAML size and alias expansion).
+            a key given twice in one mapping (naming the file, the dotted key and, in YAML,
+            both lines), in either config format; also JSON/YAML over the input limits of
+            :mod:`gymcurric._parsing` (nesting depth, YAML size and alias expansion).
     """
+    from gymcurric.datapacks._unique_keys import check_json_unique, load_yaml_unique
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -440,9 +443,13 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
             from gymcurric._optional import import_optional
 
             import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
-            data = load_yaml(text)  # yaml.safe_load, bounded in size, depth and aliases
+            # yaml.safe_load, bounded in size, depth and aliases; duplicate keys refused
+            data = load_yaml_unique(text, source=str(p))
         else:
             data = loads_json(text)
+            check_json_unique(text, source=str(p))
+    except ConfigError:  # a duplicate key, named already
+        raise
     except DataError as exc:  # an input limit (the file is named below)
         raise ConfigError("file", str(p), str(exc), source=str(p)) from exc
     except ValueError as exc:  # json.JSONDecodeError

@@ -285,3 +285,33 @@ def test_mean_return_metric_and_rule():
     other = DataPackCurriculum(cfg)
     other.load_state_dict(state)
     assert other.get_diagnostics() == cur.get_diagnostics()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "lines"),
+    [
+        ("window: 20\nwindow: 30\n", "window", (1, 2)),
+        ("stages:\n  - name: a\n    strategy: balanced\n    strategy: tag_aware\n",
+         "stages[0].strategy", (3, 4)),
+        ("stages:\n  - name: a\n    filters: {max_tier: 1, max_tier: 2}\n",
+         "stages[0].filters.max_tier", (3, 3)),
+    ],
+)  # fmt: skip
+def test_duplicate_keys_are_config_errors_in_gymcurric_format_too(tmp_path, text, key, lines):
+    pytest.importorskip("yaml")
+    f = tmp_path / "cur.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_curriculum_config(f)
+    err = info.value
+    assert (err.key, err.source) == (key, str(f))
+    assert f"line {lines[1]}" in err.reason and f"line {lines[0]}" in err.reason, err.reason
+    assert str(err).startswith(f"{f}: ")
+    # a YAML merge key is not a duplicate: an explicit key overrides the merged one
+    f.write_text("base: &b {name: a, strategy: balanced}\nstages:\n  - {<<: *b, name: z}\n")
+    with pytest.raises(ConfigError, match="'base'"):  # the unknown key, not a duplicate
+        load_curriculum_config(f)
+    g = tmp_path / "cur.json"
+    g.write_text('{"window": 20, "window": 30}')
+    with pytest.raises(ConfigError, match=r"'window'.*duplicate key: given twice"):
+        load_curriculum_config(g)

@@ -288,3 +288,17 @@ def test_get_schedule_projects_what_the_live_curriculum_does(stages):
         assert [cur.get_schedule(e).stage for e in range(start, 16)] == played[start:], start
     assert [live.get_schedule(e).stage for e in range(16)] == played  # and from the history
     assert all(played[e] == stage for e, stage in left_at if e < 16)
+
+
+def test_a_duplicate_stage_is_an_error_not_a_lost_stage(tmp_path):
+    # PyYAML keeps the later of two equal keys: the first warmup stage would vanish silently
+    text = SPEC_YAML.replace("  skill_building:", "  warmup:", 1)
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_curriculum_config(path)
+    err = info.value
+    line = text.splitlines().index("  warmup:", 2) + 1
+    assert (err.key, err.value, err.source) == ("stages.warmup", "warmup", str(path))
+    assert f"line {line}" in err.reason and "line 2" in err.reason, err.reason
+    with pytest.raises(ConfigError, match=r"'stages\.warmup\.strategy_params\.tier_ratios\.0'"):
+        load_curriculum_config(_write(tmp_path, SPEC_YAML.replace("{0: 0.5,", "{0: 0.5, 0: 0.2,")))
