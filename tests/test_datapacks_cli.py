@@ -136,6 +136,25 @@ def test_sample_with_yaml_config_stage_and_run_dir(tmp_path, capsys):
     assert entry["curriculum_stage"] == "hard" and entry["strategy"] == "tag_aware"
 
 
+def test_sample_strategy_with_a_spec_format_config_is_the_stages_default(tmp_path, capsys):
+    pytest.importorskip("yaml")
+    d = write_packs(tmp_path / "s")
+    cfg = tmp_path / "cur.yaml"
+    cfg.write_text(
+        "stages:\n"
+        "  warmup: {strategy: balanced, strategy_params: {tier_ratios: {0: 1.0}}}\n"
+        "  frontier: {weight_multipliers: {tier_2: 2.0}}\n"
+    )
+    base = ["datapacks", "sample", str(d), "--config", str(cfg), "--strategy"]
+    assert cli.main([*base, "frontier_prioritized", "--batch-size", "4"]) == 0
+    entry = json.loads(capsys.readouterr().out)  # the stage's own strategy wins
+    assert entry["strategy"] == "balanced" and {s["tier"] for s in entry["sampled_episodes"]} == {0}
+    assert cli.main([*base, "frontier_prioritized", "--stage", "frontier"]) == 0
+    entry = json.loads(capsys.readouterr().out)  # a stage that names none takes it
+    assert entry["strategy"] == "frontier_prioritized"
+    assert entry["strategy_params"]["tier_weights"] == {"0": 0.2, "1": 0.5, "2": 1.0}
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -21,6 +21,7 @@ from gymcurric.datapacks.loading import (
 from gymcurric.datapacks.merge import read_enrichments
 from gymcurric.datapacks.sampler import LOG_FILENAME, DataPackRLSampler
 from gymcurric.datapacks.schedule import (
+    CONVENTIONS,
     METRICS,
     CurriculumSchedule,
     DataPackCurriculumConfig,
@@ -76,6 +77,7 @@ __all__ = [
     "TagAwareStrategy",
     "make_strategy",
     # staged curriculum
+    "CONVENTIONS",
     "CurriculumSchedule",
     "DataPackCurriculum",
     "DataPackCurriculumConfig",

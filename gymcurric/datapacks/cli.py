@@ -68,8 +68,10 @@ def build_sampler(
         datapack_dir: directory (or file) of ``.json`` / ``.jsonl`` datapacks.
         curriculum_config: a YAML / JSON :class:`DataPackCurriculumConfig` file; ``None``: the
             shipped four-stage default.
-        sampling_strategy: a strategy name that overrides every stage's strategy (with its
-            default parameters); ``None``: each stage's own.
+        sampling_strategy: a strategy name (with its default parameters): with a config in
+            gymcurric's format it overrides every stage's strategy; in the specification's it
+            is the default for the stages that name none (a stage's own wins, and the
+            specification's default parameters apply); ``None``: each stage's own.
         curriculum_auto_advance: overrides the config's ``auto_advance``; ``None`` keeps it.
         seed: the sampler's seed.
         recursive: read sub-directories of ``datapack_dir`` too.
@@ -120,7 +122,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--sampling-strategy",
         default=None,
         choices=sorted(STRATEGIES),
-        help="override every stage's strategy",
+        help="gymcurric's config format: override every stage's strategy; the "
+        "specification's: the default for stages that name none",
     )
     g.add_argument(
         "--curriculum-auto-advance",
@@ -175,7 +178,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--strategy",
         default=None,
-        help=f"override the stage's strategy: one of {sorted(STRATEGIES)}",
+        help=f"one of {sorted(STRATEGIES)}: overrides the stage's (gymcurric's config "
+        "format) or is the default for a stage that names none (the specification's)",
     )
     s.add_argument("--stage", default=None, help="sample in this stage (default: the first)")
     s.add_argument("--batch-size", type=int, default=64)

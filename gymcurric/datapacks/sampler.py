@@ -19,6 +19,11 @@ the package (:mod:`gymcurric.datapacks.logschema`)::
                      "safety_critical_count": 8, "fragile_object_count": 15,
                      "tag_coverage": {"fragility": 0.23, "risk": 0.31, ...},   # share per kind
                      "tag_family_counts": {"safety_critical": 8, ...}}}        # gymcurric's
+
+``urgency_score`` is the frontier formula with the active strategy's parameters when it is
+``frontier_prioritized``; otherwise with the default ones, which under the specification's
+conventions (a curriculum config in its format) are its §2.2.2 (tier weights
+``{0: 0.2, 1: 0.5, 2: 1.0}``), and gymcurric's (``{0: 0.3, 1: 0.6, 2: 1.0}``) else.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import numpy as np
 
 from gymcurric.datapacks.curriculum import DataPackCurriculum
 from gymcurric.datapacks.schema import TIERS, DataPack
+from gymcurric.datapacks.spec_config import SPEC_DEFAULTS
 from gymcurric.datapacks.strategies import (
     FrontierPrioritizedStrategy,
     SamplingStrategy,
@@ -54,13 +60,21 @@ class DataPackRLSampler:
     The arguments come in the specification's order (``DataPackRLSampler(datapacks,
     curriculum, seed=42)`` as in its determinism test).
 
+    How ``strategy`` meets the stages' strategies depends on the curriculum config's
+    :attr:`~gymcurric.datapacks.DataPackCurriculumConfig.conventions`: in gymcurric's (a config
+    with a list of stages, or none) it overrides every stage's strategy; in the
+    specification's (a config in its format, stages by name) it is the default for the stages
+    that name no strategy, and a stage's own strategy wins, as the specification's §2.5 has it.
+
     Args:
         datapacks: the records (or a prebuilt :class:`DatapackTable`).
         curriculum: supplies the stage's strategy, filters, multipliers and prerequisites;
             ``None`` samples every datapack with ``strategy``.
-        strategy: a fixed strategy (or its name) that overrides the stage's; default
-            ``"balanced"`` when there is no curriculum.
-        strategy_params: the parameters of ``strategy`` when it is given by name.
+        strategy: a strategy (or its name): overrides the stages' or is their default (see
+            above); default ``"balanced"`` when there is no curriculum.
+        strategy_params: the parameters of ``strategy`` when it is given by name; under the
+            specification's conventions those left out take its defaults
+            (:data:`~gymcurric.datapacks.spec_config.SPEC_DEFAULTS`).
         seed: seeds the sampler's own generator.
 
     Examples:
@@ -85,7 +99,11 @@ class DataPackRLSampler:
             raise ConfigError(
                 "datapacks", 0, "expected at least one datapack", source="DataPackRLSampler"
             )
+        # the specification's conventions: its default parameters, and its urgency (§2.2.2)
+        spec = curriculum is not None and curriculum.config.conventions == "specification"
         if isinstance(strategy, str):
+            if spec:
+                strategy_params = {**SPEC_DEFAULTS.get(strategy, {}), **(strategy_params or {})}
             strategy = make_strategy(strategy, strategy_params, source="DataPackRLSampler")
         elif strategy_params is not None:
             raise ConfigError(
@@ -98,6 +116,10 @@ class DataPackRLSampler:
             strategy = make_strategy("balanced")
         self.strategy = strategy
         self.curriculum = curriculum
+        # the urgency logged for stages not sampled with frontier_prioritized
+        self._urgency_reference = FrontierPrioritizedStrategy(
+            **(SPEC_DEFAULTS["frontier_prioritized"] if spec else {})
+        )
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.logs: list[dict[str, Any]] = []
@@ -113,10 +135,15 @@ class DataPackRLSampler:
         self._written = 0
 
     def _current(self) -> SamplingStrategy:
-        if self.strategy is not None:
+        cur = self.curriculum
+        if self.strategy is not None and (
+            cur is None
+            or cur.config.conventions != "specification"  # gymcurric's: it overrides
+            or cur.config.stages[cur.stage_index].inherits_strategy
+        ):
             return self.strategy
-        assert self.curriculum is not None
-        sch = self.curriculum.schedule()
+        assert cur is not None
+        sch = cur.schedule()
         key = json.dumps([sch.strategy, sch.strategy_params], sort_keys=True, default=str)
         if key not in self._strategies:
             self._strategies[key] = make_strategy(sch.strategy, sch.strategy_params)
@@ -124,9 +151,10 @@ class DataPackRLSampler:
 
     def _urgency_of(self, strategy: SamplingStrategy) -> np.ndarray:
         s = strategy if isinstance(strategy, FrontierPrioritizedStrategy) else None
-        key = json.dumps(s.to_dict() if s else None, sort_keys=True, default=str)
+        s = s or self._urgency_reference
+        key = json.dumps(s.to_dict(), sort_keys=True, default=str)
         if key not in self._urgency:
-            self._urgency[key] = (s or FrontierPrioritizedStrategy()).urgency(self.table)
+            self._urgency[key] = s.urgency(self.table)
         return self._urgency[key]
 
     def _weights(self) -> np.ndarray:

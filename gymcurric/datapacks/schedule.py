@@ -52,6 +52,7 @@ from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
 
 __all__ = [
+    "CONVENTIONS",
     "METRICS",
     "CurriculumSchedule",
     "DataPackCurriculumConfig",
@@ -61,6 +62,8 @@ __all__ = [
     "load_curriculum_config",
 ]
 
+#: Values of :attr:`DataPackCurriculumConfig.conventions`.
+CONVENTIONS: tuple[str, ...] = ("gymcurric", "specification")
 #: Metrics a :class:`TransitionRule` may test.
 METRICS: tuple[str, ...] = (
     "error_rate",
@@ -208,6 +211,10 @@ class StageSpec:
         fallback_episode: advance once the curriculum's episode count reaches this anyway,
             however long the stage has run (the specification's ``fallback_episode``; ``None``:
             never).
+        inherits_strategy: the stage names no strategy of its own (a stage of the
+            specification's format without ``strategy``): under the specification's
+            conventions a sampler's strategy applies to it; ``strategy`` (``balanced``) is used
+            when the sampler has none.
     """
 
     name: str
@@ -218,6 +225,7 @@ class StageSpec:
     rules: tuple[TransitionRule, ...] = ()
     fallback_episodes: int | None = None
     fallback_episode: int | None = None
+    inherits_strategy: bool = False
 
     def __post_init__(self) -> None:
         src = f"stage {self.name!r}"
@@ -259,6 +267,10 @@ class StageSpec:
             optional=True,
             reason="expected an integer >= 0 or null",
         )
+        if not isinstance(self.inherits_strategy, bool):
+            raise ConfigError(
+                "inherits_strategy", self.inherits_strategy, "expected true or false", source=src
+            )
         object.__setattr__(self, "rules", tuple(self.rules))
 
     def weights(self, table: DatapackTable) -> np.ndarray:
@@ -309,6 +321,14 @@ class DataPackCurriculumConfig:
         prerequisite_threshold: a tag is satisfied once its success rate exceeds this.
         prerequisite_min_attempts: attempts needed before a tag can be satisfied.
         auto_advance: advance stages by rule / fallback after each episode.
+        conventions: ``"gymcurric"`` or ``"specification"`` (set by reading the
+            specification's format, stages by name): how a sampler's strategy
+            (``DataPackRLSampler(strategy=...)``, ``--sampling-strategy``) meets the stages'.
+            Under gymcurric's it overrides every stage's strategy. Under the specification's
+            it is the default for the stages that name none (its §2.5), takes the
+            specification's default parameters (:data:`~gymcurric.datapacks.spec_config.
+            SPEC_DEFAULTS`), and the logged ``urgency_score`` of stages sampled otherwise
+            follows its §2.2.2 (tier weights ``{0: 0.2, 1: 0.5, 2: 1.0}``).
     """
 
     stages: tuple[StageSpec, ...] = field(default_factory=_default_stages)
@@ -316,6 +336,7 @@ class DataPackCurriculumConfig:
     prerequisite_threshold: float = 0.9
     prerequisite_min_attempts: int = 10
     auto_advance: bool = True
+    conventions: str = "gymcurric"
 
     def __post_init__(self) -> None:
         owner = "DataPackCurriculumConfig"
@@ -342,6 +363,13 @@ class DataPackCurriculumConfig:
             raise ConfigError(
                 "auto_advance", self.auto_advance, "expected true or false", source=owner
             )
+        if self.conventions not in CONVENTIONS:
+            raise ConfigError(
+                "conventions",
+                self.conventions,
+                f"expected one of {list(CONVENTIONS)}",
+                source=owner,
+            )
 
     def stage_index(self, name: str) -> int:
         """Position of stage ``name`` (:class:`ConfigError` naming the known stages if absent)."""
@@ -358,13 +386,18 @@ class DataPackCurriculumConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form that :meth:`from_dict` reads back (in gymcurric's format).
 
-        Options left at ``None`` that older configs did not have (a rule's ``window``, a
-        stage's ``fallback_episode``) are left out, so a checkpoint's config still matches.
+        Options left at their default that older configs did not have (a rule's ``window``, a
+        stage's ``fallback_episode`` and ``inherits_strategy``, ``conventions``) are left out,
+        so a checkpoint's config still matches.
         """
         out = json.loads(json.dumps(dataclasses.asdict(self), default=list))
+        if out["conventions"] == "gymcurric":
+            del out["conventions"]
         for stage in out["stages"]:
             if stage["fallback_episode"] is None:
                 del stage["fallback_episode"]
+            if not stage["inherits_strategy"]:
+                del stage["inherits_strategy"]
             for rule in stage["rules"]:
                 if rule["window"] is None:
                     del rule["window"]

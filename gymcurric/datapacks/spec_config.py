@@ -41,6 +41,13 @@ type                           the stage is left when, over the last ``window`` 
 Strategy parameters a stage leaves out take the specification's defaults where they differ from
 gymcurric's: ``tier_weights`` ``{0: 0.2, 1: 0.5, 2: 1.0}`` (§2.2.2) for ``frontier_prioritized``
 and ``allow_overlap: true`` (§2.2.3) for ``tag_aware``.
+
+Such a config follows the specification's conventions
+(:attr:`~gymcurric.datapacks.DataPackCurriculumConfig.conventions`): a sampler's strategy
+(``--sampling-strategy``) is the default for the stages that give no ``strategy`` (nor
+``strategy_params``), with the same default parameters, and each stage's own strategy wins
+(its §2.5: "Default sampling strategy (can be overridden by curriculum)"). A stage without a
+strategy samples with ``balanced`` when the sampler has none.
 """
 
 from __future__ import annotations
@@ -122,9 +129,19 @@ def _stage(name: Any, stage: Any, source: str | None) -> dict[str, Any]:
                 source=source,
             )
     out: dict[str, Any] = {"name": name}
-    strategy = stage.get("strategy", "balanced")
-    out["strategy"] = strategy
     params = stage.get("strategy_params")
+    if stage.get("strategy") is None:  # the sampler's strategy applies (its §2.5)
+        if params is not None:
+            raise ConfigError(
+                f"{key}.strategy_params",
+                params,
+                "given without the stage's strategy: name the strategy they are for (a stage "
+                "that names neither takes the sampler's strategy)",
+                source=source,
+            )
+        out["inherits_strategy"] = True
+    strategy = stage.get("strategy", "balanced") or "balanced"
+    out["strategy"] = strategy
     params = {} if params is None else params
     if not isinstance(params, Mapping):
         raise ConfigError(f"{key}.strategy_params", params, "expected a mapping", source=source)
@@ -191,6 +208,14 @@ def from_spec(data: Mapping[str, Any], *, source: str | None = None) -> DataPack
     converted = [_stage(name, stages[name], source) for name in stages]
     single = [not isinstance((stages[n] or {}).get("transition_rule"), list) for n in stages]
     out = {k: v for k, v in data.items() if k != "stages"}
+    if out.setdefault("conventions", "specification") != "specification":
+        raise ConfigError(
+            "conventions",
+            out["conventions"],
+            "a config in the specification's format (stages by name) follows its conventions; "
+            "write the stages as a list for gymcurric's",
+            source=source,
+        )
     out["stages"] = converted
     try:
         return DataPackCurriculumConfig.from_dict(out, source=source)

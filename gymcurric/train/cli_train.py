@@ -35,7 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datapack-dir", default=None, help="= datapacks.dir (enables them)")
     parser.add_argument("--enrichment-dir", default=None, help="= datapacks.enrichment_dir")
     parser.add_argument("--curriculum-config", default=None, help="= datapacks.curriculum_config")
-    parser.add_argument("--sampling-strategy", default=None, help="= datapacks.strategy")
+    parser.add_argument(
+        "--sampling-strategy",
+        default=None,
+        help="= datapacks.strategy (the specification's config format: the default for "
+        "stages that name none; gymcurric's: forced on every stage)",
+    )
     parser.add_argument(
         "--curriculum-auto-advance",
         default=None,

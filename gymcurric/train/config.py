@@ -128,7 +128,10 @@ class DatapacksSection:
             (``--enrichment-dir``), or None.
         curriculum_config: a YAML/JSON stage config in either format (``--curriculum-config``),
             or None for the shipped four-stage default.
-        strategy: force one sampling strategy in every stage (``--sampling-strategy``).
+        strategy: the sampling strategy (``--sampling-strategy``): forced on every stage
+            with a curriculum config in gymcurric's format (or the default one); with one in
+            the specification's format, the default for the stages that name none (a stage's
+            own strategy wins).
         auto_advance: advance stages by their transition rules (``--curriculum-auto-advance``).
         episodes: end training once this many episodes have been played (``--episodes``);
             ``run.total_steps`` stays the upper bound. None: train for ``run.total_steps``.

@@ -18,7 +18,7 @@ from gymcurric.datapacks import (
 )
 from gymcurric.errors import ConfigError
 
-from .spec import SPEC_HINTS, SPEC_YAML, filter_by_prerequisites, spec_record
+from .spec import SPEC_HINTS, SPEC_YAML, compute_urgency, filter_by_prerequisites, spec_record
 
 
 @pytest.fixture
@@ -302,3 +302,87 @@ def test_a_duplicate_stage_is_an_error_not_a_lost_stage(tmp_path):
     assert f"line {line}" in err.reason and "line 2" in err.reason, err.reason
     with pytest.raises(ConfigError, match=r"'stages\.warmup\.strategy_params\.tier_ratios\.0'"):
         load_curriculum_config(_write(tmp_path, SPEC_YAML.replace("{0: 0.5,", "{0: 0.5, 0: 0.2,")))
+
+
+def _spec_sampler(config, **kw):
+    from gymcurric.datapacks import DataPackRLSampler
+
+    rng = np.random.default_rng(3)
+    recs = [spec_record(f"p{i:03d}", rng) for i in range(300)]
+    for r in recs[:60]:  # enough for the §4.4 warmup stage's filters
+        r["tier"] = int(r["tier"] > 0)
+        r["enrichment"]["supervision_hints"]["curriculum_stage"] = "early"
+        r["enrichment"]["fragility_tags"] = []
+        r["enrichment"]["affordance_tags"] = [{"affordance": "grasp", "demonstrated": True}]
+    packs = [DataPack.from_dict(r) for r in recs]
+    return DataPackRLSampler(packs, DataPackCurriculum(config), **kw), recs
+
+
+def test_the_sampling_strategy_is_the_default_for_stages_that_name_none():
+    # the specification's §2.5: the sampler's strategy is a default the curriculum overrides
+    config = yaml.safe_load(SPEC_YAML)
+    config["stages"]["frontier"] = {"weight_multipliers": {"tier_2": 2.0}}  # names no strategy
+    sampler, _ = _spec_sampler(config, strategy="frontier_prioritized", seed=42)
+    seen = {}
+    for stage in ("warmup", "skill_building", "frontier"):
+        sampler.curriculum.set_stage(stage)
+        sampler.sample_batch(16)
+        seen[stage] = (sampler.logs[-1]["strategy"], sampler.logs[-1]["strategy_params"])
+    assert seen["warmup"] == (
+        "balanced",
+        {"tier_ratios": {"0": 0.5, "1": 0.5, "2": 0.0}, "use_trust_weighting": True,
+         "stratify_by": [], "shuffle": True},
+    )  # fmt: skip
+    assert seen["skill_building"][0] == "tag_aware"
+    assert seen["skill_building"][1]["tag_quotas"]["demonstrated_affordance"] == 0.3
+    # the default in a spec-format run takes §2.2.2's tier weights, and its own parameters
+    assert seen["frontier"][0] == "frontier_prioritized"
+    assert seen["frontier"][1]["tier_weights"] == {"0": 0.2, "1": 0.5, "2": 1.0}
+    sampler, _ = _spec_sampler(
+        config, strategy="frontier_prioritized", strategy_params={"urgent_ratio": 0.5}
+    )
+    sampler.curriculum.set_stage("frontier")
+    sampler.sample_batch(4)
+    params = sampler.logs[-1]["strategy_params"]
+    assert (params["urgent_ratio"], params["tier_weights"]["0"]) == (0.5, 0.2)
+    # without a sampling strategy, a stage that names none samples with balanced (§2.5)
+    sampler, _ = _spec_sampler(config)
+    sampler.curriculum.set_stage("frontier")
+    sampler.sample_batch(4)
+    assert sampler.logs[-1]["strategy"] == "balanced"
+
+
+def test_in_gymcurric_format_the_sampling_strategy_still_overrides_every_stage():
+    from gymcurric.datapacks import DataPackRLSampler
+
+    packs = [DataPack(f"p{i}", "reach", "E-v0", i % 3) for i in range(30)]
+    sampler = DataPackRLSampler(packs, DataPackCurriculum(), strategy="frontier_prioritized")
+    for stage in ("warmup", "skill_building", "fine_tuning"):
+        sampler.curriculum.set_stage(stage)
+        sampler.sample_batch(4)
+        entry = sampler.logs[-1]
+        assert entry["strategy"] == "frontier_prioritized", stage
+        assert entry["strategy_params"]["tier_weights"] == {"0": 0.3, "1": 0.6, "2": 1.0}
+
+
+def test_strategy_params_need_the_stage_s_strategy_in_spec_format(tmp_path):
+    path = _write(tmp_path, "stages: {warmup: {strategy_params: {tier_ratios: {0: 1.0}}}}")
+    with pytest.raises(ConfigError) as info:
+        load_curriculum_config(path)
+    assert info.value.key == "stages.warmup.strategy_params"
+    assert "name the strategy they are for" in info.value.reason
+
+
+def test_spec_format_runs_log_the_spec_urgency_in_every_stage():
+    config = yaml.safe_load(SPEC_YAML)
+    for strategy in (None, "frontier_prioritized"):
+        sampler, recs = _spec_sampler(config, strategy=strategy)
+        by_id = {r["pack_id"]: r for r in recs}
+        for stage in ("warmup", "skill_building"):  # balanced, tag_aware
+            sampler.curriculum.set_stage(stage)
+            sampler.sample_batch(32)
+            entry = sampler.logs[-1]
+            expect = [compute_urgency(by_id[s["pack_id"]]) for s in entry["sampled_episodes"]]
+            got = [s["urgency_score"] for s in entry["sampled_episodes"]]
+            assert got == pytest.approx(expect), (strategy, stage)
+            assert entry["diagnostics"]["avg_urgency"] == pytest.approx(np.mean(expect))

@@ -133,3 +133,8 @@ def test_train_on_spec_files_stops_after_the_episodes(tmp_path, capsys):
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     assert {e["curriculum_stage"] for e in entries} == {"warmup"}
     assert all(s["tier"] <= 1 for e in entries for s in e["sampled_episodes"])
+    # --sampling-strategy is the default; the config's warmup stage names its own (§2.5)
+    assert {e["strategy"] for e in entries} == {"balanced"}
+    assert {json.dumps(e["strategy_params"]["tier_ratios"]) for e in entries} == {
+        json.dumps({"0": 0.5, "1": 0.5, "2": 0.0})
+    }
