@@ -32,6 +32,7 @@ import os
 import random
 import shutil
 import time
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric.errors import ConfigError, DataError
+from gymcurric.errors import ConfigError, DataError, GymcurricWarning
 from gymcurric.tasks.regret import uses_scores
 from gymcurric.train._checkpoint import CKPT, commit, cut_logs, has_checkpoint, log_sizes, recover
 from gymcurric.train._runstate import (
@@ -318,8 +319,20 @@ def _finish(
         summary["lagrange_multiplier"] = float(lam() if callable(lam) else lam)
     if built.curriculum is not None:
         summary["curriculum"] = {k: float(v) for k, v in built.curriculum.stats().items()}
+    short = None
     if built.sampler is not None and getattr(built.sampler, "curriculum", None) is not None:
-        summary["datapack_episodes"] = int(built.sampler.curriculum.episode)
+        played = summary["datapack_episodes"] = int(built.sampler.curriculum.episode)
+        target = cfg.datapacks.episodes
+        if target is not None:  # --episodes: say whether run.total_steps came first
+            summary["datapack_episodes_target"] = target
+            summary["datapack_episodes_target_reached"] = played >= target
+            if played < target:
+                short = (
+                    f"--episodes (datapacks.episodes) asked for {target} datapack episodes, "
+                    f"but run.total_steps ({cfg.run.total_steps}) ended the run after {played}; "
+                    "raise run.total_steps to reach them (summary.json: "
+                    "datapack_episodes_target_reached false)"
+                )
     _atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     if cfg.run.plots:
         try:
@@ -329,6 +342,8 @@ def _finish(
         except (ImportError, DataError) as exc:  # no matplotlib, a damaged history file:
             summary["plots_error"] = str(exc)  # the run itself is complete
         _atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    if short is not None:
+        warnings.warn(short, GymcurricWarning, stacklevel=2)
     out = RunResult(summary)
     out["run_dir"] = str(run_dir)
     return out

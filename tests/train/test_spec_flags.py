@@ -128,6 +128,8 @@ def test_train_on_spec_files_stops_after_the_episodes(tmp_path, capsys):
     assert cli.main(argv) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert 12 <= summary["datapack_episodes"] < 20 and summary["total_steps"] < 4096
+    assert summary["datapack_episodes_target"] == 12
+    assert summary["datapack_episodes_target_reached"] is True
     log = run_dir / "datapacks" / "datapack_samples.jsonl"
     assert cli.main(["datapacks", "validate-log", str(log)]) == 0
     entries = [json.loads(x) for x in log.read_text().splitlines()]
@@ -138,3 +140,18 @@ def test_train_on_spec_files_stops_after_the_episodes(tmp_path, capsys):
     assert {json.dumps(e["strategy_params"]["tier_ratios"]) for e in entries} == {
         json.dumps({"0": 0.5, "1": 0.5, "2": 0.0})
     }
+
+
+def test_an_episodes_target_cut_short_by_total_steps_is_said(tmp_path, capsys):
+    from gymcurric.errors import GymcurricWarning
+
+    stage1, stage2, config, base = _spec_files(tmp_path)
+    flags = _flags(stage1, stage2, config)  # --episodes 20000: far more than 256 steps hold
+    run_dir = tmp_path / "run"
+    argv = ["train", "--config", str(base), "--run-dir", str(run_dir), *flags]
+    with pytest.warns(GymcurricWarning, match=r"20000 datapack episodes.*run\.total_steps"):
+        assert cli.main([*argv, "run.total_steps=256"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["datapack_episodes_target"] == 20000
+    assert summary["datapack_episodes_target_reached"] is False
+    assert summary["datapack_episodes"] < 20000 and summary["total_steps"] == 256
