@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +47,7 @@ from gymcurric.datapacks.strategies import (
     make_strategy,
 )
 from gymcurric.datapacks.table import TAG_FAMILIES, TAG_KINDS, DatapackTable
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
 
 __all__ = ["LOG_FILENAME", "DataPackRLSampler"]
 
@@ -127,6 +128,7 @@ class DataPackRLSampler:
         self._tier_counts = np.zeros(len(TIERS), np.int64)
         self._family_counts = np.zeros(len(TAG_FAMILIES), np.int64)
         self._kind_counts = np.zeros(len(TAG_KINDS), np.int64)
+        self._kinds_counted = 0  # the datapacks in _kind_counts (tag_coverage's denominator)
         self._bits = 1 << np.arange(len(TAG_FAMILIES), dtype=np.uint16)
         self._kind_bits = 1 << np.arange(len(TAG_KINDS), dtype=np.uint8)
         self._strategies: dict[str, SamplingStrategy] = {}
@@ -182,6 +184,7 @@ class DataPackRLSampler:
         self._tier_counts += tiers
         self._family_counts += families
         self._kind_counts += kinds
+        self._kinds_counted += int(rows.size)
         params = strategy.to_dict()
         name = params.pop("strategy")
         cur = self.curriculum
@@ -228,7 +231,7 @@ class DataPackRLSampler:
             "tier_distribution": {
                 str(k): int(v) for k, v in zip(TIERS, self._tier_counts, strict=True)
             },
-            "tag_coverage": _shares(self._kind_counts, total),
+            "tag_coverage": _shares(self._kind_counts, self._kinds_counted),
             "tag_family_counts": {
                 f: int(c) for f, c in zip(TAG_FAMILIES, self._family_counts, strict=True)
             },
@@ -245,6 +248,7 @@ class DataPackRLSampler:
         self._tier_counts[:] = 0
         self._family_counts[:] = 0
         self._kind_counts[:] = 0
+        self._kinds_counted = 0
         self._written = 0
 
     def write_logs(self, run_dir: str | os.PathLike[str]) -> Path:
@@ -267,20 +271,82 @@ class DataPackRLSampler:
             "tier_counts": self._tier_counts.copy(),
             "family_counts": self._family_counts.copy(),
             "kind_counts": self._kind_counts.copy(),
+            "kinds_counted": self._kinds_counted,
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict`; sampling continues exactly."""
+    def load_state_dict(
+        self,
+        state: Mapping[str, Any],
+        sampling_log: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Restore a :meth:`state_dict`; sampling continues exactly.
+
+        Args:
+            state: a :meth:`state_dict`.
+            sampling_log: the sampling log written up to ``state`` (the path of its
+                ``datapack_samples.jsonl``, or its entries). Only a state saved before the tag
+                kinds and the ``fragile_high`` / ``fragile_critical`` / ``low_efficiency_score``
+                families were counted needs it: those totals are recounted from the pack ids
+                of the log's last ``sample_id`` entries, so :meth:`get_diagnostics` is right
+                after a resume. Without a log that fits, they count the batches drawn after
+                the resume only (``tag_coverage`` is then a share of those), with a
+                :class:`~gymcurric.errors.GymcurricWarning`.
+        """
         self.seed = int(state["seed"])
         self.rng.bit_generator.state = state["rng"]
         self._sample_id = int(state["sample_id"])
         self._tier_counts[:] = state["tier_counts"]
-        # states saved before the fragile_high / fragile_critical / low_efficiency_score
-        # families and the tag kinds existed: the older counts, zeros for the rest
         families = np.asarray(state["family_counts"])
+        if "kind_counts" in state and families.size == len(TAG_FAMILIES):
+            self._family_counts[:] = families
+            self._kind_counts[:] = state["kind_counts"]
+            self._kinds_counted = int(state.get("kinds_counted", self._tier_counts.sum()))
+            return
+        recounted = self._recount(sampling_log)
+        if recounted is not None:
+            self._family_counts[:], self._kind_counts[:] = recounted
+            self._kinds_counted = int(self._tier_counts.sum())
+            return
+        # the older families as saved; the rest, and the kinds, from the resume on
         self._family_counts[:] = 0
         self._family_counts[: families.size] = families
-        self._kind_counts[:] = state.get("kind_counts", 0)
+        self._kind_counts[:] = 0
+        self._kinds_counted = 0
+        warnings.warn(
+            "DataPackRLSampler.load_state_dict: the state was saved before tag kinds were "
+            "counted, and no sampling log that fits it was given (sampling_log="
+            f"{sampling_log!r}): tag_coverage and the counts of the newer tag families cover "
+            "the batches drawn from now on only",
+            GymcurricWarning,
+            stacklevel=2,
+        )
+
+    def _recount(
+        self, log: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Family and kind totals of the log's last ``sample_id`` entries (``None``: no fit)."""
+        n = self._sample_id
+        try:
+            if isinstance(log, str | os.PathLike):
+                with open(log, encoding="utf-8") as f:
+                    log = [json.loads(line) for line in f if line.strip()]
+            entries = list(log or [])[-n:] if n else []
+            if len(entries) != n or [e["sample_id"] for e in entries] != list(range(n)):
+                return None
+            ids = [
+                s["pack_id"]
+                for e in entries
+                for s in e.get("sampled_episodes", e.get("samples", ()))  # older logs: samples
+            ]
+            rows = np.array([self.table.index(i) for i in ids], np.int64)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        t = self.table
+        if not np.array_equal(np.bincount(t.tier[rows], minlength=len(TIERS)), self._tier_counts):
+            return None  # not the batches this state counted
+        families = ((t.tags[rows, None] & self._bits) != 0).sum(axis=0)
+        kinds = ((t.kinds[rows, None] & self._kind_bits) != 0).sum(axis=0)
+        return families, kinds
 
 
 def _shares(counts: np.ndarray, total: int) -> dict[str, float]:

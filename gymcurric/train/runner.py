@@ -208,12 +208,18 @@ def _read_state(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 def _restore_run_state(
-    built: Built, tree: dict[str, Any], arrays: dict[str, np.ndarray], where: Path
+    built: Built, tree: dict[str, Any], arrays: dict[str, np.ndarray], where: Path, run_dir: Path
 ) -> bool:
     """Restore the envs, sampler and vec-env wrappers; True when the envs continue exactly."""
     try:
         if built.sampler is not None and "datapacks" in tree:
-            built.sampler.load_state_dict(decode(tree["datapacks"]["sampler"], arrays))
+            from gymcurric.datapacks import LOG_FILENAME
+
+            # the log (cut back to the checkpoint) recounts the totals of older states
+            built.sampler.load_state_dict(
+                decode(tree["datapacks"]["sampler"], arrays),
+                sampling_log=run_dir / "datapacks" / LOG_FILENAME,
+            )
             built.sampler.curriculum.load_state_dict(
                 decode(tree["datapacks"]["curriculum"], arrays)
             )
@@ -487,7 +493,7 @@ def resume(
             from gymcurric.wrappers import load_curriculum_state
 
             load_curriculum_state(ckpt / "curriculum.npz", built.curriculum)
-        exact = _restore_run_state(built, tree, arrays, ckpt / "state.json")
+        exact = _restore_run_state(built, tree, arrays, ckpt / "state.json", path)
         model = _load_model(cfg, built, ckpt / "model.zip", exact)
         try:
             np.random.set_state(decode(tree["rng"]["numpy"], arrays))  # noqa: NPY002 - SB3's RNG

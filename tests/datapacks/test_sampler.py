@@ -171,3 +171,57 @@ def test_eligibility_follows_newly_satisfied_prerequisites():
     seen = {p.pack_id for _ in range(40) for p in s.sample_batch(16)}
     assert seen & gated  # the cached eligibility was recomputed
     assert all(e["weight"] > 0 for e in s.logs[-1]["sampled_episodes"])
+
+
+def _as_saved(state, tmp_path):
+    """``state`` through a JSON file, as a checkpoint would hold it (arrays as lists)."""
+    path = tmp_path / "sampler_state.json"
+    path.write_text(
+        json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in state.items()})
+    )
+    return json.loads(path.read_text())
+
+
+def test_a_state_saved_before_tag_kinds_recounts_its_totals_from_the_log(tmp_path):
+    from gymcurric.errors import GymcurricWarning
+
+    s = DataPackRLSampler(_packs(), curriculum=DataPackCurriculum(), seed=3)
+    for _ in range(6):
+        s.sample_batch(8)
+    s.write_logs(tmp_path)
+    state = s.state_dict()
+    # as saved before the tag kinds and the last three tag families existed
+    old = {k: v for k, v in state.items() if k not in ("kind_counts", "kinds_counted")}
+    old["family_counts"] = state["family_counts"][:9]
+    old = _as_saved(old, tmp_path)
+    expect = s.get_diagnostics()
+    assert 0 < max(expect["tag_coverage"].values()) <= 1
+    fresh = DataPackRLSampler(_packs(), curriculum=DataPackCurriculum(), seed=99)
+    fresh.load_state_dict(old, sampling_log=tmp_path / LOG_FILENAME)
+    assert fresh.get_diagnostics() == expect
+    # a log written under the old field names ("samples") is read too
+    log = tmp_path / LOG_FILENAME
+    log.write_text(log.read_text().replace('"sampled_episodes"', '"samples"'))
+    fresh = DataPackRLSampler(_packs(), curriculum=DataPackCurriculum(), seed=99)
+    fresh.load_state_dict(old, sampling_log=log)
+    assert fresh.get_diagnostics() == expect
+    # and it goes on exactly
+    s.sample_batch(8)
+    fresh.sample_batch(8)
+    assert _strip(fresh.logs) == _strip(s.logs[-1:])
+    assert fresh.get_diagnostics()["tag_coverage"] == s.get_diagnostics()["tag_coverage"]
+    # without the log (or with one that does not fit) the shares cover the batches drawn
+    # after the resume, and a warning says so; never shares too low
+    for log_arg in (None, tmp_path / "absent.jsonl"):
+        blind = DataPackRLSampler(_packs(), curriculum=DataPackCurriculum(), seed=99)
+        with pytest.warns(GymcurricWarning, match="tag_coverage"):
+            blind.load_state_dict(old, sampling_log=log_arg)
+        assert set(blind.get_diagnostics()["tag_coverage"].values()) == {0.0}
+        blind.sample_batch(8)
+        assert (
+            blind.get_diagnostics()["tag_coverage"] == blind.logs[-1]["diagnostics"]["tag_coverage"]
+        )
+    # a state with the kind counts needs no log
+    fresh = DataPackRLSampler(_packs(), curriculum=DataPackCurriculum(), seed=99)
+    fresh.load_state_dict(_as_saved(state, tmp_path))
+    assert fresh.get_diagnostics() == expect
