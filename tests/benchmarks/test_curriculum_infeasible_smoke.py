@@ -154,3 +154,25 @@ def test_quick_run_of_the_optional_conditions(tmp_path, conditions, needs):
         assert all(sum(h["mass"].values()) == pytest.approx(1.0) for h in r["history"])
         if needs == "syllabus":
             assert r["versions"]["syllabus-rl"]
+
+
+def test_a_space_without_oracle_runs_takes_the_feasible_uniform_runs_on_its_grid():
+    import _infeasible_report as report  # on sys.path once the script is loaded
+
+    _module()
+
+    def rec(space, condition, seed, grid):
+        return {"space": space, "condition": condition, "seed": seed,
+                "config": {"eval_every": grid}}  # fmt: skip
+
+    records = [
+        rec("primary", "lp", 0, 10_000),
+        rec("feasible", "uniform", 0, 10_000),
+        rec("feasible", "uniform", 1, 20_000),  # another grid: not a stand-in
+        rec("mostly", "oracle", 0, 20_000),
+        rec("mostly", "lp", 0, 20_000),
+    ]
+    stand_in = report.oracle_stand_in(records, "primary")
+    assert [(r["space"], r["condition"], r["seed"]) for r in stand_in] == [("primary", "oracle", 0)]
+    assert report.oracle_stand_in(records, "mostly") == []  # it has its own oracle runs
+    assert report.oracle_stand_in(records, "feasible") == []
