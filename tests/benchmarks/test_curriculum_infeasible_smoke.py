@@ -157,9 +157,8 @@ def test_quick_run_of_the_optional_conditions(tmp_path, conditions, needs):
 
 
 def test_a_space_without_oracle_runs_takes_the_feasible_uniform_runs_on_its_grid():
-    import _infeasible_report as report  # on sys.path once the script is loaded
-
-    _module()
+    _module()  # puts benchmarks/ on sys.path
+    import _infeasible_report as report
 
     def rec(space, condition, seed, grid):
         return {"space": space, "condition": condition, "seed": seed,
