@@ -1,6 +1,9 @@
 """Semantic shaping overhead (issue 5): vector-env steps/s with and without shaping.
 
 Run:  .venv/bin/python benchmarks/semantic_overhead.py [--quick] [--json PATH]
+GPU (issue 24's goal, 64 envs, a ViT-B/32-sized CLIP in bf16, both preprocessing paths):
+      .venv/bin/python benchmarks/semantic_overhead.py --model clip-b32 --device cuda \
+          --num-envs 64 --no-minilm --steps 128 --rounds 3 --json /tmp/semantic_gpu.json
 
 Two parts, in one run, for two models: a tiny random CLIP on 64 px frames (built offline, the
 plumbing cost with a near-free model) and the shipped all-MiniLM-L6-v2 on HazardNav captions
@@ -27,9 +30,20 @@ plumbing cost with a near-free model) and the shipped all-MiniLM-L6-v2 on Hazard
 3. **Where the wrapper's own time goes** per vector step: the same wrapper with an embedder
    that returns fixed rows at once (the wrapper without the model) and, for frame models, the
    bare env's ``render()`` of 16 frames (an env cost every frame-based method pays).
+4. **Frame models, per preprocessing path** (``--preprocess torch,hf``, both by default: issue
+   24): the wrapper's throughput as a fraction of the model's *forward pass alone*
+   (``get_image_features`` on pixel values already on the device, synchronised), interleaved
+   as in 2 (goal ≥ 80 % at 64 envs on a GPU), the preprocessing alone per vector step, and a
+   pixel check of the torch path against the HF processor on the same frames (max and mean
+   difference in uint8 grey levels). ``--model clip-b32`` builds a CLIP with ViT-B/32's
+   architecture (``CLIPConfig()`` defaults, random weights: the same compute as
+   openai/clip-vit-base-patch32) and its 224 px processor offline; ``--dtype auto`` gives it
+   bf16 where supported. Which HF processor class was the baseline (PIL, or torchvision when
+   installed) is in ``hf_image_processor``.
 
 torch runs with one thread (``torch.set_num_threads(1)``): on the shared 2-core machine more
-threads only add contention. Timings on a shared machine are noisy; compare the ratios.
+threads only add contention. Timings on a shared machine are noisy; compare the ratios. On a
+GPU read the wall-clock figures (CPU time does not see the device).
 """
 
 from __future__ import annotations
@@ -56,16 +70,80 @@ import gymcurric  # noqa: E402, F401 - registers the envs
 from gymcurric.semantics import CallableEmbedder, load_embedder  # noqa: E402
 from gymcurric.wrappers.vector.semantic import ShapeRewardSemantic  # noqa: E402
 
-NUM_ENVS = 16
+NUM_ENVS = 16  # default; --num-envs
 CHUNK = 16  # vector steps per alternation in the interleaved fraction
 INTERVALS = (1, 4, 16)
 GOAL_FRACTION = 0.8
 ENV_ID = "gymcurric/HazardNav-v0"
 
 
-def make_envs(render: bool) -> gym.vector.VectorEnv:
+def make_envs(
+    render: bool, num_envs: int = NUM_ENVS, render_size: int | None = None
+) -> gym.vector.VectorEnv:
     kwargs: dict[str, Any] = {"render_mode": "rgb_array"} if render else {}
-    return gym.make_vec(ENV_ID, num_envs=NUM_ENVS, vectorization_mode="sync", **kwargs)
+    if render_size is not None:
+        kwargs["render_size"] = render_size
+    return gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="sync", **kwargs)
+
+
+def build_clip_b32(path: Path) -> str:
+    """A CLIP with ViT-B/32's architecture, random weights, saved offline with its processor.
+
+    ``CLIPConfig()`` defaults are openai/clip-vit-base-patch32's architecture; the processor
+    is CLIP's default (shortest edge 224, bicubic, centre crop 224). Weights are saved in
+    bf16 (random: only the compute matters) to halve the write.
+    """
+    import torch
+    from transformers import CLIPConfig, CLIPModel, CLIPProcessor
+
+    from tests.semantics.tiny_models import tiny_tokenizer
+
+    try:
+        from transformers import CLIPImageProcessorPil as ImageProcessor
+    except ImportError:  # transformers 4.x
+        from transformers import CLIPImageProcessor as ImageProcessor
+    torch.manual_seed(0)
+    model = CLIPModel(CLIPConfig()).to(torch.bfloat16)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    CLIPProcessor(image_processor=ImageProcessor(), tokenizer=tiny_tokenizer()).save_pretrained(
+        path
+    )
+    return str(path)
+
+
+def synchronize(device: Any) -> None:
+    import torch
+
+    if getattr(device, "type", "cpu") == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def forward_only(embedder: Any) -> Callable[[Any], Any]:
+    """The model's forward pass alone on prepared pixel values (synchronised)."""
+    import torch
+
+    from gymcurric.semantics.hf import pooled
+
+    def forward(pixels: Any) -> Any:
+        with torch.inference_mode():
+            out = pooled(embedder.model.get_image_features(pixel_values=pixels))
+        synchronize(embedder.model_device)
+        return out
+
+    return forward
+
+
+def pixel_check(embedder: Any, frames: np.ndarray) -> dict[str, float]:
+    """The torch path's float32 pixel values against the HF processor's, in uint8 grey levels."""
+    import torch
+
+    ip = embedder.processor.image_processor
+    ref = embedder.processor(images=list(frames), return_tensors="pt")["pixel_values"]
+    out = embedder.pixel_values(frames, dtype=torch.float32).cpu()
+    level = torch.tensor([ip.rescale_factor / s for s in ip.image_std]).view(1, 3, 1, 1)
+    diff = (ref.float() - out).abs() / level
+    return {"max_levels": float(diff.max()), "mean_levels": float(diff.mean())}
 
 
 def time_steps(envs: Any, actions: np.ndarray, render: bool = False) -> tuple[float, float]:
@@ -124,20 +202,31 @@ def interleaved_fraction(
 
 
 def bench_model(
-    name: str, embedder: Any, steps: int, rounds: int, config: dict[str, Any] | None = None
+    name: str,
+    embedder: Any,
+    steps: int,
+    rounds: int,
+    config: dict[str, Any] | None = None,
+    num_envs: int = NUM_ENVS,
+    render_size: int | None = None,
 ) -> dict[str, Any]:
     frames_source = embedder.modality != "text"
     rng = np.random.default_rng(0)
-    actions = rng.uniform(-1, 1, (steps, NUM_ENVS, 2)).astype(np.float32)
-    base = make_envs(render=False)
+    actions = rng.uniform(-1, 1, (steps, num_envs, 2)).astype(np.float32)
+
+    def make(render: bool) -> gym.vector.VectorEnv:
+        return make_envs(render, num_envs, render_size)
+
+    config = {"batch_max": max(64, num_envs), **(config or {})}  # one model call per step
+    base = make(render=False)
     shaped = {
         k: ShapeRewardSemantic(
-            make_envs(render=frames_source), embedder, {**(config or {}), "capture_interval": k}
+            make(render=frames_source), embedder, {**config, "capture_interval": k}
         )
         for k in INTERVALS
     }
     # raw model input: one vector step's worth of states
-    probe = make_envs(render=True)
+    probe = make(render=True)
     _, infos = probe.reset(seed=0)
     if frames_source:
         batch: Any = np.stack(probe.render())
@@ -154,9 +243,24 @@ def bench_model(
         dim=rows.shape[1],
         modality="image" if frames_source else "text",
     )
-    model_free = ShapeRewardSemantic(make_envs(render=frames_source), free, config or {})
-    render_only = make_envs(render=True) if frames_source else None
+    model_free = ShapeRewardSemantic(make(render=frames_source), free, config)
+    render_only = make(render=True) if frames_source else None
     raw_calls = steps  # as many model calls as the interval-1 run makes
+    # frame models (HF): the forward pass alone on pixel values prepared on the device, and
+    # the preprocessing alone (issue 24's goal is against the forward pass)
+    forward = pixels = preprocess = None
+    if frames_source and hasattr(embedder, "pixel_values"):
+        pixels = embedder.pixel_values(batch)
+        forward = forward_only(embedder)
+        device = embedder.model_device
+
+        def preprocess(frames: Any) -> Any:
+            out = embedder.pixel_values(frames)
+            synchronize(device)
+            return out
+
+    for envs in shaped.values():  # warm-up (CUDA kernels, caches) outside the timed rounds
+        time_steps(envs, actions[:4])
     best: dict[str, tuple[float, float]] = {}
     per_round: list[dict[str, tuple[float, float]]] = []
 
@@ -166,8 +270,13 @@ def bench_model(
         best[key] = (min(wall, old[0]), min(cpu, old[1])) if old else (wall, cpu)
 
     paired: list[tuple[float, float]] = []
+    paired_forward: list[tuple[float, float]] = []
     for _ in range(rounds):  # interleaved: baseline, each interval, raw model, model-free
         paired.append(interleaved_fraction(base, shaped[1], raw_fn, batch, actions, CHUNK))
+        if forward is not None:
+            paired_forward.append(
+                interleaved_fraction(base, shaped[1], forward, pixels, actions, CHUNK)
+            )
         per_round.append({})
         keep("baseline", *time_steps(base, actions))
         for k, envs in shaped.items():
@@ -176,7 +285,10 @@ def bench_model(
         keep("model_free", *time_steps(model_free, actions))
         if render_only is not None:
             keep("render_only", *time_steps(render_only, actions, render=True))
-    env_steps = steps * NUM_ENVS
+        if forward is not None and preprocess is not None:
+            keep("forward", *time_raw_embed(forward, pixels, raw_calls))
+            keep("preprocess", *time_raw_embed(preprocess, batch, raw_calls))
+    env_steps = steps * num_envs
     out: dict[str, Any] = {"model": name, "status": next(iter(shaped.values())).status}
     out["steps_per_s"] = {
         key: {"wall": env_steps / w, "cpu": env_steps / c}
@@ -185,8 +297,8 @@ def bench_model(
     }
     raw_w, raw_c = best["raw_embed"]
     out["raw_states_per_s"] = {
-        "wall": raw_calls * NUM_ENVS / raw_w,
-        "cpu": raw_calls * NUM_ENVS / raw_c,
+        "wall": raw_calls * num_envs / raw_w,
+        "cpu": raw_calls * num_envs / raw_c,
     }
     # wrapper time at interval 1 = shaped - baseline; every state is embedded once per step
     w1, c1 = best["interval_1"]
@@ -222,6 +334,28 @@ def bench_model(
     }
     if "render_only" in best:
         out["per_step_ms_cpu"]["render"] = best["render_only"][1] * per_step - bc_ms
+    if forward is not None:
+        out["preprocess"] = embedder.preprocess
+        out["hf_image_processor"] = type(embedder.processor.image_processor).__name__
+        out["forward_states_per_s"] = {
+            kind: raw_calls * num_envs / best["forward"][j]
+            for j, kind in enumerate(("wall", "cpu"))
+        }
+        out["fraction_of_forward_interleaved"] = {
+            kind: float(np.median([p[j] for p in paired_forward]))
+            for j, kind in enumerate(("wall", "cpu"))
+        }
+        out["fraction_of_forward_interleaved_rounds_wall"] = [
+            round(p[0], 3) for p in paired_forward
+        ]
+        out["per_step_ms_wall"] = {
+            "forward": best["forward"][0] * per_step,
+            "preprocess": best["preprocess"][0] * per_step,
+            "raw_embed": best["raw_embed"][0] * per_step,
+            "wrapper_at_interval_1": (w1 - bw) * per_step,
+        }
+        if embedder.preprocess == "torch":
+            out["pixel_check"] = pixel_check(embedder, batch)
     out["slowdown"] = {
         key: best["baseline"][1] / c for key, (w, c) in best.items() if key.startswith("interval")
     }
@@ -239,8 +373,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--no-minilm", action="store_true", help="only the tiny CLIP model")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--steps", type=int, default=256, help="vector steps per run (256)")
+    parser.add_argument("--num-envs", type=int, default=NUM_ENVS, help="sub-envs (default 16)")
+    parser.add_argument(
+        "--model",
+        choices=("tiny-clip", "clip-b32"),
+        default="tiny-clip",
+        help="the frame model: a tiny random CLIP (32 px) or a ViT-B/32-sized random CLIP",
+    )
+    parser.add_argument("--device", default="cpu", help="where the frame model runs (cpu)")
+    parser.add_argument(
+        "--dtype", default=None, help="frame model dtype (tiny-clip: float32, clip-b32: auto)"
+    )
+    parser.add_argument(
+        "--preprocess",
+        default="torch,hf",
+        help="frame preprocessing paths to measure, comma-separated (default torch,hf)",
+    )
+    parser.add_argument(
+        "--render-size", type=int, default=None, help="frame side in px (HazardNav's default 64)"
+    )
     args = parser.parse_args(argv)
-    steps, rounds = (16, 1) if args.quick else (256, args.rounds)
+    steps, rounds = (16, 1) if args.quick else (args.steps, args.rounds)
+    paths = [p.strip() for p in args.preprocess.split(",") if p.strip()]
+    num_envs = args.num_envs
 
     import torch
     import transformers
@@ -249,9 +405,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     results: dict[str, Any] = {
-        "num_envs": NUM_ENVS,
+        "num_envs": num_envs,
         "steps": steps,
         "rounds": rounds,
+        "device": args.device,
+        "frame_model": args.model,
         "versions": {
             "torch": torch.__version__,
             "transformers": transformers.__version__,
@@ -260,19 +418,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "models": [],
     }
+    if torch.cuda.is_available():
+        results["versions"]["cuda_device"] = torch.cuda.get_device_name()
+    sizes = {"num_envs": num_envs, "render_size": args.render_size}
     with tempfile.TemporaryDirectory() as tmp:
-        clip = load_embedder(build_tiny_clip(Path(tmp) / "clip"), dtype="float32")
-        results["models"].append(
-            bench_model("tiny-clip (random, 32 px, fp32)", clip, steps, rounds)
-        )
+        if args.model == "clip-b32":
+            folder, dtype, label = build_clip_b32(Path(tmp) / "clip-b32"), "auto", "clip-b32"
+        else:
+            folder, dtype, label = build_tiny_clip(Path(tmp) / "clip"), "float32", "tiny-clip"
+        dtype = args.dtype or dtype
+        for path in paths:
+            clip = load_embedder(folder, dtype=dtype, device=args.device, preprocess=path)
+            what = f"{label} (random, {str(clip.dtype).removeprefix('torch.')}, preprocess={path})"
+            results["models"].append(bench_model(what, clip, steps, rounds, **sizes))
+            del clip
     if not args.no_minilm:
         minilm = load_embedder(None)
         no_cache = {"caption_cache_size": 0}
         results["models"].append(
-            bench_model("all-MiniLM-L6-v2 (captions, no cache)", minilm, steps, rounds, no_cache)
+            bench_model(
+                "all-MiniLM-L6-v2 (captions, no cache)", minilm, steps, rounds, no_cache, **sizes
+            )
         )
         results["models"].append(
-            bench_model("all-MiniLM-L6-v2 (captions, cache)", minilm, steps, rounds)
+            bench_model("all-MiniLM-L6-v2 (captions, cache)", minilm, steps, rounds, **sizes)
         )
 
     for m in results["models"]:
@@ -297,7 +466,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{m['fraction_of_raw_rounds_cpu']}"
         )
         parts = ", ".join(f"{k} {v:.3f}" for k, v in m["per_step_ms_cpu"].items())
-        print(f"per vector step of {NUM_ENVS} envs, ms CPU: {parts}")
+        print(f"per vector step of {num_envs} envs, ms CPU: {parts}")
+        if "fraction_of_forward_interleaved" in m:
+            ff = m["fraction_of_forward_interleaved"]
+            print(
+                "issue 24: wrapper / model forward alone, interleaved: median wall "
+                f"{ff['wall']:.0%} (goal ≥ {GOAL_FRACTION:.0%} at 64 envs on a GPU), "
+                f"cpu {ff['cpu']:.0%}; rounds (wall) "
+                f"{m['fraction_of_forward_interleaved_rounds_wall']}; HF processor "
+                f"{m['hf_image_processor']}"
+            )
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in m["per_step_ms_wall"].items())
+            print(f"per vector step of {num_envs} envs, ms wall: {parts}")
+            if "pixel_check" in m:
+                pc = m["pixel_check"]
+                print(
+                    f"pixel values vs the HF processor: max {pc['max_levels']:.2f}, mean "
+                    f"{pc['mean_levels']:.4f} uint8 grey levels"
+                )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

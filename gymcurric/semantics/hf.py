@@ -11,6 +11,10 @@ bf16 (where supported) → fp16 → fp32 on CUDA. What was loaded and how is in 
 transformers ≥ 5 returns a ``BaseModelOutputWithPooling`` from ``get_image_features`` /
 ``get_text_features`` (the embedding is ``pooler_output``), 4.x a tensor: both are handled.
 SigLIP pools the *last* text position, so its prompts are padded to ``max_length``.
+
+Frames are preprocessed on the model's device by default
+(:class:`~gymcurric.semantics.preprocess.TorchImagePreprocessor`, built from the model's own
+image processor settings); ``preprocess="hf"`` uses the HF processor on the host instead.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import numpy as np
 from gymcurric._optional import import_optional
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
+from gymcurric.semantics.preprocess import TorchImagePreprocessor, UnsupportedImageProcessor
+from gymcurric.semantics.shaper import is_oom_error
 
 torch = import_optional("torch", "semantic", purpose="for the HuggingFace embedders")
 transformers = import_optional("transformers", "semantic", purpose="for the HuggingFace embedders")
@@ -141,18 +147,36 @@ def pooled(out: Any) -> Any:
     raise TypeError(f"cannot find the pooled embedding in a {type(out).__name__}")
 
 
-def _frames_list(frames: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
-    if isinstance(frames, np.ndarray):
+def _frames_batch(frames: Any) -> Any:
+    """An ``(n, H, W, 3)`` array or tensor as is (a single frame gets the batch axis), or a list.
+
+    Torch tensors stay where they are (the torch preprocessing moves them to the model's
+    device); anything else becomes numpy.
+    """
+    if isinstance(frames, np.ndarray | torch.Tensor):
         if frames.ndim == 3:
             frames = frames[None]
         if frames.ndim != 4 or frames.shape[-1] != 3:
-            raise ValueError(f"expected frames of shape (n, H, W, 3), got {frames.shape}")
-        return list(frames)
-    out = [np.asarray(f) for f in frames]
+            raise ValueError(f"expected frames of shape (n, H, W, 3), got {tuple(frames.shape)}")
+        return frames
+    out = [f if isinstance(f, torch.Tensor) else np.asarray(f) for f in frames]
     for f in out:
         if f.ndim != 3 or f.shape[-1] != 3:
-            raise ValueError(f"expected (H, W, 3) frames, got one of shape {f.shape}")
+            raise ValueError(f"expected (H, W, 3) frames, got one of shape {tuple(f.shape)}")
     return out
+
+
+def _is_uint8(frames: Any) -> bool:
+    if isinstance(frames, np.ndarray | torch.Tensor):
+        return frames.dtype in (np.uint8, torch.uint8)
+    return all(f.dtype in (np.uint8, torch.uint8) for f in frames)
+
+
+def _host_frames(frames: Any) -> list[np.ndarray]:
+    """Frames as a list of host numpy arrays, for the HF processor."""
+    if isinstance(frames, torch.Tensor):
+        return list(frames.cpu().numpy())
+    return [f.cpu().numpy() if isinstance(f, torch.Tensor) else f for f in frames]
 
 
 class HFVisionLanguageEmbedder:
@@ -170,6 +194,13 @@ class HFVisionLanguageEmbedder:
         dtype: ``"auto"`` (the chain above) or ``"float32"``/``"bfloat16"``/``"float16"``.
         text_max_length: token length of SigLIP's ``max_length`` padding (default: the
             tokenizer's ``model_max_length`` capped by the text model's position embeddings).
+        preprocess: ``"torch"`` (default): resize, crop and normalise frames with torch on
+            ``device``, reproducing the model's HF image processor from its settings (same
+            pixel values to within a couple of grey levels after resizing; see
+            :mod:`gymcurric.semantics.preprocess`). A processor setting it does not reproduce
+            falls back to ``"hf"`` and ``status`` says which. ``"hf"``: the HF image processor
+            on the host, frame by frame (the reference; several times the model's forward
+            time per batch on a GPU).
 
     Raises:
         ConfigError: a bad argument, or a model of another family.
@@ -178,7 +209,10 @@ class HFVisionLanguageEmbedder:
 
     Attributes:
         dim: the embedding size (the projection size).
-        status: e.g. ``"ok: clip '/models/clip' dtype=bfloat16 device=cpu"``.
+        status: e.g. ``"ok: clip '/models/clip' dtype=bfloat16 device=cpu preprocess=torch"``,
+            then once each ``"; note: ..."`` when frames went through the HF processor
+            instead (frames that are not ``uint8``, or a torch preprocessing error).
+        preprocess: the preprocessing in use, ``"torch"`` or ``"hf"``.
         model_device: the ``torch.device`` the model is on.
         dtype: the ``torch.dtype`` it runs in.
     """
@@ -193,9 +227,12 @@ class HFVisionLanguageEmbedder:
         device: str | Any = "cpu",
         dtype: str | Any = "auto",
         text_max_length: int | None = None,
+        preprocess: str = "torch",
     ) -> None:
         if kind not in ("auto", "clip", "siglip"):
             raise ConfigError("kind", kind, "expected 'auto', 'clip' or 'siglip'")
+        if preprocess not in ("torch", "hf"):
+            raise ConfigError("preprocess", preprocess, "expected 'torch' or 'hf'")
         path = resolve_model_path(model_name)
         self.model_device = resolve_device(device)
         chain = dtype_chain(dtype, self.model_device)
@@ -212,6 +249,18 @@ class HFVisionLanguageEmbedder:
             raise ConfigError("kind", kind, f"{path!r} holds a {model_type} model")
         self.kind = model_type
         self.processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
+        self.preprocess = preprocess
+        self._preprocessor: TorchImagePreprocessor | None = None
+        self._notes: list[str] = []
+        preprocess_note = ""
+        if preprocess == "torch":
+            try:
+                self._preprocessor = TorchImagePreprocessor.from_processor(
+                    self.processor, self.model_device, torch.float32
+                )
+            except UnsupportedImageProcessor as exc:
+                self.preprocess = "hf"
+                preprocess_note = f" (torch preprocessing does not reproduce {exc})"
         tokenizer = getattr(self.processor, "tokenizer", None)
         limit = getattr(getattr(config, "text_config", None), "max_position_embeddings", None)
         if text_max_length is None:
@@ -238,12 +287,43 @@ class HFVisionLanguageEmbedder:
         self.dim = int(probe.shape[1])
         self.status = (
             f"ok: {self.kind} {path!r} dtype={dtype_name(self.dtype)} "
-            f"device={self.model_device}{fallback}"
+            f"device={self.model_device}{fallback} preprocess={self.preprocess}{preprocess_note}"
         )
 
-    def _embed_images(self, frames: Sequence[np.ndarray]) -> np.ndarray:
-        inputs = self.processor(images=list(frames), return_tensors="pt")
-        pixels = inputs["pixel_values"].to(self.model_device, dtype=self.dtype)
+    def _note(self, note: str) -> None:
+        """Add ``note`` to :attr:`status` the first time it happens."""
+        if note not in self._notes:
+            self._notes.append(note)
+            self.status += f"; note: {note}"
+
+    def _pixel_values(self, frames: Any, dtype: Any = None) -> Any:
+        dtype = self.dtype if dtype is None else dtype
+        if self._preprocessor is not None:
+            if _is_uint8(frames):
+                try:
+                    return self._preprocessor(frames, dtype=dtype)
+                except RuntimeError as exc:  # e.g. a downscale factor a CUDA kernel refuses
+                    if is_oom_error(exc):
+                        raise
+                    self._note(
+                        f"torch preprocessing failed ({type(exc).__name__}: {exc}"[:200]
+                        + "), those frames went through the HF processor"
+                    )
+            else:
+                self._note("frames that are not uint8 go through the HF processor")
+        inputs = self.processor(images=_host_frames(frames), return_tensors="pt")
+        return inputs["pixel_values"].to(self.model_device, dtype=dtype)
+
+    def pixel_values(self, frames: Any, dtype: Any = None) -> Any:
+        """The model's input for ``frames``: ``(n, 3, h, w)`` on :attr:`model_device`.
+
+        Preprocessed as :attr:`preprocess` says, in ``dtype`` (default: the model's
+        :attr:`dtype`). Takes what :meth:`embed_images` takes.
+        """
+        return self._pixel_values(_frames_batch(frames), dtype)
+
+    def _embed_images(self, frames: Any) -> np.ndarray:
+        pixels = self._pixel_values(frames)
         with torch.inference_mode():
             out = pooled(self.model.get_image_features(pixel_values=pixels))
             return unit_rows(out.float().cpu().numpy())
@@ -261,10 +341,15 @@ class HFVisionLanguageEmbedder:
         with torch.inference_mode():
             return unit_rows(pooled(self.model.get_text_features(**inputs)).float().cpu().numpy())
 
-    def embed_images(self, frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
-        """Embed RGB ``uint8`` frames; ``(n, dim)`` float32 unit rows on the host."""
-        frames = _frames_list(frames)
-        if not frames:
+    def embed_images(self, frames: np.ndarray | Sequence[np.ndarray] | Any) -> np.ndarray:
+        """Embed RGB ``uint8`` frames; ``(n, dim)`` float32 unit rows on the host.
+
+        ``frames``: an ``(n, H, W, 3)`` or ``(H, W, 3)`` numpy array or torch tensor (a tensor
+        may already be on the model's device), or a sequence of ``(H, W, 3)`` frames, which
+        may differ in size.
+        """
+        frames = _frames_batch(frames)
+        if len(frames) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._embed_images(frames)
 

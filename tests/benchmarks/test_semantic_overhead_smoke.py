@@ -31,7 +31,8 @@ def test_semantic_overhead_quick(tmp_path):
     results = json.loads(out.read_text())
     assert results["num_envs"] == 16
     names = [m["model"] for m in results["models"]]
-    assert len(names) == 3 and names[0].startswith("tiny-clip")
+    # the tiny CLIP once per preprocessing path (issue 24), then MiniLM without and with cache
+    assert len(names) == 4 and all(n.startswith("tiny-clip") for n in names[:2])
     for m in results["models"]:
         assert m["status"].startswith("ok")
         assert set(m["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
@@ -40,7 +41,7 @@ def test_semantic_overhead_quick(tmp_path):
         assert m["fraction_of_raw_median"]["cpu"] > 0
         assert m["per_step_ms_cpu"]["model_raw"] > 0
     assert "render" in results["models"][0]["per_step_ms_cpu"]  # frames: render timed apart
-    assert "render" not in results["models"][1]["per_step_ms_cpu"]  # captions: nothing to render
+    assert "render" not in results["models"][2]["per_step_ms_cpu"]  # captions: nothing to render
 
 
 def test_semantic_overhead_tiny_only(tmp_path):
@@ -59,6 +60,18 @@ def test_semantic_overhead_tiny_only(tmp_path):
         text=True,
         timeout=120,
     )
-    (model,) = json.loads(out.read_text())["models"]
-    assert model["status"].startswith("ok: clip")
-    assert set(model["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
+    models = json.loads(out.read_text())["models"]
+    assert [m["preprocess"] for m in models] == ["torch", "hf"]  # both paths, side by side
+    for model in models:
+        assert model["status"].startswith("ok: clip")
+        assert model["status"].endswith(f"preprocess={model['preprocess']}")
+        assert set(model["steps_per_s"]) == {"baseline", "interval_1", "interval_4", "interval_16"}
+        assert model["fraction_of_forward_interleaved"]["wall"] > 0
+        assert set(model["per_step_ms_wall"]) == {
+            "forward",
+            "preprocess",
+            "raw_embed",
+            "wrapper_at_interval_1",
+        }
+    assert models[0]["pixel_check"]["max_levels"] <= 2  # the torch path against HF's pixels
+    assert "pixel_check" not in models[1]

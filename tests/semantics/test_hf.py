@@ -85,9 +85,9 @@ def test_matches_model_forward_embeds(fp32, kind):
     proc, model = fp32.processor, fp32.model
     padding = "max_length" if kind == "siglip" else True
     text = proc(text=["clear"], padding=padding, truncation=True, return_tensors="pt")
-    imgs = proc(images=list(frames(2)), return_tensors="pt")
+    pixels = fp32.pixel_values(frames(2))  # the embedder's own (torch) preprocessing
     with torch.inference_mode():
-        out = model(**text, **imgs)
+        out = model(**text, pixel_values=pixels)
     np.testing.assert_allclose(fp32.embed_images(frames(2)), out.image_embeds.numpy(), atol=1e-5)
     np.testing.assert_allclose(fp32.embed_texts(["clear"]), out.text_embeds.numpy(), atol=1e-5)
 
