@@ -40,6 +40,7 @@ Conditions (``--conditions``; :data:`CONDITIONS` maps each name to a builder):
   ``--spaces`` says): the room a curriculum has. In ``feasible`` it is ``uniform``;
 * ``lp``: ``Curriculum(space, seed=seed)``, gymcurric's defaults *when the run starts* (the
   record keeps the config it got);
+* ``lp_v1`` (exploratory, not pre-registered, run only when named): gymcurric 0.1's LP;
 * ``lp_dual``: ``DualPool(explore_size=27, exploit_size=27)`` (18 and 18 in ``feasible``, whose
   36 tasks cannot fill 54 slots);
 * ``learnability``: ``LearnabilityScorer()``, p (1 - p);
@@ -268,6 +269,13 @@ def _lp(space: StudySpace, seed: int) -> Arm:
     return _gymcurric(space, seed)  # the library's defaults, whatever they are now
 
 
+def _lp_v1(space: StudySpace, seed: int) -> Arm:  # exploratory: not in the pre-registration
+    from gymcurric.tasks import LearningProgressScorer, SignalConfig
+
+    scorer = LearningProgressScorer.v1()
+    return _gymcurric(space, seed, scorer=scorer, signal=SignalConfig(alpha=0.1))
+
+
 def _lp_dual(space: StudySpace, seed: int) -> Arm:
     from gymcurric.tasks import DualPool
 
@@ -307,6 +315,7 @@ CONDITIONS: dict[str, Callable[[StudySpace, int], Arm]] = {
     "uniform": _uniform,
     "oracle": _oracle,
     "lp": _lp,
+    "lp_v1": _lp_v1,
     "lp_dual": _lp_dual,
     "learnability": _learnability,
     "syllabus_lp": _syllabus("lp"),
@@ -316,6 +325,7 @@ if hasattr(importlib.import_module("gymcurric.tasks"), "PLRScorer"):  # PLR has 
     CONDITIONS.update(plr=_plr, robust_plr=_robust_plr)
 SYLLABUS_CONDITIONS = ("syllabus_lp", "syllabus_plr")
 FEASIBLE_CONDITIONS = ("uniform", "lp")  # the control's default (oracle is uniform there)
+EXPLORATORY = ("lp_v1",)  # run only when named
 
 
 def syllabus_installed() -> bool:
@@ -540,7 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     specs = []
     for space in spaces:
         conditions = args.conditions or (
-            FEASIBLE_CONDITIONS if space == "feasible" else tuple(CONDITIONS)
+            FEASIBLE_CONDITIONS
+            if space == "feasible"
+            else tuple(c for c in CONDITIONS if c not in EXPLORATORY)
         )
         if args.conditions is None and not syllabus_installed():
             conditions = [c for c in conditions if c not in SYLLABUS_CONDITIONS]
