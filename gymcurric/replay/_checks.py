@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -167,6 +167,57 @@ def host_flags(name: str, value: Any, num_envs: int) -> np.ndarray:
             source="ReplayRing",
         )
     return arr
+
+
+class DeviceFlags(NamedTuple):
+    """Per-env flags on a ring's device (:func:`device_flags`)."""
+
+    tensors: dict[str, torch.Tensor]  #: every flag given, ``[num_envs]`` bool on the device
+    host: dict[str, np.ndarray]  #: the flags that were given as host data, as they were
+
+
+def device_flags(values: dict[str, Any], num_envs: int, device: torch.device) -> DeviceFlags:
+    """Per-env flag arguments (``None`` values skipped) as bool tensors on ``device``, no sync.
+
+    A bool tensor on the device is used as it is (one on another device is moved,
+    non-blocking). Host flags (numpy, lists, bool tensors on the CPU for a CUDA ring) are
+    checked as :func:`host_flags` does and travel together in one host-to-device copy.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    host: dict[str, np.ndarray] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, torch.Tensor) and value.device == device:
+            if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
+                raise ConfigError(
+                    name,
+                    f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}",
+                    f"expected dtype torch.bool and shape ({num_envs},)",
+                    source="ReplayRing",
+                )
+            tensors[name] = value
+        else:
+            host[name] = host_flags(name, value, num_envs)
+    if host:
+        staged = torch.from_numpy(np.stack(list(host.values())))
+        if device.type != "cpu":
+            staged = staged.to(device, non_blocking=True)
+        tensors.update(zip(host, staged.unbind(0), strict=True))
+    return DeviceFlags(tensors, host)
+
+
+def copy_in(target: torch.Tensor, source: torch.Tensor) -> None:
+    """``target.copy_(source)``, non-blocking from pageable host memory to a device.
+
+    A blocking host-to-device copy makes torch synchronise the stream after it. From pageable
+    memory the driver stages the data before the call returns, so the caller may reuse the
+    array; a pinned source is copied blocking, since its owner may write it again at once.
+    """
+    non_blocking = (
+        target.device.type != "cpu" and source.device.type == "cpu" and not source.is_pinned()
+    )
+    target.copy_(source, non_blocking=non_blocking)
 
 
 def check_push_arguments(

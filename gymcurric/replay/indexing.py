@@ -240,12 +240,13 @@ class HostIndex:
         """Bytes of the next-observation table."""
         return int(self.next_rows.nbytes)
 
-    def link_row(self, row: int, is_first: np.ndarray, total_steps: int) -> None:
+    def link_row(self, row: int, is_first: np.ndarray | torch.Tensor, total_steps: int) -> None:
         """Link the table for a push of ``row``.
 
         The row's steps are pending; the previous row's steps (those without a side-store
         entry) link to ``row``, except where an episode starts there.
         """
+        assert isinstance(is_first, np.ndarray)  # a host-index ring's pushes are on the host
         num_envs = self.storage.num_envs
         table = self.next_rows
         table[row * num_envs : (row + 1) * num_envs] = PENDING
@@ -259,13 +260,14 @@ class HostIndex:
             np.copyto(previous, linked, where=previous < self.storage.capacity * num_envs)
 
     def store_final_observations(
-        self, row: int, final_obs: torch.Tensor, mask: np.ndarray, newest: int
+        self, row: int, final_obs: torch.Tensor, mask: np.ndarray | torch.Tensor, newest: int
     ) -> None:
         """Side-store ``final_obs`` of the envs in ``mask`` as the next observations of ``row``.
 
         The same slots, owners and losses as :class:`DeviceIndex`, copying only the ended envs'
         final observations (usually one or two of ``num_envs``).
         """
+        assert isinstance(mask, np.ndarray)  # a host-index ring's pushes are on the host
         storage = self.storage
         storage.row_has_side[row] = True
         envs = np.flatnonzero(mask)
@@ -427,12 +429,13 @@ class DeviceIndex:
 
     def __init__(self, storage: RingStorage) -> None:
         self.storage = storage
+        self._positions = torch.arange(0, device=storage.device)
 
-    def link_row(self, row: int, is_first: np.ndarray, total_steps: int) -> None:
+    def link_row(self, row: int, is_first: Any, total_steps: int) -> None:
         """Nothing to do: validity is read from the rows when sampling."""
 
     def store_final_observations(
-        self, row: int, final_obs: torch.Tensor, mask: np.ndarray, newest: int
+        self, row: int, final_obs: torch.Tensor, mask: np.ndarray | torch.Tensor, newest: int
     ) -> None:
         """Side-store ``final_obs`` of the envs in ``mask`` as the next observations of ``row``.
 
@@ -447,8 +450,11 @@ class DeviceIndex:
         trash_owner = storage.capacity * storage.num_envs
         device = storage.device
         if final_obs.device != device:
-            final_obs = final_obs.to(device)
-        ended = torch.from_numpy(np.array(mask)).to(device)
+            final_obs = final_obs.to(device, non_blocking=True)
+        if isinstance(mask, torch.Tensor):  # on the device: push_step's episode_ended
+            ended = mask
+        else:
+            ended = torch.from_numpy(np.array(mask)).to(device, non_blocking=True)
         count = ended.to(torch.int64).cumsum(0)
         kept = ended & (count > count[-1] - side_capacity)
         dropped = ended & ~kept
@@ -467,7 +473,7 @@ class DeviceIndex:
         storage.side_slot_table.index_fill_(0, lost, -1)
         storage.side_observations.index_copy_(0, slot, final_obs)
         storage.side_owner.index_copy_(0, slot, torch.where(kept, flat_rows, -1))
-        storage.side_owner[side_capacity] = -1
+        storage.side_owner[side_capacity:].fill_(-1)
         storage.side_slot_table.index_copy_(0, torch.where(kept, flat_rows, trash_owner), slot)
         storage.side_pointer += count[-1]
 
@@ -499,30 +505,62 @@ class DeviceIndex:
         candidates`` draws is.
         """
         storage = self.storage
-        device = storage.device
-        newest_ok = next_obs is not None
-        shape = (candidates, batch)
-        logical = torch.randint(rows, shape, generator=generator, device=device).view(-1)
-        env = torch.randint(storage.num_envs, shape, generator=generator, device=device).view(-1)
-        drawn = transition_rows(
-            storage, logical, env, oldest=oldest, size=size, newest_ok=newest_ok
+        num_envs = storage.num_envs
+        steps = storage.capacity * num_envs
+        pool = candidates * batch
+        positions = self.positions(pool)
+        # one draw per candidate of (chronological row, env), entry-minor: pair = row * E + env
+        pair = torch.randint(rows * num_envs, (pool,), generator=generator, device=storage.device)
+        flat = pair + oldest * num_envs if oldest else pair
+        if oldest:
+            flat = flat.remainder_(steps)
+        next_flat = (flat + num_envs).remainder_(steps)  # row t + 1 (mod capacity), env e
+        slot = storage.side_slot_table.index_select(0, flat)
+        next_first = storage.flat_fields["is_first"].index_select(0, next_flat)
+        valid = (slot + 1) >= next_first  # a side entry, or the next row continues the episode
+        if next_obs is not None:  # the newest row's successor is next_obs (rows == size)
+            valid |= pair >= (size - 1) * num_envs
+        # the next observation's row of storage.observations: the side store's where it has one
+        next_row = torch.where(slot >= 0, slot + steps, next_flat)
+        # each entry takes its first valid candidate (candidate-major positions)
+        keyed = torch.where(valid, positions, pool)
+        first = keyed.view(candidates, batch).amin(0)
+        # an entry without one takes the last valid draw before its own last one, cyclically
+        last_valid = torch.where(valid, positions, -1).cummax(0).values
+        before = last_valid[-batch:]
+        fallback = torch.where(before >= 0, before, last_valid[-1:]).remainder_(pool)
+        found = first < pool
+        chosen = torch.where(found, first, fallback)
+        taken = torch.stack((flat, next_row, pair)).index_select(1, chosen)
+        flat, pair = taken[0], taken[2]
+        # obs and next observations in one gather
+        both = storage.observations.index_select(0, taken[:2].reshape(-1))
+        obs, next_observations = both[:batch], both[batch:]
+        if next_obs is not None:
+            pending = (pair >= (size - 1) * num_envs) & (taken[1] < steps)
+            self.override(next_observations, pending, next_obs, pair.remainder(num_envs))
+        packed = storage.packed_flat.index_select(0, flat)
+        t_index = flat.div(num_envs, rounding_mode="floor")
+        return Transitions(
+            obs=obs,
+            action=torch.index_select(storage.flat_fields["action"], 0, flat),
+            reward=packed[:, 0],
+            cost=packed[:, 1],
+            next_obs=next_observations,
+            done=1.0 - packed[:, 2],
+            valid=found | (last_valid[-1] >= 0),  # invalid only when no draw at all is valid
+            t_index=t_index,
+            env_index=pair.remainder(num_envs),
+            extras={
+                n: torch.index_select(storage.flat_fields[n], 0, flat) for n in storage.user_fields
+            },
         )
-        valid = drawn.valid
-        grid = valid.view(shape)
-        first_valid = grid.to(torch.int8).argmax(0)  # 0 if none
-        chosen = first_valid * batch + torch.arange(batch, device=device)
-        # An entry without a valid draw takes the last valid draw before its own last one, in
-        # (candidate, entry) order and cyclically: mostly another entry's last candidate, which
-        # that entry did not need. (The pool is scanned twice over, for the wrap around.)
-        pool = valid.numel()
-        twice = torch.where(valid.repeat(2), torch.arange(2 * pool, device=device), -1)
-        fallback = twice.cummax(0).values[-batch:] % pool  # -1 (no valid draw at all): any
-        chosen = torch.where(grid.any(0), chosen, fallback)
-        logical, env = logical.index_select(0, chosen), env.index_select(0, chosen)
-        taken = TransitionRows(*(part.index_select(0, chosen) for part in drawn))
-        return gather_transitions(
-            storage, logical, env, taken, next_obs, size=size, override=self.override
-        )
+
+    def positions(self, count: int) -> torch.Tensor:
+        """``arange(count)`` on the device, from a cached one (grown when a batch needs it)."""
+        if self._positions.numel() < count:
+            self._positions = torch.arange(count, device=self.storage.device)
+        return self._positions[:count]
 
     @staticmethod
     def override(

@@ -326,8 +326,7 @@ class ReplayRing:
         Raises:
             ConfigError: ``mask`` is not ``[num_envs]`` bool.
         """
-        mask = host_flags("mask", mask, self.num_envs)
-        self._storage.episode_ended = self._storage.episode_ended | mask
+        self._storage.start_episodes(mask)
 
     def clear(self) -> None:
         """Forget every row (tensors keep their memory); the generator is left as it is."""

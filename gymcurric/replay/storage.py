@@ -19,22 +19,41 @@ from gymcurric.replay._checks import (
     as_tensor_like,
     available_bytes,
     check_invariants,
+    copy_in,
+    device_flags,
     host_flags,
     numpy_dtype,
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
-__all__ = ["CheckedStep", "RingStorage", "check_memory_budget"]
+__all__ = ["CheckedStep", "DeviceStep", "RingStorage", "check_memory_budget"]
 
 
 class CheckedStep(NamedTuple):
     """The inputs of one ``push_step``, checked and converted for the storage."""
 
     rows: list[tuple[str, np.ndarray | torch.Tensor]]  #: obs (if given), action, user fields
-    packed: np.ndarray | torch.Tensor  #: ``[num_envs, 3]``: reward, cost, continue_
+    packed: np.ndarray  #: ``[num_envs, 3]``: reward, cost, continue_
     is_first: np.ndarray
     ended: np.ndarray  #: terminated or truncated
     final_obs: torch.Tensor | None  #: given, and some episode ended
+
+
+class DeviceStep(NamedTuple):
+    """The inputs of one ``push_step`` for a ring without numpy views (the device index).
+
+    Every tensor is on the ring's device: the flags come as they were given (device tensors) or
+    in one host-to-device copy (host flags); nothing here reads a device value on the host.
+    """
+
+    rows: list[tuple[str, torch.Tensor]]  #: obs (if given), action, user fields
+    packed: np.ndarray | None  #: host ``[num_envs, 3]`` row, when reward, cost and flags are
+    columns: tuple[torch.Tensor, torch.Tensor | None] | None  #: else reward, cost (None: 0)
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    is_first: torch.Tensor  #: may be the storage's ``episode_ended`` (read before it changes)
+    ended: torch.Tensor  #: the storage's ``episode_ended``: terminated | truncated once written
+    final_obs: torch.Tensor | None  #: given (and, with host flags, some episode ended)
 
 
 def check_memory_budget(
@@ -86,13 +105,17 @@ class RingStorage:
       ``side_slot_table[flat]`` the slot of a step (-1: none); the last entry of each is a
       trash entry for masked-out writes. ``side_pointer`` is the next slot to fill and
       ``side_lost`` counts entries dropped while their row was kept;
-    * host-side bookkeeping: ``row_has_side[t]`` (a row may hold side-store entries: a hint,
-      exact after :meth:`recompute_row_has_side`), ``current_episode`` and ``episode_ended``
-      per env.
+    * episode bookkeeping per env: ``current_episode`` (the newest row's ``episode_id``, -1
+      before the first push) and ``episode_ended`` (the newest step ended its episode, so the
+      next one starts one); and ``row_has_side[t]``, on the host (a row may hold side-store
+      entries: a hint, exact after :meth:`restore`).
 
-    With ``numpy_views`` (CPU only), ``numpy_fields`` and ``numpy_packed`` are numpy views of
-    the tensors: numpy inputs are then written by numpy assignment (~1 us against ~4-8 us for
-    torch's indexing and ``copy_`` on small rows).
+    With ``numpy_views`` (CPU only, the host index), ``numpy_fields`` and ``numpy_packed`` are
+    numpy views of the tensors: numpy inputs are then written by numpy assignment (~1 us against
+    ~4-8 us for torch's indexing and ``copy_`` on small rows), and the episode bookkeeping is
+    numpy. Without them (the device index) the bookkeeping is tensors on the device and a push
+    is a fixed sequence of torch operations that never reads a device value on the host (see
+    :meth:`write_device_step`).
     """
 
     def __init__(
@@ -152,8 +175,13 @@ class RingStorage:
         self.side_pointer = torch.zeros((), dtype=torch.int64, device=device)
         self.side_lost = torch.zeros((), dtype=torch.int64, device=device)
         self.row_has_side = np.zeros(capacity, dtype=bool)
-        self.current_episode = np.full(num_envs, -1, dtype=np.int32)
-        self.episode_ended = np.ones(num_envs, dtype=bool)
+        self.current_episode: Any = np.full(num_envs, -1, dtype=np.int32)
+        self.episode_ended: Any = np.ones(num_envs, dtype=bool)
+        if not numpy_views:
+            self.current_episode = torch.from_numpy(self.current_episode).to(device)
+            self.episode_ended = torch.from_numpy(self.episode_ended).to(device)
+            self.zero_column = torch.zeros(num_envs, dtype=torch.float32, device=device)
+            self.continue_scratch = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.env_range = torch.arange(num_envs, dtype=torch.int64, device=device)
         self.time_range = torch.arange(capacity, dtype=torch.int64, device=device)
 
@@ -222,16 +250,9 @@ class RingStorage:
                 return value
         return self.checked_tensor(name, value)
 
-    def packed_row(
-        self, reward: Any, cost: Any, continues: np.ndarray
-    ) -> np.ndarray | torch.Tensor:
+    def packed_row(self, reward: Any, cost: Any, continues: np.ndarray) -> np.ndarray:
         """The ``[num_envs, 3]`` row of (reward, cost, continue_), checked (cost None: 0)."""
         num_envs = self.num_envs
-        if isinstance(reward, torch.Tensor) and reward.device.type != "cpu":
-            r = self.checked_tensor("reward", reward)
-            c = torch.zeros_like(r) if cost is None else self.checked_tensor("cost", cost)
-            k = torch.from_numpy(continues).to(self.device, non_blocking=True)
-            return torch.stack((r, c, k), dim=-1)
         row = np.empty((num_envs, 3), dtype=np.float32)
         for column, name, value in ((0, "reward", reward), (1, "cost", cost)):
             if value is None:
@@ -264,11 +285,24 @@ class RingStorage:
         final_obs: Any,
         extra: Mapping[str, Any],
         first_push: bool,
-    ) -> CheckedStep:
+    ) -> CheckedStep | DeviceStep:
         """The arguments of one ``push_step``, checked and converted; nothing is written.
 
         ``is_first`` None: the envs whose previous step ended an episode (all at the first push).
         """
+        if self.numpy_packed is None:
+            return self.checked_device_step(
+                obs,
+                action,
+                reward,
+                terminated=terminated,
+                truncated=truncated,
+                cost=cost,
+                is_first=is_first,
+                final_obs=final_obs,
+                extra=extra,
+                first_push=first_push,
+            )
         terminated = host_flags("terminated", terminated, self.num_envs)
         truncated = host_flags("truncated", truncated, self.num_envs)
         if is_first is None:
@@ -294,30 +328,141 @@ class RingStorage:
             final = self.checked_tensor("final_obs", final_obs, field="obs")
         return CheckedStep(rows, packed, first, ended, final)
 
+    def checked_device_step(
+        self,
+        obs: Any,
+        action: Any,
+        reward: Any,
+        *,
+        terminated: Any,
+        truncated: Any,
+        cost: Any,
+        is_first: Any,
+        final_obs: Any,
+        extra: Mapping[str, Any],
+        first_push: bool,
+    ) -> DeviceStep:
+        """:meth:`checked_step` without numpy views: everything on the device, no host read.
+
+        Flags given as tensors stay on the device (a bool tensor on another device is moved,
+        non-blocking); flags given as host data travel in one copy. The one host read is at the
+        very first push with an explicit ``is_first`` tensor (every env must start there).
+        """
+        flags = device_flags(
+            {"terminated": terminated, "truncated": truncated, "is_first": is_first},
+            self.num_envs,
+            self.device,
+        )
+        first = self.episode_ended if is_first is None else flags.tensors["is_first"]
+        if first_push and is_first is not None:
+            host_first = flags.host.get("is_first")
+            if not (host_first.all() if host_first is not None else bool(first.all())):
+                raise ConfigError(
+                    "is_first",
+                    is_first,
+                    "the first step of every env must start an episode",
+                    source="ReplayRing",
+                )
+        rows = [("action", self.checked_tensor("action", action))]
+        if obs is not None:
+            rows.append(("obs", self.checked_tensor("obs", obs)))
+        rows.extend((name, self.checked_tensor(name, v)) for name, v in extra.items())
+        packed: np.ndarray | None = None
+        columns: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        host_terminated = flags.host.get("terminated")
+        if (
+            host_terminated is not None
+            and not isinstance(reward, torch.Tensor)
+            and not isinstance(cost, torch.Tensor)
+        ):
+            packed = self.packed_row(reward, cost, ~host_terminated)
+        else:
+            columns = (
+                self.device_column("reward", reward),
+                None if cost is None else self.device_column("cost", cost),
+            )
+        final = None
+        if final_obs is not None:
+            host_truncated = flags.host.get("truncated")
+            if host_terminated is None or host_truncated is None:
+                some_ended = True  # known on the device only: the store is masked
+            else:
+                some_ended = bool((host_terminated | host_truncated).any())
+            if some_ended:
+                final = self.checked_tensor("final_obs", final_obs, field="obs")
+        return DeviceStep(
+            rows,
+            packed,
+            columns,
+            flags.tensors["terminated"],
+            flags.tensors["truncated"],
+            first,
+            self.episode_ended,
+            final,
+        )
+
+    def device_column(self, name: str, value: Any) -> torch.Tensor:
+        """A float32 ``[num_envs]`` column (reward or cost), checked, on the ring's device."""
+        column = self.checked_tensor(name, value)
+        if column.device != self.device or column.dtype != torch.float32:
+            column = column.to(self.device, torch.float32, non_blocking=True)
+        return column
+
     # ------------------------------------------------------------------ writes
-    def write_step(self, row: int, step: CheckedStep) -> None:
+    def write_device_step(self, row: int, step: DeviceStep) -> None:
+        """Write a :meth:`checked_device_step` at ``row``: eight operations with obs, no sync.
+
+        One copy per given field, one stack into the packed row (after one ``logical_not`` for
+        ``continue_``), one copy of ``is_first``, one add for ``episode_id``, one copy of it into
+        ``current_episode`` and one ``logical_or`` into ``episode_ended``.
+        """
+        for name, source in step.rows:
+            copy_in(self.fields[name][row], source)
+        if step.packed is not None:
+            copy_in(self.packed[row], torch.from_numpy(step.packed))
+        else:
+            assert step.columns is not None
+            reward, cost = step.columns
+            continues = torch.logical_not(step.terminated, out=self.continue_scratch)
+            cost = self.zero_column if cost is None else cost
+            torch.stack((reward, cost, continues), dim=-1, out=self.packed[row])
+        episode = self.fields["episode_id"][row]
+        self.fields["is_first"][row].copy_(step.is_first)
+        torch.add(self.current_episode, step.is_first, out=episode)
+        self.current_episode.copy_(episode)
+        # after the reads above: step.is_first may be episode_ended itself
+        torch.logical_or(step.terminated, step.truncated, out=self.episode_ended)
+        if self.row_has_side[row]:
+            self.side_slot[row].fill_(-1)
+            self.row_has_side[row] = False
+
+    def start_episodes(self, mask: Any) -> None:
+        """Make the next push of the envs in ``mask`` (``[num_envs]`` bool) start an episode."""
+        if isinstance(self.episode_ended, np.ndarray):
+            self.episode_ended = self.episode_ended | host_flags("mask", mask, self.num_envs)
+        else:
+            ended = device_flags({"mask": mask}, self.num_envs, self.device).tensors["mask"]
+            self.episode_ended |= ended
+
+    def write_step(self, row: int, step: CheckedStep | DeviceStep) -> None:
         """Write a :meth:`checked_step` at physical ``row``; advance the episode bookkeeping.
 
         ``episode_id`` follows from ``is_first``; the side-store entries of the row's previous
         contents are forgotten (the index strategy stores the step's final observations).
         """
+        if isinstance(step, DeviceStep):
+            self.write_device_step(row, step)
+            return
+        assert self.numpy_packed is not None  # only rings with numpy views make a CheckedStep
         for name, source in step.rows:
             if isinstance(source, np.ndarray):
                 self.numpy_fields[name][row] = source
             else:
                 self.fields[name][row].copy_(source)
         episode = self.current_episode + step.is_first
-        if self.numpy_packed is not None:
-            self.numpy_packed[row] = step.packed
-            self.numpy_fields["is_first"][row] = step.is_first
-            self.numpy_fields["episode_id"][row] = episode
-        else:
-            packed = step.packed
-            self.packed[row].copy_(
-                torch.from_numpy(packed) if isinstance(packed, np.ndarray) else packed
-            )
-            self.fields["is_first"][row].copy_(torch.from_numpy(np.array(step.is_first)))
-            self.fields["episode_id"][row].copy_(torch.from_numpy(episode))
+        self.numpy_packed[row] = step.packed
+        self.numpy_fields["is_first"][row] = step.is_first
+        self.numpy_fields["episode_id"][row] = episode
         self.current_episode = episode
         self.episode_ended = step.ended
         if self.row_has_side[row]:
@@ -331,8 +476,12 @@ class RingStorage:
         self.side_pointer.zero_()
         self.side_lost.zero_()
         self.row_has_side[:] = False
-        self.current_episode = np.full(self.num_envs, -1, dtype=np.int32)
-        self.episode_ended = np.ones(self.num_envs, dtype=bool)
+        if isinstance(self.current_episode, np.ndarray):
+            self.current_episode = np.full(self.num_envs, -1, dtype=np.int32)
+            self.episode_ended = np.ones(self.num_envs, dtype=bool)
+        else:
+            self.current_episode.fill_(-1)
+            self.episode_ended.fill_(True)
 
     # ------------------------------------------------------------------ reads
     def gather(self, names: tuple[str, ...], flat: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -362,8 +511,8 @@ class RingStorage:
                 "side.slot": self.side_slot_table,
                 "side.ptr": self.side_pointer,
                 "side.lost": self.side_lost,
-                "state.cur_episode": torch.from_numpy(self.current_episode),
-                "state.ended": torch.from_numpy(self.episode_ended),
+                "state.cur_episode": torch.as_tensor(self.current_episode),
+                "state.ended": torch.as_tensor(self.episode_ended),
             }
         )
         return tensors

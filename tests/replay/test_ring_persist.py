@@ -150,7 +150,8 @@ def snapshot(ring):
     return {
         "tensors": {k: v.detach().cpu().clone() for k, v in state["tensors"].items()},
         "counters": (ring.head, ring.size, ring.total_steps, ring.seed, ring.side_lost),
-        "flags": {name: value.copy() for name, value in flags.items()},
+        # numpy with the host index, tensors on the ring's device with the device index
+        "flags": {name: torch.as_tensor(v).cpu().clone().numpy() for name, v in flags.items()},
     }
 
 

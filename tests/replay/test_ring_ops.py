@@ -1,0 +1,175 @@
+"""The device index's operation counts and host syncs, counted on CPU and on the meta device.
+
+``count_ops`` counts the aten operations a call dispatches and lists those that would make the
+host wait for a GPU. The ceilings below are today's counts (issue 24): a change that adds
+launches to a push or a draw fails here and must say why. A ring on the ``meta`` device has no
+data at all, so any host read of it fails: pushes there prove that no value goes back to the
+host.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from gymcurric.errors import ConfigError
+from gymcurric.replay import ReplayRing
+from gymcurric.replay.opcount import count_ops
+from tests.replay.ring_helpers import push
+
+torch.set_num_threads(1)
+
+E = 16
+FIELDS = {"obs": ((8, 8, 3), torch.uint8), "action": ((6,), torch.float32)}
+
+#: kernels (not views or allocations) per call, device index
+#: obs, action, logical_not + stack (packed row), is_first, episode add + copy, episode_ended,
+#: and a fill clearing the side-store slots of a row that held some
+PUSH_KERNELS = 9
+PUSH_FINAL_OBS_KERNELS = 49  # + the masked side-store write
+SAMPLE_TRANSITIONS_KERNELS = 34  # full ring (oldest > 0)
+SAMPLE_TRANSITIONS_NEXT_OBS_KERNELS = 43
+SAMPLE_SEQUENCES_KERNELS = 12
+
+
+def meta_ring(monkeypatch, capacity=8):
+    """A device-index ring on ``meta`` (torch has no meta generator: the ring gets a CPU one)."""
+    cpu_generator = torch.Generator
+    with monkeypatch.context() as m:
+        m.setattr(torch, "Generator", lambda device=None: cpu_generator())
+        return ReplayRing(capacity, E, FIELDS, "meta", index_strategy="device", memory_budget=2**40)
+
+
+def step(device):
+    obs = torch.zeros(E, 8, 8, 3, dtype=torch.uint8, device=device)
+    flags = torch.zeros(E, dtype=torch.bool, device=device)
+    return obs, torch.zeros(E, 6, device=device), torch.zeros(E, device=device), flags
+
+
+def filled_cpu_ring(rows=40):
+    ring = ReplayRing(32, E, FIELDS, index_strategy="device")
+    obs, action, reward, _ = step("cpu")
+    for k in range(rows):
+        done = (np.arange(E) + k) % 7 == 0
+        ring.push_step(
+            obs, action, reward, terminated=done, truncated=np.zeros(E, bool), final_obs=obs
+        )
+    return ring
+
+
+def test_push_with_device_flags_never_reads_the_device(monkeypatch):
+    ring = meta_ring(monkeypatch)
+    obs, action, reward, flags = step("meta")
+    ring.push_step(obs, action, reward, terminated=flags, truncated=flags)  # is_first: default
+    for k in range(20):  # wraps around, with every optional argument
+        with count_ops(host_reads=True) as counted:
+            ring.push_step(
+                obs if k % 2 else None,
+                action,
+                reward,
+                cost=reward,
+                is_first=flags if k % 3 else None,
+                terminated=flags,
+                truncated=flags,
+                final_obs=obs if k % 4 == 0 else None,
+            )
+        assert counted.syncs == [] and counted.transfers == [], counted
+    ring.start_episodes_at_next_push(flags)
+    with count_ops(host_reads=True) as counted:
+        ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
+    assert counted.syncs == [] and counted.transfers == []
+    assert counted.kernels <= PUSH_KERNELS, counted.ops
+
+
+def test_push_with_host_flags_copies_them_to_the_device_once(monkeypatch):
+    ring = meta_ring(monkeypatch)
+    obs, action, reward, _ = step("meta")
+    none = np.zeros(E, bool)
+    for _ in range(3):
+        with count_ops(host_reads=True) as counted:
+            ring.push_step(obs, action, reward, terminated=none, truncated=none, is_first=None)
+        assert counted.syncs == [], counted.syncs
+        assert len(counted.transfers) == 1, counted.transfers  # the flags, non-blocking
+        assert counted.kernels <= PUSH_KERNELS + 1, counted.ops
+
+
+@pytest.mark.parametrize("flags_as", ["tensor", "numpy"])
+def test_push_kernels_and_no_syncs_on_cpu(flags_as):
+    ring = filled_cpu_ring()
+    obs, action, reward, flags = step("cpu")
+    if flags_as == "numpy":
+        flags = flags.numpy()
+    with count_ops(host_reads=flags_as == "tensor") as counted:
+        ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
+    assert counted.syncs == []
+    assert counted.kernels <= PUSH_KERNELS, counted.ops
+    with count_ops(host_reads=flags_as == "tensor") as counted:
+        ring.push_step(obs, action, reward, terminated=flags, truncated=flags, final_obs=obs)
+    assert counted.syncs == []
+    assert counted.kernels <= (PUSH_FINAL_OBS_KERNELS if flags_as == "tensor" else PUSH_KERNELS)
+
+
+def test_sampling_kernels_and_no_syncs_on_cpu():
+    ring = filled_cpu_ring()
+    gen = torch.Generator().manual_seed(0)
+    obs = step("cpu")[0]
+    cases = [
+        (lambda: ring.sample_transitions(256, gen), SAMPLE_TRANSITIONS_KERNELS),
+        (
+            lambda: ring.sample_transitions(256, gen, next_obs=obs),
+            SAMPLE_TRANSITIONS_NEXT_OBS_KERNELS,
+        ),
+        (lambda: ring.sample_sequences(16, 8, gen), SAMPLE_SEQUENCES_KERNELS),
+    ]
+    for draw, ceiling in cases:
+        with count_ops(host_reads=True) as counted:
+            draw()
+        assert counted.syncs == [], counted.syncs
+        assert counted.kernels <= ceiling, counted.ops
+
+
+def test_device_flags_give_the_same_ring_as_host_flags():
+    """Tensor flags (default is_first, explicit is_first, restarts) write what numpy flags do."""
+    host = ReplayRing(6, 3, {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)})
+    dev = ReplayRing(
+        6,
+        3,
+        {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)},
+        index_strategy="device",
+    )
+    final = torch.full((3, 3), 900.0)
+    for k in range(15):
+        term = np.array([k % 5 == 4, k % 3 == 2, False])
+        trunc = np.array([False, False, k % 4 == 3])
+        first = None if k % 6 else np.array([True, k == 0, True])
+        push(host, k, term=term, trunc=trunc, final=final, is_first=first)
+        dev.push_step(
+            torch.full((3, 3), float(k)) + 100 * torch.arange(3.0).view(3, 1),
+            torch.full((3, 2), -float(k)),
+            torch.full((3,), float(k)),
+            cost=torch.full((3,), k / 2),
+            terminated=torch.from_numpy(term),
+            truncated=torch.from_numpy(trunc),
+            is_first=None if first is None else torch.from_numpy(first),
+            final_obs=final,
+        )
+        if k == 9:
+            for ring in (host, dev):
+                ring.start_episodes_at_next_push(np.array([False, True, False]))
+    for name, t in host.fields.items():
+        assert torch.equal(dev[name], t), name
+    state_h, state_d = host.state_dict()["tensors"], dev.state_dict()["tensors"]
+    for key in ("state.cur_episode", "state.ended", "side.lost"):
+        assert torch.equal(state_h[key], state_d[key]), key
+    for key in ("side.slot", "side.owner"):
+        assert torch.equal(state_h[key][:-1], state_d[key][:-1]), key  # [-1]: trash entries
+
+
+def test_first_push_with_a_device_is_first_is_still_checked():
+    ring = ReplayRing(4, 2, FIELDS, index_strategy="device")
+    obs, action, reward, _ = step("cpu")
+    flags = torch.zeros(2, dtype=torch.bool)
+    with pytest.raises(ConfigError, match="first step of every env"):
+        ring.push_step(
+            obs[:2], action[:2], reward[:2], terminated=flags, truncated=flags, is_first=flags
+        )
+    assert ring.total_steps == 0
