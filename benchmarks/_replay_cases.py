@@ -30,9 +30,21 @@ class Step:
 
 
 class Stream:
-    """Synthetic vector-env steps: episodes of ``ep_len`` steps, staggered across envs."""
+    """Synthetic vector-env steps: episodes of ``ep_len`` steps, staggered across envs.
 
-    def __init__(self, num_envs: int, obs_shape: tuple[int, ...], obs_dtype: Any, seed: int = 0):
+    With ``device`` other than the CPU, obs, action and reward come as tensors already on the
+    device (a GPU simulator's), and with ``flags="tensor"`` so do the flags; otherwise numpy.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: Any,
+        seed: int = 0,
+        device: str = "cpu",
+        flags: str = "numpy",
+    ):
         rng = np.random.default_rng(seed)
         self.E = num_envs
         pool = 32
@@ -48,6 +60,38 @@ class Stream:
         self.k = 0
         self.episode = np.zeros(num_envs, np.int64)
         self.first = np.ones(num_envs, bool)
+        self.device = device
+        self.tensor_flags = flags == "tensor"
+        if device != "cpu" or self.tensor_flags:
+            self.on_device = {
+                "obs": torch.from_numpy(frames).to(device),
+                "action": torch.from_numpy(self.actions).to(device),
+                "reward": torch.from_numpy(self.rewards).to(device),
+            }
+            self.flag_cache: dict[bytes, torch.Tensor] = {}
+
+    def _device_flag(self, value: np.ndarray) -> torch.Tensor:
+        # few distinct flag rows: cached, so no host->device copy is timed
+        key = value.tobytes()
+        cached = self.flag_cache.get(key)
+        if cached is None:
+            cached = self.flag_cache[key] = torch.from_numpy(value.copy()).to(self.device)
+        return cached
+
+    def next_device(self) -> Step:
+        """The next step with obs/action/reward (and, with tensor flags, flags) on the device."""
+        p = len(self.frames)
+        k = self.k
+        step = self.next()
+        step.obs = self.on_device["obs"][k % p]
+        step.action = self.on_device["action"][k % p]
+        step.reward = self.on_device["reward"][k % p]
+        if step.final_obs is not None:
+            step.final_obs = self.on_device["obs"][(k + 7) % p]
+        if self.tensor_flags:
+            for key in ("terminated", "truncated", "is_first"):
+                setattr(step, key, self._device_flag(getattr(step, key)))
+        return step
 
     def next(self) -> Step:
         k = self.k
@@ -84,15 +128,30 @@ class Stream:
 # ----------------------------------------------------------------------------- minimal ring
 
 
+def _tensor(x: Any) -> torch.Tensor:
+    return x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))
+
+
 class MinRing:
     """The limit: the same fields as ReplayRing, no checks, no side store, no episode logic.
 
     Time-major torch tensors; one flat int64 index per batch; ``index_select`` gathers.
     """
 
-    def __init__(self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: torch.dtype):
+    def __init__(
+        self,
+        rows: int,
+        E: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: torch.dtype,
+        device: str = "cpu",
+    ):
         self.T, self.E = rows, E
-        z = torch.zeros
+        self.device = device
+
+        def z(shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros(shape, dtype=dtype, device=device)
+
         self.obs = z((rows, E, *obs_shape), dtype=obs_dtype)
         self.action = z((rows, E, 6))
         self.reward = z((rows, E))
@@ -102,9 +161,9 @@ class MinRing:
         self.ep = z((rows, E), dtype=torch.int32)
         self.pos = 0
         self.size = 0
-        self.ar = torch.arange(rows)
+        self.ar = torch.arange(rows, device=device)
         self.shape = obs_shape
-        self.zeros_cost = torch.zeros(E)
+        self.zeros_cost = z((E,))
 
     @property
     def nbytes(self) -> int:
@@ -113,20 +172,20 @@ class MinRing:
 
     def add(self, s: Step) -> None:
         p = self.pos
-        self.obs[p].copy_(torch.from_numpy(s.obs))
-        self.action[p].copy_(torch.from_numpy(s.action))
-        self.reward[p].copy_(torch.from_numpy(s.reward))
+        self.obs[p].copy_(_tensor(s.obs))
+        self.action[p].copy_(_tensor(s.action))
+        self.reward[p].copy_(_tensor(s.reward))
         self.cost[p].copy_(self.zeros_cost)
-        self.cont[p].copy_(torch.from_numpy(~s.terminated))
-        self.first[p].copy_(torch.from_numpy(s.is_first))
-        self.ep[p].copy_(torch.from_numpy(s.episode))
+        self.cont[p].copy_(_tensor(~s.terminated))
+        self.first[p].copy_(_tensor(s.is_first))
+        self.ep[p].copy_(_tensor(s.episode))
         self.pos = (p + 1) % self.T
         self.size = min(self.size + 1, self.T)
 
     def seq(self, gen: torch.Generator, B: int = 16, L: int = 64) -> dict[str, torch.Tensor]:
         oldest = self.pos if self.size == self.T else 0
-        start = torch.randint(self.size - L + 1, (B,), generator=gen)
-        env = torch.randint(self.E, (B,), generator=gen)
+        start = torch.randint(self.size - L + 1, (B,), generator=gen, device=self.device)
+        env = torch.randint(self.E, (B,), generator=gen, device=self.device)
         t = (self.ar[:L, None] + (start + oldest)[None, :]) % self.T
         flat = (t * self.E + env[None, :]).view(-1)
         out = {}
@@ -141,8 +200,8 @@ class MinRing:
 
     def uni(self, gen: torch.Generator, B: int = 256) -> tuple[torch.Tensor, ...]:
         oldest = self.pos if self.size == self.T else 0
-        lg = torch.randint(self.size - 1, (B,), generator=gen)
-        env = torch.randint(self.E, (B,), generator=gen)
+        lg = torch.randint(self.size - 1, (B,), generator=gen, device=self.device)
+        env = torch.randint(self.E, (B,), generator=gen, device=self.device)
         t = (lg + oldest) % self.T
         flat = t * self.E + env
         nflat = ((t + 1) % self.T) * self.E + env
@@ -159,14 +218,21 @@ class MinRing:
 # ----------------------------------------------------------------------------- cases
 
 
+#: ReplayRing's index_strategy in the ring case (None: its default; --index-strategy)
+INDEX_STRATEGY: str | None = None
+
+
 class RingCase:
     name = "ring"
 
-    def __init__(self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any):
+    def __init__(
+        self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any, device: str = "cpu"
+    ):
         from gymcurric.replay import ReplayRing
 
         tdt = torch.from_numpy(np.zeros(0, obs_dtype)).dtype
-        self.ring = ReplayRing(rows, E, {"obs": (obs_shape, tdt), "action": ((6,), torch.float32)})
+        fields = {"obs": (obs_shape, tdt), "action": ((6,), torch.float32)}
+        self.ring = ReplayRing(rows, E, fields, device, index_strategy=INDEX_STRATEGY)
         self.nbytes = self.ring.nbytes
 
     def add(self, s: Step) -> None:
@@ -189,9 +255,11 @@ class RingCase:
 class MinRingCase:
     name = "minring"
 
-    def __init__(self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any):
+    def __init__(
+        self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any, device: str = "cpu"
+    ):
         tdt = torch.from_numpy(np.zeros(0, obs_dtype)).dtype
-        self.ring = MinRing(rows, E, obs_shape, tdt)
+        self.ring = MinRing(rows, E, obs_shape, tdt, device)
         self.nbytes = self.ring.nbytes
         self.add = self.ring.add
 
@@ -340,11 +408,20 @@ class TorchRLSeqCase:
         return self.rb.sample()
 
 
-def make_case(name: str, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any) -> Any:
+def make_case(
+    name: str,
+    rows: int,
+    E: int,
+    obs_shape: tuple[int, ...],
+    obs_dtype: Any,
+    device: str = "cpu",
+) -> Any:
     if name == "ring":
-        return RingCase(rows, E, obs_shape, obs_dtype)
+        return RingCase(rows, E, obs_shape, obs_dtype, device)
     if name == "minring":
-        return MinRingCase(rows, E, obs_shape, obs_dtype)
+        return MinRingCase(rows, E, obs_shape, obs_dtype, device)
+    if device != "cpu":
+        raise ValueError(f"case {name!r} runs on the CPU only")
     if name == "sb3":
         return SB3Case(rows, E, obs_shape, obs_dtype, optimize=False)
     if name == "sb3_opt":
@@ -358,4 +435,6 @@ def make_case(name: str, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtyp
     raise ValueError(f"unknown case {name!r}")
 
 
+#: the cases that run on another device (--device)
+DEVICE_CASES = ("ring", "minring")
 ALL_CASES = ("ring", "minring", "sb3", "sb3_opt", "sb3_api_ring", "torchrl_uni", "torchrl_seq")

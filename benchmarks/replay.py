@@ -13,8 +13,17 @@ Figures are medians over rounds of per-call wall time and process CPU time (the 
 so CPU time is the steadier figure); ratios to the minimal ring are medians of per-round
 ratios (paired). torch runs with one intra-op thread (``--threads``), as all cases do.
 
+Each case's kernels and host syncs per call (``gymcurric.replay.opcount.count_ops``, one
+counted call after the timed ones) are reported beside the timings.
+
     python benchmarks/replay.py                      # full run (~2-4 min, ~4 GB RAM)
     python benchmarks/replay.py --quick --json out.json
+
+On a GPU (issue 24: the ring within 1.5x of the minimal ring for push, seq and uni), with
+observations, actions and rewards already on the device, and numpy or device flags:
+
+    python benchmarks/replay.py --device cuda --obs pixel --flags numpy --json cuda-numpy.json
+    python benchmarks/replay.py --device cuda --obs pixel --flags tensor --json cuda-tensor.json
 """
 
 from __future__ import annotations
@@ -35,7 +44,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _replay_cases import ALL_CASES, Stream, make_case
+import _replay_cases
+from _replay_cases import ALL_CASES, DEVICE_CASES, Stream, make_case
+
+from gymcurric.replay.opcount import count_ops
 
 OBS = {"pixel": ((64, 64, 3), np.uint8), "vector": ((60,), np.float32)}
 
@@ -63,11 +75,25 @@ def available(cases: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, skipped
 
 
-def timed(fn: Any, calls: int) -> tuple[float, float]:
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Any, calls: int, device: str = "cpu") -> tuple[float, float]:
+    synchronize(device)
     w0, c0 = time.perf_counter(), time.process_time()
     for _ in range(calls):
         fn()
+    synchronize(device)
     return (time.perf_counter() - w0) / calls, (time.process_time() - c0) / calls
+
+
+def counted(fn: Any) -> tuple[int, int]:
+    """Kernels and host syncs of one call (``count_ops``; host reads of tensors included)."""
+    with count_ops(host_reads=True) as ops:
+        fn()
+    return ops.kernels, len(ops.syncs)
 
 
 def run_kind(kind: str, args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
@@ -80,8 +106,8 @@ def run_kind(kind: str, args: argparse.Namespace, cases: list[str]) -> dict[str,
     for name in cases:
         gc.collect()
         r0 = rss_mb()
-        case = make_case(name, rows, E, shape, dtype)
-        stream = Stream(E, shape, dtype, seed=0)
+        case = make_case(name, rows, E, shape, dtype, args.device)
+        stream = Stream(E, shape, dtype, seed=0, device=args.device, flags=args.flags)
         steps = [stream.next() for _ in range(min(rows, 256))]
         # cold: the first pass over fresh memory (steps cycled from a small pool)
         w0, c0 = time.perf_counter(), time.process_time()
@@ -100,15 +126,21 @@ def run_kind(kind: str, args: argparse.Namespace, cases: list[str]) -> dict[str,
         }
         print(f"  [{kind}] built {name}: {res[name]['storage_mb']:.0f} MB", flush=True)
 
+    on_device = args.device != "cpu" or args.flags == "tensor"
     phases: dict[str, tuple[int, Any]] = {
-        "add": (args.add_calls, lambda c, g, s: lambda: c.add(s.next())),
+        "add": (
+            args.add_calls,
+            lambda c, g, s: (
+                (lambda: c.add(s.next_device())) if on_device else (lambda: c.add(s.next()))
+            ),
+        ),
         "seq": (args.seq_calls, lambda c, g, s: lambda: c.seq(g)),
         "uni": (args.uni_calls, lambda c, g, s: lambda: c.uni(g)),
     }
     per_round: dict[str, dict[str, list[tuple[float, float]]]] = {
         p: {n: [] for n in cases} for p in phases
     }
-    gens = {n: torch.Generator().manual_seed(1) for n in cases}
+    gens = {n: torch.Generator(device=args.device).manual_seed(1) for n in cases}
     for r in range(args.rounds):
         order = cases[r % len(cases) :] + cases[: r % len(cases)]
         for phase, (calls, make_fn) in phases.items():
@@ -118,7 +150,11 @@ def run_kind(kind: str, args: argparse.Namespace, cases: list[str]) -> dict[str,
                     continue
                 fn = make_fn(case, gens[name], streams[name])
                 fn()  # warm-up call
-                per_round[phase][name].append(timed(fn, calls))
+                per_round[phase][name].append(timed(fn, calls, args.device))
+                if r == 0:
+                    kernels, syncs = counted(fn)
+                    res[name][f"{phase}_kernels"] = kernels
+                    res[name][f"{phase}_syncs"] = syncs
     for phase in phases:
         for name in cases:
             runs = per_round[phase][name]
@@ -173,6 +209,8 @@ def report(kind: str, out: dict[str, Any]) -> None:
         "uni CPU ms",
         "storage MB",
         "RSS MB",
+        "kernels add/seq/uni",
+        "syncs add/seq/uni",
     )
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
@@ -188,6 +226,8 @@ def report(kind: str, out: dict[str, Any]) -> None:
             fmt(r["uni_cpu_us"] / 1e3, ".3f") if "uni_cpu_us" in r else "n/a",
             fmt(r["storage_mb"], ",.0f"),
             fmt(r["rss_delta_mb"], ",.0f"),
+            "/".join(str(r.get(f"{p}_kernels", "-")) for p in ("add", "seq", "uni")),
+            "/".join(str(r.get(f"{p}_syncs", "-")) for p in ("add", "seq", "uni")),
         )
         print("| " + " | ".join(row) + " |")
     ring = res.get("ring")
@@ -226,6 +266,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq-calls", type=int, default=10)
     ap.add_argument("--uni-calls", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        help="where the ring and the minimal ring live (other than cpu: only those two run)",
+    )
+    ap.add_argument(
+        "--index-strategy",
+        choices=("host", "device"),
+        default=None,
+        help="the ring's index strategy (default: host on CPU, device elsewhere)",
+    )
+    ap.add_argument(
+        "--flags",
+        choices=("numpy", "tensor"),
+        default="numpy",
+        help="per-env flags as numpy arrays or as bool tensors on --device",
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -233,8 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         args.pixel_rows, args.vector_rows = 96, 128
         args.rounds, args.add_calls, args.seq_calls, args.uni_calls = 2, 5, 2, 2
     torch.set_num_threads(args.threads)
+    _replay_cases.INDEX_STRATEGY = args.index_strategy
     if "minring" not in args.cases:
         args.cases.append("minring")
+    if args.device != "cpu":
+        args.cases = [c for c in args.cases if c in DEVICE_CASES]
     cases, skipped = available(args.cases)
     for c, why in skipped.items():
         print(f"skipping {c}: {why}")
@@ -248,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
             versions[mod] = __import__(mod).__version__
         except Exception:
             versions[mod] = None
-    print("versions:", versions, "threads:", args.threads)
+    if args.device.startswith("cuda"):
+        versions["cuda_device"] = torch.cuda.get_device_name(args.device)
+    print("versions:", versions, "threads:", args.threads, "device:", args.device)
     results: dict[str, Any] = {
         "versions": versions,
         "skipped": skipped,
