@@ -117,6 +117,24 @@ class PLRUpdate(BaseCallback):
         return True
 
 
+class _Drain(BaseCallback):
+    """Processes the queued updates after every vector step.
+
+    The env sync wrapper queues an update per step (and per episode). Queued only at resets,
+    they fill the pipe of a simple queue within one 120-step episode of 4 envs. The writer then
+    blocks in its own thread, the one that would drain it: the 1 M-step runs hung this way.
+    Draining each step keeps the same updates in the same order.
+    """
+
+    def __init__(self, process: Any) -> None:
+        super().__init__()
+        self.process = process
+
+    def _on_step(self) -> bool:
+        self.process()
+        return True
+
+
 class SyllabusRun:
     """One run's Syllabus curriculum, its sync layer and the wrapper of each sub-env."""
 
@@ -182,7 +200,9 @@ class SyllabusRun:
         return self.syl.core.GymnasiumSyncWrapper(tasks, self.sync.task_space, self.sync.components)
 
     def callbacks(self) -> list[BaseCallback]:
-        return [PLRUpdate(self.curriculum)] if self.kind == "plr" else []
+        """Drain the update queue after every vector step, then PLR's own update."""
+        drain = _Drain(self._process_updates)
+        return [drain, PLRUpdate(self.curriculum)] if self.kind == "plr" else [drain]
 
     def distribution(self) -> np.ndarray:
         """The probability of each task at the next sample."""
