@@ -112,7 +112,7 @@ class _Counter(TorchDispatchMode):
         kwargs = kwargs or {}
         counted = self.counted
         name = str(func)
-        base = func._schema.name.split("::")[-1]
+        base = func.overloadpacket.__name__  # "add" for aten::add.Tensor
         counted.ops[name] += 1
         if func.is_view or base in ("detach", "alias"):
             counted.views += 1
