@@ -120,10 +120,10 @@ class PLRUpdate(BaseCallback):
 class _Drain(BaseCallback):
     """Processes the queued updates after every vector step.
 
-    The env sync wrapper queues an update per step (and per episode). Queued only at resets,
-    they fill the pipe of a simple queue within one 120-step episode of 4 envs. The writer then
-    blocks in its own thread, the one that would drain it: the 1 M-step runs hung this way.
-    Draining each step keeps the same updates in the same order.
+    The env sync wrapper queues an update per step (and per episode), and every task fetch a
+    timing. In a simple queue's pipe nothing may pile up: a writer that fills it blocks in
+    its own thread, the one that would drain it. Draining each step keeps the same updates in
+    the same order.
     """
 
     def __init__(self, process: Any) -> None:
@@ -183,8 +183,17 @@ class SyllabusRun:
         components.get_task = take_after_updates
 
     def _process_updates(self) -> None:
-        """What Syllabus's sync thread does with each queued update, for all queued now."""
+        """What Syllabus's sync thread does with each queued update, for all queued now.
+
+        Also empties the queue of task-fetch timings that every ``get_task`` fills and only
+        ``get_metrics`` reads (which fails on simple queues in 0.7: ``SimpleQueue.get`` takes
+        no ``block``). Left alone, that pipe fills after a few thousand resets and the next
+        ``get_task`` blocks for good: the 1 M-step runs on 315 tasks hung there.
+        """
         components = self.sync.components
+        timings = components._task_time_queue  # Syllabus 0.7 internal, see above
+        while not timings.empty():
+            timings.get()
         while not components.update_queue.empty():
             update = components.get_update()
             if isinstance(update, list):

@@ -175,3 +175,22 @@ def test_a_space_without_oracle_runs_takes_the_feasible_uniform_runs_on_its_grid
     assert [(r["space"], r["condition"], r["seed"]) for r in stand_in] == [("primary", "oracle", 0)]
     assert report.oracle_stand_in(records, "mostly") == []  # it has its own oracle runs
     assert report.oracle_stand_in(records, "feasible") == []
+
+
+def test_syllabus_queues_are_drained_so_long_runs_cannot_block():
+    mod = _module()
+    if not mod.syllabus_installed():
+        pytest.skip("syllabus-rl is not installed (make bench)")
+    from _infeasible_syllabus import SyllabusRun
+
+    tasks = mod.study_space("primary").tasks
+    run = SyllabusRun("lp", tasks, n_envs=1, n_steps=8, gamma=0.99, gae_lambda=0.95)
+    components = run.sync.components
+    drain = run.callbacks()[0]  # the callback the runs get, called after every vector step
+    for _ in range(100):  # a pipe holds a few thousand: left to pile up, a put would block
+        components.put_task({"next_task": 0})
+        components.get_task()  # queues a timing each time
+        components.put_update({"update_type": "noop", "metrics": None})
+        drain._on_step()
+        assert components._task_time_queue.empty() and components.update_queue.empty()
+    run.close()
