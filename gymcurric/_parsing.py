@@ -19,9 +19,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gymcurric.errors import DataError
+from gymcurric.errors import ConfigError, DataError
 
-__all__ = ["MAX_JSON_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "load_yaml", "loads_json"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_YAML_BYTES",
+    "MAX_YAML_NODES",
+    "load_yaml",
+    "loads_json",
+    "unique_keys_loader",
+]
 
 #: Deepest nesting of lists / objects (mappings) accepted in a JSON or YAML file.
 MAX_JSON_DEPTH = 64
@@ -168,3 +175,56 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
         return yaml.load(text, Loader=bounded)  # a SafeLoader subclass: safe
     except RecursionError:  # a constructor recursing past what the composer bounds
         raise _depth_error(source) from None
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
+    """A subclass of the PyYAML loader ``base`` that refuses a key given twice in one mapping.
+
+    PyYAML keeps the later of two equal keys without a word, so a config with two ``warmup:``
+    stages (or two ``lr:`` lines) would silently lose the first. A YAML merge key
+    (``<<: *base``) is not a duplicate: an explicit key overrides a merged one.
+
+    Raises (when loading):
+        ConfigError: a key given twice (``source``, the dotted key, both lines).
+    """
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    def dotted(path: str, key: Any) -> str:
+        return f"{path}.{key}" if path else str(key)
+
+    class UniqueKeyLoader(base):
+        def construct_document(self, node: Any) -> Any:
+            self.check_unique(node, "", set())
+            return super().construct_document(node)
+
+        def check_unique(self, node: Any, path: str, seen: set[int]) -> None:
+            if id(node) in seen:  # an alias: checked where it is anchored
+                return
+            seen.add(id(node))
+            if isinstance(node, SequenceNode):
+                for i, child in enumerate(node.value):
+                    self.check_unique(child, f"{path}[{i}]", seen)
+            elif isinstance(node, MappingNode):
+                lines: dict[Any, int] = {}
+                for key_node, value_node in node.value:
+                    if key_node.tag == _MERGE_TAG or not isinstance(key_node, ScalarNode):
+                        self.check_unique(value_node, path, seen)
+                        continue
+                    key = self.construct_object(key_node)
+                    line = key_node.start_mark.line + 1
+                    if key in lines:
+                        raise ConfigError(
+                            dotted(path, key),
+                            key,
+                            "duplicate key: given at line "
+                            f"{lines[key]} and line {line} in one YAML mapping, whose reader "
+                            "keeps only the later; give it once",
+                            source=source,
+                        )
+                    lines[key] = line
+                    self.check_unique(value_node, dotted(path, key), seen)
+
+    return UniqueKeyLoader

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import load_yaml, loads_json
+from gymcurric._parsing import load_yaml, loads_json, unique_keys_loader
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
 __all__ = [
@@ -399,7 +399,8 @@ def _yaml_load(text: str, source: str = "") -> Any:
         ),
         list("-+0123456789."),
     )
-    return load_yaml(text, source=source, loader=_Loader)  # a SafeLoader subclass: safe
+    # a SafeLoader subclass (safe) that refuses a key given twice instead of keeping the later
+    return load_yaml(text, source=source, loader=unique_keys_loader(_Loader, source=source))
 
 
 def _parse_value(text: str) -> Any:

@@ -123,3 +123,18 @@ def test_yaml_files_read_exponent_floats(tmp_path):
     path.write_text("agent:\n  kwargs: {learning_rate: 3e-4, ent_coef: 1.5E-2, name: e5}\n")
     kwargs = load_config(path).agent.kwargs
     assert kwargs == {"learning_rate": 3e-4, "ent_coef": 1.5e-2, "name": "e5"}
+
+
+def test_a_key_given_twice_in_a_yaml_config_is_refused_with_both_lines(tmp_path):
+    from gymcurric.errors import ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text("run:\n  total_steps: 100\n  total_steps: 200\nagent:\n  algo: ppo\n")
+    with pytest.raises(ConfigError, match="line 2 and line 3") as exc:
+        load_config(path)
+    assert exc.value.key == "run.total_steps" and str(path) in str(exc.value)
+    merged = tmp_path / "merged.yaml"  # a merge key is not a duplicate: the explicit key wins
+    merged.write_text("base: &b {total_steps: 100}\nrun:\n  <<: *b\n  total_steps: 300\n")
+    from gymcurric.train.config import _yaml_load
+
+    assert _yaml_load(merged.read_text())["run"]["total_steps"] == 300
