@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -302,9 +302,10 @@ class LearningProgressScorer(Scorer):
             f"one of {WEIGHTINGS}",
         )
         if self.weighting == "proportional":  # no silent no-ops: these shape the sigmoid only
-            for name, default in (("temperature", 0.15), ("explore_z", 1.0)):
+            defaults = {f.name: f.default for f in fields(self)}
+            for name in ("temperature", "explore_z"):
                 value = getattr(self, name)
-                if value != default:
+                if value != defaults[name]:
                     raise ConfigError(
                         name,
                         value,
