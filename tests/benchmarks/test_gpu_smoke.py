@@ -1,0 +1,43 @@
+"""Smoke test of ``benchmarks/gpu.py`` on CPU: its parts run and its summary reads their JSON.
+
+No timing is asserted. The GPU run itself needs a CUDA device (issue 24).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gpu.py"
+
+
+def test_gpu_script_quick_on_cpu(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--parts", "tests",
+         "replay", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "gpu.json").read_text())
+    parts = summary["parts"]
+    assert set(parts) == {"tests", "replay-numpy", "replay-tensor"}
+    assert parts["tests"]["passed"] > 0 and parts["tests"]["failed"] == 0
+    for flags in ("numpy", "tensor"):
+        ratios = parts[f"replay-{flags}"]["ring_vs_min"]
+        assert set(ratios) == {"add", "seq", "uni"} and all(v > 0 for v in ratios.values())
+    assert (tmp_path / "replay-numpy.log").read_text()
+    assert "== summary" in proc.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without CUDA")
+def test_gpu_script_without_cuda_says_so(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "sees no CUDA device" in proc.stdout and "--device cpu --quick" in proc.stdout
