@@ -30,21 +30,20 @@ independent copy and is allowed; checkpoints should use :meth:`Curriculum.state_
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, GymcurricWarning, TaskError, WorkerError
+from gymcurric.errors import ConfigError, TaskError, WorkerError
 from gymcurric.tasks.backends import PROCESS_ID, StateBackend, watch_forks
 from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
-from gymcurric.tasks.regret import check_scores, check_task_ids, nonfinite_message
+from gymcurric.tasks.regret import ScoreBatch, ScoreChecks, latest_scores
 from gymcurric.tasks.signals import check_episode, check_episode_arrays
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
@@ -134,7 +133,7 @@ class Curriculum:
             self._needs_success = cfg.signal.source == "success"
             self._id_limit = space.id_limit
             self._transport: Any = None  # this process's transport, made at first use
-            self._warned_nonfinite = False  # update_scores warns once about NaN/inf scores
+            self._score_checks = ScoreChecks(space, "Curriculum", type(self).__name__)
             with self._link.lock:
                 self._state.initialise()
                 self._pool.init(self._state)
@@ -424,15 +423,7 @@ class Curriculum:
         skipped, never reaching the distribution; the first ones a curriculum object meets
         also emit one :class:`~gymcurric.errors.GymcurricWarning`.
         """
-        ids, values = check_scores(task_ids, scores, source="Curriculum.update_scores")
-        keys = self.space.keys(ids)  # raises naming the first bad id
-        finite = np.isfinite(values)
-        skipped = int(values.size - np.count_nonzero(finite))
-        if skipped:
-            self._warn_nonfinite(ids, values, finite)
-            keys, values = keys[finite], values[finite]
-        self._flush_worker()  # a worker's buffered episodes come first
-        self._apply_scores(keys, values, skipped)
+        self._record_scores(self._score_checks.batch(task_ids, scores))
 
     def record_scores(
         self,
@@ -450,31 +441,14 @@ class Curriculum:
         Raises:
             ConfigError: as :meth:`update_scores`, or a score that is not finite.
         """
-        ids, values = check_scores(task_ids, scores, source="Curriculum.record_scores")
-        keys = self.space.keys(ids)
-        if not np.isfinite(values).all():
-            bad = int(np.flatnonzero(~np.isfinite(values))[0])
-            raise ConfigError(
-                f"scores[{bad}]",
-                float(values[bad]),
-                "record_scores takes finite scores (update_scores skips the others)",
-                source="Curriculum.record_scores",
-            )
-        check_int("nonfinite", nonfinite, minimum=0, source="Curriculum.record_scores")
-        self._flush_worker()
-        self._apply_scores(keys, values, int(nonfinite))
+        self._record_scores(self._score_checks.finite_batch(task_ids, scores, nonfinite))
 
-    def _apply_scores(self, keys: np.ndarray, values: np.ndarray, nonfinite: int) -> None:
+    def _record_scores(self, batch: ScoreBatch) -> None:
+        self._flush_worker()  # a worker's buffered episodes come first
         link = self._link
         with link.lock:
             link.enter("update_scores")
-            self._members.record_scores(keys, values, nonfinite)
-
-    def _warn_nonfinite(self, ids: np.ndarray, values: np.ndarray, finite: np.ndarray) -> None:
-        if not self._warned_nonfinite:  # once per curriculum object
-            self._warned_nonfinite = True
-            msg = nonfinite_message(type(self).__name__, ids, values, finite)
-            warnings.warn(msg, GymcurricWarning, stacklevel=3)
+            self._members.record_scores(batch.keys, batch.scores, batch.nonfinite)
 
     def scores(self, task_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The latest score of each task (float64), NaN where it has none.
@@ -485,19 +459,12 @@ class Curriculum:
         Raises:
             ConfigError: ``task_ids`` is not a 1-D sequence of ids of the space.
         """
-        keys = self.space.keys(check_task_ids(task_ids, source="Curriculum.scores"))
+        keys = self._score_checks.ids_and_keys(task_ids)[1]
         self._flush_worker()
         link = self._link
         with link.lock:
             link.enter("scores")
-            slot_of = self._members.slot_of.get
-            slots = np.fromiter((slot_of(k, -1) for k in keys.tolist()), np.int64, keys.size)
-            out = np.full(keys.size, np.nan)
-            st = self._state
-            have = slots >= 0
-            have[have] = st.scored[slots[have]] > 0
-            out[have] = st.score[slots[have]]
-            return out
+            return latest_scores(self._state, self._members.slots(keys))
 
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
         """Report that the env refused ``task_id``: it is removed and never drawn again.

@@ -181,6 +181,11 @@ class Membership:
         self.disabled.update(int(k) for k in keys)
         self.rebuild()
 
+    def slots(self, keys: np.ndarray) -> np.ndarray:
+        """The slot of each task key (int64), ``-1`` where the task is not in the pool."""
+        slot_of = self.slot_of.get
+        return np.fromiter((slot_of(k, -1) for k in keys.tolist()), np.int64, keys.size)
+
     # ---------------------------------------------------------------- episodes
     def record_one(self, task_id: Any, return_: float, success: float | None, cost: float) -> None:
         """Record one checked episode into its task's slot; recompute when due.
@@ -263,8 +268,7 @@ class Membership:
         scorer reads scores, the distribution is recomputed before the next draw.
         """
         st, counters = self.state, self.state.counters
-        slot_of = self.slot_of.get
-        slots = np.fromiter((slot_of(k, -1) for k in keys.tolist()), np.int64, keys.size)
+        slots = self.slots(keys)
         ok = slots >= 0
         took = int(np.count_nonzero(ok))
         counters[K.SCORES] += took

@@ -39,12 +39,14 @@ the policy takes no gradient from episodes on tasks that were unseen when drawn
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from gymcurric.errors import ConfigError
+from gymcurric._checks import check_int
+from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.tasks.scorers import Scorer, finish_weights
 from gymcurric.tasks.signals import SignalConfig
 from gymcurric.tasks.state import CurriculumState, K
@@ -58,8 +60,11 @@ __all__ = [
     "REPLAY_SCHEDULES",
     "PLRScorer",
     "RobustPLRScorer",
+    "ScoreBatch",
+    "ScoreChecks",
     "check_scores",
     "check_task_ids",
+    "latest_scores",
     "mean_ranks",
     "nonfinite_message",
     "uses_scores",
@@ -171,6 +176,96 @@ def nonfinite_message(owner: str, ids: np.ndarray, values: np.ndarray, finite: n
         "in curriculum/nonfinite_scores and never enter the distribution. This warning is "
         "shown once per curriculum object"
     )
+
+
+class ScoreBatch(NamedTuple):
+    """A checked batch of regret scores, its NaN/inf scores taken out (:class:`ScoreChecks`)."""
+
+    #: the ids of the finite scores (int64)
+    ids: np.ndarray
+    #: their scoring keys (:meth:`TaskSpace.keys <gymcurric.tasks.TaskSpace.keys>`)
+    keys: np.ndarray
+    #: the finite scores (float64)
+    scores: np.ndarray
+    #: how many NaN/inf scores were taken out
+    nonfinite: int
+
+
+class ScoreChecks:
+    """The score hook's checks for one curriculum object, which warn once about NaN/inf scores.
+
+    :class:`~gymcurric.tasks.Curriculum` and the Ray client each hold one and pass what
+    ``update_scores``, ``record_scores`` and ``scores`` receive through it before applying or
+    sending anything, so that a bad batch raises and changes nothing.
+
+    Args:
+        space: the curriculum's task space (ids are checked against it).
+        source: the class errors name (``"Curriculum"``: ``Curriculum.update_scores``).
+        owner: the class the NaN/inf warning names (default: ``source``).
+    """
+
+    def __init__(self, space: TaskSpace, source: str, owner: str | None = None) -> None:
+        self.space, self.source, self.owner = space, source, owner or source
+        #: whether the NaN/inf warning was shown (it is shown once per curriculum object)
+        self.warned_nonfinite = False
+
+    def batch(self, task_ids: Any, scores: Any) -> ScoreBatch:
+        """Check an ``update_scores`` batch and take its NaN/inf scores out (warning once).
+
+        Raises:
+            ConfigError: as :meth:`Curriculum.update_scores
+                <gymcurric.tasks.Curriculum.update_scores>`.
+        """
+        ids, values = check_scores(task_ids, scores, source=f"{self.source}.update_scores")
+        keys = self.space.keys(ids)  # raises naming the first bad id
+        finite = np.isfinite(values)
+        skipped = int(values.size - np.count_nonzero(finite))
+        if skipped:
+            if not self.warned_nonfinite:
+                self.warned_nonfinite = True
+                msg = nonfinite_message(self.owner, ids, values, finite)
+                warnings.warn(msg, GymcurricWarning, stacklevel=3)  # update_scores' caller
+            ids, keys, values = ids[finite], keys[finite], values[finite]
+        return ScoreBatch(ids, keys, values, skipped)
+
+    def finite_batch(self, task_ids: Any, scores: Any, nonfinite: int) -> ScoreBatch:
+        """Check a ``record_scores`` batch: finite scores, and ``nonfinite`` skipped ones.
+
+        Raises:
+            ConfigError: as :meth:`batch`, or a score that is not finite, or ``nonfinite`` is
+                not an int >= 0.
+        """
+        source = f"{self.source}.record_scores"
+        ids, values = check_scores(task_ids, scores, source=source)
+        keys = self.space.keys(ids)
+        if not np.isfinite(values).all():
+            bad = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise ConfigError(
+                f"scores[{bad}]",
+                float(values[bad]),
+                "record_scores takes finite scores (update_scores skips the others)",
+                source=source,
+            )
+        check_int("nonfinite", nonfinite, minimum=0, source=source)
+        return ScoreBatch(ids, keys, values, int(nonfinite))
+
+    def ids_and_keys(self, task_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The ids ``scores`` asks for (int64), checked against the space, and their keys.
+
+        Raises:
+            ConfigError: ``task_ids`` is not a 1-D sequence of ids of the space.
+        """
+        ids = check_task_ids(task_ids, source=f"{self.source}.scores")
+        return ids, self.space.keys(ids)
+
+
+def latest_scores(st: CurriculumState, slots: np.ndarray) -> np.ndarray:
+    """The latest score in each of ``slots`` (float64), NaN for an unscored slot or ``-1``."""
+    out = np.full(slots.size, np.nan)
+    have = slots >= 0
+    have[have] = st.scored[slots[have]] > 0
+    out[have] = st.score[slots[have]]
+    return out
 
 
 def mean_ranks(values: np.ndarray) -> np.ndarray:

@@ -13,14 +13,13 @@ The buffers, the calls in flight and the snapshot are kept by the client's ``lin
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, GymcurricWarning, WorkerError
+from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.integrations.ray._client import (
     SOURCE,
     ActorLink,
@@ -34,7 +33,7 @@ from gymcurric.integrations.ray._client import (
 )
 from gymcurric.integrations.ray.actor import Snapshot
 from gymcurric.tasks.config import CurriculumConfig
-from gymcurric.tasks.regret import check_scores, check_task_ids, nonfinite_message
+from gymcurric.tasks.regret import ScoreChecks
 from gymcurric.tasks.signals import check_episode, check_episodes
 from gymcurric.tasks.spaces import TaskSpace
 from gymcurric.tasks.state import CurriculumState
@@ -140,7 +139,7 @@ class RayCurriculum(TaskTransport):
         self._pool = config.pool
         self._spec = spec
         self._expands_ids = bool(space.has_variants and space.size)  # ids carry a variant
-        self._warned_nonfinite = False  # update_scores warns once about NaN/inf scores
+        self._score_checks = ScoreChecks(space, SOURCE)
 
     # ---------------------------------------------------------------- sampling (local)
     def _sampling_state(self) -> CurriculumState:
@@ -243,23 +242,15 @@ class RayCurriculum(TaskTransport):
             ConfigError: malformed ids or scores, or an id outside the space (nothing is sent).
             WorkerError: the actor is gone.
         """
-        ids, values = check_scores(task_ids, scores, source=f"{SOURCE}.update_scores")
-        self.space.keys(ids)  # raises naming the first bad id
-        finite = np.isfinite(values)
-        skipped = int(values.size - np.count_nonzero(finite))
-        if skipped and not self._warned_nonfinite:  # once per client
-            self._warned_nonfinite = True
-            msg = nonfinite_message(SOURCE, ids, values, finite)
-            warnings.warn(msg, GymcurricWarning, stacklevel=2)
+        batch = self._score_checks.batch(task_ids, scores)  # warns once per client
         snap = self.link.call(
-            "record_scores", ids[finite].tolist(), values[finite].tolist(), skipped
+            "record_scores", batch.ids.tolist(), batch.scores.tolist(), batch.nonfinite
         )
         self.link.install_now(snap)
 
     def scores(self, task_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The actor's latest score of each task, NaN where it has none (one round trip)."""
-        ids = check_task_ids(task_ids, source=f"{SOURCE}.scores")
-        self.space.keys(ids)
+        ids = self._score_checks.ids_and_keys(task_ids)[0]
         out: np.ndarray = self.link.call("scores", ids.tolist())
         return out
 
