@@ -27,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gymcurric"
 
-# The public API of namedtuples (``rows._replace`` in replay/indexing.py): the underscore only
+# The public API of namedtuples (``rows._replace`` in replay/sampling.py): the underscore only
 # keeps it clear of the field names.
 NAMEDTUPLE_API = frozenset({"_asdict", "_field_defaults", "_fields", "_make", "_replace"})
 

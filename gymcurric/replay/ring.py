@@ -15,12 +15,8 @@ import torch
 from gymcurric.replay import persist
 from gymcurric.replay._checks import check_push_arguments, check_row, host_flags
 from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
-from gymcurric.replay.indexing import (
-    index_strategy_class,
-    sample_sequences,
-    transition_draw,
-    transitions_at,
-)
+from gymcurric.replay.indexing import index_strategy_class
+from gymcurric.replay.sampling import sample_sequences, transition_draw, transitions_at
 from gymcurric.replay.specs import FieldSpec, Transitions, ring_layout, space_fields
 from gymcurric.replay.storage import RingStorage, check_memory_budget
 
