@@ -18,7 +18,7 @@ from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
 from gymcurric.replay.indexing import index_strategy_class
 from gymcurric.replay.sampling import sample_sequences, transition_draw, transitions_at
 from gymcurric.replay.specs import FieldSpec, Transitions, ring_layout, space_fields
-from gymcurric.replay.storage import RingStorage, check_memory_budget
+from gymcurric.replay.storage import RingStorage, StepArgs, check_memory_budget
 
 __all__ = ["FieldSpec", "ReplayRing", "Transitions"]
 
@@ -259,7 +259,7 @@ class ReplayRing:
                 field and what was received), or ``t != total_steps``.
         """
         check_push_arguments(t, self.total_steps, extra, self.user_fields)
-        step = self._storage.checked_step(
+        args = StepArgs(
             obs,
             action,
             reward,
@@ -271,6 +271,7 @@ class ReplayRing:
             extra=extra,
             first_push=self.total_steps == 0,
         )
+        step = self._storage.checked_step(args)
         # nothing above writes to the ring, so a bad call leaves it unchanged
         row = self.head
         self._storage.write_step(row, step)

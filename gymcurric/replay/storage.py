@@ -26,7 +26,22 @@ from gymcurric.replay._checks import (
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
-__all__ = ["CheckedStep", "DeviceStep", "RingStorage", "check_memory_budget"]
+__all__ = ["CheckedStep", "DeviceStep", "RingStorage", "StepArgs", "check_memory_budget"]
+
+
+class StepArgs(NamedTuple):
+    """The arguments of one ``ReplayRing.push_step``, unchecked (``checked_step`` checks them)."""
+
+    obs: Any  #: None: already written into the ring's ``obs_slot(head)``
+    action: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    cost: Any  #: None: 0
+    is_first: Any  #: None: the envs whose previous step ended an episode (all at the first push)
+    final_obs: Any
+    extra: Mapping[str, Any]  #: one value per user field
+    first_push: bool  #: nothing was pushed before this step
 
 
 class CheckedStep(NamedTuple):
@@ -272,89 +287,50 @@ class RingStorage:
         row[:, 2] = continues
         return row
 
-    def checked_step(
-        self,
-        obs: Any,
-        action: Any,
-        reward: Any,
-        *,
-        terminated: Any,
-        truncated: Any,
-        cost: Any,
-        is_first: Any,
-        final_obs: Any,
-        extra: Mapping[str, Any],
-        first_push: bool,
-    ) -> CheckedStep | DeviceStep:
-        """The arguments of one ``push_step``, checked and converted; nothing is written.
-
-        ``is_first`` None: the envs whose previous step ended an episode (all at the first push).
-        """
+    def checked_step(self, args: StepArgs) -> CheckedStep | DeviceStep:
+        """The arguments of one ``push_step``, checked and converted; nothing is written."""
         if self.numpy_packed is None:
-            return self.checked_device_step(
-                obs,
-                action,
-                reward,
-                terminated=terminated,
-                truncated=truncated,
-                cost=cost,
-                is_first=is_first,
-                final_obs=final_obs,
-                extra=extra,
-                first_push=first_push,
-            )
-        terminated = host_flags("terminated", terminated, self.num_envs)
-        truncated = host_flags("truncated", truncated, self.num_envs)
-        if is_first is None:
+            return self.checked_device_step(args)
+        terminated = host_flags("terminated", args.terminated, self.num_envs)
+        truncated = host_flags("truncated", args.truncated, self.num_envs)
+        if args.is_first is None:
             first = self.episode_ended
         else:
-            first = host_flags("is_first", is_first, self.num_envs)
-            if first_push and not first.all():
+            first = host_flags("is_first", args.is_first, self.num_envs)
+            if args.first_push and not first.all():
                 raise ConfigError(
                     "is_first",
-                    is_first,
+                    args.is_first,
                     "the first step of every env must start an episode",
                     source="ReplayRing",
                 )
-        rows = [("action", self.prepared_row("action", action))]
-        if obs is not None:
-            rows.append(("obs", self.prepared_row("obs", obs)))
-        if extra:
-            rows.extend((name, self.prepared_row(name, v)) for name, v in extra.items())
-        packed = self.packed_row(reward, cost, ~terminated)
+        rows = [("action", self.prepared_row("action", args.action))]
+        if args.obs is not None:
+            rows.append(("obs", self.prepared_row("obs", args.obs)))
+        if args.extra:
+            rows.extend((name, self.prepared_row(name, v)) for name, v in args.extra.items())
+        packed = self.packed_row(args.reward, args.cost, ~terminated)
         ended = terminated | truncated
         final = None
-        if final_obs is not None and ended.any():
-            final = self.checked_tensor("final_obs", final_obs, field="obs")
+        if args.final_obs is not None and ended.any():
+            final = self.checked_tensor("final_obs", args.final_obs, field="obs")
         return CheckedStep(rows, packed, first, ended, final)
 
-    def checked_device_step(
-        self,
-        obs: Any,
-        action: Any,
-        reward: Any,
-        *,
-        terminated: Any,
-        truncated: Any,
-        cost: Any,
-        is_first: Any,
-        final_obs: Any,
-        extra: Mapping[str, Any],
-        first_push: bool,
-    ) -> DeviceStep:
+    def checked_device_step(self, args: StepArgs) -> DeviceStep:
         """:meth:`checked_step` without numpy views: everything on the device, no host read.
 
         Flags given as tensors stay on the device (a bool tensor on another device is moved,
         non-blocking); flags given as host data travel in one copy. The one host read is at the
         very first push with an explicit ``is_first`` tensor (every env must start there).
         """
+        is_first, reward, cost = args.is_first, args.reward, args.cost
         flags = device_flags(
-            {"terminated": terminated, "truncated": truncated, "is_first": is_first},
+            {"terminated": args.terminated, "truncated": args.truncated, "is_first": is_first},
             self.num_envs,
             self.device,
         )
         first = self.episode_ended if is_first is None else flags.tensors["is_first"]
-        if first_push and is_first is not None:
+        if args.first_push and is_first is not None:
             host_first = flags.host.get("is_first")
             if not (host_first.all() if host_first is not None else bool(first.all())):
                 raise ConfigError(
@@ -363,10 +339,10 @@ class RingStorage:
                     "the first step of every env must start an episode",
                     source="ReplayRing",
                 )
-        rows = [("action", self.checked_tensor("action", action))]
-        if obs is not None:
-            rows.append(("obs", self.checked_tensor("obs", obs)))
-        rows.extend((name, self.checked_tensor(name, v)) for name, v in extra.items())
+        rows = [("action", self.checked_tensor("action", args.action))]
+        if args.obs is not None:
+            rows.append(("obs", self.checked_tensor("obs", args.obs)))
+        rows.extend((name, self.checked_tensor(name, v)) for name, v in args.extra.items())
         packed: np.ndarray | None = None
         columns: tuple[torch.Tensor, torch.Tensor | None] | None = None
         host_terminated = flags.host.get("terminated")
@@ -382,14 +358,14 @@ class RingStorage:
                 None if cost is None else self.device_column("cost", cost),
             )
         final = None
-        if final_obs is not None:
+        if args.final_obs is not None:
             host_truncated = flags.host.get("truncated")
             if host_terminated is None or host_truncated is None:
                 some_ended = True  # known on the device only: the store is masked
             else:
                 some_ended = bool((host_terminated | host_truncated).any())
             if some_ended:
-                final = self.checked_tensor("final_obs", final_obs, field="obs")
+                final = self.checked_tensor("final_obs", args.final_obs, field="obs")
         return DeviceStep(
             rows,
             packed,
