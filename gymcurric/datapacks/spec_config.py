@@ -87,19 +87,27 @@ SPEC_DEFAULTS: dict[str, dict[str, Any]] = {
 _RULE_KEYS = ("type", "threshold", "window")
 
 
-def _rule(rule: Any, key: str, source: str | None) -> dict[str, Any]:
-    if not isinstance(rule, Mapping):
+def _check_keys(
+    value: Any, key: str, allowed: tuple[str, ...], source: str | None, *, among: bool = False
+) -> None:
+    """Refuse a ``value`` at ``key`` that is not a mapping, or that has a key not ``allowed``."""
+    if not isinstance(value, Mapping):
+        keys = "keys among" if among else "keys"
         raise ConfigError(
-            key, rule, f"expected a mapping with keys {list(_RULE_KEYS)}", source=source
+            key, value, f"expected a mapping with {keys} {list(allowed)}", source=source
         )
-    for k in rule:
-        if k not in _RULE_KEYS:
+    for k in value:
+        if k not in allowed:
             raise ConfigError(
                 f"{key}.{k}",
-                rule[k],
-                f"unknown key; expected one of {list(_RULE_KEYS)}",
+                value[k],
+                f"unknown key; expected one of {list(allowed)}",
                 source=source,
             )
+
+
+def _rule(rule: Any, key: str, source: str | None) -> dict[str, Any]:
+    _check_keys(rule, key, _RULE_KEYS, source)
     kind = rule.get("type")
     if not isinstance(kind, str) or kind not in RULE_TYPES:
         raise ConfigError(f"{key}.type", kind, f"expected one of {list(RULE_TYPES)}", source=source)
@@ -116,18 +124,7 @@ def _stage(name: Any, stage: Any, source: str | None) -> dict[str, Any]:
     key = f"stages.{name}"
     if stage is None:
         stage = {}
-    if not isinstance(stage, Mapping):
-        raise ConfigError(
-            key, stage, f"expected a mapping with keys among {list(STAGE_KEYS)}", source=source
-        )
-    for k in stage:
-        if k not in STAGE_KEYS:
-            raise ConfigError(
-                f"{key}.{k}",
-                stage[k],
-                f"unknown key; expected one of {list(STAGE_KEYS)}",
-                source=source,
-            )
+    _check_keys(stage, key, STAGE_KEYS, source, among=True)
     out: dict[str, Any] = {"name": name}
     params = stage.get("strategy_params")
     if stage.get("strategy") is None:  # the sampler's strategy applies (its §2.5)
