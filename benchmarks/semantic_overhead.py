@@ -431,6 +431,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             clip = load_embedder(folder, dtype=dtype, device=args.device, preprocess=path)
             what = f"{label} (random, {str(clip.dtype).removeprefix('torch.')}, preprocess={path})"
             results["models"].append(bench_model(what, clip, steps, rounds, **sizes))
+            print(f"measured {what}", flush=True)  # progress, for a run under a time limit
             del clip
     if not args.no_minilm:
         minilm = load_embedder(None)
