@@ -40,7 +40,8 @@ Conditions (``--conditions``; :data:`CONDITIONS` maps each name to a builder):
   ``--spaces`` says): the room a curriculum has. In ``feasible`` it is ``uniform``;
 * ``lp``: ``Curriculum(space, seed=seed)``, gymcurric's defaults *when the run starts* (the
   record keeps the config it got);
-* ``lp_v1`` (exploratory, not pre-registered, run only when named): gymcurric 0.1's LP;
+* ``lp_v1``, ``lp_fallback`` (exploratory, run only when named): gymcurric 0.1's LP; LP with
+  ``fallback="progress"`` (ungated progress instead of uniform when nothing clears the gate);
 * ``lp_dual``: ``DualPool(explore_size=27, exploit_size=27)`` (18 and 18 in ``feasible``, whose
   36 tasks cannot fill 54 slots);
 * ``learnability``: ``LearnabilityScorer()``, p (1 - p);
@@ -276,6 +277,12 @@ def _lp_v1(space: StudySpace, seed: int) -> Arm:  # exploratory: not in the pre-
     return _gymcurric(space, seed, scorer=scorer, signal=SignalConfig(alpha=0.1))
 
 
+def _lp_fallback(space: StudySpace, seed: int) -> Arm:  # exploratory (the record says why)
+    from gymcurric.tasks import LearningProgressScorer
+
+    return _gymcurric(space, seed, scorer=LearningProgressScorer(fallback="progress"))
+
+
 def _lp_dual(space: StudySpace, seed: int) -> Arm:
     from gymcurric.tasks import DualPool
 
@@ -316,6 +323,7 @@ CONDITIONS: dict[str, Callable[[StudySpace, int], Arm]] = {
     "oracle": _oracle,
     "lp": _lp,
     "lp_v1": _lp_v1,
+    "lp_fallback": _lp_fallback,
     "lp_dual": _lp_dual,
     "learnability": _learnability,
     "syllabus_lp": _syllabus("lp"),
@@ -325,7 +333,7 @@ if hasattr(importlib.import_module("gymcurric.tasks"), "PLRScorer"):  # PLR has 
     CONDITIONS.update(plr=_plr, robust_plr=_robust_plr)
 SYLLABUS_CONDITIONS = ("syllabus_lp", "syllabus_plr")
 FEASIBLE_CONDITIONS = ("uniform", "lp")  # the control's default (oracle is uniform there)
-EXPLORATORY = ("lp_v1",)  # run only when named
+EXPLORATORY = ("lp_v1", "lp_fallback")  # run only when named
 
 
 def syllabus_installed() -> bool:

@@ -51,7 +51,11 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 #: Config keys added after states were first saved, with the value that reproduces what those
 #: states were made with: a saved config without the key matches a current config holding it.
-ADDED_KEYS: dict[str, Any] = {"scorer.noise_z": 0.0, "scorer.weighting": "sigmoid"}
+ADDED_KEYS: dict[str, Any] = {
+    "scorer.noise_z": 0.0,
+    "scorer.weighting": "sigmoid",
+    "scorer.fallback": "uniform",
+}
 
 #: Per-slot arrays added after states were first saved, with the value every slot of a state
 #: without them gets: no score and a staleness clock at 0 (read by no scorer those states

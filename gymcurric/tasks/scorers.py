@@ -123,6 +123,8 @@ def finish_weights(w: np.ndarray, mask: np.ndarray, uniform_mix: float) -> np.nd
 
 #: ``LearningProgressScorer.weighting`` values.
 WEIGHTINGS = ("proportional", "sigmoid")
+#: ``LearningProgressScorer.fallback`` values.
+FALLBACKS = ("uniform", "progress")
 
 #: gymcurric 0.1's ``LearningProgressScorer`` defaults (:meth:`LearningProgressScorer.v1`).
 V1_DEFAULTS: dict[str, Any] = {
@@ -219,6 +221,13 @@ class LearningProgressScorer(Scorer):
         noise_z: progress within this many standard errors of the fast EMA counts as none
             (``>= 0``; 0 counts all of it).
         weighting: ``"proportional"`` or ``"sigmoid"`` (see above).
+        fallback: what ``"proportional"`` samples when no warm task's progress clears its
+            noise gate and no task is cold: ``"uniform"`` (the default) spreads the draws
+            over the whole pool; ``"progress"`` draws in proportion to the ungated progress
+            ``|R(x_f) - R(x_s)|`` (uniform only when that is 0 everywhere), so a learning
+            task whose progress dips under its noise for a recompute keeps its draws, and a
+            task that never succeeded gets none but the exploration share. Experimental
+            (issue 23's study measures it as ``lp_fallback``).
 
     Examples:
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
@@ -239,6 +248,7 @@ class LearningProgressScorer(Scorer):
     uniform_mix: float = 0.05
     noise_z: float = 0.5
     weighting: str = "proportional"
+    fallback: str = "uniform"
 
     @classmethod
     def v1(cls, **overrides: Any) -> LearningProgressScorer:
@@ -301,6 +311,14 @@ class LearningProgressScorer(Scorer):
             self.weighting in WEIGHTINGS,
             f"one of {WEIGHTINGS}",
         )
+        _check(c, "fallback", self.fallback, self.fallback in FALLBACKS, f"one of {FALLBACKS}")
+        if self.weighting == "sigmoid" and self.fallback != "uniform":
+            raise ConfigError(
+                "fallback",
+                self.fallback,
+                "applies to weighting='proportional' only (the sigmoid never sums to 0)",
+                source=c,
+            )
         if self.weighting == "proportional":  # no silent no-ops: these shape the sigmoid only
             defaults = {f.name: f.default for f in fields(self)}
             for name in ("temperature", "explore_z"):
@@ -369,7 +387,15 @@ class LearningProgressScorer(Scorer):
             if cold.any():
                 top = float(w.max())
                 w[cold] = top if top > 0.0 else 1.0
+            elif self.fallback == "progress" and not w.any():
+                w = self.ungated(st) * warm
         return finish_weights(w, mask, self.uniform_mix)
+
+    def ungated(self, st: CurriculumState) -> np.ndarray:
+        """Per slot, ``|R(x_f) - R(x_s)|``: the progress before the noise gate."""
+        xf, xs = self.normalised(st, st.fast, st.slow)
+        y = np.subtract(reweight(xf, self.theta), reweight(xs, self.theta))
+        return np.abs(y, out=y)
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,7 @@ def test_a_state_saved_before_noise_z_and_weighting_existed_loads_into_v1():
     old = cur.state_dict()
     del old["config"]["scorer"]["noise_z"]  # as written before the options
     del old["config"]["scorer"]["weighting"]
+    del old["config"]["scorer"]["fallback"]
     fresh = Curriculum(space, seed=0, **v1)
     fresh.load_state_dict(old)
     assert fresh.stats() == cur.stats()
@@ -237,6 +238,21 @@ def test_a_state_saved_before_noise_z_and_weighting_existed_loads_into_v1():
     with pytest.raises(DataError, match="weighting") as exc:  # nor into today's defaults
         Curriculum(space, seed=0).load_state_dict(old)
     assert "LearningProgressScorer.v1()" in str(exc.value)  # the message says what loads it
+
+
+def test_a_state_saved_before_fallback_existed_loads_as_uniform_fallback():
+    space = FixedTaskSpace([{"level": i} for i in range(3)])
+    cur = Curriculum(space, seed=0)
+    cur.update(0, 1.0, success=True)
+    old = cur.state_dict()
+    del old["config"]["scorer"]["fallback"]
+    fresh = Curriculum(space, seed=0)
+    fresh.load_state_dict(old)
+    assert fresh.stats() == cur.stats()
+    with pytest.raises(DataError, match="fallback"):
+        Curriculum(
+            space, seed=0, scorer=LearningProgressScorer(fallback="progress")
+        ).load_state_dict(old)
 
 
 def test_zscore_sigmoid_puts_cold_tasks_on_the_same_scale():
@@ -287,6 +303,40 @@ def test_proportional_weights_by_hand():
             LearningProgressScorer(**{name: value})
         assert exc.value.key == name
         assert getattr(LearningProgressScorer(weighting="sigmoid", **{name: value}), name) == value
+
+
+def test_progress_fallback_keeps_sub_noise_progress_and_ignores_tasks_that_never_moved():
+    st = make_state(4)
+    feed(st, 0, [0] * 12 + [1] * 3, A01)  # rising, but within its noise for a strict gate
+    feed(st, 1, [0] * 15, A01)  # never succeeded: no progress at all
+    feed(st, 2, [1] * 15, A01)  # mastered
+    feed(st, 3, [0, 1] * 7 + [0], A01)  # noise around 0.5
+    mask = np.ones(4, bool)
+    strict = dict(noise_z=50.0, uniform_mix=0.1)  # a gate nothing clears
+    uniform = LearningProgressScorer(**strict)
+    progress = LearningProgressScorer(**strict, fallback="progress")
+    for sc in (uniform, progress):
+        assert not sc.raw(st, ALL, A01).any()  # nothing beyond the gate
+    assert uniform.weights(st, np.zeros(4), mask) == pytest.approx([0.25] * 4)
+    ungated = progress.ungated(st)
+    assert ungated[0] > 0 and ungated[1] == 0 and ungated[2] == 0
+    want = 0.9 * ungated / ungated.sum() + 0.1 / 4  # proportional to the ungated progress
+    got = progress.weights(st, np.zeros(4), mask)
+    assert got == pytest.approx(want)
+    assert got[1] == pytest.approx(0.025) and got[0] > 0.5
+    # where something clears the gate, the fallback changes nothing
+    raw = np.array([0.0, 0.0, 0.0, 0.2])
+    assert progress.weights(st, raw, mask) == pytest.approx(uniform.weights(st, raw, mask))
+    # nothing moved anywhere: uniform after all
+    flat = make_state(2)
+    feed(flat, 0, [0] * 15, A01)
+    feed(flat, 1, [0] * 15, A01)
+    assert progress.weights(flat, np.zeros(2), np.ones(2, bool)) == pytest.approx([0.5, 0.5])
+    with pytest.raises(ConfigError, match="fallback") as exc:
+        LearningProgressScorer(fallback="hold")
+    assert "uniform" in str(exc.value) and "'hold'" in str(exc.value)
+    with pytest.raises(ConfigError, match="proportional"):
+        LearningProgressScorer(weighting="sigmoid", fallback="progress")
 
 
 def test_v1_is_gymcurric_0_1s_scorer():
