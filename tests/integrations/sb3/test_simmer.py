@@ -258,6 +258,7 @@ def test_save_load_in_a_new_interpreter_continues_as_uninterrupted(tmp_path, con
         ({"risk_modulation": True}, "risk_modulation"),
         ({"max_episode_steps": None}, "max_episode_steps"),
         ({"controller_kwargs": {"polyak": 0.0}}, "polyak"),
+        ({"controller_kwargs": {"budget_bounds": (0.0, 40.0)}}, "budget_bounds"),
     ],
 )
 def test_config_errors(kwargs, match):

@@ -233,6 +233,14 @@ class PPOSimmer(PPO):
         self.budget_controller = make_budget_controller(
             controller, levels, reference, dict(controller_kwargs or {}), seed
         )
+        bounds = getattr(self.budget_controller, "budget_bounds", (0.0, 0.0))
+        if bounds[1] > safety_budget:
+            raise ConfigError(
+                "controller_kwargs",
+                controller_kwargs,
+                f"budget_bounds {bounds} reach above safety_budget={safety_budget:g}",
+                source=src,
+            )
         self.controller_name = controller if isinstance(controller, str) else "custom"
         self.cost_observation = cost_observation
         #: VecSimmer's settings (kept with the model to wrap the env of ``load``/``set_env``).
