@@ -16,6 +16,7 @@ from gymcurric.integrations.sb3.common import (  # noqa: E402
     PIDLagrangeMultiplier,
 )
 from gymcurric.integrations.sb3.cost import EpisodeCostCallback, VecCostMonitor  # noqa: E402
+from gymcurric.integrations.sb3.cpo import CPO  # noqa: E402
 from gymcurric.integrations.sb3.curriculum import (  # noqa: E402
     CurriculumCallback,
     load_curriculum_state,
@@ -26,6 +27,7 @@ from gymcurric.integrations.sb3.datapack import (  # noqa: E402
     VecPresentDatapack,
     make_datapack_vec_env,
 )
+from gymcurric.integrations.sb3.p3o import P3O  # noqa: E402
 from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag  # noqa: E402
 from gymcurric.integrations.sb3.regret import (  # noqa: E402
     RegretDictRolloutBuffer,
@@ -38,17 +40,21 @@ from gymcurric.integrations.sb3.semantic import (  # noqa: E402
     SemanticShapingCallback,
     VecShapeRewardSemantic,
 )
+from gymcurric.integrations.sb3.simmer import PPOSimmer, VecSimmer  # noqa: E402
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag  # noqa: E402
 from gymcurric.safety.modulation import RiskModulation  # noqa: E402
 
 __all__ = [
     # agents
+    "CPO",
     "CostActorCriticPolicy",
     "CostRolloutBuffer",
     "LagrangeMultiplier",
+    "P3O",
     "PIDLagrangeMultiplier",
     "PPOLag",
     "PPOPIDLag",
+    "PPOSimmer",
     "RegretDictRolloutBuffer",
     "RegretRolloutBuffer",
     "RiskModulation",
@@ -64,6 +70,7 @@ __all__ = [
     "VecCostMonitor",
     "VecPresentDatapack",
     "VecShapeRewardSemantic",
+    "VecSimmer",
     "load_curriculum_state",
     "make_datapack_vec_env",
     "save_curriculum_state",
