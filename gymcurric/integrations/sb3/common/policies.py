@@ -56,8 +56,11 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         if arch is None:
             net_arch = self.net_arch
             arch = list(net_arch.get("vf", [])) if isinstance(net_arch, dict) else list(net_arch)
+        # Only the CPU generator is forked and reseeded (the layers are built on the CPU):
+        # th.manual_seed would also reseed every CUDA generator, which fork_rng(devices=[])
+        # does not restore, and the actions sampled on a GPU would no longer be SB3's.
         with th.random.fork_rng(devices=[]):
-            th.manual_seed((th.initial_seed() * _MIX + 0xC057) % 2**63)
+            th.default_generator.manual_seed((th.initial_seed() * _MIX + 0xC057) % 2**63)
             self.cost_value_extractor = self.make_features_extractor()
             dim = self.cost_value_extractor.features_dim
             self.cost_value_net = nn.Sequential(*create_mlp(dim, 1, arch, self.activation_fn))
