@@ -1,9 +1,14 @@
-"""PPO / PPOLag / PID-Lagrangian / TRPOLag on Safety-Gymnasium tasks, next to OmniSafe's figures.
+"""Safe-RL baselines on Safety-Gymnasium tasks, next to OmniSafe's published figures.
 
 Run (smoke scale; the full run is in BENCHMARKS.md):
 
     .venv/bin/python benchmarks/safety_gym.py --algos ppo ppolag pidlag trpolag \\
         --envs SafetyPointGoal1-v0 --steps 50000 --seeds 0 --speed-steps 8192
+
+``--algos nine`` runs the nine baselines of the design (OmniSafe's names in brackets): ``ppo``
+[PPO] and ``trpo`` [TRPO] (SB3 / sb3-contrib), ``ppolag`` [PPOLag], ``trpolag`` [TRPOLag],
+``cpo`` [CPO], ``p3o`` [P3O], ``pidlag`` [CPPOPID], ``pposaute`` [PPOSaute] and ``pposimmer``
+[PPOSimmerPID: gymcurric's ``PPOSimmer`` with the original Simmer's PI controller].
 
 For every (algo, env, seed) it trains with SB3 (the gymcurric agents for the Lagrangian ones),
 reads episode return and cost from :class:`~gymcurric.integrations.sb3.cost.VecCostMonitor`, and
@@ -82,7 +87,12 @@ from _safety_runs import (  # noqa: E402
 # the cost when the cost is all it optimises); its recorded return is still the env's own.
 # pposaute: SB3 PPO on the env wrapped in gymcurric.wrappers.AugmentStateSaute (budget = the cost
 # limit); its recorded return is the env's own, not the Saute reward.
-ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "trpo", "ppo-costonly", "pposaute")
+ALGOS = (
+    "ppo", "ppolag", "pidlag", "trpolag", "trpo", "cpo", "p3o", "pposimmer", "ppo-costonly",
+    "pposaute",
+)  # fmt: skip
+#: OmniSafe's nine baselines as named here (PPOLag's PID variant, CPPOPID, is ``pidlag``)
+NINE = ("ppo", "trpo", "ppolag", "trpolag", "cpo", "p3o", "pidlag", "pposaute", "pposimmer")
 
 # OmniSafe, benchmarks/on-policy/README.md Table 2 (1e7 steps, cost_limit 25): return, cost.
 OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
@@ -91,11 +101,19 @@ OMNISAFE: dict[tuple[str, str], tuple[str, str]] = {
     ("pidlag", "SafetyPointGoal1-v0"): ("8.43 ± 3.43", "25.74 ± 7.83"),
     ("trpolag", "SafetyPointGoal1-v0"): ("18.51 ± 3.83", "22.98 ± 8.45"),
     ("pposaute", "SafetyPointGoal1-v0"): ("7.06 ± 5.85", "20.04 ± 21.91"),
+    ("trpo", "SafetyPointGoal1-v0"): ("27.20 ± 0.44", "45.88 ± 11.27"),
+    ("cpo", "SafetyPointGoal1-v0"): ("20.46 ± 1.38", "28.84 ± 7.76"),
+    ("p3o", "SafetyPointGoal1-v0"): ("1.6 ± 3.01", "31.1 ± 80.03"),
+    ("pposimmer", "SafetyPointGoal1-v0"): ("8.30 ± 6.03", "25.32 ± 31.91"),
     ("ppo", "SafetyCarGoal1-v0"): ("33.41 ± 2.89", "58.06 ± 42.06"),
     ("ppolag", "SafetyCarGoal1-v0"): ("13.27 ± 9.26", "21.72 ± 32.06"),
     ("pidlag", "SafetyCarGoal1-v0"): ("10.60 ± 2.51", "30.66 ± 7.53"),
     ("trpolag", "SafetyCarGoal1-v0"): ("27.04 ± 1.82", "26.80 ± 5.64"),
     ("pposaute", "SafetyCarGoal1-v0"): ("7.12 ± 5.41", "21.68 ± 29.11"),
+    ("trpo", "SafetyCarGoal1-v0"): ("36.60 ± 0.22", "55.58 ± 12.68"),
+    ("cpo", "SafetyCarGoal1-v0"): ("25.52 ± 2.65", "43.32 ± 14.35"),
+    ("p3o", "SafetyCarGoal1-v0"): ("-1.10 ± 6.85", "50.58 ± 99.24"),
+    ("pposimmer", "SafetyCarGoal1-v0"): ("8.45 ± 7.16", "18.98 ± 25.63"),
 }
 
 
@@ -181,7 +199,7 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         lag["lagrange_init"] = args.lagrange_init
         if args.lagrange_max is not None:
             lag["multiplier_kwargs"] = {"upper_bound": args.lagrange_max}
-    if algo in ("ppo", "ppolag", "pidlag", "ppo-costonly", "pposaute"):
+    if algo in ("ppo", "ppolag", "pidlag", "p3o", "pposimmer", "ppo-costonly", "pposaute"):
         common.update(batch_size=args.batch_size, n_epochs=args.n_epochs)
         common.update(target_kl=args.target_kl)
         if args.lr_decay:
@@ -214,6 +232,20 @@ def make_model(algo: str, venv: Any, seed: int, args: argparse.Namespace) -> Any
         from gymcurric.integrations.sb3.trpo_lag import TRPOLag
 
         return TRPOLag("MlpPolicy", venv, **common, **lag)
+    if algo == "cpo":
+        from gymcurric.integrations.sb3.cpo import CPO
+
+        return CPO("MlpPolicy", venv, **common, **lag)
+    if algo == "p3o":
+        from gymcurric.integrations.sb3.p3o import P3O
+
+        return P3O("MlpPolicy", venv, **common, **lag)
+    if algo == "pposimmer":  # wraps the env in VecSimmer itself (budget moved per rollout)
+        from gymcurric.integrations.sb3.simmer import PPOSimmer
+
+        simmer = {"safety_budget": args.cost_limit, "saute_gamma": args.saute_gamma}
+        simmer.update(unsafe_reward=args.unsafe_reward, max_episode_steps=args.saute_horizon)
+        return PPOSimmer("MlpPolicy", venv, **common, **simmer, cost_window=args.cost_window)
     raise SystemExit(f"unknown algo {algo!r}; expected one of {ALGOS}")
 
 
@@ -352,7 +384,12 @@ def speed(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument(
-        "--algos", nargs="+", default=["ppo", "ppolag", "pidlag", "trpolag"], choices=ALGOS
+        "--algos",
+        nargs="+",
+        default=["ppo", "ppolag", "pidlag", "trpolag"],
+        choices=(*ALGOS, "nine"),
+        help="'nine': OmniSafe's nine baselines (ppo trpo ppolag trpolag cpo p3o pidlag "
+        "pposaute pposimmer)",
     )
     p.add_argument("--envs", nargs="+", default=["SafetyPointGoal1-v0"])
     p.add_argument("--steps", type=int, default=1_000_000, help="0: speed comparison only")
@@ -447,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
         "--summarize-only", action="store_true", help="rebuild summary and plots from runs/*.csv"
     )
     args = p.parse_args(argv)
+    if "nine" in args.algos:
+        i = args.algos.index("nine")
+        args.algos[i : i + 1] = [a for a in NINE if a not in args.algos]
     if args.jobs < 1:
         p.error(f"--jobs must be >= 1, got {args.jobs}")
     if not 0.0 < args.cost_limit_anneal <= 1.0:

@@ -40,6 +40,9 @@ AGENTS: dict[str, tuple[str, str]] = {
     "ppolag": ("gymcurric.integrations.sb3.ppo_lag", "PPOLag"),
     "pidlag": ("gymcurric.integrations.sb3.ppo_lag", "PPOPIDLag"),
     "trpolag": ("gymcurric.integrations.sb3.trpo_lag", "TRPOLag"),
+    "cpo": ("gymcurric.integrations.sb3.cpo", "CPO"),
+    "p3o": ("gymcurric.integrations.sb3.p3o", "P3O"),
+    "pposimmer": ("gymcurric.integrations.sb3.simmer", "PPOSimmer"),
 }
 
 

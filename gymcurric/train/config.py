@@ -44,7 +44,7 @@ __all__ = [
     "load_config",
 ]
 
-ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "sac")
+ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "cpo", "p3o", "pposimmer", "sac")
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,8 @@ class AgentSection:
     """The learner.
 
     Attributes:
-        algo: ``ppo`` (SB3), ``ppolag``, ``pidlag``, ``trpolag`` (gymcurric's Lagrangian agents)
+        algo: ``ppo`` (SB3), ``ppolag``, ``pidlag``, ``trpolag`` (gymcurric's Lagrangian
+            agents), ``cpo``, ``p3o``, ``pposimmer`` (gymcurric's CPO, P3O and PPO-Simmer)
             or ``sac`` (SB3, with the replay ring).
         policy: the SB3 policy name.
         kwargs: the algorithm's constructor keyword arguments (hyperparameters).
@@ -186,7 +187,7 @@ class AgentSection:
         device: the torch device.
     """
 
-    algo: Literal["ppo", "ppolag", "pidlag", "trpolag", "sac"] = "ppo"
+    algo: Literal["ppo", "ppolag", "pidlag", "trpolag", "cpo", "p3o", "pposimmer", "sac"] = "ppo"
     policy: str = "MlpPolicy"
     kwargs: dict[str, Any] = field(default_factory=dict)
     normalize: bool = False

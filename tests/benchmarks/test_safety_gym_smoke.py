@@ -17,17 +17,21 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[2]
-ALGOS = ["ppo", "ppolag", "pidlag", "trpolag"]
+# --algos nine: OmniSafe's nine baselines, in this order
+ALGOS = ["ppo", "trpo", "ppolag", "trpolag", "cpo", "p3o", "pidlag", "pposaute", "pposimmer"]
 
 
 def test_safety_gym_benchmark_quick(tmp_path):
-    """Two runs at a time (--jobs 2); then --summarize-only rebuilds the same summary."""
+    """The nine baselines, two runs at a time (--jobs 2); then --summarize-only rebuilds the
+    same summary."""
     subprocess.run(
         [
             sys.executable,
             str(ROOT / "benchmarks" / "safety_gym.py"),
             "--algos",
-            *ALGOS,
+            "nine",
+            "--saute-horizon",  # HazardNav has no time limit of its own
+            "200",
             "--envs",
             "gymcurric/HazardNav-v0",
             "--steps",

@@ -154,6 +154,14 @@ def test_resume_errors_name_the_directory(tmp_path):
             }
         },
         {"agent": {"algo": "trpolag", "kwargs": {"n_steps": 64, "batch_size": 64}}},
+        {"agent": {"algo": "cpo", "kwargs": {"n_steps": 64, "batch_size": 64}}},
+        {"agent": {"algo": "p3o", "kwargs": {"n_steps": 64, "batch_size": 64}}},
+        {
+            "agent": {
+                "algo": "pposimmer",
+                "kwargs": {"n_steps": 64, "batch_size": 64, "max_episode_steps": 200},
+            }
+        },
         {
             "env": {"id": "gymcurric/HazardNav-v0"},
             "curriculum": {"enabled": False},
@@ -179,6 +187,9 @@ def test_resume_errors_name_the_directory(tmp_path):
         "ppolag",
         "pidlag",
         "trpolag",
+        "cpo",
+        "p3o",
+        "pposimmer",
         "sac-replay-ring",
         "hazardnav-fixed-tasks",
     ],
@@ -195,6 +206,12 @@ def test_composed_stacks_build_and_run(tmp_path, sections):
         from gymcurric.integrations.sb3 import RingReplayBuffer
 
         assert SAC.load(tmp_path / "r" / "model.zip").replay_buffer_class is RingReplayBuffer
+    elif sections.get("agent", {}).get("algo") in ("cpo", "p3o", "pposimmer"):
+        assert "rollout/ep_cost_mean" in header  # no multiplier: the cost is still logged
+        algo = sections["agent"]["algo"]
+        assert {"cpo": "train/cpo_case", "p3o": "train/kappa", "pposimmer": "simmer/budget"}[
+            algo
+        ] in header
     elif sections.get("agent", {}).get("algo", "ppo") != "ppo":
         assert "train/lagrange_multiplier" in header and out["lagrange_multiplier"] >= 0
 
