@@ -16,6 +16,7 @@ from typing import Any
 import _trivial_env as trivial
 import gymnasium as gym
 from _syllabus_anchor import syllabus_lp
+from gymnasium.vector import VectorWrapper
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers.vector import make_curriculum_vec
@@ -86,9 +87,22 @@ def _build_gymcurric_slots(ctx: str, args: argparse.Namespace, syl: Any) -> Buil
     return _build_gymcurric(ctx, args, syl, {"success_fn": trivial.success})
 
 
+def _build_gymcurric_serial(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    """``gymcurric`` behind a pass-through wrapper: its curriculum work runs before each step.
+
+    The vector wrapper runs the work a step leaves during the next step only when it wraps the
+    ``AsyncVectorEnv`` itself (between ``step_async`` and ``step_wait``); it checks that at
+    every step, so hiding the env here makes it run the same work before the step instead.
+    """
+    envs, cleanup = _build_gymcurric(ctx, args, syl)
+    envs.env = VectorWrapper(envs.env)
+    return envs, cleanup
+
+
 BUILDERS: dict[str, Callable[[str, argparse.Namespace, Any], Built]] = {
     "plain": _build_plain,
     "gymcurric": _build_gymcurric,
+    "gc-serial": _build_gymcurric_serial,
     "gc-slots": _build_gymcurric_slots,
     "syllabus": _build_syllabus,
 }

@@ -16,7 +16,13 @@ the recording in this process under each configuration, ``--repeats`` times, int
   its slot, as the worker would, so the refills do real work.
 
 The thread CPU time of each configuration's ``step`` is measured with the replay's own time
-subtracted (``time.thread_time_ns``, so load from other processes matters little). Also printed,
+subtracted (``time.thread_time_ns``, so load from other processes matters little). The
+curriculum work that a vector step leaves (its ended episodes, the tasks its resets took) is
+applied during the next step: with an ``AsyncVectorEnv``, between ``step_async`` and
+``step_wait``, while the workers step. The replay is not an ``AsyncVectorEnv``, so each timed
+step first calls ``flush_curriculum()`` (what the async path runs inside the step) and times it
+apart: ``channel-main`` is then split into the part that overlaps the workers and the part on
+the main process's critical path (every configuration makes the same timer calls). Also printed,
 as the scale the extras compare with: the main thread's CPU per ``AsyncVectorEnv.step`` (pipe
 writes and reads, Gymnasium's info stacking) of the bound env and of a plain one (no curriculum
 wrapper), ``--async-repeats`` runs of each, interleaved. Their difference is what the sub-envs'
@@ -194,27 +200,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     actions = np.zeros(args.num_envs, dtype=np.int64)
     outer = dict.fromkeys(names, 0)
     inner = dict.fromkeys(names, 0)
+    flushed = dict.fromkeys(names, 0)
     try:
         for _ in range(args.repeats):
             for name, (env, replay, _cur) in envs.items():
                 env.reset(seed=0)
                 replay.cpu_ns = 0
+                flush = getattr(env, "flush_curriculum", lambda: None)
+                in_flush = 0
                 t = _T()
                 for _ in range(len(steps)):
+                    f = _T()
+                    flush()  # inside the next step of an AsyncVectorEnv (see the docstring)
+                    in_flush += _T() - f
                     env.step(actions)
                 outer[name] += _T() - t
                 inner[name] += replay.cpu_ns
+                flushed[name] += in_flush
+                flush()  # the last step's episodes, for the count of updates below
     finally:
         for chan in channels:
             chan.close()
     n = args.repeats * len(steps)
     extra = {name: (outer[name] - inner[name]) / n / 1e3 for name in names}
+    overlap = {name: (flushed[name] - flushed["plain"]) / n / 1e3 for name in names}
     ended = sum(int(np.logical_or(s[2], s[3]).sum()) for s in steps)
     res: dict[str, Any] = {
         "async_main_us": async_us,
         "plain_async_main_us": plain_us,
         "episodes_per_step": ended / len(steps),
         "extra_us": {name: extra[name] - extra["plain"] for name in names},
+        # of extra_us, the CPU an AsyncVectorEnv runs while its workers step
+        "overlapped_us": overlap,
         "updates": {
             name: (None if cur is None else int(cur.stats()["curriculum/updates"]))
             for name, (_e, _r, cur) in envs.items()
@@ -243,6 +260,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         r = res["extra_us"][name]
         share = 100.0 * r / async_us
         print(f"  {name:12s} extra {r:+8.2f} us  ({share:5.1f} % of the async step's main CPU)")
+    o = res["overlapped_us"]["channel-main"]
+    crit = res["extra_us"]["channel-main"] - o
+    print(
+        f"    channel-main: {o:+.2f} us of it run while the workers step (between step_async "
+        f"and step_wait), {crit:+.2f} us ({100.0 * crit / async_us:.1f} %) on the critical path"
+    )
     return res
 
 

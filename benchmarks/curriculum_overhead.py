@@ -32,7 +32,11 @@ curriculum of ``--env-tasks`` tasks on the shared-memory backend); ``syllabus`` 
 ``make_multiprocessing_curriculum`` over its LP curriculum: its documented multiprocessing setup).
 With ``--slots`` also ``gc-slots``: ``gymcurric`` with a ``success_fn`` (the default success
 rule), so that each episode is summed in its worker and left in the channel, as before the
-main process accounted the episodes from the vector env's outputs.
+main process accounted the episodes from the vector env's outputs. With ``--serial`` also
+``gc-serial``: ``gymcurric`` behind a pass-through ``VectorWrapper``, so that the curriculum
+work a vector step leaves runs before the next step instead of while the workers step (the
+same work, all of it on the main process's critical path). ``--num-envs`` takes several sizes,
+measured one after the other; a last summary gives each paired ratio to plain.
 The three vector envs are built once per context and measured in turns (interleaved, the order
 rotating), each for the same number of steps. Reported: env steps/s (median and best of the
 repeats), the ratio to plain of the medians and the median of each repeat's ratio (measured back
@@ -51,6 +55,9 @@ the unpatched behaviour is checked and reported too).
     python benchmarks/curriculum_overhead.py                  # full run (a few minutes)
     python benchmarks/curriculum_overhead.py --quick          # smoke run (< 60 s)
     python benchmarks/curriculum_overhead.py --json out.json  # also write the results
+    # the paired ratio to plain at 8 and 15 envs only (40 s on a loaded 2-core host)
+    python benchmarks/curriculum_overhead.py --skip-calls --no-syllabus --contexts fork \
+        --serial --num-envs 8 15 --env-repeats 8 --env-steps 800
 
 ``main(argv)`` returns the results as a dict (what ``--json`` writes).
 """
@@ -356,7 +363,7 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
         configs: dict[str, dict[str, Any]] = {}
         live: dict[str, Built] = {}
         for name, build in BUILDERS.items():  # Syllabus last: under fork, its threads come last
-            if name == "gc-slots" and not args.slots:
+            if (name == "gc-slots" and not args.slots) or (name == "gc-serial" and not args.serial):
                 continue
             res: dict[str, Any] = {"status": "ok", "steps_per_s": [], "cpu_us_per_step": []}
             configs[name] = res
@@ -456,7 +463,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--warm-factor", type=int, help="warm-up episodes per task [10 / 2]")
     a.add_argument("--warm-min", type=int, help="fewest warm-up episodes [10000 / 1000]")
     b = ap.add_argument_group("(b) env throughput (defaults: full run / --quick)")
-    b.add_argument("--num-envs", type=int, default=8)
+    b.add_argument("--num-envs", type=int, nargs="+", default=[8], help="sizes, in turn [8]")
     b.add_argument("--episode-length", type=int, default=EPISODE_LENGTH)
     b.add_argument("--env-tasks", type=int, default=1000, help="tasks in both curricula")
     b.add_argument("--env-steps", type=int, help="vector steps per measurement [1500 / 200]")
@@ -465,6 +472,11 @@ def _parser() -> argparse.ArgumentParser:
         "--slots",
         action="store_true",
         help="also gc-slots: gymcurric with the episodes summed in the workers (a success_fn)",
+    )
+    b.add_argument(
+        "--serial",
+        action="store_true",
+        help="also gc-serial: gymcurric with its per-step curriculum work before each step",
     )
     b.add_argument(
         "--contexts",
@@ -495,6 +507,26 @@ _DEFAULTS = {  # name: (full run, --quick)
 }
 
 
+def _measure_sizes(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[str, Any]:
+    """Part (b) at each ``--num-envs`` size; keys ``ctx`` (one size) or ``ctx/N`` (several)."""
+    out: dict[str, Any] = {}
+    for n in args.num_envs:
+        sized = argparse.Namespace(**{**vars(args), "num_envs": n})
+        res = measure_env(sized, syl)
+        print_env(res, sized)
+        out.update(res if len(args.num_envs) == 1 else {f"{k}/{n}": v for k, v in res.items()})
+    print("\npaired env steps/s, ratio to plain (goal of issue 24: gymcurric >= 90 %)")
+    for key, configs in out.items():
+        cells = "  ".join(
+            f"{name} {r['paired_ratio_to_plain']:6.1%}"
+            for name, r in configs.items()
+            if name != "plain" and "paired_ratio_to_plain" in r
+        )
+        size = key if "/" in key else f"{key}/{args.num_envs[0]}"
+        print(f"  {size.replace('/', ', ')} envs: {cells}")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the tables and return the results (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -518,8 +550,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             results["calls"] = measure_calls(args, syl)
             print_calls(results["calls"], OPS, OP_TITLES)
         if not args.skip_env:
-            results["env"] = measure_env(args, syl)
-            print_env(results["env"], args)
+            results["env"] = _measure_sizes(args, syl)
     info["load_average_end"] = load_average()
     print(f"\nload average at the end: {info['load_average_end']}")
     if args.json:

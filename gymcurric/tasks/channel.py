@@ -14,14 +14,17 @@ in batches, once per vector step, for the envs that need it:
   finds no task waiting (a retry after the env refused one) samples from the curriculum itself.
   The main process counts a task as sampled when it sees it taken, and then draws the next.
 * **result**: the sub-env writes its finished episode (task id, return, success, cost) into its
-  slot and bumps a counter; the main process applies the new results with one ``update_batch``
-  after the step that ended them. With ``episodes_in_main=True`` the sub-envs report nothing:
-  the main process's vector wrapper sums each episode's return and cost from the vector env's
-  own rewards and infos, and the sub-env wrappers leave ``step`` to the env (no wrapper code
-  runs in a worker between two resets).
+  slot and bumps a counter; the main process reads the new results after the step that ended
+  them (:meth:`TaskChannel.take_results`) and applies them in one batch. With
+  ``episodes_in_main=True`` the sub-envs report nothing: the main process's vector wrapper sums
+  each episode's return and cost from the vector env's own rewards and infos, and the sub-env
+  wrappers leave ``step`` to the env (no wrapper code runs in a worker between two resets).
 
 No lock is needed: between two commands the main process owns every slot, and during a command
-each worker touches only its own. The command and reply pipes order the writes.
+each worker touches only its own. The command and reply pipes order the writes. The one
+exception is :meth:`TaskChannel.refill` with ``busy``: the vector wrapper calls it while the
+workers step, and it then reads and writes only the slots of the envs that do not reset in that
+step.
 
 The task stream then depends only on the main process's generator and the order of the envs, so
 the same seed gives the same tasks in every env and run (worker-side sampling depends on which
@@ -37,7 +40,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.tasks.shared_backend import SharedMemoryBackend
-from gymcurric.tasks.signals import check_episode
+from gymcurric.tasks.signals import check_episode, check_episode_arrays
 from gymcurric.tasks.state import FieldSpec
 from gymcurric.tasks.transport import TaskTransport
 
@@ -85,6 +88,9 @@ class TaskChannel:
         self._counted = np.zeros(num_envs, dtype=np.int64)  # tasks taken and counted
         self._seen = np.zeros(num_envs, dtype=np.int64)  # results applied
         self._pool_seen = (-1, -1)  # the curriculum's membership version at the last refill
+        # busy envs whose waiting task a pool change should have withdrawn (see refill)
+        self._stale = np.zeros(num_envs, dtype=bool)
+        self._any_stale = False
 
     def _bind(self, arrays: dict[str, np.ndarray]) -> None:
         self._given, self._taken = arrays["given"], arrays["taken"]
@@ -125,37 +131,74 @@ class TaskChannel:
     # ---------------------------------------------------------------- main-process side
     def collect(self, curriculum: Any) -> int:
         """Apply the results written since the last call (in env order); return how many."""
-        new = np.flatnonzero(self._res_seq != self._seen)
-        if not len(new):
+        new = self.take_results()
+        if new is None:
             return 0
-        self._seen[new] = self._res_seq[new]
-        curriculum.record(self._res_id[new], self._res_r[new], self._res_s[new], self._res_c[new])
-        return len(new)
+        curriculum.record(*new)
+        return len(new[0])
+
+    def take_results(self) -> tuple[np.ndarray, ...] | None:
+        """The results written since the last call, in env order, marked as read.
+
+        ``(task_ids, returns, successes, costs)`` arrays, ready for the curriculum's ``record``
+        (each was checked where its episode ended); None if there is none. Call it only
+        between two vector steps: during one, a worker may be writing its slot.
+        """
+        seq = self._res_seq
+        new = (seq != self._seen).nonzero()[0]
+        if not len(new):
+            return None
+        self._seen[new] = seq[new]
+        return self._res_id[new], self._res_r[new], self._res_s[new], self._res_c[new]
 
     def report(
         self, curriculum: Any, task_ids: np.ndarray, returns: np.ndarray, successes: Any, costs: Any
     ) -> None:
         """Apply episodes the main process accounted (``episodes_in_main``), in order.
 
-        ``successes`` is a float64 array (NaN: none) or a list (``None``: none); ``costs`` a
-        float64 array or a list (``None``: none). Plain finite arrays are applied as they are,
-        anything else is checked one by one, naming the first bad value.
+        The same as ``curriculum.record(*channel.check_report(curriculum, ...))``.
         """
-        if (
+        curriculum.record(*self.check_report(curriculum, task_ids, returns, successes, costs))
+
+    @staticmethod
+    def check_report(
+        curriculum: Any, task_ids: np.ndarray, returns: np.ndarray, successes: Any, costs: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+        """Check episodes the main process accounted; return them ready for ``record``.
+
+        ``successes`` is a float64 array (NaN: none) or a list (``None``: none); ``costs`` a
+        float64 array or a list (``None``: none). Plain finite arrays are returned as they are,
+        anything else is checked one by one, naming the first bad value
+        (:class:`~gymcurric.errors.NonFiniteValueError`,
+        :class:`~gymcurric.errors.ConfigError`). A curriculum whose signal needs a success
+        (``SignalConfig(source="success")``) refuses an episode without one here too.
+        """
+        if not (
             isinstance(successes, np.ndarray)
             and isinstance(costs, np.ndarray)
-            and np.isfinite(returns).all()
-            and np.isfinite(costs).all()
+            # one Python sum per array: a NaN or inf anywhere makes it non-finite (so does an
+            # overflow, which the full check below then clears); cheaper than np.isfinite here
+            and math.isfinite(sum(returns.tolist()) + sum(costs.tolist()))
         ):
+            if isinstance(successes, np.ndarray):  # NaN there means none
+                successes = [None if v != v else v for v in successes.tolist()]
+            if isinstance(costs, np.ndarray):
+                costs = costs.tolist()
+            task_ids, returns, successes, costs = check_episode_arrays(
+                task_ids, returns.tolist(), successes, costs, source="Curriculum.update_batch"
+            )
+        signal = getattr(getattr(curriculum, "config", None), "signal", None)
+        if getattr(signal, "source", None) == "success" and np.isnan(successes).any():
+            # the curriculum's own check raises, naming the entry, and applies nothing
             curriculum.record(task_ids, returns, successes, costs)
-            return
-        if isinstance(successes, np.ndarray):  # NaN there means none
-            successes = [None if v != v else v for v in successes.tolist()]
-        if isinstance(costs, np.ndarray):
-            costs = costs.tolist()
-        curriculum.update_batch(task_ids, returns.tolist(), successes, costs)
+        return task_ids, returns, successes, costs
 
-    def refill(self, curriculum: Any, revoke: np.ndarray | None = None) -> None:
+    def refill(
+        self,
+        curriculum: Any,
+        revoke: np.ndarray | None = None,
+        busy: np.ndarray | None = None,
+    ) -> None:
         """Count the tasks taken since the last call as samples; draw one for each env without.
 
         Args:
@@ -164,25 +207,47 @@ class TaskChannel:
                 reseed, so that their next task comes from the new generator. Every waiting
                 task is withdrawn when a task left the pool (disabled, evicted) since the
                 last call.
+            busy: a bool mask of envs whose slots are left alone: they may be taking their
+                waiting task right now (the vector wrapper refills while the workers step).
+                Their takes are counted, and their slots refilled, by a later call; a pool
+                change withdraws their waiting task then, if they did not take it.
         """
         taken = self._taken
-        fresh = np.flatnonzero(taken != self._counted)
+        fresh = taken != self._counted
+        if busy is not None:
+            fresh &= ~busy
+        fresh = fresh.nonzero()[0]
         if len(fresh):
             self._counted[fresh] = taken[fresh]
             curriculum.count(self._next_slot[fresh].tolist(), self._next_id[fresh].tolist())
+        given = self._given
         version = curriculum.pool_version
         if version != self._pool_seen:  # a task left the pool: what waits may be one of them
             self._pool_seen = version
             revoke = None
-            self._given[:] = taken
+            if busy is None:
+                given[:] = taken
+                self._stale[:], self._any_stale = False, False
+            else:
+                idle = ~busy
+                given[idle] = taken[idle]
+                self._stale[:], self._any_stale = busy, bool(np.count_nonzero(busy))
+        elif self._any_stale:  # busy at the last pool change, and free now
+            later = self._stale if busy is None else self._stale & ~busy
+            given[later] = taken[later]  # a taken task is gone already: a no-op there
+            self._stale &= ~later
+            self._any_stale = bool(np.count_nonzero(self._stale))
         if revoke is not None:
-            self._given[revoke] = taken[revoke]
-        empty = np.flatnonzero(self._given == taken)
+            given[revoke] = taken[revoke]
+        empty = given == taken
+        if busy is not None:
+            empty &= ~busy
+        empty = empty.nonzero()[0]
         if len(empty):
             drawn = curriculum.draw(len(empty))
             self._next_id[empty] = drawn.ids
             self._next_slot[empty] = drawn.slots
-            self._given[empty] += 1
+            given[empty] += 1
 
     def waiting(self) -> list[int]:
         """Per env, the task id waiting in its slot, or -1 (for checkpoints)."""
@@ -195,6 +260,7 @@ class TaskChannel:
         restored tasks are counted as samples when taken, as the saved ones would have been.
         """
         self._given[:] = self._taken  # withdraw what waits now (uncounted)
+        self._stale[:], self._any_stale = False, False
         for env, tid in enumerate(ids):
             slot = curriculum.slot_of(tid) if tid >= 0 else None
             if slot is not None:
@@ -228,6 +294,7 @@ class TaskChannel:
         self.episodes_in_main = state["episodes_in_main"]
         self._bind(self._backend.arrays())
         self._counted = self._seen = np.zeros(0, dtype=np.int64)  # main-process only
+        self._stale, self._any_stale = np.zeros(0, dtype=bool), False
 
     def __repr__(self) -> str:
         main = ", episodes_in_main=True" if self.episodes_in_main else ""

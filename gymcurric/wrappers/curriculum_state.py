@@ -122,7 +122,14 @@ def save_curriculum_state(
 
     Returns:
         The path written.
+
+    An env with a ``flush_curriculum()`` method (the curriculum wrappers) is flushed first, so
+    that the file holds every episode that ended before the call (the vector wrapper applies a
+    step's episodes during the next step).
     """
+    flush = getattr(env, "flush_curriculum", None) if env is not None else None
+    if callable(flush):
+        flush()
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
     meta = {"file_format": FILE_FORMAT, **state}

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric._checks import check_one_per_env
 from gymcurric._deprecated import alias_getattr
@@ -93,7 +93,8 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             channel: the :class:`~gymcurric.tasks.channel.TaskChannel` the sub-envs are bound
                 to (``make_curriculum_vec`` makes it for async vector envs): this wrapper then
                 draws every sub-env's next task and applies their results, in batches, in
-                this process. It is closed with the wrapper.
+                this process, during the step after the one that needed it
+                (:meth:`flush_curriculum`). It is closed with the wrapper.
             reseed_curriculum: with a channel, whether ``reset(seed=s)`` reseeds the
                 curriculum's generator here (as each sub-env's wrapper does without one).
         """
@@ -134,7 +135,9 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
         self._current = np.full(self.num_envs, -1, dtype=np.int64)
         self.task_ids: npt.NDArray[np.int64] = self._current.copy()
-        self._prev_dones = np.zeros(self.num_envs, dtype=bool)
+        self._no_dones = np.zeros(self.num_envs, dtype=bool)  # never written
+        self._zero_bytes = self._no_dones.tobytes()
+        self._prev_dones = self._no_dones
         self._prev_any = False
         self._dirty = False  # _current changed since task_ids was last copied from it
         self._channel = channel
@@ -143,6 +146,17 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         # episodes accounted here (channel.episodes_in_main): per sub-env running sums
         self._in_main = channel is not None and channel.episodes_in_main
         self._sums = EpisodeSums(self.num_envs)
+        # The curriculum work of a step's episode ends and resets is applied during the next
+        # step, while the workers step (AsyncVectorEnv: between step_async and step_wait), or
+        # at the next reset, stats(), checkpoint or close, whichever comes first.
+        self._pending: tuple[Any, ...] | None = None  # checked episodes to record
+        self._pending_envs: npt.NDArray[np.intp] | None = None  # their sub-envs (for notes)
+        self._pending_refill = False
+        self._busy: npt.NDArray[np.bool_] | None = None  # sub-envs resetting in that step
+        # an AsyncVectorEnv with Gymnasium's own step (checked again per step: env may be swapped)
+        self._async: AsyncVectorEnv | None = None
+        if isinstance(env, AsyncVectorEnv) and type(env).step is AsyncVectorEnv.step:
+            self._async = env
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
@@ -160,17 +174,17 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         """Mask of sub-envs that reported a new task (None: none did); raises if one is missing."""
         mask = infos.get("_task_id")
         if mask is None:
-            if expected.any():
+            if np.count_nonzero(expected):
                 raise self._unwrapped_error(np.flatnonzero(expected).tolist())
             return None
         mask = np.asarray(mask, dtype=bool)
         missing = expected & ~mask
-        if missing.any():
+        if np.count_nonzero(missing):
             raise self._unwrapped_error(np.flatnonzero(missing).tolist())
         return mask
 
     def _record(self, infos: dict[str, Any], started: npt.NDArray[np.bool_] | None) -> None:
-        if started is not None and started.any():
+        if started is not None and np.count_nonzero(started):
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
             self._dirty = True
 
@@ -179,7 +193,10 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
 
         ``save_curriculum_state(..., env=envs)`` saves it.
         """
-        return None if self._channel is None else self._channel.waiting()
+        if self._channel is None:
+            return None
+        self.flush_curriculum()
+        return self._channel.waiting()
 
     def resume_channel(self, waiting: list[int]) -> None:
         """Make the next ``reset`` restore these waiting tasks and keep the generator.
@@ -197,8 +214,42 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._resume_waiting = [int(t) for t in waiting]
 
     def stats(self) -> dict[str, float]:
-        """The curriculum's flat ``curriculum/...`` statistics."""
+        """The curriculum's flat ``curriculum/...`` statistics (after :meth:`flush_curriculum`)."""
+        self.flush_curriculum()
         return dict(self.curriculum.stats())
+
+    def flush_curriculum(self) -> None:
+        """Apply the curriculum work the last step left for the next one, now.
+
+        With a channel, the episodes that end in a vector step are applied to the curriculum,
+        and the tasks that step's resets took are counted and replaced, during the next step
+        (while the workers step) or at the next ``reset``, ``stats()``, checkpoint or
+        ``close``. Read ``curriculum.stats()`` or ``curriculum.state_dict()`` directly only
+        after this call (``save_curriculum_state(..., env=envs)`` makes it). The result is the
+        same whenever it runs, so seeded runs repeat exactly. A no-op without a channel.
+        """
+        if self._pending is not None or self._pending_refill:
+            self._apply_pending()
+
+    def _apply_pending(self) -> None:
+        episodes, self._pending = self._pending, None  # a batch that fails is dropped whole
+        refill, self._pending_refill = self._pending_refill, False
+        try:
+            if episodes is not None:
+                try:
+                    self.curriculum.record(*episodes)
+                except Exception as exc:
+                    envs = self._pending_envs
+                    where = "" if envs is None else f" of sub-envs {envs.tolist()}"
+                    exc.add_note(
+                        "applied by vector.SampleCurriculumTask after the step that ended "
+                        f"episodes{where} (task ids {np.asarray(episodes[0]).tolist()})"
+                    )
+                    raise
+        finally:
+            if refill:  # the slots are refilled all the same: no sub-env waits in vain
+                assert self._channel is not None
+                self._channel.refill(self.curriculum, busy=self._busy)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -208,6 +259,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         chan = self._channel
         if chan is not None:
+            self.flush_curriculum()  # the last step's work first, as the next step would do it
             resume, self._resume_waiting = self._resume_waiting, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
                 chan.restore_waiting(self.curriculum, resume)
@@ -222,21 +274,65 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._record(infos, self._started(infos, expected))
         if self._in_main:
             self._sums.start(expected)
-        self._prev_dones[expected] = False
-        self._prev_any = bool(self._prev_dones.any())
+        self._prev_dones = self._prev_dones & ~expected
+        self._prev_any = bool(np.count_nonzero(self._prev_dones))
         self.task_ids = self._current.copy()
         self._dirty = False
         return obs, infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step the sub-envs and track which task each transition belongs to."""
-        obs, rewards, terminations, truncations, infos = self.env.step(actions)
-        dones = np.logical_or(terminations, truncations)
-        any_done = bool(dones.any())
+        failure: Exception | None = None
+        if self._pending is None and not self._pending_refill:
+            out = self.env.step(actions)
+            _, rewards, terminations, truncations, infos = out
+            # Most vector steps end and start no episode: then only the sums move. This path
+            # runs on most steps in this process, so it is kept short: an all-False bool array
+            # is all zero bytes, a test several times cheaper than ndarray.any() at this size
+            # (any other dtype has other lengths and goes the general way).
+            zero = self._zero_bytes
+            if (
+                not (self._prev_any or self._dirty)
+                and _bytes(terminations) == zero
+                and _bytes(truncations) == zero
+                and "_task_id" not in infos
+            ):
+                if self._in_main:
+                    self._add_step(rewards, infos)
+                self._prev_dones = self._no_dones
+                return out
+        elif self._async is not None and self._async is self.env:
+            env = self._async  # the last step's curriculum work runs while the workers step
+            env.step_async(actions)
+            try:
+                self._apply_pending()
+            except Exception as exc:  # raised once this step is read and tracked
+                failure = exc
+            finally:
+                out = env.step_wait()
+        else:
+            self._apply_pending()
+            out = self.env.step(actions)
+        self._track(*out)
+        if failure is not None:
+            raise failure
+        return out
+
+    def _track(
+        self, obs: Any, rewards: Any, terminations: Any, truncations: Any, infos: dict[str, Any]
+    ) -> None:
+        """Account the step's episodes and track each sub-env's task."""
+        if np.count_nonzero(terminations) or np.count_nonzero(truncations):
+            dones, any_done = np.logical_or(terminations, truncations), True
+        else:
+            dones, any_done = self._no_dones, False
+        if not (any_done or self._prev_any or self._dirty) and "_task_id" not in infos:
+            if self._in_main:
+                self._add_step(rewards, infos)
+            self._prev_dones = dones
+            return
         if self._in_main:  # before _record: _current still holds the ended episodes' tasks
             self._account(rewards, dones, any_done, infos)
-        # Fast path: most vector steps start no episode; then nothing is read or copied and
-        # task_ids (a copy made when _current last changed) stays valid.
         if self._mode == AutoresetMode.NEXT_STEP:
             if self._prev_any or "_task_id" in infos:
                 self._record(infos, self._started(infos, self._prev_dones))
@@ -247,13 +343,20 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 self.task_ids, self._dirty = self._current.copy(), False
             if any_done or "_task_id" in infos:
                 self._record(infos, self._started(infos, dones))
-        if self._channel is not None and (any_done or self._prev_any):
+        chan = self._channel
+        if chan is not None and (any_done or self._prev_any):
             # episodes that ended this step left their results; resets took their tasks
             if not self._in_main:
-                self._channel.collect(self.curriculum)
-            self._channel.refill(self.curriculum)
+                self._pending, self._pending_envs = chan.take_results(), None
+            if self._mode == AutoresetMode.SAME_STEP:
+                # a sub-env that reset in this step may end its next episode in the next one:
+                # its slot cannot wait for that step
+                chan.refill(self.curriculum)
+            else:  # NEXT_STEP: the sub-envs done now take their waiting tasks in the next step
+                # (they are busy then; DISABLED: none takes a task during a step)
+                self._pending_refill = True
+                self._busy = dones if any_done and self._mode == AutoresetMode.NEXT_STEP else None
         self._prev_dones, self._prev_any = dones, any_done
-        return obs, rewards, terminations, truncations, infos
 
     # ---------------------------------------------------------------- episodes in main
     def _account(
@@ -263,34 +366,35 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         any_done: bool,
         infos: dict[str, Any],
     ) -> None:
-        """Sum this step into each live episode; report the episodes that ended, in one batch.
+        """Sum this step into each live episode; check the episodes that ended, in one batch.
 
         The sums of :class:`~gymcurric.wrappers.episode_sums.EpisodeSums`, the accumulator the
         sub-env wrapper keeps too (so the curriculum state is the same bit for bit). In
         ``NEXT_STEP`` mode the reset step (reward 0) starts the next episode; in ``SAME_STEP``
-        mode the last step's info is ``info["final_info"]``.
+        mode the last step's info is ``info["final_info"]``. The checked batch is applied by
+        the next step (:meth:`flush_curriculum`); a bad value raises here, from the step that
+        ended its episode.
         """
         sums = self._sums
-        rewards = np.asarray(rewards, dtype=np.float64)
         if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
             sums.start(self._prev_dones)  # this step was their reset step
             step = sums.live & ~self._prev_dones
         else:
             step = sums.live
-        sums.add_rewards(rewards, step)
         last = infos
         if any_done and self._mode == AutoresetMode.SAME_STEP:
             last = infos.get("final_info", {})
+        sums.add_rewards(np.asarray(rewards, dtype=np.float64), step)
         if "cost" in infos:
             self._add_cost(infos, step & ~dones if last is not infos else step)
         if not any_done:
             return
-        ended = np.flatnonzero(dones & sums.live)
+        ended = (dones & sums.live).nonzero()[0]
         if last is not infos:
             self._add_cost(last, dones & sums.live)
         ids = self._current[ended]  # the ended episodes' tasks (new ones are recorded after)
         keep = ids >= 0  # explicit tasks (-1) are not reported
-        if not keep.all():
+        if np.count_nonzero(keep) < len(keep):
             ended, ids = ended[keep], ids[keep]
         returns, costs, _ = sums.finish(ended)
         if self._mode == AutoresetMode.SAME_STEP:
@@ -299,15 +403,25 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             sums.stop(dones)
         if not len(ended):
             return
+        assert self._channel is not None and self._pending is None
         try:
-            assert self._channel is not None
-            self._channel.report(self.curriculum, ids, returns, successes_of(last, ended), costs)
+            self._pending = self._channel.check_report(
+                self.curriculum, ids, returns, successes_of(last, ended), costs
+            )
         except Exception as exc:
             exc.add_note(
                 f"reported by vector.SampleCurriculumTask at the end of episodes of sub-envs "
                 f"{ended.tolist()} (task ids {ids.tolist()})"
             )
             raise
+        self._pending_envs = ended
+
+    def _add_step(self, rewards: Any, infos: dict[str, Any]) -> None:
+        """A step that ends and starts no episode: add its rewards and costs to the live sums."""
+        sums = self._sums
+        sums.add_rewards(np.asarray(rewards, dtype=np.float64), sums.live)
+        if "cost" in infos:
+            self._add_cost(infos, sums.live)
 
     def _add_cost(self, infos: dict[str, Any], where: npt.NDArray[np.bool_]) -> None:
         cost = infos.get("cost")
@@ -318,9 +432,12 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._sums.add_costs(cost, has)
 
     def close(self, **kwargs: Any) -> None:
-        """Close the vector env, then apply any results left in the channel and unlink it."""
+        """Apply the last step's curriculum work, close the vector env, then unlink the channel."""
         try:
-            super().close(**kwargs)
+            try:
+                self.flush_curriculum()
+            finally:
+                super().close(**kwargs)
         finally:
             chan = self._channel
             if chan is not None and not chan.closed:
@@ -328,6 +445,14 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                     chan.collect(self.curriculum)
                 finally:
                     chan.close()
+
+
+def _bytes(flags: Any) -> bytes | None:
+    """An array's bytes; None for what is not an array (the general path then runs)."""
+    try:
+        return flags.tobytes()
+    except AttributeError:
+        return None
 
 
 def make_curriculum_vec(
@@ -366,8 +491,10 @@ def make_curriculum_vec(
     :class:`~gymcurric.tasks.channel.TaskChannel`: this process draws each sub-env's next task
     and applies the finished episodes, in batches, once per vector step; the workers only take
     the task waiting in their slot and leave their results there. The per-episode work then
-    runs once, hot, in this process, instead of cold in every worker; and the task stream
-    depends only on this process's generator (the same seed gives the same tasks in every run).
+    runs once, hot, in this process, instead of cold in every worker, and during the next
+    vector step, while the workers step (see ``SampleCurriculumTask.flush_curriculum``); the
+    task stream depends only on this process's generator (the same seed gives the same tasks
+    in every run).
     A sub-env whose env refuses its task draws the next one from the shared curriculum itself.
     Sample counts are taken when a sub-env takes its task, so ``curriculum/samples`` counts the
     episodes started.
