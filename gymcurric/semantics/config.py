@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
@@ -68,6 +70,14 @@ class ShapingConfig:
             ``"captions"`` (``info["caption"]`` or ``env.describe()``), ``"auto"`` (from the
             embedder's modality).
         enabled: ``False``: the wrappers pass everything through unchanged.
+        probe_states: captions whose safety is known, checked at set-up: the shaper computes
+            the ROC AUC with which the prompts' margins tell the unsafe ones from the others
+            (:attr:`Shaper.probe_auc`) and emits a :class:`~gymcurric.errors.GymcurricWarning`
+            when it is within ``probe_tolerance`` of 0.5, or below (the sets rank the states
+            the wrong way round). Empty (default): no check. Captions only: for frames call
+            :meth:`Shaper.probe` yourself.
+        probe_unsafe: one bool per probe state, True for the unsafe ones (both kinds needed).
+        probe_tolerance: how close to 0.5 the probe AUC may be before the warning, in [0, 0.5].
     """
 
     safe_prompts: tuple[str, ...] = HAZARD_NAV_SAFE_PROMPTS
@@ -88,6 +98,9 @@ class ShapingConfig:
     caption_cache_size: int = 4096
     source: Source = "auto"
     enabled: bool = True
+    probe_states: tuple[str, ...] = ()
+    probe_unsafe: tuple[bool, ...] = ()
+    probe_tolerance: float = 0.05
 
     def __post_init__(self) -> None:
         src = "ShapingConfig"
@@ -136,6 +149,34 @@ class ShapingConfig:
         for name in ("margin_norm_enable", "enabled"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "expected a bool", source=src)
+        number("probe_tolerance", 0.0, 0.5)
+        self._check_probe(src)
+
+    def _check_probe(self, src: str) -> None:
+        states, unsafe = self.probe_states, self.probe_unsafe
+        for name, value in (("probe_states", states), ("probe_unsafe", unsafe)):
+            if isinstance(value, str) or not isinstance(value, Sequence):
+                raise ConfigError(name, value, "expected a list", source=src)
+        if not all(isinstance(s, str) and s.strip() for s in states):
+            raise ConfigError("probe_states", states, "expected non-empty strings", source=src)
+        if not all(isinstance(u, bool | np.bool_) for u in unsafe):
+            raise ConfigError("probe_unsafe", unsafe, "expected bools", source=src)
+        if len(unsafe) != len(states):
+            raise ConfigError(
+                "probe_unsafe",
+                f"{len(unsafe)} labels",
+                f"expected one per probe state ({len(states)})",
+                source=src,
+            )
+        if states and (all(unsafe) or not any(unsafe)):
+            raise ConfigError(
+                "probe_unsafe",
+                f"all {bool(unsafe[0])}",
+                "needs both safe and unsafe states",
+                source=src,
+            )
+        object.__setattr__(self, "probe_states", tuple(states))
+        object.__setattr__(self, "probe_unsafe", tuple(bool(u) for u in unsafe))
 
     @classmethod
     def coerce(
@@ -166,6 +207,6 @@ class ShapingConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-safe dict (prompt tuples as lists)."""
         out = dataclasses.asdict(self)
-        out["safe_prompts"] = list(self.safe_prompts)
-        out["unsafe_prompts"] = list(self.unsafe_prompts)
+        for name in ("safe_prompts", "unsafe_prompts", "probe_states", "probe_unsafe"):
+            out[name] = list(getattr(self, name))
         return out

@@ -11,6 +11,10 @@ model, and report
   ``m = sim_safe - sim_unsafe``; over the frames: mean, std, min, max, quantiles and the
   fraction of positive margins.
 
+:func:`separation_auc` scores prompt sets on states whose safety is known (the ROC AUC of
+their margins) and :func:`check_separation` warns when that AUC is near 0.5 (no separation) or
+below it; the shaper runs both at set-up on ``ShapingConfig.probe_states``.
+
 The report is printed as JSON on stdout and, with ``--out DIR``, written to
 ``DIR/report.json`` together with one annotated PNG per frame (``<name>_probe.png``: the frame,
 enlarged, above a strip with both similarities, the margin and a margin bar).
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,9 +38,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
 
-__all__ = ["HELP", "add_arguments", "centroid", "run", "separation_report"]
+__all__ = [
+    "HELP",
+    "SEPARATION_TOLERANCE",
+    "add_arguments",
+    "centroid",
+    "check_separation",
+    "run",
+    "separation_auc",
+    "separation_report",
+]
+
+#: A probe AUC within this distance of 0.5 means the prompt sets do not separate the states.
+SEPARATION_TOLERANCE = 0.05
 
 HELP = (
     "report how well --safe and --unsafe prompts separate a folder of frames under a "
@@ -141,6 +158,79 @@ def separation_report(
             for a, b, m in zip(sim_s, sim_u, margin, strict=True)
         ],
     }
+
+
+def separation_auc(margins: npt.ArrayLike, unsafe: npt.ArrayLike) -> float:
+    """ROC AUC of the margins for telling safe states from unsafe ones.
+
+    The probability that a safe state's margin exceeds an unsafe state's (ties count one
+    half; Mann-Whitney U over the two groups): 1 when every safe state scores above every
+    unsafe one, 0.5 when the margins carry no information, below 0.5 when the prompt sets
+    rank the states the wrong way round.
+
+    Args:
+        margins: ``(n,)`` raw margins ``cos(e, mu_safe) - cos(e, mu_unsafe)`` of known states.
+        unsafe: ``(n,)`` True for the states known to be unsafe.
+
+    Returns:
+        The AUC, or NaN when one of the two groups is empty or a margin is not finite.
+
+    Examples:
+        >>> separation_auc([0.3, 0.1, -0.2, 0.1], [False, False, True, True])
+        0.875
+    """
+    m = np.asarray(margins, dtype=np.float64).reshape(-1)
+    bad = np.asarray(unsafe, dtype=bool).reshape(-1)
+    if m.shape != bad.shape:
+        raise ConfigError("unsafe", bad.shape, f"expected one label per margin {m.shape}")
+    n_bad = int(bad.sum())
+    n_good = m.size - n_bad
+    if n_bad == 0 or n_good == 0 or not np.isfinite(m).all():
+        return float("nan")
+    # average ranks (ties share theirs): U = rank sum of the safe group - n(n+1)/2
+    order = np.argsort(m, kind="stable")
+    ranks = np.empty(m.size, dtype=np.float64)
+    ranks[order] = np.arange(1, m.size + 1)
+    values, inverse, counts = np.unique(m, return_inverse=True, return_counts=True)
+    if values.size < m.size:
+        ranks = (np.bincount(inverse, weights=ranks) / counts)[inverse]
+    u = ranks[~bad].sum() - n_good * (n_good + 1) / 2.0
+    return float(u / (n_good * n_bad))
+
+
+def check_separation(
+    auc: float,
+    tolerance: float = SEPARATION_TOLERANCE,
+    *,
+    what: str = "the prompt sets",
+    stacklevel: int = 2,
+) -> bool:
+    """Warn when a probe AUC says the prompts do not separate safe from unsafe states.
+
+    One :class:`~gymcurric.errors.GymcurricWarning` when ``auc`` is within ``tolerance`` of 0.5
+    (the margins carry no information: shaping only adds noise) or below ``0.5 - tolerance``
+    (the sets rank unsafe states above safe ones: shaping pushes towards them). A NaN AUC (a
+    group was empty) warns nothing.
+
+    Returns:
+        True when the AUC shows a separation in the right direction (or is NaN).
+    """
+    if not 0.0 <= tolerance <= 0.5:
+        raise ConfigError("tolerance", tolerance, "expected a number in [0, 0.5]")
+    if not np.isfinite(auc) or auc > 0.5 + tolerance:
+        return True
+    if auc >= 0.5 - tolerance:
+        problem = "do not separate unsafe states from safe ones"
+    else:
+        problem = "rank unsafe states above safe ones (are the two sets swapped?)"
+    warnings.warn(
+        f"{what} {problem}: probe ROC AUC {auc:.3f} (0.5: no separation, 1: perfect); the "
+        "shaping term will not point away from unsafe states. Reword the prompts in the "
+        "style of the states (captions or frames) and check them with a probe.",
+        GymcurricWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return False
 
 
 def _frame_files(folder: str) -> list[Path]:

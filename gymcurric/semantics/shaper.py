@@ -62,6 +62,7 @@ from gymcurric.semantics.config import (
     ShapingConfig,
     Source,
 )
+from gymcurric.semantics.probe import check_separation, separation_auc
 
 __all__ = [
     "HAZARD_NAV_SAFE_PROMPTS",
@@ -171,6 +172,7 @@ class Shaper:
         self._caption_cache: dict[str, np.ndarray] = {}
         self._warned = False
         self._telemetry = ShapingTelemetry()
+        self.probe_auc: float | None = None
         if not config.enabled:
             self.status = "disabled"
             return
@@ -191,6 +193,13 @@ class Shaper:
         self._margin_dir = self.centroids[0] - self.centroids[1]
         self.pool = np.zeros((n, config.pool_k, self.dim), dtype=np.float32)
         self.ok = True
+        if config.probe_states and self.source != "captions":
+            raise ConfigError("probe_states", "captions", "shaper embeds frames", source="Shaper")
+        if config.probe_states:
+            try:
+                self.probe(config.probe_states, config.probe_unsafe, config.probe_tolerance)
+            except Exception as exc:  # fail-soft, as the prompts' embedding above
+                self._fail(f"failed: probe states: {type(exc).__name__}: {exc}")
 
     @property
     def window_count(self) -> int:
@@ -290,6 +299,17 @@ class Shaper:
         if not self.ok:
             raise RuntimeError(f"the shaper is not usable: {self.status}")
         return self._raw_margins(self.embed(inputs))
+
+    def probe(self, states: Sequence[Any], unsafe: Any, tolerance: float = 0.05) -> float:
+        """ROC AUC of known states' margins, as :attr:`probe_auc`; warns if ≈ 0.5 or below.
+
+        See :func:`~gymcurric.semantics.probe.separation_auc` and ``check_separation``;
+        ``unsafe`` labels the states. Set-up runs it on ``config.probe_states`` (captions).
+        """
+        self.probe_auc = separation_auc(self.margins(states), unsafe)
+        sets = f"{list(self.config.safe_prompts)} / {list(self.config.unsafe_prompts)}"
+        check_separation(self.probe_auc, tolerance, what=f"the prompt sets {sets}", stacklevel=3)
+        return self.probe_auc
 
     def _raw_margins(self, e: np.ndarray) -> FloatArray:
         return (e @ self._margin_dir).astype(np.float64)
