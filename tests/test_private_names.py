@@ -42,6 +42,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("gymcurric/envs/safety_gymnasium.py", "_free_geoms"),  # the same
         ("gymcurric/envs/safety_gymnasium.py", "_mocaps"),  # the same
         ("gymcurric/envs/safety_gymnasium.py", "_obstacles"),  # to check placement density
+        ("gymcurric/envs/safety_captions.py", "_obstacles"),  # every object a caption describes
     }
 )
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric.envs import _safety_patches as patches
+from gymcurric.envs.safety_captions import SafetyTaskCaptioner
 from gymcurric.envs.safety_ids import (
     SAFETY_GYMNASIUM_IDS,
     SAFETY_NAMESPACE,
@@ -178,6 +179,8 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
     Info keys written:
         ``cost``: float, this step's cost (safety-gymnasium's ``cost_sum``).
         ``cost_<source>``: floats, the per-source costs the task reports (e.g. ``cost_hazards``).
+        ``caption``: with ``caption=True``, a sentence describing the state (reset and step),
+        from :class:`~gymcurric.envs.safety_captions.SafetyTaskCaptioner`.
         Other keys safety-gymnasium reports (e.g. ``goal_met``) pass through.
 
     Args:
@@ -193,6 +196,9 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
         config: construction parameters passed to safety-gymnasium: ``Builder`` config keys for
             navigation tasks (e.g. ``{"vision_env_conf.vision_size": (64, 64)}``), keyword
             arguments of Gymnasium's mujoco v4 env for velocity tasks.
+        caption: write ``info["caption"]`` (Goal, Button and Push tasks only; see
+            :mod:`gymcurric.envs.safety_captions`). Off by default: a caption costs 4-11 % of
+            a step (measured; docs/safety_gymnasium.md#captions).
     """
 
     metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 30}
@@ -207,8 +213,13 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
         camera_id: int | None = None,
         camera_name: str | None = None,
         config: Mapping[str, Any] | None = None,
+        caption: bool = False,
     ) -> None:
         self._info = safety_env_spec(env_id)
+        if not isinstance(caption, bool):
+            raise ConfigError("caption", caption, "expected True or False")
+        if caption and self._info.kind != "navigation":
+            raise ConfigError("caption", caption, f"{self._info.env_id} is not a navigation task")
         given: dict[str, Any] = {
             "render_mode": render_mode,
             "width": width,
@@ -216,9 +227,11 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
             "camera_id": camera_id,
             "camera_name": camera_name,
             "config": dict(config) if config is not None else None,
+            "caption": True if caption else None,
         }
         self._make_kwargs = {k: v for k, v in given.items() if v is not None}
-        self._raw = build_raw_safety_env(self._info.env_id, **self._make_kwargs)
+        build = {k: v for k, v in self._make_kwargs.items() if k != "caption"}
+        self._raw = build_raw_safety_env(self._info.env_id, **build)
         self.render_mode = render_mode
         self.observation_space = self._raw.observation_space
         self.action_space = self._raw.action_space
@@ -229,6 +242,9 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
         self.metadata = {"render_modes": modes, "render_fps": fps}
         self._navigation = self._info.kind == "navigation"
         self._task = _TaskParams(self._info.env_id, self._raw.task) if self._navigation else None
+        self._captioner: SafetyTaskCaptioner | None = None
+        if caption:  # Goal, Button and Push only (ConfigError otherwise)
+            self._captioner = SafetyTaskCaptioner(self._raw.task)
         self._raw_seeded = False
         self._frame: np.ndarray | None = None
 
@@ -290,6 +306,8 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
             ) from exc
         if self._info.is_vision:
             self._frame = obs["vision"]
+        if self._captioner is not None:
+            info["caption"] = self._captioner.caption()
         return obs, info
 
     def _raw_seed(self, seed: int | None) -> int | None:
@@ -320,6 +338,10 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
             if key.startswith("cost_"):
                 info[key] = float(value)
         info["cost"] = float(cost)
+        if self._captioner is not None:
+            if "caption" in info:
+                raise InfoKeyConflictError(f"{self.env_id} already reported info['caption']")
+            info["caption"] = self._captioner.caption(goal_met=bool(info.get("goal_met", False)))
         if self._frame is not None:
             self._frame = obs["vision"]
         return obs, float(reward), bool(terminated), bool(truncated), info
