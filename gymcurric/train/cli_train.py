@@ -162,7 +162,9 @@ def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
     )
     extra = []
     if "lagrange_multiplier" in result:
-        extra.append(f"lambda {result['lagrange_multiplier']:.3g}")
+        lam = result["lagrange_multiplier"]  # one λ per constraint with several
+        shown = ", ".join(f"{x:.3g}" for x in lam) if isinstance(lam, list) else f"{lam:.3g}"
+        extra.append(f"lambda {shown}")
     cur = result.get("curriculum") or {}
     if cur:
         extra.append(

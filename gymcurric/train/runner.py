@@ -321,8 +321,9 @@ def _finish(
         ),
     }
     lam = getattr(model, "lagrange_multiplier", None)
-    if lam is not None:
-        summary["lagrange_multiplier"] = float(lam() if callable(lam) else lam)
+    if lam is not None:  # a float, or one λ per constraint (a list) with several
+        lam = np.asarray(lam() if callable(lam) else lam, dtype=np.float64)
+        summary["lagrange_multiplier"] = float(lam) if lam.ndim == 0 else lam.tolist()
     if built.curriculum is not None:
         summary["curriculum"] = {k: float(v) for k, v in built.curriculum.stats().items()}
     short = None

@@ -9,11 +9,18 @@ from gymcurric.integrations.sb3.common.buffers import (  # noqa: E402
     CostRolloutBufferSamples,
     discounted_gae,
 )
-from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin, checked_schedule  # noqa: E402
+from gymcurric.integrations.sb3.common.constraints import (  # noqa: E402
+    CostLimits,
+    checked_schedule,
+    parse_constraints,
+    read_costs,
+)
+from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin  # noqa: E402
 from gymcurric.integrations.sb3.common.multipliers import (  # noqa: E402
     COST_CAP,
     LagrangeMultiplier,
     Multiplier,
+    MultiplierSet,
     PIDLagrangeMultiplier,
     make_multiplier,
     pid_kwargs_per_update,
@@ -23,14 +30,18 @@ from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy  # 
 __all__ = [
     "COST_CAP",
     "CostActorCriticPolicy",
+    "CostLimits",
     "CostRolloutBuffer",
     "CostRolloutBufferSamples",
     "LagrangeMultiplier",
     "LagrangianMixin",
     "Multiplier",
+    "MultiplierSet",
     "PIDLagrangeMultiplier",
     "checked_schedule",
     "discounted_gae",
     "make_multiplier",
+    "parse_constraints",
     "pid_kwargs_per_update",
+    "read_costs",
 ]

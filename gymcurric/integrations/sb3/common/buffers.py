@@ -10,6 +10,15 @@ with ``A_r`` standardised and ``A_c`` centred (not scaled) over the sampled batc
 ``vector_onpolicy_buffer.get`` does both, on the whole rollout). Doing it per sampled batch keeps
 SB3's convention (PPO normalises each minibatch), so that with ``λ = 0`` the samples are exactly
 what SB3's PPO computes, and an unmodified ``PPO.train``/``TRPO.train`` consumes them.
+
+With ``n_costs = K > 1`` constraints the cost arrays have a trailing axis of size ``K`` (one GAE
+per constraint, each with ``cost_gamma`` and ``cost_gae_lambda``), ``penalty`` holds the ``K``
+multipliers, and the penalised advantage generalises OmniSafe's normalisation::
+
+    A = (A_r - Σ_k λ_k·A_c^k) / (1 + Σ_k λ_k)
+
+each ``A_c^k`` centred on its own. It keeps ``A`` on the scale of ``A_r`` however many
+constraints there are, and reduces to the single-constraint formula for ``K = 1``.
 """
 
 from __future__ import annotations
@@ -24,13 +33,17 @@ from numpy.typing import NDArray
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["CostRolloutBuffer", "CostRolloutBufferSamples", "discounted_gae"]
 
 
 class CostRolloutBufferSamples(NamedTuple):
-    """SB3's ``RolloutBufferSamples`` fields (``advantages`` penalised) plus the cost fields."""
+    """SB3's ``RolloutBufferSamples`` fields (``advantages`` penalised) plus the cost fields.
+
+    The cost fields have shape ``(batch,)`` with one constraint, ``(batch, K)`` with ``K``.
+    """
 
     observations: th.Tensor
     actions: th.Tensor
@@ -90,8 +103,11 @@ class CostRolloutBuffer(RolloutBuffer):
         n_envs: number of envs.
         cost_gamma: discount of the cost (default: ``gamma``).
         cost_gae_lambda: GAE λ of the cost (default: ``gae_lambda``).
+        n_costs: the number of constraints ``K`` (1: cost arrays of shape ``(n_steps, n_envs)``,
+            as before issue 25; ``K > 1``: ``(n_steps, n_envs, K)``).
 
-    Attributes set by the algorithm before sampling: ``penalty`` (λ, default 0),
+    Attributes set by the algorithm before sampling: ``penalty`` (λ, default 0; with
+    ``K > 1`` a sequence of the ``K`` λ_k),
     ``normalize_advantage`` (standardise ``A_r`` per batch, default True) and
     ``center_cost_advantage`` (centre ``A_c`` per batch, default True).
     """
@@ -112,6 +128,7 @@ class CostRolloutBuffer(RolloutBuffer):
         n_envs: int = 1,
         cost_gamma: float | None = None,
         cost_gae_lambda: float | None = None,
+        n_costs: int = 1,
     ) -> None:
         if isinstance(observation_space, spaces.Dict):
             raise ConfigError(
@@ -130,7 +147,10 @@ class CostRolloutBuffer(RolloutBuffer):
                 raise ConfigError(
                     name, v, "expected a number in [0, 1]", source="CostRolloutBuffer"
                 )
-        self.penalty = 0.0
+        check_int("n_costs", n_costs, source="CostRolloutBuffer")
+        self.n_costs = n_costs
+        self.cost_shape: tuple[int, ...] = (n_costs,) if n_costs > 1 else ()
+        self.penalty: Any = 0.0
         self.normalize_advantage = True
         self.center_cost_advantage = True
         super().__init__(
@@ -139,7 +159,7 @@ class CostRolloutBuffer(RolloutBuffer):
 
     def reset(self) -> None:
         """Clear the buffer (reward and cost arrays)."""
-        shape = (self.buffer_size, self.n_envs)
+        shape = (self.buffer_size, self.n_envs, *self.cost_shape)
         self.costs = np.zeros(shape, dtype=np.float32)
         self.cost_values = np.zeros(shape, dtype=np.float32)
         self.cost_advantages = np.zeros(shape, dtype=np.float32)
@@ -165,7 +185,8 @@ class CostRolloutBuffer(RolloutBuffer):
         """
         self.costs[self.pos] = np.asarray(cost, dtype=np.float32)
         if cost_value is not None:
-            self.cost_values[self.pos] = cost_value.clone().cpu().numpy().flatten()
+            v_c = cost_value.clone().cpu().numpy()
+            self.cost_values[self.pos] = v_c.reshape(self.n_envs, *self.cost_shape)
         super().add(obs, action, reward, episode_start, value, log_prob)
 
     def compute_returns_and_advantage(
@@ -180,15 +201,29 @@ class CostRolloutBuffer(RolloutBuffer):
             raise ConfigError(
                 "last_cost_values", None, "the cost GAE needs the cost values of the last step"
             )
-        self.cost_advantages, self.cost_returns = discounted_gae(
-            self.costs,
-            self.cost_values,
-            self.episode_starts,
-            last_cost_values.clone().cpu().numpy().flatten(),
-            dones,
-            self.cost_gamma,
-            self.cost_gae_lambda,
-        )
+        last = last_cost_values.clone().cpu().numpy().reshape(self.n_envs, *self.cost_shape)
+        if self.n_costs == 1:
+            self.cost_advantages, self.cost_returns = discounted_gae(
+                self.costs,
+                self.cost_values,
+                self.episode_starts,
+                last.flatten(),
+                dones,
+                self.cost_gamma,
+                self.cost_gae_lambda,
+            )
+            return
+        for k in range(self.n_costs):  # one GAE per constraint
+            adv, ret = discounted_gae(
+                np.ascontiguousarray(self.costs[..., k]),
+                np.ascontiguousarray(self.cost_values[..., k]),
+                self.episode_starts,
+                last[:, k],
+                dones,
+                self.cost_gamma,
+                self.cost_gae_lambda,
+            )
+            self.cost_advantages[..., k], self.cost_returns[..., k] = adv, ret
 
     _FIELDS = (
         "observations",
@@ -230,17 +265,27 @@ class CostRolloutBuffer(RolloutBuffer):
     ) -> CostRolloutBufferSamples:
         t = self.to_torch
         adv_r = t(self.advantages[batch_inds].flatten())
-        adv_c = t(self.cost_advantages[batch_inds].flatten())
+        adv_c = t(self.cost_advantages[batch_inds].reshape(len(batch_inds), *self.cost_shape))
         if len(adv_r) > 1:
             if self.normalize_advantage:
                 # Same expression as SB3 PPO.train, so that λ = 0 gives PPO's numbers exactly.
                 adv_r = (adv_r - adv_r.mean()) / (adv_r.std() + 1e-8)
             if self.center_cost_advantage:
-                adv_c = adv_c - adv_c.mean()
-        lam = float(self.penalty)
-        # Penalised advantage, OmniSafe PPOLag/CPPOPID `_compute_adv_surrogate`:
-        # A = (A_r - λ·A_c) / (1 + λ)
-        adv = (adv_r - lam * adv_c) / (1.0 + lam) if lam != 0.0 else adv_r
+                adv_c = adv_c - (adv_c.mean() if self.n_costs == 1 else adv_c.mean(dim=0))
+        if self.n_costs == 1:
+            lam = float(self.penalty)
+            # Penalised advantage, OmniSafe PPOLag/CPPOPID `_compute_adv_surrogate`:
+            # A = (A_r - λ·A_c) / (1 + λ)
+            adv = (adv_r - lam * adv_c) / (1.0 + lam) if lam != 0.0 else adv_r
+        else:
+            lams = [float(x) for x in np.asarray(self.penalty, dtype=np.float64).reshape(-1)]
+            if len(lams) != self.n_costs:
+                raise ConfigError("penalty", self.penalty, f"expected {self.n_costs} multipliers")
+            # K constraints: A = (A_r - Σ_k λ_k·A_c^k) / (1 + Σ_k λ_k)
+            adv = adv_r
+            if any(lams):
+                cost_term = sum(lam * adv_c[:, k] for k, lam in enumerate(lams))
+                adv = (adv_r - cost_term) / (1.0 + sum(lams))
         return CostRolloutBufferSamples(
             observations=t(self.observations[batch_inds]),
             actions=t(self.actions[batch_inds].astype(np.float32, copy=False)),
@@ -249,6 +294,10 @@ class CostRolloutBuffer(RolloutBuffer):
             advantages=adv,
             returns=t(self.returns[batch_inds].flatten()),
             cost_advantages=adv_c,
-            cost_returns=t(self.cost_returns[batch_inds].flatten()),
-            old_cost_values=t(self.cost_values[batch_inds].flatten()),
+            cost_returns=t(
+                self.cost_returns[batch_inds].reshape(len(batch_inds), *self.cost_shape)
+            ),
+            old_cost_values=t(
+                self.cost_values[batch_inds].reshape(len(batch_inds), *self.cost_shape)
+            ),
         )

@@ -12,6 +12,12 @@ cost of every step from ``info["cost"]`` and the cost critic's values) and wraps
 3. fit the cost critic on the cost TD(λ) returns, with its own optimiser and its own shuffle
    generator, so that SB3's random streams are untouched.
 
+Several constraints (issue 25): ``cost_limit`` as a sequence of ``K`` limits reads ``K`` costs
+per step from ``info["costs"]`` (or from the info keys ``cost_keys``), with ``K`` cost-critic
+outputs, ``K`` cost GAEs, ``K`` windows ``J_c^k`` and ``K`` multipliers ``λ_k``; the advantage
+becomes ``(A_r - Σ_k λ_k·A_c^k)/(1 + Σ_k λ_k)`` (see
+:mod:`~gymcurric.integrations.sb3.common.constraints`). With one constraint nothing changes.
+
 A NaN or infinite per-step cost raises; a finite one beyond ``±COST_CAP`` (1e6) is saturated
 before it reaches the running episode cost and the rollout buffer (float32), and counted in
 ``cost_clipped`` (logged as ``train/cost_clipped``, warned once): unsaturated, a cost of 1e200
@@ -21,11 +27,10 @@ way (``train/lagrange_input_clipped`` / ``train/lagrange_input_skipped``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -38,11 +43,19 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.nn import functional as F
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
+from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
+from gymcurric.integrations.sb3.common.constraints import (
+    checked_schedule,
+    mean_episode_cost,
+    parse_constraints,
+    read_costs,
+    record_per_constraint,
+)
 from gymcurric.integrations.sb3.common.multipliers import (
     COST_CAP,
     Multiplier,
+    MultiplierSet,
     make_multiplier,
     pid_kwargs_per_update,
 )
@@ -52,59 +65,8 @@ from gymcurric.safety.modulation import RiskModulation
 __all__ = ["LagrangianMixin", "checked_schedule"]
 
 FloatOrSchedule = float | Callable[[float], float]
-
-
-class checked_schedule:  # lower case: used like SB3's schedule helpers
-    """A constant or an SB3 schedule (``progress_remaining -> float``) checked on every call.
-
-    Args:
-        name: the parameter name, for errors.
-        value: a number or a callable.
-        minimum: the smallest allowed value.
-        source: the class name, for errors.
-
-    Examples:
-        >>> checked_schedule("cost_limit", lambda p: 10.0 * p, minimum=0.0)(0.5)
-        5.0
-    """
-
-    def __init__(self, name: str, value: Any, *, minimum: float = 0.0, source: str = "") -> None:
-        self.name, self.value, self.minimum, self.source = name, value, minimum, source
-        if not callable(value) and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ConfigError(
-                name,
-                value,
-                "expected a number or a schedule progress_remaining -> float",
-                source=source,
-            )
-        self(1.0)  # validate now, not a rollout later
-
-    def __call__(self, progress_remaining: float) -> float:
-        """The value at ``progress_remaining`` (1 at the start of learning, 0 at the end)."""
-        try:
-            out = self.value(progress_remaining) if callable(self.value) else self.value
-        except Exception as exc:
-            raise ConfigError(
-                self.name, self.value, f"the schedule raised {exc!r}", source=self.source
-            ) from exc
-        if isinstance(out, bool) or not isinstance(out, int | float | np.floating | np.integer):
-            raise ConfigError(
-                self.name,
-                self.value,
-                f"the schedule returned {out!r} at progress_remaining={progress_remaining:g}; "
-                "expected a number",
-                source=self.source,
-            )
-        out = float(out)
-        if not math.isfinite(out) or out < self.minimum:
-            raise ConfigError(
-                self.name,
-                self.value,
-                f"value {out!r} at progress_remaining={progress_remaining:g}; expected a finite "
-                f"number >= {self.minimum:g}",
-                source=self.source,
-            )
-        return out
+#: ``cost_limit``: one limit (float or schedule), or a sequence of them (one per constraint).
+CostLimit = FloatOrSchedule | list[FloatOrSchedule] | tuple[FloatOrSchedule, ...]
 
 
 class LagrangianMixin(OnPolicyAlgorithm):
@@ -116,13 +78,24 @@ class LagrangianMixin(OnPolicyAlgorithm):
 
     rollout_buffer: CostRolloutBuffer
     policy: CostActorCriticPolicy
-    lagrange: Multiplier
+    lagrange: Multiplier | MultiplierSet
     normalize_reward_advantage: bool  # the user's normalize_advantage, set by the subclass
+    #: ``d`` at a ``progress_remaining``: a float with one constraint, an array of ``K`` with
+    #: several (:class:`~gymcurric.integrations.sb3.common.constraints.CostLimits`).
+    cost_limit: Callable[[float], Any]
+    #: Whether the algorithm takes ``K > 1`` constraints (PPOLag, TRPOLag; not CPO or P3O).
+    supports_multiple_constraints: ClassVar[bool] = False
+    #: ``K`` (1 unless ``cost_limit`` is a sequence); saved with the model.
+    n_costs: int = 1
+    #: Whether the costs come from ``info["costs"]`` / ``cost_keys`` (not ``info["cost"]``).
+    vector_costs: bool = False
+    #: The info keys of the ``K`` costs, or None.
+    cost_keys: tuple[str, ...] | None = None
 
     def _init_lagrangian(
         self,
         *,
-        cost_limit: FloatOrSchedule,
+        cost_limit: CostLimit,
         multiplier: str,
         lagrange_init: FloatOrSchedule,
         lagrange_lr: FloatOrSchedule,
@@ -135,9 +108,20 @@ class LagrangianMixin(OnPolicyAlgorithm):
         risk_modulation: RiskModulation | bool | dict[str, Any] | None,
         seed: int | None,
         cost_n_epochs: int | None = None,
+        cost_keys: tuple[str, ...] | list[str] | None = None,
     ) -> None:
         src = type(self).__name__
-        self.cost_limit = checked_schedule("cost_limit", cost_limit, source=src)
+        self.cost_limit, self.cost_keys, self.n_costs, self.vector_costs = parse_constraints(
+            cost_limit, cost_keys, source=src
+        )
+        if self.n_costs > 1 and not self.supports_multiple_constraints:
+            raise ConfigError(
+                "cost_limit",
+                cost_limit,
+                f"{src} takes one constraint; {self.n_costs} limits were given (PPOLag, "
+                "PPOPIDLag and TRPOLag take one per constraint)",
+                source=src,
+            )
         self.lagrange_init = checked_schedule("lagrange_init", lagrange_init, source=src)
         self.lagrange_lr = checked_schedule("lagrange_lr", lagrange_lr, source=src)
         if multiplier not in ("adam", "sgd", "pid"):
@@ -187,13 +171,14 @@ class LagrangianMixin(OnPolicyAlgorithm):
         )
         self.cost_n_epochs = cost_n_epochs
         self.center_cost_advantage = bool(center_cost_advantage)
-        # The episode costs J_c is computed from (pickled with the model by SB3's save).
-        self.ep_cost_buffer: deque[float] = deque(maxlen=cost_window)
+        # The episode costs J_c is computed from (pickled with the model by SB3's save): floats,
+        # or K-tuples of floats with K > 1 constraints.
+        self.ep_cost_buffer: deque[Any] = deque(maxlen=cost_window)
         self._running_cost: np.ndarray | None = None
         # The cost critic's minibatch shuffle has its own generator: SB3's global streams stay
         # exactly as in PPO/TRPO (parity), and it is saved with the model.
         self._cost_rng = np.random.default_rng(seed)
-        self._last_jc: float | None = None
+        self._last_jc: float | np.ndarray | None = None
         #: How many per-step costs were saturated to ``±COST_CAP`` (saved with the model).
         self.cost_clipped = 0
         self._init_risk_hook(risk_modulation, src)
@@ -209,6 +194,17 @@ class LagrangianMixin(OnPolicyAlgorithm):
 
     # ------------------------------------------------------------------ set-up and save/load
     def _setup_model(self) -> None:
+        if self.n_costs > 1:  # K cost-critic outputs, K cost GAEs (K = 1: as before)
+            given = self.policy_kwargs.get("n_costs", self.n_costs)
+            if given != self.n_costs:
+                raise ConfigError(
+                    "policy_kwargs['n_costs']",
+                    given,
+                    f"cost_limit has {self.n_costs} limits",
+                    source=type(self).__name__,
+                )
+            self.policy_kwargs = {**self.policy_kwargs, "n_costs": self.n_costs}
+            self.rollout_buffer_kwargs = {**self.rollout_buffer_kwargs, "n_costs": self.n_costs}
         super()._setup_model()  # the base algorithm's policy and rollout buffer
         self._setup_lagrangian()
 
@@ -229,12 +225,22 @@ class LagrangianMixin(OnPolicyAlgorithm):
         self.risk_modulation = RiskModulation.coerce(
             self.risk_modulation, source=type(self).__name__
         )
-        self.lagrange = make_multiplier(
-            self.multiplier,
-            init=self.lagrange_init(1.0),
-            lr=self.lagrange_lr(1.0),
-            kwargs=self._multiplier_kwargs(),
-        )
+        if getattr(self.policy, "n_costs", 1) != self.n_costs:
+            raise ConfigError(
+                "policy",
+                type(self.policy).__name__,
+                f"its cost critic has {getattr(self.policy, 'n_costs', 1)} outputs, but "
+                f"cost_limit has {self.n_costs} limits",
+                source=type(self).__name__,
+            )
+        init, lr = self.lagrange_init(1.0), self.lagrange_lr(1.0)
+        kwargs = self._multiplier_kwargs()
+        if self.n_costs > 1:
+            self.lagrange = MultiplierSet(
+                self.n_costs, self.multiplier, init=init, lr=lr, kwargs=kwargs
+            )
+        else:
+            self.lagrange = make_multiplier(self.multiplier, init=init, lr=lr, kwargs=kwargs)
 
     def _multiplier_kwargs(self) -> dict[str, Any]:
         """``multiplier_kwargs``, with PID constants converted per rollout if they are per epoch."""
@@ -251,9 +257,14 @@ class LagrangianMixin(OnPolicyAlgorithm):
         return [*state_dicts, "policy.cost_optimizer", "lagrange"], tensors
 
     @property
-    def lagrange_multiplier(self) -> float:
-        """The current λ."""
+    def lagrange_multiplier(self) -> Any:
+        """The current λ: a float with one constraint, an array of the ``K`` λ_k with several."""
         return self.lagrange.value
+
+    @property
+    def lagrange_multipliers(self) -> np.ndarray:
+        """The current λ_k of every constraint, always an array of shape ``(K,)``."""
+        return np.atleast_1d(np.asarray(self.lagrange_multiplier, dtype=np.float64))
 
     # ------------------------------------------------------------------------------ rollouts
     def _setup_learn(
@@ -270,34 +281,26 @@ class LagrangianMixin(OnPolicyAlgorithm):
         )
         if env_reset or self._running_cost is None:
             assert self.env is not None
-            self._running_cost = np.zeros(self.env.num_envs, dtype=np.float64)
+            shape = (self.env.num_envs,) + ((self.n_costs,) if self.n_costs > 1 else ())
+            self._running_cost = np.zeros(shape, dtype=np.float64)
         if reset_num_timesteps:
             self.ep_cost_buffer.clear()
         return out
 
     def _step_costs(self, infos: list[dict[str, Any]]) -> np.ndarray:
-        missing = [i for i, info in enumerate(infos) if "cost" not in info]
-        if missing:
-            raise ConfigError(
-                "info['cost']",
-                None,
-                f"sub-envs {missing} reported no info['cost']: {type(self).__name__} reads the "
-                "cost of every step from info['cost'] (gymcurric envs and the safety-gymnasium "
-                "loader provide it; wrap other envs in gymcurric.wrappers.AnnotateCost)",
-                source=type(self).__name__,
-            )
-        costs = np.array([info["cost"] for info in infos], dtype=np.float64)
-        if not np.all(np.isfinite(costs)):
-            raise NonFiniteValueError(
-                f"{type(self).__name__}: non-finite info['cost'] {costs.tolist()}; wrap the env "
-                "in gymcurric.wrappers.AnnotateCost(nonfinite=...) to replace them"
-            )
+        costs = read_costs(
+            infos,
+            n_costs=self.n_costs,
+            vector=self.vector_costs,
+            keys=self.cost_keys,
+            source=type(self).__name__,
+        )
         over = np.abs(costs) > COST_CAP
         if over.any():
             # float32 in the buffer: beyond ~3e38 a cost is inf there and the policy goes NaN
             if self.cost_clipped == 0:
                 warnings.warn(
-                    f"{type(self).__name__}: info['cost'] {costs[over].tolist()} saturated to "
+                    f"{type(self).__name__}: costs {costs[over].tolist()} saturated to "
                     f"±{COST_CAP:g} (counted in .cost_clipped, logged as train/cost_clipped; "
                     "warned once)",
                     GymcurricWarning,
@@ -316,10 +319,11 @@ class LagrangianMixin(OnPolicyAlgorithm):
     ) -> bool:
         """SB3's ``collect_rollouts`` plus costs, cost values and episode costs.
 
-        Costs are read from ``info["cost"]``, which ``VecNormalize`` passes through untouched (it
-        normalises rewards only), so they are never normalised. A time-limit truncation
-        bootstraps the cost with ``cost_gamma·V_c(terminal_observation)``, as SB3 bootstraps the
-        reward with ``gamma·V(terminal_observation)``.
+        Costs are read from ``info["cost"]`` (or ``info["costs"]`` / ``cost_keys``), which
+        ``VecNormalize`` passes through untouched (it normalises rewards only), so they are never
+        normalised. A time-limit truncation bootstraps the cost with
+        ``cost_gamma·V_c(terminal_observation)``, as SB3 bootstraps the reward with
+        ``gamma·V(terminal_observation)``.
         """
         assert self._last_obs is not None, "No previous observation was provided"
         assert self._running_cost is not None
@@ -361,7 +365,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
             if dones.any():
                 self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():
-                    self.ep_cost_buffer.append(float(self._running_cost[idx]))
+                    ep_cost = self._running_cost[idx]
+                    self.ep_cost_buffer.append(
+                        float(ep_cost) if self.n_costs == 1 else tuple(ep_cost.tolist())
+                    )
                 self._running_cost[dones] = 0.0
             n_steps += 1
 
@@ -380,7 +387,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
                         terminal_value = self.policy.predict_values(terminal_obs)[0]
                         terminal_cost = self.policy.predict_cost_values(terminal_obs)[0]  # type: ignore[arg-type]
                     rewards[idx] += self.gamma * terminal_value
-                    costs[idx] += cost_gamma * float(terminal_cost)
+                    if self.n_costs == 1:
+                        costs[idx] += cost_gamma * float(terminal_cost)
+                    else:
+                        costs[idx] += cost_gamma * terminal_cost.cpu().numpy().astype(np.float64)
 
             rollout_buffer.add(
                 self._last_obs,  # type: ignore[arg-type]
@@ -410,9 +420,14 @@ class LagrangianMixin(OnPolicyAlgorithm):
         return True
 
     def dump_logs(self, iteration: int = 0) -> None:
-        """SB3's logs plus ``rollout/ep_cost_mean`` (the episodes λ is updated from)."""
+        """SB3's logs plus ``rollout/ep_cost_mean`` (the episodes λ is updated from).
+
+        With ``K > 1`` constraints also ``rollout/ep_cost_mean_k`` per constraint; the aggregate
+        is the mean of the episodes' total cost.
+        """
         if self.ep_cost_buffer:
-            self.logger.record("rollout/ep_cost_mean", float(np.mean(self.ep_cost_buffer)))
+            jc = mean_episode_cost(self.ep_cost_buffer, self.n_costs)
+            record_per_constraint(self.logger.record, "rollout/ep_cost_mean", jc, self.n_costs)
         super().dump_logs(iteration)
 
     # ----------------------------------------------------------------------------- training
@@ -438,43 +453,62 @@ class LagrangianMixin(OnPolicyAlgorithm):
         return scale
 
     def _update_lagrange(self) -> None:
-        """Update λ once per rollout (before the policy update, as OmniSafe) and hand it over."""
+        """Update λ once per rollout (before the policy update, as OmniSafe) and hand it over.
+
+        With ``K > 1`` constraints each λ_k is updated from its own ``J_c^k`` and ``d_k``.
+        """
         progress = self._current_progress_remaining
         limit = self.cost_limit(progress)
         lr_scale = self._lagrange_lr_scale()
         if self.ep_cost_buffer:
-            jc = float(np.mean(self.ep_cost_buffer))
+            jc = mean_episode_cost(self.ep_cost_buffer, self.n_costs)
             self._last_jc = jc
-            self.lagrange.update(jc, limit, lr=self.lagrange_lr(progress), lr_scale=lr_scale)
+            self.lagrange.update(jc, limit, lr=self.lagrange_lr(progress), lr_scale=lr_scale)  # type: ignore[arg-type]
         self.rollout_buffer.penalty = self.lagrange.value
-        self.logger.record("train/lagrange_multiplier", self.lagrange.value)
-        self.logger.record("train/cost_limit", limit)
+        k = self.n_costs
+        record = self.logger.record
+        record_per_constraint(record, "train/lagrange_multiplier", self.lagrange.value, k)
+        record_per_constraint(record, "train/cost_limit", limit, k)
         # cumulative counts of the absurd costs that were saturated (or refused) on the way
         self.logger.record("train/cost_clipped", self.cost_clipped)
         for key in ("input_clipped", "input_skipped"):
             self.logger.record(f"train/lagrange_{key}", getattr(self.lagrange, key, 0))
         # A_r is standardised and A_c only centred, so the cost term's weight in the update,
         # relative to the reward term's, is about λ·std(A_c): worth seeing when tuning λ.
-        self.logger.record(
-            "train/cost_advantage_std", float(np.std(self.rollout_buffer.cost_advantages))
-        )
+        adv_c = self.rollout_buffer.cost_advantages
+        if k == 1:
+            record("train/cost_advantage_std", float(np.std(adv_c)))
+        else:  # the std of the total Σ_k A_c^k, and of each A_c^k
+            record("train/cost_advantage_std", float(np.std(adv_c.sum(axis=-1))))
+            for i in range(k):
+                record(f"train/cost_advantage_std_{i}", float(np.std(adv_c[..., i])))
 
     def _batched_cost_values(self, observations: np.ndarray, chunk: int = 4096) -> np.ndarray:
-        """``V_c`` of a ``(n_steps, n_envs, *obs_shape)`` array, shape ``(n_steps, n_envs)``."""
+        """``V_c`` of a ``(n_steps, n_envs, *obs_shape)`` array, shape ``(n_steps, n_envs)``.
+
+        With ``K > 1`` constraints, shape ``(n_steps, n_envs, K)``.
+        """
         lead = observations.shape[:2]
+        tail = (self.n_costs,) if self.n_costs > 1 else ()
         flat = observations.reshape(-1, *observations.shape[2:])
-        out = np.empty(len(flat), dtype=np.float32)
+        out = np.empty((len(flat), *tail), dtype=np.float32)
         with th.no_grad():
             for start in range(0, len(flat), chunk):
                 obs = th.as_tensor(flat[start : start + chunk], device=self.device)
-                pred = self.policy.predict_cost_values(obs).flatten()
+                pred = self.policy.predict_cost_values(obs).reshape(-1, *tail)
                 out[start : start + chunk] = pred.cpu().numpy()
-        return out.reshape(lead)
+        return out.reshape(*lead, *tail)
 
     def _train_cost_critic(self, n_epochs: int, batch_size: int | None) -> None:
-        """Fit ``V_c`` to the cost TD(λ) returns (MSE), with its own optimiser and shuffle."""
+        """Fit ``V_c`` to the cost TD(λ) returns (MSE), with its own optimiser and shuffle.
+
+        With ``K > 1`` constraints the loss is the sum of the ``K`` outputs' MSEs (each output
+        learns as a single cost critic would), logged in total and per constraint.
+        """
         buffer = self.rollout_buffer
-        losses: list[float] = []
+        k = self.n_costs
+        tail = (k,) if k > 1 else ()
+        losses: list[Any] = []
         if self.update_cost_critic:
             optimizer = self.policy.cost_optimizer
             self._update_learning_rate(optimizer)
@@ -484,24 +518,36 @@ class LagrangianMixin(OnPolicyAlgorithm):
             # NumPy stream is left as PPO/TRPO would leave it).
             n = buffer.buffer_size * buffer.n_envs
             obs_all = buffer.to_torch(buffer.observations.reshape(n, *buffer.obs_shape))
-            ret_all = buffer.to_torch(buffer.cost_returns.reshape(n))
+            ret_all = buffer.to_torch(buffer.cost_returns.reshape(n, *tail))
             size = n if batch_size is None else batch_size
             for _ in range(n_epochs):
                 perm = th.as_tensor(self._cost_rng.permutation(n), device=obs_all.device)
                 for start in range(0, n, size):
                     idx = perm[start : start + size]
-                    pred = self.policy.predict_cost_values(obs_all[idx]).flatten()
-                    loss = F.mse_loss(ret_all[idx], pred)
+                    pred = self.policy.predict_cost_values(obs_all[idx]).reshape(-1, *tail)
+                    if k == 1:
+                        loss = F.mse_loss(ret_all[idx], pred)
+                    else:  # Σ_k MSE_k: each output learns as one cost critic would
+                        per_cost = ((ret_all[idx] - pred) ** 2).mean(dim=0)
+                        loss = per_cost.sum()
                     optimizer.zero_grad()
                     loss.backward()
                     if self.cost_max_grad_norm is not None:
                         th.nn.utils.clip_grad_norm_(params, self.cost_max_grad_norm)
                     optimizer.step()
-                    losses.append(loss.item())
+                    losses.append(loss.item() if k == 1 else per_cost.detach().cpu().numpy())
             # No stale cost-critic gradients may reach SB3's clip_grad_norm_(policy.parameters()).
             optimizer.zero_grad(set_to_none=True)
-            self.logger.record("train/cost_value_loss", float(np.mean(losses)))
-        self.logger.record(
+            mean_loss = np.mean(np.asarray(losses, dtype=np.float64), axis=0)
+            record_per_constraint(self.logger.record, "train/cost_value_loss", mean_loss, k)
+        # explained variance of the total cost's values (with K = 1, the one cost's), and per k
+        values, returns = buffer.cost_values, buffer.cost_returns
+        total_v, total_r = (values, returns) if k == 1 else (values.sum(-1), returns.sum(-1))
+        record = self.logger.record
+        record(
             "train/cost_explained_variance",
-            float(explained_variance(buffer.cost_values.flatten(), buffer.cost_returns.flatten())),
+            float(explained_variance(total_v.ravel(), total_r.ravel())),
         )
+        for i in range(k if k > 1 else 0):
+            ev = explained_variance(values[..., i].ravel(), returns[..., i].ravel())
+            record(f"train/cost_explained_variance_{i}", float(ev))

@@ -26,6 +26,7 @@ import warnings
 from collections import deque
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import numpy as np
 import torch as th
 
 from gymcurric._checks import check_int
@@ -35,6 +36,7 @@ __all__ = [
     "COST_CAP",
     "LagrangeMultiplier",
     "Multiplier",
+    "MultiplierSet",
     "PIDLagrangeMultiplier",
     "make_multiplier",
     "pid_kwargs_per_update",
@@ -439,6 +441,108 @@ def pid_kwargs_per_update(
         "d_ema_alpha": per_epoch.d_ema_alpha**r,
         "d_delay": max(1, round(per_epoch.d_delay / r)),
     }
+
+
+class MultiplierSet:
+    """One multiplier per constraint: ``K`` independent λ_k, each updated from its own ``J_c^k``.
+
+    Each λ_k is a multiplier of the same kind and arguments (:func:`make_multiplier`), with its
+    own state (Adam moments, PID integrator). :meth:`state_dict` holds the ``K`` states under
+    ``"0"``, ``"1"``, ... (tensors, numbers and lists only, as each multiplier's).
+
+    Args:
+        n: the number of constraints ``K`` (≥ 1).
+        kind: ``"adam"``, ``"sgd"`` or ``"pid"``.
+        init: initial λ of every constraint.
+        lr: step size (Adam/SGD).
+        kwargs: extra constructor arguments of every multiplier.
+
+    Examples:
+        >>> lams = MultiplierSet(2, "sgd", init=0.0, lr=0.5)
+        >>> lams.update([30.0, 0.0], [25.0, 25.0]).tolist()
+        [2.5, 0.0]
+        >>> lams[0].value, len(lams)
+        (2.5, 2)
+    """
+
+    def __init__(
+        self, n: int, kind: str, *, init: float, lr: float, kwargs: dict[str, Any] | None = None
+    ) -> None:
+        check_int("n_costs", n, source="MultiplierSet")
+        self.multipliers = [
+            make_multiplier(kind, init=init, lr=lr, kwargs=kwargs) for _ in range(n)
+        ]
+
+    def __len__(self) -> int:
+        """``K``."""
+        return len(self.multipliers)
+
+    def __getitem__(self, k: int) -> Multiplier:
+        """The multiplier of constraint ``k``."""
+        return self.multipliers[k]
+
+    @property
+    def value(self) -> np.ndarray:
+        """λ_k of every constraint, a float64 array of shape ``(K,)``."""
+        return np.array([m.value for m in self.multipliers], dtype=np.float64)
+
+    @property
+    def input_clipped(self) -> int:
+        """How many ``J_c^k`` were saturated, all constraints together."""
+        return sum(getattr(m, "input_clipped", 0) for m in self.multipliers)
+
+    @property
+    def input_skipped(self) -> int:
+        """How many NaN ``J_c^k`` were refused, all constraints together."""
+        return sum(getattr(m, "input_skipped", 0) for m in self.multipliers)
+
+    def update(
+        self,
+        ep_cost: Any,
+        cost_limit: Any,
+        *,
+        lr: float | None = None,
+        lr_scale: float = 1.0,
+    ) -> np.ndarray:
+        """Update each λ_k from ``ep_cost[k]`` and ``cost_limit[k]``; return the new λ.
+
+        Args:
+            ep_cost: ``J_c^k`` of each constraint (``K`` numbers).
+            cost_limit: ``d_k`` of each constraint (``K`` numbers).
+            lr: step size of every multiplier for this update (default: their own).
+            lr_scale: multiplies every step size (risk modulation).
+        """
+        costs, limits = (
+            list(np.asarray(ep_cost).reshape(-1)),
+            list(np.asarray(cost_limit).reshape(-1)),
+        )
+        if len(costs) != len(self) or len(limits) != len(self):
+            raise ConfigError(
+                "ep_cost",
+                (costs, limits),
+                f"expected {len(self)} episode costs and {len(self)} limits, got "
+                f"{len(costs)} and {len(limits)}",
+                source="MultiplierSet.update",
+            )
+        for m, jc, d in zip(self.multipliers, costs, limits, strict=True):
+            m.update(float(jc), float(d), lr=lr, lr_scale=lr_scale)
+        return self.value
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state of each multiplier, under ``"0"``, ``"1"``, ..."""
+        return {str(k): m.state_dict() for k, m in enumerate(self.multipliers)}
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Restore a :meth:`state_dict` of the same ``K``."""
+        if sorted(state) != sorted(str(k) for k in range(len(self))):
+            raise ConfigError(
+                "lagrange",
+                sorted(state),
+                f"a state of {len(state)} multipliers cannot be loaded into {len(self)}",
+                source="MultiplierSet.load_state_dict",
+            )
+        for k, m in enumerate(self.multipliers):
+            m.load_state_dict(state[str(k)], strict)
 
 
 def make_multiplier(

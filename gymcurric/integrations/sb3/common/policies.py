@@ -13,6 +13,8 @@ from stable_baselines3.common.torch_layers import NatureCNN, create_mlp
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
+from gymcurric._checks import check_int
+
 __all__ = ["CostActorCriticCnnPolicy", "CostActorCriticPolicy", "CnnPolicy", "MlpPolicy"]
 
 _MIX = 0x9E3779B97F4A7C15  # odd 64-bit constant: spreads the torch seed into another stream
@@ -35,6 +37,9 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         action_space: the action space.
         lr_schedule: learning-rate schedule (both optimisers).
         cost_net_arch: hidden layers of the cost critic (default: the value net's).
+        n_costs: the number of constraints ``K``: the cost critic has ``K`` outputs on one
+            shared MLP, ``V_c^k(obs)`` for each constraint (1, the default, builds exactly the
+            single-output critic of before issue 25).
         **kwargs: everything SB3's ``ActorCriticPolicy`` accepts.
     """
 
@@ -45,9 +50,12 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         lr_schedule: Schedule,
         *args: Any,
         cost_net_arch: list[int] | None = None,
+        n_costs: int = 1,
         **kwargs: Any,
     ) -> None:
         self.cost_net_arch = None if cost_net_arch is None else list(cost_net_arch)
+        check_int("n_costs", n_costs, source=type(self).__name__)
+        self.n_costs = n_costs
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -63,7 +71,8 @@ class CostActorCriticPolicy(ActorCriticPolicy):
             th.default_generator.manual_seed((th.initial_seed() * _MIX + 0xC057) % 2**63)
             self.cost_value_extractor = self.make_features_extractor()
             dim = self.cost_value_extractor.features_dim
-            self.cost_value_net = nn.Sequential(*create_mlp(dim, 1, arch, self.activation_fn))
+            out = self.n_costs
+            self.cost_value_net = nn.Sequential(*create_mlp(dim, out, arch, self.activation_fn))
             if self.ortho_init:
                 self.cost_value_extractor.apply(lambda m: self.init_weights(m, gain=np.sqrt(2)))
                 linears = [m for m in self.cost_value_net if isinstance(m, nn.Linear)]
@@ -79,13 +88,15 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         return [*self.cost_value_extractor.parameters(), *self.cost_value_net.parameters()]
 
     def predict_cost_values(self, obs: th.Tensor) -> th.Tensor:
-        """The cost critic's estimate ``V_c(obs)``, shape ``(batch, 1)``."""
+        """The cost critic's estimate ``V_c(obs)``, shape ``(batch, K)`` (``(batch, 1)``: one)."""
         x = preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
         return self.cost_value_net(self.cost_value_extractor(x))
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data["cost_net_arch"] = self.cost_net_arch
+        if self.n_costs != 1:  # a one-constraint policy saves the arguments it always had
+            data["n_costs"] = self.n_costs
         return data
 
 

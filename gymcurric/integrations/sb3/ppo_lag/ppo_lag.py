@@ -11,7 +11,11 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
-from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.common.lagrangian import (
+    CostLimit,
+    FloatOrSchedule,
+    LagrangianMixin,
+)
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.safety.modulation import RiskModulation
 
@@ -42,9 +46,13 @@ class PPOLag(LagrangianMixin, PPO):
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
     ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``,
     ``train/cost_clipped`` (per-step costs saturated so far), ``train/lagrange_input_clipped``
-    and ``train/lagrange_input_skipped`` (``J_c`` saturated, NaN ``J_c`` refused).
-    ``save``/``load`` keep λ, its optimiser state, the cost critic and its optimiser, and the
-    window of episode costs.
+    and ``train/lagrange_input_skipped`` (``J_c`` saturated, NaN ``J_c`` refused). With
+    ``K > 1`` constraints the first five are also logged per constraint with a suffix ``_k``
+    (``train/lagrange_multiplier_0``, ``rollout/ep_cost_mean_1``, ...) and the unsuffixed key
+    is their sum. ``save``/``load`` keep λ (each λ_k), its optimiser state, the cost critic and
+    its optimiser, and the window of episode costs. :attr:`lagrange_multiplier` is a float
+    with one constraint and an array of the ``K`` λ_k with several;
+    :attr:`lagrange_multipliers` is always an array.
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
@@ -72,7 +80,12 @@ class PPOLag(LagrangianMixin, PPO):
         device: as PPO.
         cost_limit: ``d``, the limit on the expected episode cost (≥ 0; float or schedule).
             λ holds the long-run ``J_c`` near ``d``, above it about as often as below, so
-            for a hard budget set ``d`` under it (docs/safe_rl.md, Limits).
+            for a hard budget set ``d`` under it (docs/safe_rl.md, Limits). A sequence of ``K``
+            limits (each a float or schedule) sets ``K`` constraints, read from
+            ``info["costs"]`` (a length-``K`` float array per step) or from ``cost_keys``; each
+            gets its own cost-critic output, cost GAE, window ``J_c^k`` and multiplier ``λ_k``,
+            and the policy optimises ``(A_r - Σ_k λ_k·A_c^k)/(1 + Σ_k λ_k)`` (docs/safe_rl.md,
+            Several constraints). A sequence of one is the scalar path read from the vector.
         multiplier: ``"adam"`` (OmniSafe), ``"sgd"`` (plain gradient ascent) or ``"pid"``
             (CPPOPID-style PID Lagrangian, see :class:`PPOPIDLag`).
         lagrange_init: initial λ (float or schedule, evaluated at the start), 0.001.
@@ -101,6 +114,9 @@ class PPOLag(LagrangianMixin, PPO):
             When the envs report ``info["risk"]``, λ's step size of each rollout is scaled by
             the modulation scale ``M`` of that rollout's risk values (logged as
             ``risk/modulation_scale``; 1.0 when no risk value was reported).
+        cost_keys: the info keys of the costs, one per limit (e.g. Safety-Gymnasium's
+            ``("cost_hazards", "cost_vases_contact")``), read instead of ``info["costs"]``
+            (or, with one float limit and one key, instead of ``info["cost"]``). None: default.
         _init_setup_model: as SB3.
 
     Examples:
@@ -112,6 +128,7 @@ class PPOLag(LagrangianMixin, PPO):
         True
     """
 
+    supports_multiple_constraints: ClassVar[bool] = True
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -143,7 +160,7 @@ class PPOLag(LagrangianMixin, PPO):
         seed: int | None = None,
         device: th.device | str = "auto",
         *,
-        cost_limit: FloatOrSchedule = 25.0,
+        cost_limit: CostLimit = 25.0,
         multiplier: str = "adam",
         lagrange_init: FloatOrSchedule = 0.001,
         lagrange_lr: FloatOrSchedule = 0.035,
@@ -157,6 +174,7 @@ class PPOLag(LagrangianMixin, PPO):
         cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
         risk_modulation: RiskModulation | bool | dict[str, Any] | None = None,
+        cost_keys: tuple[str, ...] | list[str] | None = None,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(
@@ -173,6 +191,7 @@ class PPOLag(LagrangianMixin, PPO):
             center_cost_advantage=center_cost_advantage,
             risk_modulation=risk_modulation,
             seed=seed,
+            cost_keys=cost_keys,
         )
         if normalize_advantage and batch_size <= 1:
             raise ConfigError(

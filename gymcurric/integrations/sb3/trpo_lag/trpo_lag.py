@@ -10,7 +10,11 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
-from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.common.lagrangian import (
+    CostLimit,
+    FloatOrSchedule,
+    LagrangianMixin,
+)
 from gymcurric.integrations.sb3.common.policies import (
     CnnPolicy,
     CostActorCriticPolicy,
@@ -58,7 +62,8 @@ class TRPOLag(LagrangianMixin, TRPO):
         verbose: as TRPO.
         seed: as TRPO.
         device: as TRPO.
-        cost_limit: see :class:`~gymcurric.integrations.sb3.ppo_lag.PPOLag`.
+        cost_limit: see :class:`~gymcurric.integrations.sb3.ppo_lag.PPOLag` (a float or
+            schedule, or one per constraint).
         multiplier: see PPOLag.
         lagrange_init: see PPOLag.
         lagrange_lr: see PPOLag.
@@ -72,6 +77,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_n_epochs: passes of the cost critic over each rollout (None: ``n_critic_updates``).
         center_cost_advantage: see PPOLag.
         risk_modulation: see PPOLag (off by default).
+        cost_keys: see PPOLag (several constraints).
         _init_setup_model: as SB3.
 
     Examples:
@@ -82,6 +88,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         True
     """
 
+    supports_multiple_constraints: ClassVar[bool] = True
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -113,7 +120,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         seed: int | None = None,
         device: th.device | str = "auto",
         *,
-        cost_limit: FloatOrSchedule = 25.0,
+        cost_limit: CostLimit = 25.0,
         multiplier: str = "adam",
         lagrange_init: FloatOrSchedule = 0.001,
         lagrange_lr: FloatOrSchedule = 0.035,
@@ -127,6 +134,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         cost_n_epochs: int | None = None,
         center_cost_advantage: bool = True,
         risk_modulation: RiskModulation | bool | dict[str, Any] | None = None,
+        cost_keys: tuple[str, ...] | list[str] | None = None,
         _init_setup_model: bool = True,
     ) -> None:
         self._init_lagrangian(
@@ -143,6 +151,7 @@ class TRPOLag(LagrangianMixin, TRPO):
             center_cost_advantage=center_cost_advantage,
             risk_modulation=risk_modulation,
             seed=seed,
+            cost_keys=cost_keys,
         )
         super().__init__(
             policy,
