@@ -29,6 +29,7 @@ __all__ = [
     "git_state",
     "load_records",
     "paired_ratio",
+    "print_ceilings",
     "plot",
     "step_shares",
     "summarise",
@@ -77,6 +78,15 @@ def versions() -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- summary
+
+
+def print_ceilings(ceilings: Any, spaces: Sequence[str], episodes: int) -> None:
+    """``--ceilings``: the greedy and random policies' success per space and family."""
+    print(f"greedy (straight to the goal) / random success, {episodes} episodes per task")
+    print("| space | family | tasks | greedy | random |\n|---|---|---|---|---|")
+    for space in spaces:
+        for fam, c in ceilings(space, episodes).items():
+            print(f"| {space} | {fam} | {c['tasks']} | {c['greedy']:.3f} | {c['random']:.3f} |")
 
 
 def load_records(out: Path) -> list[dict[str, Any]]:

@@ -40,14 +40,12 @@ Conditions (``--conditions``; :data:`CONDITIONS` maps each name to a builder):
   ``--spaces`` says): the room a curriculum has. In ``feasible`` it is ``uniform``;
 * ``lp``: ``Curriculum(space, seed=seed)``, gymcurric's defaults *when the run starts* (the
   record keeps the config it got);
-* ``lp_v1``, ``lp_fallback`` (exploratory, run only when named): gymcurric 0.1's LP; LP with
-  ``fallback="progress"`` (ungated progress instead of uniform when nothing clears the gate);
-* ``lp_dual``: ``DualPool(explore_size=27, exploit_size=27)`` (18 and 18 in ``feasible``, whose
-  36 tasks cannot fill 54 slots);
+* ``lp_v1``, ``lp_fallback``, ``lp_warm1`` (exploratory, run only when named): gymcurric
+  0.1's LP; LP with ``fallback="progress"``; LP with ``min_samples=1`` (a shorter warm-up);
+* ``lp_dual``: ``DualPool(explore_size=27, exploit_size=27)`` (18 + 18 in ``feasible``);
 * ``learnability``: ``LearnabilityScorer()``, p (1 - p);
-* ``plr``, ``robust_plr`` (only where ``gymcurric.tasks`` has ``PLRScorer``): ``PLRScorer()``
-  fed by ``RegretScoreCallback``; ``RobustPLRScorer()`` with it and PPO's rollout buffer
-  ``RegretRolloutBuffer`` (no gradient from episodes on tasks unseen when drawn);
+* ``plr``, ``robust_plr``: ``PLRScorer()`` fed by ``RegretScoreCallback``; ``RobustPLRScorer()``
+  with it and ``RegretRolloutBuffer`` (no gradient from episodes on tasks unseen when drawn);
 * ``syllabus_lp``, ``syllabus_plr``: Syllabus's own ``OnlineLearningProgress`` and
   ``CentralPrioritizedLevelReplay`` on the same env and agent, through its task wrapper, its
   env sync wrapper and its curriculum sync wrapper (``_infeasible_syllabus.py`` says exactly how,
@@ -59,29 +57,23 @@ oracle is its uniform). Adding a condition: a function ``(space, seed) -> Arm`` 
 :data:`CONDITIONS`; an :class:`Arm` carries the sub-env wrapper, any SB3 callbacks and PPO
 arguments, the diagnostics and the clean-up (``_plr`` is an example).
 
-Metrics, per run: env steps until held-out success >= 80 % (``steps_to_threshold``; a run that
-never gets there counts as its budget, and how many got there is shown); AUC, the mean held-out
-success over the evaluations up to ``--auc-steps`` (300 k); the final success. Per evaluation
-window (the episodes that ended since the last evaluation, counted in full): episodes, env
-steps and successes per family, and, at the evaluation, the curriculum's probability mass per
-family and its warm tasks per family (tasks with at least the scorer's ``min_samples``
+Metrics, per run: env steps until held-out success >= 80 % (``steps_to_threshold``; never: the
+budget); AUC, the mean held-out success over the evaluations up to ``--auc-steps`` (300 k);
+the final success. Per evaluation window (the episodes that ended since the last evaluation):
+episodes, env steps and successes per family, and, at the evaluation, the curriculum's
+probability mass and warm tasks per family (tasks with at least the scorer's ``min_samples``
 episodes; PLR, gymcurric's or Syllabus's: tasks with a score; uniform and Syllabus LP: none).
 
 Budgets: ``primary`` 500 k, ``mostly`` 1 M, ``feasible`` 300 k env steps (``--steps``
-overrides). With ``--stop-after-threshold`` (the default) a run stops once it has reached the
-threshold *and* passed the AUC horizon; its record says where (``stopped_at``) and its final
-success is the one measured there.
+overrides). A run stops once it has reached the threshold *and* passed the AUC horizon
+(``--stop-after-threshold``, the default; ``stopped_at`` and the final success are there).
 
 Records: one JSON file per (space, condition, seed) under ``--out``
-(``reference/curriculum_infeasible/records/`` beside this script), written atomically when the
-run ends, with the gymcurric commit (and whether ``gymcurric/`` had uncommitted changes), the
-versions, the config, the curriculum's config, the evaluation history and the diagnostics. A run
-whose record exists is skipped, so an interrupted study resumes. ``--summarise`` only reads the
-records and prints the tables: per space and condition the steps to threshold (mean and 95 %
-Student-t CI, reached k/n), the ratio to ``uniform`` and to ``oracle`` with a paired-by-seed
-bootstrap 95 % CI (seed ``BOOTSTRAP_SEED``), the AUC, the final success and each family's share
-of the env steps until the threshold; then every seed. Same seed and condition, same record
-(apart from wall times and the commit).
+(``reference/curriculum_infeasible/records/``), written atomically when the run ends, with its
+provenance (commit, uncommitted changes, versions), configs, evaluation history and
+diagnostics; a run whose record exists is skipped, so an interrupted study resumes.
+``--summarise`` reads only the records: steps to threshold (mean, Student-t CI, reached k/n),
+ratios to ``uniform`` and ``oracle`` (paired bootstrap CIs), AUC, final success, step shares.
 
 The task spaces, the policies and the held-out evaluation are in ``_infeasible_tasks.py``; the
 provenance, the tables and the plot in ``_infeasible_report.py`` (both beside this script).
@@ -97,7 +89,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import importlib.util
 import json
 import os
@@ -277,10 +268,15 @@ def _lp_v1(space: StudySpace, seed: int) -> Arm:  # exploratory: not in the pre-
     return _gymcurric(space, seed, scorer=scorer, signal=SignalConfig(alpha=0.1))
 
 
-def _lp_fallback(space: StudySpace, seed: int) -> Arm:  # exploratory (the record says why)
-    from gymcurric.tasks import LearningProgressScorer
+def _lp_with(**kwargs: Any) -> Callable[[StudySpace, int], Arm]:
+    """Default LP with some of the scorer's settings changed (the exploratory conditions)."""
 
-    return _gymcurric(space, seed, scorer=LearningProgressScorer(fallback="progress"))
+    def build(space: StudySpace, seed: int) -> Arm:
+        from gymcurric.tasks import LearningProgressScorer
+
+        return _gymcurric(space, seed, scorer=LearningProgressScorer(**kwargs))
+
+    return build
 
 
 def _lp_dual(space: StudySpace, seed: int) -> Arm:
@@ -323,17 +319,18 @@ CONDITIONS: dict[str, Callable[[StudySpace, int], Arm]] = {
     "oracle": _oracle,
     "lp": _lp,
     "lp_v1": _lp_v1,
-    "lp_fallback": _lp_fallback,
+    "lp_fallback": _lp_with(fallback="progress"),  # exploratory (the record says why)
+    "lp_warm1": _lp_with(min_samples=1),
     "lp_dual": _lp_dual,
     "learnability": _learnability,
     "syllabus_lp": _syllabus("lp"),
     "syllabus_plr": _syllabus("plr"),
+    "plr": _plr,
+    "robust_plr": _robust_plr,
 }
-if hasattr(importlib.import_module("gymcurric.tasks"), "PLRScorer"):  # PLR has landed
-    CONDITIONS.update(plr=_plr, robust_plr=_robust_plr)
 SYLLABUS_CONDITIONS = ("syllabus_lp", "syllabus_plr")
 FEASIBLE_CONDITIONS = ("uniform", "lp")  # the control's default (oracle is uniform there)
-EXPLORATORY = ("lp_v1", "lp_fallback")  # run only when named
+EXPLORATORY = ("lp_v1", "lp_fallback", "lp_warm1")  # run only when named
 
 
 def syllabus_installed() -> bool:
@@ -506,14 +503,6 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     _infeasible_report.plot(records, path, tuple(CONDITIONS))
 
 
-def _print_ceilings(spaces: Sequence[str], episodes: int) -> None:
-    print(f"greedy (straight to the goal) / random success, {episodes} episodes per task")
-    print("| space | family | tasks | greedy | random |\n|---|---|---|---|---|")
-    for space in spaces:
-        for fam, c in ceilings(space, episodes).items():
-            print(f"| {space} | {fam} | {c['tasks']} | {c['greedy']:.3f} | {c['random']:.3f} |")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the missing runs (or only summarise, or only the ceilings)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -535,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     spaces = args.spaces or list(SPACES)
     if args.ceilings:
-        _print_ceilings(spaces, args.ceiling_episodes)
+        _infeasible_report.print_ceilings(ceilings, spaces, args.ceiling_episodes)
         return 0
     if args.quick:
         spaces, args.seeds, args.eval_episodes = args.spaces or ["primary"], [0], 1
