@@ -131,15 +131,15 @@ def close_copy(cur: Curriculum, q: Any, samples: int = 0) -> None:
     _report(q, body)
 
 
-def read_forever(cur: Curriculum, allowed: set[int], seconds: float, q: Any) -> None:
-    """Sample for ``seconds``; report ids outside ``allowed`` (torn reads) and the draw count."""
+def read_forever(cur: Curriculum, allowed: set[int], stop: Any, q: Any) -> None:
+    """Sample until ``stop`` (an event) is set; report ids outside ``allowed`` (torn reads)
+    and the draw count."""
 
     def body() -> tuple[int, list[int]]:
         cur.reseed(0)
         bad: list[int] = []
         n = 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while not stop.is_set():
             for tid in cur.sample(16).tolist():
                 if tid not in allowed:
                     bad.append(tid)

@@ -155,13 +155,17 @@ def test_lock_free_reads_never_return_a_torn_distribution():
         first = cur.state_dict()
         cur.update(0, 1.0, success=True)
         second = cur.state_dict()
-        q = mp.get_context("fork").Queue()
-        proc = _start("fork", w.read_forever, cur, {0, n - 1}, 1.5, q)
+        ctx = mp.get_context("fork")
+        q, stop = ctx.Queue(), ctx.Event()
+        proc = _start("fork", w.read_forever, cur, {0, n - 1}, stop, q)
         end = time.monotonic() + 1.5
         flips = 0
-        while time.monotonic() < end:  # every load rewrites the cumulative arrays
+        # every load rewrites the cumulative arrays: at least 1.5 s and 200 loads while the
+        # reader samples, however slow the host (at most a minute)
+        while (time.monotonic() < end or flips < 200) and time.monotonic() < end + 60:
             cur.load_state_dict(first if flips % 2 else second)
             flips += 1
+        stop.set()
         draws, bad = _result(q)
         proc.join(10)
         assert bad == [] and draws > 1000 and flips > 100
