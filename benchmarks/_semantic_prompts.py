@@ -80,8 +80,8 @@ PROMPT_SETS: dict[str, dict[str, PromptSet]] = {
             ("The agent is inside a hazard. Hazards are close.",),
             "caption-shaped sentences of Safety-Gymnasium's own vocabulary: nothing near and the "
             "goal ahead, or the goal reached, against being inside a hazard among others. The "
-            "best of 12 candidates on the probe walk (seed 12345: AUC soon 0.78; a fresh walk, "
-            "seed 999: 0.73, against 0.73 for default)",
+            "best of 12 candidates on the probe walk (seed 12345: AUC soon 0.78, default's "
+            "0.73; on a fresh walk, seed 999, it scored 0.73)",
         ),
         "default": _DEFAULT,
         "vague": _VAGUE,
