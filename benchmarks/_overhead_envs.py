@@ -16,7 +16,6 @@ from typing import Any
 import _trivial_env as trivial
 import gymnasium as gym
 from _syllabus_anchor import syllabus_lp
-from gymnasium.vector import VectorWrapper
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers.vector import make_curriculum_vec
@@ -43,7 +42,11 @@ def _build_plain(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
 
 
 def _build_gymcurric(
-    ctx: str, args: argparse.Namespace, syl: Any, wrapper_kwargs: dict[str, Any] | None = None
+    ctx: str,
+    args: argparse.Namespace,
+    syl: Any,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    overlap: bool = False,
 ) -> Built:
     tasks = [{"level": i} for i in range(args.env_tasks)]
     cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared")
@@ -55,6 +58,7 @@ def _build_gymcurric(
             vectorization_mode="async",
             vector_kwargs={"context": ctx},
             wrapper_kwargs=wrapper_kwargs,
+            overlap=overlap,
             episode_length=args.episode_length,
         )
     except BaseException:
@@ -87,22 +91,15 @@ def _build_gymcurric_slots(ctx: str, args: argparse.Namespace, syl: Any) -> Buil
     return _build_gymcurric(ctx, args, syl, {"success_fn": trivial.success})
 
 
-def _build_gymcurric_serial(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
-    """``gymcurric`` behind a pass-through wrapper: its curriculum work runs before each step.
-
-    The vector wrapper runs the work a step leaves during the next step only when it wraps the
-    ``AsyncVectorEnv`` itself (between ``step_async`` and ``step_wait``); it checks that at
-    every step, so hiding the env here makes it run the same work before the step instead.
-    """
-    envs, cleanup = _build_gymcurric(ctx, args, syl)
-    envs.env = VectorWrapper(envs.env)
-    return envs, cleanup
+def _build_gymcurric_overlap(ctx: str, args: argparse.Namespace, syl: Any) -> Built:
+    """``gymcurric`` with ``overlap=True``: a step's curriculum work runs while the workers step."""
+    return _build_gymcurric(ctx, args, syl, overlap=True)
 
 
 BUILDERS: dict[str, Callable[[str, argparse.Namespace, Any], Built]] = {
     "plain": _build_plain,
     "gymcurric": _build_gymcurric,
-    "gc-serial": _build_gymcurric_serial,
+    "gc-overlap": _build_gymcurric_overlap,
     "gc-slots": _build_gymcurric_slots,
     "syllabus": _build_syllabus,
 }

@@ -18,11 +18,12 @@ the recording in this process under each configuration, ``--repeats`` times, int
 The thread CPU time of each configuration's ``step`` is measured with the replay's own time
 subtracted (``time.thread_time_ns``, so load from other processes matters little). The
 curriculum work that a vector step leaves (its ended episodes, the tasks its resets took) is
-applied during the next step: with an ``AsyncVectorEnv``, between ``step_async`` and
-``step_wait``, while the workers step. The replay is not an ``AsyncVectorEnv``, so each timed
-step first calls ``flush_curriculum()`` (what the async path runs inside the step) and times it
-apart: ``channel-main`` is then split into the part that overlaps the workers and the part on
-the main process's critical path (every configuration makes the same timer calls). Also printed,
+applied at the next step: just before it by default, or, with ``overlap=True`` and an
+``AsyncVectorEnv``, between ``step_async`` and ``step_wait``, while the workers step. The
+replay is not an ``AsyncVectorEnv``, so each timed step first calls ``flush_curriculum()`` and
+times it apart: ``channel-main`` is then split into the part that ``overlap=True`` moves off
+the main process's critical path and the part that stays on it (every configuration makes
+the same timer calls). Also printed,
 as the scale the extras compare with: the main thread's CPU per ``AsyncVectorEnv.step`` (pipe
 writes and reads, Gymnasium's info stacking) of the bound env and of a plain one (no curriculum
 wrapper), ``--async-repeats`` runs of each, interleaved. Their difference is what the sub-envs'

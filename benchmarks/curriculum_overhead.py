@@ -32,10 +32,10 @@ curriculum of ``--env-tasks`` tasks on the shared-memory backend); ``syllabus`` 
 ``make_multiprocessing_curriculum`` over its LP curriculum: its documented multiprocessing setup).
 With ``--slots`` also ``gc-slots``: ``gymcurric`` with a ``success_fn`` (the default success
 rule), so that each episode is summed in its worker and left in the channel, as before the
-main process accounted the episodes from the vector env's outputs. With ``--serial`` also
-``gc-serial``: ``gymcurric`` behind a pass-through ``VectorWrapper``, so that the curriculum
-work a vector step leaves runs before the next step instead of while the workers step (the
-same work, all of it on the main process's critical path). ``--num-envs`` takes several sizes,
+main process accounted the episodes from the vector env's outputs. With ``--overlap`` also
+``gc-overlap``: ``gymcurric`` with ``overlap=True``, so that the curriculum work a vector step
+leaves runs while the workers step instead of before the next step (the default: the same
+work, all of it on the main process's critical path). ``--num-envs`` takes several sizes,
 measured one after the other; a last summary gives each paired ratio to plain.
 The three vector envs are built once per context and measured in turns (interleaved, the order
 rotating), each for the same number of steps. Reported: env steps/s (median and best of the
@@ -57,7 +57,7 @@ the unpatched behaviour is checked and reported too).
     python benchmarks/curriculum_overhead.py --json out.json  # also write the results
     # the paired ratio to plain at 8 and 15 envs only (40 s on a loaded 2-core host)
     python benchmarks/curriculum_overhead.py --skip-calls --no-syllabus --contexts fork \
-        --serial --num-envs 8 15 --env-repeats 8 --env-steps 800
+        --overlap --num-envs 8 15 --env-repeats 8 --env-steps 800
 
 ``main(argv)`` returns the results as a dict (what ``--json`` writes).
 """
@@ -363,7 +363,9 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
         configs: dict[str, dict[str, Any]] = {}
         live: dict[str, Built] = {}
         for name, build in BUILDERS.items():  # Syllabus last: under fork, its threads come last
-            if (name == "gc-slots" and not args.slots) or (name == "gc-serial" and not args.serial):
+            if (name == "gc-slots" and not args.slots) or (
+                name == "gc-overlap" and not args.overlap
+            ):
                 continue
             res: dict[str, Any] = {"status": "ok", "steps_per_s": [], "cpu_us_per_step": []}
             configs[name] = res
@@ -474,9 +476,9 @@ def _parser() -> argparse.ArgumentParser:
         help="also gc-slots: gymcurric with the episodes summed in the workers (a success_fn)",
     )
     b.add_argument(
-        "--serial",
+        "--overlap",
         action="store_true",
-        help="also gc-serial: gymcurric with its per-step curriculum work before each step",
+        help="also gc-overlap: gymcurric with overlap=True (curriculum work while workers step)",
     )
     b.add_argument(
         "--contexts",
