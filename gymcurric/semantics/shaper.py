@@ -27,8 +27,7 @@ Fail-soft: if the embedder failed to load, or an embedding call raises, the shap
 Whether states are captions or frames then comes from the config's ``source``, else from the
 model that was asked for (a caption model, CLIP/SigLIP), else from the env
 (:meth:`Shaper.resolve_source`), never from the missing model: a caption env needs no
-``render_mode``.
-CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry before they count as failures.
+``render_mode``. CUDA out-of-memory errors halve :attr:`Shaper.batch_max` and retry first.
 """
 
 from __future__ import annotations
@@ -196,9 +195,11 @@ class Shaper:
         if config.probe_states and self.source != "captions":
             raise ConfigError("probe_states", "captions", "shaper embeds frames", source="Shaper")
         if config.probe_states:
-            try:
+            try:  # fail-soft, as the prompts' embedding above; a warning made an error is raised
                 self.probe(config.probe_states, config.probe_unsafe, config.probe_tolerance)
-            except Exception as exc:  # fail-soft, as the prompts' embedding above
+            except Warning:
+                raise
+            except Exception as exc:
                 self._fail(f"failed: probe states: {type(exc).__name__}: {exc}")
 
     @property

@@ -127,8 +127,8 @@ def save_curriculum_state(
     that the file holds every episode that ended before the call (the vector wrapper applies a
     step's episodes during the next step).
     """
-    flush = getattr(env, "flush_curriculum", None) if env is not None else None
-    if callable(flush):
+    flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
+    if flush is not None:
         flush()
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
@@ -141,8 +141,8 @@ def save_curriculum_state(
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
     ids = env_task_ids(env) if env is not None else []
     members[_IDS] = np.asarray(ids, dtype=np.int64)
-    waiting = getattr(env, "channel_waiting", None)  # an async vector env's drawn-ahead tasks
-    if callable(waiting) and (w := waiting()) is not None:
+    waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
+    if waiting is not None and (w := waiting()) is not None:
         members[_WAIT] = np.asarray(w, dtype=np.int64)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -250,3 +250,19 @@ def load_curriculum_state(
             resume(waiting)
     state["env_task_ids"] = ids
     return state
+
+
+def _method(env: Any, name: str) -> Any:
+    """The callable ``name`` of ``env`` or of the first env under it (``.env`` chain), or None.
+
+    Gymnasium's ``VectorWrapper`` does not forward attributes, so a vector curriculum wrapper
+    under another vector wrapper (shaping, say) is found by walking down.
+    """
+    for _ in range(64):  # a bound on the chain, against cycles
+        if env is None:
+            return None
+        found = getattr(env, name, None)
+        if callable(found):
+            return found
+        env = getattr(env, "env", None)
+    return None

@@ -95,6 +95,13 @@ def test_shaper_set_up_warns_when_the_prompt_sets_do_not_separate():
     assert s.ok  # a warning, not a failure: the shaper still runs
 
 
+def test_a_probe_warning_made_an_error_is_raised_not_a_failed_shaper():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GymcurricWarning)
+        with pytest.raises(GymcurricWarning, match="do not separate"):
+            shaper(unsafe_prompts=("safe too",), probe_states=STATES, probe_unsafe=UNSAFE)
+
+
 def test_shaper_set_up_warns_when_the_prompt_sets_are_swapped():
     with pytest.warns(GymcurricWarning, match="swapped"):
         s = shaper(

@@ -168,7 +168,7 @@ def test_lock_free_reads_never_return_a_torn_distribution():
         stop.set()
         draws, bad = _result(q)
         proc.join(10)
-        assert bad == [] and draws > 1000 and flips > 100
+        assert bad == [] and draws > 0 and flips >= 200
 
 
 # ---------------------------------------------------------------- lifetime

@@ -165,8 +165,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._busy: npt.NDArray[np.bool_] | None = None  # sub-envs resetting in that step
         # an AsyncVectorEnv with Gymnasium's own step (checked again per step: env may be swapped)
         self._async: AsyncVectorEnv | None = None
-        overlappable = isinstance(env, AsyncVectorEnv) and type(env).step is AsyncVectorEnv.step
-        if overlap and overlappable:
+        if overlap and isinstance(env, AsyncVectorEnv) and type(env).step is AsyncVectorEnv.step:
             self._async = env
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:

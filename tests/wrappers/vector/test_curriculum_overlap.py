@@ -239,3 +239,26 @@ def test_the_default_repeats_exactly_with_refused_tasks(mode):
         assert other[0] == runs[0][0]
         _same_state(other[1], runs[0][1])
     assert runs[0][1]["count"].sum() > 0
+
+
+def test_a_checkpoint_through_an_outer_vector_wrapper_holds_the_last_steps_episodes(tmp_path):
+    from gymcurric.wrappers.curriculum_state import save_curriculum_state
+
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = _default(cur, 3, AutoresetMode.NEXT_STEP)
+    try:
+        envs.reset(seed=5)
+        for _ in range(12):
+            _, _, term, trunc, _ = envs.step(np.zeros(3, dtype=np.int64))
+            if (term | trunc).any():
+                break
+        assert (term | trunc).any()
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=VectorWrapper(envs))
+        saved = np.load(path)
+        counts = [saved[k] for k in saved.files if k.endswith("count")]
+        envs.flush_curriculum()
+        assert counts and int(counts[0].sum()) == int(cur.state_dict()["arrays"]["count"].sum())
+        assert int(counts[0].sum()) > 0
+    finally:
+        envs.close()
+        cur.close()
