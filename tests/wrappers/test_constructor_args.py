@@ -136,7 +136,7 @@ def curriculum_args() -> dict[str, Any]:
 def vector_curriculum() -> tuple[Any, dict[str, Any]]:
     cur = Curriculum(levels(2), seed=0)
     env = SyncVectorEnv([partial(make_wrapped, cur)] * 2)
-    return env, {"curriculum": cur, "channel": None, "reseed_curriculum": False}
+    return env, {"curriculum": cur, "channel": None, "reseed_curriculum": False, "overlap": True}
 
 
 def vector_datapack() -> tuple[Any, dict[str, Any]]:
