@@ -312,6 +312,14 @@ class LearningProgressScorer(Scorer):
             f"one of {WEIGHTINGS}",
         )
         _check(c, "fallback", self.fallback, self.fallback in FALLBACKS, f"one of {FALLBACKS}")
+        if self.fallback == "progress" and self.cost_weight:
+            raise ConfigError(
+                "fallback",
+                self.fallback,
+                f"draws by progress alone and would drop cost_weight={self.cost_weight!r}; "
+                "use one of them",
+                source=c,
+            )
         if self.weighting == "sigmoid" and self.fallback != "uniform":
             raise ConfigError(
                 "fallback",

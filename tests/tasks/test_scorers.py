@@ -337,6 +337,8 @@ def test_progress_fallback_keeps_sub_noise_progress_and_ignores_tasks_that_never
     assert "uniform" in str(exc.value) and "'hold'" in str(exc.value)
     with pytest.raises(ConfigError, match="proportional"):
         LearningProgressScorer(weighting="sigmoid", fallback="progress")
+    with pytest.raises(ConfigError, match=r"cost_weight=0\.5"):  # it would ignore the penalty
+        LearningProgressScorer(fallback="progress", cost_weight=0.5)
 
 
 def test_v1_is_gymcurric_0_1s_scorer():
