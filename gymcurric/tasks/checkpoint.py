@@ -1,5 +1,9 @@
 """Curriculum checkpoints: the state-dict format tag and the checks a loaded state dict passes.
 
+:func:`save_state` makes a state dict and :func:`load_state` writes a checked one back: plain
+functions behind :meth:`Curriculum.state_dict <gymcurric.tasks.Curriculum.state_dict>` and
+:meth:`Curriculum.load_state_dict <gymcurric.tasks.Curriculum.load_state_dict>`.
+
 A state dict is checked whole before anything is written (so a refused one leaves the curriculum
 as it was): its format and configuration, the names, shapes and dtypes of its arrays, the
 invariants the arrays keep (:func:`state_problems`), the generator state and the disabled keys.
@@ -11,7 +15,7 @@ behaves as it did when it was saved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +24,8 @@ from gymcurric.errors import DataError
 from gymcurric.tasks.state import EMPTY, SLOT_FIELDS, CurriculumState, K, S
 
 if TYPE_CHECKING:
+    from gymcurric.tasks.links import StateLink
+    from gymcurric.tasks.membership import Membership
     from gymcurric.tasks.pools import Pool
 
 __all__ = [
@@ -29,6 +35,8 @@ __all__ = [
     "EARLIER_FORMATS",
     "STATE_FORMAT",
     "check_state_dict",
+    "load_state",
+    "save_state",
     "state_problems",
     "upgrade_arrays",
 ]
@@ -172,6 +180,54 @@ def check_state_dict(
             f"got {disabled!r}"[:300]
         )
     return checked
+
+
+def save_state(
+    spec: Mapping[str, Any],
+    st: CurriculumState,
+    rng: np.random.Generator,
+    disabled: Iterable[int],
+) -> dict[str, Any]:
+    """A state dict: copies of the arrays, the generator state, the disabled keys and ``spec``.
+
+    Called under the curriculum's lock, with its ``config_spec()``.
+    """
+    return {
+        "format": STATE_FORMAT,
+        "config": spec,
+        "arrays": {k: v.copy() for k, v in st.arrays().items()},
+        "rng": rng.bit_generator.state,
+        "disabled": sorted(disabled),
+    }
+
+
+def load_state(
+    link: StateLink,
+    members: Membership,
+    rng: np.random.Generator,
+    own: Mapping[str, np.ndarray],
+    arrays: Mapping[str, np.ndarray],
+    state: Mapping[str, Any],
+) -> None:
+    """Write a state dict that :func:`check_state_dict` passed, under the link's lock.
+
+    Args:
+        link: how this process reaches the state (for a shared one, every process sees the
+            new arrays and disabled keys).
+        members: the curriculum's slots (their disabled keys and id map are rebuilt).
+        rng: the generator that takes the saved state (this process's).
+        own: the live state arrays, overwritten.
+        arrays: what :func:`check_state_dict` returned for ``state``.
+        state: the state dict (its generator state and disabled keys).
+    """
+    with link.lock:
+        link.enter("load_state_dict")
+        with link.publish():
+            for name, dst in own.items():
+                np.copyto(dst, arrays[name])
+        rng.bit_generator.state = state["rng"]
+        members.reset_disabled(state.get("disabled", []))
+        link.share_all_disabled()
 
 
 # Slack for values that rounding may push a hair past their bounds (EMAs of values in [0, 1]).

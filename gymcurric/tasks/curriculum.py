@@ -8,8 +8,10 @@ the pool per reset.
 
 This module holds the algorithm. Its parts are composed: the slots and the recompute are a
 :class:`~gymcurric.tasks.membership.Membership`; how this process reaches the state arrays is a
-link (:mod:`gymcurric.tasks.links`). How an env reaches the curriculum, in this process or from
-a worker, is a transport (:mod:`gymcurric.tasks.transport`).
+link (:mod:`gymcurric.tasks.links`); the checks and locked writes of what it is told (episodes,
+regret scores, refused tasks) are :class:`~gymcurric.tasks.reports.Reports`; saving and loading
+are functions of :mod:`gymcurric.tasks.checkpoint`. How an env reaches the curriculum, in this
+process or from a worker, is a transport (:mod:`gymcurric.tasks.transport`).
 
 Processes. With ``backend="shared"`` (:class:`~gymcurric.tasks.shared_backend.SharedMemoryBackend`)
 the state lives in one shared-memory segment and the curriculum can be pickled into worker
@@ -36,17 +38,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError, TaskError, WorkerError
+from gymcurric.errors import ConfigError, WorkerError
 from gymcurric.tasks.backends import PROCESS_ID, StateBackend, watch_forks
-from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict
+from gymcurric.tasks.checkpoint import STATE_FORMAT, check_state_dict, load_state, save_state
 from gymcurric.tasks.config import CurriculumConfig
 from gymcurric.tasks.diagnostics import base_stats
 from gymcurric.tasks.links import StateLink, make_backend, open_link
 from gymcurric.tasks.membership import Membership
-from gymcurric.tasks.regret import ScoreBatch, ScoreChecks, latest_scores
+from gymcurric.tasks.reports import Reports
 from gymcurric.tasks.signals import check_episode, check_episode_arrays
 from gymcurric.tasks.spaces import TaskSpace
-from gymcurric.tasks.state import EMPTY, EXPLOIT, EXPLORE, CurriculumState, K, state_layout
+from gymcurric.tasks.state import CurriculumState, K, state_layout
 
 if TYPE_CHECKING:
     from gymcurric.tasks.transport import TaskTransport
@@ -133,7 +135,7 @@ class Curriculum:
             self._needs_success = cfg.signal.source == "success"
             self._id_limit = space.id_limit
             self._transport: Any = None  # this process's transport, made at first use
-            self._score_checks = ScoreChecks(space, "Curriculum", type(self).__name__)
+            self._reports = Reports(space, self._link, self._members, type(self).__name__)
             with self._link.lock:
                 self._state.initialise()
                 self._pool.init(self._state)
@@ -244,21 +246,7 @@ class Curriculum:
         transports that buffer episodes (:class:`~gymcurric.tasks.SharedMemoryTransport`): a
         bad report raises where the episode ended, not where the buffer is applied.
         """
-        return_, success, cost = check_episode(task_id, return_, success, cost)
-        link = self._link
-        if PROCESS_ID[0] != link.pid:
-            link.check("update")
-        return self._check_key(task_id, success), return_, success, cost
-
-    def _check_key(self, task_id: Any, success: float | None) -> int:
-        """The checked id of an episode report (numpy ints accepted; the rest named)."""
-        if type(task_id) is not int or not 0 <= task_id < self._id_limit:
-            task_id = self.space.check_id(task_id)
-        if success is None and self._needs_success:
-            raise ConfigError(
-                "success", None, "SignalConfig(source='success') needs success= in every update"
-            )
-        return int(task_id)
+        return self._reports.check(task_id, return_, success, cost)
 
     def update(
         self,
@@ -294,9 +282,9 @@ class Curriculum:
         if PROCESS_ID[0] != link.pid:
             link.check("update")
         if type(task_id) is not int or not 0 <= task_id < self._id_limit:
-            task_id = self._check_key(task_id, success)
+            task_id = self._reports.key(task_id, success)
         elif success is None and self._needs_success:
-            self._check_key(task_id, success)  # raises
+            self._reports.key(task_id, success)  # raises
         with link.lock:
             if link.shared:
                 link.enter("update")
@@ -306,10 +294,7 @@ class Curriculum:
         self, task_id: int, return_: float, success: float | None, cost: float
     ) -> None:
         """Apply one episode :meth:`check_update` returned, now, under the lock (transports)."""
-        link = self._link
-        with link.lock:
-            link.enter("update")
-            self._members.record_one(task_id, return_, success, cost)
+        self._reports.apply(task_id, return_, success, cost)
 
     def flush(self) -> None:
         """Add this process's pending sample counts to a shared state now.
@@ -369,31 +354,7 @@ class Curriculum:
         Returns:
             Whether the episodes were applied (always, with ``wait=True``).
         """
-        if not checked:  # before taking the lock: a bad entry raises, nothing is applied
-            task_ids = self.space.keys(task_ids)
-            if self._needs_success:
-                self._check_signals(np.asarray(successes, dtype=np.float64))
-        link = self._link
-        if wait:
-            link.lock.__enter__()
-        elif not link.try_lock():
-            return False  # a worker keeps its buffer and tries again at its next episode end
-        try:
-            link.enter("record")
-            self._members.record(task_ids, returns, successes, costs)
-        finally:
-            link.unlock()
-        return True
-
-    def _check_signals(self, successes: np.ndarray) -> None:
-        if np.isnan(successes).any():
-            raise ConfigError(
-                "success",
-                None,
-                "SignalConfig(source='success') needs a success for every episode; entry "
-                f"{int(np.flatnonzero(np.isnan(successes))[0])} has none",
-                source="Curriculum.update_batch",
-            )
+        return self._reports.record(task_ids, returns, successes, costs, wait=wait, checked=checked)
 
     # ---------------------------------------------------------------- regret scores
     def update_scores(
@@ -423,7 +384,9 @@ class Curriculum:
         skipped, never reaching the distribution; the first ones a curriculum object meets
         also emit one :class:`~gymcurric.errors.GymcurricWarning`.
         """
-        self._record_scores(self._score_checks.batch(task_ids, scores))
+        batch = self._reports.score_checks.batch(task_ids, scores)
+        self._flush_worker()  # a worker's buffered episodes come first
+        self._reports.record_scores(batch)
 
     def record_scores(
         self,
@@ -441,14 +404,9 @@ class Curriculum:
         Raises:
             ConfigError: as :meth:`update_scores`, or a score that is not finite.
         """
-        self._record_scores(self._score_checks.finite_batch(task_ids, scores, nonfinite))
-
-    def _record_scores(self, batch: ScoreBatch) -> None:
+        batch = self._reports.score_checks.finite_batch(task_ids, scores, nonfinite)
         self._flush_worker()  # a worker's buffered episodes come first
-        link = self._link
-        with link.lock:
-            link.enter("update_scores")
-            self._members.record_scores(batch.keys, batch.scores, batch.nonfinite)
+        self._reports.record_scores(batch)
 
     def scores(self, task_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The latest score of each task (float64), NaN where it has none.
@@ -459,12 +417,9 @@ class Curriculum:
         Raises:
             ConfigError: ``task_ids`` is not a 1-D sequence of ids of the space.
         """
-        keys = self._score_checks.ids_and_keys(task_ids)[1]
+        keys = self._reports.score_checks.ids_and_keys(task_ids)[1]
         self._flush_worker()
-        link = self._link
-        with link.lock:
-            link.enter("scores")
-            return latest_scores(self._state, self._members.slots(keys))
+        return self._reports.scores(keys)
 
     def mark_invalid(self, task_id: int, reason: str = "") -> None:
         """Report that the env refused ``task_id``: it is removed and never drawn again.
@@ -477,30 +432,7 @@ class Curriculum:
         """
         key = self.space.key(self.space.check_id(task_id))
         self._flush_worker()
-        link, members = self._link, self._members
-        with link.lock:
-            link.enter("mark_invalid")
-            with link.publish():
-                st = self._state
-                st.counters[K.INVALID_REPORTED] += 1
-                if key not in members.disabled:
-                    members.disabled.add(key)
-                    link.share_disabled(key)
-                slot = members.slot_of.get(key)
-                if slot is not None and (
-                    st.pool[slot] == EXPLOIT or not members.draw_into(slot, EXPLORE)
-                ):
-                    del members.slot_of[key]
-                    members.put(slot, -1, EMPTY)
-                try:
-                    members.recompute()
-                except TaskError as exc:
-                    raise TaskError(
-                        "task_id",
-                        task_id,
-                        f"{exc.reason}; last refusal: {reason!r}",
-                        source="Curriculum.mark_invalid",
-                    ) from exc
+        self._reports.disable(key, task_id, reason)
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, probabilities)`` of the live tasks at the last recompute."""
@@ -596,13 +528,7 @@ class Curriculum:
         self._flush_worker()
         with self._link.lock:
             self._link.enter("state_dict")
-            return {
-                "format": STATE_FORMAT,
-                "config": self.config_spec(),
-                "arrays": {k: v.copy() for k, v in self._state.arrays().items()},
-                "rng": self.rng.bit_generator.state,
-                "disabled": sorted(self._members.disabled),
-            }
+            return save_state(self.config_spec(), self._state, self.rng, self._members.disabled)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict` (of either backend); sampling continues exactly.
@@ -627,15 +553,7 @@ class Curriculum:
         )
         if self._transport is not None and self._link.worker:
             self._transport.discard_buffer()  # episodes of the state being replaced
-        link = self._link
-        with link.lock:
-            link.enter("load_state_dict")
-            with link.publish():
-                for name, dst in own.items():
-                    np.copyto(dst, arrays[name])
-            self.rng.bit_generator.state = state["rng"]
-            self._members.reset_disabled(state.get("disabled", []))
-            link.share_all_disabled()
+        load_state(self._link, self._members, self.rng, own, arrays, state)
 
     # ---------------------------------------------------------------- lifetime
     def __enter__(self) -> Curriculum:
