@@ -3,7 +3,8 @@
 Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``SampleCurriculumTask`` or
 ``PresentDatapack`` (they set each episode's task at reset) → the optional per-env wrappers
 (Saute, semantic shaping, risk). Then the SB3 vector env (``DummyVecEnv`` or ``SubprocVecEnv``)
-→ ``VecCostMonitor`` (episode return, length and cost) → ``VecNormalize`` when asked.
+→ ``VecCostMonitor`` (episode return, length and cost) → ``VecNormalize`` when asked →
+``VecSimmer`` for ``agent.algo=pposimmer`` (with the agent's Sauté settings).
 """
 
 from __future__ import annotations
@@ -258,11 +259,24 @@ def build_run(
             callbacks.append(cb)
         if cfg.agent.normalize:
             venv = VecNormalize(venv, gamma=float(cfg.agent.kwargs.get("gamma", 0.99)))
+        if cfg.agent.algo == "pposimmer":
+            venv = _simmer(cfg, venv, source)
     except BaseException:
         if curriculum is not None:
             curriculum.close()
         raise
     return Built(venv=venv, curriculum=curriculum, sampler=sampler, callbacks=callbacks)
+
+
+def _simmer(cfg: TrainConfig, venv: Any, source: str) -> Any:
+    # where PPOSimmer would put it (on top), but built here: the run's saved env state then
+    # holds each sub-env's safety state and the budget of the episodes under way
+    from gymcurric.integrations.sb3.simmer import VecSimmer, vec_simmer_kwargs
+
+    try:
+        return VecSimmer(venv, **vec_simmer_kwargs(cfg.agent.kwargs))
+    except ConfigError as exc:
+        raise ConfigError(f"agent.kwargs.{exc.key}", exc.value, exc.reason, source=source) from exc
 
 
 def _shaping(cfg: TrainConfig, venv: Any, source: str) -> tuple[Any, Any]:

@@ -123,6 +123,18 @@ COMBOS["ppolag-risk-saute"] = {
     "risk": {"enabled": True, "params": {"train_every": 64}},
     "saute": {"enabled": True, "params": {"safety_budget": 5.0, "max_episode_steps": 40}},
 }
+# the safe-RL agents without a multiplier: CPO and P3O (cost critics), PPOSimmer (its VecSimmer,
+# mid-episode safety states and budget controller are part of the saved run)
+_ROLLOUT = {"n_steps": 64, "batch_size": 64}
+COMBOS["cpo"] = {"agent": {"algo": "cpo", "kwargs": _ROLLOUT}}
+COMBOS["p3o"] = {"agent": {"algo": "p3o", "kwargs": {**_ROLLOUT, "cost_limit": 1.0}}}
+_SIMMER = {**_ROLLOUT, "safety_budget": 5.0, "max_episode_steps": 40}
+COMBOS["pposimmer-pi-normalize"] = {
+    "agent": {"algo": "pposimmer", "normalize": True, "kwargs": _SIMMER},
+}
+COMBOS["pposimmer-q"] = {
+    "agent": {"algo": "pposimmer", "kwargs": {**_SIMMER, "controller": "q"}},
+}
 FULL = {
     "-".join((a, b, c)): _combo(a, b, c)
     for a in SOURCES

@@ -251,6 +251,11 @@ def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
     with pytest.raises(ConfigError) as exc:
         train(_cfg(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
     assert exc.value.key == "agent.kwargs.n_stepz"
+    # PPOSimmer's VecSimmer is built with the env stack: its settings are named as agent kwargs
+    simmer = {"algo": "pposimmer", "kwargs": {"saute_gamma": 1.5, "max_episode_steps": 40}}
+    with pytest.raises(ConfigError) as exc:
+        train(_cfg(agent=simmer), run_dir=tmp_path / "t")
+    assert exc.value.key == "agent.kwargs.saute_gamma" and exc.value.value == 1.5
 
 
 def test_caption_shaping_stack_logs_semantics(tmp_path):

@@ -4,7 +4,11 @@ from gymcurric._optional import import_optional
 
 import_optional("stable_baselines3", "sb3", purpose="by gymcurric.integrations.sb3.simmer")
 
-from gymcurric.integrations.sb3.simmer.ppo_simmer import CONTROLLERS, PPOSimmer  # noqa: E402
+from gymcurric.integrations.sb3.simmer.ppo_simmer import (  # noqa: E402
+    CONTROLLERS,
+    PPOSimmer,
+    vec_simmer_kwargs,
+)
 from gymcurric.integrations.sb3.simmer.vec_simmer import BUDGET_STEPS, VecSimmer  # noqa: E402
 from gymcurric.safety.budget_control import (  # noqa: E402
     BudgetController,
@@ -20,4 +24,5 @@ __all__ = [
     "PPOSimmer",
     "QBudgetController",
     "VecSimmer",
+    "vec_simmer_kwargs",
 ]

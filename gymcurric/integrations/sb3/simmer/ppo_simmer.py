@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import pathlib
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,7 +28,7 @@ from gymcurric.safety.budget_control import (
 )
 from gymcurric.safety.budget_control import budget_levels as levels_or_default
 
-__all__ = ["CONTROLLERS", "PPOSimmer"]
+__all__ = ["CONTROLLERS", "PPOSimmer", "vec_simmer_kwargs"]
 
 SelfPPOSimmer = TypeVar("SelfPPOSimmer", bound="PPOSimmer")
 
@@ -35,6 +37,14 @@ CONTROLLERS = ("pi", "q")
 COST_OBSERVATIONS = ("max", "mean")
 _PI_KEYS = ("kp", "ki", "kaw", "polyak", "window", "action_bound", "budget_bounds")
 _Q_KEYS = ("lr", "gamma", "epsilon_greedy", "polyak", "reward_thresh", "initial_level")
+#: PPOSimmer's keywords that are :class:`VecSimmer`'s settings
+SIMMER_ENV_KEYS = (
+    "safety_budget",
+    "saute_gamma",
+    "max_episode_steps",
+    "unsafe_reward",
+    "budget_step",
+)
 
 
 def make_budget_controller(
@@ -74,6 +84,21 @@ def make_budget_controller(
             "reference", reference, "only the 'pi' controller follows a reference", source=src
         )
     return QBudgetController(levels, seed=seed, **kwargs)
+
+
+def vec_simmer_kwargs(agent_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`VecSimmer` keywords that a ``PPOSimmer(**agent_kwargs)`` wraps its env with.
+
+    For a caller that builds the ``VecSimmer`` itself (``gymcurric train`` does, so that its
+    safety states are part of the run's saved env state): the settings in ``agent_kwargs``,
+    PPOSimmer's defaults for the others.
+
+    Examples:
+        >>> vec_simmer_kwargs({"safety_budget": 10.0, "n_steps": 64})["safety_budget"]
+        10.0
+    """
+    params = inspect.signature(PPOSimmer.__init__).parameters
+    return {key: agent_kwargs.get(key, params[key].default) for key in SIMMER_ENV_KEYS}
 
 
 class PPOSimmer(PPO):
