@@ -335,6 +335,9 @@ def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
             else RegretRolloutBuffer
         )
         kwargs.setdefault("rollout_buffer_class", buffer)
+    if cfg.agent.algo == "pposimmer":
+        # the PI reference schedule spans the run, not each checkpoint chunk's learn() call
+        kwargs.setdefault("reference_steps", cfg.run.total_steps)
     if cfg.agent.algo == "sac":
         try:
             from gymcurric.integrations.sb3.replay import RingReplayBuffer

@@ -212,6 +212,10 @@ def test_composed_stacks_build_and_run(tmp_path, sections):
         assert {"cpo": "train/cpo_case", "p3o": "train/kappa", "pposimmer": "simmer/budget"}[
             algo
         ] in header
+        if algo == "pposimmer":  # the PI reference spans the run, not each checkpoint chunk
+            from gymcurric.integrations.sb3 import PPOSimmer
+
+            assert PPOSimmer.load(tmp_path / "r" / "model.zip").reference_horizon == 256
     elif sections.get("agent", {}).get("algo", "ppo") != "ppo":
         assert "train/lagrange_multiplier" in header and out["lagrange_multiplier"] >= 0
 

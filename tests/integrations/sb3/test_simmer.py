@@ -221,6 +221,46 @@ def test_no_finished_episode_means_no_controller_step():
     assert model.controller_skipped == 2 and model.budget == start
 
 
+def progress_trace(model):
+    """The progress each controller step of ``model`` is given, as a list that grows."""
+    seen = []
+    step = model.budget_controller.step
+
+    def recording(cost, progress):
+        seen.append(progress)
+        return step(cost, progress)
+
+    model.budget_controller.step = recording
+    return seen
+
+
+def test_the_reference_schedule_spans_the_run_not_each_learn_call():
+    kw = {**SMALL, "seed": 0, "safety_budget": 10.0, "reference_steps": 384}
+    whole = silent(PPOSimmer("MlpPolicy", hazard_vec(), **kw))
+    seen_whole = progress_trace(whole)
+    whole.learn(384)
+    halves = silent(PPOSimmer("MlpPolicy", hazard_vec(), **kw))
+    seen_halves = progress_trace(halves)
+    halves.learn(192).learn(192, reset_num_timesteps=False)
+    assert whole.num_timesteps == halves.num_timesteps == 384
+    # rollouts of 2 x 32 steps start at 0, 64, ..., 320: progress 1 - start / 384
+    assert seen_whole == seen_halves and len(seen_whole) >= 3
+    assert all(min(abs(p - (1 - k / 6)) for k in range(6)) < 1e-12 for p in seen_whole)
+    assert whole.budget_controller.state_dict() == halves.budget_controller.state_dict()
+    assert_same(policy_params(whole), policy_params(halves))
+    # by default the span is the total of the learn() call that started the run
+    default = silent(PPOSimmer("MlpPolicy", hazard_vec(), **{**kw, "reference_steps": None}))
+    seen_default = progress_trace(default)
+    default.learn(384)
+    assert default.reference_horizon == 384 and seen_default == seen_whole
+    short = silent(PPOSimmer("MlpPolicy", hazard_vec(), **{**kw, "reference_steps": None}))
+    seen_short = progress_trace(short)
+    short.learn(128).learn(256, reset_num_timesteps=False)
+    # kept by the second call: past its end the reference stays at the top level
+    assert short.reference_horizon == 128 and seen_short[-1] == 0.0
+    assert short.budget_controller.last_reference == 10.0
+
+
 @pytest.mark.parametrize("controller", ["pi", "q"])
 def test_save_load_in_a_new_interpreter_continues_as_uninterrupted(tmp_path, controller):
     kw = {**SMALL, "seed": 1, "safety_budget": 10.0, "controller": controller}
@@ -259,6 +299,8 @@ def test_save_load_in_a_new_interpreter_continues_as_uninterrupted(tmp_path, con
         ({"max_episode_steps": None}, "max_episode_steps"),
         ({"controller_kwargs": {"polyak": 0.0}}, "polyak"),
         ({"controller_kwargs": {"budget_bounds": (0.0, 40.0)}}, "budget_bounds"),
+        ({"reference_steps": 0}, "reference_steps"),
+        ({"reference_steps": 1.5e6}, "reference_steps"),
     ],
 )
 def test_config_errors(kwargs, match):

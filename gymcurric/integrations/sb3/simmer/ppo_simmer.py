@@ -117,6 +117,13 @@ class PPOSimmer(PPO):
     * ``controller="q"``: :class:`~gymcurric.safety.budget_control.QBudgetController`,
       tabular Q-learning over ``budget_levels`` with actions -1/0/+1, seeded from ``seed``.
 
+    "Training", for the reference, is ``reference_steps`` env steps from the start of the run:
+    by default the ``total_timesteps`` of the ``learn()`` call that started it (the one that
+    reset the timestep count), kept by later ``learn(..., reset_num_timesteps=False)`` calls;
+    past it the reference stays at its end value. With ``reference_steps=2 * N``,
+    ``learn(2 * N)`` equals ``learn(N)`` then ``learn(N, reset_num_timesteps=False)``
+    (``gymcurric train`` sets it to ``run.total_steps``).
+
     The controller observes the **max** episode cost of the epoch by default (the original's
     Simmer-Sauté, an almost-sure constraint), or the mean (``cost_observation="mean"``).
     A rollout in which no episode ended takes no controller step (counted). The budget is in
@@ -170,6 +177,9 @@ class PPOSimmer(PPO):
         budget_levels: the budget levels (see above).
         reference: the PI reference: ``"increase"``, ``"decrease"`` or a function
             ``progress_remaining -> budget``.
+        reference_steps: the env steps the reference schedule spans, from the start of the
+            run (an int ≥ 1); None: the ``total_timesteps`` of the ``learn()`` call that
+            started the run.
         controller_kwargs: the controller's settings (PI: ``kp``, ``ki``, ``kaw``, ``polyak``,
             ``window``, ``action_bound``, ``budget_bounds``; Q: ``lr``, ``gamma``,
             ``epsilon_greedy``, ``polyak``, ``reward_thresh``, ``initial_level``).
@@ -220,6 +230,7 @@ class PPOSimmer(PPO):
         controller: str | BudgetController = "pi",
         budget_levels: Any = None,
         reference: Any = "increase",
+        reference_steps: int | None = None,
         controller_kwargs: dict[str, Any] | None = None,
         cost_observation: str = "max",
         saute_gamma: float = 0.999,
@@ -266,6 +277,12 @@ class PPOSimmer(PPO):
                 f"budget_bounds {bounds} reach above safety_budget={safety_budget:g}",
                 source=src,
             )
+        if reference_steps is not None:
+            check_int("reference_steps", reference_steps, source=src)
+        #: the env steps the reference schedule spans (None: see ``reference_horizon``)
+        self.reference_steps = reference_steps
+        #: the span in use: ``reference_steps``, or the total of the learn() that started the run
+        self.reference_horizon: int | None = None
         self.controller_name = controller if isinstance(controller, str) else "custom"
         self.cost_observation = cost_observation
         #: VecSimmer's settings (kept with the model to wrap the env of ``load``/``set_env``).
@@ -400,6 +417,9 @@ class PPOSimmer(PPO):
             self.epoch_costs = []
         if reset_num_timesteps:
             self.ep_cost_buffer.clear()
+        if reset_num_timesteps or self.reference_horizon is None:
+            # fixed for the run: a later learn(..., reset_num_timesteps=False) continues it
+            self.reference_horizon = self.reference_steps or self._total_timesteps
         return out
 
     def _update_info_buffer(
@@ -432,7 +452,8 @@ class PPOSimmer(PPO):
             # the reference of the epoch just observed: the progress at the rollout's start
             assert self.env is not None
             start = self.num_timesteps - self.n_steps * self.env.num_envs
-            progress = 1.0 - start / max(self._total_timesteps, 1)
+            horizon = self.reference_horizon or self._total_timesteps
+            progress = min(max(1.0 - start / max(horizon, 1), 0.0), 1.0)
             self.budget_controller.step(observed, progress)
             simmer = self.simmer_env()
             if simmer is not None:
