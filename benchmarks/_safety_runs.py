@@ -41,6 +41,7 @@ UPDATE_DIAGNOSTICS = (
     "approx_kl",
     "clip_fraction",
     "entropy_loss",
+    "kappa",  # P3O's penalty weight (it has no λ: its lagrange_multiplier column is NaN)
 )
 
 

@@ -13,10 +13,12 @@ Run (smoke scale; the full run is in BENCHMARKS.md):
 For every (algo, env, seed) it trains with SB3 (the gymcurric agents for the Lagrangian ones),
 reads episode return and cost from :class:`~gymcurric.integrations.sb3.cost.VecCostMonitor`, and
 writes ``<out>/runs/<algo>__<env>__s<seed>.csv`` (one row per rollout: timesteps, mean return and
-cost of the episodes finished in that rollout, λ, wall time, the policy's action std, and the
+cost of the episodes finished in that rollout, λ (NaN for the agents without one: all but
+``ppolag``, ``trpolag`` and ``pidlag``), wall time, the policy's action std, and the
 diagnostics SB3 logged for the update that used that rollout: ``explained_variance``,
 ``cost_explained_variance``, ``cost_value_loss``, ``cost_advantage_std``, ``approx_kl``,
-``clip_fraction``, ``entropy_loss``; NaN where the algorithm does not log one).
+``clip_fraction``, ``entropy_loss``, ``kappa`` (P3O's penalty weight); NaN where the
+algorithm does not log one).
 ``summary.md``/``summary.csv`` give the final return and cost (mean over the episodes that ended in
 the last 10 % of training; mean ± std over seeds) beside OmniSafe's published numbers (1e7 steps, 5
 seeds, cost limit 25; ``benchmarks/on-policy/README.md`` at omnisafe 15603dd), and

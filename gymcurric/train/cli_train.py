@@ -165,6 +165,8 @@ def print_summary(result: dict[str, Any], file: TextIO | None = None) -> None:
         lam = result["lagrange_multiplier"]  # one λ per constraint with several
         shown = ", ".join(f"{x:.3g}" for x in lam) if isinstance(lam, list) else f"{lam:.3g}"
         extra.append(f"lambda {shown}")
+    if "kappa" in result:  # P3O's penalty weight: it has no multiplier
+        extra.append(f"kappa {result['kappa']:.3g}")
     cur = result.get("curriculum") or {}
     if cur:
         extra.append(

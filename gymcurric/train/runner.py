@@ -320,10 +320,15 @@ def _finish(
             else None
         ),
     }
+    # agents without a multiplier (PPO, CPO, P3O, PPOSimmer) have no lagrange_multiplier
+    # attribute: the key is left out rather than written as 0
     lam = getattr(model, "lagrange_multiplier", None)
     if lam is not None:  # a float, or one λ per constraint (a list) with several
         lam = np.asarray(lam() if callable(lam) else lam, dtype=np.float64)
         summary["lagrange_multiplier"] = float(lam) if lam.ndim == 0 else lam.tolist()
+    kappa = getattr(model, "last_kappa", None)
+    if kappa is not None:  # P3O's penalty weight κ, its counterpart of λ
+        summary["kappa"] = float(kappa)
     if built.curriculum is not None:
         summary["curriculum"] = {k: float(v) for k, v in built.curriculum.stats().items()}
     short = None

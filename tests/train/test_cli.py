@@ -26,6 +26,38 @@ def test_help_exits_zero(command, capsys):
     assert f"usage: gymcurric {command}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ({"lagrange_multiplier": 0.25}, "lambda 0.25"),
+        ({"kappa": 20.0}, "kappa 20"),  # P3O: no λ, so none is shown (not "lambda 0")
+        ({}, "no curriculum, no Lagrange multiplier"),
+    ],
+)
+def test_the_summary_shows_lambda_or_kappa_only_where_there_is_one(extra, shown):
+    import io
+
+    from gymcurric.train.cli_train import print_summary
+
+    result = {
+        "run_dir": "r",
+        "algo": "p3o",
+        "env": "e",
+        "total_steps": 256,
+        "wall_seconds": 1.0,
+        "steps_per_second": 256.0,
+        "episodes_in_window": 0,
+        "ep_return_mean": None,
+        "ep_cost_mean": None,
+        "success_rate": None,
+        **extra,
+    }
+    out = io.StringIO()
+    print_summary(result, file=out)
+    lines = out.getvalue().splitlines()
+    assert lines[3] == shown and ("lambda" in out.getvalue()) == ("lagrange_multiplier" in extra)
+
+
 def test_dry_run_prints_the_merged_config(tmp_path, capsys, monkeypatch):
     from tests.train.test_runner import _packs
 

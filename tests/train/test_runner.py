@@ -212,6 +212,10 @@ def test_composed_stacks_build_and_run(tmp_path, sections):
         assert {"cpo": "train/cpo_case", "p3o": "train/kappa", "pposimmer": "simmer/budget"}[
             algo
         ] in header
+        # no λ in the summary (not a λ of 0); P3O's penalty weight κ instead
+        assert "lagrange_multiplier" not in out and ("kappa" in out) == (algo == "p3o")
+        if algo == "p3o":
+            assert out["kappa"] == 20.0
         if algo == "pposimmer":  # the PI reference spans the run, not each checkpoint chunk
             from gymcurric.integrations.sb3 import PPOSimmer
 

@@ -136,9 +136,22 @@ def test_increasing_kappa_per_pass_and_its_early_stop():
         P3O("MlpPolicy", hazard_vec(), kappa_schedule="increase", kappa_tol=10.0, **kw)
     ).learn(192)
     assert stop._n_updates == 3
-    assert logged(stop)["train/kappa"] == 1.0
+    assert logged(stop)["train/kappa"] == 1.0 == stop.last_kappa
     fixed = silent(P3O("MlpPolicy", hazard_vec(), kappa=7.0, **kw)).learn(192)
     assert logged(fixed)["train/kappa"] == 7.0 and fixed._n_updates == 12
+
+
+def test_there_is_no_lagrange_multiplier_only_kappa():
+    model = silent(P3O("MlpPolicy", hazard_vec(), seed=0, kappa=7.0, **SMALL))
+    assert model.last_kappa == 7.0  # before any update: the configured κ
+    model.learn(64)
+    # as CPO: no λ to read (not a λ of 0), and the logs hold κ, not a multiplier
+    assert getattr(model, "lagrange_multiplier", None) is None
+    assert not hasattr(model, "lagrange_multipliers")
+    with pytest.raises(AttributeError, match="last_kappa"):
+        model.lagrange_multiplier  # noqa: B018
+    assert model.last_kappa == logged(model)["train/kappa"] == 7.0
+    assert not any("lagrange" in key for key in logged(model))
 
 
 # ------------------------------------------------------------------ save / load / resume

@@ -102,7 +102,10 @@ class P3O(LagrangianMixin, PPO):
     there is no multiplier step for it to scale, and ``risk_modulation`` raises
     :class:`~gymcurric.errors.ConfigError`. The cost rollouts, cost critic, ``J_c`` window,
     cost saturation and save/load are PPOLag's (the shared
-    :class:`~gymcurric.integrations.sb3.common.LagrangianMixin`, whose λ stays 0 here).
+    :class:`~gymcurric.integrations.sb3.common.LagrangianMixin`, whose multiplier object is
+    held at 0 and only travels with ``save``). So, as for CPO, ``lagrange_multiplier`` is not
+    an attribute (``getattr(model, "lagrange_multiplier", None)`` is None): the penalty weight
+    is :attr:`last_kappa`, logged as ``train/kappa``.
 
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/kappa`` (κ of the last pass),
     ``train/cost_penalty`` (mean ``κ·ReLU(L_C)`` over minibatches), ``train/cost_surrogate``
@@ -275,6 +278,19 @@ class P3O(LagrangianMixin, PPO):
         self._pass_stats: list[tuple[float, float]] = []
         if _init_setup_model:
             self._setup_model()
+
+    @property
+    def lagrange_multiplier(self) -> float:
+        """Not defined for P3O (raises AttributeError): its penalty weight is ``last_kappa``."""
+        raise AttributeError(
+            "P3O has no Lagrange multiplier; its penalty weight κ is last_kappa (logged as "
+            "train/kappa)"
+        )
+
+    @property
+    def last_kappa(self) -> float:
+        """κ of the last pass of the last update (``train/kappa``); ``kappa`` before any."""
+        return float(self._used_kappa)
 
     @staticmethod
     def _check_p3o_args(
