@@ -40,6 +40,16 @@ plumbing cost with a near-free model) and the shipped all-MiniLM-L6-v2 on Hazard
    openai/clip-vit-base-patch32) and its 224 px processor offline; ``--dtype auto`` gives it
    bf16 where supported. Which HF processor class was the baseline (PIL, or torchvision when
    installed) is in ``hf_image_processor``.
+5. **CUDA graphs** (``--graphs``): the torch path once more with ``graphs=True``
+   (preprocessing and forward pass replayed as one CUDA graph per batch size; run eagerly on
+   the same static buffers off CUDA). Its wrapper throughput is given against two anchors, so
+   that neither flatters it: the eager forward pass (as in 4: ``fraction_of_forward_interleaved``)
+   and the forward pass replayed as a CUDA graph on prepared pixel values
+   (``fraction_of_graphed_forward_interleaved``). ``graph_check`` compares the graphed
+   embeddings with the eager path's on the same frames (a full batch, the batch reversed: the
+   static buffers refilled, and a padded smaller batch): the smallest cosine and the largest
+   difference; ``ok`` when the cosine is ≥ 0.999 everywhere (bf16) and the first result was not
+   overwritten by the later calls.
 
 torch runs with one thread (``torch.set_num_threads(1)``): on the shared 2-core machine more
 threads only add contention. Timings on a shared machine are noisy; compare the ratios. On a
@@ -65,6 +75,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+from _semantic_anchors import (  # noqa: E402
+    forward_only,
+    graph_check,
+    graphed_forward,
+    pixel_check,
+    synchronize,
+)
 
 import gymcurric  # noqa: E402, F401 - registers the envs
 from gymcurric.semantics import CallableEmbedder, load_embedder  # noqa: E402
@@ -110,40 +128,6 @@ def build_clip_b32(path: Path) -> str:
         path
     )
     return str(path)
-
-
-def synchronize(device: Any) -> None:
-    import torch
-
-    if getattr(device, "type", "cpu") == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def forward_only(embedder: Any) -> Callable[[Any], Any]:
-    """The model's forward pass alone on prepared pixel values (synchronised)."""
-    import torch
-
-    from gymcurric.semantics.hf import pooled
-
-    def forward(pixels: Any) -> Any:
-        with torch.inference_mode():
-            out = pooled(embedder.model.get_image_features(pixel_values=pixels))
-        synchronize(embedder.model_device)
-        return out
-
-    return forward
-
-
-def pixel_check(embedder: Any, frames: np.ndarray) -> dict[str, float]:
-    """The torch path's float32 pixel values against the HF processor's, in uint8 grey levels."""
-    import torch
-
-    ip = embedder.processor.image_processor
-    ref = embedder.processor(images=list(frames), return_tensors="pt")["pixel_values"]
-    out = embedder.pixel_values(frames, dtype=torch.float32).cpu()
-    level = torch.tensor([ip.rescale_factor / s for s in ip.image_std]).view(1, 3, 1, 1)
-    diff = (ref.float() - out).abs() / level
-    return {"max_levels": float(diff.max()), "mean_levels": float(diff.mean())}
 
 
 def time_steps(envs: Any, actions: np.ndarray, render: bool = False) -> tuple[float, float]:
@@ -248,10 +232,12 @@ def bench_model(
     raw_calls = steps  # as many model calls as the interval-1 run makes
     # frame models (HF): the forward pass alone on pixel values prepared on the device, and
     # the preprocessing alone (issue 24's goal is against the forward pass)
-    forward = pixels = preprocess = None
+    forward = pixels = preprocess = forward_g = None
+    graphed = getattr(embedder, "graph_mode", "off") != "off"
     if frames_source and hasattr(embedder, "pixel_values"):
         pixels = embedder.pixel_values(batch)
         forward = forward_only(embedder)
+        forward_g = graphed_forward(embedder) if graphed else None
         device = embedder.model_device
 
         def preprocess(frames: Any) -> Any:
@@ -271,11 +257,16 @@ def bench_model(
 
     paired: list[tuple[float, float]] = []
     paired_forward: list[tuple[float, float]] = []
+    paired_graphed: list[tuple[float, float]] = []
     for _ in range(rounds):  # interleaved: baseline, each interval, raw model, model-free
         paired.append(interleaved_fraction(base, shaped[1], raw_fn, batch, actions, CHUNK))
         if forward is not None:
             paired_forward.append(
                 interleaved_fraction(base, shaped[1], forward, pixels, actions, CHUNK)
+            )
+        if forward_g is not None:
+            paired_graphed.append(
+                interleaved_fraction(base, shaped[1], forward_g, pixels, actions, CHUNK)
             )
         per_round.append({})
         keep("baseline", *time_steps(base, actions))
@@ -288,6 +279,8 @@ def bench_model(
         if forward is not None and preprocess is not None:
             keep("forward", *time_raw_embed(forward, pixels, raw_calls))
             keep("preprocess", *time_raw_embed(preprocess, batch, raw_calls))
+        if forward_g is not None:
+            keep("forward_graphed", *time_raw_embed(forward_g, pixels, raw_calls))
     env_steps = steps * num_envs
     out: dict[str, Any] = {"model": name, "status": next(iter(shaped.values())).status}
     out["steps_per_s"] = {
@@ -356,6 +349,17 @@ def bench_model(
         }
         if embedder.preprocess == "torch":
             out["pixel_check"] = pixel_check(embedder, batch)
+        if forward_g is not None:
+            out["graph_mode"] = embedder.graph_mode
+            out["fraction_of_graphed_forward_interleaved"] = {
+                kind: float(np.median([p[j] for p in paired_graphed]))
+                for j, kind in enumerate(("wall", "cpu"))
+            }
+            out["fraction_of_graphed_forward_interleaved_rounds_wall"] = [
+                round(p[0], 3) for p in paired_graphed
+            ]
+            out["per_step_ms_wall"]["forward_graphed"] = best["forward_graphed"][0] * per_step
+            out["graph_check"] = graph_check(embedder, batch)
     out["slowdown"] = {
         key: best["baseline"][1] / c for key, (w, c) in best.items() if key.startswith("interval")
     }
@@ -393,9 +397,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--render-size", type=int, default=None, help="frame side in px (HazardNav's default 64)"
     )
+    parser.add_argument(
+        "--graphs",
+        action="store_true",
+        help="also measure the torch path with graphs=True (CUDA graphs; eager off CUDA)",
+    )
     args = parser.parse_args(argv)
     steps, rounds = (16, 1) if args.quick else (args.steps, args.rounds)
     paths = [p.strip() for p in args.preprocess.split(",") if p.strip()]
+    runs = [(path, False) for path in paths]
+    if args.graphs:
+        runs.insert(paths.index("torch") + 1 if "torch" in paths else len(runs), ("torch", True))
     num_envs = args.num_envs
 
     import torch
@@ -427,11 +439,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         else:
             folder, dtype, label = build_tiny_clip(Path(tmp) / "clip"), "float32", "tiny-clip"
         dtype = args.dtype or dtype
-        for path in paths:
-            clip = load_embedder(folder, dtype=dtype, device=args.device, preprocess=path)
-            what = f"{label} (random, {str(clip.dtype).removeprefix('torch.')}, preprocess={path})"
+        for path, graphs in runs:
+            clip = load_embedder(
+                folder, dtype=dtype, device=args.device, preprocess=path, graphs=graphs
+            )
+            what = f"{label} (random, {str(clip.dtype).removeprefix('torch.')}, preprocess={path}"
+            what += f", graphs={clip.graph_mode})" if graphs else ")"
             results["models"].append(bench_model(what, clip, steps, rounds, **sizes))
             print(f"measured {what}", flush=True)  # progress, for a run under a time limit
+            if args.json:  # what is measured so far survives a later part's crash or timeout
+                args.json.write_text(json.dumps(results, indent=2))
             del clip
     if not args.no_minilm:
         minilm = load_embedder(None)
@@ -485,6 +502,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     f"pixel values vs the HF processor: max {pc['max_levels']:.2f}, mean "
                     f"{pc['mean_levels']:.4f} uint8 grey levels"
                 )
+        if "fraction_of_graphed_forward_interleaved" in m:
+            fg = m["fraction_of_graphed_forward_interleaved"]
+            gc = m["graph_check"]
+            cos = ", ".join(
+                f"{k} {gc[k]['rows']} rows cos ≥ {gc[k]['min_cos']:.5f} max |Δ| "
+                f"{gc[k]['max_abs']:.2e}"
+                for k in ("full", "reversed", "padded")
+            )
+            how = "replayed as a CUDA graph" if m["graph_mode"] == "cuda" else "run eagerly"
+            print(
+                f"graphs={m['graph_mode']}: wrapper / forward alone on static buffers ({how}), "
+                f"interleaved: median wall {fg['wall']:.0%} (the eager-forward figure above is "
+                f"the other anchor); rounds (wall) "
+                f"{m['fraction_of_graphed_forward_interleaved_rounds_wall']}"
+            )
+            print(
+                f"graphed vs eager embeddings: {'ok' if gc['ok'] else 'MISMATCH'} ({cos}; "
+                f"first result kept: {gc['first_result_kept']})"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

@@ -15,11 +15,14 @@ SigLIP pools the *last* text position, so its prompts are padded to ``max_length
 Frames are preprocessed on the model's device by default
 (:class:`~gymcurric.semantics.preprocess.TorchImagePreprocessor`, built from the model's own
 image processor settings); ``preprocess="hf"`` uses the HF processor on the host instead.
+``graphs=True`` runs that preprocessing and the image forward pass on static buffers, captured
+as CUDA graphs on a CUDA device (:mod:`gymcurric.semantics.graphs`).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +31,7 @@ import numpy as np
 from gymcurric._optional import import_optional
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
+from gymcurric.semantics.graphs import StaticGraphRunner
 from gymcurric.semantics.preprocess import TorchImagePreprocessor, UnsupportedImageProcessor
 from gymcurric.semantics.shaper import is_oom_error
 
@@ -201,18 +205,32 @@ class HFVisionLanguageEmbedder:
             falls back to ``"hf"`` and ``status`` says which. ``"hf"``: the HF image processor
             on the host, frame by frame (the reference; several times the model's forward
             time per batch on a GPU).
+        graphs: ``True``: embed ``uint8`` frame batches (an array or tensor, not a list of
+            frames of different sizes) on static buffers, padded to the next power of two:
+            preprocessing and forward pass captured as one CUDA graph per batch size on a
+            CUDA device (a few sizes kept; see :mod:`gymcurric.semantics.graphs`), run
+            eagerly on the same buffers elsewhere (no speed-up there: it keeps one setting
+            valid on both). Needs the torch preprocessing. A capture that fails at run time
+            turns graphs off with a ``RuntimeWarning`` and a note in :attr:`status`; the
+            frames then take the ordinary path.
 
     Raises:
-        ConfigError: a bad argument, or a model of another family.
+        ConfigError: a bad argument, a model of another family, or ``graphs=True`` where the
+            frames would not be preprocessed by torch (``preprocess="hf"``, or a processor
+            setting the torch preprocessing does not reproduce).
         OSError: the folder or cached hub id cannot be read (transformers' own error).
         RuntimeError: no dtype in the chain produced finite embeddings.
 
     Attributes:
         dim: the embedding size (the projection size).
-        status: e.g. ``"ok: clip '/models/clip' dtype=bfloat16 device=cpu preprocess=torch"``,
+        status: e.g. ``"ok: clip '/models/clip' dtype=bfloat16 device=cpu preprocess=torch"``
+            (with ``graphs=True`` followed by ``" graphs=cuda"`` or ``" graphs=eager"``),
             then once each ``"; note: ..."`` when frames went through the HF processor
-            instead (frames that are not ``uint8``, or a torch preprocessing error).
+            instead (frames that are not ``uint8``, or a torch preprocessing error), or when
+            graphs were turned off.
         preprocess: the preprocessing in use, ``"torch"`` or ``"hf"``.
+        graph_mode: ``"cuda"`` (captured graphs), ``"eager"`` (static buffers, no capture:
+            not a CUDA device) or ``"off"``.
         model_device: the ``torch.device`` the model is on.
         dtype: the ``torch.dtype`` it runs in.
     """
@@ -228,11 +246,21 @@ class HFVisionLanguageEmbedder:
         dtype: str | Any = "auto",
         text_max_length: int | None = None,
         preprocess: str = "torch",
+        graphs: bool = False,
     ) -> None:
         if kind not in ("auto", "clip", "siglip"):
             raise ConfigError("kind", kind, "expected 'auto', 'clip' or 'siglip'")
         if preprocess not in ("torch", "hf"):
             raise ConfigError("preprocess", preprocess, "expected 'torch' or 'hf'")
+        if not isinstance(graphs, bool):
+            raise ConfigError("graphs", graphs, "expected a bool")
+        if graphs and preprocess != "torch":
+            raise ConfigError(
+                "graphs",
+                graphs,
+                f"needs preprocess='torch' (the HF processor runs on the host, "
+                f"not in a graph), got preprocess={preprocess!r}",
+            )
         path = resolve_model_path(model_name)
         self.model_device = resolve_device(device)
         chain = dtype_chain(dtype, self.model_device)
@@ -252,6 +280,8 @@ class HFVisionLanguageEmbedder:
         self.preprocess = preprocess
         self._preprocessor: TorchImagePreprocessor | None = None
         self._notes: list[str] = []
+        self._graphs: StaticGraphRunner | None = None  # set once the model is loaded
+        self.graph_mode = "off"
         preprocess_note = ""
         if preprocess == "torch":
             try:
@@ -259,6 +289,13 @@ class HFVisionLanguageEmbedder:
                     self.processor, self.model_device, torch.float32
                 )
             except UnsupportedImageProcessor as exc:
+                if graphs:
+                    raise ConfigError(
+                        "graphs",
+                        graphs,
+                        f"{path!r}: torch preprocessing, which graphs need, "
+                        f"does not reproduce {exc}",
+                    ) from None
                 self.preprocess = "hf"
                 preprocess_note = f" (torch preprocessing does not reproduce {exc})"
         tokenizer = getattr(self.processor, "tokenizer", None)
@@ -289,6 +326,10 @@ class HFVisionLanguageEmbedder:
             f"ok: {self.kind} {path!r} dtype={dtype_name(self.dtype)} "
             f"device={self.model_device}{fallback} preprocess={self.preprocess}{preprocess_note}"
         )
+        if graphs:
+            self._graphs = StaticGraphRunner(self._frames_to_features, self.model_device)
+            self.graph_mode = self._graphs.mode
+            self.status += f" graphs={self.graph_mode}"
 
     def _note(self, note: str) -> None:
         """Add ``note`` to :attr:`status` the first time it happens."""
@@ -322,7 +363,35 @@ class HFVisionLanguageEmbedder:
         """
         return self._pixel_values(_frames_batch(frames), dtype)
 
+    def _frames_to_features(self, frames: Any) -> Any:
+        """``uint8`` frames already on the device → float32 features (what graphs capture)."""
+        assert self._preprocessor is not None
+        pixels = self._preprocessor(frames, dtype=self.dtype)
+        return pooled(self.model.get_image_features(pixel_values=pixels)).float()
+
+    def _embed_graphed(self, frames: Any) -> np.ndarray | None:
+        """Frames through the static buffers, or ``None`` where they cannot go (or failed)."""
+        if self._graphs is None or isinstance(frames, list) or not _is_uint8(frames):
+            return None
+        try:
+            return unit_rows(self._graphs(frames))
+        except Exception as exc:
+            if is_oom_error(exc):
+                raise
+            why = f"{type(exc).__name__}: {exc}"[:200]
+            self._graphs, self.graph_mode = None, "off"
+            self._note(f"graphs turned off ({why}), frames take the ordinary path")
+            warnings.warn(
+                f"{self!r}: static-buffer (CUDA graph) embedding failed, turned off: {why}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return None
+
     def _embed_images(self, frames: Any) -> np.ndarray:
+        graphed = self._embed_graphed(frames)
+        if graphed is not None:
+            return graphed
         pixels = self._pixel_values(frames)
         with torch.inference_mode():
             out = pooled(self.model.get_image_features(pixel_values=pixels))

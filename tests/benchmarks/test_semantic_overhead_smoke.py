@@ -75,3 +75,24 @@ def test_semantic_overhead_tiny_only(tmp_path):
         }
     assert models[0]["pixel_check"]["max_levels"] <= 2  # the torch path against HF's pixels
     assert "pixel_check" not in models[1]
+
+
+@pytest.mark.slow
+def test_semantic_overhead_graphs(tmp_path):
+    out = tmp_path / "semantic.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "semantic_overhead.py"), "--quick",
+         "--no-minilm", "--preprocess", "torch", "--graphs", "--json", str(out)],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    eager, graphed = json.loads(out.read_text())["models"]
+    assert "graphs" not in eager["model"] and "fraction_of_graphed_forward_interleaved" not in eager
+    assert graphed["model"].endswith("graphs=eager)") and graphed["graph_mode"] == "eager"
+    assert graphed["status"].endswith("preprocess=torch graphs=eager")
+    assert graphed["fraction_of_forward_interleaved"]["wall"] > 0  # the eager anchor
+    assert graphed["fraction_of_graphed_forward_interleaved"]["wall"] > 0  # the graphed one
+    assert graphed["per_step_ms_wall"]["forward_graphed"] > 0
+    check = graphed["graph_check"]
+    assert check["ok"] and check["first_result_kept"]
+    assert [check[k]["rows"] for k in ("full", "reversed", "padded")] == [16, 16, 10]
+    assert min(check[k]["min_cos"] for k in ("full", "reversed", "padded")) > 0.99999
