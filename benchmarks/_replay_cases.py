@@ -224,6 +224,7 @@ INDEX_STRATEGY: str | None = None
 
 class RingCase:
     name = "ring"
+    cuda_graphs = False
 
     def __init__(
         self, rows: int, E: int, obs_shape: tuple[int, ...], obs_dtype: Any, device: str = "cpu"
@@ -232,7 +233,10 @@ class RingCase:
 
         tdt = torch.from_numpy(np.zeros(0, obs_dtype)).dtype
         fields = {"obs": (obs_shape, tdt), "action": ((6,), torch.float32)}
-        self.ring = ReplayRing(rows, E, fields, device, index_strategy=INDEX_STRATEGY)
+        options: dict[str, Any] = {"index_strategy": INDEX_STRATEGY}
+        if self.cuda_graphs:
+            options = {"index_strategy": "device", "cuda_graphs": True}
+        self.ring = ReplayRing(rows, E, fields, device, **options)
         self.nbytes = self.ring.nbytes
 
     def add(self, s: Step) -> None:
@@ -250,6 +254,13 @@ class RingCase:
 
     def uni(self, gen: torch.Generator) -> Any:
         return self.ring.sample_transitions(256, gen)
+
+
+class RingGraphsCase(RingCase):
+    """The ring with ``cuda_graphs=True``: uniform draws replay a CUDA graph (eager off CUDA)."""
+
+    name = "ring_graphs"
+    cuda_graphs = True
 
 
 class MinRingCase:
@@ -418,6 +429,8 @@ def make_case(
 ) -> Any:
     if name == "ring":
         return RingCase(rows, E, obs_shape, obs_dtype, device)
+    if name == "ring_graphs":
+        return RingGraphsCase(rows, E, obs_shape, obs_dtype, device)
     if name == "minring":
         return MinRingCase(rows, E, obs_shape, obs_dtype, device)
     if device != "cpu":
@@ -436,5 +449,7 @@ def make_case(
 
 
 #: the cases that run on another device (--device)
-DEVICE_CASES = ("ring", "minring")
+DEVICE_CASES = ("ring", "ring_graphs", "minring")
+#: the default cases; EXTRA_CASES run when named
 ALL_CASES = ("ring", "minring", "sb3", "sb3_opt", "sb3_api_ring", "torchrl_uni", "torchrl_seq")
+EXTRA_CASES = ("ring_graphs",)

@@ -12,11 +12,17 @@ and the others still run:
    a junit XML gives the counts and the failures.
 2. ``replay-numpy`` / ``replay-tensor``: ``benchmarks/replay.py --device cuda --obs pixel``,
    the ring against the minimal ring, per-env flags as numpy arrays / as device tensors. Goal:
-   ring / minimal ring ≤ 1.5 for push, sequence draws and uniform draws.
+   ring / minimal ring ≤ 1.5 for push, sequence draws and uniform draws. The ring with
+   ``cuda_graphs=True`` (uniform draws replayed from CUDA graphs) runs beside them
+   (``uni_graphs``), and the numpy run checks that it draws exactly what the eager ring does
+   (``graphs_equal``).
 3. ``semantic-torch`` / ``semantic-hf``: ``benchmarks/semantic_overhead.py --model clip-b32
    --num-envs 64``, a ViT-B/32-sized CLIP in bf16, frames preprocessed by torch on the device /
-   by the HF processor on the CPU. Goal: the vector wrapper at ≥ 80 % of the model's forward
-   throughput.
+   by the HF processor on the CPU (the slow baseline, at half the steps). Goal: the vector
+   wrapper at ≥ 80 % of the model's forward throughput. ``semantic-torch`` also measures the
+   torch path with ``graphs=True`` (preprocessing and forward replayed as CUDA graphs), against
+   the eager forward and against the forward replayed as a CUDA graph, and checks its
+   embeddings against the eager path's on the device (``graph_check``: cosine ≥ 0.999).
 4. ``curriculum``: ``benchmarks/curriculum_overhead.py``'s env part, ``make_curriculum_vec``
    against a plain ``AsyncVectorEnv`` of 8 and 15 trivial envs (fork), paired, with the
    wrapper's per-step work before each step (the default) and overlapped with the workers
@@ -99,24 +105,45 @@ def junit_counts(path: Path) -> dict[str, Any]:
     return counts | {"cases_named_cuda": cuda, "failing": failing}
 
 
-def replay_ratios(path: Path) -> dict[str, float]:
-    """ring / minimal ring, wall clock, for add / seq / uni (medians of paired rounds)."""
+def replay_ratios(path: Path) -> dict[str, Any]:
+    """ring / minimal ring, wall clock, for add / seq / uni (medians of paired rounds); uni with
+    ``cuda_graphs=True`` as ``uni_graphs``; the graphs' equality check as ``graphs_equal``."""
     if not path.exists():
         return {}
-    ring = json.loads(path.read_text())["pixel"]["cases"].get("ring", {})
-    return {
+    results = json.loads(path.read_text())
+    cases = results["pixel"]["cases"]
+    ring = cases.get("ring", {})
+    ratios: dict[str, Any] = {
         p: ring[f"{p}_wall_vs_min"] for p in ("add", "seq", "uni") if f"{p}_wall_vs_min" in ring
     }
+    graphed = cases.get("ring_graphs", {})
+    if "uni_wall_vs_min" in graphed:
+        ratios["uni_graphs"] = graphed["uni_wall_vs_min"]
+    if "graphs_check" in results:
+        ratios["graphs_equal"] = results["graphs_check"]["equal"]
+    return ratios
 
 
-def semantic_fractions(path: Path) -> dict[str, float]:
-    """The wrapper's throughput / the model's forward throughput, per preprocessing path."""
+def semantic_fractions(path: Path) -> dict[str, Any]:
+    """The wrapper's throughput / the model's forward throughput, per preprocessing path.
+
+    A graphed run (``graphs=True``) gives two figures, against the eager forward pass and
+    against the forward pass replayed as a CUDA graph (``"<model> / graphed forward"``), and
+    its check against the eager embeddings (``"<model> check"``: ok and the smallest cosine).
+    """
     if not path.exists():
         return {}
-    fractions = {}
+    fractions: dict[str, Any] = {}
     for m in json.loads(path.read_text())["models"]:
         if "fraction_of_forward_interleaved" in m:
             fractions[m["model"]] = m["fraction_of_forward_interleaved"]["wall"]
+        if "fraction_of_graphed_forward_interleaved" in m:
+            graphed = m["fraction_of_graphed_forward_interleaved"]["wall"]
+            fractions[f"{m['model']} / graphed forward"] = graphed
+        if "graph_check" in m:
+            check = m["graph_check"]
+            cos = min(check[k]["min_cos"] for k in ("full", "reversed", "padded"))
+            fractions[f"{m['model']} check"] = {"ok": check["ok"], "min_cos": round(cos, 6)}
     return fractions
 
 
@@ -210,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 "pixel",
                 "--cases",
                 "ring",
+                "ring_graphs",
                 "minring",
                 "--flags",
                 flags,
+                *(["--check-graphs"] if flags == "numpy" else []),
                 "--json",
                 str(js),
                 *(quick or ["--rounds", "5"]),
@@ -222,13 +251,14 @@ def main(argv: list[str] | None = None) -> int:
             }
 
     if "semantic" in args.parts:  # one process per preprocessing path: a timeout loses one
-        for path, limit in (("torch", 100), ("hf", 100)):
+        # the HF processor (100 ms per step) is the slow baseline: half the steps, two rounds
+        for path, limit, steps, rounds, extra in (
+            ("torch", 130, "32", "3", ["--graphs"]),
+            ("hf", 80, "16", "2", []),
+        ):
             js = out / f"semantic-{path}.json"
-            sizes = (
-                ["--quick"]
-                if args.quick
-                else ["--model", "clip-b32", "--num-envs", "64", "--steps", "32", "--rounds", "3"]
-            )
+            full = ["--model", "clip-b32", "--num-envs", "64", "--steps", steps, "--rounds", rounds]
+            sizes = ["--quick"] if args.quick else full
             cmd = [
                 py,
                 str(HERE / "semantic_overhead.py"),
@@ -237,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--no-minilm",
                 "--preprocess",
                 path,
+                *extra,
                 *sizes,
                 "--json",
                 str(js),

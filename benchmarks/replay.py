@@ -24,6 +24,9 @@ observations, actions and rewards already on the device, and numpy or device fla
 
     python benchmarks/replay.py --device cuda --obs pixel --flags numpy --json cuda-numpy.json
     python benchmarks/replay.py --device cuda --obs pixel --flags tensor --json cuda-tensor.json
+
+``--cases ring_graphs`` adds the ring with ``cuda_graphs=True`` (uniform draws replayed from a
+CUDA graph) and ``--check-graphs`` checks that it draws exactly what the eager ring does.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _replay_cases
-from _replay_cases import ALL_CASES, DEVICE_CASES, Stream, make_case
+from _replay_cases import ALL_CASES, DEVICE_CASES, EXTRA_CASES, Stream, make_case
 
 from gymcurric.replay.opcount import count_ops
 
@@ -237,6 +240,12 @@ def report(kind: str, out: dict[str, Any]) -> None:
             if f"{p}_wall_vs_min" in ring:
                 w, c = ring[f"{p}_wall_vs_min"], ring[f"{p}_cpu_vs_min"]
                 print(f"  {p}: wall {w:.2f}x, CPU {c:.2f}x")
+    graphed = res.get("ring_graphs")
+    if graphed and "minring" in res and "uni_wall_vs_min" in graphed:
+        print(
+            f"  uni with cuda_graphs=True: wall {graphed['uni_wall_vs_min']:.2f}x, "
+            f"CPU {graphed['uni_cpu_vs_min']:.2f}x"
+        )
     if ring and "sb3" in res:
         frac = ring["storage_mb"] / res["sb3"]["storage_mb"]
         print(f"ring storage / SB3 default storage: {frac:.3f} (goal ~0.5)")
@@ -257,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--obs", nargs="+", default=["pixel", "vector"], choices=sorted(OBS))
-    ap.add_argument("--cases", nargs="+", default=list(ALL_CASES), choices=ALL_CASES)
+    ap.add_argument("--cases", nargs="+", default=list(ALL_CASES), choices=ALL_CASES + EXTRA_CASES)
     ap.add_argument("--num-envs", type=int, default=16)
     ap.add_argument("--pixel-rows", type=int, default=2048)
     ap.add_argument("--vector-rows", type=int, default=65536)
@@ -282,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("numpy", "tensor"),
         default="numpy",
         help="per-env flags as numpy arrays or as bool tensors on --device",
+    )
+    ap.add_argument(
+        "--check-graphs",
+        action="store_true",
+        help="also check that cuda_graphs=True draws exactly what the eager ring does",
     )
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     ap.add_argument("--json", type=Path, default=None)
@@ -316,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": skipped,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
+    if args.check_graphs:
+        from _replay_graphs import check
+
+        results["graphs_check"] = check(args.device)
+        print("cuda_graphs=True against the eager ring:", json.dumps(results["graphs_check"]))
     for kind in args.obs:
         results[kind] = run_kind(kind, args, cases)
         report(kind, results[kind])

@@ -176,12 +176,15 @@ class DeviceFlags(NamedTuple):
     host: dict[str, np.ndarray]  #: the flags that were given as host data, as they were
 
 
-def device_flags(values: dict[str, Any], num_envs: int, device: torch.device) -> DeviceFlags:
+def device_flags(
+    values: dict[str, Any], num_envs: int, device: torch.device, *, move_host: bool = True
+) -> DeviceFlags:
     """Per-env flag arguments (``None`` values skipped) as bool tensors on ``device``, no sync.
 
     A bool tensor on the device is used as it is (one on another device is moved,
     non-blocking). Host flags (numpy, lists, bool tensors on the CPU for a CUDA ring) are
-    checked as :func:`host_flags` does and travel together in one host-to-device copy.
+    checked as :func:`host_flags` does and travel together in one host-to-device copy; with
+    ``move_host=False`` they are only checked (``tensors`` then holds the device ones).
     """
     tensors: dict[str, torch.Tensor] = {}
     host: dict[str, np.ndarray] = {}
@@ -199,7 +202,7 @@ def device_flags(values: dict[str, Any], num_envs: int, device: torch.device) ->
             tensors[name] = value
         else:
             host[name] = host_flags(name, value, num_envs)
-    if host:
+    if host and move_host:
         staged = torch.from_numpy(np.stack(list(host.values())))
         if device.type != "cpu":
             staged = staged.to(device, non_blocking=True)

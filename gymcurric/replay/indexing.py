@@ -15,6 +15,7 @@ differ in how they get there:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import torch
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay.specs import Transitions
 from gymcurric.replay.storage import RingStorage
+from gymcurric.replay.uniform import KEPT_SHAPES, DrawBuffers, draw_transitions
 
 __all__ = ["DeviceIndex", "HostIndex", "IndexStrategy", "index_strategy_class"]
 
@@ -248,7 +250,7 @@ class DeviceIndex:
 
     def __init__(self, storage: RingStorage) -> None:
         self.storage = storage
-        self._positions = torch.arange(0, device=storage.device)
+        self.draw_buffers: OrderedDict[tuple[int, int], DrawBuffers] = OrderedDict()
 
     def link_row(self, row: int, is_first: Any, total_steps: int) -> None:
         """Nothing to do: validity is read from the rows when sampling."""
@@ -321,65 +323,29 @@ class DeviceIndex:
         candidate, another entry's). Which draw an entry takes depends only on which draws are
         valid, and each valid draw is uniform over the steps that have a transition, so the
         entries are too. An entry is invalid (``valid`` False) only when none of the ``batch *
-        candidates`` draws is.
+        candidates`` draws is. The work is :func:`~gymcurric.replay.uniform.draw_transitions`,
+        in the reused :class:`~gymcurric.replay.uniform.DrawBuffers` of the batch shape.
         """
-        storage = self.storage
-        num_envs = storage.num_envs
-        steps = storage.capacity * num_envs
-        pool = candidates * batch
-        positions = self.positions(pool)
-        # one draw per candidate of (chronological row, env), entry-minor: pair = row * E + env
-        pair = torch.randint(rows * num_envs, (pool,), generator=generator, device=storage.device)
-        flat = pair + oldest * num_envs if oldest else pair
-        if oldest:
-            flat = flat.remainder_(steps)
-        next_flat = (flat + num_envs).remainder_(steps)  # row t + 1 (mod capacity), env e
-        slot = storage.side_slot_table.index_select(0, flat)
-        next_first = storage.flat_fields["is_first"].index_select(0, next_flat)
-        valid = (slot + 1) >= next_first  # a side entry, or the next row continues the episode
-        if next_obs is not None:  # the newest row's successor is next_obs (rows == size)
-            valid |= pair >= (size - 1) * num_envs
-        # the next observation's row of storage.observations: the side store's where it has one
-        next_row = torch.where(slot >= 0, slot + steps, next_flat)
-        # each entry takes its first valid candidate (candidate-major positions)
-        keyed = torch.where(valid, positions, pool)
-        first = keyed.view(candidates, batch).amin(0)
-        # an entry without one takes the last valid draw before its own last one, cyclically
-        last_valid = torch.where(valid, positions, -1).cummax(0).values
-        before = last_valid[-batch:]
-        fallback = torch.where(before >= 0, before, last_valid[-1:]).remainder_(pool)
-        found = first < pool
-        chosen = torch.where(found, first, fallback)
-        taken = torch.stack((flat, next_row, pair)).index_select(1, chosen)
-        flat, pair = taken[0], taken[2]
-        # obs and next observations in one gather
-        both = storage.observations.index_select(0, taken[:2].reshape(-1))
-        obs, next_observations = both[:batch], both[batch:]
-        if next_obs is not None:
-            pending = (pair >= (size - 1) * num_envs) & (taken[1] < steps)
-            self.override(next_observations, pending, next_obs, pair.remainder(num_envs))
-        packed = storage.packed_flat.index_select(0, flat)
-        t_index = flat.div(num_envs, rounding_mode="floor")
-        return Transitions(
-            obs=obs,
-            action=torch.index_select(storage.flat_fields["action"], 0, flat),
-            reward=packed[:, 0],
-            cost=packed[:, 1],
-            next_obs=next_observations,
-            done=1.0 - packed[:, 2],
-            valid=found | (last_valid[-1] >= 0),  # invalid only when no draw at all is valid
-            t_index=t_index,
-            env_index=pair.remainder(num_envs),
-            extras={
-                n: torch.index_select(storage.flat_fields[n], 0, flat) for n in storage.user_fields
-            },
+        return draw_transitions(
+            self.storage,
+            self.buffers(batch, candidates),
+            generator,
+            rows=rows,
+            shift=oldest * self.storage.num_envs,
+            size=size,
+            next_obs=next_obs,
         )
 
-    def positions(self, count: int) -> torch.Tensor:
-        """``arange(count)`` on the device, from a cached one (grown when a batch needs it)."""
-        if self._positions.numel() < count:
-            self._positions = torch.arange(count, device=self.storage.device)
-        return self._positions[:count]
+    def buffers(self, batch: int, candidates: int) -> DrawBuffers:
+        """The :class:`DrawBuffers` of a draw shape (the last few shapes' are kept)."""
+        key = (batch, candidates)
+        found = self.draw_buffers.get(key)
+        if found is None:
+            found = self.draw_buffers[key] = DrawBuffers(batch, candidates, self.storage.device)
+            while len(self.draw_buffers) > KEPT_SHAPES:
+                self.draw_buffers.popitem(last=False)
+        self.draw_buffers.move_to_end(key)
+        return found
 
     @staticmethod
     def override(

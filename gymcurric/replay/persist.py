@@ -350,6 +350,7 @@ def pickled_state(ring: ReplayRing) -> dict[str, Any]:
         "device": str(ring.device),
         "debug_checks": ring.debug_checks,
         "index_strategy": ring.index_strategy,
+        "cuda_graphs": ring.cuda_graphs,
     }
 
 
@@ -362,7 +363,7 @@ class RingArguments(NamedTuple):
 
 
 def unpickled_arguments(state: Mapping[str, Any]) -> RingArguments:
-    """Read a :func:`pickled_state` (those of earlier versions, without ``index_strategy``, too).
+    """Read a :func:`pickled_state`, also one of a version without ``cuda_graphs`` or earlier.
 
     Raises:
         DataError: a malformed state.
@@ -381,6 +382,7 @@ def unpickled_arguments(state: Mapping[str, Any]) -> RingArguments:
                 "seed": meta["seed"],
                 "debug_checks": state["debug_checks"],
                 "index_strategy": state.get("index_strategy"),
+                "cuda_graphs": state.get("cuda_graphs", False),
             },
             {"meta": meta, "tensors": state["tensors"]},
         )

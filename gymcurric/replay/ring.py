@@ -12,13 +12,15 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from gymcurric.errors import ConfigError
 from gymcurric.replay import persist
 from gymcurric.replay._checks import check_push_arguments, check_row, host_flags
 from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
-from gymcurric.replay.indexing import index_strategy_class
+from gymcurric.replay.indexing import DeviceIndex, index_strategy_class
 from gymcurric.replay.sampling import sample_sequences, transition_draw, transitions_at
 from gymcurric.replay.specs import FieldSpec, Transitions, ring_layout, space_fields
 from gymcurric.replay.storage import RingStorage, StepArgs, check_memory_budget
+from gymcurric.replay.uniform import GraphedDraws
 
 __all__ = ["FieldSpec", "ReplayRing", "Transitions"]
 
@@ -90,6 +92,7 @@ class ReplayRing:
         debug_checks: bool = False,
         memory_budget: int | None = None,
         index_strategy: str | None = None,
+        cuda_graphs: bool = False,
     ) -> None:
         """Allocate the ring.
 
@@ -114,6 +117,9 @@ class ReplayRing:
             index_strategy: ``"host"`` (numpy index tables, exact sampling; CPU only) or
                 ``"device"`` (torch only, no host sync: what CUDA rings use; a CPU ring with it
                 runs the CUDA code paths). Default: ``"host"`` on CPU, ``"device"`` elsewhere.
+            cuda_graphs: replay :meth:`sample_transitions` of a full ring from CUDA graphs,
+                one captured per batch size, ``candidates`` and generator (the device index
+                only; see there). On other devices the same draw runs eagerly.
 
         Raises:
             ConfigError: a bad argument, or the ring does not fit in ``memory_budget``.
@@ -122,6 +128,13 @@ class ReplayRing:
             capacity, num_envs, fields, device, side_capacity
         )
         index_class = index_strategy_class(index_strategy, self.device)
+        if cuda_graphs and index_class is not DeviceIndex:
+            raise ConfigError(
+                "cuda_graphs",
+                cuda_graphs,
+                "needs the device index (index_strategy='device', the default off the CPU)",
+                source="ReplayRing",
+            )
         self.capacity = capacity
         self.num_envs = num_envs
         self.specs: dict[str, FieldSpec] = specs
@@ -129,11 +142,13 @@ class ReplayRing:
         self.seed = int(seed)
         self.debug_checks = bool(debug_checks)
         self.index_strategy: str = index_class.name
+        self.cuda_graphs = bool(cuda_graphs)
 
         check_memory_budget(capacity, num_envs, specs, side_capacity, self.device, memory_budget)
         views = index_class.numpy_views
         self._storage = RingStorage(capacity, num_envs, specs, self.device, side_capacity, views)
         self._index = index_class(self._storage)
+        self._graphs = GraphedDraws(self._storage) if self.cuda_graphs else None
         self.user_fields = self._storage.user_fields
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed)
@@ -386,6 +401,12 @@ class ReplayRing:
         entry, and an entry without one takes another valid draw of the batch; ``valid`` masks
         entries only where none of the ``batch * candidates`` draws had a successor.
 
+        With ``cuda_graphs=True``, a draw from a full ring without ``next_obs`` replays a CUDA
+        graph (one launch, and one fill when the oldest row moved; the first draw of a batch
+        size, ``candidates`` and generator captures it). It draws what the eager call would and
+        advances ``gen`` as much, but returns the graph's own output tensors, which the next such
+        draw rewrites: clone what must outlive it. Other draws run eagerly.
+
         Args:
             batch: number of transitions.
             gen: a ``torch.Generator`` on the ring's device.
@@ -397,6 +418,8 @@ class ReplayRing:
             :class:`Transitions` with ``done = 1 - continue_`` (terminations only).
         """
         rows, newest = transition_draw(self._storage, batch, gen, next_obs, candidates, self.size)
+        if self._graphs is not None and newest is None and self.size == self.capacity:
+            return self._graphs.draw(batch, candidates, gen, rows, self.oldest)
         index = self._index
         return index.sample_transitions(
             batch, gen, rows, newest, candidates, self.oldest, self.size

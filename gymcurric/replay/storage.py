@@ -26,7 +26,15 @@ from gymcurric.replay._checks import (
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
-__all__ = ["CheckedStep", "DeviceStep", "RingStorage", "StepArgs", "check_memory_budget"]
+__all__ = [
+    "CheckedStep",
+    "DeviceStep",
+    "RingStorage",
+    "StagedFlags",
+    "StepArgs",
+    "check_memory_budget",
+    "staged",
+]
 
 
 class StepArgs(NamedTuple):
@@ -57,18 +65,53 @@ class CheckedStep(NamedTuple):
 class DeviceStep(NamedTuple):
     """The inputs of one ``push_step`` for a ring without numpy views (the device index).
 
-    Every tensor is on the ring's device: the flags come as they were given (device tensors) or
-    in one host-to-device copy (host flags); nothing here reads a device value on the host.
+    Every tensor is on the ring's device: flags given as device tensors are used as they are;
+    flags given as host data arrive in one host-to-device copy together with what follows from
+    them (``continue_``, the episode ends, and the packed row when reward and cost are host
+    data too). Nothing here reads a device value on the host.
     """
 
     rows: list[tuple[str, torch.Tensor]]  #: obs (if given), action, user fields
-    packed: np.ndarray | None  #: host ``[num_envs, 3]`` row, when reward, cost and flags are
-    columns: tuple[torch.Tensor, torch.Tensor | None] | None  #: else reward, cost (None: 0)
-    terminated: torch.Tensor
-    truncated: torch.Tensor
+    packed: torch.Tensor | None  #: the ``[num_envs, 3]`` row, when it was built on the host
+    #: else reward, cost (None: 0) and continue_, stacked into the row on the device
+    columns: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None
     is_first: torch.Tensor  #: may be the storage's ``episode_ended`` (read before it changes)
-    ended: torch.Tensor  #: the storage's ``episode_ended``: terminated | truncated once written
+    ended: torch.Tensor  #: terminated | truncated: the storage's ``episode_ended`` once written
     final_obs: torch.Tensor | None  #: given (and, with host flags, some episode ended)
+
+
+class StagedFlags(NamedTuple):
+    """What :func:`staged` moved to the device: views of one buffer."""
+
+    floats: torch.Tensor  #: ``continue_`` (``[num_envs]``) or the packed row (``[num_envs, 3]``)
+    ended: torch.Tensor  #: terminated | truncated
+    is_first: torch.Tensor | None  #: the explicit ``is_first``, when one was given
+
+
+def staged(
+    floats: np.ndarray, ended: np.ndarray, is_first: np.ndarray | None, device: torch.device
+) -> StagedFlags:
+    """``floats`` (float32), ``ended`` and ``is_first`` (bool) on ``device`` in one copy.
+
+    They are laid out in one new byte buffer (floats first, so that their device view is
+    aligned) and copied non-blocking from pageable memory, which the driver stages before the
+    call returns; on the CPU the views share the buffer. Each push gets a buffer of its own:
+    ``ended`` stays in use as the ring's ``episode_ended``.
+    """
+    float_bytes = 4 * floats.size
+    flags = [ended] if is_first is None else [ended, is_first]
+    buffer = np.empty(float_bytes + ended.size * len(flags), dtype=np.uint8)
+    buffer[:float_bytes].view(np.float32)[:] = floats.reshape(-1)
+    buffer[float_bytes:].view(np.bool_).reshape(len(flags), -1)[:] = flags
+    moved = torch.from_numpy(buffer)
+    if device.type != "cpu":
+        moved = moved.to(device, non_blocking=True)
+    views = moved[float_bytes:].view(torch.bool).view(len(flags), -1).unbind(0)
+    return StagedFlags(
+        moved[:float_bytes].view(torch.float32).view(floats.shape),
+        views[0],
+        views[1] if is_first is not None else None,
+    )
 
 
 def check_memory_budget(
@@ -193,7 +236,10 @@ class RingStorage:
         self.current_episode: Any = np.full(num_envs, -1, dtype=np.int32)
         self.episode_ended: Any = np.ones(num_envs, dtype=bool)
         if not numpy_views:
-            self.current_episode = torch.from_numpy(self.current_episode).to(device)
+            #: the episode ids before the first push and after a clear or restore; after a
+            #: push ``current_episode`` is the newest ``episode_id`` row itself
+            self.episode_state = torch.from_numpy(self.current_episode).to(device)
+            self.current_episode = self.episode_state
             self.episode_ended = torch.from_numpy(self.episode_ended).to(device)
             self.zero_column = torch.zeros(num_envs, dtype=torch.float32, device=device)
             self.continue_scratch = torch.zeros(num_envs, dtype=torch.float32, device=device)
@@ -320,19 +366,28 @@ class RingStorage:
         """:meth:`checked_step` without numpy views: everything on the device, no host read.
 
         Flags given as tensors stay on the device (a bool tensor on another device is moved,
-        non-blocking); flags given as host data travel in one copy. The one host read is at the
-        very first push with an explicit ``is_first`` tensor (every env must start there).
+        non-blocking). When ``terminated`` and ``truncated`` are host data (what envs give),
+        ``continue_``, the episode ends, a host ``is_first`` and, with host reward and cost,
+        the whole packed row are built on the host and travel in one copy (:func:`staged`).
+        The one host read is at the very first push with an explicit ``is_first`` tensor
+        (every env must start there).
         """
         is_first, reward, cost = args.is_first, args.reward, args.cost
         flags = device_flags(
             {"terminated": args.terminated, "truncated": args.truncated, "is_first": is_first},
             self.num_envs,
             self.device,
+            move_host=False,
         )
-        first = self.episode_ended if is_first is None else flags.tensors["is_first"]
+        host_first = flags.host.get("is_first")
         if args.first_push and is_first is not None:
-            host_first = flags.host.get("is_first")
-            if not (host_first.all() if host_first is not None else bool(first.all())):
+            first_tensor = flags.tensors.get("is_first")
+            if first_tensor is None:
+                assert host_first is not None  # given, and not on the device
+                all_first = bool(host_first.all())
+            else:
+                all_first = bool(first_tensor.all())
+            if not all_first:
                 raise ConfigError(
                     "is_first",
                     is_first,
@@ -343,39 +398,47 @@ class RingStorage:
         if args.obs is not None:
             rows.append(("obs", self.checked_tensor("obs", args.obs)))
         rows.extend((name, self.checked_tensor(name, v)) for name, v in args.extra.items())
-        packed: np.ndarray | None = None
-        columns: tuple[torch.Tensor, torch.Tensor | None] | None = None
         host_terminated = flags.host.get("terminated")
-        if (
-            host_terminated is not None
-            and not isinstance(reward, torch.Tensor)
-            and not isinstance(cost, torch.Tensor)
-        ):
-            packed = self.packed_row(reward, cost, ~host_terminated)
-        else:
+        host_truncated = flags.host.get("truncated")
+        some_ended = True  # where it is known on the device only, the side-store write is masked
+        packed: torch.Tensor | None = None
+        columns: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None = None
+        if host_terminated is not None and host_truncated is not None:
+            host_ended = host_terminated | host_truncated
+            some_ended = bool(host_ended.any())
+            host_rows = not isinstance(reward, torch.Tensor) and not isinstance(cost, torch.Tensor)
+            floats = (
+                self.packed_row(reward, cost, ~host_terminated)
+                if host_rows
+                else (~host_terminated).astype(np.float32)
+            )
+            moved = staged(floats, host_ended, host_first, self.device)
+            if host_rows:
+                packed = moved.floats
+            else:
+                columns = (
+                    self.device_column("reward", reward),
+                    None if cost is None else self.device_column("cost", cost),
+                    moved.floats,
+                )
+            ended = moved.ended
+            first = moved.is_first
+        else:  # a flag on the device: the host ones (if any) in one copy, the rest computed there
+            tensors = flags.tensors | device_flags(flags.host, self.num_envs, self.device).tensors
+            terminated = tensors["terminated"]
             columns = (
                 self.device_column("reward", reward),
                 None if cost is None else self.device_column("cost", cost),
+                torch.logical_not(terminated, out=self.continue_scratch),
             )
+            ended = torch.logical_or(terminated, tensors["truncated"])
+            first = tensors.get("is_first")
+        if first is None:
+            first = flags.tensors.get("is_first", self.episode_ended)
         final = None
-        if args.final_obs is not None:
-            host_truncated = flags.host.get("truncated")
-            if host_terminated is None or host_truncated is None:
-                some_ended = True  # known on the device only: the store is masked
-            else:
-                some_ended = bool((host_terminated | host_truncated).any())
-            if some_ended:
-                final = self.checked_tensor("final_obs", args.final_obs, field="obs")
-        return DeviceStep(
-            rows,
-            packed,
-            columns,
-            flags.tensors["terminated"],
-            flags.tensors["truncated"],
-            first,
-            self.episode_ended,
-            final,
-        )
+        if args.final_obs is not None and some_ended:
+            final = self.checked_tensor("final_obs", args.final_obs, field="obs")
+        return DeviceStep(rows, packed, columns, first, ended, final)
 
     def device_column(self, name: str, value: Any) -> torch.Tensor:
         """A float32 ``[num_envs]`` column (reward or cost), checked, on the ring's device."""
@@ -386,28 +449,28 @@ class RingStorage:
 
     # ------------------------------------------------------------------ writes
     def write_device_step(self, row: int, step: DeviceStep) -> None:
-        """Write a :meth:`checked_device_step` at ``row``: eight operations with obs, no sync.
+        """Write a :meth:`checked_device_step` at ``row``: five operations with obs, no sync.
 
-        One copy per given field, one stack into the packed row (after one ``logical_not`` for
-        ``continue_``), one copy of ``is_first``, one add for ``episode_id``, one copy of it into
-        ``current_episode`` and one ``logical_or`` into ``episode_ended``.
+        One copy per given field, the packed row (one copy of the row staged with host flags,
+        or one ``stack`` of reward, cost and ``continue_``), one copy of ``is_first`` and one add
+        for ``episode_id``. The per-env bookkeeping is not copied: ``current_episode`` becomes
+        the written ``episode_id`` row and ``episode_ended`` the step's ``ended`` (references;
+        :meth:`clear` and :meth:`restore` point them back at tensors of their own).
         """
         for name, source in step.rows:
             copy_in(self.fields[name][row], source)
         if step.packed is not None:
-            copy_in(self.packed[row], torch.from_numpy(step.packed))
+            self.packed[row].copy_(step.packed)
         else:
             assert step.columns is not None
-            reward, cost = step.columns
-            continues = torch.logical_not(step.terminated, out=self.continue_scratch)
+            reward, cost, continues = step.columns
             cost = self.zero_column if cost is None else cost
             torch.stack((reward, cost, continues), dim=-1, out=self.packed[row])
         episode = self.fields["episode_id"][row]
         self.fields["is_first"][row].copy_(step.is_first)
         torch.add(self.current_episode, step.is_first, out=episode)
-        self.current_episode.copy_(episode)
-        # after the reads above: step.is_first may be episode_ended itself
-        torch.logical_or(step.terminated, step.truncated, out=self.episode_ended)
+        self.current_episode = episode  # the newest row's ids (rows are >= 2: not the next one)
+        self.episode_ended = step.ended
         if self.row_has_side[row]:
             self.side_slot[row].fill_(-1)
             self.row_has_side[row] = False
@@ -456,8 +519,8 @@ class RingStorage:
             self.current_episode = np.full(self.num_envs, -1, dtype=np.int32)
             self.episode_ended = np.ones(self.num_envs, dtype=bool)
         else:
-            self.current_episode.fill_(-1)
-            self.episode_ended.fill_(True)
+            self.current_episode = self.episode_state.fill_(-1)
+            self.episode_ended = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
 
     # ------------------------------------------------------------------ reads
     def gather(self, names: tuple[str, ...], flat: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -495,6 +558,8 @@ class RingStorage:
 
     def restore(self, tensors: Mapping[str, torch.Tensor]) -> None:
         """Copy checked :meth:`state_tensors` in; ``row_has_side`` follows (exactly)."""
+        if isinstance(self.current_episode, torch.Tensor):
+            self.current_episode = self.episode_state  # not the newest row: copies go here
         for name, target in self.state_tensors().items():
             target.copy_(tensors[name])
         self.row_has_side = (self.side_slot >= 0).any(dim=1).cpu().numpy()

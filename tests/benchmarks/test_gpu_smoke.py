@@ -29,7 +29,10 @@ def test_gpu_script_quick_on_cpu(tmp_path):
     assert set(parts) == {"replay-numpy", "replay-tensor"}
     for flags in ("numpy", "tensor"):
         ratios = parts[f"replay-{flags}"]["ring_vs_min"]
-        assert set(ratios) == {"add", "seq", "uni"} and all(v > 0 for v in ratios.values())
+        timed = {"add", "seq", "uni", "uni_graphs"}
+        assert set(ratios) - {"graphs_equal"} == timed and all(ratios[p] > 0 for p in timed)
+    # cuda_graphs=True draws what the eager ring draws (here its captured form runs eagerly)
+    assert parts["replay-numpy"]["ring_vs_min"]["graphs_equal"] is True
     assert (tmp_path / "replay-numpy.log").read_text()
     assert "== summary" in proc.stdout
 
@@ -62,3 +65,21 @@ def test_junit_counts_reads_passes_failures_and_skips(tmp_path):
     assert got["cases_named_cuda"] == 2
     assert got["failing"] == ["tests.a::test_bad", "tests.a::test_err"]
     assert "error" in gpu.junit_counts(tmp_path / "missing.xml")
+
+
+def test_semantic_fractions_give_both_anchors_of_a_graphed_run(tmp_path):
+    js = tmp_path / "semantic-torch.json"
+    check = {k: {"rows": 64, "min_cos": 0.9996, "max_abs": 1e-3} for k in ("full", "reversed")}
+    check["padded"] = {"rows": 40, "min_cos": 0.9993, "max_abs": 2e-3}
+    js.write_text(json.dumps({"models": [
+        {"model": "clip (eager)", "fraction_of_forward_interleaved": {"wall": 0.62}},
+        {"model": "clip (graphs)", "fraction_of_forward_interleaved": {"wall": 1.4},
+         "fraction_of_graphed_forward_interleaved": {"wall": 0.45},
+         "graph_check": check | {"ok": True}},
+    ]}))  # fmt: skip
+    assert load_script("gpu").semantic_fractions(js) == {
+        "clip (eager)": 0.62,
+        "clip (graphs)": 1.4,
+        "clip (graphs) / graphed forward": 0.45,
+        "clip (graphs) check": {"ok": True, "min_cos": 0.9993},
+    }
