@@ -18,8 +18,8 @@ the recording in this process under each configuration, ``--repeats`` times, int
 The thread CPU time of each configuration's ``step`` is measured with the replay's own time
 subtracted (``time.thread_time_ns``, so load from other processes matters little). The
 curriculum work that a vector step leaves (its ended episodes, the tasks its resets took) is
-applied at the next step: just before it by default, or, with ``overlap=True`` and an
-``AsyncVectorEnv``, between ``step_async`` and ``step_wait``, while the workers step. The
+applied at the next step: with ``overlap=True`` (the default) and an ``AsyncVectorEnv``,
+between ``step_async`` and ``step_wait``, while the workers step, else just before it. The
 replay is not an ``AsyncVectorEnv``, so each timed step first calls ``flush_curriculum()`` and
 times it apart: ``channel-main`` is then split into the part that ``overlap=True`` moves off
 the main process's critical path and the part that stays on it (every configuration makes

@@ -34,8 +34,9 @@ With ``--slots`` also ``gc-slots``: ``gymcurric`` with a ``success_fn`` (the def
 rule), so that each episode is summed in its worker and left in the channel, as before the
 main process accounted the episodes from the vector env's outputs. With ``--overlap`` also
 ``gc-overlap``: ``gymcurric`` with ``overlap=True``, so that the curriculum work a vector step
-leaves runs while the workers step instead of before the next step (the default: the same
-work, all of it on the main process's critical path). ``--num-envs`` takes several sizes,
+leaves runs while the workers step (``make_curriculum_vec``'s default since issue 24) instead
+of before the next step (``gymcurric`` here, ``overlap=False``: the same work, all of it on the
+main process's critical path). ``--num-envs`` takes several sizes,
 measured one after the other; a last summary gives each paired ratio to plain.
 The three vector envs are built once per context and measured in turns (interleaved, the order
 rotating), each for the same number of steps. Reported: env steps/s (median and best of the

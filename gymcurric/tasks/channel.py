@@ -10,9 +10,15 @@ A :class:`TaskChannel` moves that work to the main process, where the vector wra
 in batches, once per vector step, for the envs that need it:
 
 * **next task**: per env, one task id drawn ahead by the main process. The sub-env's reset
-  takes it (two integer reads and one write in shared memory) instead of sampling; an env that
-  finds no task waiting (a retry after the env refused one) samples from the curriculum itself.
-  The main process counts a task as sampled when it sees it taken, and then draws the next.
+  takes it (two integer reads and one write in shared memory) instead of sampling. The main
+  process counts a task as sampled when it sees it taken, and then draws the next.
+* **refusals** (with ``spares``, which ``make_curriculum_vec`` sets to ``max_retries``): per env
+  ``spares`` more tasks drawn ahead for the retries after the env refuses a task. The sub-env
+  writes the refusal into its slot and takes the next spare; the main process applies the
+  refusals (``mark_invalid``, in env order) and counts and redraws the spares taken at its next
+  :meth:`TaskChannel.refill`. The sub-env never draws from, nor writes to, the shared curriculum
+  then. Without spares (or once they are used up) it refuses and redraws through the curriculum
+  itself, and the draw depends on when it reaches the curriculum.
 * **result**: the sub-env writes its finished episode (task id, return, success, cost) into its
   slot and bumps a counter; the main process reads the new results after the step that ended
   them (:meth:`TaskChannel.take_results`) and applies them in one batch. With
@@ -24,11 +30,12 @@ No lock is needed: between two commands the main process owns every slot, and du
 each worker touches only its own. The command and reply pipes order the writes. The one
 exception is :meth:`TaskChannel.refill` with ``busy``: the vector wrapper calls it while the
 workers step, and it then reads and writes only the slots of the envs that do not reset in that
-step.
+step (an env that does not reset in a step neither takes nor refuses a task in it).
 
 The task stream then depends only on the main process's generator and the order of the envs, so
-the same seed gives the same tasks in every env and run (worker-side sampling depends on which
-worker reaches the curriculum first).
+the same seed gives the same tasks in every env and run, whenever the main process's work runs
+relative to the workers' (worker-side sampling depends on which worker reaches the curriculum
+first).
 """
 
 from __future__ import annotations
@@ -58,15 +65,21 @@ _FIELDS = {
     "res_success": _F64,  # NaN: none reported
     "res_cost": _F64,
 }
+# Also, for the retries after a refusal: "retries" (2, num_envs), per env since the main process
+# last read them the refusals written (row 0) and the spares taken (row 1); "spare_id" and
+# "spare_slot" (num_envs, spares); "refused_id" (num_envs, spares + 1) and "refused_why" (the
+# reasons, UTF-8, zero-padded).
+#: bytes kept of each refusal's reason (UTF-8, cut)
+REASON_BYTES = 160
 
 
 class TaskChannel:
     """Task and result slots for ``num_envs`` sub-envs of one vector env, in shared memory.
 
     Built by :func:`gymcurric.wrappers.vector.make_curriculum_vec` for async vector envs; the
-    sub-env wrappers use :meth:`take` and :meth:`put`, the vector wrapper :meth:`refill` and
-    :meth:`collect`. Picklable into worker processes at their start, like the shared
-    curriculum.
+    sub-env wrappers use :meth:`take`, :meth:`take_spare`, :meth:`refuse` and :meth:`put`, the
+    vector wrapper :meth:`refill` and :meth:`collect`. Picklable into worker processes at their
+    start, like the shared curriculum.
 
     Args:
         num_envs: number of sub-envs (>= 1).
@@ -75,14 +88,29 @@ class TaskChannel:
             Only for sub-envs whose outermost wrapper is the ``SampleCurriculumTask`` (so that the
             vector env's rewards and infos are the ones it would see), with no ``success_fn``
             and no ``factory``; ``make_curriculum_vec`` decides.
+        spares: tasks drawn ahead per env for the retries after a refusal (>= 0); with
+            spares, refusals go through the channel too. ``make_curriculum_vec`` passes the
+            sub-envs' ``max_retries``, so that a sub-env never draws a task itself.
     """
 
-    def __init__(self, num_envs: int, *, episodes_in_main: bool = False) -> None:
+    def __init__(self, num_envs: int, *, episodes_in_main: bool = False, spares: int = 0) -> None:
         check_int("num_envs", num_envs, source="TaskChannel")
+        check_int("spares", spares, minimum=0, source="TaskChannel")
         self.num_envs = num_envs
         self.episodes_in_main = bool(episodes_in_main)
+        self.spares = spares
         self._backend = SharedMemoryBackend()
-        arrays = self._backend.allocate({k: FieldSpec(d, (num_envs,)) for k, d in _FIELDS.items()})
+        layout = {k: FieldSpec(d, (num_envs,)) for k, d in _FIELDS.items()}
+        refusals = spares + 1 if spares else 0  # a reset tries its task and then every spare
+        layout.update(
+            retries=FieldSpec(_I64, (2, num_envs)),
+            spare_id=FieldSpec(_I64, (num_envs, spares)),
+            spare_slot=FieldSpec(_I64, (num_envs, spares)),
+            refused_id=FieldSpec(_I64, (num_envs, refusals)),
+            refused_why=FieldSpec(np.dtype(np.uint8), (num_envs, refusals, REASON_BYTES)),
+        )
+        arrays = self._backend.allocate(layout)
+        arrays["spare_id"][:] = -1  # none yet
         self._bind(arrays)
         # main-process bookkeeping (never read by workers)
         self._counted = np.zeros(num_envs, dtype=np.int64)  # tasks taken and counted
@@ -91,6 +119,9 @@ class TaskChannel:
         # busy envs whose waiting task a pool change should have withdrawn (see refill)
         self._stale = np.zeros(num_envs, dtype=bool)
         self._any_stale = False
+        # envs whose spares are to be drawn (withdrawn, or taken and counted)
+        self._spares_due = np.full(num_envs, spares > 0)
+        self._any_spares_due = spares > 0
 
     def _bind(self, arrays: dict[str, np.ndarray]) -> None:
         self._given, self._taken = arrays["given"], arrays["taken"]
@@ -98,6 +129,10 @@ class TaskChannel:
         self._res_seq, self._res_id = arrays["res_seq"], arrays["res_id"]
         self._res_r, self._res_s = arrays["res_return"], arrays["res_success"]
         self._res_c = arrays["res_cost"]
+        self._retries = arrays["retries"]
+        self._refused, self._spare_used = self._retries[0], self._retries[1]
+        self._spare_id, self._spare_slot = arrays["spare_id"], arrays["spare_slot"]
+        self._refused_id, self._refused_why = arrays["refused_id"], arrays["refused_why"]
         # the sub-env side reads and writes single items: memoryviews of the same memory are
         # 2-3x cheaper per item than numpy scalar access
         self._mv: dict[str, Any] = {k: a.data for k, a in arrays.items()}
@@ -113,6 +148,34 @@ class TaskChannel:
             return None
         taken[env] = t + 1
         return self._w_next[env]
+
+    def take_spare(self, env: int) -> int | None:
+        """The next spare task of sub-env ``env`` (it is then taken), or None if none is left."""
+        used = int(self._spare_used[env])
+        if used >= self.spares:
+            return None
+        tid = int(self._spare_id[env, used])
+        if tid < 0:
+            return None
+        self._spare_used[env] = used + 1
+        return tid
+
+    def refuse(self, env: int, task_id: int, reason: str) -> bool:
+        """Leave sub-env ``env``'s refusal of ``task_id`` for the main process.
+
+        Returns False (nothing written) when the channel keeps no refusals (no spares) or the
+        env's refusals since the main process last read them fill its slot.
+        """
+        n = int(self._refused[env])
+        if n >= self._refused_id.shape[1]:
+            return False
+        self._refused_id[env, n] = task_id
+        why = reason.encode("utf-8", "replace")[:REASON_BYTES]
+        row = self._refused_why[env, n]
+        row[:] = 0
+        row[: len(why)] = np.frombuffer(why, dtype=np.uint8)
+        self._refused[env] = n + 1
+        return True
 
     def put(self, env: int, task_id: int, return_: float, success: float | None, cost: float):
         """Leave sub-env ``env``'s finished episode (values already checked) for the main."""
@@ -199,19 +262,27 @@ class TaskChannel:
         revoke: np.ndarray | None = None,
         busy: np.ndarray | None = None,
     ) -> None:
-        """Count the tasks taken since the last call as samples; draw one for each env without.
+        """Apply the refusals and count the tasks taken since the last call; draw what is due.
+
+        In this order: the refusals left in the slots (``mark_invalid``, in env order), the
+        spares taken and then the waiting tasks taken counted as samples, then one task drawn
+        for each env without a waiting task and ``spares`` for each env whose spares were
+        taken or withdrawn, in one draw, in env order.
 
         Args:
             curriculum: the (shared) curriculum of the sub-envs, in its creating process.
             revoke: envs whose waiting task is withdrawn first (uncounted), e.g. before a
                 reseed, so that their next task comes from the new generator. Every waiting
-                task is withdrawn when a task left the pool (disabled, evicted) since the
-                last call.
+                task and spare is withdrawn when a task left the pool (disabled, evicted)
+                since the last call.
             busy: a bool mask of envs whose slots are left alone: they may be taking their
-                waiting task right now (the vector wrapper refills while the workers step).
-                Their takes are counted, and their slots refilled, by a later call; a pool
-                change withdraws their waiting task then, if they did not take it.
+                waiting task (or refusing it and taking spares) right now (the vector wrapper
+                refills while the workers step). Their refusals and takes are applied, and
+                their slots refilled, by a later call; a pool change withdraws their waiting
+                task and spares then, if they did not take them.
         """
+        if self.spares and np.count_nonzero(self._retries):
+            self._apply_retries(curriculum, busy)
         taken = self._taken
         fresh = taken != self._counted
         if busy is not None:
@@ -227,14 +298,17 @@ class TaskChannel:
             revoke = None
             if busy is None:
                 given[:] = taken
+                self.drop_spares(np.ones(self.num_envs, dtype=bool))
                 self._stale[:], self._any_stale = False, False
             else:
                 idle = ~busy
                 given[idle] = taken[idle]
+                self.drop_spares(idle)
                 self._stale[:], self._any_stale = busy, bool(np.count_nonzero(busy))
         elif self._any_stale:  # busy at the last pool change, and free now
             later = self._stale if busy is None else self._stale & ~busy
             given[later] = taken[later]  # a taken task is gone already: a no-op there
+            self.drop_spares(later)
             self._stale &= ~later
             self._any_stale = bool(np.count_nonzero(self._stale))
         if revoke is not None:
@@ -243,21 +317,91 @@ class TaskChannel:
         if busy is not None:
             empty &= ~busy
         empty = empty.nonzero()[0]
-        if len(empty):
-            drawn = curriculum.draw(len(empty))
-            self._next_id[empty] = drawn.ids
-            self._next_slot[empty] = drawn.slots
+        due = None
+        if self._any_spares_due:
+            due = self._spares_due if busy is None else self._spares_due & ~busy
+            due = due.nonzero()[0]
+        k = len(empty) + (0 if due is None else len(due) * self.spares)
+        if k:
+            drawn = curriculum.draw(k)
+            if due is None or not len(due):
+                self._next_id[empty] = drawn.ids
+                self._next_slot[empty] = drawn.slots
+            else:
+                m = len(empty)
+                self._next_id[empty] = drawn.ids[:m]
+                self._next_slot[empty] = drawn.slots[:m]
+                self._put_spares(due, drawn.ids[m:], drawn.slots[m:])
             given[empty] += 1
+
+    def _apply_retries(self, curriculum: Any, busy: np.ndarray | None) -> None:
+        """The refusals (``mark_invalid``) and spares taken of the envs not ``busy``, in order."""
+        refused, used = self._refused, self._spare_used
+        mask = (refused != 0) | (used != 0)
+        if busy is not None:
+            mask &= ~busy
+        envs = mask.nonzero()[0]
+        if not len(envs):
+            return
+        counts, spent = refused[envs].tolist(), used[envs].tolist()
+        refused[envs] = 0  # read once, even if a refusal below raises
+        for env, n in zip(envs.tolist(), counts, strict=True):
+            for j in range(n):
+                why = self._refused_why[env, j].tobytes().rstrip(b"\0")
+                curriculum.mark_invalid(
+                    int(self._refused_id[env, j]), why.decode("utf-8", "replace")
+                )
+        slots: list[int] = []
+        ids: list[int] = []
+        for env, n in zip(envs.tolist(), spent, strict=True):
+            slots += self._spare_slot[env, :n].tolist()
+            ids += self._spare_id[env, :n].tolist()
+        if ids:
+            curriculum.count(slots, ids)
+            self.drop_spares(envs[np.asarray(spent) > 0])
+
+    def drop_spares(self, envs: np.ndarray) -> None:
+        """Withdraw the spares of ``envs`` (uncounted); the next :meth:`refill` draws new ones.
+
+        The vector wrapper calls it after reseeding the curriculum, so that the resetting
+        envs' spares come from the new generator too. ``envs``: indices or a bool mask, of
+        envs that are not resetting.
+        """
+        if not self.spares:
+            return
+        self._spare_id[envs] = -1
+        self._spare_used[envs] = 0
+        self._spares_due[envs] = True
+        self._any_spares_due = bool(np.count_nonzero(self._spares_due))
+
+    def _put_spares(self, envs: np.ndarray, ids: np.ndarray, slots: list[int]) -> None:
+        shape = (len(envs), self.spares)
+        self._spare_id[envs] = np.asarray(ids).reshape(shape)
+        self._spare_slot[envs] = np.asarray(slots, dtype=np.int64).reshape(shape)
+        self._spare_used[envs] = 0
+        self._spares_due[envs] = False
+        self._any_spares_due = bool(np.count_nonzero(self._spares_due))
 
     def waiting(self) -> list[int]:
         """Per env, the task id waiting in its slot, or -1 (for checkpoints)."""
         return np.where(self._given > self._taken, self._next_id, -1).tolist()
 
-    def restore_waiting(self, curriculum: Any, ids: list[int]) -> None:
-        """Put back the waiting tasks of a checkpoint (after the curriculum state was loaded).
+    def waiting_spares(self) -> list[list[int]]:
+        """Per env, its spare task ids not taken yet, -1 after them (for checkpoints)."""
+        out = []
+        for env, used in enumerate(self._spare_used.tolist()):
+            row = self._spare_id[env, used:].tolist()
+            out.append(row + [-1] * used)
+        return out
+
+    def restore_waiting(
+        self, curriculum: Any, ids: list[int], spares: list[list[int]] | None = None
+    ) -> None:
+        """Put back the waiting tasks (and spares) of a checkpoint, after its state was loaded.
 
         An id whose task is no longer in the pool is dropped (its env gets a fresh draw). The
         restored tasks are counted as samples when taken, as the saved ones would have been.
+        An env with no spare restored gets fresh ones now.
         """
         self._given[:] = self._taken  # withdraw what waits now (uncounted)
         self._stale[:], self._any_stale = False, False
@@ -267,6 +411,23 @@ class TaskChannel:
                 self._next_id[env], self._next_slot[env] = tid, slot
                 self._given[env] += 1
         self._pool_seen = curriculum.pool_version
+        if not self.spares:
+            return
+        self._refused[:] = 0  # refusals of the replaced state
+        self.drop_spares(np.ones(self.num_envs, dtype=bool))
+        for env, row in enumerate(spares or []):
+            kept = [t for t in row[: self.spares] if t >= 0]
+            slots = [curriculum.slot_of(t) for t in kept]
+            kept = [t for t, slot in zip(kept, slots, strict=True) if slot is not None]
+            if kept:
+                self._spare_id[env, : len(kept)] = kept
+                self._spare_slot[env, : len(kept)] = [slot for slot in slots if slot is not None]
+                self._spares_due[env] = False
+        self._any_spares_due = bool(np.count_nonzero(self._spares_due))
+        due = self._spares_due.nonzero()[0]
+        if len(due):
+            drawn = curriculum.draw(len(due) * self.spares)
+            self._put_spares(due, drawn.ids, drawn.slots)
 
     def close(self) -> None:
         """Unlink the segment (creator) or drop this process's mapping (a worker)."""
@@ -286,27 +447,31 @@ class TaskChannel:
         return {
             "num_envs": self.num_envs,
             "episodes_in_main": self.episodes_in_main,
+            "spares": self.spares,
             "backend": self._backend,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.num_envs, self._backend = state["num_envs"], state["backend"]
-        self.episodes_in_main = state["episodes_in_main"]
+        self.episodes_in_main, self.spares = state["episodes_in_main"], state["spares"]
         self._bind(self._backend.arrays())
         self._counted = self._seen = np.zeros(0, dtype=np.int64)  # main-process only
         self._stale, self._any_stale = np.zeros(0, dtype=bool), False
+        self._spares_due, self._any_spares_due = np.zeros(0, dtype=bool), False
 
     def __repr__(self) -> str:
         main = ", episodes_in_main=True" if self.episodes_in_main else ""
-        return f"TaskChannel(num_envs={self.num_envs}{main}, {self._backend!r})"
+        spares = f", spares={self.spares}" if self.spares else ""
+        return f"TaskChannel(num_envs={self.num_envs}{main}{spares}, {self._backend!r})"
 
 
 class ChannelTransport(TaskTransport):
     """One sub-env's end of a :class:`TaskChannel`: the task waiting in its slot, results there.
 
-    A sub-env that finds no task waiting (a retry after its env refused one) takes one from
-    ``fallback``, its own transport to the shared curriculum, which also regenerates task dicts
-    and takes refusals. With ``episodes_in_main`` the sub-env reports nothing
+    A retry after the env refused a task takes the next spare in the slot, and the refusal is
+    left there too. A sub-env that finds neither (a channel without spares) refuses and draws
+    through ``fallback``, its own transport to the shared curriculum, which also regenerates
+    task dicts. With ``episodes_in_main`` the sub-env reports nothing
     (:attr:`reports_episodes` is False): the vector wrapper accounts its episodes.
     """
 
@@ -315,10 +480,12 @@ class ChannelTransport(TaskTransport):
         self.reports_episodes = not channel.episodes_in_main
 
     def take_task(self) -> tuple[int, dict[str, Any]]:
-        """The task waiting in this env's slot, else one from the fallback."""
+        """The task waiting in this env's slot, else its next spare, else one from the fallback."""
         tid = self.channel.take(self.env)
         if tid is None:
-            return self.fallback.take_task()
+            tid = self.channel.take_spare(self.env)
+            if tid is None:
+                return self.fallback.take_task()
         return tid, self.fallback.task(tid)
 
     def task(self, task_id: int) -> dict[str, Any]:
@@ -336,8 +503,9 @@ class ChannelTransport(TaskTransport):
         self.channel.put(self.env, task_id, *check_episode(task_id, return_, success, cost))
 
     def refuse_task(self, task_id: int, reason: str) -> None:
-        """Report the refusal through the fallback (the shared curriculum)."""
-        self.fallback.refuse_task(task_id, reason)
+        """Leave the refusal in this env's slot; without room there, report it to the fallback."""
+        if not self.channel.refuse(self.env, task_id, reason):
+            self.fallback.refuse_task(task_id, reason)
 
     def reseed(self, seed: int) -> None:
         """Reseed the fallback's stream (the draws this env makes itself)."""

@@ -48,6 +48,7 @@ __all__ = [
 #: Format tag of the checkpoint file (the state dict inside carries its own ``format``).
 FILE_FORMAT = "gymcurric.curriculum-npz/1"
 _META, _IDS, _ARRAYS, _WAIT = "meta", "env_task_ids", "arrays/", "channel_waiting"
+_SPARES = "channel_spares"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -144,6 +145,9 @@ def save_curriculum_state(
     waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
     if waiting is not None and (w := waiting()) is not None:
         members[_WAIT] = np.asarray(w, dtype=np.int64)
+        spares = _method(env, "channel_spares")  # and the retries' spare tasks, per env
+        if spares is not None and (rows := spares()) and len(rows[0]):
+            members[_SPARES] = np.asarray(rows, dtype=np.int64)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -177,17 +181,21 @@ def _read_meta(members: dict[str, np.ndarray], where: str) -> dict[str, Any]:
 
 
 def _read_ids(
-    members: dict[str, np.ndarray], key: str, where: str, curriculum: Any
-) -> list[int] | None:
-    """Task ids saved under ``key`` (-1: none), checked against the curriculum's space."""
+    members: dict[str, np.ndarray], key: str, where: str, curriculum: Any, ndim: int = 1
+) -> list[Any] | None:
+    """Task ids saved under ``key`` (-1: none), checked against the curriculum's space.
+
+    A list of ids, or for ``ndim=2`` a list of rows of ids.
+    """
     raw = members.get(key)
     if raw is None:
         return None
-    if raw.ndim != 1 or raw.dtype.kind not in "iu":
+    if raw.ndim != ndim or raw.dtype.kind not in "iu":
         raise DataError(
-            f"{where}: member {key!r} must be a 1-D array of task ids; got {raw.dtype}{raw.shape}"
+            f"{where}: member {key!r} must be a {ndim}-D array of task ids; got "
+            f"{raw.dtype}{raw.shape}"
         )
-    ids = [int(t) for t in raw]
+    ids = [int(t) for t in raw.ravel()]
     space = getattr(curriculum, "space", None)
     for t in ids:
         if t < -1:
@@ -197,7 +205,7 @@ def _read_ids(
                 space.check_id(t)
             except ConfigError as exc:
                 raise DataError(f"{where}: member {key!r}: {exc}") from exc
-    return ids
+    return ids if ndim == 1 else raw.astype(np.int64).tolist()
 
 
 def load_curriculum_state(
@@ -230,6 +238,9 @@ def load_curriculum_state(
     arrays = {k[len(_ARRAYS) :]: v for k, v in members.items() if k.startswith(_ARRAYS)}
     ids = _read_ids(members, _IDS, where, curriculum) or []
     waiting = _read_ids(members, _WAIT, where, curriculum)
+    spares = _read_ids(members, _SPARES, where, curriculum, ndim=2)
+    if spares is not None and (waiting is None or len(spares) != len(waiting)):
+        raise DataError(f"{where}: member {_SPARES!r} must have one row per waiting task")
     state: dict[str, Any] = {**meta, "arrays": arrays}
     if env is not None:
         n = len(env_task_ids(env))
@@ -247,7 +258,10 @@ def load_curriculum_state(
         resume_env_tasks(env, ids)
         resume = getattr(env, "resume_channel", None)
         if waiting is not None and callable(resume):
-            resume(waiting)
+            if spares is None:  # a file from before spares, or a channel without them
+                resume(waiting)
+            else:
+                resume(waiting, spares)
     state["env_task_ids"] = ids
     return state
 

@@ -10,7 +10,8 @@ from gymcurric.wrappers.vector.cost import (
     RecordEpisodeStatisticsWithCost,
     read_step_costs,
 )
-from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask, make_curriculum_vec
+from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
+from gymcurric.wrappers.vector.curriculum_vec import make_curriculum_vec
 from gymcurric.wrappers.vector.datapack import PresentDatapack, make_datapack_vec
 from gymcurric.wrappers.vector.risk import AnnotateRisk
 from gymcurric.wrappers.vector.saute import AugmentStateSaute

@@ -5,7 +5,8 @@ episode is picked where the reset happens: inside each sub-env, by the single-en
 :class:`gymcurric.wrappers.SampleCurriculumTask`. With ``SyncVectorEnv`` all sub-envs share the one
 curriculum object; with ``AsyncVectorEnv`` each worker process unpickles the curriculum, which
 must then use the shared-memory backend (``Curriculum(..., backend="shared")``) so that every
-update lands in the same state. :func:`make_curriculum_vec` builds such a vector env in one call.
+update lands in the same state. :func:`~gymcurric.wrappers.vector.make_curriculum_vec` builds
+such a vector env in one call.
 
 The vector twin :class:`SampleCurriculumTask` adds what only the vector level knows: it checks that
 every sub-env is wrapped (and, for Sync, with this curriculum), keeps :attr:`task_ids`, the
@@ -25,8 +26,7 @@ Where the reset info (with ``task``/``task_id``) shows up depends on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -42,7 +42,7 @@ from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleC
 from gymcurric.wrappers.episode_sums import EpisodeSums, successes_of
 from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 
-__all__ = ["SampleCurriculumTask", "make_curriculum_vec"]
+__all__ = ["SampleCurriculumTask"]
 
 
 class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -66,6 +66,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
     Examples:
         >>> import gymcurric
         >>> from gymcurric.tasks import Curriculum, FixedTaskSpace
+        >>> from gymcurric.wrappers.vector import make_curriculum_vec
         >>> cur = Curriculum(FixedTaskSpace([{"num_hazards": n} for n in (0, 2, 4)]), seed=0)
         >>> envs = make_curriculum_vec("gymcurric/HazardGrid-v0", cur, num_envs=2)
         >>> _, info = envs.reset(seed=0)
@@ -84,7 +85,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         *,
         channel: TaskChannel | None = None,
         reseed_curriculum: bool = True,
-        overlap: bool = False,
+        overlap: bool = True,
     ) -> None:
         """Wrap ``env``, whose sub-envs are wrapped in the single-env ``SampleCurriculumTask``.
 
@@ -100,12 +101,12 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 curriculum's generator here (as each sub-env's wrapper does without one).
             overlap: with a channel on an ``AsyncVectorEnv``, apply a step's curriculum work
                 between ``step_async`` and ``step_wait`` of the next step, while the workers
-                step, instead of just before it. Faster where the main process is the
-                bottleneck (92 % of a plain ``AsyncVectorEnv`` against 85 % with 15 trivial
-                envs on a 16-core machine, BENCHMARKS.md), and the task stream is the same,
-                unless an env refuses a task: the sub-env then draws its replacement from
-                the shared curriculum while this process updates it, and the draw depends on
-                timing. Off by default so that seeded runs always repeat exactly.
+                step (the default), instead of just before it (``False``). Faster where the
+                main process is the bottleneck (92 % of a plain ``AsyncVectorEnv`` against
+                85 % with 15 trivial envs on a 16-core machine, BENCHMARKS.md). The tasks,
+                episodes and curriculum state are the same either way, bit for bit, refused
+                tasks included, when the channel has spares (``make_curriculum_vec``'s
+                does): no sub-env then reads or writes the shared curriculum's state.
         """
         if not callable(getattr(curriculum, "stats", None)):
             raise ConfigError(
@@ -153,6 +154,7 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._channel = channel
         self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
         self._resume_waiting: list[int] | None = None
+        self._resume_spares: list[list[int]] | None = None
         # episodes accounted here (channel.episodes_in_main): per sub-env running sums
         self._in_main = channel is not None and channel.episodes_in_main
         self._sums = EpisodeSums(self.num_envs)
@@ -208,20 +210,26 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self.flush_curriculum()
         return self._channel.waiting()
 
-    def resume_channel(self, waiting: list[int]) -> None:
-        """Make the next ``reset`` restore these waiting tasks and keep the generator.
+    def channel_spares(self) -> list[list[int]] | None:
+        """Per sub-env its spare tasks (-1: none), for retries; None without a channel."""
+        if self._channel is None:
+            return None
+        self.flush_curriculum()
+        return self._channel.waiting_spares()
+
+    def resume_channel(self, waiting: list[int], spares: list[list[int]] | None = None) -> None:
+        """Make the next ``reset`` restore these waiting tasks (and spares); keep the generator.
 
         The curriculum is not reseeded then: with each sub-env's resumed task, the run draws
         the tasks an uninterrupted run would have drawn. ``load_curriculum_state`` calls it.
         """
         if self._channel is not None:
-            check_one_per_env(
-                "waiting",
-                waiting,
-                self.num_envs,
-                source="vector.SampleCurriculumTask.resume_channel",
-            )
+            source = "vector.SampleCurriculumTask.resume_channel"
+            check_one_per_env("waiting", waiting, self.num_envs, source=source)
+            if spares is not None:
+                check_one_per_env("spares", spares, self.num_envs, source=source)
             self._resume_waiting = [int(t) for t in waiting]
+            self._resume_spares = None if spares is None else [[int(t) for t in r] for r in spares]
 
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics (after :meth:`flush_curriculum`)."""
@@ -271,11 +279,13 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if chan is not None:
             self.flush_curriculum()  # the last step's work first, as the next step would do it
             resume, self._resume_waiting = self._resume_waiting, None
+            spares, self._resume_spares = self._resume_spares, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
-                chan.restore_waiting(self.curriculum, resume)
+                chan.restore_waiting(self.curriculum, resume, spares)
             else:
                 if seed is not None and self._reseed:
                     self.curriculum.reseed(seed)
+                    chan.drop_spares(expected)  # their retries too come from the new stream
                 # the resetting envs get tasks drawn now (after any reseed), not earlier ones
                 chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
         obs, infos = self.env.reset(seed=seed, options=options)
@@ -463,114 +473,6 @@ def _bytes(flags: Any) -> bytes | None:
         return flags.tobytes()
     except AttributeError:
         return None
-
-
-def make_curriculum_vec(
-    env_id: str | gym.envs.registration.EnvSpec,
-    curriculum: Any,
-    num_envs: int = 1,
-    *,
-    vectorization_mode: str = "sync",
-    vector_kwargs: dict[str, Any] | None = None,
-    wrapper_kwargs: dict[str, Any] | None = None,
-    episodes_in_main: bool = True,
-    overlap: bool = False,
-    **env_kwargs: Any,
-) -> SampleCurriculumTask:
-    """``gym.make_vec``, every sub-env wrapped in ``SampleCurriculumTask``, plus the vector twin.
-
-    Args:
-        env_id: the registered env id (or spec).
-        curriculum: the curriculum; for ``vectorization_mode="async"`` it must be on the
-            shared-memory backend.
-        num_envs: number of sub-envs.
-        vectorization_mode: ``"sync"`` or ``"async"``.
-        vector_kwargs: passed to the vector env (e.g. ``{"autoreset_mode": ...,
-            "context": "spawn"}``).
-        wrapper_kwargs: keyword arguments of the single-env ``SampleCurriculumTask``
-            (``success_fn``, ``max_retries``, ...).
-        episodes_in_main: for async vector envs, whether this process sums each episode's
-            return and cost from the vector env's rewards and infos (the default; not with a
-            ``success_fn`` or a ``factory``, whose view the vector env does not carry).
-            ``False`` keeps the sums in the sub-envs. Gymnasium types each step's info array
-            by the first sub-env that reports the key, so an env that mixes ``int`` and
-            ``float`` costs (or ``bool`` and ``float`` successes) in one step loses the
-            fractions there; such envs should report floats, or use ``False``.
-        overlap: apply each step's curriculum work while the workers step (see the vector
-            ``SampleCurriculumTask``): faster, but not exactly repeatable when an env refuses
-            a task. Off by default.
-        **env_kwargs: passed to the env constructor.
-
-    Async vector envs of a :class:`~gymcurric.tasks.Curriculum` go through a
-    :class:`~gymcurric.tasks.channel.TaskChannel`: this process draws each sub-env's next task
-    and applies the finished episodes, in batches, once per vector step; the workers only take
-    the task waiting in their slot and leave their results there. The per-episode work then
-    runs once, hot, in this process, instead of cold in every worker, before the next vector
-    step (with ``overlap=True``, during it, while the workers step; see
-    ``SampleCurriculumTask.flush_curriculum``); the task stream depends only on this process's
-    generator (the same seed gives the same tasks in every run).
-    A sub-env whose env refuses its task draws the next one from the shared curriculum itself.
-    Sample counts are taken when a sub-env takes its task, so ``curriculum/samples`` counts the
-    episodes started.
-    """
-    if vectorization_mode not in ("sync", "async"):
-        raise ConfigError(
-            "vectorization_mode",
-            vectorization_mode,
-            "expected 'sync' or 'async' (sub-envs must be wrapped one by one)",
-            source="make_curriculum_vec",
-        )
-    kwargs = dict(wrapper_kwargs or {})
-    channel = None
-    if vectorization_mode == "async" and _takes_channel(curriculum, kwargs):
-        # the vector env's rewards and infos are this wrapper's (it is the outermost one):
-        # without a success_fn or a factory the episodes can be accounted in this process
-        in_main = (
-            episodes_in_main and kwargs.get("success_fn") is None and kwargs.get("factory") is None
-        )
-        channel = TaskChannel(num_envs, episodes_in_main=in_main)
-        kwargs["channel"] = channel
-    wrap = partial(_SingleSampleCurriculumTask, curriculum=curriculum, **kwargs)
-    envs = None
-    try:
-        envs = gym.make_vec(
-            env_id,
-            num_envs=num_envs,
-            vectorization_mode=vectorization_mode,
-            vector_kwargs=vector_kwargs,
-            wrappers=[wrap],
-            **env_kwargs,
-        )
-        if channel is not None:
-            cast(Any, envs).set_attr("channel_index", list(range(num_envs)))
-        return SampleCurriculumTask(
-            envs,
-            curriculum,
-            channel=channel,
-            reseed_curriculum=kwargs.get("reseed_curriculum", True),
-            overlap=overlap,
-        )
-    except BaseException:
-        if envs is not None:  # built, then binding or wrapping failed: stop its workers
-            envs.close()
-        if channel is not None:
-            channel.close()
-        raise
-
-
-def _takes_channel(curriculum: Any, wrapper_kwargs: dict[str, Any]) -> bool:
-    """Whether the sub-envs of an async vector env can go through a :class:`TaskChannel`.
-
-    Only for a gymcurric curriculum on the shared-memory backend (the sub-envs still fall back
-    to it) and when the caller did not bring a channel of their own.
-    """
-    from gymcurric.tasks import Curriculum, SharedMemoryBackend
-
-    return (
-        isinstance(curriculum, Curriculum)
-        and isinstance(curriculum.backend, SharedMemoryBackend)
-        and "channel" not in wrapper_kwargs
-    )
 
 
 # The old names, deprecated (issue 22): type checkers see plain aliases; at run time an

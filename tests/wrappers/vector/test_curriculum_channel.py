@@ -72,7 +72,7 @@ def test_the_same_seed_gives_the_same_tasks_in_every_env():
     assert first[0] != other[0] or first != other
 
 
-def test_a_refused_task_is_disabled_and_the_sub_env_draws_another_itself():
+def test_a_refused_task_is_disabled_and_the_sub_env_runs_a_spare():
     tasks = [{"level": i + 1, "len": 2} for i in range(4)] + [{"level": 9, "reject": True}]
     cur = Curriculum(FixedTaskSpace(tasks), seed=0, backend="shared", recompute_every=2)
     envs = _make(cur, n=2, context="fork")

@@ -27,30 +27,28 @@ MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLE
 SHORT = FixedTaskSpace([{"level": i + 1, "len": 1} for i in range(5)])
 
 
+def _default(cur, n, mode, **kwargs):
+    return make_curriculum_vec(
+        STUB,
+        cur,
+        n,
+        vectorization_mode="async",
+        vector_kwargs={"autoreset_mode": mode, "context": "fork"},
+        **kwargs,
+    )
+
+
 def _overlapped(cur, n, mode):
-    return make_curriculum_vec(
-        STUB,
-        cur,
-        n,
-        vectorization_mode="async",
-        vector_kwargs={"autoreset_mode": mode, "context": "fork"},
-        overlap=True,
-    )
+    return _default(cur, n, mode, overlap=True)
 
 
-def _default(cur, n, mode):
-    return make_curriculum_vec(
-        STUB,
-        cur,
-        n,
-        vectorization_mode="async",
-        vector_kwargs={"autoreset_mode": mode, "context": "fork"},
-    )
+def _before_the_step(cur, n, mode):
+    return _default(cur, n, mode, overlap=False)
 
 
 def _serial(cur, n, mode):
     """What make_curriculum_vec builds, with a pass-through wrapper hiding step_async."""
-    chan = TaskChannel(n, episodes_in_main=True)
+    chan = TaskChannel(n, episodes_in_main=True, spares=10)  # as make_curriculum_vec's
     inner = gym.make_vec(
         STUB,
         num_envs=n,
@@ -97,10 +95,17 @@ def _same_state(a, b):
 def test_overlapped_and_serial_steps_give_the_same_tasks_and_state(mode, space):
     over = _trace(_overlapped, mode, space)
     serial = _trace(_serial, mode, space)
-    assert over[3] and not serial[3]  # the overlap is used with overlap=True only
-    assert over[0] == serial[0]
+    before = _trace(_before_the_step, mode, space)
+    # the overlap is used with overlap=True only, and needs Gymnasium's step_async
+    assert over[3] and not serial[3] and not before[3]
+    assert over[0] == serial[0] == before[0]
     _same_state(over[1], serial[1])
+    _same_state(over[1], before[1])
     assert over[1]["count"].sum() > 0
+
+
+def test_overlap_is_the_default():
+    assert _trace(_default, AutoresetMode.NEXT_STEP, steps=2)[3]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -221,24 +226,6 @@ def test_take_results_reads_each_result_once_in_env_order():
         assert chan.take_results() is None
     finally:
         chan.close()
-
-
-# two tasks the stub env refuses: their replacements are drawn by the sub-envs themselves
-REFUSING = FixedTaskSpace(
-    [{"level": 1, "len": 2}, {"reject": True}, {"level": 2, "len": 3}, {"reject": True}]
-    + [{"level": i + 3, "len": 2 + i % 3} for i in range(4)]
-)
-
-
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_the_default_repeats_exactly_with_refused_tasks(mode):
-    """Without overlap, a sub-env's own draw after a refusal never races this process."""
-    runs = [_trace(_default, mode, REFUSING, n=4) for _ in range(3)]
-    assert not runs[0][3]  # no overlap by default
-    for other in runs[1:]:
-        assert other[0] == runs[0][0]
-        _same_state(other[1], runs[0][1])
-    assert runs[0][1]["count"].sum() > 0
 
 
 def test_a_checkpoint_through_an_outer_vector_wrapper_holds_the_last_steps_episodes(tmp_path):
