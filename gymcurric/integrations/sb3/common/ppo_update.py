@@ -14,6 +14,13 @@ terms, KL early stop, gradient clipping and logs. Two additions:
 
 ``after_pass(epoch)`` runs after each pass over the rollout; returning False ends the update
 (P3O's κ schedule and its early stop).
+
+The logs follow SB3's PPO (and so PPOLag's, which runs SB3's update):
+``train/policy_gradient_loss``, ``train/value_loss``, ``train/entropy_loss``,
+``train/clip_fraction`` and ``train/approx_kl`` are means over the minibatches evaluated, the
+one that tripped the KL early stop (and takes no step) included; ``train/loss`` is the loss of
+the last minibatch evaluated, so after a KL stop that minibatch's. Minibatches with a
+non-finite loss are left out of both.
 """
 
 from __future__ import annotations
@@ -110,6 +117,8 @@ def guarded_ppo_train(
             if not _finite(loss):
                 model.nonfinite_skipped += 1  # type: ignore[attr-defined]
                 continue
+            # SB3 logs the last minibatch evaluated, stepped or not (the KL stop's included)
+            last_loss = loss.item()
             pg_losses.append(policy_loss.item())
             clip_fractions.append(th.mean((th.abs(ratio - 1) > clip_range).float()).item())
             value_losses.append(value_loss.item())
@@ -129,7 +138,6 @@ def guarded_ppo_train(
                 model.nonfinite_skipped += 1  # type: ignore[attr-defined]
                 continue
             model.policy.optimizer.step()
-            last_loss = loss.item()
 
         model._n_updates += 1
         if not continue_training:
