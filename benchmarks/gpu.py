@@ -25,8 +25,9 @@ and the others still run:
    embeddings against the eager path's on the device (``graph_check``: cosine ≥ 0.999).
 4. ``curriculum``: ``benchmarks/curriculum_overhead.py``'s env part, ``make_curriculum_vec``
    against a plain ``AsyncVectorEnv`` of 8 and 15 trivial envs (fork), paired, with the
-   wrapper's per-step work before each step (the default) and overlapped with the workers
-   (``gc-overlap``, ``overlap=True``). Goal: ≥ 90 % of plain.
+   wrapper's per-step work before each step (``overlap=False``) and overlapped with the
+   workers (``gc-overlap``, ``overlap=True``, the default since the spare-task channel).
+   Goal: ≥ 90 % of plain.
 
 Each part writes its log and JSON into ``--out``; ``gpu.json`` collects the versions, the
 device, each part's exit status and duration, and the ratios; the summary printed last gives
@@ -148,7 +149,7 @@ def semantic_fractions(path: Path) -> dict[str, Any]:
 
 
 def curriculum_ratio(path: Path) -> dict[str, Any]:
-    """Paired ratio to plain per ``<start method>/<envs>``: the wrapper, default and overlapped."""
+    """Paired ratio to plain per ``<start method>/<envs>``: the wrapper serial and overlapped."""
     if not path.exists():
         return {}
     found: dict[str, Any] = {}
@@ -276,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 "fraction_of_forward": semantic_fractions(js)
             }
 
-    if "curriculum" in args.parts:  # the wrapper by default and with overlap=True
+    if "curriculum" in args.parts:  # the wrapper with overlap=False and True
         js = out / "curriculum.json"
         sizes = ["--quick"] if args.quick else ["--env-steps", "800", "--env-repeats", "8"]
         cmd = [py, str(HERE / "curriculum_overhead.py"), "--skip-calls", "--no-syllabus",
