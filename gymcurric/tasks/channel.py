@@ -71,6 +71,8 @@ _FIELDS = {
 # reasons, UTF-8, zero-padded).
 #: bytes kept of each refusal's reason (UTF-8, cut)
 REASON_BYTES = 160
+#: draws a sub-env without spares left makes to pass over the tasks it refused (see take_task)
+FALLBACK_REDRAWS = 64
 
 
 class TaskChannel:
@@ -91,14 +93,25 @@ class TaskChannel:
         spares: tasks drawn ahead per env for the retries after a refusal (>= 0); with
             spares, refusals go through the channel too. ``make_curriculum_vec`` passes the
             sub-envs' ``max_retries``, so that a sub-env never draws a task itself.
+        key_modulus: the curriculum space's ``key_modulus`` (0: task ids are the keys), so
+            that a retry passes over spares of a cell the env just refused.
     """
 
-    def __init__(self, num_envs: int, *, episodes_in_main: bool = False, spares: int = 0) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        episodes_in_main: bool = False,
+        spares: int = 0,
+        key_modulus: int = 0,
+    ) -> None:
         check_int("num_envs", num_envs, source="TaskChannel")
         check_int("spares", spares, minimum=0, source="TaskChannel")
+        check_int("key_modulus", key_modulus, minimum=0, source="TaskChannel")
         self.num_envs = num_envs
         self.episodes_in_main = bool(episodes_in_main)
         self.spares = spares
+        self.key_modulus = key_modulus
         self._backend = SharedMemoryBackend()
         layout = {k: FieldSpec(d, (num_envs,)) for k, d in _FIELDS.items()}
         refusals = spares + 1 if spares else 0  # a reset tries its task and then every spare
@@ -150,15 +163,40 @@ class TaskChannel:
         return self._w_next[env]
 
     def take_spare(self, env: int) -> int | None:
-        """The next spare task of sub-env ``env`` (it is then taken), or None if none is left."""
-        used = int(self._spare_used[env])
-        if used >= self.spares:
-            return None
-        tid = int(self._spare_id[env, used])
-        if tid < 0:
-            return None
-        self._spare_used[env] = used + 1
-        return tid
+        """The next spare task of sub-env ``env`` (it is then taken), or None if none is left.
+
+        A spare of a task (for spaces with variants: of a cell) that this env refused since
+        the main process last read its slot is passed over: the spares were drawn before the
+        refusal, which removes that task from the pool, so a draw made after it (the path
+        without a channel) could not return it. Passed-over spares are not counted as
+        samples.
+        """
+        used, spares = int(self._spare_used[env]), self.spares
+        refused = self.refused_keys(env)
+        modulus = self.key_modulus
+        while used < spares:
+            tid = int(self._spare_id[env, used])
+            if tid < 0:
+                break
+            used += 1
+            if (tid % modulus if modulus else tid) not in refused:
+                self._spare_used[env] = used
+                return tid
+            self._spare_id[env, used - 1] = -1  # passed over: not counted at the next refill
+        self._spare_used[env] = used
+        return None
+
+    def refused_keys(self, env: int) -> set[int]:
+        """The keys of the tasks sub-env ``env`` refused since the main process last read them.
+
+        Those refusals are not applied to the curriculum yet: the tasks are still in its pool.
+        """
+        n = int(self._refused[env])
+        if not n:
+            return set()
+        ids = self._refused_id[env, :n].tolist()
+        modulus = self.key_modulus
+        return {t % modulus for t in ids} if modulus else set(ids)
 
     def refuse(self, env: int, task_id: int, reason: str) -> bool:
         """Leave sub-env ``env``'s refusal of ``task_id`` for the main process.
@@ -354,10 +392,12 @@ class TaskChannel:
         slots: list[int] = []
         ids: list[int] = []
         for env, n in zip(envs.tolist(), spent, strict=True):
-            slots += self._spare_slot[env, :n].tolist()
-            ids += self._spare_id[env, :n].tolist()
+            taken = self._spare_id[env, :n]
+            slots += self._spare_slot[env, :n][taken >= 0].tolist()
+            ids += taken[taken >= 0].tolist()
         if ids:
             curriculum.count(slots, ids)
+        if any(spent):
             self.drop_spares(envs[np.asarray(spent) > 0])
 
     def drop_spares(self, envs: np.ndarray) -> None:
@@ -448,12 +488,14 @@ class TaskChannel:
             "num_envs": self.num_envs,
             "episodes_in_main": self.episodes_in_main,
             "spares": self.spares,
+            "key_modulus": self.key_modulus,
             "backend": self._backend,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.num_envs, self._backend = state["num_envs"], state["backend"]
         self.episodes_in_main, self.spares = state["episodes_in_main"], state["spares"]
+        self.key_modulus = state["key_modulus"]
         self._bind(self._backend.arrays())
         self._counted = self._seen = np.zeros(0, dtype=np.int64)  # main-process only
         self._stale, self._any_stale = np.zeros(0, dtype=bool), False
@@ -480,12 +522,24 @@ class ChannelTransport(TaskTransport):
         self.reports_episodes = not channel.episodes_in_main
 
     def take_task(self) -> tuple[int, dict[str, Any]]:
-        """The task waiting in this env's slot, else its next spare, else one from the fallback."""
-        tid = self.channel.take(self.env)
+        """The task waiting in this env's slot, else its next spare, else one from the fallback.
+
+        The fallback's draws pass over the tasks this env refused that the main process has
+        not applied yet (they are still in the pool), up to ``FALLBACK_REDRAWS`` times.
+        """
+        chan = self.channel
+        tid = chan.take(self.env)
         if tid is None:
-            tid = self.channel.take_spare(self.env)
+            tid = chan.take_spare(self.env)
             if tid is None:
-                return self.fallback.take_task()
+                drawn = self.fallback.take_task()
+                refused = chan.refused_keys(self.env)
+                modulus = chan.key_modulus
+                for _ in range(FALLBACK_REDRAWS):
+                    if (drawn[0] % modulus if modulus else drawn[0]) not in refused:
+                        break
+                    drawn = self.fallback.take_task()
+                return drawn
         return tid, self.fallback.task(tid)
 
     def task(self, task_id: int) -> dict[str, Any]:

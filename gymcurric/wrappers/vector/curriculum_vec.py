@@ -90,7 +90,12 @@ def make_curriculum_vec(
         # one spare task per retry: a sub-env never draws one itself (see TaskChannel)
         retries = kwargs.get("max_retries", _single_max_retries())
         check_int("max_retries", retries, minimum=0, source="SampleCurriculumTask")
-        channel = TaskChannel(num_envs, episodes_in_main=in_main, spares=retries)
+        channel = TaskChannel(
+            num_envs,
+            episodes_in_main=in_main,
+            spares=retries,
+            key_modulus=curriculum.space.key_modulus,
+        )
         kwargs["channel"] = channel
     wrap = partial(SingleSampleCurriculumTask, curriculum=curriculum, **kwargs)
     envs = None

@@ -295,3 +295,50 @@ def test_vector_wrapper_resume_channel_checks_the_spares():
     finally:
         envs.close()
         cur.close()
+
+
+def test_a_retry_passes_over_spares_of_a_task_the_env_just_refused():
+    """A spare drawn before the refusal may be the refused task: the retry skips it.
+
+    Without a channel the refusal removes the task before the next draw, so a pool of one
+    refused and one valid task never fails a reset with ``max_retries=1``; the spares once
+    made that reset fail whenever the waiting task and the spare were both the refused one.
+    """
+    space = FixedTaskSpace([{"reject": True}, {"level": 1, "len": 2}])
+    for seed in range(6):
+        cur = Curriculum(space, seed=seed, backend="shared")
+        envs = make_curriculum_vec(
+            STUB,
+            cur,
+            N,
+            vectorization_mode="async",
+            vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP, "context": "fork"},
+            wrapper_kwargs={"max_retries": 1},
+        )
+        try:
+            envs.reset(seed=seed)
+            assert envs.task_ids.tolist() == [1] * N, seed
+        finally:
+            envs.close()
+            cur.close()
+
+
+def test_take_spare_skips_the_keys_refused_since_the_last_refill():
+    space = FixedTaskSpace([{"i": i} for i in range(4)])
+    cur = Curriculum(space, seed=0, backend="shared")
+    chan = TaskChannel(1, spares=3, key_modulus=2)  # keys: the ids modulo 2
+    try:
+        # task 0 waits; the spares were drawn before the env refused it (key 0)
+        chan.restore_waiting(cur, [0], [[2, 0, 3]])
+        assert chan.take(0) == 0 and chan.refuse(0, 0, "no")
+        assert chan.refused_keys(0) == {0}
+        assert chan.take_spare(0) == 3  # 2 and 0 share the refused key
+        assert chan.take_spare(0) is None
+        before = cur.stats()["curriculum/samples"]
+        chan.refill(cur)  # the refusal applied: the slot is read, nothing is skipped now
+        assert chan.refused_keys(0) == set()
+        # the waiting task and the spare run are counted; the two passed over are not
+        assert cur.stats()["curriculum/samples"] == before + 2
+    finally:
+        chan.close()
+        cur.close()
