@@ -15,6 +15,7 @@ differ in how they get there:
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -250,7 +251,9 @@ class DeviceIndex:
 
     def __init__(self, storage: RingStorage) -> None:
         self.storage = storage
-        self.draw_buffers: OrderedDict[tuple[int, int], DrawBuffers] = OrderedDict()
+        #: by (batch, candidates, thread, CUDA stream): see :meth:`buffers`
+        self.draw_buffers: OrderedDict[tuple[int, int, int, int], DrawBuffers] = OrderedDict()
+        self.buffers_lock = threading.Lock()
 
     def link_row(self, row: int, is_first: Any, total_steps: int) -> None:
         """Nothing to do: validity is read from the rows when sampling."""
@@ -337,14 +340,24 @@ class DeviceIndex:
         )
 
     def buffers(self, batch: int, candidates: int) -> DrawBuffers:
-        """The :class:`DrawBuffers` of a draw shape (the last few shapes' are kept)."""
-        key = (batch, candidates)
-        found = self.draw_buffers.get(key)
-        if found is None:
-            found = self.draw_buffers[key] = DrawBuffers(batch, candidates, self.storage.device)
-            while len(self.draw_buffers) > KEPT_SHAPES:
-                self.draw_buffers.popitem(last=False)
-        self.draw_buffers.move_to_end(key)
+        """The :class:`DrawBuffers` of a draw shape (the last few shapes' are kept).
+
+        Per calling thread and, on CUDA, per current stream too: draws that run at the same
+        time (threads drawing with generators of their own, or a prefetch on a side stream)
+        would otherwise write each other's intermediate results. Draws of one thread on one
+        stream are ordered, so they share them.
+        """
+        device = self.storage.device
+        stream = torch.cuda.current_stream(device).stream_id if device.type == "cuda" else 0
+        key = (batch, candidates, threading.get_ident(), stream)
+        with self.buffers_lock:
+            found = self.draw_buffers.get(key)
+            if found is None:
+                found = DrawBuffers(batch, candidates, device)
+                self.draw_buffers[key] = found
+                while len(self.draw_buffers) > KEPT_SHAPES:
+                    self.draw_buffers.popitem(last=False)
+            self.draw_buffers.move_to_end(key)
         return found
 
     @staticmethod

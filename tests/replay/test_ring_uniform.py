@@ -9,6 +9,7 @@ on CPU its captured form runs eagerly, on CUDA (skipped without a GPU) it replay
 
 import hashlib
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -248,3 +249,39 @@ def test_clear_and_load_never_write_rows_through_the_episode_bookkeeping():
     assert torch.equal(ring["episode_id"], episode_ids)
     zero_step(ring)
     assert bool((ring["episode_id"][0] == 0).all())  # a first episode again after clear()
+
+
+def test_draws_running_at_once_in_two_threads_do_not_share_intermediate_results(monkeypatch):
+    """Each thread (and, on CUDA, each stream) draws into buffers of its own: a draw that runs
+    while another thread's draw of the same shape is half done leaves that draw as it would be
+    alone (a learner prefetching batches in a thread, with a generator of its own)."""
+    from gymcurric.replay import uniform
+
+    ring, _ = scenario(3)
+    while not ring.full:
+        zero_step(ring)
+    shape = {"batch": 32, "candidates": 2}
+    alone = [ring.sample_transitions(gen=torch.Generator().manual_seed(s), **shape) for s in (1, 2)]
+    paused, resume = threading.Event(), threading.Event()
+    real_choose = uniform.choose
+
+    def choose_after_the_other_draw(buffers, valid):
+        if threading.current_thread() is worker:  # validity computed, choice not made yet
+            paused.set()
+            assert resume.wait(30)
+        return real_choose(buffers, valid)
+
+    monkeypatch.setattr(uniform, "choose", choose_after_the_other_draw)
+    out = []
+    worker = threading.Thread(
+        target=lambda: out.append(
+            ring.sample_transitions(gen=torch.Generator().manual_seed(1), **shape)
+        )
+    )
+    worker.start()
+    assert paused.wait(30)
+    other = ring.sample_transitions(gen=torch.Generator().manual_seed(2), **shape)
+    resume.set()
+    worker.join(30)
+    for got, want in zip((out[0], other), alone, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(parts(got), parts(want), strict=True))
