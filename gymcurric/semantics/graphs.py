@@ -90,7 +90,7 @@ class _Slot:
     """The static buffers of one ``(bucket, row shape, dtype)``."""
 
     inputs: Any  # (bucket, *row) on the device
-    host: Any  # pinned host staging copy of ``inputs`` (CUDA), else ``inputs`` itself
+    host: Any  # host staging copy of ``inputs`` (pinned on CUDA); ``inputs`` itself on CPU
     host_array: np.ndarray  # numpy view of ``host``, taken once
     out: Any = None  # (bucket, ...) on the device, written by every run
     graph: Any = None  # the captured torch.cuda.CUDAGraph (CUDA only)
@@ -192,8 +192,9 @@ class StaticGraphRunner:
         else:
             np.copyto(slot.host_array[:n], batch, casting="no")
         if slot.host is not slot.inputs:
-            slot.inputs[:n].copy_(slot.host[:n], non_blocking=True)
-            slot.staged.record(torch.cuda.current_stream(self.device))
+            slot.inputs[:n].copy_(slot.host[:n], non_blocking=slot.staged is not None)
+            if slot.staged is not None:
+                slot.staged.record(torch.cuda.current_stream(self.device))
 
     def _step(self, slot: _Slot) -> None:
         # the one line that is captured on CUDA and run as is elsewhere
@@ -208,7 +209,12 @@ class StaticGraphRunner:
     def _new_slot(self, key: SlotKey, batch: Any, n: int) -> _Slot:
         bucket, row, dtype = key
         inputs = torch.zeros((bucket, *row), dtype=dtype, device=self.device)
-        host = torch.zeros(inputs.shape, dtype=dtype, pin_memory=True) if self.capture else inputs
+        if self.capture:
+            host = torch.zeros(inputs.shape, dtype=dtype, pin_memory=True)
+        elif self.device.type == "cpu":
+            host = inputs
+        else:  # eager on another device (no capture): fill from numpy through a host copy
+            host = torch.zeros(inputs.shape, dtype=dtype)
         slot = _Slot(inputs=inputs, host=host, host_array=host.numpy())
         if self.capture:
             slot.staged = torch.cuda.Event()

@@ -98,6 +98,19 @@ def test_run_returns_a_device_view_that_the_next_call_overwrites():
     assert view.tolist() == [[0.0, 0.0, 0.0]] * 2  # documented: read it before the next call
 
 
+def test_runner_runs_eagerly_on_a_device_that_is_neither_the_cpu_nor_captured():
+    """Eager mode off the CPU (CUDA with capture=False, MPS): numpy frames reach the device
+    through a host copy (the static input has no numpy view there). "meta" stands in for such
+    a device on a CPU-only machine; it checks the buffers' shapes and devices, not values."""
+    runner = StaticGraphRunner(row_sums, "meta")
+    assert runner.mode == "eager"
+    for n in (3, 2):  # a new slot, then the same slot refilled
+        out = runner.run(np.ones((n, 2, 2, 3), np.uint8))
+        assert out.device.type == "meta" and tuple(out.shape) == (n, 3)
+    out = runner.run(torch.ones((3, 2, 2, 3), dtype=torch.uint8))  # a host tensor
+    assert tuple(out.shape) == (3, 3)
+
+
 def test_runner_arguments_are_checked():
     with pytest.raises(ConfigError, match="capture"):
         StaticGraphRunner(row_sums, "cpu", capture=True)
