@@ -77,8 +77,8 @@ class SampleCurriculumTask(
       and the env's error. Rejections are counted in :attr:`rejections`.
     * **Seeding**: ``reset(seed=s)`` also calls ``curriculum.reseed(s)`` (when the curriculum
       has it and ``reseed_curriculum`` is true), so a seeded reset fixes this process's task
-      stream. A reset that starts a :attr:`pending_task_id` (resuming a checkpoint) keeps the
-      restored generator instead.
+      stream. A reset that resumes a checkpoint (:attr:`resuming`, :attr:`pending_task_id`)
+      keeps the restored generator instead.
     * **Factory**: for envs that cannot take a task through ``options``, ``factory(task)``
       builds an env per task; the last ``cache_size`` envs are kept, keyed by
       :func:`task_key` (never Python's salted ``hash()``), and evicted envs are closed. Every
@@ -189,7 +189,7 @@ class SampleCurriculumTask(
         self._seeder: np.random.Generator | None = None  # first seeds of new factory envs
         self.task_id = -1
         self._task: dict[str, Any] | None = None
-        self._pending: int | None = None
+        self._pending: int | None = None  # resuming: a task id, or -1 to take the next task
         #: how this env reaches the curriculum: straight, or through the channel once bound
         self._direct: TaskTransport = transport
         self._transport: TaskTransport = transport
@@ -214,9 +214,10 @@ class SampleCurriculumTask(
 
         Set when resuming from a checkpoint (:func:`load_curriculum_state` does it); consumed
         by that reset, which also skips reseeding the restored curriculum. ``None`` or ``-1``
-        clears it.
+        clears it (and :attr:`resuming`).
         """
-        return self._pending
+        pending = self._pending
+        return None if pending is None or pending < 0 else pending
 
     @pending_task_id.setter
     def pending_task_id(self, task_id: int | None) -> None:
@@ -231,6 +232,26 @@ class SampleCurriculumTask(
                 source="SampleCurriculumTask",
             )
         self._pending = int(task_id)
+
+    @property
+    def resuming(self) -> bool:
+        """Whether the next reset without an explicit task resumes a checkpoint.
+
+        That reset keeps the restored curriculum's generator (its ``seed`` does not reseed
+        it) and runs :attr:`pending_task_id`, or, if none is set, the task it takes as any
+        reset does: the next draw, or for a vector env with a channel, the task restored in
+        its slot (a sub-env whose episode had ended at the checkpoint). Set with
+        :attr:`pending_task_id` and by :func:`load_curriculum_state` for every env; that reset
+        clears it.
+        """
+        return self._pending is not None
+
+    @resuming.setter
+    def resuming(self, value: bool) -> None:
+        if not value:
+            self._pending = None
+        elif self._pending is None:
+            self._pending = -1  # resume without a task: take the next one, keep the generator
 
     @property
     def channel_index(self) -> int:
@@ -288,7 +309,8 @@ class SampleCurriculumTask(
             task, tid = explicit, -1
             obs, info = self._reset_inner(task, seed, opts)
         else:
-            obs, info, tid, task = self._reset_curriculum(seed, opts, resumed)
+            task_id = resumed if resumed is not None and resumed >= 0 else None
+            obs, info, tid, task = self._reset_curriculum(seed, opts, task_id)
         self._begin(info, tid, task)
         return obs, info
 

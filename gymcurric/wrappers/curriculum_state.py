@@ -5,7 +5,9 @@ The file holds the curriculum's :meth:`~gymcurric.tasks.Curriculum.state_dict` (
 running at the moment of the checkpoint. Loading it with ``env=`` makes each env's next reset
 continue that task instead of drawing a new one (see
 :attr:`gymcurric.wrappers.SampleCurriculumTask.pending_task_id`), so that a run resumed from a model
-checkpoint and this file draws the same task sequence as the uninterrupted run.
+checkpoint and this file draws the same task sequence as the uninterrupted run. A sub-env of a
+vector env whose episode ended and that has not reset yet is saved with no task: its resumed
+reset starts the next one (see :func:`save_curriculum_state`).
 
 ``env`` may be a single env wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask`, a
 Gymnasium ``VectorEnv`` or an SB3 ``VecEnv`` whose sub-envs are.
@@ -86,7 +88,12 @@ def env_task_ids(env: Any) -> list[int]:
 
 
 def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
-    """Make each env's next reset (without an explicit task) run ``task_ids[i]``; -1 skips."""
+    """Make each env's next reset (without an explicit task) resume a checkpoint.
+
+    That reset runs ``task_ids[i]``, or for ``-1`` takes its task as any reset does (the next
+    draw, or the task restored in its channel slot); either way it keeps the restored
+    curriculum's generator (see :attr:`gymcurric.wrappers.SampleCurriculumTask.resuming`).
+    """
     ids = [int(t) for t in task_ids]
     try:
         if isinstance(env, gym.Env):
@@ -95,15 +102,18 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
                     "task_ids", ids, "expected one id for a single env", source="resume_env_tasks"
                 )
             env.set_wrapper_attr("pending_task_id", ids[0])
+            env.set_wrapper_attr("resuming", True)
             return
         check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
         if hasattr(env, "env_method"):  # SB3: set_attr would set it on the outermost wrapper
             _check_sb3(env)
             for i, tid in enumerate(ids):
                 env.env_method("set_wrapper_attr", "pending_task_id", tid, indices=[i])
+            env.env_method("set_wrapper_attr", "resuming", True)
         else:
             env.unwrapped.get_attr("task_id")
             env.unwrapped.set_attr("pending_task_id", ids)
+            env.unwrapped.set_attr("resuming", [True] * len(ids))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
 
@@ -127,6 +137,17 @@ def save_curriculum_state(
     An env with a ``flush_curriculum()`` method (the curriculum wrappers) is flushed first, so
     that the file holds every episode that ended before the call (the vector wrapper applies a
     step's episodes during the next step).
+
+    A checkpoint may be taken after any step. A sub-env whose episode ended in the last step
+    and has not reset since (``NEXT_STEP`` autoreset: until its reset step; ``DISABLED``:
+    until ``reset(options={"reset_mask": ...})``) is saved with no task (``-1``), so that the
+    resumed run's reset starts its next task, the one the uninterrupted run starts, instead of
+    replaying the one that ended. The vector
+    :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` (``make_curriculum_vec``) tells
+    which sub-envs those are (its ``awaiting_reset()``); without it (a bare ``VectorEnv``)
+    such a checkpoint replays the task that ended.
+    A sub-env in the middle of an episode is saved with its task, which the resumed run plays
+    again from the start (the env's own state is not in the file).
     """
     flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
     if flush is not None:
@@ -141,6 +162,9 @@ def save_curriculum_state(
     members: dict[str, np.ndarray] = {_META: np.array(blob)}
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
     ids = env_task_ids(env) if env is not None else []
+    awaiting = _method(env, "awaiting_reset")  # sub-envs whose next task is not started yet
+    if awaiting is not None:
+        ids = [-1 if ended else t for t, ended in zip(ids, awaiting(), strict=True)]
     members[_IDS] = np.asarray(ids, dtype=np.int64)
     waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
     if waiting is not None and (w := waiting()) is not None:

@@ -200,15 +200,35 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
             self._dirty = True
 
+    def awaiting_reset(self) -> list[bool]:
+        """Per sub-env whether its episode ended in the last step and it has not reset since.
+
+        With ``NEXT_STEP`` autoreset until its reset step (the next step), with ``DISABLED``
+        until ``reset(options={"reset_mask": ...})`` resets it; never with ``SAME_STEP`` (a
+        sub-env resets in the step that ends its episode). ``save_curriculum_state(...,
+        env=envs)`` saves no task for these sub-envs, so that the resumed run's reset starts
+        their next task (with a channel, the one waiting in their slot), as the uninterrupted
+        run does, instead of the one that ended.
+        """
+        if self._mode == AutoresetMode.SAME_STEP:
+            return [False] * self.num_envs
+        return [bool(d) for d in self._prev_dones.tolist()]
+
     def channel_waiting(self) -> list[int] | None:
         """Per sub-env the task drawn for its next episode (-1: none); None without a channel.
 
-        ``save_curriculum_state(..., env=envs)`` saves it.
+        ``save_curriculum_state(..., env=envs)`` saves it. With ``DISABLED`` autoreset, -1 for
+        the sub-envs :meth:`awaiting_reset`: the reset that resets them withdraws their
+        waiting task and draws a new one (see :meth:`reset`), and so does the resumed run's.
         """
         if self._channel is None:
             return None
         self.flush_curriculum()
-        return self._channel.waiting()
+        waiting = self._channel.waiting()
+        if self._mode == AutoresetMode.DISABLED and self._prev_any:
+            awaiting = self.awaiting_reset()
+            waiting = [-1 if done else t for t, done in zip(waiting, awaiting, strict=True)]
+        return waiting
 
     def channel_spares(self) -> list[list[int]] | None:
         """Per sub-env its spare tasks (-1: none), for retries; None without a channel."""
@@ -282,6 +302,8 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             spares, self._resume_spares = self._resume_spares, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
                 chan.restore_waiting(self.curriculum, resume, spares)
+                # a slot left empty (-1 saved, or a task gone from the pool) gets a draw now
+                chan.refill(self.curriculum)
             else:
                 if seed is not None and self._reseed:
                     self.curriculum.reseed(seed)
