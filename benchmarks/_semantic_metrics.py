@@ -23,6 +23,11 @@ its second half, and the calibration over the second half: predictions cut into 
 bins, each bin's mean prediction against its mean realised cost-to-go, and the expected
 calibration error (ECE, the count-weighted mean gap).
 
+Exploratory, not pre-registered (:func:`over_budget`): a Lagrangian agent is asked to hold
+the mean episode cost at the record's cost limit, so ``limit x episodes`` of its cost is cost
+the constraint allows; the rest, ``Σ_episodes (episode cost - limit)``, is what guidance could
+remove (the HazardNav diagnosis in ``reference/semantic_safety/README.md``).
+
 Across runs (:func:`paired_ratio`, :func:`paired_diff`): a condition against ``ppolag`` over
 the seeds both have, the ratio of means or the mean difference with a paired bootstrap 95 %
 interval (10,000 resamples of the seeds, seed 0).
@@ -42,6 +47,7 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "calibration",
     "last_fraction",
+    "over_budget",
     "paired_diff",
     "paired_ratio",
     "return_auc",
@@ -122,6 +128,27 @@ def run_metrics(record: dict[str, Any]) -> dict[str, float]:
     out["risk_corr_all"] = _nan(risk.get("corr_all"))
     out["risk_ece"] = _nan(risk.get("ece_late"))
     return out
+
+
+def over_budget(record: dict[str, Any]) -> dict[str, float]:
+    """Episodes, ``limit x episodes`` and ``Σ_episodes (episode cost - limit)`` of a record.
+
+    Exploratory, not pre-registered (see the module docstring). The limit is the record's own
+    ``config["lagrangian"]["cost_limit"]``; only finished episodes count.
+
+    Examples:
+        >>> r = {"config": {"lagrangian": {"cost_limit": 1.0}}, "episodes": {"c": [0, 3, 2]}}
+        >>> over_budget(r)
+        {'episodes': 3.0, 'allowed': 3.0, 'over_budget': 2.0}
+    """
+    limit = float(record["config"]["lagrangian"]["cost_limit"])
+    cost = np.asarray(record["episodes"]["c"], dtype=float)
+    allowed = limit * cost.size
+    return {
+        "episodes": float(cost.size),
+        "allowed": allowed,
+        "over_budget": float(cost.sum() - allowed),
+    }
 
 
 # ----------------------------------------------------------------------------- risk head

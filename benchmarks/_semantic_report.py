@@ -4,7 +4,8 @@
 against ``ppolag`` (paired by seed) with the pre-registered goal's verdict; the diagnostics
 (λ, risk modulation, the risk head's correlation and calibration, the CPU-time overhead);
 prompt sensitivity (probe AUC against the cost ratio); ``null`` against ``ppolag`` bit for bit;
-where in training the violations happened; every seed; the provenance. :func:`figures` draws
+where in training the violations happened; every seed; the provenance. After every env, an
+exploratory section (not pre-registered): the cost above the limit. :func:`figures` draws
 the curves, the risk heads' calibration and the probe-against-benefit plot.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _semantic_metrics import paired_diff, paired_ratio, run_metrics
+from _semantic_metrics import over_budget, paired_diff, paired_ratio, run_metrics
 from _semantic_prompts import NO_PROMPTS, PRIMARY, PROMPT_NAMES
 from _stats import ci95
 
@@ -281,6 +282,42 @@ def _provenance(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[s
     return out
 
 
+def _over_budget(env: str, rs: list[dict[str, Any]]) -> list[str]:
+    """Per arm: episodes, ``limit x episodes``, the cost above it and its ratio to ppolag's."""
+    arms = _arms(rs)
+    base = ("ppolag", NO_PROMPTS)
+    runs = {a: {r["seed"]: over_budget(r) for r in rs if _arm(r) == a} for a in arms}
+    limits = sorted({float(r["config"]["lagrangian"]["cost_limit"]) for r in rs})
+
+    def values(a: tuple[str, str], key: str) -> dict[int, float]:
+        return {s: v[key] for s, v in runs.get(a, {}).items()}
+
+    lines = [
+        f"### {env}: cost above the limit (cost limit {', '.join(f'{x:g}' for x in limits)})",
+        "",
+        "| condition | prompts | n | episodes | limit x episodes | over-budget Σ(c - limit) | "
+        "x ppolag |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in arms:
+        ratio = paired_ratio(values(a, "over_budget"), values(base, "over_budget"))
+        lines.append(
+            f"| {a[0]} | {a[1]} | {len(runs[a])} | "
+            f"{_mci(list(values(a, 'episodes').values()), '{:,.0f}')} | "
+            f"{_mci(list(values(a, 'allowed').values()), '{:,.0f}')} | "
+            f"{_mci(list(values(a, 'over_budget').values()), '{:,.0f}')} | "
+            f"{_pr(ratio) if a != base else '1'} |"
+        )
+    seeds = sorted({r["seed"] for r in rs})
+    head = " | ".join(f"{c} {p}" if p != NO_PROMPTS else c for c, p in arms)
+    lines += ["", "Per seed: over-budget cost", "", f"| seed | {head} |"]
+    lines.append("|---" * (len(arms) + 1) + "|")
+    for s in seeds:
+        cells = [f"{runs[a][s]['over_budget']:,.0f}" if s in runs[a] else "" for a in arms]
+        lines.append(f"| {s} | {' | '.join(cells)} |")
+    return lines
+
+
 def summarise(
     records: list[dict[str, Any]],
     partial: Sequence[dict[str, Any]] = (),
@@ -291,6 +328,20 @@ def summarise(
     for env in sorted({r["env"] for r in records}):
         lines += _env_summary(env, [r for r in records if r["env"] == env], (probes or {}).get(env))
         lines.append("")
+    if records:
+        lines += [
+            "## Over-budget cost (exploratory, not pre-registered)",
+            "",
+            "Not part of the pre-registration; no goal is judged on it. A Lagrangian agent is "
+            "asked to hold the mean episode cost at its limit, so `limit x episodes` of the "
+            "cumulative cost is cost the constraint allows; the over-budget cost, Σ over "
+            "finished episodes of (episode cost - limit), is the part guidance could remove "
+            "(README, HazardNav diagnosis). Mean ± 95 % t CI over seeds; x ppolag: ratio of "
+            "means paired by seed, bootstrap 95 % CI, as for the cumulative cost.",
+            "",
+        ]
+        for env in sorted({r["env"] for r in records}):
+            lines += [*_over_budget(env, [r for r in records if r["env"] == env]), ""]
     if partial:
         lines.append("Incomplete records (interrupted; rerun by the next study command):")
         lines += [
