@@ -77,8 +77,10 @@ def return_auc(
     takes the previous window's value; windows before the first episode are left out.
 
     Examples:
+        Windows (0, 25], (25, 50], (50, 75], (75, 100]: 1.0, none (keeps 1.0), 4.0, 6.0.
+
         >>> return_auc([10, 20, 60, 90], [0.0, 2.0, 4.0, 6.0], 100, fraction=1.0, windows=4)
-        2.5
+        3.0
     """
     t_arr, r_arr = np.asarray(t, dtype=float), np.asarray(returns, dtype=float)
     edges = np.linspace(0.0, fraction * budget, windows + 1)
