@@ -70,6 +70,12 @@ def copy_task(task: Any) -> Any:
             if type(v) not in _SCALARS:
                 out[k] = copy_task(v)  # replacing a key's value is safe while iterating
         return out
+    if type(task) is list:  # likewise: scalar items are shared, with no call each
+        items = task.copy()
+        for i, v in enumerate(items):
+            if type(v) not in _SCALARS:
+                items[i] = copy_task(v)
+        return items
     if isinstance(task, dict):
         return {k: copy_task(v) for k, v in task.items()}
     if isinstance(task, list):
@@ -275,7 +281,11 @@ class FixedTaskSpace(TaskSpace):
 
     def generate(self, task_id: int) -> tuple[dict[str, Any], int]:
         """Return a deep copy of task ``task_id`` and 0 rejections."""
-        return copy_task(self._tasks[self.check_id(task_id)]), 0
+        tasks = self._tasks
+        # a plain id in range (every reset's) skips the general check and its three calls
+        if type(task_id) is not int or not 0 <= task_id < len(tasks):
+            task_id = self.check_id(task_id)
+        return copy_task(tasks[task_id]), 0
 
     def spec(self) -> dict[str, Any]:
         """Size and content digest of the list."""

@@ -292,9 +292,21 @@ class SampleCurriculumTask(
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode on the next curriculum task (or on ``options["task"]``)."""
         if options is None and seed is None and self._pending is None and self._factory is None:
-            started = self._autoreset()  # a vector env's autoreset
-            if started is not None:
-                return started
+            # A vector env's autoreset, kept short (inline, not a method call): it runs once per
+            # episode in every worker. If the env refuses the task, the general path below goes
+            # on, with one retry fewer.
+            tid, task = self._transport.take_task()
+            self._live = False
+            try:
+                obs, info = self.env.reset(options={"task": copy_task(task)})
+            except ValueError as exc:
+                if isinstance(exc, _SpaceMismatch):
+                    raise
+                self._refused(tid, exc)
+                self._refusal, self._refused_task = exc, task
+            else:
+                self._begin(info, tid, task)
+                return obs, info
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
         self._live = False
@@ -311,26 +323,6 @@ class SampleCurriculumTask(
         else:
             task_id = resumed if resumed is not None and resumed >= 0 else None
             obs, info, tid, task = self._reset_curriculum(seed, opts, task_id)
-        self._begin(info, tid, task)
-        return obs, info
-
-    def _autoreset(self) -> tuple[ObsType, dict[str, Any]] | None:
-        """The common reset (no seed, no options, no factory), kept short.
-
-        In a vector env it runs once per episode in every worker, where its cost is mostly
-        cache misses. Returns None if the env refused the task; the general path then goes on,
-        with one retry fewer.
-        """
-        tid, task = self._transport.take_task()
-        self._live = False
-        try:
-            obs, info = self.env.reset(options={"task": copy_task(task)})
-        except ValueError as exc:
-            if isinstance(exc, _SpaceMismatch):
-                raise
-            self._refused(tid, exc)
-            self._refusal, self._refused_task = exc, task
-            return None
         self._begin(info, tid, task)
         return obs, info
 
@@ -426,12 +418,20 @@ class SampleCurriculumTask(
     # ---------------------------------------------------------------- step
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env; at episode end report the episode to the curriculum."""
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        result = self.env.step(action)
         if self._live:
-            self._sums.add_one(reward, info.get("cost"))
+            _, reward, terminated, truncated, info = result
+            # the episode's sums (EpisodeSums' single-env fields), added here rather than by a
+            # method: every step of a summed episode then makes no Python call but this one
+            sums = self._sums
+            sums.one_return += float(reward)
+            cost = info.get("cost")
+            if cost is not None:
+                sums.one_cost += float(cost)
+                sums.one_has_cost = True
             if terminated or truncated:
                 self._report(info)
-        return obs, reward, terminated, truncated, info
+        return result
 
     def _report(self, info: dict[str, Any]) -> None:
         self._live = False  # reported at most once, even if the report raises

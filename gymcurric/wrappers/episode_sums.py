@@ -63,10 +63,13 @@ class EpisodeSums:
         has_cost: whether any step of the episode reported a cost.
         live: whether the env is inside an episode that is summed.
 
-    A single env (the single-env wrapper) uses :meth:`start_one`, :meth:`add_one` and
-    :meth:`finish_one`, which keep Python floats: per step, a numpy item update costs about
-    three times a float addition, and the single-env wrapper runs this on every step. The
-    arithmetic is the same float64 addition either way.
+    A single env (the single-env wrapper) keeps Python floats instead, in ``one_return``,
+    ``one_cost`` and ``one_has_cost``: per step, a numpy item update costs about three times a
+    float addition. :meth:`start_one` and :meth:`finish_one` begin and end its episode; the
+    wrapper's ``step`` adds to the fields itself (``one_return += float(reward)``; where the
+    step's cost is not None, ``one_cost += float(cost)`` and ``one_has_cost = True``), so that
+    its step makes no Python call of its own. The arithmetic is the same float64 addition
+    either way.
 
     Examples:
         >>> sums = EpisodeSums(2)
@@ -117,13 +120,6 @@ class EpisodeSums:
         """A single env's episode starts: its sums restart from zero."""
         self.one_return = self.one_cost = 0.0
         self.one_has_cost = False
-
-    def add_one(self, reward: Any, cost: Any) -> None:
-        """A single env's step: add ``reward`` and, unless it is None, ``cost``."""
-        self.one_return += float(reward)
-        if cost is not None:
-            self.one_cost += float(cost)
-            self.one_has_cost = True
 
     def finish(self, envs: npt.NDArray[np.intp]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(returns, costs, has_cost)`` of ``envs``' episodes (cost 0 where none)."""

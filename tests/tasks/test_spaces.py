@@ -217,6 +217,21 @@ def test_copy_task_rebuilds_every_container_and_keeps_scalars():
     assert copy_task(flat) == flat and copy_task(flat) is not flat
 
 
+def test_copy_task_rebuilds_lists_in_lists_and_plain_copies_list_subclasses():
+    from gymcurric.tasks.spaces import copy_task
+
+    class Tags(list):
+        pass
+
+    task = {"grid": [[0, 1], [2, {"k": [3]}]], "tags": Tags(["a"]), "xs": [1, 2.5, "s", None]}
+    out = copy_task(task)
+    assert out == task
+    assert out["grid"] is not task["grid"] and out["grid"][0] is not task["grid"][0]
+    assert out["grid"][1][1]["k"] is not task["grid"][1][1]["k"]
+    assert type(out["tags"]) is list and out["tags"] is not task["tags"]
+    assert copy_task([1, [2]]) == [1, [2]]
+
+
 # ---------------------------------------------------------------- BoxTaskSpace: integer dims
 
 
