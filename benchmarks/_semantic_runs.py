@@ -9,7 +9,8 @@
   from the start (an SB3 run cannot resume mid-way bit for bit);
 * ``rows``: one per rollout: env steps, mean return and cost of the episodes that ended in it,
   the rollout's summed step cost and violation steps, the cumulative cost, λ after the update
-  that used the rollout, the risk modulation scale ``M`` of that update, the shaping
+  that used the rollout (``null`` for an agent without one, e.g. CPO; P3O's rows add
+  ``kappa``, its penalty weight), the risk modulation scale ``M`` of that update, the shaping
   telemetry (β, raw and normalised margin, shaping / reward ratio, clamp share) and the risk
   heads' own held-out ``risk/corr`` and ``risk/loss``;
 * ``episodes``: every finished episode's end step, return, cost and length (the env's own
@@ -91,6 +92,18 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
+def _lambda(model: Any) -> float:
+    """The model's λ, NaN without one (CPO's and P3O's ``lagrange_multiplier`` raise)."""
+    lam = getattr(model, "lagrange_multiplier", None)
+    return math.nan if lam is None else float(lam)
+
+
+def _kappa(model: Any) -> float | None:
+    """P3O's κ of its last update (``last_kappa``); None for an agent without one."""
+    kappa = getattr(model, "last_kappa", None)
+    return None if kappa is None else float(kappa)
+
+
 def _innermost(venv: Any) -> Any:
     from stable_baselines3.common.vec_env import VecEnvWrapper
 
@@ -166,7 +179,7 @@ class StudyRecorder:
         if self.risk:
             assert self.pred is not None
             self.pred[k] = self.pending
-            resets = _innermost(venv).reset_infos if np.any(dones) else None
+            resets: Any = _innermost(venv).reset_infos if np.any(dones) else None
             for i, info in enumerate(infos):  # the state each env is in now
                 self.pending[i] = resets[i]["risk"] if dones[i] else info["risk"]
         for info in infos:
@@ -196,6 +209,8 @@ class StudyRecorder:
             "lambda": math.nan,  # λ and M of the update that uses this rollout: _fill_update
             "mod": math.nan,
         }
+        if _kappa(model) is not None:  # P3O: its penalty weight κ (it has no λ)
+            row["kappa"] = math.nan
         self.rollout_cost = self.rollout_viol = 0.0
         if self.shaped is not None:
             stats = self.shaped.stats()
@@ -213,10 +228,17 @@ class StudyRecorder:
             self.flush(self, complete=False)
 
     def _fill_update(self, model: Any) -> None:
-        """λ and M of the update that used the previous rollout (SB3 trains after this hook)."""
+        """λ and M of the update that used the previous rollout (SB3 trains after this hook).
+
+        λ stays NaN (``null`` in the record) for an agent without one (CPO, P3O); P3O's κ of
+        that update goes in ``kappa``.
+        """
         if not self.rows:
             return
-        self.rows[-1]["lambda"] = float(model.lagrange_multiplier)
+        self.rows[-1]["lambda"] = _lambda(model)
+        kappa = _kappa(model)
+        if kappa is not None:
+            self.rows[-1]["kappa"] = kappa
         logged = model.logger.name_to_value
         if "risk/modulation_scale" in logged:
             self.rows[-1]["mod"] = float(logged["risk/modulation_scale"])
