@@ -195,6 +195,7 @@ class SampleCurriculumTask(
         self._transport: TaskTransport = transport
         self._sums = EpisodeSums(1)
         self._live = False  # an episode is running whose end is reported
+        self._ended = False  # a reported episode ended and no reset since (awaiting_reset)
         #: How many tasks the env refused so far (each was reported with ``mark_invalid``).
         self.rejections = 0
         self._channel = channel
@@ -296,7 +297,7 @@ class SampleCurriculumTask(
             # episode in every worker. If the env refuses the task, the general path below goes
             # on, with one retry fewer.
             tid, task = self._transport.take_task()
-            self._live = False
+            self._live = self._ended = False
             try:
                 obs, info = self.env.reset(options={"task": copy_task(task)})
             except ValueError as exc:
@@ -309,7 +310,7 @@ class SampleCurriculumTask(
                 return obs, info
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
-        self._live = False
+        self._live = self._ended = False
         resumed = None if explicit is not None else self._pending
         if resumed is not None:
             self._pending = None
@@ -435,6 +436,7 @@ class SampleCurriculumTask(
 
     def _report(self, info: dict[str, Any]) -> None:
         self._live = False  # reported at most once, even if the report raises
+        self._ended = True
         fn = self._success_fn
         success = fn(info) if fn is not None else success_of(info)
         return_, cost = self._sums.finish_one()
@@ -446,6 +448,18 @@ class SampleCurriculumTask(
                 f"{self.task_id}, task {self._task!r}"
             )
             raise
+
+    def awaiting_reset(self) -> list[bool]:
+        """``[True]`` from the step that ended this env's curriculum episode until its reset.
+
+        (Terminated or truncated; ``[False]`` otherwise, and for an explicit task's episode,
+        which has no task id to save.) ``save_curriculum_state(..., env=env)`` then saves no
+        task (``-1``), so that the resumed run's first reset draws the next task, as the
+        uninterrupted run's reset does, instead of replaying the one that ended. One entry,
+        like the vector wrapper's ``awaiting_reset()``. With a channel that has
+        ``episodes_in_main``, the vector wrapper tracks the sub-envs' episodes instead.
+        """
+        return [self._ended]
 
     def flush_curriculum(self) -> None:
         """Deliver the episodes this process buffered for a shared curriculum now.

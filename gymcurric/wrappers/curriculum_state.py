@@ -5,9 +5,9 @@ The file holds the curriculum's :meth:`~gymcurric.tasks.Curriculum.state_dict` (
 running at the moment of the checkpoint. Loading it with ``env=`` makes each env's next reset
 continue that task instead of drawing a new one (see
 :attr:`gymcurric.wrappers.SampleCurriculumTask.pending_task_id`), so that a run resumed from a model
-checkpoint and this file draws the same task sequence as the uninterrupted run. A sub-env of a
-vector env whose episode ended and that has not reset yet is saved with no task: its resumed
-reset starts the next one (see :func:`save_curriculum_state`).
+checkpoint and this file draws the same task sequence as the uninterrupted run. An env (or a
+sub-env of a vector env) whose episode ended and that has not reset yet is saved with no task:
+its resumed reset starts the next one (see :func:`save_curriculum_state`).
 
 ``env`` may be a single env wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask`, a
 Gymnasium ``VectorEnv`` or an SB3 ``VecEnv`` whose sub-envs are.
@@ -138,14 +138,15 @@ def save_curriculum_state(
     that the file holds every episode that ended before the call (the vector wrapper applies a
     step's episodes during the next step).
 
-    A checkpoint may be taken after any step. A sub-env whose episode ended in the last step
-    and has not reset since (``NEXT_STEP`` autoreset: until its reset step; ``DISABLED``:
-    until ``reset(options={"reset_mask": ...})``) is saved with no task (``-1``), so that the
+    A checkpoint may be taken after any step. An env whose episode ended in the last step
+    and has not reset since (a single env: until your ``reset()``; a sub-env with
+    ``NEXT_STEP`` autoreset: until its reset step; ``DISABLED``: until
+    ``reset(options={"reset_mask": ...})``) is saved with no task (``-1``), so that the
     resumed run's reset starts its next task, the one the uninterrupted run starts, instead of
-    replaying the one that ended. The vector
-    :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` (``make_curriculum_vec``) tells
-    which sub-envs those are (its ``awaiting_reset()``); without it (a bare ``VectorEnv``)
-    such a checkpoint replays the task that ended.
+    replaying the one that ended. The curriculum wrappers tell which envs those are (their
+    ``awaiting_reset()``, found under outer wrappers too); a bare ``VectorEnv`` without the
+    vector :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` (``make_curriculum_vec``)
+    cannot, and such a checkpoint replays the task that ended.
     A sub-env in the middle of an episode is saved with its task, which the resumed run plays
     again from the start (the env's own state is not in the file).
     """

@@ -1,0 +1,173 @@
+"""Resume of a single env as users run it: save in one interpreter, load and go on in another.
+
+A run of one :class:`~gymcurric.wrappers.SampleCurriculumTask` env (under another wrapper, and
+over a ``TimeLimit`` that truncates the longest tasks) saves its curriculum state with
+``save_curriculum_state(..., env=env)`` and goes on; a new interpreter builds the same env with
+another seed, loads the file and plays on. The episodes after the checkpoint (task ids,
+returns, how they ended) and the final curriculum state (the generator too) must be the
+uninterrupted run's exactly:
+
+* ``terminated`` / ``truncated``: saved right after the step that ended an episode, before the
+  user's ``reset()``. The resumed reset draws the next task, as the uninterrupted reset does.
+  Before the single wrapper had ``awaiting_reset()``, the file held the task that had just
+  ended and the resumed run played it again.
+* ``mid_episode``: the resumed run plays the interrupted episode's task again from the start
+  (the env's own state is not saved); the stub's episodes depend only on their task.
+* ``after_reset``: saved right after ``reset()``: the resumed run plays the task reset to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
+
+from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
+from tests.curriculum_stubs import TaskStubEnv
+
+ROOT = Path(__file__).resolve().parents[2]
+#: episodes of 2 to 5 steps; the TimeLimit truncates the 5-step ones at 4
+SPACE = FixedTaskSpace([{"level": i + 1, "len": 2 + i % 4} for i in range(10)])
+LIMIT = 4
+EPISODES = 12  # played after the checkpoint
+CASES = ("terminated", "truncated", "mid_episode", "after_reset")
+
+
+def _build(seed: int) -> tuple[Curriculum, Any]:
+    cur = Curriculum(SPACE, seed=seed, recompute_every=3)
+    return cur, RecordEpisodeStatistics(SampleCurriculumTask(TimeLimit(TaskStubEnv(), LIMIT), cur))
+
+
+def _finish(env: Any) -> list[Any]:
+    """Play the current episode to its end: its task id, return and how it ended."""
+    tid = int(env.get_wrapper_attr("task_id"))
+    total = 0.0
+    while True:
+        _, reward, terminated, truncated, _ = env.step(0)
+        total += float(reward)
+        if terminated or truncated:
+            return [tid, total, "terminated" if terminated else "truncated"]
+
+
+def _state(cur: Curriculum) -> dict[str, Any]:
+    """The curriculum state, arrays as lists (NaN as a string), for an exact comparison."""
+    state = dict(cur.state_dict())
+    arrays = state.pop("arrays")
+    state["arrays"] = {k: np.asarray(a).tolist() for k, a in sorted(arrays.items())}
+    return json.loads(json.dumps(state, default=repr).replace("NaN", '"nan"'))
+
+
+def uninterrupted(case: str, path: str) -> dict[str, Any]:
+    """Play to the case's checkpoint (after a few episodes), save there, and play on."""
+    cur, env = _build(seed=0)
+    env.reset(seed=0)
+    played, partial = 0, 0.0
+    while True:
+        if case == "mid_episode" and played >= 3:
+            partial = float(env.step(0)[1])  # every task lasts 2 steps at least
+            break
+        ended = _finish(env)
+        played += 1
+        if played >= 3 and ended[2] == case:
+            break
+        env.reset()
+        if case == "after_reset" and played >= 3:
+            break
+    save_curriculum_state(path, cur, env=env)
+    after = []
+    if case in ("mid_episode", "after_reset"):
+        after.append(_finish(env))  # the episode the checkpoint fell in
+        after[0][1] += partial
+    while len(after) < EPISODES:
+        env.reset()
+        after.append(_finish(env))
+    return {"after": after, "state": _state(cur)}
+
+
+def resumed(case: str, path: str) -> dict[str, Any]:
+    """A fresh env (another seed) that loads the checkpoint, resets and plays on."""
+    cur, env = _build(seed=7)
+    load_curriculum_state(path, cur, env=env)
+    env.reset(seed=123)  # the checkpoint's task and generator win over the seed
+    after = [_finish(env)]
+    while len(after) < EPISODES:
+        env.reset()
+        after.append(_finish(env))
+    return {"after": after, "state": _state(cur)}
+
+
+def run_all(which: str, cases_json: str) -> None:
+    """Run ``uninterrupted`` or ``resumed`` for every ``(case, path)``; print one JSON line."""
+    fn = {"uninterrupted": uninterrupted, "resumed": resumed}[which]
+    print(json.dumps([fn(*case) for case in json.loads(cases_json)]))
+
+
+def _interpreter(which: str, cases: list[list[str]]) -> list[Any]:
+    code = f"""
+        from tests.wrappers.test_curriculum_resume import run_all
+        run_all({which!r}, {json.dumps(json.dumps(cases))})
+    """
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every case saved in one new interpreter and resumed in another."""
+    folder = tmp_path_factory.mktemp("single-resume")
+    cases = [[case, str(folder / f"{case}.npz")] for case in CASES]
+    expected = _interpreter("uninterrupted", cases)
+    got = _interpreter("resumed", cases)
+    return {case: (e, g, path) for (case, path), e, g in zip(cases, expected, got, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_resumed_single_env_plays_the_uninterrupted_runs_episodes(runs, case):
+    expected, got, path = runs[case]
+    assert got["after"] == expected["after"]
+    assert got["state"] == expected["state"]  # bit for bit, the generator too
+    with np.load(path, allow_pickle=False) as z:
+        saved = z["env_task_ids"].tolist()
+    if case in ("terminated", "truncated"):
+        assert saved == [-1]  # no task saved for an episode that had ended
+    else:
+        assert saved == [expected["after"][0][0]]  # the episode in progress, played again
+
+
+def test_awaiting_reset_marks_an_ended_episode_until_the_reset(tmp_path):
+    cur, env = _build(seed=0)
+    assert env.get_wrapper_attr("awaiting_reset")() == [False]
+    env.reset(seed=0)
+    env.step(0)
+    assert env.get_wrapper_attr("awaiting_reset")() == [False]
+    tid = _finish(env)[0]
+    assert env.get_wrapper_attr("awaiting_reset")() == [True]
+    path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)  # through the outer wrapper
+    with np.load(path, allow_pickle=False) as z:
+        assert z["env_task_ids"].tolist() == [-1]
+    env.reset()
+    assert env.get_wrapper_attr("awaiting_reset")() == [False]
+    assert env.get_wrapper_attr("task_id") != -1
+    # an explicit task's episode is not tracked (it has no task id to save)
+    env.reset(options={"task": {"level": 3, "len": 2}})
+    _finish(env)
+    assert env.get_wrapper_attr("awaiting_reset")() == [False]
+    assert tid >= 0
