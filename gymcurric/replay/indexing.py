@@ -267,11 +267,18 @@ class DeviceIndex:
         its entry (counted in ``side_lost`` while its row is kept). When more envs end at once
         than the side store holds, the first ones are dropped (and counted) rather than given
         a slot that a later env of the same write takes over.
+
+        Masked-out envs write to the trash entries, addressed as index -1 (the last entry:
+        ``take`` and ``index_put_`` wrap it), and write -1 there, so that the trash entries
+        always read "no entry" (see :class:`~gymcurric.replay.storage.RingStorage`): the
+        previous owner of the trash slot is -1, and the slot of owner -1 is -1, which is no
+        slot. That spares the masks of the earlier form (owner >= 0, trash indices), one
+        cumulative sum gives every position and the new pointer, and each table is written
+        once (``side_slot_table`` twice: the lost owners, then the ended envs): 22 operations,
+        about half as many as before (issue 24; the results are the same).
         """
         storage = self.storage
         storage.row_has_side[row] = True
-        side_capacity = storage.side_capacity
-        trash_owner = storage.capacity * storage.num_envs
         device = storage.device
         if final_obs.device != device:
             final_obs = final_obs.to(device, non_blocking=True)
@@ -279,27 +286,33 @@ class DeviceIndex:
             ended = mask
         else:
             ended = torch.from_numpy(np.array(mask)).to(device, non_blocking=True)
-        count = ended.to(torch.int64).cumsum(0)
-        kept = ended & (count > count[-1] - side_capacity)
-        dropped = ended & ~kept
-        slot = torch.where(kept, (storage.side_pointer + count - 1) % side_capacity, side_capacity)
-        owner = storage.side_owner.index_select(0, slot)
-        owner_index = torch.where(owner >= 0, owner, trash_owner)
-        held = (owner >= 0) & (storage.side_slot_table.index_select(0, owner_index) == slot)
-        storage.side_lost += held.sum() + dropped.sum()
-        flat_rows = row * storage.num_envs + storage.env_range
-        lost = torch.cat(
-            (
-                torch.where(held, owner_index, trash_owner),
-                torch.where(dropped, flat_rows, trash_owner),
-            )
+        none = storage.no_entry  # -1: no entry, and the index of the trash entries
+        side_capacity, owner_table, slot_table = (
+            storage.side_capacity,
+            storage.side_owner,
+            storage.side_slot_table,
         )
-        storage.side_slot_table.index_fill_(0, lost, -1)
-        storage.side_observations.index_copy_(0, slot, final_obs)
-        storage.side_owner.index_copy_(0, slot, torch.where(kept, flat_rows, -1))
-        storage.side_owner[side_capacity:].fill_(-1)
-        storage.side_slot_table.index_copy_(0, torch.where(kept, flat_rows, trash_owner), slot)
-        storage.side_pointer += count[-1]
+        # the pointer, then the pointer plus the ends before each env; the last is the new one
+        position = torch.cat((storage.side_pointer.view(1), ended)).cumsum_(0)
+        before, pointer = position[:-1], position[-1]
+        # the last side_capacity ends keep their slot (the earlier ones are dropped): an env
+        # that ended is kept when position + side_capacity + 1 > pointer; one that did not
+        # end never is (position <= pointer)
+        kept = torch.add(before, ended, alpha=side_capacity + 1) > pointer
+        slot = before.remainder(side_capacity)
+        target = torch.where(kept, slot, none)
+        owner = torch.take(owner_table, target)
+        # a previous owner still served by its slot loses its entry (slot >= 0 != -1 where
+        # target is the trash entry)
+        held = torch.take(slot_table, owner) == slot
+        slot_table.index_put_((torch.where(held, owner, none),), none)
+        flat_rows = storage.env_range + row * storage.num_envs
+        storage.side_observations.index_put_((target,), final_obs)
+        owner_table.index_put_((target,), torch.where(kept, flat_rows, none))
+        # the ended envs' steps: their slot, or -1 when dropped
+        slot_table.index_put_((torch.where(ended, flat_rows, none),), target)
+        storage.side_lost += torch.logical_or(held, ended ^ kept).sum()
+        storage.side_pointer.copy_(pointer)
 
     def rebuild(self, head: int, size: int) -> None:
         """Nothing to rebuild."""

@@ -161,8 +161,9 @@ class RingStorage:
       masked-out writes, so every transition's next observation is one row of it;
     * side-store tables: ``side_owner[slot]`` is the flat step a slot serves (-1: none),
       ``side_slot_table[flat]`` the slot of a step (-1: none); the last entry of each is a
-      trash entry for masked-out writes. ``side_pointer`` is the next slot to fill and
-      ``side_lost`` counts entries dropped while their row was kept;
+      trash entry for masked-out writes, which always holds -1 (the device index reads it;
+      :meth:`restore` resets it). ``side_pointer`` is the next slot to fill and ``side_lost``
+      counts entries dropped while their row was kept;
     * episode bookkeeping per env: ``current_episode`` (the newest row's ``episode_id``, -1
       before the first push) and ``episode_ended`` (the newest step ended its episode, so the
       next one starts one); and ``row_has_side[t]``, on the host (a row may hold side-store
@@ -232,6 +233,7 @@ class RingStorage:
         self.side_slot = self.side_slot_table[:steps].view(capacity, num_envs)
         self.side_pointer = torch.zeros((), dtype=torch.int64, device=device)
         self.side_lost = torch.zeros((), dtype=torch.int64, device=device)
+        self.no_entry = torch.full((), -1, dtype=torch.int64, device=device)
         self.row_has_side = np.zeros(capacity, dtype=bool)
         self.current_episode: Any = np.full(num_envs, -1, dtype=np.int32)
         self.episode_ended: Any = np.ones(num_envs, dtype=bool)
@@ -562,6 +564,8 @@ class RingStorage:
             self.current_episode = self.episode_state  # not the newest row: copies go here
         for name, target in self.state_tensors().items():
             target.copy_(tensors[name])
+        self.side_owner[-1:].fill_(-1)  # the trash entries (states may hold anything there)
+        self.side_slot_table[-1:].fill_(-1)
         self.row_has_side = (self.side_slot >= 0).any(dim=1).cpu().numpy()
 
     def check_invariants(self, oldest: int, size: int, total_steps: int) -> None:

@@ -30,7 +30,14 @@ PUSH_KERNELS = 7
 #: (or the copy of a packed row staged with them), is_first, episode add
 PUSH_HOST_FLAGS_KERNELS = 6
 ROW_CLEAR_KERNELS = 1  # a fill clearing the side-store slots of a row that held some
-PUSH_FINAL_OBS_KERNELS = 48  # device flags + a row clear + the masked side-store write
+#: the side-store write of a push with final_obs where an episode ended (and of
+#: attach_final_obs), either flags: 40 before issue 24's fused write (cumsum and masks, a
+#: gather and 2 masks per table, 6 scalar wraps, a trash fill), now 22: cat + cumsum of the
+#: positions, kept test (2), slot and its target (2), previous owner and its slot (2 takes),
+#: held, lost owners' reset, flat steps, 3 writes with their 2 masks, the ended envs' entries,
+#: the loss count (3: dropped, or, sum + add), the pointer
+SIDE_STORE_WRITE_KERNELS = 22
+PUSH_FINAL_OBS_KERNELS = 30  # device flags + a row clear + the masked write (was 48)
 #: uniform draw, full ring (oldest > 0), after the first draw of its shape (which allocates its
 #: buffers: 4 more): randint, next row, wrap, 2 gathers of the flags, validity and next-obs
 #: row (4), the choice (5), the chosen indices, obs and next obs, packed row, action, t, env,
@@ -119,6 +126,40 @@ def test_push_kernels_and_no_syncs_on_cpu(flags_as):
         ring.push_step(obs, action, reward, terminated=flags, truncated=flags, final_obs=obs)
     assert counted.syncs == []
     assert counted.kernels <= (PUSH_FINAL_OBS_KERNELS if flags_as == "tensor" else push_kernels)
+
+
+@pytest.mark.parametrize("flags_as", ["tensor", "numpy"])
+def test_push_with_final_obs_where_episodes_end_kernels_and_no_syncs(flags_as, monkeypatch):
+    """The side-store write, with numpy flags (written only when an episode ended) or device
+    flags (always, masked): capped on CPU, and no host read of a meta-device ring."""
+    ended = np.zeros(E, bool)
+    ended[[2, 5, 11]] = True
+    rings = [("cpu", filled_cpu_ring()), ("meta", meta_ring(monkeypatch))]
+    for device, ring in rings:
+        obs, action, reward, none = step(device)
+        terminated = ended if flags_as == "numpy" else torch.from_numpy(ended).to(device)
+        if flags_as == "numpy":
+            none = np.zeros(E, bool)
+        host_reads = device == "meta" or flags_as == "tensor"
+        for _ in range(3):
+            with count_ops(host_reads=host_reads) as counted:
+                ring.push_step(
+                    obs, action, reward, terminated=terminated, truncated=none, final_obs=obs
+                )
+            assert counted.syncs == [], counted.syncs
+            # numpy flags: one copy to the device (none to a CPU ring)
+            assert len(counted.transfers) == (flags_as == "numpy" and device == "meta")
+            if device == "cpu":  # the filled ring's rows all held entries: a clear each
+                ceiling = (
+                    PUSH_FINAL_OBS_KERNELS
+                    if flags_as == "tensor"  # host flags need no copy to a CPU ring: - 1
+                    else PUSH_HOST_FLAGS_KERNELS - 1 + ROW_CLEAR_KERNELS + SIDE_STORE_WRITE_KERNELS
+                )
+                assert counted.kernels <= ceiling, counted.ops
+        with count_ops(host_reads=True) as counted:  # the same write, for an older row
+            ring.attach_final_obs(ring.head - 2, obs, ended)
+        assert counted.syncs == [], counted.syncs
+        assert counted.kernels <= SIDE_STORE_WRITE_KERNELS + (device == "meta"), counted.ops
 
 
 def test_sampling_kernels_and_no_syncs_on_cpu():

@@ -194,3 +194,31 @@ KEYS = [
 @pytest.mark.parametrize("key", KEYS, ids=lambda k: "-".join(map(str, k)))
 def test_side_store_writes_are_those_recorded_before_the_fused_write(key, tmp_path):
     assert run(key, tmp_path) == DIGESTS[key]
+
+
+@pytest.mark.parametrize("index_strategy", ["device", "host"])
+def test_trash_entries_of_a_loaded_state_do_not_matter(index_strategy):
+    """States hold anything in the trash entries (the write before issue 24's fused one left
+    the last masked-out slot there); a loaded ring resets them and then writes as the ring it
+    came from."""
+    ring, rng = scenario(index_strategy, "numpy", False, 4)
+    state = ring.state_dict()
+    tensors = {k: v.clone() for k, v in state["tensors"].items()}
+    tensors["side.slot"][-1] = ring.side_capacity  # what the former write left there
+    tensors["side.owner"][-1] = ring.capacity * ring.num_envs - 1  # a step: in range
+    copy = ReplayRing(
+        ring.capacity,
+        ring.num_envs,
+        FIELDS,
+        index_strategy=index_strategy,
+        side_capacity=ring.side_capacity,
+    )
+    copy.load_state_dict({"meta": state["meta"], "tensors": tensors})
+    loaded = copy.state_dict()["tensors"]
+    assert int(loaded["side.slot"][-1]) == -1 and int(loaded["side.owner"][-1]) == -1
+    seeded = np.random.default_rng(7).bit_generator.state
+    for r in (ring, copy):
+        rng2 = np.random.default_rng()
+        rng2.bit_generator.state = seeded
+        pushes(r, rng2, 3 * ring.capacity, "mixed" if index_strategy == "device" else "numpy")
+    assert state_digest(copy) == state_digest(ring)
