@@ -434,21 +434,46 @@ class TaskChannel:
             out.append(row + [-1] * used)
         return out
 
-    def restore_waiting(
-        self, curriculum: Any, ids: list[int], spares: list[list[int]] | None = None
-    ) -> None:
-        """Put back the waiting tasks (and spares) of a checkpoint, after its state was loaded.
+    def waiting_slots(self) -> list[list[int]]:
+        """Per env, the pool slots of :meth:`waiting` and :meth:`waiting_spares` (-1: none)."""
+        out = []
+        for env, used in enumerate(self._spare_used.tolist()):
+            first = int(self._next_slot[env]) if self._given[env] > self._taken[env] else -1
+            ids, slots = self._spare_id[env, used:], self._spare_slot[env, used:]
+            out.append([first, *np.where(ids >= 0, slots, -1).tolist(), *[-1] * used])
+        return out
 
-        An id whose task is no longer in the pool is dropped (its env gets a fresh draw). The
-        restored tasks are counted as samples when taken, as the saved ones would have been.
-        An env with no spare restored gets fresh ones now.
+    def stale(self, curriculum: Any) -> list[bool]:
+        """Per env, whether what waits in its slot predates a pool change (refills withdraw it)."""
+        if curriculum.pool_version != self._pool_seen:
+            return [True] * self.num_envs
+        return self._stale.tolist()
+
+    def mark_stale(self, envs: Any) -> None:
+        """Mark ``envs`` (a bool mask) :meth:`stale`, after :meth:`restore_waiting`."""
+        self._stale |= np.asarray(envs, dtype=bool)
+        self._any_stale = bool(np.count_nonzero(self._stale))
+
+    def restore_waiting(
+        self, curriculum: Any, ids: list[int], spares: Any = None, slots: Any = None
+    ) -> None:
+        """Put back a checkpoint's waiting tasks (and spares), after its state was loaded.
+
+        With their ``slots`` (:meth:`waiting_slots`) each is put back as it was, even one that
+        left the pool; without, such a task is dropped (its env gets a fresh draw). They are
+        counted as samples when taken; an env with no spare restored gets fresh ones now.
         """
+
+        def slot(env: int, col: int, tid: int) -> int | None:
+            if slots is None:
+                return curriculum.slot_of(tid) if tid >= 0 else None
+            return slots[env][col] if tid >= 0 and slots[env][col] >= 0 else None
+
         self._given[:] = self._taken  # withdraw what waits now (uncounted)
         self._stale[:], self._any_stale = False, False
         for env, tid in enumerate(ids):
-            slot = curriculum.slot_of(tid) if tid >= 0 else None
-            if slot is not None:
-                self._next_id[env], self._next_slot[env] = tid, slot
+            if (at := slot(env, 0, tid)) is not None:
+                self._next_id[env], self._next_slot[env] = tid, at
                 self._given[env] += 1
         self._pool_seen = curriculum.pool_version
         if not self.spares:
@@ -456,12 +481,10 @@ class TaskChannel:
         self._refused[:] = 0  # refusals of the replaced state
         self.drop_spares(np.ones(self.num_envs, dtype=bool))
         for env, row in enumerate(spares or []):
-            kept = [t for t in row[: self.spares] if t >= 0]
-            slots = [curriculum.slot_of(t) for t in kept]
-            kept = [t for t, slot in zip(kept, slots, strict=True) if slot is not None]
-            if kept:
-                self._spare_id[env, : len(kept)] = kept
-                self._spare_slot[env, : len(kept)] = [slot for slot in slots if slot is not None]
+            pairs = [(t, slot(env, j + 1, t)) for j, t in enumerate(row[: self.spares])]
+            if kept := [(t, at) for t, at in pairs if at is not None]:
+                n = len(kept)
+                self._spare_id[env, :n], self._spare_slot[env, :n] = zip(*kept, strict=True)
                 self._spares_due[env] = False
         self._any_spares_due = bool(np.count_nonzero(self._spares_due))
         due = self._spares_due.nonzero()[0]

@@ -50,7 +50,7 @@ __all__ = [
 #: Format tag of the checkpoint file (the state dict inside carries its own ``format``).
 FILE_FORMAT = "gymcurric.curriculum-npz/1"
 _META, _IDS, _ARRAYS, _WAIT = "meta", "env_task_ids", "arrays/", "channel_waiting"
-_SPARES = "channel_spares"
+_SPARES, _SLOTS, _STALE = "channel_spares", "channel_slots", "channel_stale"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -173,6 +173,12 @@ def save_curriculum_state(
         spares = _method(env, "channel_spares")  # and the retries' spare tasks, per env
         if spares is not None and (rows := spares()) and len(rows[0]):
             members[_SPARES] = np.asarray(rows, dtype=np.int64)
+        # where each was drawn from, and which predate a pool change (taken all the same by
+        # a sub-env that resets before the channel's next refill)
+        slots, stale = _method(env, "channel_slots"), _method(env, "channel_stale")
+        if slots is not None and stale is not None:
+            members[_SLOTS] = np.asarray(slots(), dtype=np.int64).reshape(len(w), -1)
+            members[_STALE] = np.asarray(stale(), dtype=bool)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -266,6 +272,7 @@ def load_curriculum_state(
     spares = _read_ids(members, _SPARES, where, curriculum, ndim=2)
     if spares is not None and (waiting is None or len(spares) != len(waiting)):
         raise DataError(f"{where}: member {_SPARES!r} must have one row per waiting task")
+    slots, stale = _read_channel_marks(members, where, waiting, spares)
     state: dict[str, Any] = {**meta, "arrays": arrays}
     if env is not None:
         n = len(env_task_ids(env))
@@ -283,12 +290,52 @@ def load_curriculum_state(
         resume_env_tasks(env, ids)
         resume = getattr(env, "resume_channel", None)
         if waiting is not None and callable(resume):
-            if spares is None:  # a file from before spares, or a channel without them
+            if slots is not None:  # the channel as it was, stale tasks included
+                resume(waiting, spares, slots=slots, stale=stale)
+            elif spares is None:  # a file from before spares, or a channel without them
                 resume(waiting)
             else:
                 resume(waiting, spares)
     state["env_task_ids"] = ids
     return state
+
+
+def _read_channel_marks(
+    members: dict[str, np.ndarray],
+    where: str,
+    waiting: list[int] | None,
+    spares: list[Any] | None,
+) -> tuple[list[list[int]] | None, list[bool] | None]:
+    """The channel's slots and stale marks (both or neither), checked against its tasks."""
+    slots, stale = members.get(_SLOTS), members.get(_STALE)
+    if slots is None and stale is None:
+        return None, None
+    n = -1 if waiting is None else len(waiting)
+    cols = 1 + (len(spares[0]) if spares else 0)
+    capacity = len(members.get(_ARRAYS + "task_id", ()))
+    if (
+        slots is None
+        or stale is None
+        or slots.shape != (n, cols)
+        or slots.dtype.kind not in "iu"
+        or stale.shape != (n,)
+        or stale.dtype != bool
+    ):
+        raise DataError(
+            f"{where}: members {_SLOTS!r} and {_STALE!r} must be an int array of shape "
+            f"({n}, {cols}) (a slot per waiting task and spare) and a bool array of shape "
+            f"({n},) (one per waiting task)"
+        )
+    tasks = np.column_stack([np.asarray(waiting), np.asarray(spares or np.zeros((n, 0)))])
+    bad = (slots < -1) | (slots >= capacity) | ((tasks >= 0) & (slots < 0))
+    if bad.any():
+        env, col = (int(i) for i in np.argwhere(bad)[0])
+        raise DataError(
+            f"{where}: member {_SLOTS!r} holds slot {int(slots[env, col])} for task "
+            f"{int(tasks[env, col])} of env {env} (expected a slot in [0, {capacity}) for a "
+            "task, -1 for none)"
+        )
+    return slots.astype(np.int64).tolist(), stale.tolist()
 
 
 def _method(env: Any, name: str) -> Any:

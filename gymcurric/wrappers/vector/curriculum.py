@@ -153,8 +153,8 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._dirty = False  # _current changed since task_ids was last copied from it
         self._channel = channel
         self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
-        self._resume_waiting: list[int] | None = None
-        self._resume_spares: list[list[int]] | None = None
+        # a checkpoint's waiting tasks, spares, their pool slots and stale marks (resume_channel)
+        self._resume: tuple[list[int], Any, Any, list[bool] | None] | None = None
         # episodes accounted here (channel.episodes_in_main): per sub-env running sums
         self._in_main = channel is not None and channel.episodes_in_main
         self._sums = EpisodeSums(self.num_envs)
@@ -237,19 +237,55 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self.flush_curriculum()
         return self._channel.waiting_spares()
 
-    def resume_channel(self, waiting: list[int], spares: list[list[int]] | None = None) -> None:
+    def channel_slots(self) -> list[list[int]] | None:
+        """Per sub-env the pool slots of its waiting task and spares; None without a channel."""
+        if self._channel is None:
+            return None
+        waiting = self.channel_waiting()  # flushed; -1 where the next reset withdraws it
+        assert waiting is not None
+        rows = self._channel.waiting_slots()
+        return [[r[0] if t >= 0 else -1, *r[1:]] for t, r in zip(waiting, rows, strict=True)]
+
+    def channel_stale(self) -> list[bool] | None:
+        """Per sub-env whether its waiting task and spares predate a change of the pool.
+
+        The channel withdraws those at its next refill that leaves the sub-env alone, but a
+        sub-env that resets before (``NEXT_STEP``: in the reset step) still takes them, even
+        one that left the pool. ``save_curriculum_state`` saves these marks and the slots,
+        and :meth:`resume_channel` puts them back. None without a channel.
+        """
+        if self._channel is None:
+            return None
+        self.flush_curriculum()
+        return self._channel.stale(self.curriculum)
+
+    def resume_channel(
+        self,
+        waiting: list[int],
+        spares: list[list[int]] | None = None,
+        slots: list[list[int]] | None = None,
+        stale: list[bool] | None = None,
+    ) -> None:
         """Make the next ``reset`` restore these waiting tasks (and spares); keep the generator.
 
         The curriculum is not reseeded then: with each sub-env's resumed task, the run draws
-        the tasks an uninterrupted run would have drawn. ``load_curriculum_state`` calls it.
+        the tasks an uninterrupted run would have drawn. With the ``slots`` and ``stale``
+        marks of :meth:`channel_slots` and :meth:`channel_stale` the channel is restored as
+        it was, tasks that left the pool included; the marks take effect at the refill the
+        uninterrupted run makes next. ``load_curriculum_state`` calls it.
         """
         if self._channel is not None:
             source = "vector.SampleCurriculumTask.resume_channel"
             check_one_per_env("waiting", waiting, self.num_envs, source=source)
-            if spares is not None:
-                check_one_per_env("spares", spares, self.num_envs, source=source)
-            self._resume_waiting = [int(t) for t in waiting]
-            self._resume_spares = None if spares is None else [[int(t) for t in r] for r in spares]
+            for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
+                if rows is not None:
+                    check_one_per_env(name, rows, self.num_envs, source=source)
+            self._resume = (
+                [int(t) for t in waiting],
+                None if spares is None else [[int(t) for t in r] for r in spares],
+                None if slots is None else [[int(t) for t in r] for r in slots],
+                None if stale is None else [bool(x) for x in stale],
+            )
 
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics (after :meth:`flush_curriculum`)."""
@@ -293,15 +329,22 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-envs (or those in ``options["reset_mask"]``); each draws its task."""
+        stale = None  # a checkpoint's stale marks (resume_channel), for the refill due next
         mask = None if options is None else options.get("reset_mask")  # the env pops it
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         chan = self._channel
         if chan is not None:
             self.flush_curriculum()  # the last step's work first, as the next step would do it
-            resume, self._resume_waiting = self._resume_waiting, None
-            spares, self._resume_spares = self._resume_spares, None
+            resume, self._resume = self._resume, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
-                chan.restore_waiting(self.curriculum, resume, spares)
+                waiting, spares, slots, stale = resume
+                chan.restore_waiting(self.curriculum, waiting, spares, slots)
+                # its stale marks apply at the refill the uninterrupted run makes next:
+                # DISABLED, the masked reset's first (this one); NEXT_STEP, the one after the
+                # reset step, which this reset stands for; SAME_STEP, the one after next step
+                if stale is not None and self._mode == AutoresetMode.DISABLED:
+                    chan.mark_stale(stale)
+                    stale = None
                 # a slot left empty (-1 saved, or a task gone from the pool) gets a draw now
                 chan.refill(self.curriculum)
             else:
@@ -312,12 +355,19 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
         obs, infos = self.env.reset(seed=seed, options=options)
         if chan is not None:
+            if stale is not None and self._mode == AutoresetMode.NEXT_STEP:
+                chan.mark_stale(stale)
+                stale = None
             chan.refill(self.curriculum)
         self._record(infos, self._started(infos, expected))
         if self._in_main:
             self._sums.start(expected)
         self._prev_dones = self._prev_dones & ~expected
         self._prev_any = bool(np.count_nonzero(self._prev_dones))
+        if stale is not None and any(stale):  # SAME_STEP
+            assert chan is not None
+            chan.mark_stale(stale)
+            self._prev_any = True  # as after the done step saved: the next step then refills
         self.task_ids = self._current.copy()
         self._dirty = False
         return obs, infos

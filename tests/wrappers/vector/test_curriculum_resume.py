@@ -13,6 +13,12 @@ generator too), in every autoreset mode, sync and async, with and without refuse
   the tasks they had just started.
 * ``DISABLED``: the user resets the done sub-envs (``reset_mask``) after the checkpoint.
 
+With a pool that evicts tasks (``evicting``), the save's flush applies the last episodes, and
+their records evict tasks that wait in the channel's slots (drawn ahead, or spares). The
+uninterrupted run's sub-envs still take those (the channel withdraws them at its next refill,
+after the reset step, or, ``SAME_STEP``, after the next step). Before the channel's slots and
+stale marks were saved, the resumed run dropped them and drew others.
+
 Every task has episodes of 3 steps and a refused task costs no step, so the sub-envs end their
 episodes in the same steps and the checkpoint falls on a boundary for all of them.
 """
@@ -31,7 +37,8 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.tasks import Curriculum, FixedTaskSpace, OpenEndedPool
+from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import make_curriculum_vec
 
@@ -40,11 +47,23 @@ from .test_curriculum_channel import STUB
 ROOT = Path(__file__).resolve().parents[3]
 N = 4
 STEPS = 20
-SPACES = {
-    "plain": FixedTaskSpace([{"level": i + 1, "len": 3} for i in range(12)]),
+PLAIN = FixedTaskSpace([{"level": i + 1, "len": 3} for i in range(12)])
+SPACES = {  # the task space and the curriculum's other settings
+    "plain": (PLAIN, {}),
     # every fourth task is refused (make_curriculum_vec's spares take the retries)
-    "refusing": FixedTaskSpace(
-        [{"reject": True, "n": i} if i % 4 == 1 else {"level": i + 1, "len": 3} for i in range(12)]
+    "refusing": (
+        FixedTaskSpace(
+            [
+                {"reject": True, "n": i} if i % 4 == 1 else {"level": i + 1, "len": 3}
+                for i in range(12)
+            ]
+        ),
+        {},
+    ),
+    # half the tasks in the pool; the episodes' records evict tasks, waiting ones too
+    "evicting": (
+        PLAIN,
+        {"pool": OpenEndedPool(capacity=6, min_samples=1, evictions_per_recompute=2)},
     ),
 }
 MODES = {
@@ -55,7 +74,8 @@ CASES = [(mode, space, vec) for mode in MODES for space in SPACES for vec in ("s
 
 def _build(mode: str, space: str, vec: str, seed: int) -> tuple[Any, Any]:
     backend = "shared" if vec == "async" else "local"
-    cur = Curriculum(SPACES[space], seed=seed, recompute_every=3, backend=backend)
+    task_space, settings = SPACES[space]
+    cur = Curriculum(task_space, seed=seed, recompute_every=3, backend=backend, **settings)
     kwargs: dict[str, Any] = {"autoreset_mode": MODES[mode]}
     if vec == "async":
         kwargs["context"] = "fork"
@@ -105,6 +125,10 @@ def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]
                 if MODES[mode] == AutoresetMode.DISABLED:
                     envs.reset(options={"reset_mask": np.asarray(dones)})
         save_curriculum_state(path, cur, env=envs)
+        with np.load(path) as z:  # saved tasks that are no longer in the pool
+            rows = [z["channel_waiting"][:, None], z["channel_spares"]] if vec == "async" else []
+            gone = [t for t in np.hstack(rows or [[]]).ravel().tolist() if t >= 0]
+            gone = [t for t in gone if cur.slot_of(int(t)) is None]
         # the episodes that start next: in the reset step, the done step, the masked reset
         if MODES[mode] == AutoresetMode.NEXT_STEP:
             ids, rewards, _ = _step(envs)
@@ -117,7 +141,8 @@ def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]
             starts = envs.task_ids.tolist()
         trace = _stream(envs, mode, STEPS)
         rejections = sum(envs.unwrapped.get_attr("rejections"))
-        return {"starts": starts, "trace": trace, "state": _state(cur, envs), "rej": rejections}
+        state = _state(cur, envs)
+        return {"starts": starts, "trace": trace, "state": state, "rej": rejections, "gone": gone}
     finally:
         envs.close()
         cur.close()
@@ -174,6 +199,8 @@ def test_resume_right_after_a_step_that_ended_every_episode_is_exact(runs, mode,
     expected, got = runs[mode, space, vec]
     if space == "refusing":
         assert expected["rej"] > 0
+    if space == "evicting" and vec == "async" and mode != "DISABLED":
+        assert expected["gone"], "no waiting task left the pool in the save's flush"
     assert got["starts"] == expected["starts"]
     assert got["trace"] == expected["trace"]
     state, got_state = dict(expected["state"]), dict(got["state"])
@@ -224,3 +251,73 @@ def test_a_resuming_env_without_a_task_takes_the_next_one_and_keeps_the_generato
     assert env.resuming and env.pending_task_id == 3
     env.resuming = False
     assert env.pending_task_id is None
+
+
+def test_a_channel_restored_with_its_slots_and_stale_marks_refills_as_the_saved_one():
+    space = FixedTaskSpace([{"level": i + 1} for i in range(8)])
+    cur, cur2 = Curriculum(space, seed=0), Curriculum(space, seed=3)
+    saved, restored, old = TaskChannel(3, spares=2), TaskChannel(3, spares=2), TaskChannel(3)
+    try:
+        saved.refill(cur)
+        gone = saved.waiting()[1]
+        cur.mark_invalid(gone, "refused")  # a pool change: every waiting task is stale now
+        assert cur.slot_of(gone) is None and saved.stale(cur) == [True] * 3
+        cur2.load_state_dict(cur.state_dict())
+        rows = saved.waiting(), saved.waiting_spares(), saved.waiting_slots()
+        restored.restore_waiting(cur2, *rows)  # the task that left the pool too
+        assert (restored.waiting(), restored.waiting_spares(), restored.waiting_slots()) == rows
+        assert restored.stale(cur2) == [False] * 3
+        restored.mark_stale(saved.stale(cur))
+        # env 1 resets before the refill (it was busy at the change): it takes the stale task
+        assert saved.take(1) == restored.take(1) == gone
+        saved.refill(cur)
+        restored.refill(cur2)
+        assert restored.waiting() == saved.waiting() and gone not in saved.waiting()
+        assert restored.waiting_spares() == saved.waiting_spares()
+        assert restored.stale(cur2) == saved.stale(cur) == [False] * 3
+        state, state2 = cur.state_dict(), cur2.state_dict()
+        assert state2["rng"] == state["rng"]
+        for key, value in state["arrays"].items():
+            assert np.array_equal(state2["arrays"][key], value, equal_nan=True), key
+        # without the slots (a file from before them) such a task is dropped: a fresh draw
+        old.restore_waiting(cur2, [gone, -1, -1])
+        assert old.waiting() == [-1, -1, -1]
+    finally:
+        for chan in (saved, restored, old):
+            chan.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"channel_stale": None}, "must be an int array of shape"),
+        ({"channel_slots": np.zeros((N, 3), np.int64)}, r"shape \(4, 2\)"),
+        ({"channel_stale": np.zeros(N, np.int64)}, "a bool array"),
+        ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[12, 1]])}, "holds slot 12 for task"),
+        ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[-1, 1]])}, "holds slot -1 for task"),
+    ],
+)
+def test_malformed_channel_slots_or_stale_marks_are_a_data_error(tmp_path, change, match):
+    from gymcurric.errors import DataError
+
+    path = save_curriculum_state(tmp_path / "c.npz", Curriculum(PLAIN, seed=0))
+    with np.load(path, allow_pickle=False) as z:
+        members = {k: z[k] for k in z.files}
+    members.update(
+        channel_waiting=np.arange(N, dtype=np.int64),
+        channel_spares=np.full((N, 1), 5, dtype=np.int64),
+        channel_slots=np.array([[0, 1]] * N, dtype=np.int64),
+        channel_stale=np.ones(N, dtype=bool),
+    )
+    for key, value in change.items():
+        if value is None:
+            members.pop(key)
+        else:
+            members[key] = value
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+    target = Curriculum(PLAIN, seed=3)
+    before = target.state_dict()["rng"]
+    with pytest.raises(DataError, match=match) as info:
+        load_curriculum_state(path, target)
+    assert "c.npz" in str(info.value) and target.state_dict()["rng"] == before
