@@ -297,7 +297,9 @@ class SampleCurriculumTask(
             # episode in every worker. If the env refuses the task, the general path below goes
             # on, with one retry fewer.
             tid, task = self._transport.take_task()
-            self._live = self._ended = False
+            # no episode runs until one starts (_begin): a checkpoint after a failed reset
+            # saves no task, and the resumed reset draws, as the next reset here does
+            self._live, self._ended = False, True
             try:
                 obs, info = self.env.reset(options={"task": copy_task(task)})
             except ValueError as exc:
@@ -310,7 +312,7 @@ class SampleCurriculumTask(
                 return obs, info
         opts = dict(options) if options else {}
         explicit = opts.pop("task", None)
-        self._live = self._ended = False
+        self._live, self._ended = False, True  # until an episode starts (_begin)
         resumed = None if explicit is not None else self._pending
         if resumed is not None:
             self._pending = None
@@ -337,6 +339,7 @@ class SampleCurriculumTask(
                         f"SampleCurriculumTask will not overwrite info key {key!r}"
                     )
         self.task_id, self._task = tid, task
+        self._ended = False
         info["task"] = copy_task(task)
         info["task_id"] = tid
         if tid >= 0 and self._transport.reports_episodes:
@@ -453,9 +456,11 @@ class SampleCurriculumTask(
         """``[True]`` from the step that ended this env's curriculum episode until its reset.
 
         (Terminated or truncated; ``[False]`` otherwise, and for an explicit task's episode,
-        which has no task id to save.) ``save_curriculum_state(..., env=env)`` then saves no
-        task (``-1``), so that the resumed run's first reset draws the next task, as the
-        uninterrupted run's reset does, instead of replaying the one that ended. One entry,
+        which has no task id to save.) Also ``[True]`` after a ``reset()`` that failed (an
+        error, or a refusal with no retry left): no episode runs, and the next reset draws.
+        ``save_curriculum_state(..., env=env)`` then saves no task (``-1``), so that the
+        resumed run's first reset draws the next task, as the uninterrupted run's reset does,
+        instead of replaying the one that ended. One entry,
         like the vector wrapper's ``awaiting_reset()``. With a channel that has
         ``episodes_in_main``, the vector wrapper tracks the sub-envs' episodes instead.
         """

@@ -171,3 +171,51 @@ def test_awaiting_reset_marks_an_ended_episode_until_the_reset(tmp_path):
     _finish(env)
     assert env.get_wrapper_attr("awaiting_reset")() == [False]
     assert tid >= 0
+
+
+class _FailingReset(TaskStubEnv):
+    """A stub whose next reset raises ``fail`` (once), after taking its task."""
+
+    fail: type[Exception] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        fail, self.fail = self.fail, None
+        if fail is not None:
+            raise fail("this reset fails")
+        return super().reset(seed=seed, options=options)
+
+
+@pytest.mark.parametrize("episode", ["ended", "running"])
+@pytest.mark.parametrize("fail", [RuntimeError, ValueError])
+def test_a_checkpoint_after_a_failed_reset_resumes_with_the_next_task(tmp_path, episode, fail):
+    # A reset that fails (a refusal with no retry left, or any error) takes a task and starts
+    # no episode: the uninterrupted run's next reset draws a new task, so the checkpoint must
+    # save none, not the task of the episode before (which the resumed run would play again).
+    def build(seed: int) -> tuple[Curriculum, Any, _FailingReset]:
+        cur = Curriculum(SPACE, seed=seed, recompute_every=3)
+        inner = _FailingReset()
+        return cur, SampleCurriculumTask(inner, cur, max_retries=0), inner
+
+    cur, env, inner = build(seed=0)
+    env.reset(seed=0)
+    for _ in range(3):
+        _finish(env)
+        env.reset()
+    if episode == "ended":
+        _finish(env)
+    else:
+        env.step(0)
+    inner.fail = fail
+    with pytest.raises(ValueError if fail is ValueError else fail):
+        env.reset()
+    assert env.awaiting_reset() == [True]  # no episode runs: the next reset draws
+    path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)
+    with np.load(path, allow_pickle=False) as z:
+        assert z["env_task_ids"].tolist() == [-1]
+    env.reset()
+    expected = [_finish(env), _state(cur)]
+
+    cur2, env2, _ = build(seed=7)
+    load_curriculum_state(path, cur2, env=env2)
+    env2.reset(seed=123)
+    assert [_finish(env2), _state(cur2)] == expected
