@@ -281,6 +281,11 @@ def load_curriculum_state(
                 f"{where}: saved the tasks of {len(ids)} envs, the env "
                 f"given has {n}; save with env= the same number of envs"
             )
+        if waiting is not None and len(waiting) != n:  # saved with the ids, one per env
+            raise DataError(
+                f"{where}: member {_WAIT!r} holds {len(waiting)} waiting tasks for the "
+                f"{n} envs of {_IDS!r}; expected one per env"
+            )
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)

@@ -321,3 +321,35 @@ def test_malformed_channel_slots_or_stale_marks_are_a_data_error(tmp_path, chang
     with pytest.raises(DataError, match=match) as info:
         load_curriculum_state(path, target)
     assert "c.npz" in str(info.value) and target.state_dict()["rng"] == before
+
+
+def test_a_file_whose_waiting_tasks_do_not_match_its_envs_is_refused_before_any_change(tmp_path):
+    # channel_waiting has one entry per sub-env, as env_task_ids: a file where they differ is
+    # damaged, and refused before the curriculum or the env is changed (not by resume_channel,
+    # after the curriculum was loaded and the env set to resume)
+    from gymnasium.vector import SyncVectorEnv
+
+    from gymcurric.errors import DataError
+    from gymcurric.wrappers.vector import SampleCurriculumTask
+    from tests.curriculum_stubs import make_wrapped
+
+    path = save_curriculum_state(tmp_path / "c.npz", Curriculum(PLAIN, seed=0))
+    with np.load(path, allow_pickle=False) as z:
+        members = {k: z[k] for k in z.files}
+    members.update(
+        env_task_ids=np.full(2, -1, dtype=np.int64),
+        channel_waiting=np.arange(3, dtype=np.int64),
+    )
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+    cur = Curriculum(PLAIN, seed=3)
+    chan = TaskChannel(2)
+    envs = SampleCurriculumTask(SyncVectorEnv([lambda: make_wrapped(cur)] * 2), cur, channel=chan)
+    try:
+        before = cur.state_dict()["rng"]
+        with pytest.raises(DataError, match="channel_waiting"):
+            load_curriculum_state(path, cur, env=envs)
+        assert cur.state_dict()["rng"] == before
+        assert envs.unwrapped.get_attr("resuming") == (False, False)
+    finally:
+        envs.close()
