@@ -118,6 +118,28 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
         raise _not_wrapped(env, exc) from exc
 
 
+def _resumed_ids(env: Any) -> list[int | None]:
+    """Per env the task its next reset resumes (-1: the next one), None where none is armed.
+
+    An env armed by :func:`resume_env_tasks` (a load) that has not reset since still runs the
+    checkpoint's task next, whatever its ``task_id`` says.
+    """
+    try:
+        if isinstance(env, gym.Env):
+            armed = [env.get_wrapper_attr("resuming")]
+            pending = [env.get_wrapper_attr("pending_task_id")]
+        else:
+            if isinstance(env, gym.vector.VectorEnv):
+                env = env.unwrapped
+            _check_sb3(env)
+            armed, pending = env.get_attr("resuming"), env.get_attr("pending_task_id")
+    except AttributeError as exc:
+        raise _not_wrapped(env, exc) from exc
+    return [
+        (-1 if p is None else int(p)) if a else None for a, p in zip(armed, pending, strict=True)
+    ]
+
+
 def save_curriculum_state(
     path: str | os.PathLike[str], curriculum: Any, *, env: Any = None
 ) -> Path:
@@ -149,6 +171,10 @@ def save_curriculum_state(
     cannot, and such a checkpoint replays the task that ended.
     A sub-env in the middle of an episode is saved with its task, which the resumed run plays
     again from the start (the env's own state is not in the file).
+
+    A save right after :func:`load_curriculum_state` with ``env=``, before the envs reset,
+    writes what was loaded (each env's task, an async vector env's channel rows): the envs
+    still resume those at their next reset.
     """
     flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
     if flush is not None:
@@ -166,6 +192,8 @@ def save_curriculum_state(
     awaiting = _method(env, "awaiting_reset")  # sub-envs whose next task is not started yet
     if awaiting is not None:
         ids = [-1 if ended else t for t, ended in zip(ids, awaiting(), strict=True)]
+    if env is not None:  # envs armed by a load that have not reset: the loaded tasks
+        ids = [t if r is None else r for t, r in zip(ids, _resumed_ids(env), strict=True)]
     members[_IDS] = np.asarray(ids, dtype=np.int64)
     waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
     if waiting is not None and (w := waiting()) is not None:
@@ -176,9 +204,14 @@ def save_curriculum_state(
         # where each was drawn from, and which predate a pool change (taken all the same by
         # a sub-env that resets before the channel's next refill)
         slots, stale = _method(env, "channel_slots"), _method(env, "channel_stale")
-        if slots is not None and stale is not None:
-            members[_SLOTS] = np.asarray(slots(), dtype=np.int64).reshape(len(w), -1)
-            members[_STALE] = np.asarray(stale(), dtype=bool)
+        if (
+            slots is not None
+            and stale is not None
+            and (slot_rows := slots()) is not None
+            and (marks := stale()) is not None
+        ):
+            members[_SLOTS] = np.asarray(slot_rows, dtype=np.int64).reshape(len(w), -1)
+            members[_STALE] = np.asarray(marks, dtype=bool)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

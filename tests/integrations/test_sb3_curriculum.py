@@ -136,6 +136,28 @@ def test_saving_with_unwrapped_envs_is_a_clear_error(tmp_path):
         save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE), env=venv)
 
 
+def test_a_save_after_a_load_before_any_reset_keeps_the_loaded_tasks(tmp_path):
+    # a CheckpointCallback that fires before the first reset after a load, or a load-and-save
+    # that migrates a file: the sub-envs still resume the loaded tasks, so the file saves them
+    path = save_curriculum_state(tmp_path / "a.npz", Curriculum(SPACE, seed=0))
+    with np.load(path, allow_pickle=False) as z:
+        members = {k: z[k] for k in z.files}
+    members["env_task_ids"] = np.array([3, -1], dtype=np.int64)
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+    cur = Curriculum(SPACE, seed=5)
+    venv = venv_for(cur, "resave")
+    load_curriculum_state(path, cur, env=venv)
+    again = save_curriculum_state(tmp_path / "b.npz", cur, env=venv)
+    with np.load(again, allow_pickle=False) as z:
+        assert z["env_task_ids"].tolist() == [3, -1]
+    venv.reset()
+    ids = env_task_ids(venv)
+    assert ids[0] == 3 and ids[1] >= 0
+    with np.load(save_curriculum_state(again, cur, env=venv), allow_pickle=False) as z:
+        assert z["env_task_ids"].tolist() == ids  # resumed: the envs' own tasks again
+
+
 @pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
 def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
     cur = Curriculum(SPACE, seed=0, backend="shared")

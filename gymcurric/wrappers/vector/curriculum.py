@@ -220,10 +220,17 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         ``save_curriculum_state(..., env=envs)`` saves it. With ``DISABLED`` autoreset, -1 for
         the sub-envs :meth:`awaiting_reset`: the reset that resets them withdraws their
         waiting task and draws a new one (see :meth:`reset`), and so does the resumed run's.
+
+        After :meth:`resume_channel` (a load) and until the reset that restores them, this and
+        the other ``channel_*`` methods give the loaded checkpoint's rows (``channel_slots``
+        and ``channel_stale``: None for a file without them), so that a save before that reset
+        writes the checkpoint loaded.
         """
         if self._channel is None:
             return None
         self.flush_curriculum()
+        if self._resume is not None:  # a loaded checkpoint's, until the reset restores them
+            return list(self._resume[0])
         waiting = self._channel.waiting()
         if self._mode == AutoresetMode.DISABLED and self._prev_any:
             awaiting = self.awaiting_reset()
@@ -235,6 +242,8 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if self._channel is None:
             return None
         self.flush_curriculum()
+        if self._resume is not None:
+            return _rows(self._resume[1])
         return self._channel.waiting_spares()
 
     def channel_slots(self) -> list[list[int]] | None:
@@ -243,6 +252,8 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             return None
         waiting = self.channel_waiting()  # flushed; -1 where the next reset withdraws it
         assert waiting is not None
+        if self._resume is not None:  # None: a file from before slots
+            return _rows(self._resume[2])
         rows = self._channel.waiting_slots()
         return [[r[0] if t >= 0 else -1, *r[1:]] for t, r in zip(waiting, rows, strict=True)]
 
@@ -257,6 +268,9 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
         if self._channel is None:
             return None
         self.flush_curriculum()
+        if self._resume is not None:
+            stale = self._resume[3]
+            return None if stale is None else list(stale)
         return self._channel.stale(self.curriculum)
 
     def resume_channel(
@@ -537,6 +551,11 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                     chan.collect(self.curriculum)
                 finally:
                     chan.close()
+
+
+def _rows(rows: list[list[int]] | None) -> list[list[int]] | None:
+    """A copy of per-sub-env rows (None stays None)."""
+    return None if rows is None else [list(r) for r in rows]
 
 
 def _bytes(flags: Any) -> bytes | None:
