@@ -1,4 +1,6 @@
-"""Shared helpers of the ReplayRing tests (``test_ring.py``, ``test_ring_persist.py``)."""
+"""Shared helpers of the ReplayRing tests (``test_ring.py``, ``test_ring_persist.py``, ...)."""
+
+import hashlib
 
 import numpy as np
 import pytest
@@ -64,3 +66,13 @@ def filled(device, debug=False):
     for k in range(9):
         push(ring, k, term=[k % 3 == 2, False], final=torch.zeros(2, 3, device=device))
     return ring
+
+
+def digest(tensors):
+    """A short hash of tensors' dtypes, shapes and bytes (CPU), for pinned-result tests."""
+    h = hashlib.sha256()
+    for t in tensors:
+        t = torch.as_tensor(t).contiguous()
+        h.update(str((t.dtype, tuple(t.shape))).encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()[:16]

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from gymcurric.replay import ReplayRing
+from tests.replay.ring_helpers import digest
 
 torch.set_num_threads(1)
 
@@ -117,15 +118,6 @@ def scenario(index_strategy, flags_as, cuda_graphs, seed):
     )
     pushes(ring, rng, int(rng.integers(2, 4 * C + 2)), flags_as)
     return ring, rng
-
-
-def digest(tensors):
-    h = hashlib.sha256()
-    for t in tensors:
-        t = torch.as_tensor(t).contiguous()
-        h.update(str((t.dtype, tuple(t.shape))).encode())
-        h.update(t.numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def state_digest(ring):

@@ -7,7 +7,6 @@ go through every push path. ``cuda_graphs=True`` must draw exactly what the ordi
 on CPU its captured form runs eagerly, on CUDA (skipped without a GPU) it replays graphs.
 """
 
-import hashlib
 import pickle
 import threading
 
@@ -19,6 +18,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.replay import ReplayRing
 from gymcurric.replay.opcount import count_ops
 from gymcurric.replay.uniform import DrawBuffers, choose
+from tests.replay.ring_helpers import digest
 
 torch.set_num_threads(1)
 
@@ -97,15 +97,6 @@ def scenario(seed, **options):
         if rng.random() < 0.1:
             ring.start_episodes_at_next_push(rng.random(E) < 0.5)
     return ring, rng
-
-
-def digest(tensors):
-    h = hashlib.sha256()
-    for t in tensors:
-        t = torch.as_tensor(t).contiguous()
-        h.update(str((t.dtype, tuple(t.shape))).encode())
-        h.update(t.numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def parts(tr):

@@ -15,11 +15,6 @@ env and saves at once, one resumes from that second file.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +22,11 @@ import numpy as np
 import pytest
 
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from tests.new_interpreter import call_in_new_interpreter
 from tests.wrappers import test_curriculum_resume as single
+from tests.wrappers.test_curriculum_state import members
 from tests.wrappers.vector import test_curriculum_resume as vector
 
-ROOT = Path(__file__).resolve().parents[2]
 #: single env: saved with no task (an episode had ended), and with the task reset to
 SINGLE = [["single", "terminated"], ["single", "after_reset"]]
 #: vector: NEXT_STEP saves -1 for its done sub-envs (and, evicting, stale waiting tasks);
@@ -78,28 +74,14 @@ def resume(case: list[str], path: str) -> dict[str, Any]:
     return vector.resumed(*case[1:], path)
 
 
-def run_all(which: str, calls_json: str) -> None:
-    """Run ``write``, ``resave`` or ``resume`` on every argument list; print one JSON line."""
+def run_all(which: str, calls: list[list[Any]]) -> list[Any]:
+    """Run ``write``, ``resave`` or ``resume`` on every argument list (in a new interpreter)."""
     fn = {"write": write, "resave": resave, "resume": resume}[which]
-    print(json.dumps([fn(*args) for args in json.loads(calls_json)]))
+    return [fn(*args) for args in calls]
 
 
 def _interpreter(which: str, calls: list[list[Any]]) -> list[Any]:
-    code = f"""
-        from tests.wrappers.test_curriculum_resave import run_all
-        run_all({which!r}, {json.dumps(json.dumps(calls))})
-    """
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return call_in_new_interpreter("tests.wrappers.test_curriculum_resave", "run_all", which, calls)
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +99,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
-def _members(path: str) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
 @pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
 def test_a_save_right_after_a_load_resumes_as_the_loaded_checkpoint(runs, case):
     expected, got, first, second = runs["-".join(case)]
@@ -132,7 +109,7 @@ def test_a_save_right_after_a_load_resumes_as_the_loaded_checkpoint(runs, case):
         assert got["starts"] == expected["starts"]
         assert got["trace"] == expected["trace"]
         assert got["state"] == expected["state"]
-    saved, again = _members(first), _members(second)
+    saved, again = members(first), members(second)
     assert sorted(again) == sorted(saved)
     for key, value in saved.items():  # the same file: task ids, channel, curriculum state
         assert np.array_equal(again[key], value, equal_nan=value.dtype.kind == "f"), key

@@ -19,11 +19,6 @@ uninterrupted run's exactly:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,8 +28,8 @@ from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv
+from tests.new_interpreter import call_in_new_interpreter
 
-ROOT = Path(__file__).resolve().parents[2]
 #: episodes of 2 to 5 steps; the TimeLimit truncates the 5-step ones at 4
 SPACE = FixedTaskSpace([{"level": i + 1, "len": 2 + i % 4} for i in range(10)])
 LIMIT = 4
@@ -105,28 +100,14 @@ def resumed(case: str, path: str) -> dict[str, Any]:
     return {"after": after, "state": _state(cur)}
 
 
-def run_all(which: str, cases_json: str) -> None:
-    """Run ``uninterrupted`` or ``resumed`` for every ``(case, path)``; print one JSON line."""
+def run_all(which: str, cases: list[list[str]]) -> list[Any]:
+    """Run ``uninterrupted`` or ``resumed`` for every ``(case, path)`` (in a new interpreter)."""
     fn = {"uninterrupted": uninterrupted, "resumed": resumed}[which]
-    print(json.dumps([fn(*case) for case in json.loads(cases_json)]))
+    return [fn(*case) for case in cases]
 
 
 def _interpreter(which: str, cases: list[list[str]]) -> list[Any]:
-    code = f"""
-        from tests.wrappers.test_curriculum_resume import run_all
-        run_all({which!r}, {json.dumps(json.dumps(cases))})
-    """
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return call_in_new_interpreter("tests.wrappers.test_curriculum_resume", "run_all", which, cases)
 
 
 @pytest.fixture(scope="module")

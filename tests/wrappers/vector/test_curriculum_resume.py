@@ -26,10 +26,6 @@ episodes in the same steps and the checkpoint falls on a boundary for all of the
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +37,11 @@ from gymcurric.tasks import Curriculum, FixedTaskSpace, OpenEndedPool
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import make_curriculum_vec
+from tests.new_interpreter import call_in_new_interpreter
 
+from ..test_curriculum_state import rewrite
 from .test_curriculum_channel import STUB
 
-ROOT = Path(__file__).resolve().parents[3]
 N = 4
 STEPS = 20
 PLAIN = FixedTaskSpace([{"level": i + 1, "len": 3} for i in range(12)])
@@ -162,9 +159,9 @@ def resumed(mode: str, space: str, vec: str, path: str) -> dict[str, Any]:
         cur.close()
 
 
-def resume_all(cases_json: str) -> None:
-    """Resume every ``(mode, space, vec, path)`` case; print the results as one JSON line."""
-    print(json.dumps([resumed(*case) for case in json.loads(cases_json)]))
+def resume_all(cases: list[list[str]]) -> list[Any]:
+    """Resume every ``(mode, space, vec, path)`` case (in a new interpreter)."""
+    return [resumed(*case) for case in cases]
 
 
 @pytest.fixture(scope="module")
@@ -176,21 +173,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str],
         path = folder / f"{mode}-{space}-{vec}.npz"
         expected[mode, space, vec] = uninterrupted(mode, space, vec, path)
         cases.append([mode, space, vec, str(path)])
-    code = f"""
-        from tests.wrappers.vector.test_curriculum_resume import resume_all
-        resume_all({json.dumps(json.dumps(cases))})
-    """
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=ROOT,
+    got = call_in_new_interpreter(
+        "tests.wrappers.vector.test_curriculum_resume", "resume_all", cases
     )
-    assert out.returncode == 0, out.stdout + out.stderr
-    got = json.loads(out.stdout.strip().splitlines()[-1])
     return {case: (expected[case], g) for case, g in zip(CASES, got, strict=True)}
 
 
@@ -301,21 +286,14 @@ def test_malformed_channel_slots_or_stale_marks_are_a_data_error(tmp_path, chang
     from gymcurric.errors import DataError
 
     path = save_curriculum_state(tmp_path / "c.npz", Curriculum(PLAIN, seed=0))
-    with np.load(path, allow_pickle=False) as z:
-        members = {k: z[k] for k in z.files}
-    members.update(
+    rewrite(  # well-formed channel members, then the damage
+        path,
         channel_waiting=np.arange(N, dtype=np.int64),
         channel_spares=np.full((N, 1), 5, dtype=np.int64),
         channel_slots=np.array([[0, 1]] * N, dtype=np.int64),
         channel_stale=np.ones(N, dtype=bool),
     )
-    for key, value in change.items():
-        if value is None:
-            members.pop(key)
-        else:
-            members[key] = value
-    with open(path, "wb") as f:
-        np.savez(f, **members)
+    rewrite(path, **change)
     target = Curriculum(PLAIN, seed=3)
     before = target.state_dict()["rng"]
     with pytest.raises(DataError, match=match) as info:
@@ -334,14 +312,11 @@ def test_a_file_whose_waiting_tasks_do_not_match_its_envs_is_refused_before_any_
     from tests.curriculum_stubs import make_wrapped
 
     path = save_curriculum_state(tmp_path / "c.npz", Curriculum(PLAIN, seed=0))
-    with np.load(path, allow_pickle=False) as z:
-        members = {k: z[k] for k in z.files}
-    members.update(
+    rewrite(
+        path,
         env_task_ids=np.full(2, -1, dtype=np.int64),
         channel_waiting=np.arange(3, dtype=np.int64),
     )
-    with open(path, "wb") as f:
-        np.savez(f, **members)
     cur = Curriculum(PLAIN, seed=3)
     chan = TaskChannel(2)
     envs = SampleCurriculumTask(SyncVectorEnv([lambda: make_wrapped(cur)] * 2), cur, channel=chan)
