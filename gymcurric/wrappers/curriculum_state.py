@@ -76,13 +76,18 @@ def env_task_ids(env: Any) -> list[int]:
         env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
             ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
     """
+    return [int(t) for t in _env_attr(env, "task_id")]
+
+
+def _env_attr(env: Any, name: str) -> list[Any]:
+    """The curriculum wrapper's attribute ``name`` of each env (a single env: one entry)."""
     try:
         if isinstance(env, gym.Env):
-            return [int(env.get_wrapper_attr("task_id"))]
+            return [env.get_wrapper_attr(name)]
         if isinstance(env, gym.vector.VectorEnv):
             env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
         _check_sb3(env)
-        return [int(t) for t in env.get_attr("task_id")]
+        return list(env.get_attr(name))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
 
@@ -124,17 +129,7 @@ def _resumed_ids(env: Any) -> list[int | None]:
     An env armed by :func:`resume_env_tasks` (a load) that has not reset since still runs the
     checkpoint's task next, whatever its ``task_id`` says.
     """
-    try:
-        if isinstance(env, gym.Env):
-            armed = [env.get_wrapper_attr("resuming")]
-            pending = [env.get_wrapper_attr("pending_task_id")]
-        else:
-            if isinstance(env, gym.vector.VectorEnv):
-                env = env.unwrapped
-            _check_sb3(env)
-            armed, pending = env.get_attr("resuming"), env.get_attr("pending_task_id")
-    except AttributeError as exc:
-        raise _not_wrapped(env, exc) from exc
+    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
     return [
         (-1 if p is None else int(p)) if a else None for a, p in zip(armed, pending, strict=True)
     ]
@@ -328,12 +323,8 @@ def load_curriculum_state(
         resume_env_tasks(env, ids)
         resume = getattr(env, "resume_channel", None)
         if waiting is not None and callable(resume):
-            if slots is not None:  # the channel as it was, stale tasks included
-                resume(waiting, spares, slots=slots, stale=stale)
-            elif spares is None:  # a file from before spares, or a channel without them
-                resume(waiting)
-            else:
-                resume(waiting, spares)
+            # spares, slots and stale marks are None in files from before them
+            resume(waiting, spares, slots=slots, stale=stale)
     state["env_task_ids"] = ids
     return state
 
