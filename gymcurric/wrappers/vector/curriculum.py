@@ -354,9 +354,15 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 waiting, spares, slots, stale = resume
                 chan.restore_waiting(self.curriculum, waiting, spares, slots)
                 # its stale marks apply at the refill the uninterrupted run makes next:
-                # DISABLED, the masked reset's first (this one); NEXT_STEP, the one after the
-                # reset step, which this reset stands for; SAME_STEP, the one after next step
-                if stale is not None and self._mode == AutoresetMode.DISABLED:
+                # DISABLED, the masked reset's first (this one) where sub-envs awaited it
+                # (saved -1), else (saved right after a reset) the one after the next step
+                # that ends episodes, as below; NEXT_STEP, the one after the reset step,
+                # which this reset stands for; SAME_STEP, the one after next step
+                if (
+                    stale is not None
+                    and self._mode == AutoresetMode.DISABLED
+                    and min(waiting, default=0) < 0
+                ):
                     chan.mark_stale(stale)
                     stale = None
                 # a slot left empty (-1 saved, or a task gone from the pool) gets a draw now
@@ -378,10 +384,11 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._sums.start(expected)
         self._prev_dones = self._prev_dones & ~expected
         self._prev_any = bool(np.count_nonzero(self._prev_dones))
-        if stale is not None and any(stale):  # SAME_STEP
+        if stale is not None and any(stale):  # SAME_STEP; DISABLED saved after a reset
             assert chan is not None
             chan.mark_stale(stale)
-            self._prev_any = True  # as after the done step saved: the next step then refills
+            if self._mode == AutoresetMode.SAME_STEP:
+                self._prev_any = True  # as after the done step saved: the next step refills
         self.task_ids = self._current.copy()
         self._dirty = False
         return obs, infos
