@@ -502,6 +502,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
     def _train_cost_critic(self, n_epochs: int, batch_size: int | None) -> None:
         """Fit ``V_c`` to the cost TD(λ) returns (MSE), with its own optimiser and shuffle.
 
+        Non-finite returns skip the fit (the cost critic is left as it was).
+
         With ``K > 1`` constraints the loss is the sum of the ``K`` outputs' MSEs (each output
         learns as a single cost critic would), logged in total and per constraint.
         """
@@ -509,7 +511,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
         k = self.n_costs
         tail = (k,) if k > 1 else ()
         losses: list[Any] = []
-        if self.update_cost_critic:
+        # NaN targets would write NaN into the cost critic: that fit is skipped
+        if self.update_cost_critic and np.all(np.isfinite(buffer.cost_returns)):
             optimizer = self.policy.cost_optimizer
             self._update_learning_rate(optimizer)
             params = self.policy.cost_parameters()

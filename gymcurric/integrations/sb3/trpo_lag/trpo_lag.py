@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
 import torch as th
 from sb3_contrib import TRPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.utils import explained_variance
+from torch import nn
+from torch.nn import functional as F
 
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.lagrangian import (
@@ -27,6 +32,14 @@ __all__ = ["TRPOLag"]
 SelfTRPOLag = TypeVar("SelfTRPOLag", bound="TRPOLag")
 
 
+class _NonFiniteStep(Exception):
+    """TRPO's surrogate, its gradient or a Fisher product was not finite: no policy step."""
+
+
+def _finite(value: th.Tensor) -> bool:
+    return bool(th.isfinite(value).all())
+
+
 class TRPOLag(LagrangianMixin, TRPO):
     """TRPO-Lagrangian: sb3-contrib's TRPO step on the penalised advantage ``(A_r - λ·A_c)/(1+λ)``.
 
@@ -37,6 +50,13 @@ class TRPOLag(LagrangianMixin, TRPO):
     ``A_c`` centred over the whole rollout (TRPO's single batch), as OmniSafe's TRPOLag. The cost
     critic is fitted for ``n_critic_updates`` epochs of ``batch_size`` minibatches, as the reward
     critic.
+
+    Non-finite numbers raise nothing and corrupt nothing (sb3-contrib's TRPO alone would put
+    NaN into the line search's trial parameters): a non-finite surrogate or surrogate gradient,
+    a non-finite Fisher-vector product, or a step whose ``sᵀHs`` is not a positive number
+    leaves the policy as it was, counted in :attr:`nonfinite_skipped` (logged as
+    ``train/nonfinite_skipped``; the critics are still fitted). A critic whose targets are not
+    finite skips its fit. With finite numbers the update is TRPO's to the bit.
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
@@ -89,6 +109,8 @@ class TRPOLag(LagrangianMixin, TRPO):
     """
 
     supports_multiple_constraints: ClassVar[bool] = True
+    #: Policy steps skipped because a surrogate, gradient or Fisher product was not finite.
+    nonfinite_skipped: int = 0
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -183,14 +205,107 @@ class TRPOLag(LagrangianMixin, TRPO):
             _init_setup_model=False,
         )
         self.normalize_reward_advantage = bool(normalize_advantage)
+        self.nonfinite_skipped = 0
+        self._actor_params: list[nn.Parameter] = []
         if _init_setup_model:
             self._setup_model()
 
     def train(self) -> None:
-        """Update λ, then TRPO's update on the penalised advantage, then the cost critic."""
+        """Update λ, then TRPO's update on the penalised advantage, then the cost critic.
+
+        TRPO's update runs unmodified; the checks in :meth:`_compute_actor_grad` and
+        :meth:`hessian_vector_product` stop it before the line search when a number is not
+        finite, and the step is then skipped (see the class docstring).
+        """
         self._update_lagrange()
-        super().train()
+        buffer = self.rollout_buffer
+        n_critic_updates = self.n_critic_updates
+        if not np.all(np.isfinite(buffer.returns)):
+            self.n_critic_updates = 0  # TRPO's reward-critic fit would write NaN into V
+        originals = {
+            name: p.detach().clone()
+            for name, p in self.policy.named_parameters()
+            if "value" not in name
+        }
+        self._actor_params = []  # set by _compute_actor_grad for this update only
+        try:
+            super().train()
+        except _NonFiniteStep:
+            with th.no_grad():
+                for name, param in self.policy.named_parameters():
+                    if name in originals:
+                        param.data = originals[name].clone()
+            self.policy.optimizer.zero_grad(set_to_none=True)
+            self.nonfinite_skipped += 1
+            self._skipped_step()
+        finally:
+            self.n_critic_updates = n_critic_updates
+            self._actor_params = []  # never saved: they belong to this policy object
+        self.logger.record("train/nonfinite_skipped", self.nonfinite_skipped)
         self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
+
+    def _compute_actor_grad(
+        self, kl_div: th.Tensor, policy_objective: th.Tensor
+    ) -> tuple[list[nn.Parameter], th.Tensor, th.Tensor, list[tuple[int, ...]]]:
+        if not _finite(policy_objective):
+            raise _NonFiniteStep
+        out = super()._compute_actor_grad(kl_div, policy_objective)
+        self._actor_params = out[0]
+        if not (_finite(out[1]) and _finite(out[2])):
+            raise _NonFiniteStep
+        return out
+
+    def hessian_vector_product(
+        self,
+        params: list[nn.Parameter],
+        grad_kl: th.Tensor,
+        vector: th.Tensor,
+        retain_graph: bool = True,
+    ) -> th.Tensor:
+        """TRPO's Fisher-vector product; raises the private skip when it is not finite.
+
+        TRPO's last product (``retain_graph=False``) gives the step length ``√(2δ/sᵀHs)``:
+        there ``sᵀHs`` must also be a finite number > 0.
+        """
+        out = super().hessian_vector_product(params, grad_kl, vector, retain_graph)
+        if not (_finite(vector) and _finite(out)):
+            raise _NonFiniteStep
+        if not retain_graph:
+            shs = float(th.dot(vector, out))
+            if not (math.isfinite(shs) and shs > 0.0):
+                raise _NonFiniteStep
+        return out
+
+    def _skipped_step(self) -> None:
+        """After a skipped policy step: TRPO's reward-critic fit and logs, the actor untouched."""
+        actor = self._actor_params or [
+            p for name, p in self.policy.named_parameters() if "value" not in name
+        ]
+        losses: list[float] = []
+        for _ in range(self.n_critic_updates):
+            for data in self.rollout_buffer.get(self.batch_size):
+                values_pred = self.policy.predict_values(data.observations)
+                loss = F.mse_loss(data.returns, values_pred.flatten())
+                losses.append(loss.item())
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                for param in actor:  # as TRPO: the actor moves only by the trust-region step
+                    param.grad = None
+                self.policy.optimizer.step()
+        self._n_updates += 1
+        buffer = self.rollout_buffer
+        log = self.logger.record
+        log("train/policy_objective", math.nan)
+        log("train/value_loss", float(np.mean(losses)) if losses else math.nan)
+        log("train/kl_divergence_loss", 0.0)
+        log(
+            "train/explained_variance",
+            float(explained_variance(buffer.values.flatten(), buffer.returns.flatten())),
+        )
+        log("train/is_line_search_success", 0.0)
+        if hasattr(self.policy, "log_std"):
+            log("train/std", th.exp(self.policy.log_std).mean().item())
+        log("train/n_updates", self._n_updates, exclude="tensorboard")
 
     def learn(
         self: SelfTRPOLag,
