@@ -34,6 +34,7 @@ from gymcurric.errors import ConfigError, GymcurricWarning
 
 __all__ = [
     "COST_CAP",
+    "MULTIPLIER_KWARGS",
     "LagrangeMultiplier",
     "Multiplier",
     "MultiplierSet",
@@ -545,6 +546,15 @@ class MultiplierSet:
             m.load_state_dict(state[str(k)], strict)
 
 
+#: The ``multiplier_kwargs`` each multiplier kind takes (``init`` and ``lr`` have their own
+#: arguments: ``lagrange_init``, ``lagrange_lr``).
+MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
+    "adam": ("upper_bound",),
+    "sgd": ("upper_bound",),
+    "pid": ("d_delay", "d_ema_alpha", "kd", "ki", "kp", "p_ema_alpha", "penalty_max"),
+}
+
+
 def make_multiplier(
     kind: str, *, init: float, lr: float, kwargs: dict[str, Any] | None = None
 ) -> Multiplier:
@@ -556,8 +566,20 @@ def make_multiplier(
         lr: step size (Adam/SGD; ignored by PID).
         kwargs: extra constructor arguments (``upper_bound``; PID gains ``kp``, ``ki``, ``kd``,
             ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``).
+
+    Raises:
+        ConfigError: an unknown ``kind``, or a key of ``kwargs`` that ``kind`` does not take
+            (named with the known ones, :data:`MULTIPLIER_KWARGS`).
     """
     kwargs = dict(kwargs or {})
+    known = MULTIPLIER_KWARGS.get(kind) if isinstance(kind, str) else None
+    unknown = sorted(set(kwargs) - set(known or ()), key=str)
+    if known is not None and unknown:
+        raise ConfigError(
+            "multiplier_kwargs",
+            kwargs,
+            f"unknown keys {unknown} for multiplier={kind!r}; known: {list(known)}",
+        )
     if kind in ("adam", "sgd"):
         return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
     if kind == "pid":

@@ -271,7 +271,8 @@ class PPOPIDLag(PPOLag):
         ki: integral gain (0.01).
         kd: derivative gain (0.01).
         **kwargs: every other :class:`PPOLag` argument; ``multiplier_kwargs`` may set
-            ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``.
+            ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``; ``multiplier``,
+            if given, must be ``"pid"`` (a ``ConfigError`` otherwise).
 
     The defaults are OmniSafe's constants, which it applies once per 20,000-step epoch. Here
     λ is updated once per rollout (2,048 steps with SB3's defaults), so the integral builds
@@ -295,7 +296,16 @@ class PPOPIDLag(PPOLag):
         kd: float = 0.01,
         **kwargs: Any,
     ) -> None:
+        multiplier = kwargs.pop("multiplier", "pid")
+        if multiplier != "pid":
+            raise ConfigError(
+                "multiplier",
+                multiplier,
+                "PPOPIDLag's multiplier is 'pid' (use PPOLag for 'adam' or 'sgd')",
+                source=type(self).__name__,
+            )
         extra = kwargs.pop("multiplier_kwargs", None) or {}
         multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
-        kwargs.setdefault("multiplier", "pid")
-        super().__init__(policy, env, multiplier_kwargs=multiplier_kwargs, **kwargs)
+        super().__init__(
+            policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
+        )

@@ -1,0 +1,61 @@
+"""Unknown multiplier options are ConfigErrors naming the parameter, the value and the choices.
+
+They were TypeErrors from a constructor's ``**kwargs`` (``multiplier_kwargs={"kq": 1}``) or,
+for ``PPOPIDLag(multiplier="adam")``, a TypeError about ``kp`` the user never passed.
+"""
+
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag, TRPOLag
+from gymcurric.integrations.sb3.common.multipliers import MultiplierSet, make_multiplier
+from tests.integrations.sb3.test_ppo_lag import hazard_vec
+
+pytestmark = pytest.mark.sb3
+
+SMALL = {"n_steps": 32, "batch_size": 32, "device": "cpu"}
+PID_KEYS = ["d_delay", "d_ema_alpha", "kd", "ki", "kp", "p_ema_alpha", "penalty_max"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "kwargs", "known"),
+    [
+        ("pid", {"kq": 0.1}, PID_KEYS),
+        ("pid", {"init": 0.5}, PID_KEYS),  # λ's start is lagrange_init, not a PID constant
+        ("adam", {"kp": 0.1}, ["upper_bound"]),
+        ("sgd", {"optimizer": "adam"}, ["upper_bound"]),
+    ],
+)
+def test_unknown_multiplier_kwargs_name_the_keys_and_the_choices(kind, kwargs, known):
+    with pytest.raises(ConfigError) as err:
+        make_multiplier(kind, init=0.0, lr=0.1, kwargs=kwargs)
+    assert err.value.key == "multiplier_kwargs" and err.value.value == kwargs
+    message = str(err.value)
+    assert f"unknown keys {sorted(kwargs)} for multiplier={kind!r}" in message
+    assert f"known: {known}" in message
+    with pytest.raises(ConfigError, match="multiplier_kwargs"):
+        MultiplierSet(2, kind, init=0.0, lr=0.1, kwargs=kwargs)
+
+
+@pytest.mark.parametrize("cls", [PPOLag, TRPOLag])
+def test_the_algorithms_refuse_unknown_multiplier_kwargs(cls):
+    with pytest.raises(
+        ConfigError, match=r"'multiplier_kwargs': \{'kq': 1\}.*unknown keys \['kq'\]"
+    ):
+        cls("MlpPolicy", hazard_vec(1), multiplier="pid", multiplier_kwargs={"kq": 1}, **SMALL)
+    # the known keys still work
+    model = cls(
+        "MlpPolicy", hazard_vec(1), multiplier="pid", multiplier_kwargs={"kp": 0.5}, **SMALL
+    )
+    assert model.lagrange.kp == 0.5
+
+
+@pytest.mark.parametrize("multiplier", ["adam", "sgd", "bogus"])
+def test_ppopidlag_refuses_another_multiplier(multiplier):
+    with pytest.raises(ConfigError) as err:
+        PPOPIDLag("MlpPolicy", hazard_vec(1), multiplier=multiplier, **SMALL)
+    assert err.value.key == "multiplier" and err.value.value == multiplier
+    assert "'pid'" in str(err.value) and "PPOLag" in str(err.value)
+    assert PPOPIDLag("MlpPolicy", hazard_vec(1), multiplier="pid", **SMALL).multiplier == "pid"
