@@ -37,7 +37,9 @@ sector counter-clockwise of it.
 Bad input never raises: an object kind outside the vocabulary is named as ``unknown object
 '<kind>'``; a NaN (or unreadable) position is reported as unknown (``"The position of a vase is
 unknown."``, ``"The agent's position is unknown."``, ``"The goal's position is unknown."``); a NaN
-heading gives distances without bearings.
+heading gives distances without bearings; an obstacle table that is not a mapping is
+``"The obstacles are unknown."`` (None: no obstacles), and a group that is not an
+:class:`ObjectGroup` is taken as its positions.
 
 :func:`caption_scene` is the pure generator (numpy only, no mujoco); :class:`SafetyTaskCaptioner`
 reads a safety-gymnasium task's state into a :class:`Scene` and captions it.
@@ -194,7 +196,8 @@ def caption_scene(
     """
     out: list[str] = []
     if scene.goal_met:
-        out.append(_EVENTS.get(scene.task, _EVENTS["goal"]))
+        task = scene.task if isinstance(scene.task, str) else "goal"
+        out.append(_EVENTS.get(task, _EVENTS["goal"]))
     agent = _point(scene.agent_xy)
     ax, ay = agent if agent is not None else (0.0, 0.0)
     heading = _float(scene.heading)
@@ -208,19 +211,24 @@ def caption_scene(
     touching: list[str] = []
     listed: list[str] = []
     has_obstacles = any_near = False
-    for kind in _ordered(scene.objects):
-        group = scene.objects[kind]
+    objects = scene.objects if scene.objects is not None else {}
+    if not isinstance(objects, Mapping):
+        listed.append("The obstacles are unknown.")
+        objects = {}
+    for kind in _ordered(objects):
+        group = objects[kind]
         singular, plural = _names(kind)
-        touched = {int(i) for i in _indices(group.touching)}
+        # an ObjectGroup, or anything else taken as its positions
+        touched = {int(i) for i in _indices(getattr(group, "touching", ()))}
         if touched:
             touching.append(_count(len(touched), singular, plural))
-        rows = _rows(group.positions)
+        rows = _rows(getattr(group, "positions", group))
         if rows is None:
             listed.append(f"The positions of {plural} are unknown.")
             has_obstacles = True
             continue
         has_obstacles = has_obstacles or len(rows) > 0
-        radius = _radius(group.radius)
+        radius = _radius(getattr(group, "radius", 0.0))
         near: list[tuple[float, int, float, float]] = []
         unknown = inside_count = 0
         for i, row in enumerate(rows):
@@ -445,7 +453,8 @@ def _split_goal_button(
 # ----------------------------------------------------------------------------- helpers
 def _ordered(objects: Mapping[str, ObjectGroup]) -> list[str]:
     known = [k for k in _KINDS if k in objects]
-    return known + sorted(k for k in objects if k not in _KINDS)
+    # str: unknown kinds of different types (a str and an int) sort without a TypeError
+    return known + sorted((k for k in objects if k not in _KINDS), key=str)
 
 
 def _names(kind: Any) -> tuple[str, str]:

@@ -1,0 +1,36 @@
+"""caption_scene never raises (issue 26): scenes that used to raise TypeError / AttributeError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gymcurric.envs.safety_captions import ObjectGroup, Scene, caption_scene
+
+
+def scene(**kwargs: Any) -> Scene:
+    base: dict[str, Any] = {"task": "goal", "agent_xy": (0.0, 0.0), "heading": 0.0}
+    base.setdefault("goal_xy", (0.0, 5.0))
+    return Scene(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        # unknown kinds of different types: sorting them raised TypeError
+        ({"objects": {"apples": ObjectGroup([[0.3, 0.0]]), 5: ObjectGroup([[0.0, 0.2]])}},
+         "An unknown object 5 is very close left. An unknown object 'apples' is close ahead."),
+        # no obstacle table at all
+        ({"objects": None}, "The goal is far left."),
+        ({"objects": "hazards"}, "The obstacles are unknown. The goal is far left."),
+        # a group that is not an ObjectGroup: its positions, or unknown
+        ({"objects": {"vases": [[0.3, 0.0]]}}, "A vase is close ahead."),
+        ({"objects": {"vases": None}}, "The positions of vases are unknown."),
+        # an unhashable task name: said as the goal task's event
+        ({"task": ["goal"], "goal_met": True}, "The agent reached the goal."),
+    ],
+)  # fmt: skip
+def test_odd_scenes_are_described_and_never_raise(kwargs: dict[str, Any], expected: str) -> None:
+    text = caption_scene(scene(**kwargs))
+    assert expected in text, text
