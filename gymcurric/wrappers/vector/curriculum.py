@@ -36,16 +36,16 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWra
 from gymcurric._checks import check_one_per_env
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
-from gymcurric.safety.costs import check_vector_cost_dtype
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
-from gymcurric.wrappers.episode_sums import EpisodeSums, successes_of
+from gymcurric.wrappers.episode_sums import EpisodeSums
 from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
+from gymcurric.wrappers.vector._main_episodes import MainEpisodes
 
 __all__ = ["SampleCurriculumTask"]
 
 
-class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
+class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstructorArgs):
     """Vector twin of :class:`gymcurric.wrappers.SampleCurriculumTask`: tracks the sub-envs' tasks.
 
     The sub-envs must each be wrapped in the single-env ``SampleCurriculumTask`` (they pick their
@@ -470,79 +470,6 @@ class SampleCurriculumTask(VectorWrapper, gym.utils.RecordConstructorArgs):
                 self._pending_refill = True
                 self._busy = dones if any_done and self._mode == AutoresetMode.NEXT_STEP else None
         self._prev_dones, self._prev_any = dones, any_done
-
-    # ---------------------------------------------------------------- episodes in main
-    def _account(
-        self,
-        rewards: Any,
-        dones: npt.NDArray[np.bool_],
-        any_done: bool,
-        infos: dict[str, Any],
-    ) -> None:
-        """Sum this step into each live episode; check the episodes that ended, in one batch.
-
-        The sums of :class:`~gymcurric.wrappers.episode_sums.EpisodeSums`, the accumulator the
-        sub-env wrapper keeps too (so the curriculum state is the same bit for bit). In
-        ``NEXT_STEP`` mode the reset step (reward 0) starts the next episode; in ``SAME_STEP``
-        mode the last step's info is ``info["final_info"]``. The checked batch is applied by
-        the next step (:meth:`flush_curriculum`); a bad value raises here, from the step that
-        ended its episode.
-        """
-        sums = self._sums
-        if self._mode == AutoresetMode.NEXT_STEP and self._prev_any:
-            sums.start(self._prev_dones)  # this step was their reset step
-            step = sums.live & ~self._prev_dones
-        else:
-            step = sums.live
-        last = infos
-        if any_done and self._mode == AutoresetMode.SAME_STEP:
-            last = infos.get("final_info", {})
-        sums.add_rewards(np.asarray(rewards, dtype=np.float64), step)
-        if "cost" in infos:
-            self._add_cost(infos, step & ~dones if last is not infos else step)
-        if not any_done:
-            return
-        ended = (dones & sums.live).nonzero()[0]
-        if last is not infos:
-            self._add_cost(last, dones & sums.live)
-        ids = self._current[ended]  # the ended episodes' tasks (new ones are recorded after)
-        keep = ids >= 0  # explicit tasks (-1) are not reported
-        if np.count_nonzero(keep) < len(keep):
-            ended, ids = ended[keep], ids[keep]
-        returns, costs, _ = sums.finish(ended)
-        if self._mode == AutoresetMode.SAME_STEP:
-            sums.start(dones)  # their next episodes started in this step
-        else:
-            sums.stop(dones)
-        if not len(ended):
-            return
-        assert self._channel is not None and self._pending is None
-        try:
-            self._pending = self._channel.check_report(
-                self.curriculum, ids, returns, successes_of(last, ended), costs
-            )
-        except Exception as exc:
-            exc.add_note(
-                f"reported by vector.SampleCurriculumTask at the end of episodes of sub-envs "
-                f"{ended.tolist()} (task ids {ids.tolist()})"
-            )
-            raise
-        self._pending_envs = ended
-
-    def _add_step(self, rewards: Any, infos: dict[str, Any]) -> None:
-        """A step that ends and starts no episode: add its rewards and costs to the live sums."""
-        sums = self._sums
-        sums.add_rewards(np.asarray(rewards, dtype=np.float64), sums.live)
-        if "cost" in infos:
-            self._add_cost(infos, sums.live)
-
-    def _add_cost(self, infos: dict[str, Any], where: npt.NDArray[np.bool_]) -> None:
-        cost = infos.get("cost")
-        if cost is None:
-            return
-        check_vector_cost_dtype(cost, "vector.SampleCurriculumTask")
-        has = np.asarray(infos.get("_cost", np.ones(self.num_envs, bool)), dtype=bool) & where
-        self._sums.add_costs(cost, has)
 
     def close(self, **kwargs: Any) -> None:
         """Apply the last step's curriculum work, close the vector env, then unlink the channel."""
