@@ -16,6 +16,7 @@ from gymcurric.integrations.sb3.common.lagrangian import (
     FloatOrSchedule,
     LagrangianMixin,
 )
+from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.safety.modulation import RiskModulation
 
@@ -41,7 +42,11 @@ class PPOLag(LagrangianMixin, PPO):
     Absurd costs cannot make λ or the policy non-finite: a NaN/Inf ``info["cost"]`` raises
     :class:`~gymcurric.errors.NonFiniteValueError`, and per-step costs and ``J_c`` beyond
     ``±COST_CAP`` (1e6, :data:`gymcurric.integrations.sb3.common.COST_CAP`) are saturated to
-    it, counted and warned about once.
+    it, counted and warned about once. The update is SB3's PPO step for step
+    (:func:`~gymcurric.integrations.sb3.common.ppo_update.guarded_ppo_train`) with a guard: a
+    minibatch whose loss or gradient norm is not finite (NaN advantages or returns) takes no
+    optimiser step, counted in :attr:`nonfinite_skipped` (``train/nonfinite_skipped``); a
+    cost critic whose targets are not finite skips its fit.
 
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
     ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``,
@@ -133,6 +138,8 @@ class PPOLag(LagrangianMixin, PPO):
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
     }
+    #: Minibatches whose loss or gradient norm was not finite (no step taken; saved).
+    nonfinite_skipped: int = 0
 
     def __init__(
         self,
@@ -228,13 +235,16 @@ class PPOLag(LagrangianMixin, PPO):
             _init_setup_model=False,
         )
         self.normalize_reward_advantage = bool(normalize_advantage)
+        self.nonfinite_skipped = 0
         if _init_setup_model:
             self._setup_model()
 
     def train(self) -> None:
         """Update λ, then PPO's update on the penalised advantage, then the cost critic."""
         self._update_lagrange()
-        super().train()
+        # SB3's PPO.train, with minibatches of non-finite loss skipped instead of stepped
+        self._update_learning_rate(self.policy.optimizer)
+        guarded_ppo_train(self, self._current_progress_remaining)
         self._train_cost_critic(self.cost_n_epochs or self.n_epochs, self.batch_size)
 
     def learn(
