@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ __all__ = [
 FILE_FORMAT = "gymcurric.curriculum-npz/1"
 _META, _IDS, _ARRAYS, _WAIT = "meta", "env_task_ids", "arrays/", "channel_waiting"
 _SPARES, _SLOTS, _STALE = "channel_spares", "channel_slots", "channel_stale"
+_DUE = "channel_refill_due"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -207,6 +209,10 @@ def save_curriculum_state(
         ):
             members[_SLOTS] = np.asarray(slot_rows, dtype=np.int64).reshape(len(w), -1)
             members[_STALE] = np.asarray(marks, dtype=bool)
+            # whether the refill that withdraws the stale ones is due at the resumed reset
+            due = _method(env, "channel_refill_due")
+            if due is not None and (flag := due()) is not None:
+                members[_DUE] = np.asarray(bool(flag))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -301,6 +307,7 @@ def load_curriculum_state(
     if spares is not None and (waiting is None or len(spares) != len(waiting)):
         raise DataError(f"{where}: member {_SPARES!r} must have one row per waiting task")
     slots, stale = _read_channel_marks(members, where, waiting, spares)
+    refill_due = _read_refill_due(members, where)
     state: dict[str, Any] = {**meta, "arrays": arrays}
     if env is not None:
         n = len(env_task_ids(env))
@@ -323,8 +330,8 @@ def load_curriculum_state(
         resume_env_tasks(env, ids)
         resume = getattr(env, "resume_channel", None)
         if waiting is not None and callable(resume):
-            # spares, slots and stale marks are None in files from before them
-            resume(waiting, spares, slots=slots, stale=stale)
+            # spares, slots, stale marks and refill_due are None in files from before them
+            resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
     state["env_task_ids"] = ids
     return state
 
@@ -365,6 +372,24 @@ def _read_channel_marks(
             "task, -1 for none)"
         )
     return slots.astype(np.int64).tolist(), stale.tolist()
+
+
+def _read_refill_due(members: dict[str, np.ndarray], where: str) -> bool | None:
+    """Whether the channel's refill was due at the save (None: a file from before it)."""
+    raw = members.get(_DUE)
+    if raw is None:
+        return None
+    if raw.shape != () or raw.dtype != bool:
+        raise DataError(
+            f"{where}: member {_DUE!r} must be one bool (True or False); got "
+            f"{raw.dtype}{raw.shape} {reprlib.repr(raw.tolist())}"
+        )
+    if _STALE not in members:
+        raise DataError(
+            f"{where}: member {_DUE!r} ({bool(raw)}) comes with the channel's stale marks, and "
+            f"the file has no {_STALE!r}"
+        )
+    return bool(raw)
 
 
 def _method(env: Any, name: str) -> Any:

@@ -153,8 +153,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         self._dirty = False  # _current changed since task_ids was last copied from it
         self._channel = channel
         self._reseed = reseed_curriculum and callable(getattr(curriculum, "reseed", None))
-        # a checkpoint's waiting tasks, spares, their pool slots and stale marks (resume_channel)
-        self._resume: tuple[list[int], Any, Any, list[bool] | None] | None = None
+        # a checkpoint's waiting tasks, spares, their pool slots, stale marks and whether its
+        # next refill was due (resume_channel)
+        self._resume: tuple[list[int], Any, Any, list[bool] | None, bool | None] | None = None
         # episodes accounted here (channel.episodes_in_main): per sub-env running sums
         self._in_main = channel is not None and channel.episodes_in_main
         self._sums = EpisodeSums(self.num_envs)
@@ -222,9 +223,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         waiting task and draws a new one (see :meth:`reset`), and so does the resumed run's.
 
         After :meth:`resume_channel` (a load) and until the reset that restores them, this and
-        the other ``channel_*`` methods give the loaded checkpoint's rows (``channel_slots``
-        and ``channel_stale``: None for a file without them), so that a save before that reset
-        writes the checkpoint loaded.
+        the other ``channel_*`` methods give the loaded checkpoint's rows (``channel_slots``,
+        ``channel_stale`` and ``channel_refill_due``: None for a file without them), so that a
+        save before that reset writes the checkpoint loaded.
         """
         if self._channel is None:
             return None
@@ -273,12 +274,31 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             return None if stale is None else list(stale)
         return self._channel.stale(self.curriculum)
 
+    def channel_refill_due(self) -> bool | None:
+        """Whether the last step ended episodes: the channel's next refill is then due.
+
+        That refill withdraws the :meth:`channel_stale` tasks. After a step that ended
+        episodes the uninterrupted run makes it after the next step (``NEXT_STEP``: after the
+        reset step, which the resumed run's reset stands for; ``SAME_STEP``: after the next
+        step; ``DISABLED``: at the masked reset); after a reset that started every episode
+        (False), only after the next step that ends episodes, and the sub-envs that reset
+        before it take the stale tasks all the same. ``save_curriculum_state`` saves it, so
+        that the resumed run withdraws them at the same point. None without a channel.
+        """
+        if self._channel is None:
+            return None
+        self.flush_curriculum()
+        if self._resume is not None:
+            return self._resume[4]
+        return self._prev_any
+
     def resume_channel(
         self,
         waiting: list[int],
         spares: list[list[int]] | None = None,
         slots: list[list[int]] | None = None,
         stale: list[bool] | None = None,
+        refill_due: bool | None = None,
     ) -> None:
         """Make the next ``reset`` restore these waiting tasks (and spares); keep the generator.
 
@@ -286,7 +306,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         the tasks an uninterrupted run would have drawn. With the ``slots`` and ``stale``
         marks of :meth:`channel_slots` and :meth:`channel_stale` the channel is restored as
         it was, tasks that left the pool included; the marks take effect at the refill the
-        uninterrupted run makes next. ``load_curriculum_state`` calls it.
+        uninterrupted run makes next (``refill_due``: :meth:`channel_refill_due`; None, a file
+        from before it: due, except with ``DISABLED`` autoreset where no sub-env awaited its
+        masked reset). ``load_curriculum_state`` calls it.
         """
         if self._channel is not None:
             source = "vector.SampleCurriculumTask.resume_channel"
@@ -299,6 +321,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                 None if spares is None else [[int(t) for t in r] for r in spares],
                 None if slots is None else [[int(t) for t in r] for r in slots],
                 None if stale is None else [bool(x) for x in stale],
+                None if refill_due is None else bool(refill_due),
             )
 
     def stats(self) -> dict[str, float]:
@@ -344,6 +367,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-envs (or those in ``options["reset_mask"]``); each draws its task."""
         stale = None  # a checkpoint's stale marks (resume_channel), for the refill due next
+        due = False  # whether that refill is the one after the step that ended episodes
         mask = None if options is None else options.get("reset_mask")  # the env pops it
         expected = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, bool)
         chan = self._channel
@@ -351,18 +375,18 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             self.flush_curriculum()  # the last step's work first, as the next step would do it
             resume, self._resume = self._resume, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
-                waiting, spares, slots, stale = resume
+                waiting, spares, slots, stale, refill_due = resume
                 chan.restore_waiting(self.curriculum, waiting, spares, slots)
-                # its stale marks apply at the refill the uninterrupted run makes next:
-                # DISABLED, the masked reset's first (this one) where sub-envs awaited it
-                # (saved -1), else (saved right after a reset) the one after the next step
-                # that ends episodes, as below; NEXT_STEP, the one after the reset step,
-                # which this reset stands for; SAME_STEP, the one after next step
-                if (
-                    stale is not None
-                    and self._mode == AutoresetMode.DISABLED
-                    and min(waiting, default=0) < 0
-                ):
+                if refill_due is None:  # a file from before it: as such files were resumed
+                    due = self._mode != AutoresetMode.DISABLED or min(waiting, default=0) < 0
+                else:
+                    due = refill_due
+                # its stale marks apply at the refill the uninterrupted run makes next; saved
+                # after a step that ended episodes (due): DISABLED, the masked reset's first
+                # (this one); NEXT_STEP, the one after the reset step, which this reset stands
+                # for; SAME_STEP, the one after the next step. Else (saved right after a reset)
+                # the one after the next step that ends episodes, as below
+                if stale is not None and due and self._mode == AutoresetMode.DISABLED:
                     chan.mark_stale(stale)
                     stale = None
                 # a slot left empty (-1 saved, or a task gone from the pool) gets a draw now
@@ -375,7 +399,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                 chan.refill(self.curriculum, revoke=np.flatnonzero(expected))
         obs, infos = self.env.reset(seed=seed, options=options)
         if chan is not None:
-            if stale is not None and self._mode == AutoresetMode.NEXT_STEP:
+            if stale is not None and due and self._mode == AutoresetMode.NEXT_STEP:
                 chan.mark_stale(stale)
                 stale = None
             chan.refill(self.curriculum)
@@ -384,11 +408,11 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             self._sums.start(expected)
         self._prev_dones = self._prev_dones & ~expected
         self._prev_any = bool(np.count_nonzero(self._prev_dones))
-        if stale is not None and any(stale):  # SAME_STEP; DISABLED saved after a reset
+        if stale is not None and any(stale):  # SAME_STEP; saved right after a reset
             assert chan is not None
             chan.mark_stale(stale)
-            if self._mode == AutoresetMode.SAME_STEP:
-                self._prev_any = True  # as after the done step saved: the next step refills
+            if due:  # SAME_STEP, as after the done step saved: the next step refills
+                self._prev_any = True
         self.task_ids = self._current.copy()
         self._dirty = False
         return obs, infos
