@@ -37,6 +37,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -59,7 +60,7 @@ from gymcurric.integrations.sb3.common.multipliers import (
     make_multiplier,
     pid_kwargs_per_update,
 )
-from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
+from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy, policy_from_name
 from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
@@ -241,6 +242,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
             )
         else:
             self.lagrange = make_multiplier(self.multiplier, init=init, lr=lr, kwargs=kwargs)
+
+    def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
+        return policy_from_name(self.policy_aliases, policy_name, type(self).__name__)
 
     def _multiplier_kwargs(self) -> dict[str, Any]:
         """``multiplier_kwargs``, with PID constants converted per rollout if they are per epoch."""

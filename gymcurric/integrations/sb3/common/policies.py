@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import NatureCNN, create_mlp
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 from gymcurric._checks import check_int
+from gymcurric.errors import ConfigError
 
-__all__ = ["CostActorCriticCnnPolicy", "CostActorCriticPolicy", "CnnPolicy", "MlpPolicy"]
+__all__ = [
+    "CnnPolicy",
+    "CostActorCriticCnnPolicy",
+    "CostActorCriticPolicy",
+    "MlpPolicy",
+    "policy_from_name",
+]
 
 _MIX = 0x9E3779B97F4A7C15  # odd 64-bit constant: spreads the torch seed into another stream
 
@@ -117,3 +125,21 @@ class CostActorCriticCnnPolicy(CostActorCriticPolicy):
 
 MlpPolicy = CostActorCriticPolicy
 CnnPolicy = CostActorCriticCnnPolicy
+
+
+def policy_from_name(
+    aliases: Mapping[str, type[BasePolicy]], name: str, source: str
+) -> type[BasePolicy]:
+    """SB3's ``_get_policy_from_name``, with a ConfigError that names the choices.
+
+    Raises:
+        ConfigError: ``name`` is not one of ``aliases`` (SB3 raised a bare ``ValueError``).
+    """
+    if name in aliases:
+        return aliases[name]
+    raise ConfigError(
+        "policy",
+        name,
+        f"expected one of {sorted(aliases)} or a policy class",
+        source=source,
+    )

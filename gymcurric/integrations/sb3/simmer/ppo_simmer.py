@@ -13,12 +13,14 @@ import numpy as np
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import maybe_make_env
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.policies import policy_from_name
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.simmer.vec_simmer import VecSimmer
 from gymcurric.safety.budget_control import (
@@ -329,6 +331,9 @@ class PPOSimmer(PPO):
         )
         if _init_setup_model:
             self._setup_model()
+
+    def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
+        return policy_from_name(self.policy_aliases, policy_name, type(self).__name__)
 
     # ------------------------------------------------------------------ env and save/load
     @classmethod
