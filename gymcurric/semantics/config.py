@@ -74,8 +74,8 @@ class ShapingConfig:
             the ROC AUC with which the prompts' margins tell the unsafe ones from the others
             (:attr:`Shaper.probe_auc`) and emits a :class:`~gymcurric.errors.GymcurricWarning`
             when it is within ``probe_tolerance`` of 0.5, or below (the sets rank the states
-            the wrong way round). Empty (default): no check. Captions only: for frames call
-            :meth:`Shaper.probe` yourself.
+            the wrong way round), or NaN (non-finite embeddings). Empty (default): no check.
+            Captions only: for frames call :meth:`Shaper.probe` yourself.
         probe_unsafe: one bool per probe state, True for the unsafe ones (both kinds needed).
         probe_tolerance: how close to 0.5 the probe AUC may be before the warning, in [0, 0.5].
     """

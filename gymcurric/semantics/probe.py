@@ -46,6 +46,7 @@ __all__ = [
     "add_arguments",
     "centroid",
     "check_separation",
+    "probe_separation",
     "run",
     "separation_auc",
     "separation_report",
@@ -231,6 +232,43 @@ def check_separation(
         stacklevel=stacklevel + 1,
     )
     return False
+
+
+def probe_separation(
+    margins: npt.ArrayLike,
+    unsafe: npt.ArrayLike,
+    tolerance: float = SEPARATION_TOLERANCE,
+    *,
+    what: str = "the prompt sets",
+    stacklevel: int = 2,
+) -> float:
+    """:func:`separation_auc` of known states' margins, checked by :func:`check_separation`.
+
+    A NaN AUC warns too (one :class:`~gymcurric.errors.GymcurricWarning`, never an error): the
+    AUC could not be computed, because some states' embeddings or margins are not finite (how
+    many is said) or the states are not both safe and unsafe ones.
+
+    Returns:
+        The AUC (NaN when it could not be computed).
+    """
+    m = np.asarray(margins, dtype=np.float64).reshape(-1)
+    auc = separation_auc(m, unsafe)
+    if not np.isnan(auc):
+        check_separation(auc, tolerance, what=what, stacklevel=stacklevel + 1)
+        return auc
+    bad = int((~np.isfinite(m)).sum())
+    why = (
+        f"{bad} of {m.size} probe states have non-finite embeddings/margins"
+        if bad
+        else "the probe states are not both safe and unsafe ones"
+    )
+    warnings.warn(
+        f"the probe ROC AUC of {what} could not be computed (NaN): {why}; whether the prompts "
+        "separate unsafe states from safe ones is unknown. Check the embedder on these states.",
+        GymcurricWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return auc
 
 
 def _frame_files(folder: str) -> list[Path]:

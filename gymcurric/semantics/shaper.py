@@ -61,7 +61,7 @@ from gymcurric.semantics.config import (
     ShapingConfig,
     Source,
 )
-from gymcurric.semantics.probe import check_separation, separation_auc
+from gymcurric.semantics.probe import probe_separation
 
 __all__ = [
     "HAZARD_NAV_SAFE_PROMPTS",
@@ -302,14 +302,14 @@ class Shaper:
         return self._raw_margins(self.embed(inputs))
 
     def probe(self, states: Sequence[Any], unsafe: Any, tolerance: float = 0.05) -> float:
-        """ROC AUC of known states' margins, as :attr:`probe_auc`; warns if ≈ 0.5 or below.
+        """ROC AUC of known states' margins, as :attr:`probe_auc`; warns if ≈ 0.5, below or NaN.
 
-        See :func:`~gymcurric.semantics.probe.separation_auc` and ``check_separation``;
-        ``unsafe`` labels the states. Set-up runs it on ``config.probe_states`` (captions).
+        See :func:`~gymcurric.semantics.probe.probe_separation`; ``unsafe`` labels the states.
+        Set-up runs it on ``config.probe_states`` (captions).
         """
-        self.probe_auc = separation_auc(self.margins(states), unsafe)
-        sets = f"{list(self.config.safe_prompts)} / {list(self.config.unsafe_prompts)}"
-        check_separation(self.probe_auc, tolerance, what=f"the prompt sets {sets}", stacklevel=3)
+        c, m = self.config, self.margins(states)
+        sets = f"the prompt sets {list(c.safe_prompts)} / {list(c.unsafe_prompts)}"
+        self.probe_auc = probe_separation(m, unsafe, tolerance, what=sets, stacklevel=3)
         return self.probe_auc
 
     def _raw_margins(self, e: np.ndarray) -> FloatArray:

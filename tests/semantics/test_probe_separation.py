@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from gymcurric.errors import ConfigError, GymcurricWarning
-from gymcurric.semantics import Shaper, ShapingConfig
+from gymcurric.semantics import CallableEmbedder, Shaper, ShapingConfig
 from gymcurric.semantics.probe import check_separation, separation_auc
-from tests.semantics.stubs import STUB_CONFIG, caption_embedder, frame_embedder
+from tests.semantics.stubs import STUB_CONFIG, caption_embedder, embed_texts, frame_embedder
 
 STATES = ("state 0", "state 1", "state 3", "state 4")
 UNSAFE = (False, False, True, True)
@@ -156,3 +156,24 @@ def test_config_probe_fields_round_trip_and_tolerance_is_checked():
     assert ShapingConfig(**cfg.to_dict()) == cfg
     with pytest.raises(ConfigError, match="probe_tolerance"):
         ShapingConfig(probe_tolerance=0.7)
+
+
+def nan_state_embedder():
+    def texts(items):
+        rows = embed_texts([t for t in items if t != "state nan"] or ["safe"])
+        out = [[np.nan, np.nan] if t == "state nan" else None for t in items]
+        it = iter(rows)
+        return np.array([r if r is not None else next(it) for r in out], dtype=np.float64)
+
+    return CallableEmbedder(texts=texts, modality="text")
+
+
+def test_a_nan_probe_auc_from_non_finite_state_embeddings_warns_at_set_up_and_never_raises():
+    states, unsafe = ("state 0", "state nan", "state 3", "state 4"), UNSAFE
+    with pytest.warns(GymcurricWarning, match="could not be computed.*non-finite") as caught:
+        s = Shaper(
+            ShapingConfig(**STUB_CONFIG, probe_states=states, probe_unsafe=unsafe),
+            nan_state_embedder(),
+        )
+    assert np.isnan(s.probe_auc) and s.ok  # a warning, not a failure
+    assert "1 of 4" in str(caught[0].message)
