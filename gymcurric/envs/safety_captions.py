@@ -179,6 +179,10 @@ def caption_scene(
         max_per_kind: most objects of one kind listed.
         max_distance: objects whose edge is this far (m) or farther are not listed.
 
+    Raises:
+        ConfigError: ``max_per_kind`` is not an int >= 0 or ``max_distance`` not a number > 0
+            (as :class:`SafetyTaskCaptioner`).
+
     Returns:
         The caption.
 
@@ -194,6 +198,7 @@ def caption_scene(
         >>> caption_scene(scene)
         'The agent is inside a hazard. A hazard is close left. The goal is far right.'
     """
+    _check_limits(max_per_kind, max_distance)
     out: list[str] = []
     if scene.goal_met:
         task = scene.task if isinstance(scene.task, str) else "goal"
@@ -332,10 +337,7 @@ class SafetyTaskCaptioner:
     def __init__(
         self, task: Any, *, max_per_kind: int = MAX_PER_KIND, max_distance: float = MAX_DISTANCE
     ) -> None:
-        if isinstance(max_per_kind, bool) or not isinstance(max_per_kind, int) or max_per_kind < 0:
-            raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
-        if not isinstance(max_distance, int | float) or not max_distance > 0:
-            raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
+        _check_limits(max_per_kind, max_distance)
         self.kind = task_kind(task)
         self.task = task
         self.max_per_kind = max_per_kind
@@ -429,6 +431,14 @@ class SafetyTaskCaptioner:
             max_per_kind=self.max_per_kind,
             max_distance=self.max_distance,
         )
+
+
+def _check_limits(max_per_kind: Any, max_distance: Any) -> None:
+    """ConfigError unless ``max_per_kind`` is an int >= 0 and ``max_distance`` a number > 0."""
+    if isinstance(max_per_kind, bool) or not isinstance(max_per_kind, int) or max_per_kind < 0:
+        raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
+    if not isinstance(max_distance, int | float) or not max_distance > 0:
+        raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
 
 
 def _body_id(model: Any, name: str) -> int:

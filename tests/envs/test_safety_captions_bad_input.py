@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from gymcurric.envs.safety_captions import ObjectGroup, Scene, caption_scene
+from gymcurric.envs.safety_captions import ObjectGroup, SafetyTaskCaptioner, Scene, caption_scene
+from gymcurric.errors import ConfigError
 
 
 def scene(**kwargs: Any) -> Scene:
@@ -34,3 +35,27 @@ def scene(**kwargs: Any) -> Scene:
 def test_odd_scenes_are_described_and_never_raise(kwargs: dict[str, Any], expected: str) -> None:
     text = caption_scene(scene(**kwargs))
     assert expected in text, text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"max_distance": float("nan")}, "max_distance"),
+        ({"max_distance": 0.0}, "max_distance"),
+        ({"max_distance": -1.0}, "max_distance"),
+        ({"max_distance": "1"}, "max_distance"),
+        ({"max_per_kind": -1}, "max_per_kind"),
+        ({"max_per_kind": 1.5}, "max_per_kind"),
+        ({"max_per_kind": True}, "max_per_kind"),
+    ],
+)
+def test_bad_limits_are_a_config_error_as_in_the_captioner(kwargs: dict[str, Any], key: str):
+    # max_distance=nan said "No obstacle is near." with a hazard right at the agent
+    near = scene(objects={"hazards": ObjectGroup([[0.1, 0.0]], 0.2)})
+    with pytest.raises(ConfigError) as caught:
+        caption_scene(near, **kwargs)
+    assert caught.value.key == key and caught.value.value is next(iter(kwargs.values()))
+    assert key in str(caught.value) and repr(caught.value.value) in str(caught.value)
+    with pytest.raises(ConfigError) as same:  # the captioner's own check, word for word
+        SafetyTaskCaptioner("goal", **kwargs)
+    assert str(same.value) == str(caught.value)
