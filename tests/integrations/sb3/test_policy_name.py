@@ -23,3 +23,12 @@ def test_an_unknown_policy_name_names_the_choices(cls):
     assert err.value.key == "policy" and err.value.value == "MlpPolicyy"
     assert "'MlpPolicy'" in str(err.value) and "'CnnPolicy'" in str(err.value)
     assert isinstance(err.value, ValueError)  # what SB3 raised before: callers keep working
+
+
+@pytest.mark.parametrize("cls", [P3O, PPOLag, PPOPIDLag])
+def test_a_batch_size_too_small_to_normalise_names_the_algorithm(cls):
+    with pytest.raises(ConfigError) as err:
+        cls("MlpPolicy", hazard_vec(1), n_steps=32, batch_size=1, device="cpu")
+    assert err.value.key == "batch_size" and err.value.value == 1
+    assert err.value.source == cls.__name__  # as the other ConfigErrors of these classes
+    assert str(err.value).startswith(f"{cls.__name__}: invalid value for 'batch_size': 1")

@@ -243,7 +243,10 @@ class P3O(LagrangianMixin, PPO):
         )
         if normalize_advantage and batch_size <= 1:
             raise ConfigError(
-                "batch_size", batch_size, "must be > 1 to normalise advantages (SB3 #440)"
+                "batch_size",
+                batch_size,
+                "must be > 1 to normalise advantages (SB3 #440)",
+                source=type(self).__name__,
             )
         super().__init__(
             policy,
