@@ -294,6 +294,32 @@ def test_nonfinite_fisher_products_skip_the_update(monkeypatch):
         assert th.equal(before[k], after[k]), k
 
 
+class PoisonReturns(BaseCallback):
+    """NaN reward returns in the first rollout, NaN cost returns in the second and third."""
+
+    def _on_step(self):
+        return True
+
+    def _on_rollout_end(self):
+        buffer = self.model.rollout_buffer
+        if self.model._n_updates == 0:
+            buffer.returns[0, 0] = np.nan
+        else:
+            buffer.cost_returns[0, 0] = np.nan
+
+
+def test_nonfinite_critic_targets_skip_the_fit_and_count_it_saved_with_the_model(tmp_path):
+    model = CPO("MlpPolicy", short_vec(), seed=0, **SMALL)
+    model.learn(192, callback=PoisonReturns())  # 3 updates: each skips one critic's fit
+    assert model.nonfinite_skipped == 3 and model._n_updates == 3  # 1 reward + 2 cost fits
+    logs = model.logger.name_to_value
+    assert logs["train/nonfinite_skipped"] == logs["train/cpo_nonfinite_skipped"] == 3
+    for k, v in policy_params(model).items():
+        assert bool(th.isfinite(v).all()), k  # no critic took the NaN targets
+    model.save(tmp_path / "cpo.zip")
+    assert CPO.load(tmp_path / "cpo.zip", device="cpu").nonfinite_skipped == 3
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -63,7 +63,7 @@ class CPO(LagrangianMixin, TRPO):
     - A non-finite surrogate, gradient, Fisher product or step skips the policy step without
       raising or changing anything (counted in :attr:`nonfinite_skipped`); a line-search trial
       with a non-finite surrogate or KL is rejected. Non-finite critic targets skip that
-      critic's fit.
+      critic's fit, also counted in :attr:`nonfinite_skipped` (one per skipped fit).
 
     Where this differs from OmniSafe's CPO, on purpose: the ``c`` scaling (above, optional);
     the signs of ``r`` in cases 1 and 2 (OmniSafe's solve another problem, see the ``step``
@@ -93,7 +93,8 @@ class CPO(LagrangianMixin, TRPO):
     ``train/cpo_A``, ``train/cpo_B``, ``train/cpo_lambda``, ``train/cpo_nu``,
     ``train/cpo_step_fraction`` (0 when rejected), ``train/cpo_line_search_steps`` (fractions
     tried), ``train/cpo_cost_objective_change``, ``train/cpo_ep_len_mean`` and the running counts
-    ``train/cpo_line_search_failures`` and ``train/cpo_nonfinite_skipped``.
+    ``train/cpo_line_search_failures`` and ``train/cpo_nonfinite_skipped`` (also logged as
+    ``train/nonfinite_skipped``, the key of the other algorithms).
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
@@ -243,7 +244,8 @@ class CPO(LagrangianMixin, TRPO):
         self._running_len: np.ndarray | None = None
         #: Updates whose line search accepted no fraction (policy left unchanged).
         self.line_search_failures = 0
-        #: Updates skipped because a surrogate, gradient, Fisher product or step was non-finite.
+        #: Policy steps skipped because a surrogate, gradient, Fisher product or step was
+        #: non-finite, plus critic fits skipped because their targets were (saved with the model).
         self.nonfinite_skipped = 0
         super().__init__(
             policy,
@@ -350,8 +352,12 @@ class CPO(LagrangianMixin, TRPO):
         value_losses: list[float] = []
         if np.all(np.isfinite(buffer.returns)):
             value_losses = self._fit_reward_critic(actor_params)
+        else:  # NaN targets would write NaN into V: the fit is skipped, and counted
+            self.nonfinite_skipped += 1
         if np.all(np.isfinite(buffer.cost_returns)):
             self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
+        elif self.update_cost_critic:
+            self.nonfinite_skipped += 1
         self._n_updates += 1
 
         log = self.logger.record
@@ -367,6 +373,7 @@ class CPO(LagrangianMixin, TRPO):
         log("train/cost_advantage_std", float(np.std(buffer.cost_advantages)))
         log("train/cpo_line_search_failures", self.line_search_failures)
         log("train/cpo_nonfinite_skipped", self.nonfinite_skipped)
+        log("train/nonfinite_skipped", self.nonfinite_skipped)  # the other algorithms' key
         log("train/n_updates", self._n_updates, exclude="tensorboard")
 
     def _policy_step(self, cost_limit: float) -> list[nn.Parameter]:
