@@ -6,6 +6,7 @@ validation, the actor is left NaN), and NaN critic targets write NaN into the cr
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -105,3 +106,16 @@ def test_the_guard_changes_nothing_when_everything_is_finite():
     a, b = policy_params(trpo), policy_params(lag)
     for k in a:
         assert th.equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("field", ["returns", "advantages"])
+def test_a_skipped_critic_fit_raises_no_numpy_warning(field):
+    # returns: TRPO's own log took np.mean of no value losses ("Mean of empty slice")
+    model = TRPOLag("MlpPolicy", hazard_vec(), seed=0, **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model.learn(128, callback=Poison(field))
+    # no fit, no loss (NaN, as before); NaN advantages skip the step, the critic is fitted
+    value_loss = model.logger.name_to_value["train/value_loss"]
+    assert math.isnan(value_loss) if field == "returns" else math.isfinite(value_loss)
+    assert_finite(model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -220,7 +221,8 @@ class TRPOLag(LagrangianMixin, TRPO):
         self._update_lagrange()
         buffer = self.rollout_buffer
         n_critic_updates = self.n_critic_updates
-        if not np.all(np.isfinite(buffer.returns)):
+        skip_critic = not np.all(np.isfinite(buffer.returns))
+        if skip_critic:
             self.n_critic_updates = 0  # TRPO's reward-critic fit would write NaN into V
         originals = {
             name: p.detach().clone()
@@ -229,7 +231,11 @@ class TRPOLag(LagrangianMixin, TRPO):
         }
         self._actor_params = []  # set by _compute_actor_grad for this update only
         try:
-            super().train()
+            with warnings.catch_warnings():
+                if skip_critic:  # TRPO logs np.mean of no losses (NaN, as wanted): no warning
+                    warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+                    warnings.filterwarnings("ignore", "invalid value .* divide", RuntimeWarning)
+                super().train()
         except _NonFiniteStep:
             with th.no_grad():
                 for name, param in self.policy.named_parameters():
