@@ -279,7 +279,8 @@ def load_curriculum_state(
     """Read a file written by :func:`save_curriculum_state`.
 
     Everything is checked before anything is changed: a refused file leaves ``curriculum`` and
-    ``env`` as they were.
+    ``env`` as they were. Envs that already ran may be given: the curriculum work their last
+    step left pending (``flush_curriculum()``) is applied first, to the state being replaced.
 
     Args:
         path: the ``.npz`` file.
@@ -321,6 +322,12 @@ def load_curriculum_state(
                 f"{where}: member {_WAIT!r} holds {len(waiting)} waiting tasks for the "
                 f"{n} envs of {_IDS!r}; expected one per env"
             )
+    # the envs' curriculum work still pending from their last step (a vector wrapper with a
+    # channel applies it at the next step or reset) belongs to the run before the load: apply
+    # it now, to the state it belongs to, and not to the loaded one at the resumed reset
+    flush = _method(env, "flush_curriculum")
+    if flush is not None:
+        flush()
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
