@@ -14,6 +14,7 @@ from gymcurric.integrations.sb3.common import LagrangianMixin
 from gymcurric.integrations.sb3.ppo_lag import PPOLag
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag
 from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, policy_params
+from tests.new_interpreter import call_in_new_interpreter
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
@@ -93,3 +94,47 @@ def test_pid_multiplier_with_per_epoch_constants():
     assert model.lagrange_multiplier > 0.0
     with pytest.raises(ConfigError, match="pid_epoch_steps"):
         TRPOLag("MlpPolicy", hazard_vec(1), pid_epoch_steps=20_000, **SMALL)
+
+
+# ------------------------------------------------------------- save, load elsewhere, continue
+def continue_here(model, steps):
+    model.get_env().seed(7)
+    th.manual_seed(11)
+    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
+    return model.learn(steps, reset_num_timesteps=False)
+
+
+def continue_saved(path, out, steps):
+    """Load ``path``, continue ``steps`` as :func:`continue_here`, save to ``out`` (new process)."""
+    model = TRPOLag.load(path, env=hazard_vec(), device="cpu")
+    continue_here(model, steps).save(out)
+    return model.num_timesteps
+
+
+def state(model):
+    return {
+        "policy": policy_params(model),
+        "optimizer": model.policy.optimizer.state_dict(),
+        "cost_optimizer": model.policy.cost_optimizer.state_dict(),
+        "lagrange": model.lagrange.state_dict(),
+        "lambda": model.lagrange_multiplier,
+        "ep_cost": list(model.ep_cost_buffer),
+        "cost_rng": model._cost_rng.bit_generator.state,
+        "counts": [model.num_timesteps, model._n_updates, model.nonfinite_skipped],
+    }
+
+
+def test_save_load_in_a_new_interpreter_and_continue_equals_uninterrupted(tmp_path):
+    kw = {**SMALL, "seed": 1, "cost_limit": 0.0, "cost_window": 5, "lagrange_lr": 0.2}
+    a = TRPOLag("MlpPolicy", hazard_vec(seed=1), **kw).learn(320)
+    assert a.lagrange_multiplier > 0.01  # λ moved: its state matters below
+    a.save(tmp_path / "trpo.zip")
+    steps = call_in_new_interpreter(
+        "tests.integrations.sb3.test_trpo_lag", "continue_saved",
+        str(tmp_path / "trpo.zip"), str(tmp_path / "resumed.zip"), 320,
+    )  # fmt: skip
+    a.set_env(hazard_vec())  # continues from a fresh reset of the same seeded envs
+    continue_here(a, 320)
+    b = TRPOLag.load(tmp_path / "resumed.zip", device="cpu")
+    assert steps == a.num_timesteps == b.num_timesteps == 640
+    assert_same(state(a), state(b))
