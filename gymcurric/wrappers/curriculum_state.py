@@ -335,8 +335,8 @@ def load_curriculum_state(
             raise DataError(f"{where}: {exc}") from exc
     if env is not None:
         resume_env_tasks(env, ids)
-        resume = getattr(env, "resume_channel", None)
-        if waiting is not None and callable(resume):
+        resume = _method(env, "resume_channel")  # through outer vector wrappers too
+        if waiting is not None and resume is not None:
             # spares, slots, stale marks and refill_due are None in files from before them
             resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
     state["env_task_ids"] = ids
