@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -31,8 +28,8 @@ from gymcurric.tasks.checkpoint import ADDED_KEYS, STATE_FORMAT
 from gymcurric.tasks.regret import check_scores, mean_ranks, uses_scores
 from gymcurric.tasks.state import EXPLORE, K
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from tests.new_interpreter import call_in_new_interpreter
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -415,19 +412,14 @@ def test_state_dict_round_trip_continues_exactly():
     assert _play(other, 100, seed=1) == _play(cur, 100, seed=1)
 
 
-_RESUME = """
-import json, sys
-sys.path.insert(0, {root!r})
-from gymcurric.tasks import Curriculum, CurriculumConfig, FixedTaskSpace, PLRScorer
-from gymcurric.wrappers import load_curriculum_state
-from tests.tasks.test_regret import _play
-space = FixedTaskSpace([{{"level": i}} for i in range(8)])
-cfg = CurriculumConfig(scorer=PLRScorer(replay_schedule="proportionate"), seed=9,
-                       recompute_every=5)
-cur = Curriculum(space, cfg)
-load_curriculum_state({path!r}, cur)
-print(json.dumps(_play(cur, 80, seed=1)))
-"""
+def resume_and_play(path):
+    """Load the checkpoint ``path`` into a new curriculum and play on (new process)."""
+    cfg = CurriculumConfig(
+        scorer=PLRScorer(replay_schedule="proportionate"), seed=9, recompute_every=5
+    )
+    cur = Curriculum(_space(8), cfg)
+    load_curriculum_state(path, cur)
+    return _play(cur, 80, seed=1)
 
 
 def test_a_checkpoint_file_resumes_in_a_new_interpreter(tmp_path):
@@ -437,10 +429,8 @@ def test_a_checkpoint_file_resumes_in_a_new_interpreter(tmp_path):
     cur = Curriculum(_space(8), cfg)
     _play(cur, 60)
     path = save_curriculum_state(tmp_path / "plr.npz", cur)
-    code = _RESUME.format(root=str(ROOT), path=str(path))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == _play(cur, 80, seed=1)
+    resumed = call_in_new_interpreter("tests.tasks.test_regret", "resume_and_play", str(path))
+    assert resumed == _play(cur, 80, seed=1)
 
 
 def _play_v1(cur, n):

@@ -1,8 +1,5 @@
 import math
-import subprocess
-import sys
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,11 +18,11 @@ from gymcurric.integrations.sb3.common import LagrangianMixin
 from gymcurric.integrations.sb3.cpo import CPO, conjugate_gradient, cpo_step, line_search
 from gymcurric.integrations.sb3.cpo import cpo as cpo_module
 from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, make_hazard, policy_params
+from tests.new_interpreter import call_in_new_interpreter
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
 
-ROOT = Path(__file__).resolve().parents[3]
 SMALL = {"n_steps": 32, "batch_size": 32, "n_critic_updates": 2, "device": "cpu"}
 
 # ------------------------------------------------------------------ the update rule, by hand
@@ -362,22 +359,14 @@ def test_learns_from_the_env_id():
 
 
 # ------------------------------------------------------------- save, load elsewhere, continue
-RESUME = """
-import sys
-import numpy as np
-import torch as th
-from gymcurric.integrations.sb3.cpo import CPO
-from tests.integrations.sb3.test_cpo import snapshot
-from tests.integrations.sb3.test_ppo_lag import hazard_vec
-
-path, out = sys.argv[1], sys.argv[2]
-model = CPO.load(path, env=hazard_vec(), device="cpu")
-model.get_env().seed(7)
-th.manual_seed(11)
-np.random.seed(11)
-model.learn(320, reset_num_timesteps=False)
-th.save({"snapshot": snapshot(model)}, out)
-"""
+def continue_saved(path, out):
+    """Load ``path``, continue 320 steps, save the :func:`snapshot` to ``out`` (new process)."""
+    model = CPO.load(path, env=hazard_vec(), device="cpu")
+    model.get_env().seed(7)
+    th.manual_seed(11)
+    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
+    model.learn(320, reset_num_timesteps=False)
+    th.save({"snapshot": snapshot(model)}, out)
 
 
 def snapshot(model):
@@ -397,10 +386,9 @@ def test_save_load_in_a_new_interpreter_and_continue_equals_uninterrupted(tmp_pa
     assert a.ep_len_buffer  # the episode window matters below
     a.save(tmp_path / "cpo.zip")
     out = tmp_path / "resumed.pt"
-    subprocess.run(
-        [sys.executable, "-c", RESUME, str(tmp_path / "cpo.zip"), str(out)],
-        cwd=ROOT, check=True, timeout=300,
-    )  # fmt: skip
+    call_in_new_interpreter(
+        "tests.integrations.sb3.test_cpo", "continue_saved", str(tmp_path / "cpo.zip"), str(out)
+    )
     a.set_env(hazard_vec())  # continues from a fresh reset of the same seeded envs
     a.get_env().seed(7)
     th.manual_seed(11)

@@ -8,10 +8,7 @@ import csv
 import importlib.util
 import io
 import math
-import subprocess
-import sys
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -35,10 +32,10 @@ from gymcurric.integrations.sb3.common import (
     discounted_gae,
 )
 from tests.integrations.sb3.test_ppo_lag import TASK, assert_same, policy_params
+from tests.new_interpreter import call_in_new_interpreter
 
 pytestmark = pytest.mark.sb3
 
-ROOT = Path(__file__).resolve().parents[3]
 PPO_SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "device": "cpu"}
 TRPO_SMALL = {"n_steps": 32, "batch_size": 32, "n_critic_updates": 2, "device": "cpu"}
 
@@ -277,21 +274,15 @@ def test_multiplier_set_state_round_trip_and_mismatch():
 
 
 # ------------------------------------------------------ save, load elsewhere, continue
-RESUME = """
-import sys
-import numpy as np
-import torch as th
-from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag
-from tests.integrations.sb3.test_multi_constraint import snapshot, two_source_vec
-
-cls = {"PPOLag": PPOLag, "PPOPIDLag": PPOPIDLag}[sys.argv[1]]
-model = cls.load(sys.argv[2], env=two_source_vec(), device="cpu")
-model.get_env().seed(7)
-th.manual_seed(11)
-np.random.seed(11)
-model.learn(320, reset_num_timesteps=False)
-th.save(snapshot(model), sys.argv[3])
-"""
+def continue_saved(name, path, out):
+    """Load ``path`` into ``name``, continue 320 steps, save the :func:`snapshot` to ``out``."""
+    cls = {"PPOLag": PPOLag, "PPOPIDLag": PPOPIDLag}[name]
+    model = cls.load(path, env=two_source_vec(), device="cpu")
+    model.get_env().seed(7)
+    th.manual_seed(11)
+    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
+    model.learn(320, reset_num_timesteps=False)
+    th.save(snapshot(model), out)
 
 
 def snapshot(model):
@@ -316,9 +307,9 @@ def test_save_load_in_a_new_interpreter_and_continue_equals_uninterrupted(tmp_pa
     assert a.policy.predict_cost_values(th.zeros(1, 23)).shape == (1, 2)
     a.save(tmp_path / "model.zip")
     out = tmp_path / "resumed.pt"
-    subprocess.run(
-        [sys.executable, "-c", RESUME, cls.__name__, str(tmp_path / "model.zip"), str(out)],
-        cwd=ROOT, check=True, timeout=300,
+    call_in_new_interpreter(
+        "tests.integrations.sb3.test_multi_constraint", "continue_saved",
+        cls.__name__, str(tmp_path / "model.zip"), str(out),
     )  # fmt: skip
     a.set_env(two_source_vec())  # continues from a fresh reset of the same seeded envs
     a.get_env().seed(7)

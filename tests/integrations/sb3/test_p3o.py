@@ -1,9 +1,6 @@
 import csv
-import os
-import subprocess
-import sys
+import importlib
 from functools import partial
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -27,11 +24,10 @@ from tests.integrations.sb3.test_ppo_lag import (
     hazard_vec,
     policy_params,
 )
+from tests.new_interpreter import call_in_new_interpreter
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def silent(model):
@@ -155,33 +151,22 @@ def test_there_is_no_lagrange_multiplier_only_kappa():
 
 
 # ------------------------------------------------------------------ save / load / resume
-RESUME = """
-import sys
-import numpy as np, torch as th
-import gymcurric
-from {module} import {cls}
-from tests.integrations.sb3.test_ppo_lag import hazard_vec
-model = {cls}.load(sys.argv[1], env=hazard_vec(), device="cpu")
-model.get_env().seed(7)
-th.manual_seed(11)
-np.random.seed(11)
-model.learn({steps}, reset_num_timesteps=False)
-model.save(sys.argv[2])
-"""
+def continue_saved(module, name, path, out, steps):
+    """Load ``path`` into ``module.name``, continue ``steps``, save to ``out`` (new process)."""
+    cls = getattr(importlib.import_module(module), name)
+    model = cls.load(path, env=hazard_vec(), device="cpu")
+    model.get_env().seed(7)
+    th.manual_seed(11)
+    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
+    model.learn(steps, reset_num_timesteps=False)
+    model.save(out)
 
 
 def continue_in_new_interpreter(cls, path, out, steps):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = RESUME.format(module=cls.__module__, cls=cls.__name__, steps=steps)
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path), str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    call_in_new_interpreter(
+        "tests.integrations.sb3.test_p3o", "continue_saved",
+        cls.__module__, cls.__name__, str(path), str(out), steps, timeout=120,
+    )  # fmt: skip
     return cls.load(out, device="cpu")
 
 
