@@ -153,9 +153,12 @@ def save_curriculum_state(
     Returns:
         The path written.
 
-    An env with a ``flush_curriculum()`` method (the curriculum wrappers) is flushed first, so
-    that the file holds every episode that ended before the call (the vector wrapper applies a
-    step's episodes during the next step).
+    The envs are flushed first, so that the file holds every episode that ended before the
+    call: each sub-env's ``flush_curriculum()`` runs where it lives (an SB3 ``VecEnv``'s
+    ``env_method``, a Gymnasium vector env's ``call``), which applies what the workers of a
+    ``SubprocVecEnv`` / ``AsyncVectorEnv`` buffered for a shared curriculum (up to
+    ``worker_update_batch`` episodes, 1-4 s), then the vector wrapper's (it applies a step's
+    episodes during the next step).
 
     A checkpoint may be taken after any step. An env whose episode ended in the last step
     and has not reset since (a single env: until your ``reset()``; a sub-env with
@@ -173,9 +176,7 @@ def save_curriculum_state(
     writes what was loaded (each env's task, an async vector env's channel rows): the envs
     still resume those at their next reset.
     """
-    flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
-    if flush is not None:
-        flush()
+    _flush_envs(env)  # every episode that ended before the call, workers' buffers included
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
     meta = {"file_format": FILE_FORMAT, **state}
@@ -280,7 +281,8 @@ def load_curriculum_state(
 
     Everything is checked before anything is changed: a refused file leaves ``curriculum`` and
     ``env`` as they were. Envs that already ran may be given: the curriculum work their last
-    step left pending (``flush_curriculum()``) is applied first, to the state being replaced.
+    step left pending and the episodes their workers buffered (``flush_curriculum()``, as
+    :func:`save_curriculum_state` runs it) are applied first, to the state being replaced.
 
     Args:
         path: the ``.npz`` file.
@@ -325,9 +327,7 @@ def load_curriculum_state(
     # the envs' curriculum work still pending from their last step (a vector wrapper with a
     # channel applies it at the next step or reset) belongs to the run before the load: apply
     # it now, to the state it belongs to, and not to the loaded one at the resumed reset
-    flush = _method(env, "flush_curriculum")
-    if flush is not None:
-        flush()
+    _flush_envs(env)  # the workers' buffered episodes too
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
@@ -397,6 +397,30 @@ def _read_refill_due(members: dict[str, np.ndarray], where: str) -> bool | None:
             f"the file has no {_STALE!r}"
         )
     return bool(raw)
+
+
+def _flush_envs(env: Any) -> None:
+    """Apply the curriculum work ``env`` holds back: each sub-env's, then the vector wrapper's.
+
+    A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
+    a Gymnasium vector env's ``call``); a single env, or a vector curriculum wrapper under
+    outer vector wrappers, is flushed through ``_method``.
+    """
+    if env is None:
+        return
+    try:
+        if isinstance(env, gym.vector.VectorEnv):
+            call = getattr(env.unwrapped, "call", None)  # Sync/AsyncVectorEnv
+            if callable(call):
+                call("flush_curriculum")
+        elif not isinstance(env, gym.Env) and hasattr(env, "env_method"):  # SB3
+            _check_sb3(env)
+            env.env_method("flush_curriculum")
+    except AttributeError as exc:
+        raise _not_wrapped(env, exc) from exc
+    flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
+    if flush is not None:
+        flush()
 
 
 def _method(env: Any, name: str) -> Any:

@@ -17,7 +17,10 @@ Resuming exactly::
 first reset in ``learn`` continue the task it ran at the checkpoint without reseeding the
 curriculum (``PPO.load`` re-seeds the envs), so the task sequence continues where the
 checkpoint was taken. It is exact for a single process (``DummyVecEnv``) when episodes end at
-the checkpoint step; an episode in progress is restarted on the same task.
+the checkpoint step; an episode in progress is restarted on the same task. With
+``SubprocVecEnv`` every save first flushes the episodes the workers buffered, so the file
+holds every episode that ended before it; the resumed task sequence is not exact there (the
+workers' generators are not saved, and their updates' order depends on scheduling).
 """
 
 from __future__ import annotations
@@ -112,7 +115,11 @@ class CurriculumCallback(BaseCallback):
         return self.save_path / f"{self.name_prefix}_curriculum_{steps}_steps.npz"
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Save the state and the sub-envs' current tasks now (to :meth:`checkpoint_path`)."""
+        """Save the state and the sub-envs' current tasks now (to :meth:`checkpoint_path`).
+
+        The sub-envs are flushed first (:func:`save_curriculum_state`): the episodes the
+        workers of a ``SubprocVecEnv`` buffered are in the file.
+        """
         out = save_curriculum_state(
             path if path is not None else self.checkpoint_path(),
             self.curriculum,
