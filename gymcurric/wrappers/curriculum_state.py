@@ -353,7 +353,13 @@ def _read_channel_marks(
     slots, stale = members.get(_SLOTS), members.get(_STALE)
     if slots is None and stale is None:
         return None, None
-    n = -1 if waiting is None else len(waiting)
+    got = f"got {_SLOTS!r} {_described(slots)} and {_STALE!r} {_described(stale)}"
+    if waiting is None:
+        raise DataError(
+            f"{where}: members {_SLOTS!r} and {_STALE!r} mark the tasks of {_WAIT!r}, and the "
+            f"file has no {_WAIT!r} ({got})"
+        )
+    n = len(waiting)
     cols = 1 + (len(spares[0]) if spares else 0)
     capacity = len(members.get(_ARRAYS + "task_id", ()))
     if (
@@ -367,7 +373,7 @@ def _read_channel_marks(
         raise DataError(
             f"{where}: members {_SLOTS!r} and {_STALE!r} must be an int array of shape "
             f"({n}, {cols}) (a slot per waiting task and spare) and a bool array of shape "
-            f"({n},) (one per waiting task)"
+            f"({n},) (one per waiting task); {got}"
         )
     tasks = np.column_stack([np.asarray(waiting), np.asarray(spares or np.zeros((n, 0)))])
     bad = (slots < -1) | (slots >= capacity) | ((tasks >= 0) & (slots < 0))
@@ -379,6 +385,11 @@ def _read_channel_marks(
             "task, -1 for none)"
         )
     return slots.astype(np.int64).tolist(), stale.tolist()
+
+
+def _described(member: np.ndarray | None) -> str:
+    """A member's dtype and shape for a message (``missing``: not in the file)."""
+    return "missing" if member is None else f"{member.dtype} of shape {member.shape}"
 
 
 def _read_refill_due(members: dict[str, np.ndarray], where: str) -> bool | None:

@@ -275,9 +275,34 @@ def test_a_channel_restored_with_its_slots_and_stale_marks_refills_as_the_saved_
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"channel_stale": None}, "must be an int array of shape"),
-        ({"channel_slots": np.zeros((N, 3), np.int64)}, r"shape \(4, 2\)"),
-        ({"channel_stale": np.zeros(N, np.int64)}, "a bool array"),
+        # the message gives the shapes and dtypes expected and those the file holds
+        (
+            {"channel_stale": None},
+            r"must be an int array of shape \(4, 2\) .* a bool array of shape \(4,\) .*; got "
+            r"'channel_slots' int64 of shape \(4, 2\) and 'channel_stale' missing$",
+        ),
+        (
+            {"channel_slots": np.zeros((N, 3), np.int64)},
+            r"shape \(4, 2\) .*got 'channel_slots' int64 of shape \(4, 3\) and "
+            r"'channel_stale' bool of shape \(4,\)$",
+        ),
+        (
+            {"channel_slots": np.zeros((N, 2), np.float32)},
+            r"an int array of .*got 'channel_slots' float32 of shape \(4, 2\)",
+        ),
+        (
+            {"channel_stale": np.zeros(N, np.int64)},
+            r"a bool array of shape \(4,\) .*'channel_stale' int64 of shape \(4,\)$",
+        ),
+        (
+            {"channel_stale": np.ones((N, 1), bool)},
+            r"'channel_stale' bool of shape \(4, 1\)$",
+        ),
+        (
+            {"channel_waiting": None, "channel_spares": None},
+            r"the file has no 'channel_waiting' \(got 'channel_slots' int64 of shape \(4, 2\) "
+            r"and 'channel_stale' bool of shape \(4,\)\)$",
+        ),
         ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[12, 1]])}, "holds slot 12 for task"),
         ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[-1, 1]])}, "holds slot -1 for task"),
     ],
