@@ -119,3 +119,26 @@ def test_a_skipped_critic_fit_raises_no_numpy_warning(field):
     value_loss = model.logger.name_to_value["train/value_loss"]
     assert math.isnan(value_loss) if field == "returns" else math.isfinite(value_loss)
     assert_finite(model)
+
+
+class WarnEachStep(BaseCallback):
+    """The same UserWarning, from the same line, at every env step."""
+
+    def _on_step(self):
+        warnings.warn("repeated", UserWarning, stacklevel=1)
+        return True
+
+
+def test_finite_updates_leave_the_warning_filters_alone():
+    # The filter for a skipped critic fit was set up in catch_warnings() on every update;
+    # entering it resets Python's once-per-location registry, so a warning shown once under
+    # the "default" action came back after each update (3 times here; TRPO shows it once).
+    shown = []
+    model = TRPOLag("MlpPolicy", hazard_vec(), seed=0, **SMALL)
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *args, **kwargs: shown.append(str(message))
+        model.learn(192, callback=WarnEachStep())
+    assert model._n_updates == 3
+    assert shown == ["repeated"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from typing import Any, ClassVar, TypeVar
@@ -231,8 +232,10 @@ class TRPOLag(LagrangianMixin, TRPO):
         }
         self._actor_params = []  # set by _compute_actor_grad for this update only
         try:
-            with warnings.catch_warnings():
-                if skip_critic:  # TRPO logs np.mean of no losses (NaN, as wanted): no warning
+            # TRPO logs np.mean of no losses (NaN, as wanted): no warning. Only then: entering
+            # catch_warnings resets the once-per-location registry (warnings shown again)
+            with warnings.catch_warnings() if skip_critic else contextlib.nullcontext():
+                if skip_critic:
                     warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
                     warnings.filterwarnings("ignore", "invalid value .* divide", RuntimeWarning)
                 super().train()
