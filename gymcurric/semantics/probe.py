@@ -250,7 +250,12 @@ def probe_separation(
 
     Returns:
         The AUC (NaN when it could not be computed).
+
+    Raises:
+        ConfigError: ``tolerance`` is not in [0, 0.5] (whether or not the AUC is NaN).
     """
+    if not 0.0 <= tolerance <= 0.5:  # as check_separation, which a NaN AUC does not reach
+        raise ConfigError("tolerance", tolerance, "expected a number in [0, 0.5]")
     m = np.asarray(margins, dtype=np.float64).reshape(-1)
     auc = separation_auc(m, unsafe)
     if not np.isnan(auc):

@@ -14,7 +14,7 @@ import pytest
 
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.semantics import CallableEmbedder, Shaper, ShapingConfig
-from gymcurric.semantics.probe import check_separation, separation_auc
+from gymcurric.semantics.probe import check_separation, probe_separation, separation_auc
 from tests.semantics.stubs import STUB_CONFIG, caption_embedder, embed_texts, frame_embedder
 
 STATES = ("state 0", "state 1", "state 3", "state 4")
@@ -177,3 +177,10 @@ def test_a_nan_probe_auc_from_non_finite_state_embeddings_warns_at_set_up_and_ne
         )
     assert np.isnan(s.probe_auc) and s.ok  # a warning, not a failure
     assert "1 of 4" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("margins", [[1.0, 0.5, 0.0, -1.0], [1.0, np.nan, 0.0, -1.0]])
+def test_probe_separation_refuses_a_bad_tolerance_whether_or_not_the_auc_is_nan(margins):
+    # check_separation refused it; a NaN AUC skipped that check, and the bad tolerance with it
+    with pytest.raises(ConfigError, match="tolerance"):
+        probe_separation(margins, UNSAFE, tolerance=0.7)
