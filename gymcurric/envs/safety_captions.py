@@ -437,7 +437,8 @@ def _check_limits(max_per_kind: Any, max_distance: Any) -> None:
     """ConfigError unless ``max_per_kind`` is an int >= 0 and ``max_distance`` a number > 0."""
     if isinstance(max_per_kind, bool) or not isinstance(max_per_kind, int) or max_per_kind < 0:
         raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
-    if not isinstance(max_distance, int | float) or not max_distance > 0:
+    real = isinstance(max_distance, int | float) and not isinstance(max_distance, bool)
+    if not real or not max_distance > 0:
         raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
 
 

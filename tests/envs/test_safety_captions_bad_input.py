@@ -44,6 +44,7 @@ def test_odd_scenes_are_described_and_never_raise(kwargs: dict[str, Any], expect
         ({"max_distance": 0.0}, "max_distance"),
         ({"max_distance": -1.0}, "max_distance"),
         ({"max_distance": "1"}, "max_distance"),
+        ({"max_distance": True}, "max_distance"),  # a bool was taken as 1 m
         ({"max_per_kind": -1}, "max_per_kind"),
         ({"max_per_kind": 1.5}, "max_per_kind"),
         ({"max_per_kind": True}, "max_per_kind"),
