@@ -145,14 +145,14 @@ def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]
         cur.close()
 
 
-def resumed(mode: str, space: str, vec: str, path: str) -> dict[str, Any]:
+def resumed(mode: str, space: str, vec: str, path: str, steps: int = STEPS) -> dict[str, Any]:
     """A fresh run (another seed) that loads the checkpoint, resets once and steps on."""
     cur, envs = _build(mode, space, vec, seed=7)
     try:
         load_curriculum_state(path, cur, env=envs)
         envs.reset(seed=123)  # the checkpoint's tasks and generator win over the seed
         starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, STEPS)
+        trace = _stream(envs, mode, steps)
         return {"starts": starts, "trace": trace, "state": _state(cur, envs)}
     finally:
         envs.close()

@@ -48,7 +48,7 @@ from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..test_curriculum_state import members, rewrite
-from .test_curriculum_resume import MODES, N, _build, _state, _step, _stream
+from .test_curriculum_resume import MODES, N, _build, _state, _step, _stream, resumed
 
 STEPS = 30
 DUE = "channel_refill_due"
@@ -137,23 +137,9 @@ def uninterrupted(mode: str, where: str, space: str, vec: str, path: Path) -> di
         cur.close()
 
 
-def resumed(mode: str, where: str, space: str, vec: str, path: str) -> dict[str, Any]:
-    """A fresh run (another seed) that loads the checkpoint, resets once and steps on."""
-    cur, envs = _build(mode, space, vec, seed=7)
-    try:
-        load_curriculum_state(path, cur, env=envs)
-        envs.reset(seed=123)  # the checkpoint's tasks and generator win over the seed
-        starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, STEPS)
-        return {"starts": starts, "trace": trace, "state": _state(cur, envs)}
-    finally:
-        envs.close()
-        cur.close()
-
-
 def resume_all(cases: list[list[str]]) -> list[Any]:
     """Resume every ``(mode, where, space, vec, path)`` case (in a new interpreter)."""
-    return [resumed(*case) for case in cases]
+    return [resumed(mode, space, vec, path, STEPS) for mode, _, space, vec, path in cases]
 
 
 @pytest.fixture(scope="module")
