@@ -10,13 +10,13 @@ pytest.importorskip("stable_baselines3")
 
 import torch as th
 from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import gymcurric  # noqa: F401  (registers the built-in envs)
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.p3o import P3O, kappa_schedule, p3o_cost_loss
+from tests.integrations.sb3.poison import Poison
 from tests.integrations.sb3.test_ppo_lag import (
     ENV_ID,
     SMALL,
@@ -212,25 +212,13 @@ def test_config_errors(kwargs, match):
         P3O("MlpPolicy", hazard_vec(1), **SMALL, **kwargs)
 
 
-class PoisonAdvantages(BaseCallback):
-    def __init__(self, field):
-        super().__init__()
-        self.field = field
-
-    def _on_step(self):
-        return True
-
-    def _on_rollout_end(self):
-        getattr(self.model.rollout_buffer, self.field)[:] = np.nan
-
-
 @pytest.mark.parametrize("field", ["advantages", "cost_advantages"])
 def test_nonfinite_loss_skips_the_step_and_counts_it(field):
     model = silent(P3O("MlpPolicy", hazard_vec(), cost_limit=0.0, seed=0, **SMALL))
     model.learn(128)  # episodes end (J_c known), so the cost term is live below
     before = policy_params(model)
     adam = model.policy.optimizer.state_dict()
-    model.learn(64, callback=PoisonAdvantages(field), reset_num_timesteps=False)
+    model.learn(64, callback=Poison(field), reset_num_timesteps=False)
     # every minibatch (2 per pass) holds NaN: nothing was stepped
     assert model.nonfinite_skipped == 2 * SMALL["n_epochs"]
     assert logged(model)["train/nonfinite_skipped"] == 2 * SMALL["n_epochs"]

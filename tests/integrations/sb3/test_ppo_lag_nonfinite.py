@@ -4,32 +4,19 @@ SB3's PPO update steps the optimiser on a NaN loss: the policy went NaN and the 
 raised from the policy's distribution. PPOLag now runs the guarded update P3O and PPOSimmer use.
 """
 
-import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
 
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
 
 from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag
+from tests.integrations.sb3.poison import Poison
 from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 
 SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "device": "cpu"}
-
-
-class Poison(BaseCallback):
-    def __init__(self, field):
-        super().__init__()
-        self.field = field
-
-    def _on_step(self):
-        return True
-
-    def _on_rollout_end(self):
-        getattr(self.model.rollout_buffer, self.field)[:] = np.nan
 
 
 @pytest.mark.parametrize("cls", [PPOLag, PPOPIDLag])

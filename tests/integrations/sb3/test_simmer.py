@@ -18,8 +18,8 @@ from gymcurric.safety.budget_control import (
     QBudgetController,
     reference_schedule,
 )
+from tests.integrations.sb3.poison import Poison
 from tests.integrations.sb3.test_p3o import (
-    PoisonAdvantages,
     continue_here,
     continue_in_new_interpreter,
     logged,
@@ -311,7 +311,7 @@ def test_config_errors(kwargs, match):
 def test_nonfinite_loss_skips_the_step_and_counts_it():
     model = silent(PPOSimmer("MlpPolicy", hazard_vec(), seed=0, **SMALL)).learn(64)
     before = policy_params(model)
-    model.learn(64, callback=PoisonAdvantages("advantages"), reset_num_timesteps=False)
+    model.learn(64, callback=Poison("advantages"), reset_num_timesteps=False)
     assert model.nonfinite_skipped == 2 * SMALL["n_epochs"]  # 2 minibatches per pass
     assert_same(before, policy_params(model))
 

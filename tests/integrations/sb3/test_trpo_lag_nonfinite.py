@@ -8,7 +8,6 @@ validation, the actor is left NaN), and NaN critic targets write NaN into the cr
 import math
 import warnings
 
-import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib")
@@ -18,25 +17,12 @@ from sb3_contrib import TRPO
 from stable_baselines3.common.callbacks import BaseCallback
 
 from gymcurric.integrations.sb3 import TRPOLag
+from tests.integrations.sb3.poison import Poison
 from tests.integrations.sb3.test_ppo_lag import hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 
 SMALL = {"n_steps": 32, "batch_size": 32, "n_critic_updates": 2, "device": "cpu"}
-
-
-class Poison(BaseCallback):
-    """Writes NaN into one entry of a rollout-buffer array at the end of every rollout."""
-
-    def __init__(self, field):
-        super().__init__()
-        self.field = field
-
-    def _on_step(self):
-        return True
-
-    def _on_rollout_end(self):
-        getattr(self.model.rollout_buffer, self.field)[0, 0] = np.nan
 
 
 def actor_keys(params):
@@ -53,7 +39,7 @@ def test_a_nonfinite_surrogate_skips_the_step_and_counts_it(field):
     # λ pinned at 1: A_c enters the penalised advantage (with λ = 0 it is left out)
     model = TRPOLag("MlpPolicy", hazard_vec(), seed=0, lagrange_init=1.0, lagrange_lr=0.0, **SMALL)
     before = policy_params(model)
-    model.learn(192, callback=Poison(field))  # 3 rollouts of 2 x 32 steps; raises nothing
+    model.learn(192, callback=Poison(field, (0, 0)))  # 3 rollouts of 2 x 32 steps; raises nothing
     after = policy_params(model)
     assert model.nonfinite_skipped == model._n_updates == 3
     logs = model.logger.name_to_value
@@ -86,7 +72,7 @@ def test_nonfinite_or_degenerate_fisher_products_skip_the_step(monkeypatch, prod
 def test_nonfinite_critic_targets_skip_that_critic_s_fit(field):
     model = TRPOLag("MlpPolicy", hazard_vec(), seed=0, **SMALL)
     before = policy_params(model)
-    model.learn(192, callback=Poison(field))
+    model.learn(192, callback=Poison(field, (0, 0)))
     after = policy_params(model)
     critic = "value_net.weight" if field == "returns" else "cost_value_net.0.weight"
     other = "cost_value_net.0.weight" if field == "returns" else "value_net.weight"
@@ -114,7 +100,7 @@ def test_a_skipped_critic_fit_raises_no_numpy_warning(field):
     model = TRPOLag("MlpPolicy", hazard_vec(), seed=0, **SMALL)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        model.learn(128, callback=Poison(field))
+        model.learn(128, callback=Poison(field, (0, 0)))
     # no fit, no loss (NaN, as before); NaN advantages skip the step, the critic is fitted
     value_loss = model.logger.name_to_value["train/value_loss"]
     assert math.isnan(value_loss) if field == "returns" else math.isfinite(value_loss)
