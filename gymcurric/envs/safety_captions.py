@@ -48,6 +48,7 @@ reads a safety-gymnasium task's state into a :class:`Scene` and captions it.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -340,7 +341,7 @@ class SafetyTaskCaptioner:
         _check_limits(max_per_kind, max_distance)
         self.kind = task_kind(task)
         self.task = task
-        self.max_per_kind = max_per_kind
+        self.max_per_kind = int(max_per_kind)
         self.max_distance = float(max_distance)
         self._model: Any = None
 
@@ -434,12 +435,20 @@ class SafetyTaskCaptioner:
 
 
 def _check_limits(max_per_kind: Any, max_distance: Any) -> None:
-    """ConfigError unless ``max_per_kind`` is an int >= 0 and ``max_distance`` a number > 0."""
-    if isinstance(max_per_kind, bool) or not isinstance(max_per_kind, int) or max_per_kind < 0:
+    """ConfigError unless ``max_per_kind`` is an int >= 0 and ``max_distance`` a number > 0.
+
+    numpy scalars count (``np.int64(3)``, ``np.float32(2.5)``); bools of either kind do not.
+    """
+    integral = isinstance(max_per_kind, numbers.Integral) and not _is_bool(max_per_kind)
+    if not integral or max_per_kind < 0:
         raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
-    real = isinstance(max_distance, int | float) and not isinstance(max_distance, bool)
+    real = isinstance(max_distance, numbers.Real) and not _is_bool(max_distance)
     if not real or not max_distance > 0:
         raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool | np.bool_)
 
 
 def _body_id(model: Any, name: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from gymcurric.envs.safety_captions import ObjectGroup, SafetyTaskCaptioner, Scene, caption_scene
@@ -60,3 +61,32 @@ def test_bad_limits_are_a_config_error_as_in_the_captioner(kwargs: dict[str, Any
     with pytest.raises(ConfigError) as same:  # the captioner's own check, word for word
         SafetyTaskCaptioner("goal", **kwargs)
     assert str(same.value) == str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_per_kind": np.int64(1)},
+        {"max_per_kind": np.uint8(0)},
+        {"max_distance": np.float32(2.5)},
+        {"max_distance": np.int32(3)},
+    ],
+)
+def test_numpy_scalar_limits_are_accepted_like_python_numbers(kwargs: dict[str, Any]) -> None:
+    # a limit read from a numpy array or a config loaded with numpy was refused
+    plain = {key: value.item() for key, value in kwargs.items()}
+    near = scene(objects={"hazards": ObjectGroup([[0.3, 0.0], [0.0, 0.4]], 0.2)})
+    assert caption_scene(near, **kwargs) == caption_scene(near, **plain)
+    captioner = SafetyTaskCaptioner(GoalLevel0(), **kwargs)
+    assert type(captioner.max_per_kind) is int and type(captioner.max_distance) is float
+
+
+class GoalLevel0:
+    """Named as safety-gymnasium's base class, which is all the captioner's kind check reads."""
+
+
+@pytest.mark.parametrize("kwargs", [{"max_per_kind": np.True_}, {"max_distance": np.True_}])
+def test_numpy_bools_are_refused_as_python_bools_are(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        caption_scene(scene(), **kwargs)
+    assert caught.value.key == next(iter(kwargs))
