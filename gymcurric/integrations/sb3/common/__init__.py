@@ -1,4 +1,4 @@
-"""Shared parts of the Lagrangian SB3 agents: cost rollout buffer, cost critic, multipliers."""
+"""Shared parts of the Lagrangian SB3 agents: cost rollout buffer, critic fits, multipliers."""
 
 from gymcurric._optional import import_optional
 
@@ -15,6 +15,7 @@ from gymcurric.integrations.sb3.common.constraints import (  # noqa: E402
     parse_constraints,
     read_costs,
 )
+from gymcurric.integrations.sb3.common.critic_fit import fit_reward_critic  # noqa: E402
 from gymcurric.integrations.sb3.common.lagrangian import LagrangianMixin  # noqa: E402
 from gymcurric.integrations.sb3.common.multipliers import (  # noqa: E402
     COST_CAP,
@@ -40,6 +41,7 @@ __all__ = [
     "PIDLagrangeMultiplier",
     "checked_schedule",
     "discounted_gae",
+    "fit_reward_critic",
     "make_multiplier",
     "parse_constraints",
     "pid_kwargs_per_update",

@@ -18,10 +18,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import explained_variance
 from torch import nn
-from torch.nn import functional as F
 
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
+from gymcurric.integrations.sb3.common.critic_fit import fit_reward_critic
 from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
 from gymcurric.integrations.sb3.cpo.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.integrations.sb3.cpo.step import CPOStep, LineSearchResult, cpo_step, line_search
@@ -351,7 +351,13 @@ class CPO(LagrangianMixin, TRPO):
         buffer = self.rollout_buffer
         value_losses: list[float] = []
         if np.all(np.isfinite(buffer.returns)):
-            value_losses = self._fit_reward_critic(actor_params)
+            value_losses = fit_reward_critic(
+                self.policy,
+                buffer,
+                n_epochs=self.n_critic_updates,
+                batch_size=self.batch_size,
+                frozen=actor_params,
+            )
         else:  # NaN targets would write NaN into V: the fit is skipped, and counted
             self.nonfinite_skipped += 1
         if np.all(np.isfinite(buffer.cost_returns)):
@@ -483,22 +489,6 @@ class CPO(LagrangianMixin, TRPO):
             shrink=self.line_search_shrinking_factor,
             max_iter=self.line_search_max_iter,
         )
-
-    def _fit_reward_critic(self, actor_params: list[nn.Parameter]) -> list[float]:
-        """MSE on the TD(λ) returns, minibatches from SB3's global shuffle, as TRPO's critic."""
-        losses: list[float] = []
-        for _ in range(self.n_critic_updates):
-            for data in self.rollout_buffer.get(self.batch_size):
-                values_pred = self.policy.predict_values(data.observations)
-                loss = F.mse_loss(data.returns, values_pred.flatten())
-                losses.append(loss.item())
-                self.policy.optimizer.zero_grad()
-                loss.backward()
-                # parameters shared with the actor move only by the trust-region step
-                for param in actor_params:
-                    param.grad = None
-                self.policy.optimizer.step()
-        return losses
 
     def _log_step(
         self,

@@ -14,9 +14,9 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import explained_variance
 from torch import nn
-from torch.nn import functional as F
 
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
+from gymcurric.integrations.sb3.common.critic_fit import fit_reward_critic
 from gymcurric.integrations.sb3.common.lagrangian import (
     CostLimit,
     FloatOrSchedule,
@@ -290,17 +290,13 @@ class TRPOLag(LagrangianMixin, TRPO):
         actor = self._actor_params or [
             p for name, p in self.policy.named_parameters() if "value" not in name
         ]
-        losses: list[float] = []
-        for _ in range(self.n_critic_updates):
-            for data in self.rollout_buffer.get(self.batch_size):
-                values_pred = self.policy.predict_values(data.observations)
-                loss = F.mse_loss(data.returns, values_pred.flatten())
-                losses.append(loss.item())
-                self.policy.optimizer.zero_grad()
-                loss.backward()
-                for param in actor:  # as TRPO: the actor moves only by the trust-region step
-                    param.grad = None
-                self.policy.optimizer.step()
+        losses = fit_reward_critic(
+            self.policy,
+            self.rollout_buffer,
+            n_epochs=self.n_critic_updates,
+            batch_size=self.batch_size,
+            frozen=actor,
+        )
         self._n_updates += 1
         buffer = self.rollout_buffer
         log = self.logger.record
