@@ -1,12 +1,14 @@
 """The records side of ``semantic_safety.py``: summary tables and figures, from records alone.
 
 :func:`summarise` prints, per env: the start-up probe of each prompt set; the primary metrics
-against ``ppolag`` (paired by seed) with the pre-registered goal's verdict; the diagnostics
-(λ, risk modulation, the risk head's correlation and calibration, the CPU-time overhead);
-prompt sensitivity (probe AUC against the cost ratio); ``null`` against ``ppolag`` bit for bit;
-where in training the violations happened; every seed; the provenance. After every env, an
-exploratory section (not pre-registered): the cost above the limit. :func:`figures` draws
-the curves, the risk heads' calibration and the probe-against-benefit plot.
+against ``ppolag`` (paired by seed) with the pre-registered goal's verdict and the secondary
+non-inferiority criterion (:mod:`_semantic_goal`); the diagnostics (λ final, max and mean, risk
+modulation, the risk head's correlation and calibration, the CPU-time overhead); prompt
+sensitivity (probe AUC against the cost ratio); ``null`` against ``ppolag`` bit for bit;
+where in training the violations happened (:func:`tenths`); every seed; the provenance. Then
+the goal on both envs, and an exploratory section (not pre-registered): the cost above the
+limit. :func:`figures` draws the curves, the risk heads' calibration and the
+probe-against-benefit plot.
 """
 
 from __future__ import annotations
@@ -20,15 +22,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _semantic_goal import (
+    BASE,
+    GOAL_RATIO,
+    GUIDED,
+    NI_MARGIN,
+    SHAPED,
+    arm_goal,
+    goal_verdict,
+    non_inferior,
+    primary,
+)
+from _semantic_goal import arm as _arm
+from _semantic_goal import by_seed as _by_seed
 from _semantic_metrics import over_budget, paired_diff, paired_ratio, run_metrics
 from _semantic_prompts import NO_PROMPTS, PRIMARY, PROMPT_NAMES
 from _stats import ci95
 
-__all__ = ["GOAL_RATIO", "figures", "goal_verdict", "load_records", "summarise"]
+__all__ = [
+    "GOAL_RATIO",
+    "NI_MARGIN",
+    "figures",
+    "goal_verdict",
+    "load_records",
+    "non_inferior",
+    "summarise",
+    "tenths",
+]
 
-GOAL_RATIO = 0.75  # cumulative training cost at most 75 % of PPOLag's
 ORDER = ("ppolag", "null", "pbrs", "additive", "risk", "pbrs_risk")
-SHAPED = ("pbrs", "additive", "pbrs_risk")
 
 
 def load_records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -48,10 +70,6 @@ def load_records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return done, partial
 
 
-def _arm(r: dict[str, Any]) -> tuple[str, str]:
-    return r["condition"], r["prompts"]
-
-
 def _arms(rs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     arms = {_arm(r) for r in rs}
     rank = {c: i for i, c in enumerate(ORDER)}
@@ -59,14 +77,12 @@ def _arms(rs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted(arms, key=lambda a: (rank.get(a[0], 99), a[0], prank.get(a[1], 99), a[1]))
 
 
-def _by_seed(rs: list[dict[str, Any]], arm: tuple[str, str], key: str) -> dict[int, float]:
-    return {r["seed"]: r["metrics"][key] for r in rs if _arm(r) == arm}
-
-
 def _mci(values: Sequence[float], fmt: str = "{:.2f}") -> str:
     v = [x for x in values if np.isfinite(x)]
     if not v:
         return "—"
+    if len(v) == 1:  # one seed has no interval (ci95's half-width 0 would read as certainty)
+        return f"{fmt.format(v[0])} (n=1)"
     m, h = ci95(v)
     return f"{fmt.format(m)} ± {fmt.format(h)}"
 
@@ -77,20 +93,53 @@ def _pr(p: tuple[float, float, float, int] | None, fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(p[0])} [{fmt.format(p[1])}, {fmt.format(p[2])}]"
 
 
-def goal_verdict(
-    ratio: tuple[float, float, float, int] | None, ret_diff: tuple[float, float, float, int] | None
-) -> str:
-    """The pre-registered goal for one arm: ``met``, ``strict`` (CI ≤ 0.75 too) or ``no``.
+def _secondary(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[str]:
+    """The pre-registered secondary criterion (README, Goal, *Confirmed*) per primary arm."""
+    lines = [
+        f"Secondary criterion (pre-registered): last-10 % return non-inferior at a margin of "
+        f"{NI_MARGIN:.0%}: the lower end of the paired difference's bootstrap 95 % CI above "
+        f"-{NI_MARGIN:.0%} of ppolag's mean last-10 % return (same seeds).",
+        "",
+        "| condition | prompts | n | last-10 % return Δ | -10 % of ppolag's | non-inferior |",
+        "|---|---|---|---|---|---|",
+    ]
+    for a in [a for a in arms if primary(a)]:
+        g = arm_goal(rs, a)
+        n = g["d_ret"][3] if g["d_ret"] else 0
+        margin = _f(-NI_MARGIN * g["base_mean"], "{:.2f}")
+        lines.append(f"| {a[0]} | {a[1]} | {n} | {_pr(g['d_ret'])} | {margin} | {g['ni']} |")
+    return lines
 
-    Met: the cumulative training cost ratio to ``ppolag`` is at most :data:`GOAL_RATIO` with
-    its 95 % CI below 1, and the last-10 % return is not significantly worse (the CI of the
-    paired difference reaches 0 or above). Fewer than 2 paired seeds: ``—``.
-    """
-    if ratio is None or ret_diff is None or min(ratio[3], ret_diff[3]) < 2:
-        return "—"  # one seed has no interval
-    if not (ratio[0] <= GOAL_RATIO and ratio[2] < 1.0 and ret_diff[2] >= 0.0):
-        return "no"
-    return "**strict**" if ratio[2] <= GOAL_RATIO else "**met**"
+
+def _goal_both(records: list[dict[str, Any]], envs: Sequence[str]) -> list[str]:
+    """The goal as pre-registered: the same condition meets it on every env of the study."""
+    lines = [
+        "## Goal on both envs (pre-registered)",
+        "",
+        "The goal is met when the same condition meets it (cumulative cost ratio and last-10 % "
+        f"return, prompts '{PRIMARY}') on every env: {', '.join(envs)}. Per env: the verdict "
+        "and the number of paired seeds (a verdict on fewer seeds than planned is provisional; "
+        "no correction for the four comparisons).",
+        "",
+        f"| condition | prompts | {' | '.join(envs)} | goal |",
+        "|---|---|" + "---|" * len(envs) + "---|",
+    ]
+    for cond in GUIDED:
+        arm = (cond, PRIMARY if cond in SHAPED else NO_PROMPTS)
+        cells, verdicts = [], []
+        for env in envs:
+            g = arm_goal([r for r in records if r["env"] == env], arm)
+            n = min(g["ratio"][3], g["d_ret"][3]) if g["ratio"] and g["d_ret"] else 0
+            verdicts.append(g["verdict"])
+            cells.append(f"{g['verdict']} (n={n})")
+        if all(v in ("**met**", "**strict**") for v in verdicts):
+            overall = "**met**"
+        elif "no" in verdicts:
+            overall = "no"
+        else:
+            overall = "— (pending)"
+        lines.append(f"| {arm[0]} | {arm[1]} | {' | '.join(cells)} | {overall} |")
+    return lines
 
 
 def _env_summary(env: str, rs: list[dict[str, Any]], probe: dict[str, Any] | None) -> list[str]:
@@ -119,7 +168,7 @@ def _env_summary(env: str, rs: list[dict[str, Any]], probe: dict[str, Any] | Non
             )
         lines.append("")
     arms = _arms(rs)
-    base = ("ppolag", NO_PROMPTS)
+    base = BASE
     m = {a: [r["metrics"] for r in rs if _arm(r) == a] for a in arms}
     lines += [
         f"Primary metrics (mean ± 95 % t CI over seeds; x / Δ: against ppolag paired by seed, "
@@ -131,28 +180,28 @@ def _env_summary(env: str, rs: list[dict[str, Any]], probe: dict[str, Any] | Non
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in arms:
-        ratio = paired_ratio(_by_seed(rs, a, "cum_cost"), _by_seed(rs, base, "cum_cost"))
+        g = arm_goal(rs, a)
+        ratio, d_ret = g["ratio"], g["d_ret"]
         d_auc = paired_diff(_by_seed(rs, a, "return_auc20"), _by_seed(rs, base, "return_auc20"))
-        d_ret = paired_diff(_by_seed(rs, a, "last10_return"), _by_seed(rs, base, "last10_return"))
-        primary = a[0] not in ("ppolag", "null") and a[1] in (PRIMARY, NO_PROMPTS)
         lines.append(
             f"| {a[0]} | {a[1]} | {len(m[a])} | {_mci([x['cum_cost'] for x in m[a]], '{:,.0f}')}"
             f" | {_pr(ratio) if a != base else '1'} | "
             f"{_mci([x['return_auc20'] for x in m[a]])} | {_pr(d_auc) if a != base else ''} | "
             f"{_mci([x['last10_return'] for x in m[a]])} | {_pr(d_ret) if a != base else ''} | "
             f"{_mci([x['last10_cost'] for x in m[a]])} | "
-            f"{goal_verdict(ratio, d_ret) if primary else ''} |"
+            f"{g['verdict'] if primary(a) else ''} |"
         )
+    lines += ["", *_secondary(rs, arms)]
     lines += [
         "",
-        "Diagnostics: λ after each update (final, max); M, the risk modulation scale (mean "
-        "over updates); the risk head's Pearson correlation with the realised cost-to-go and "
-        "its expected calibration error, second half of training; CPU steps/s and its ratio "
-        "to ppolag's (paired); distinct captions MiniLM embedded.",
+        "Diagnostics: λ after each update (final, max, mean over updates); M, the risk "
+        "modulation scale (mean over updates); the risk head's Pearson correlation with the "
+        "realised cost-to-go and its expected calibration error, second half of training; CPU "
+        "steps/s and its ratio to ppolag's (paired); distinct captions MiniLM embedded.",
         "",
-        "| condition | prompts | final λ | max λ | mean M | risk corr | ECE | CPU steps/s | "
-        "x ppolag | captions embedded |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| condition | prompts | final λ | max λ | mean λ | mean M | risk corr | ECE | "
+        "CPU steps/s | x ppolag | captions embedded |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in arms:
         mods = [
@@ -165,7 +214,8 @@ def _env_summary(env: str, rs: list[dict[str, Any]], probe: dict[str, Any] | Non
         )
         lines.append(
             f"| {a[0]} | {a[1]} | {_mci([x['final_lambda'] for x in m[a]])} | "
-            f"{_mci([x['max_lambda'] for x in m[a]])} | {_mci(mods)} | "
+            f"{_mci([x['max_lambda'] for x in m[a]])} | "
+            f"{_mci([x['mean_lambda'] for x in m[a]])} | {_mci(mods)} | "
             f"{_mci([x['risk_corr'] for x in m[a]])} | "
             f"{_mci([x['risk_ece'] for x in m[a]], '{:.3f}')} | "
             f"{_mci([x['cpu_steps_per_s'] for x in m[a]], '{:.0f}')} | "
@@ -203,20 +253,54 @@ def _sensitivity(rs: list[dict[str, Any]], probe: dict[str, Any] | None) -> list
     return lines
 
 
+PARITY_ROW_KEYS = ("t", "ret", "cost", "eps", "step_cost", "viol", "cum_cost", "lambda")
+PARITY_KEYS = ("episodes", "cum_cost", "violation_steps", "trained_steps")
+
+
 def _parity(rs: list[dict[str, Any]]) -> list[str]:
-    """``null`` against ``ppolag`` per seed: the same episodes and λ, bit for bit?"""
+    """``null`` against ``ppolag`` per seed: the same record, bit for bit?
+
+    Compared as recorded: every episode (end step, return rounded to 5 decimals, cost,
+    length), every rollout row's step counter, episode means, step costs and λ
+    (:data:`PARITY_ROW_KEYS`), and the totals. Not compared: what only ``null`` has (M, its
+    risk heads, the shaping telemetry at β = 0) and timings.
+    """
     out = []
     for r in [r for r in rs if r["condition"] == "null"]:
         base = next((b for b in rs if b["condition"] == "ppolag" and b["seed"] == r["seed"]), None)
         if base is None:
             continue
-        same = r["episodes"] == base["episodes"] and [x["lambda"] for x in r["rows"]] == [
-            x["lambda"] for x in base["rows"]
-        ]
+        same = all(r.get(k) == base.get(k) for k in PARITY_KEYS) and [
+            [row.get(k) for k in PARITY_ROW_KEYS] for row in r["rows"]
+        ] == [[row.get(k) for k in PARITY_ROW_KEYS] for row in base["rows"]]
         out.append(f"seed {r['seed']}: {'identical' if same else 'DIFFERENT'}")
     if not out:
         return []
-    return ["null against ppolag (episodes and λ, bit for bit): " + "; ".join(out)]
+    return [
+        "null against ppolag (episodes, per-rollout costs and λ, totals; as recorded, bit for "
+        "bit): " + "; ".join(out)
+    ]
+
+
+def tenths(rows: Sequence[dict[str, Any]], budget: int) -> np.ndarray:
+    """Each tenth of the budget's share of the rollouts' step cost, split by steps.
+
+    A rollout ``(t_prev, t]`` that straddles a tenth's end gives each tenth the part of its
+    cost proportional to its steps there (the record keeps no per-step cost); steps trained
+    past the budget (SB3 finishes the last rollout) count in the last tenth. Example: budget
+    100, rollouts (0, 8] and (8, 16] with cost 8 each: the first tenth gets 8 + 2, the second 6.
+    """
+    out = np.zeros(10)
+    edges = np.linspace(0.0, float(budget), 11)
+    prev = 0.0
+    for row in rows:
+        t, c = float(row["t"]), float(row["step_cost"])
+        if t > prev:
+            lo, hi = np.maximum(edges[:-1], prev), np.minimum(edges[1:], t)
+            hi[-1] = t  # past the budget: the last tenth
+            out += c * np.clip(hi - lo, 0.0, None) / (t - prev)
+        prev = t
+    return out
 
 
 def _deciles(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[str]:
@@ -232,13 +316,10 @@ def _deciles(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[str]
     for a in arms:
         shares = []
         for r in [r for r in rs if _arm(r) == a]:
-            budget = r["config"]["budget"]
-            t = np.array([row["t"] for row in r["rows"]], dtype=float)
-            c = np.array([row["step_cost"] for row in r["rows"]], dtype=float)
-            tenth = np.minimum((t - 1) // (budget / 10), 9).astype(int)
-            total = c.sum()
+            per_tenth = tenths(r["rows"], r["config"]["budget"])
+            total = per_tenth.sum()
             if total > 0:
-                shares.append(np.bincount(tenth, weights=c, minlength=10)[:10] / total)
+                shares.append(per_tenth / total)
         if shares:
             cells = " | ".join(f"{s:.0%}" for s in np.mean(shares, axis=0))
             lines.append(f"| {a[0]} | {a[1]} | {cells} |")
@@ -322,13 +403,23 @@ def summarise(
     records: list[dict[str, Any]],
     partial: Sequence[dict[str, Any]] = (),
     probes: dict[str, dict[str, Any]] | None = None,
+    envs: Sequence[str] | None = None,
 ) -> str:
-    """The tables for every env the records cover (see the module docstring)."""
+    """The tables for every env the records cover (see the module docstring).
+
+    ``envs``: the envs the goal must hold on (default: the study's, ``_semantic_setup.ENVS``,
+    and any other env in the records).
+    """
     lines: list[str] = []
     for env in sorted({r["env"] for r in records}):
         lines += _env_summary(env, [r for r in records if r["env"] == env], (probes or {}).get(env))
         lines.append("")
     if records:
+        if envs is None:
+            from _semantic_setup import ENVS
+
+            envs = [*ENVS, *sorted({r["env"] for r in records} - set(ENVS))]
+        lines += [*_goal_both(records, envs), ""]
         lines += [
             "## Over-budget cost (exploratory, not pre-registered)",
             "",
