@@ -55,6 +55,11 @@ _SPARES, _SLOTS, _STALE = "channel_spares", "channel_slots", "channel_stale"
 _DUE = "channel_refill_due"
 
 
+#: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
+#: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
+_WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
+
+
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
     why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
     return ConfigError(
@@ -65,10 +70,50 @@ def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
     )
 
 
-def _check_sb3(env: Any) -> None:
-    # SB3's SubprocVecEnv workers die on an AttributeError: ask first.
-    if hasattr(env, "has_attr") and not env.has_attr("task_id"):
-        raise _not_wrapped(env)
+def _check_wrapped(env: Any, source: str) -> None:
+    """Raise a ConfigError naming the envs of ``env`` that lack the curriculum wrapper.
+
+    Asked with each sub-env's ``has_wrapper_attr`` (False, not an exception, for a missing
+    name) before anything that raises there: the worker of an ``AsyncVectorEnv`` (``call``,
+    ``get_attr``) or of an SB3 ``SubprocVecEnv`` (``env_method``, ``get_attr``) exits on an
+    exception, and the env would be broken before the user saw this error.
+    """
+    if isinstance(env, gym.Env):
+        lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
+    else:
+        ask = _sub_env_query(env)
+        if ask is None:
+            return  # neither kind of vector env: its get_attr / call raise where they fail
+        has = {n: [bool(h) for h in ask("has_wrapper_attr", n)] for n in _WRAPPER_ATTRS}
+        lacking = [[n for n in _WRAPPER_ATTRS if not has[n][i]] for i in range(len(has["task_id"]))]
+    bad = [i for i, names in enumerate(lacking) if names]
+    if not bad:
+        return
+    names = ", ".join(repr(n) for n in _WRAPPER_ATTRS if any(n in lacking[i] for i in bad))
+    if isinstance(env, gym.Env):
+        what, how = "it is not wrapped", "SampleCurriculumTask(env, curriculum)"
+    else:
+        what = f"its sub-envs {bad} of {len(lacking)} are not wrapped"
+        how = (
+            "each sub-env, e.g. gym.make_vec(..., wrappers=[partial(SampleCurriculumTask, "
+            "curriculum=cur)]), make_vec_env(..., wrapper_class=SampleCurriculumTask) or "
+            "make_curriculum_vec"
+        )
+    raise ConfigError(
+        "env",
+        env,
+        f"{what} in gymcurric.wrappers.SampleCurriculumTask (no {names}); wrap {how}",
+        source=source,
+    )
+
+
+def _sub_env_query(env: Any) -> Any:
+    """How to call a method on every sub-env: ``call`` (Gymnasium) or ``env_method`` (SB3)."""
+    if isinstance(env, gym.vector.VectorEnv):
+        call = getattr(env.unwrapped, "call", None)  # VectorWrapper does not forward it
+        return call if callable(call) else None
+    method = getattr(env, "env_method", None)
+    return method if callable(method) else None
 
 
 def env_task_ids(env: Any) -> list[int]:
@@ -77,18 +122,30 @@ def env_task_ids(env: Any) -> list[int]:
     Args:
         env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
             ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
+
+    Raises:
+        ConfigError: an env is not wrapped (the message names the sub-envs); the env is left
+            working (no worker of an ``AsyncVectorEnv`` or ``SubprocVecEnv`` is shut down).
     """
+    _check_wrapped(env, "env_task_ids")
+    return _task_ids(env)
+
+
+def _task_ids(env: Any) -> list[int]:
+    """:func:`env_task_ids` of an env already checked (:func:`_check_wrapped`)."""
     return [int(t) for t in _env_attr(env, "task_id")]
 
 
 def _env_attr(env: Any, name: str) -> list[Any]:
-    """The curriculum wrapper's attribute ``name`` of each env (a single env: one entry)."""
+    """The curriculum wrapper's attribute ``name`` of each env (a single env: one entry).
+
+    Only for an env :func:`_check_wrapped` accepted: a worker exits on a missing attribute.
+    """
     try:
         if isinstance(env, gym.Env):
             return [env.get_wrapper_attr(name)]
         if isinstance(env, gym.vector.VectorEnv):
             env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
-        _check_sb3(env)
         return list(env.get_attr(name))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
@@ -100,7 +157,17 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
     That reset runs ``task_ids[i]``, or for ``-1`` takes its task as any reset does (the next
     draw, or the task restored in its channel slot); either way it keeps the restored
     curriculum's generator (see :attr:`gymcurric.wrappers.SampleCurriculumTask.resuming`).
+
+    Raises:
+        ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
+            hold one id per env.
     """
+    _check_wrapped(env, "resume_env_tasks")
+    _resume_tasks(env, task_ids)
+
+
+def _resume_tasks(env: Any, task_ids: list[int]) -> None:
+    """:func:`resume_env_tasks` for an env already checked (:func:`_check_wrapped`)."""
     ids = [int(t) for t in task_ids]
     try:
         if isinstance(env, gym.Env):
@@ -113,12 +180,10 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
             return
         check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
         if hasattr(env, "env_method"):  # SB3: set_attr would set it on the outermost wrapper
-            _check_sb3(env)
             for i, tid in enumerate(ids):
                 env.env_method("set_wrapper_attr", "pending_task_id", tid, indices=[i])
             env.env_method("set_wrapper_attr", "resuming", True)
         else:
-            env.unwrapped.get_attr("task_id")
             env.unwrapped.set_attr("pending_task_id", ids)
             env.unwrapped.set_attr("resuming", [True] * len(ids))
     except AttributeError as exc:
@@ -175,7 +240,16 @@ def save_curriculum_state(
     A save right after :func:`load_curriculum_state` with ``env=``, before the envs reset,
     writes what was loaded (each env's task, an async vector env's channel rows): the envs
     still resume those at their next reset.
+
+    Raises:
+        ConfigError: ``env`` is given and an env of it is not wrapped in
+            :class:`~gymcurric.wrappers.SampleCurriculumTask` (the message names the
+            sub-envs and what they lack). This is asked before anything runs in the envs, so
+            nothing is written and the env keeps working (a worker of an ``AsyncVectorEnv``
+            or ``SubprocVecEnv`` exits on an exception raised in it).
     """
+    if env is not None:
+        _check_wrapped(env, "save_curriculum_state")
     _flush_envs(env)  # every episode that ended before the call, workers' buffers included
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
@@ -186,7 +260,7 @@ def save_curriculum_state(
         raise DataError(f"curriculum state is not JSON-safe outside its arrays ({exc})") from exc
     members: dict[str, np.ndarray] = {_META: np.array(blob)}
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
-    ids = env_task_ids(env) if env is not None else []
+    ids = _task_ids(env) if env is not None else []
     awaiting = _method(env, "awaiting_reset")  # sub-envs whose next task is not started yet
     if awaiting is not None:
         ids = [-1 if ended else t for t, ended in zip(ids, awaiting(), strict=True)]
@@ -295,6 +369,8 @@ def load_curriculum_state(
 
     Raises:
         FileNotFoundError: there is no file at ``path``.
+        ConfigError: ``env`` is given and an env of it is not wrapped in
+            :class:`~gymcurric.wrappers.SampleCurriculumTask`; the env is left working.
         DataError: the file is not a curriculum checkpoint, is damaged (empty, truncated, not
             an ``.npz``, pickled objects, bad JSON metadata, a task id outside the space), or
             (from ``load_state_dict``) comes from another configuration or breaks the
@@ -313,7 +389,8 @@ def load_curriculum_state(
     refill_due = _read_refill_due(members, where)
     state: dict[str, Any] = {**meta, "arrays": arrays}
     if env is not None:
-        n = len(env_task_ids(env))
+        _check_wrapped(env, "load_curriculum_state")  # before anything runs in the envs
+        n = len(_task_ids(env))
         if len(ids) != n:
             raise DataError(
                 f"{where}: saved the tasks of {len(ids)} envs, the env "
@@ -334,7 +411,7 @@ def load_curriculum_state(
         except DataError as exc:
             raise DataError(f"{where}: {exc}") from exc
     if env is not None:
-        resume_env_tasks(env, ids)
+        _resume_tasks(env, ids)
         resume = _method(env, "resume_channel")  # through outer vector wrappers too
         if waiting is not None and resume is not None:
             # spares, slots, stale marks and refill_due are None in files from before them
@@ -415,7 +492,8 @@ def _flush_envs(env: Any) -> None:
 
     A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
     a Gymnasium vector env's ``call``); a single env, or a vector curriculum wrapper under
-    outer vector wrappers, is flushed through ``_method``.
+    outer vector wrappers, is flushed through ``_method``. Only for an env
+    :func:`_check_wrapped` accepted.
     """
     if env is None:
         return
@@ -425,7 +503,6 @@ def _flush_envs(env: Any) -> None:
             if callable(call):
                 call("flush_curriculum")
         elif not isinstance(env, gym.Env) and hasattr(env, "env_method"):  # SB3
-            _check_sb3(env)
             env.env_method("flush_curriculum")
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
