@@ -92,6 +92,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
     vector_costs: bool = False
     #: The info keys of the ``K`` costs, or None.
     cost_keys: tuple[str, ...] | None = None
+    #: Updates of any network skipped because a number was not finite, the cost critic's
+    #: included (``train/nonfinite_skipped``; the definition is in docs/safe_rl.md).
+    nonfinite_skipped: int = 0
 
     def _init_lagrangian(
         self,
@@ -506,7 +509,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
     def _train_cost_critic(self, n_epochs: int, batch_size: int | None) -> None:
         """Fit ``V_c`` to the cost TD(λ) returns (MSE), with its own optimiser and shuffle.
 
-        Non-finite returns skip the fit (the cost critic is left as it was).
+        Non-finite returns skip the fit (the cost critic is left as it was), counted as one
+        skipped update in :attr:`nonfinite_skipped`; ``train/nonfinite_skipped`` is recorded
+        here, after the policy update's own count.
 
         With ``K > 1`` constraints the loss is the sum of the ``K`` outputs' MSEs (each output
         learns as a single cost critic would), logged in total and per constraint.
@@ -515,8 +520,13 @@ class LagrangianMixin(OnPolicyAlgorithm):
         k = self.n_costs
         tail = (k,) if k > 1 else ()
         losses: list[Any] = []
-        # NaN targets would write NaN into the cost critic: that fit is skipped
-        if self.update_cost_critic and np.all(np.isfinite(buffer.cost_returns)):
+        fit = self.update_cost_critic
+        # NaN targets would write NaN into the cost critic: that fit is skipped, and counted
+        if fit and not np.all(np.isfinite(buffer.cost_returns)):
+            fit = False
+            self.nonfinite_skipped += 1
+        self.logger.record("train/nonfinite_skipped", self.nonfinite_skipped)
+        if fit:
             optimizer = self.policy.cost_optimizer
             self._update_learning_rate(optimizer)
             params = self.policy.cost_parameters()

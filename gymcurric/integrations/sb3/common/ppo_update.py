@@ -9,8 +9,9 @@ terms, KL early stop, gradient clipping and logs. Two additions:
   as PPO's.
 * A minibatch whose loss, or whose gradient norm, is NaN or infinite takes no optimiser step:
   its gradients are dropped and ``model.nonfinite_skipped`` is incremented (logged as
-  ``train/nonfinite_skipped``). Parameters and the optimiser's moments stay as they were, where
-  SB3 would have written NaN into them.
+  ``train/nonfinite_skipped``; one skipped update of the definition in docs/safe_rl.md, where
+  the agents' skipped cost-critic fits also count). Parameters and the optimiser's moments
+  stay as they were, where SB3 would have written NaN into them.
 
 ``after_pass(epoch)`` runs after each pass over the rollout; returning False ends the update
 (P3O's κ schedule and its early stop).

@@ -61,9 +61,10 @@ class CPO(LagrangianMixin, TRPO):
     - Until an episode has finished there is no ``J_c``: the policy step is skipped (logged as
       case -1); the critics are fitted.
     - A non-finite surrogate, gradient, Fisher product or step skips the policy step without
-      raising or changing anything (counted in :attr:`nonfinite_skipped`); a line-search trial
-      with a non-finite surrogate or KL is rejected. Non-finite critic targets skip that
-      critic's fit, also counted in :attr:`nonfinite_skipped` (one per skipped fit).
+      raising or changing anything; a line-search trial with a non-finite surrogate or KL is
+      rejected. Non-finite critic targets skip that critic's fit. Each skipped step and each
+      skipped fit counts one in :attr:`nonfinite_skipped` (``train/nonfinite_skipped``, the
+      same count in every safe-RL agent: see docs/safe_rl.md).
 
     Where this differs from OmniSafe's CPO, on purpose: the ``c`` scaling (above, optional);
     the signs of ``r`` in cases 1 and 2 (OmniSafe's solve another problem, see the ``step``
@@ -93,8 +94,8 @@ class CPO(LagrangianMixin, TRPO):
     ``train/cpo_A``, ``train/cpo_B``, ``train/cpo_lambda``, ``train/cpo_nu``,
     ``train/cpo_step_fraction`` (0 when rejected), ``train/cpo_line_search_steps`` (fractions
     tried), ``train/cpo_cost_objective_change``, ``train/cpo_ep_len_mean`` and the running counts
-    ``train/cpo_line_search_failures`` and ``train/cpo_nonfinite_skipped`` (also logged as
-    ``train/nonfinite_skipped``, the key of the other algorithms).
+    ``train/cpo_line_search_failures`` and ``train/cpo_nonfinite_skipped`` (the same count as
+    ``train/nonfinite_skipped``, the key every safe-RL agent logs; kept for existing logs).
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
@@ -360,10 +361,8 @@ class CPO(LagrangianMixin, TRPO):
             )
         else:  # NaN targets would write NaN into V: the fit is skipped, and counted
             self.nonfinite_skipped += 1
-        if np.all(np.isfinite(buffer.cost_returns)):
-            self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
-        elif self.update_cost_critic:
-            self.nonfinite_skipped += 1
+        # the cost critic's fit, skipped (and counted) there when its targets are not finite
+        self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
         self._n_updates += 1
 
         log = self.logger.record
@@ -379,7 +378,7 @@ class CPO(LagrangianMixin, TRPO):
         log("train/cost_advantage_std", float(np.std(buffer.cost_advantages)))
         log("train/cpo_line_search_failures", self.line_search_failures)
         log("train/cpo_nonfinite_skipped", self.nonfinite_skipped)
-        log("train/nonfinite_skipped", self.nonfinite_skipped)  # the other algorithms' key
+        log("train/nonfinite_skipped", self.nonfinite_skipped)  # every agent's key
         log("train/n_updates", self._n_updates, exclude="tensorboard")
 
     def _policy_step(self, cost_limit: float) -> list[nn.Parameter]:

@@ -97,11 +97,12 @@ class P3O(LagrangianMixin, PPO):
     L2) in a pass, or when the KL passes ``target_kl`` (SB3's stop). The constants are ours
     (the paper gives the rule, not the numbers we could verify).
 
-    A minibatch whose loss or gradient norm is not finite takes no step (counted in
-    ``nonfinite_skipped``). The risk hook does not apply: κ is not learned from ``J_c``, so
-    there is no multiplier step for it to scale, and ``risk_modulation`` raises
-    :class:`~gymcurric.errors.ConfigError`. The cost rollouts, cost critic, ``J_c`` window,
-    cost saturation and save/load are PPOLag's (the shared
+    A minibatch whose loss or gradient norm is not finite takes no step, and a cost critic
+    whose targets are not finite skips its fit: each counts one in ``nonfinite_skipped`` (the
+    same count in every safe-RL agent: see docs/safe_rl.md). The risk hook does not apply: κ
+    is not learned from ``J_c``, so there is no multiplier step for it to scale, and
+    ``risk_modulation`` raises :class:`~gymcurric.errors.ConfigError`. The cost rollouts, cost
+    critic, ``J_c`` window, cost saturation and save/load are PPOLag's (the shared
     :class:`~gymcurric.integrations.sb3.common.LagrangianMixin`, whose multiplier object is
     held at 0 and only travels with ``save``). So, as for CPO, ``lagrange_multiplier`` is not
     an attribute (``getattr(model, "lagrange_multiplier", None)`` is None): the penalty weight
@@ -222,7 +223,8 @@ class P3O(LagrangianMixin, PPO):
         self.kappa_init = float(kappa_init)
         self.kappa_growth = float(kappa_growth)
         self.kappa_tol = None if kappa_tol is None else float(kappa_tol)
-        #: Minibatches whose loss or gradient norm was not finite (no step taken; saved).
+        #: Minibatches whose loss or gradient norm was not finite (no step taken), plus
+        #: cost-critic fits skipped because their targets were not (saved with the model).
         self.nonfinite_skipped = 0
         # P3O's penalty is κ, not a Lagrange multiplier: the shared mixin's λ is pinned at 0
         # (lr 0, never updated), so the buffer's samples carry A_r unpenalised.

@@ -45,8 +45,9 @@ class PPOLag(LagrangianMixin, PPO):
     it, counted and warned about once. The update is SB3's PPO step for step
     (:func:`~gymcurric.integrations.sb3.common.ppo_update.guarded_ppo_train`) with a guard: a
     minibatch whose loss or gradient norm is not finite (NaN advantages or returns) takes no
-    optimiser step, counted in :attr:`nonfinite_skipped` (``train/nonfinite_skipped``); a
-    cost critic whose targets are not finite skips its fit.
+    optimiser step; a cost critic whose targets are not finite skips its fit. Each skipped
+    step and skipped fit counts one in :attr:`nonfinite_skipped` (``train/nonfinite_skipped``,
+    the same count in every safe-RL agent: see docs/safe_rl.md).
 
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
     ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``,
@@ -138,7 +139,8 @@ class PPOLag(LagrangianMixin, PPO):
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
     }
-    #: Minibatches whose loss or gradient norm was not finite (no step taken; saved).
+    #: Minibatches whose loss or gradient norm was not finite (no step taken), plus cost-critic
+    #: fits skipped because their targets were not (saved with the model).
     nonfinite_skipped: int = 0
 
     def __init__(

@@ -139,11 +139,13 @@ class PPOSimmer(PPO):
     under which it barely moves, where the original's PI tracks a reference schedule.
 
     The update is SB3's PPO with a guard: a minibatch whose loss or gradient norm is not
-    finite takes no step (``nonfinite_skipped``). The risk hook does not apply (there is no
-    Lagrange multiplier); ``risk_modulation`` raises :class:`~gymcurric.errors.ConfigError`.
-    ``save``/``load`` keep the controller (its Q table or PI memory and its generator), the
-    cost windows and the counters; ``load``/``set_env`` wrap a plain env in ``VecSimmer`` with
-    the saved settings and set its budget from the controller.
+    finite takes no step (counted in ``nonfinite_skipped``, as in every safe-RL agent: see
+    docs/safe_rl.md; PPOSimmer has no cost critic to skip). The risk hook does not apply
+    (there is no Lagrange multiplier); ``risk_modulation`` raises
+    :class:`~gymcurric.errors.ConfigError`. ``save``/``load`` keep the controller (its Q table
+    or PI memory and its generator), the cost windows and the counters; ``load``/``set_env``
+    wrap a plain env in ``VecSimmer`` with the saved settings and set its budget from the
+    controller.
 
     Logs SB3's PPO keys (``rollout/ep_rew_mean`` is the env's own return, recorded below the
     Sauté reward) plus ``rollout/ep_cost_mean`` (last ``cost_window`` episodes),

@@ -56,9 +56,10 @@ class TRPOLag(LagrangianMixin, TRPO):
     Non-finite numbers raise nothing and corrupt nothing (sb3-contrib's TRPO alone would put
     NaN into the line search's trial parameters): a non-finite surrogate or surrogate gradient,
     a non-finite Fisher-vector product, or a step whose ``sᵀHs`` is not a positive number
-    leaves the policy as it was, counted in :attr:`nonfinite_skipped` (logged as
-    ``train/nonfinite_skipped``; the critics are still fitted). A critic whose targets are not
-    finite skips its fit. With finite numbers the update is TRPO's to the bit.
+    leaves the policy as it was (the critics are still fitted). A critic whose targets are not
+    finite skips its fit. Each skipped policy step and each skipped critic fit counts one in
+    :attr:`nonfinite_skipped` (``train/nonfinite_skipped``, the same count in every safe-RL
+    agent: see docs/safe_rl.md). With finite numbers the update is TRPO's to the bit.
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.
@@ -111,7 +112,8 @@ class TRPOLag(LagrangianMixin, TRPO):
     """
 
     supports_multiple_constraints: ClassVar[bool] = True
-    #: Policy steps skipped because a surrogate, gradient or Fisher product was not finite.
+    #: Policy steps skipped because a surrogate, gradient or Fisher product was not finite,
+    #: plus critic fits skipped because their targets were (saved with the model).
     nonfinite_skipped: int = 0
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
@@ -225,6 +227,7 @@ class TRPOLag(LagrangianMixin, TRPO):
         skip_critic = not np.all(np.isfinite(buffer.returns))
         if skip_critic:
             self.n_critic_updates = 0  # TRPO's reward-critic fit would write NaN into V
+            self.nonfinite_skipped += 1
         originals = {
             name: p.detach().clone()
             for name, p in self.policy.named_parameters()
@@ -250,7 +253,6 @@ class TRPOLag(LagrangianMixin, TRPO):
         finally:
             self.n_critic_updates = n_critic_updates
             self._actor_params = []  # never saved: they belong to this policy object
-        self.logger.record("train/nonfinite_skipped", self.nonfinite_skipped)
         self._train_cost_critic(self.cost_n_epochs or self.n_critic_updates, self.batch_size)
 
     def _compute_actor_grad(
