@@ -59,3 +59,26 @@ def test_ppopidlag_refuses_another_multiplier(multiplier):
     assert err.value.key == "multiplier" and err.value.value == multiplier
     assert "'pid'" in str(err.value) and "PPOLag" in str(err.value)
     assert PPOPIDLag("MlpPolicy", hazard_vec(1), multiplier="pid", **SMALL).multiplier == "pid"
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [
+        (PPOLag, {"multiplier": "pid"}),
+        (PPOPIDLag, {}),
+        (TRPOLag, {"multiplier": "adam"}),
+    ],
+)
+def test_unknown_multiplier_kwargs_name_the_algorithm(cls, kwargs):
+    with pytest.raises(ConfigError) as err:
+        cls("MlpPolicy", hazard_vec(1), multiplier_kwargs={"kq": 1}, **kwargs, **SMALL)
+    assert err.value.source == cls.__name__ and err.value.key == "multiplier_kwargs"
+    assert str(err.value).startswith(f"{cls.__name__}: invalid value for 'multiplier_kwargs'")
+
+
+def test_make_multiplier_names_its_caller():
+    with pytest.raises(ConfigError, match=r"^MyAgent: .*unknown keys \['kq'\]") as err:
+        make_multiplier("pid", init=0.0, lr=0.1, kwargs={"kq": 1}, source="MyAgent")
+    assert err.value.source == "MyAgent"
+    with pytest.raises(ConfigError, match=r"^MyAgent: .*'multiplier': 'lbfgs'"):
+        make_multiplier("lbfgs", init=0.0, lr=0.1, source="MyAgent")

@@ -157,6 +157,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             init=self.lagrange_init(1.0),
             lr=self.lagrange_lr(1.0),
             kwargs=self.multiplier_kwargs,
+            source=src,
         )
         check_int("cost_window", cost_window, source=src)
         self.cost_window = cost_window
@@ -239,6 +240,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             )
         init, lr = self.lagrange_init(1.0), self.lagrange_lr(1.0)
         kwargs = self._multiplier_kwargs()
+        # a bad kind or kwargs was refused, naming the class, when the model was built
         if self.n_costs > 1:
             self.lagrange = MultiplierSet(
                 self.n_costs, self.multiplier, init=init, lr=lr, kwargs=kwargs

@@ -556,7 +556,12 @@ MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
 
 
 def make_multiplier(
-    kind: str, *, init: float, lr: float, kwargs: dict[str, Any] | None = None
+    kind: str,
+    *,
+    init: float,
+    lr: float,
+    kwargs: dict[str, Any] | None = None,
+    source: str | None = None,
 ) -> Multiplier:
     """Build a multiplier by name: ``"adam"``, ``"sgd"`` or ``"pid"``.
 
@@ -566,6 +571,7 @@ def make_multiplier(
         lr: step size (Adam/SGD; ignored by PID).
         kwargs: extra constructor arguments (``upper_bound``; PID gains ``kp``, ``ki``, ``kd``,
             ``d_delay``, ``p_ema_alpha``, ``d_ema_alpha``, ``penalty_max``).
+        source: the caller the ``ConfigError`` names (the algorithm's class name); None: none.
 
     Raises:
         ConfigError: an unknown ``kind``, or a key of ``kwargs`` that ``kind`` does not take
@@ -579,9 +585,10 @@ def make_multiplier(
             "multiplier_kwargs",
             kwargs,
             f"unknown keys {unknown} for multiplier={kind!r}; known: {list(known)}",
+            source=source,
         )
     if kind in ("adam", "sgd"):
         return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
     if kind == "pid":
         return PIDLagrangeMultiplier(init=init, **kwargs)
-    raise ConfigError("multiplier", kind, "expected 'adam', 'sgd' or 'pid'")
+    raise ConfigError("multiplier", kind, "expected 'adam', 'sgd' or 'pid'", source=source)
