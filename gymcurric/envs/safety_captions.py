@@ -199,7 +199,8 @@ def caption_scene(
         >>> caption_scene(scene)
         'The agent is inside a hazard. A hazard is close left. The goal is far right.'
     """
-    _check_limits(max_per_kind, max_distance)
+    # as Python numbers: numpy 2 compares a float with an np.float32 limit in float32 (NEP 50)
+    max_per_kind, max_distance = _check_limits(max_per_kind, max_distance)
     out: list[str] = []
     if scene.goal_met:
         task = scene.task if isinstance(scene.task, str) else "goal"
@@ -338,11 +339,9 @@ class SafetyTaskCaptioner:
     def __init__(
         self, task: Any, *, max_per_kind: int = MAX_PER_KIND, max_distance: float = MAX_DISTANCE
     ) -> None:
-        _check_limits(max_per_kind, max_distance)
+        self.max_per_kind, self.max_distance = _check_limits(max_per_kind, max_distance)
         self.kind = task_kind(task)
         self.task = task
-        self.max_per_kind = int(max_per_kind)
-        self.max_distance = float(max_distance)
         self._model: Any = None
 
     def _bind(self) -> None:
@@ -434,8 +433,8 @@ class SafetyTaskCaptioner:
         )
 
 
-def _check_limits(max_per_kind: Any, max_distance: Any) -> None:
-    """ConfigError unless ``max_per_kind`` is an int >= 0 and ``max_distance`` a number > 0.
+def _check_limits(max_per_kind: Any, max_distance: Any) -> tuple[int, float]:
+    """The limits as ``(int, float)``; ConfigError unless they are an int >= 0 and a number > 0.
 
     numpy scalars count (``np.int64(3)``, ``np.float32(2.5)``); bools of either kind do not.
     """
@@ -445,6 +444,7 @@ def _check_limits(max_per_kind: Any, max_distance: Any) -> None:
     real = isinstance(max_distance, numbers.Real) and not _is_bool(max_distance)
     if not real or not max_distance > 0:
         raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
+    return int(max_per_kind), float(max_distance)
 
 
 def _is_bool(value: Any) -> bool:

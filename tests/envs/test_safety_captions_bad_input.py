@@ -90,3 +90,15 @@ def test_numpy_bools_are_refused_as_python_bools_are(kwargs: dict[str, Any]) -> 
     with pytest.raises(ConfigError) as caught:
         caption_scene(scene(), **kwargs)
     assert caught.value.key == next(iter(kwargs))
+
+
+def test_a_float32_max_distance_is_compared_as_its_python_float() -> None:
+    # numpy 2 compares a Python float with np.float32 in float32 (NEP 50): an edge just past
+    # float(np.float32(0.1)) - 1.5e-9 rounds to that float32 and was not "< max_distance" in
+    # caption_scene, while SafetyTaskCaptioner (which stores float(max_distance)) listed it
+    limit = np.float32(0.1)
+    edge = float(limit) - 1.5e-9  # below the limit as a float64, equal to it as a float32
+    near = scene(objects={"hazards": ObjectGroup([[0.2 + edge, 0.0]], 0.2)})
+    as_float = caption_scene(near, max_distance=float(limit))
+    assert "A hazard is" in as_float
+    assert caption_scene(near, max_distance=limit) == as_float
