@@ -39,6 +39,7 @@ import numpy as np
 from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
+from gymcurric.wrappers._sub_envs import sub_envs_lacking
 
 __all__ = [
     "FILE_FORMAT",
@@ -81,11 +82,10 @@ def _check_wrapped(env: Any, source: str) -> None:
     if isinstance(env, gym.Env):
         lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
     else:
-        ask = _sub_env_query(env)
-        if ask is None:
+        found = sub_envs_lacking(env, _WRAPPER_ATTRS)
+        if found is None:
             return  # neither kind of vector env: its get_attr / call raise where they fail
-        has = {n: [bool(h) for h in ask("has_wrapper_attr", n)] for n in _WRAPPER_ATTRS}
-        lacking = [[n for n in _WRAPPER_ATTRS if not has[n][i]] for i in range(len(has["task_id"]))]
+        lacking = found
     bad = [i for i, names in enumerate(lacking) if names]
     if not bad:
         return
@@ -105,15 +105,6 @@ def _check_wrapped(env: Any, source: str) -> None:
         f"{what} in gymcurric.wrappers.SampleCurriculumTask (no {names}); wrap {how}",
         source=source,
     )
-
-
-def _sub_env_query(env: Any) -> Any:
-    """How to call a method on every sub-env: ``call`` (Gymnasium) or ``env_method`` (SB3)."""
-    if isinstance(env, gym.vector.VectorEnv):
-        call = getattr(env.unwrapped, "call", None)  # VectorWrapper does not forward it
-        return call if callable(call) else None
-    method = getattr(env, "env_method", None)
-    return method if callable(method) else None
 
 
 def env_task_ids(env: Any) -> list[int]:

@@ -1,0 +1,63 @@
+"""Asking the sub-envs of a vector env which attributes they have, without breaking it.
+
+The worker of a Gymnasium ``AsyncVectorEnv`` (``call``, ``get_attr``) or of an SB3
+``SubprocVecEnv`` (``env_method``, ``get_attr``) exits on an exception raised in it: reading a
+name that a sub-env lacks shuts its worker down, and the user gets ``EOFError``,
+``BrokenPipeError`` or the worker's traceback, with a broken env, instead of a clear error.
+Each sub-env's ``has_wrapper_attr(name)`` answers False instead of raising, so code that reads
+an attribute which may be missing asks that first (:func:`sub_envs_lacking`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = ["sub_env_query", "sub_envs_lacking"]
+
+
+def sub_env_query(env: Any) -> Callable[..., Sequence[Any]] | None:
+    """How to call a method on every sub-env: ``call`` (Gymnasium) or ``env_method`` (SB3).
+
+    None for a single env, or a vector env with neither method.
+    """
+    if isinstance(env, gym.vector.VectorEnv):
+        call = getattr(env.unwrapped, "call", None)  # VectorWrapper does not forward it
+        return call if callable(call) else None
+    if isinstance(env, gym.Env):
+        return None
+    method = getattr(env, "env_method", None)
+    return method if callable(method) else None
+
+
+def sub_envs_lacking(
+    env: Any, names: Sequence[str], indices: Sequence[int] | None = None
+) -> list[list[str]] | None:
+    """Per sub-env (of ``indices``, default all), the names of ``names`` it does not have.
+
+    Each sub-env's ``has_wrapper_attr`` (its wrappers, then its base env) answers, one round
+    trip per name, so nothing raises in a worker. A sub-env with all of them gets ``[]``.
+
+    Args:
+        env: a Gymnasium ``VectorEnv`` (through any vector wrappers) or an SB3 ``VecEnv``.
+        names: the attribute or method names to look for.
+        indices: the sub-envs to ask (SB3's ``indices``; a Gymnasium vector env is asked as a
+            whole, as its ``call`` takes no indices, and the answers of these are kept).
+
+    Returns:
+        One list per sub-env asked, or None where ``env`` is neither kind of vector env
+        (:func:`sub_env_query`): its own ``get_attr`` or ``call`` then raise in this process.
+    """
+    ask = sub_env_query(env)
+    if ask is None:
+        return None
+    every = list(range(env.num_envs)) if indices is None else list(indices)
+    if isinstance(env, gym.vector.VectorEnv):
+        has = [[bool(h) for h in ask("has_wrapper_attr", n)] for n in names]
+        has = [[row[i] for i in every] for row in has]
+    else:
+        chosen = None if indices is None else every
+        has = [[bool(h) for h in ask("has_wrapper_attr", n, indices=chosen)] for n in names]
+    return [[n for n, row in zip(names, has, strict=True) if not row[j]] for j in range(len(every))]
