@@ -408,3 +408,27 @@ def test_a_mask_leaves_its_steps_out_of_every_minibatch(cls, space):
     assert len(list(buf.get(None))) == 1  # batch_size None: one batch of the kept steps
     buf.reset()
     assert buf.train_mask is None
+
+
+@pytest.mark.parametrize("wrapped", [[0], []], ids=["partly-wrapped", "unwrapped"])
+def test_subproc_sub_envs_without_task_id_are_refused_with_the_env_left_working(capfd, wrapped):
+    # a get_attr("task_id") in a SubprocVecEnv worker without one made the worker exit (EOFError)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    plain = partial(gym.make, "gymcurric/HazardGrid-v0")
+    fns = [partial(_env, cur) if i in wrapped else plain for i in range(N_ENVS)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (py3.12+)
+        venv = SubprocVecEnv(fns, start_method="fork")
+    try:
+        bad = [i for i in range(N_ENVS) if i not in wrapped]
+        pattern = rf"sub-envs \[{', '.join(map(str, bad))}\] of {N_ENVS} are not wrapped"
+        with pytest.raises(ConfigError, match=pattern) as info:
+            _ppo(venv).learn(N_STEPS * N_ENVS, callback=RegretScoreCallback(cur))
+        assert "SampleCurriculumTask" in str(info.value)
+        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        venv.reset()
+        for _ in range(3):
+            venv.step(np.array([venv.action_space.sample() for _ in range(N_ENVS)]))
+        assert "Traceback" not in capfd.readouterr().err  # a worker's dying words
+    finally:
+        venv.close()

@@ -45,6 +45,7 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Roll
 
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.regret import RobustPLRScorer
+from gymcurric.wrappers._sub_envs import sub_envs_lacking
 
 __all__ = [
     "SCORES",
@@ -202,6 +203,25 @@ class RegretScoreCallback(BaseCallback):
         return model.rollout_buffer
 
     # ---------------------------------------------------------------- task ids
+    def _check_tasks(self) -> None:
+        """Refuse sub-envs without a ``task_id`` before anything reads one.
+
+        Asked with each sub-env's ``has_wrapper_attr`` (:func:`sub_envs_lacking`): a
+        ``SubprocVecEnv`` worker exits on the ``AttributeError`` of a ``get_attr``, and the env
+        would be broken before the user saw this error.
+        """
+        lacking = sub_envs_lacking(self.training_env, ["task_id"])
+        bad = [i for i, names in enumerate(lacking or []) if names]
+        if lacking and bad:
+            raise ConfigError(
+                "env",
+                self.training_env,
+                f"its sub-envs {bad} of {len(lacking)} are not wrapped in "
+                "gymcurric.wrappers.SampleCurriculumTask (no 'task_id'); wrap each sub-env, e.g. "
+                "make_vec_env(..., wrapper_class=SampleCurriculumTask)",
+                source=_SOURCE,
+            )
+
     def _read_tasks(self, indices: list[int] | None = None) -> np.ndarray:
         try:
             ids = self.training_env.get_attr("task_id", indices)
@@ -228,6 +248,7 @@ class RegretScoreCallback(BaseCallback):
                 "observations), or pass train_on_unseen=True",
                 source=_SOURCE,
             )
+        self._check_tasks()
         self._tasks = self._read_tasks()  # learn() reset the envs already, or continues them
         if self._exploratory is not None and self._exploratory.size != self._tasks.size:
             self._exploratory = None  # another env: its episodes' flags are not ours
