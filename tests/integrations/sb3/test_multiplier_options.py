@@ -82,3 +82,16 @@ def test_make_multiplier_names_its_caller():
     assert err.value.source == "MyAgent"
     with pytest.raises(ConfigError, match=r"^MyAgent: .*'multiplier': 'lbfgs'"):
         make_multiplier("lbfgs", init=0.0, lr=0.1, source="MyAgent")
+
+
+@pytest.mark.parametrize("value", ["kp", 5, [1, 2]])
+@pytest.mark.parametrize("cls", [PPOLag, PPOPIDLag, TRPOLag])
+def test_multiplier_kwargs_that_is_not_a_dict_is_a_config_error(cls, value):
+    # dict(value) raised a bare ValueError / TypeError ("dictionary update sequence element
+    # #0 has length 1; 2 is required"), naming neither the parameter nor the algorithm
+    with pytest.raises(ConfigError) as err:
+        cls("MlpPolicy", hazard_vec(1), multiplier_kwargs=value, **SMALL)
+    assert err.value.key == "multiplier_kwargs" and err.value.value == value
+    assert err.value.source == cls.__name__
+    with pytest.raises(ConfigError, match=r"^MyAgent: invalid value for 'multiplier_kwargs'"):
+        make_multiplier("pid", init=0.0, lr=0.1, kwargs=value, source="MyAgent")  # type: ignore[arg-type]

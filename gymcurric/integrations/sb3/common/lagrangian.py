@@ -133,6 +133,16 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "multiplier", multiplier, "expected 'adam', 'sgd' or 'pid'", source=src
             )
         self.multiplier = multiplier
+        # Build one now so that bad multiplier_kwargs (not a dict included) fail in the
+        # constructor (the conversion per rollout needs n_envs, known once the env is set:
+        # see _multiplier_kwargs).
+        make_multiplier(
+            multiplier,
+            init=self.lagrange_init(1.0),
+            lr=self.lagrange_lr(1.0),
+            kwargs=multiplier_kwargs,
+            source=src,
+        )
         self.multiplier_kwargs = dict(multiplier_kwargs or {})
         if pid_epoch_steps is not None:
             if multiplier != "pid":
@@ -150,15 +160,6 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 reason="expected an int >= 1 or None",
             )
         self.pid_epoch_steps = pid_epoch_steps
-        # Build one now so that bad multiplier_kwargs fail in the constructor (the conversion
-        # per rollout needs n_envs, known once the env is set: see _multiplier_kwargs).
-        make_multiplier(
-            multiplier,
-            init=self.lagrange_init(1.0),
-            lr=self.lagrange_lr(1.0),
-            kwargs=self.multiplier_kwargs,
-            source=src,
-        )
         check_int("cost_window", cost_window, source=src)
         self.cost_window = cost_window
         self.update_cost_critic = bool(update_cost_critic)

@@ -24,6 +24,7 @@ import inspect
 import math
 import warnings
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -574,9 +575,11 @@ def make_multiplier(
         source: the caller the ``ConfigError`` names (the algorithm's class name); None: none.
 
     Raises:
-        ConfigError: an unknown ``kind``, or a key of ``kwargs`` that ``kind`` does not take
-            (named with the known ones, :data:`MULTIPLIER_KWARGS`).
+        ConfigError: an unknown ``kind``, ``kwargs`` not a dict (or None), or a key of it that
+            ``kind`` does not take (named with the known ones, :data:`MULTIPLIER_KWARGS`).
     """
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise ConfigError("multiplier_kwargs", kwargs, "expected a dict or None", source=source)
     kwargs = dict(kwargs or {})
     known = MULTIPLIER_KWARGS.get(kind) if isinstance(kind, str) else None
     unknown = sorted(set(kwargs) - set(known or ()), key=str)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
@@ -319,8 +320,10 @@ class PPOPIDLag(PPOLag):
                 "PPOPIDLag's multiplier is 'pid' (use PPOLag for 'adam' or 'sgd')",
                 source=type(self).__name__,
             )
-        extra = kwargs.pop("multiplier_kwargs", None) or {}
-        multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
+        extra = kwargs.pop("multiplier_kwargs", None)
+        multiplier_kwargs: Any = extra  # not a dict: on as it is, for the mixin's ConfigError
+        if extra is None or isinstance(extra, Mapping):
+            multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **(extra or {})}
         super().__init__(
             policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
         )
