@@ -30,7 +30,13 @@ T975 = (
 
 def t975(df: int) -> float:
     """Student t's 97.5 % quantile: the table to 15 degrees of freedom, then the
-    Cornish-Fisher expansion about the normal quantile (error < 1e-4 from 16 on)."""
+    Cornish-Fisher expansion about the normal quantile (error < 1e-4 from 16 on).
+
+    Raises:
+        ValueError: ``df`` is below 1.
+    """
+    if df < 1:  # a negative index would read the table from its end
+        raise ValueError(f"invalid value for 'df': {df!r} (expected an int >= 1)")
     if df < len(T975):
         return T975[df]
     z = 1.959964
@@ -46,6 +52,6 @@ def ci95(x: Sequence[float]) -> tuple[float, float]:
     if len(a) < 2:
         return float(a.mean()) if len(a) else math.nan, 0.0
     df = len(a) - 1
-    t = T975[df] if df < len(T975) else t975(df)
+    t = t975(df)
     half = t * a.std(ddof=1) / math.sqrt(len(a))
     return float(a.mean()), float(half)
