@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig
+from gymcurric.wrappers._sub_envs import sub_envs_lacking
 from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 from gymcurric.wrappers.vector._common import autoreset_mode
 
@@ -100,6 +101,7 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._prev_dones = np.zeros(self.num_envs, dtype=bool)
         self._infos: dict[str, Any] = {}
         self._all = np.ones(self.num_envs, dtype=bool)
+        self._describes: bool | None = None  # every sub-env has describe() (asked once)
 
     @property
     def status(self) -> str:
@@ -121,9 +123,8 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
             if captions is None:
                 captions = [None] * self.num_envs
             if any(c is None for c in captions):
-                try:
-                    described = self.env.unwrapped.call("describe")  # type: ignore[attr-defined]
-                except AttributeError:  # no describe(): the shaper names what is missing
+                described = self._describe()
+                if described is None:  # no describe(): the shaper names what is missing
                     return captions
                 captions = [
                     c if c is not None else str(d) for c, d in zip(captions, described, strict=True)
@@ -133,6 +134,23 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         if frames is None:
             raise RuntimeError(f"{self.env}.render() returned None")
         return stack_frames(frames)
+
+    def _describe(self) -> Any:
+        """Every sub-env's ``describe()``, or None where a sub-env has none.
+
+        Whether they have one is asked first, once, with each sub-env's ``has_wrapper_attr``
+        (:func:`sub_envs_lacking`): an ``AsyncVectorEnv`` worker exits on the
+        ``AttributeError`` of a ``call`` of a missing method, and the env would be broken.
+        """
+        if self._describes is None:
+            lacking = sub_envs_lacking(self.env, ["describe"])
+            self._describes = lacking is None or not any(lacking)
+        if not self._describes:
+            return None
+        try:
+            return self.env.unwrapped.call("describe")  # type: ignore[attr-defined]
+        except AttributeError:  # a vector env without call(): it raised here, not in a worker
+            return None
 
     def _final_inputs(self) -> list[Any] | None:
         if self.shaper.source != "captions":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import gymnasium as gym
@@ -282,3 +283,45 @@ def test_batch_max_overrides_the_config_and_is_recorded_in_it():
         make_vec("sync", AutoresetMode.NEXT_STEP), caption_embedder(), STUB_CONFIG, batch_max=5
     )
     assert envs.batch_max == 5 and envs._saved_kwargs["config"].batch_max == 5
+
+
+def _async_fork(**env_kwargs):
+    return AsyncVectorEnv([partial(StateEnv, **env_kwargs)] * 2, context="fork")
+
+
+def test_async_sub_envs_without_caption_or_describe_keep_their_workers(capfd):
+    # call("describe") on sub-envs without one made the AsyncVectorEnv workers exit
+    envs = ShapeRewardSemantic(_async_fork(captions=False), caption_embedder(), STUB_CONFIG)
+    try:
+        envs.reset(seed=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ConfigError, match="gave no caption"):
+                envs.step(np.zeros(2, np.int64))
+        base = envs.unwrapped
+        assert all(p.is_alive() for p in base.processes), "a worker was shut down"
+        reported = [str(w.message) for w in caught] + [capfd.readouterr().err]
+        assert not any("Worker" in r or "Traceback" in r for r in reported), reported
+        base.reset(seed=1)
+        base.step(np.zeros(2, np.int64))
+    finally:
+        envs.close()
+
+
+def test_async_describe_stands_in_for_missing_captions():
+    described = ShapeRewardSemantic(
+        _async_fork(captions=False, describe=True), caption_embedder(), STUB_CONFIG
+    )
+    captioned = ShapeRewardSemantic(
+        SyncVectorEnv([partial(StateEnv)] * 2), caption_embedder(), STUB_CONFIG
+    )
+    try:
+        for envs in (described, captioned):
+            envs.reset(seed=0)
+        steps = range(6)
+        want = [captioned.step(np.zeros(2, np.int64))[-1]["shaping"].tolist() for _ in steps]
+        got = [described.step(np.zeros(2, np.int64))[-1]["shaping"].tolist() for _ in steps]
+        assert got == want and np.any(want)
+    finally:
+        described.close()
+        captioned.close()
