@@ -145,3 +145,30 @@ def test_fail_soft_and_disabled(tmp_path):
     off.reset()
     _, rewards, _, infos = off.step(np.zeros(2, np.int64))
     assert "shaping" not in infos[0] and rewards.tolist() == [1.0, 1.0]
+
+
+def _described(lengths, offsets, **kwargs):
+    return DummyVecEnv(
+        [
+            partial(StateEnv, episode_len=n, offset=o, **kwargs)
+            for n, o in zip(lengths, offsets, strict=True)
+        ]
+    )
+
+
+def test_describe_of_a_restarted_sub_env_is_its_own():
+    # the new episode of a sub-env that ended alone (step 3: env 1 only) was described by the
+    # sub-env at its position among the ended ones (env 0) instead of by itself
+    cfg = {**STUB_CONFIG, "mode": "potential", "gamma": 0.9, "beta_start": 0.5}
+    lengths, offsets = (2, 3), (0, 3)
+    described = VecShapeRewardSemantic(
+        _described(lengths, offsets, captions=False, describe=True), caption_embedder(), cfg
+    )
+    captioned = VecShapeRewardSemantic(_described(lengths, offsets), caption_embedder(), cfg)
+    described.reset()
+    captioned.reset()
+    for k in range(12):
+        got = [info["shaping"] for info in described.step(np.zeros(2, np.int64))[-1]]
+        want = [info["shaping"] for info in captioned.step(np.zeros(2, np.int64))[-1]]
+        assert got == pytest.approx(want), f"step {k}"
+        np.testing.assert_allclose(described.shaper.phi, captioned.shaper.phi, err_msg=f"step {k}")

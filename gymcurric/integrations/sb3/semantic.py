@@ -84,21 +84,27 @@ class VecShapeRewardSemantic(VecEnvWrapper):
         """The ``semantics/…`` telemetry (see :meth:`gymcurric.semantics.Shaper.stats`)."""
         return self.shaper.stats(reset=reset)
 
-    def _captions(self, infos: list[dict[str, Any]]) -> list[Any]:
+    def _captions(self, infos: list[dict[str, Any]], envs: list[int] | None = None) -> list[Any]:
+        """The caption of each info; where it has none, its sub-env's ``describe()``.
+
+        ``envs``: the sub-env each info comes from (default: one info per sub-env, in order).
+        """
+        envs = list(range(self.num_envs)) if envs is None else envs
         captions = [info.get("caption") for info in infos]
-        missing = [i for i, c in enumerate(captions) if c is None]
+        missing = [k for k, c in enumerate(captions) if c is None]
         if missing:
+            sub_envs = [envs[k] for k in missing]
             try:
-                described = self.venv.env_method("describe", indices=missing)
+                described = self.venv.env_method("describe", indices=sub_envs)
             except AttributeError:
                 raise ConfigError(
                     "source",
                     "captions",
-                    f"sub-envs {missing} write no info['caption'] and have no describe(); use a "
+                    f"sub-envs {sub_envs} write no info['caption'] and have no describe(); use a "
                     "frame embedder (CLIP/SigLIP) or add captions to the env",
                 ) from None
-            for i, d in zip(missing, described, strict=True):
-                captions[i] = d
+            for k, d in zip(missing, described, strict=True):
+                captions[k] = d
         return [str(c) for c in captions]
 
     def _inputs(self) -> Any:
@@ -135,8 +141,9 @@ class VecShapeRewardSemantic(VecEnvWrapper):
             if dones.any():
                 final = [c if d else None for c, d in zip(step_captions, dones, strict=True)]
                 reset_infos = _reset_infos(self.venv)
-                started = self._captions([reset_infos[i] for i in np.flatnonzero(dones)])
-                for i, c in zip(np.flatnonzero(dones), started, strict=True):
+                ended = np.flatnonzero(dones).tolist()
+                started = self._captions([reset_infos[i] for i in ended], ended)
+                for i, c in zip(ended, started, strict=True):
                     step_captions[i] = c
             self._current = step_captions
         raw = np.asarray(rewards)
