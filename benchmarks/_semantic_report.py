@@ -287,14 +287,16 @@ def tenths(rows: Sequence[dict[str, Any]], budget: int) -> np.ndarray:
 
     A rollout ``(t_prev, t]`` that straddles a tenth's end gives each tenth the part of its
     cost proportional to its steps there (the record keeps no per-step cost); steps trained
-    past the budget (SB3 finishes the last rollout) count in the last tenth. Example: budget
+    past the budget (SB3 finishes the last rollout) count in the last tenth; a null cost (not
+    finite when recorded) is NaN, and so are the tenths it touches. Example: budget
     100, rollouts (0, 8] and (8, 16] with cost 8 each: the first tenth gets 8 + 2, the second 6.
     """
     out = np.zeros(10)
     edges = np.linspace(0.0, float(budget), 11)
     prev = 0.0
     for row in rows:
-        t, c = float(row["t"]), float(row["step_cost"])
+        t, c = float(row["t"]), row["step_cost"]
+        c = math.nan if c is None else float(c)  # a record's null: not finite when run
         if t > prev:
             lo, hi = np.maximum(edges[:-1], prev), np.minimum(edges[1:], t)
             hi[-1] = t  # past the budget: the last tenth

@@ -8,6 +8,7 @@ training at rollout granularity, and the ``null`` parity check on the whole reco
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -146,3 +147,17 @@ def test_tenths_and_non_inferior_on_the_docstring_examples(report):
     assert report.non_inferior((-0.1, -0.2, 0.1, 5), 2.5) == "yes"
     assert report.non_inferior((-0.1, -0.3, 0.1, 5), 2.5) == "no"
     assert report.non_inferior((-0.1, -0.2, 0.1, 1), 2.5) == "—"  # one seed: no interval
+
+
+def test_a_rollout_cost_recorded_as_null_leaves_the_run_out_of_the_tenths(report):
+    # records write a non-finite number as null (_json_safe); the summary read it as NaN and
+    # left that run out of the cost per tenth, and tenths() raised TypeError on it
+    rows = [
+        {"t": 50, "step_cost": None, "lambda": 0.5, "mod": None},
+        {"t": 100, "step_cost": 1.0, "lambda": 0.5, "mod": None},
+    ]
+    assert all(math.isnan(x) for x in report.tenths(rows, 100)[:5])
+    odd = record("Toy", "ppolag", "none", 0, cost=1.0, ret=1.0, rows=rows)
+    fine = record("Toy", "ppolag", "none", 1, cost=1.0, ret=1.0)  # one rollout (0, 100]
+    text = report.summarise([odd, fine])
+    assert "| ppolag | none |" + " 10% |" * 10 in text  # the shares of ``fine`` alone
