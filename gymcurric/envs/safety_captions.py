@@ -436,15 +436,21 @@ class SafetyTaskCaptioner:
 def _check_limits(max_per_kind: Any, max_distance: Any) -> tuple[int, float]:
     """The limits as ``(int, float)``; ConfigError unless they are an int >= 0 and a number > 0.
 
-    numpy scalars count (``np.int64(3)``, ``np.float32(2.5)``); bools of either kind do not.
+    numpy scalars and 0-d arrays count (``np.int64(3)``, ``np.array(2.5)``, as ``np.load``
+    gives them); bools of either kind do not.
     """
-    integral = isinstance(max_per_kind, numbers.Integral) and not _is_bool(max_per_kind)
-    if not integral or max_per_kind < 0:
+    per_kind, distance = _scalar(max_per_kind), _scalar(max_distance)
+    if not isinstance(per_kind, numbers.Integral) or _is_bool(per_kind) or per_kind < 0:
         raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
-    real = isinstance(max_distance, numbers.Real) and not _is_bool(max_distance)
-    if not real or not max_distance > 0:
+    real = isinstance(distance, numbers.Real) and not _is_bool(distance)
+    if not real or not distance > 0:
         raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
-    return int(max_per_kind), float(max_distance)
+    return int(per_kind), float(distance)
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d numpy array's scalar (``np.array(3)`` -> ``np.int64(3)``); anything else as is."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
 
 
 def _is_bool(value: Any) -> bool:

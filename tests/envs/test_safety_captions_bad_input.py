@@ -70,6 +70,8 @@ def test_bad_limits_are_a_config_error_as_in_the_captioner(kwargs: dict[str, Any
         {"max_per_kind": np.uint8(0)},
         {"max_distance": np.float32(2.5)},
         {"max_distance": np.int32(3)},
+        {"max_per_kind": np.array(2)},  # 0-d arrays, as np.load(...)["max_distance"] gives
+        {"max_distance": np.array(1.5)},
     ],
 )
 def test_numpy_scalar_limits_are_accepted_like_python_numbers(kwargs: dict[str, Any]) -> None:
@@ -85,11 +87,21 @@ class GoalLevel0:
     """Named as safety-gymnasium's base class, which is all the captioner's kind check reads."""
 
 
-@pytest.mark.parametrize("kwargs", [{"max_per_kind": np.True_}, {"max_distance": np.True_}])
-def test_numpy_bools_are_refused_as_python_bools_are(kwargs: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_per_kind": np.True_},
+        {"max_distance": np.True_},
+        {"max_distance": np.array(True)},
+        {"max_distance": np.array([1.5])},  # 1-d: not a number
+        {"max_per_kind": np.array(1.5)},
+    ],
+)
+def test_numpy_bools_and_non_scalars_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError) as caught:
         caption_scene(scene(), **kwargs)
     assert caught.value.key == next(iter(kwargs))
+    assert caught.value.value is next(iter(kwargs.values()))  # the value as received
 
 
 def test_a_float32_max_distance_is_compared_as_its_python_float() -> None:
