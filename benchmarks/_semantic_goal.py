@@ -32,17 +32,20 @@ __all__ = [
     "GOAL_RATIO",
     "GUIDED",
     "NI_MARGIN",
+    "PLANNED_SEEDS",
     "SHAPED",
     "arm",
     "arm_goal",
     "by_seed",
     "goal_verdict",
+    "ni_margin",
     "non_inferior",
     "primary",
 ]
 
 GOAL_RATIO = 0.75  # cumulative training cost at most 75 % of PPOLag's
 NI_MARGIN = 0.10  # secondary: last-10 % return non-inferior at 10 % of PPOLag's mean
+PLANNED_SEEDS = 5  # per arm (semantic_safety.SEEDS): a verdict on fewer is provisional
 SHAPED = ("pbrs", "additive", "pbrs_risk")
 GUIDED = ("pbrs", "additive", "risk", "pbrs_risk")  # the goal's four conditions
 BASE = ("ppolag", NO_PROMPTS)
@@ -83,14 +86,20 @@ def non_inferior(ret_diff: Paired | None, base_mean: float) -> str:
     """The pre-registered secondary criterion: ``yes`` when the last-10 % return is non-inferior.
 
     Non-inferior at a margin of :data:`NI_MARGIN`: the lower end of the paired difference's
-    bootstrap 95 % CI (condition - ``ppolag``) lies above ``-NI_MARGIN x base_mean``,
-    ``base_mean`` being ``ppolag``'s mean last-10 % return over the same seeds. Fewer than 2
+    bootstrap 95 % CI (condition - ``ppolag``) lies above ``-NI_MARGIN x |base_mean|``,
+    ``base_mean`` being ``ppolag``'s mean last-10 % return over the same seeds (its size: a
+    margin is a tolerance, so a negative mean does not turn it into a bar above 0). Fewer than 2
     paired seeds (or no finite mean): ``—``. Example: ``base_mean`` 2.5, margin -0.25: a CI
     lower end of -0.2 is non-inferior (``yes``), one of -0.3 is not (``no``).
     """
     if ret_diff is None or ret_diff[3] < 2 or not np.isfinite(base_mean):
         return "—"
-    return "yes" if ret_diff[1] > -NI_MARGIN * base_mean else "no"
+    return "yes" if ret_diff[1] > -ni_margin(base_mean) else "no"
+
+
+def ni_margin(base_mean: float) -> float:
+    """The non-inferiority tolerance, > 0: :data:`NI_MARGIN` of ``ppolag``'s mean's size."""
+    return NI_MARGIN * abs(base_mean)
 
 
 def _paired_mean(x: dict[int, float], y: dict[int, float]) -> float:

@@ -27,9 +27,11 @@ from _semantic_goal import (
     GOAL_RATIO,
     GUIDED,
     NI_MARGIN,
+    PLANNED_SEEDS,
     SHAPED,
     arm_goal,
     goal_verdict,
+    ni_margin,
     non_inferior,
     primary,
 )
@@ -98,15 +100,16 @@ def _secondary(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[st
     lines = [
         f"Secondary criterion (pre-registered): last-10 % return non-inferior at a margin of "
         f"{NI_MARGIN:.0%}: the lower end of the paired difference's bootstrap 95 % CI above "
-        f"-{NI_MARGIN:.0%} of ppolag's mean last-10 % return (same seeds).",
+        f"-{NI_MARGIN:.0%} of (the size of) ppolag's mean last-10 % return (same seeds).",
         "",
-        "| condition | prompts | n | last-10 % return Δ | -10 % of ppolag's | non-inferior |",
+        f"| condition | prompts | n | last-10 % return Δ | -{NI_MARGIN:.0%} of ppolag's "
+        "| non-inferior |",
         "|---|---|---|---|---|---|",
     ]
     for a in [a for a in arms if primary(a)]:
         g = arm_goal(rs, a)
         n = g["d_ret"][3] if g["d_ret"] else 0
-        margin = _f(-NI_MARGIN * g["base_mean"], "{:.2f}")
+        margin = _f(-ni_margin(g["base_mean"]), "{:.2f}")
         lines.append(f"| {a[0]} | {a[1]} | {n} | {_pr(g['d_ret'])} | {margin} | {g['ni']} |")
     return lines
 
@@ -126,16 +129,19 @@ def _goal_both(records: list[dict[str, Any]], envs: Sequence[str]) -> list[str]:
     ]
     for cond in GUIDED:
         arm = (cond, PRIMARY if cond in SHAPED else NO_PROMPTS)
-        cells, verdicts = [], []
+        cells, verdicts, final = [], [], []
         for env in envs:
             g = arm_goal([r for r in records if r["env"] == env], arm)
             n = min(g["ratio"][3], g["d_ret"][3]) if g["ratio"] and g["d_ret"] else 0
             verdicts.append(g["verdict"])
+            final.append(n >= PLANNED_SEEDS)
             cells.append(f"{g['verdict']} (n={n})")
         if all(v in ("**met**", "**strict**") for v in verdicts):
-            overall = "**met**"
-        elif "no" in verdicts:
+            overall = "**met**" + ("" if all(final) else " (provisional)")
+        elif any(v == "no" and f for v, f in zip(verdicts, final, strict=True)):
             overall = "no"
+        elif "no" in verdicts:
+            overall = "no (provisional)"
         else:
             overall = "— (pending)"
         lines.append(f"| {arm[0]} | {arm[1]} | {' | '.join(cells)} | {overall} |")

@@ -88,8 +88,12 @@ def test_the_goal_must_hold_for_the_same_condition_on_both_envs(report):
         ]
     text = report.summarise(rs, envs=("A", "B"))
     assert "## Goal on both envs (pre-registered)" in text
-    assert "| additive | specific | **strict** (n=3) | **strict** (n=3) | **met** |" in text
-    assert "| pbrs | specific | **strict** (n=3) | no (n=3) | no |" in text
+    # 3 seeds of the 5 planned: each overall verdict is provisional
+    assert (
+        "| additive | specific | **strict** (n=3) | **strict** (n=3) | **met** (provisional) |"
+        in text
+    )
+    assert "| pbrs | specific | **strict** (n=3) | no (n=3) | no (provisional) |" in text
     assert "| risk | none | — (n=0) | — (n=0) | — (pending) |" in text
     only_a = report.summarise([r for r in rs if r["env"] == "A"], envs=("A", "B"))
     assert "| additive | specific | **strict** (n=3) | — (n=0) | — (pending) |" in only_a
@@ -161,3 +165,31 @@ def test_a_rollout_cost_recorded_as_null_leaves_the_run_out_of_the_tenths(report
     fine = record("Toy", "ppolag", "none", 1, cost=1.0, ret=1.0)  # one rollout (0, 100]
     text = report.summarise([odd, fine])
     assert "| ppolag | none |" + " 10% |" * 10 in text  # the shares of ``fine`` alone
+
+
+def test_the_overall_verdict_is_final_only_on_the_planned_seeds(report):
+    goal = load_script("_semantic_goal")
+    assert len(load_script("semantic_safety").SEEDS) == goal.PLANNED_SEEDS
+    base = {s: 10.0 + s for s in range(5)}
+    rs = []
+    for env, seeds in (("A", range(5)), ("B", range(2))):
+        rs += [record(env, "ppolag", "none", s, cost=base[s], ret=2.0) for s in seeds]
+        rs += [record(env, "pbrs", "specific", s, cost=base[s], ret=2.0) for s in seeds]
+        rs += [record(env, "additive", "specific", s, cost=base[s] / 2, ret=2.0) for s in seeds]
+    text = report.summarise(rs, envs=("A", "B"))
+    assert "| pbrs | specific | no (n=5) | no (n=2) | no |" in text  # A's 'no' is final
+    assert (
+        "| additive | specific | **strict** (n=5) | **strict** (n=2) | **met** (provisional) |"
+        in text
+    )
+    full = [r for r in rs if r["env"] == "A"]
+    text_a = report.summarise(full, envs=("A",))
+    assert "| additive | specific | **strict** (n=5) | **met** |" in text_a
+
+
+def test_the_non_inferiority_margin_is_a_tolerance_even_for_a_negative_mean(report):
+    goal = load_script("_semantic_goal")
+    assert goal.ni_margin(-2.0) == pytest.approx(0.2) == goal.ni_margin(2.0)
+    # ppolag's mean -2: a CI lower end of -0.1 is within the 0.2 tolerance, -0.3 is not
+    assert report.non_inferior((0.0, -0.1, 0.1, 5), -2.0) == "yes"
+    assert report.non_inferior((0.0, -0.3, 0.1, 5), -2.0) == "no"
