@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import partial
 
 import numpy as np
@@ -172,3 +173,21 @@ def test_describe_of_a_restarted_sub_env_is_its_own():
         want = [info["shaping"] for info in captioned.step(np.zeros(2, np.int64))[-1]]
         assert got == pytest.approx(want), f"step {k}"
         np.testing.assert_allclose(described.shaper.phi, captioned.shaper.phi, err_msg=f"step {k}")
+
+
+@pytest.mark.parametrize(("describes", "bad"), [((True, False), "[1]"), ((False, False), "[0, 1]")])
+def test_subproc_sub_envs_without_caption_or_describe_keep_their_workers(capfd, describes, bad):
+    # env_method("describe") on a sub-env without one made its SubprocVecEnv worker exit
+    venv = SubprocVecEnv(
+        [partial(StateEnv, captions=False, describe=d) for d in describes], start_method="fork"
+    )
+    try:
+        with pytest.raises(ConfigError, match=re.escape(f"sub-envs {bad} write no")):
+            VecShapeRewardSemantic(venv, caption_embedder(), STUB_CONFIG).reset()
+        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        venv.reset()
+        for _ in range(3):
+            venv.step(np.zeros(2, np.int64))
+        assert "Traceback" not in capfd.readouterr().err  # a worker's dying words
+    finally:
+        venv.close()

@@ -21,6 +21,7 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig
+from gymcurric.wrappers._sub_envs import sub_envs_lacking
 from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 
 __all__ = ["SemanticShapingCallback", "VecShapeRewardSemantic"]
@@ -74,6 +75,7 @@ class VecShapeRewardSemantic(VecEnvWrapper):
         )
         self.enabled = args.config.enabled
         self._current: list[Any] = [None] * self.num_envs
+        self._describes = np.zeros(self.num_envs, dtype=bool)  # known to have describe()
 
     @property
     def status(self) -> str:
@@ -94,18 +96,32 @@ class VecShapeRewardSemantic(VecEnvWrapper):
         missing = [k for k, c in enumerate(captions) if c is None]
         if missing:
             sub_envs = [envs[k] for k in missing]
+            self._check_describe(sub_envs)
             try:
                 described = self.venv.env_method("describe", indices=sub_envs)
-            except AttributeError:
-                raise ConfigError(
-                    "source",
-                    "captions",
-                    f"sub-envs {sub_envs} write no info['caption'] and have no describe(); use a "
-                    "frame embedder (CLIP/SigLIP) or add captions to the env",
-                ) from None
+            except AttributeError:  # a VecEnv that could not be asked: it raised here
+                raise _no_describe(sub_envs) from None
             for k, d in zip(missing, described, strict=True):
                 captions[k] = d
         return [str(c) for c in captions]
+
+    def _check_describe(self, sub_envs: list[int]) -> None:
+        """Refuse sub-envs without ``describe()`` before calling it (each is asked once).
+
+        Asked with each sub-env's ``has_wrapper_attr`` (:func:`sub_envs_lacking`): a
+        ``SubprocVecEnv`` worker exits on the ``AttributeError`` of an ``env_method``, and the
+        env would be broken before the user saw this error.
+        """
+        unknown = [i for i in sub_envs if not self._describes[i]]
+        if not unknown:
+            return
+        lacking = sub_envs_lacking(self.venv, ["describe"], unknown)
+        if lacking is None:
+            return
+        bad = [i for i, names in zip(unknown, lacking, strict=True) if names]
+        if bad:
+            raise _no_describe(bad)
+        self._describes[unknown] = True
 
     def _inputs(self) -> Any:
         if self.shaper.source == "captions":
@@ -211,6 +227,15 @@ class SemanticShapingCallback(BaseCallback):
                 self.logger.record(key, value, exclude=("tensorboard",))
             else:
                 self.logger.record(key, float(value))
+
+
+def _no_describe(sub_envs: list[int]) -> ConfigError:
+    return ConfigError(
+        "source",
+        "captions",
+        f"sub-envs {sub_envs} write no info['caption'] and have no describe(); use a frame "
+        "embedder (CLIP/SigLIP) or add captions to the env",
+    )
 
 
 def _reset_infos(venv: VecEnv) -> list[dict[str, Any]]:
