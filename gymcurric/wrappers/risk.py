@@ -88,7 +88,7 @@ def failed_features(annotator: Any, embedder: Any, num_envs: int) -> npt.NDArray
     return np.zeros((num_envs, dim), dtype=np.float32)
 
 
-def risk_stats(annotator: Any, embed_errors: int) -> dict[str, float]:
+def risk_metrics(annotator: Any, embed_errors: int) -> dict[str, float]:
     """A risk wrapper's ``risk/*`` metrics: the annotator's and ``risk/embed_errors``."""
     return {**annotator.stats(), "risk/embed_errors": embed_errors}
 
@@ -197,8 +197,9 @@ class AnnotateRisk(
     ``risk/nan_events``; an embedding error makes that step's risk 0.0 and its sample unusable.
     A ``reset()`` in the middle of an episode closes it like a truncation.
 
-    Metrics (:meth:`stats`): ``risk/loss``, ``risk/corr``, ``risk/pred_mean``,
-    ``risk/target_mean``, ``risk/train_samples``, ``risk/nan_events``, ``risk/embed_errors``.
+    Metrics (:meth:`stats`, also named :meth:`risk_stats`): ``risk/loss``, ``risk/corr``,
+    ``risk/pred_mean``, ``risk/target_mean``, ``risk/train_samples``, ``risk/nan_events``,
+    ``risk/embed_errors``.
 
     Info keys written: ``risk`` (float, at reset and every step).
 
@@ -345,7 +346,7 @@ class AnnotateRisk(
     # -- reporting -----------------------------------------------------------------------------
     def stats(self) -> dict[str, float]:
         """The ``risk/*`` metrics (see the class docstring)."""
-        return risk_stats(self.annotator, self.embed_errors)
+        return risk_metrics(self.annotator, self.embed_errors)
 
     def modulation(self, **kwargs: Any) -> Any:
         """The Lagrange modulation of the predictions since the previous call.
@@ -354,6 +355,17 @@ class AnnotateRisk(
         :class:`gymcurric.safety.modulation.Modulation`.
         """
         return self.annotator.modulation(**kwargs)
+
+    # A vector env reaches a sub-env's method by name on the outermost wrapper that has it
+    # (SB3's env_method, Gymnasium's call and get_wrapper_attr): names no other wrapper uses
+    # reach this one under any stack (ShapeRewardSemantic, say, has a stats() of its own).
+    def risk_stats(self) -> dict[str, float]:
+        """:meth:`stats` under a name no other wrapper has (for ``env_method``)."""
+        return self.stats()
+
+    def risk_modulation(self, **kwargs: Any) -> Any:
+        """:meth:`modulation` under a name no other wrapper has (for ``env_method``)."""
+        return self.modulation(**kwargs)
 
     def state_dict(self) -> dict[str, Any]:
         """The head (weights, optimiser, generator, buffer), history and counters."""

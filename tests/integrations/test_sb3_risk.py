@@ -1,6 +1,7 @@
 import csv
 from functools import partial
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -13,6 +14,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.risk import RiskCallback
 from gymcurric.wrappers.risk import AnnotateRisk
+from gymcurric.wrappers.semantic import ShapeRewardSemantic
+from tests.semantics.stubs import STUB_CONFIG, caption_embedder
 from tests.wrappers.test_risk import make_walk
 
 pytestmark = pytest.mark.sb3
@@ -71,3 +74,39 @@ def test_invalid_modulation_arguments():
     with pytest.raises(ConfigError) as err:
         RiskCallback(quantile_p=1.5)
     assert err.value.key == "quantile_p"
+
+
+class StatsAbove(gym.Wrapper):
+    """An outer wrapper with ``stats()`` and ``modulation()`` of its own (not the risk head's)."""
+
+    def stats(self):
+        return {"risk/loss": -1.0}
+
+    def modulation(self, **kwargs):
+        raise AssertionError("the callback read an outer wrapper's modulation()")
+
+
+def semantic_over_risk(seed):
+    env = risky(seed)
+    return ShapeRewardSemantic(env, caption_embedder(), STUB_CONFIG)
+
+
+@pytest.mark.parametrize("outer", ["semantic", "stats_above"])
+def test_risk_metrics_of_annotate_risk_under_a_wrapper_with_stats(outer, tmp_path):
+    # SB3's env_method resolves a name on the outermost wrapper that has it: the callback must
+    # reach AnnotateRisk's own metrics, not ShapeRewardSemantic's (a string status) or another's
+    make = semantic_over_risk if outer == "semantic" else (lambda s: StatsAbove(risky(s)))
+    venv = DummyVecEnv([partial(make, 0), partial(make, 1)])
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.set_logger(configure(str(tmp_path), ["csv"]))
+        callback = RiskCallback(min_episodes=2)
+        model.learn(128, callback=callback)
+        inner = [e.get_wrapper_attr("annotator").stats() for e in venv.envs]
+    finally:
+        venv.close()
+    rows = read_csv(tmp_path / "progress.csv")
+    assert "semantics/status" not in rows[-1]
+    last = rows[-1]
+    assert float(last["risk/train_samples"]) == sum(s["risk/train_samples"] for s in inner) > 0
+    assert float(last["risk/loss"]) != -1.0

@@ -29,6 +29,9 @@ class RiskCallback(BaseCallback):
     :func:`~gymcurric.safety.modulation.lagrange_modulation` of each one's predictions since the
     previous rollout (``mean``) against its prediction history (``q_p``), gated by the episodes
     it finished. The latest scale is also kept in :attr:`modulation_scale` for an agent to read.
+    Each sub-env is asked through ``AnnotateRisk.risk_stats()`` and ``risk_modulation()``, names
+    no other wrapper has, so a wrapper above it with a ``stats()`` of its own (such as
+    :class:`~gymcurric.wrappers.semantic.ShapeRewardSemantic`) is not read in its place.
 
     Args:
         alpha: modulation strength.
@@ -80,8 +83,10 @@ class RiskCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         env = self.training_env
-        stats = env.env_method("stats", indices=self._indices)
-        mods = env.env_method("modulation", indices=self._indices, **self.modulation_kwargs)
+        # not stats()/modulation(): env_method takes the outermost wrapper with the name, and
+        # a wrapper over AnnotateRisk (ShapeRewardSemantic) may have a stats() of its own
+        stats = env.env_method("risk_stats", indices=self._indices)
+        mods = env.env_method("risk_modulation", indices=self._indices, **self.modulation_kwargs)
         for key in stats[0]:
             values = np.array([s[key] for s in stats], dtype=np.float64)
             if key in _SUMMED:

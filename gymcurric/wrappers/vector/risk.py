@@ -28,8 +28,8 @@ from gymcurric.wrappers.risk import (
     failed_features,
     load_risk_state,
     missing_risk_cost_error,
+    risk_metrics,
     risk_state_dict,
-    risk_stats,
 )
 from gymcurric.wrappers.vector._common import autoreset_mode
 from gymcurric.wrappers.vector.cost import read_step_costs
@@ -188,7 +188,7 @@ class AnnotateRisk(VectorWrapper, gym.utils.RecordConstructorArgs):
     # -- reporting -----------------------------------------------------------------------------
     def stats(self) -> dict[str, float]:
         """The ``risk/*`` metrics (see :class:`gymcurric.wrappers.risk.AnnotateRisk`)."""
-        return risk_stats(self.annotator, self.embed_errors)
+        return risk_metrics(self.annotator, self.embed_errors)
 
     def modulation(self, **kwargs: Any) -> Any:
         """The Lagrange modulation of the predictions since the previous call."""
