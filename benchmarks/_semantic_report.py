@@ -97,13 +97,13 @@ def _pr(p: tuple[float, float, float, int] | None, fmt: str = "{:.2f}") -> str:
 
 def _secondary(rs: list[dict[str, Any]], arms: list[tuple[str, str]]) -> list[str]:
     """The pre-registered secondary criterion (README, Goal, *Confirmed*) per primary arm."""
+    pct = f"{NI_MARGIN * 100:g} %"
     lines = [
         f"Secondary criterion (pre-registered): last-10 % return non-inferior at a margin of "
-        f"{NI_MARGIN:.0%}: the lower end of the paired difference's bootstrap 95 % CI above "
-        f"-{NI_MARGIN:.0%} of (the size of) ppolag's mean last-10 % return (same seeds).",
+        f"{pct}: the lower end of the paired difference's bootstrap 95 % CI above "
+        f"-{pct} of (the size of) ppolag's mean last-10 % return (same seeds).",
         "",
-        f"| condition | prompts | n | last-10 % return Δ | -{NI_MARGIN:.0%} of ppolag's "
-        "| non-inferior |",
+        f"| condition | prompts | n | last-10 % return Δ | -{pct} of ppolag's | non-inferior |",
         "|---|---|---|---|---|---|",
     ]
     for a in [a for a in arms if primary(a)]:
