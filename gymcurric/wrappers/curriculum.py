@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -111,6 +111,11 @@ class SampleCurriculumTask(
         >>> cur.stats()["curriculum/updates"]
         1.0
     """
+
+    #: True on this wrapper only. A sub-env that has it has everything a curriculum checkpoint
+    #: reads, sets and calls (``task_id``, ``pending_task_id``, ``resuming``,
+    #: ``flush_curriculum``), so one ``has_wrapper_attr`` question to a worker checks them all.
+    curriculum_task_wrapper: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -59,6 +59,9 @@ _DUE = "channel_refill_due"
 #: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
 #: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
 _WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
+#: The wrapper's mark, which implies all of them: a sub-env is asked for it first (one round trip
+#: to the workers instead of one per name), and only an env without it is asked name by name.
+_WRAPPER_MARK = "curriculum_task_wrapper"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -77,12 +80,15 @@ def _check_wrapped(env: Any, source: str) -> None:
     Asked with each sub-env's ``has_wrapper_attr`` (False, not an exception, for a missing
     name) before anything that raises there: the worker of an ``AsyncVectorEnv`` (``call``,
     ``get_attr``) or of an SB3 ``SubprocVecEnv`` (``env_method``, ``get_attr``) exits on an
-    exception, and the env would be broken before the user saw this error.
+    exception, and the env would be broken before the user saw this error. Wrapped sub-envs
+    answer one question, for the wrapper's mark
+    (:attr:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper`); the others are
+    asked for each name, which the message lists.
     """
     if isinstance(env, gym.Env):
         lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
     else:
-        found = sub_envs_lacking(env, _WRAPPER_ATTRS)
+        found = sub_envs_lacking(env, _WRAPPER_ATTRS, implied_by=_WRAPPER_MARK)
         if found is None:
             return  # neither kind of vector env: its get_attr / call raise where they fail
         lacking = found

@@ -104,3 +104,24 @@ def test_subproc_env_with_a_task_id_of_its_own_is_not_wrapped(tmp_path, capfd, a
 def test_dummy_vec_env_unwrapped(tmp_path, capfd, action):
     venv = DummyVecEnv([make_stub, make_stub])
     refused(action, venv, tmp_path, capfd, match=NOT_WRAPPED.format("0, 1", 2))
+
+
+@pytest.mark.parametrize("action", ["save", "load", "task_ids", "resume"])
+def test_wrapped_sub_envs_are_asked_once(tmp_path, action):
+    # each has_wrapper_attr is a round trip to the workers of a SubprocVecEnv: one for the check
+    venv = DummyVecEnv([partial(make_wrapped, Curriculum(SPACE, seed=0))] * 2)
+    venv.reset()
+    path = checkpoint(tmp_path, 2) if action == "load" else None
+    asked, env_method = [], venv.env_method
+
+    def counting(name, *args, **kwargs):
+        if name == "has_wrapper_attr":
+            asked.append(args)
+        return env_method(name, *args, **kwargs)
+
+    venv.env_method = counting
+    if action == "load":
+        load_curriculum_state(path, Curriculum(SPACE, seed=0), env=venv)
+    else:
+        attempt(action, venv, tmp_path)
+    assert len(asked) == 1, asked

@@ -166,3 +166,58 @@ def test_single_unwrapped_env_is_a_clear_error(tmp_path):
         save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE, seed=0), env=env)
     with pytest.raises(ConfigError, match="'task_id'"):
         env_task_ids(env)
+
+
+def count_questions(envs):
+    """Make ``envs.call`` count its ``has_wrapper_attr`` calls (each a round trip to workers)."""
+    asked = []
+    call = envs.call
+
+    def counting(name, *args, **kwargs):
+        if name == "has_wrapper_attr":
+            asked.append(args)
+        return call(name, *args, **kwargs)
+
+    envs.call = counting
+    return asked
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_wrapped_sub_envs_are_asked_once(tmp_path, action):
+    # one round trip for the check, not one per name the checkpoint needs
+    cur = Curriculum(SPACE, seed=0)
+    envs = gym.vector.SyncVectorEnv([partial(make_wrapped, cur)] * 2)
+    envs.reset(seed=0)
+    path = checkpoint(tmp_path, 2) if action == "load" else None
+    asked = count_questions(envs)
+    if action == "load":
+        load_curriculum_state(path, Curriculum(SPACE, seed=0), env=envs)
+    else:
+        attempt(action, envs, tmp_path)
+    assert len(asked) == 1, asked
+
+
+class LookAlikeEnv(TaskStubEnv):
+    """Every name a checkpoint uses, without gymcurric's wrapper: accepted, as it always was."""
+
+    task_id, pending_task_id, resuming = 2, None, False
+
+    def flush_curriculum(self):
+        pass
+
+
+def test_an_env_with_every_name_of_the_wrapper_is_accepted(tmp_path):
+    envs = gym.vector.SyncVectorEnv([LookAlikeEnv, partial(make_wrapped, Curriculum(SPACE))])
+    envs.reset(seed=0)
+    assert env_task_ids(envs)[0] == 2
+    save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE, seed=0), env=envs)
+
+
+def test_the_wrapper_mark_implies_every_name_a_checkpoint_uses():
+    # sound only while SampleCurriculumTask has them all: the mark is asked instead of them
+    from gymcurric.wrappers.curriculum_state import _WRAPPER_ATTRS, _WRAPPER_MARK
+
+    env = make_wrapped(Curriculum(SPACE, seed=0))
+    assert env.has_wrapper_attr(_WRAPPER_MARK)
+    assert all(env.has_wrapper_attr(name) for name in _WRAPPER_ATTRS)
+    assert not TaskIdStubEnv().has_wrapper_attr(_WRAPPER_MARK)
