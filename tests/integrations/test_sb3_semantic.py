@@ -191,3 +191,24 @@ def test_subproc_sub_envs_without_caption_or_describe_keep_their_workers(capfd, 
         assert "Traceback" not in capfd.readouterr().err  # a worker's dying words
     finally:
         venv.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "truncate"), [("additive", False), ("additive", True), ("potential", True)]
+)
+def test_describe_never_stands_in_for_a_final_state(mode, truncate):
+    # SB3 has reset a sub-env whose episode ended before step_wait returns: its describe() is
+    # the new episode's first state, so a final state without info['caption'] is unknown, as a
+    # final frame is (additive: 0; potential: φ kept), not the next episode's s_0
+    cfg = {**STUB_CONFIG, "mode": mode, "gamma": 0.9, "beta_start": 0.5}
+    described = VecShapeRewardSemantic(
+        DummyVecEnv(fns(captions=False, describe=True, truncate=truncate)), caption_embedder(), cfg
+    )
+    framed = VecShapeRewardSemantic(DummyVecEnv(fns(truncate=truncate)), frame_embedder(), cfg)
+    described.reset()
+    framed.reset()
+    for k in range(9):
+        got = [info["shaping"] for info in described.step(np.zeros(2, np.int64))[-1]]
+        want = [info["shaping"] for info in framed.step(np.zeros(2, np.int64))[-1]]
+        assert got == pytest.approx(want), f"step {k}"
+        np.testing.assert_allclose(described.shaper.phi, framed.shaper.phi, err_msg=f"step {k}")

@@ -3,9 +3,10 @@
 SB3 vec envs reset a sub-env in the same step its episode ends: the returned observation is
 the new episode's, the returned info the final step's (with ``terminal_observation``), and the
 reset info sits in ``venv.reset_infos``. So the final state's caption is ``infos[i]["caption"]``
-and the new episode's is ``reset_infos[i]["caption"]``; frames (``venv.get_images()``) always
-show the current state, so a truncated episode's last step adds 0 (additive) or keeps ``φ``
-(potential) when shaping from frames; a true terminal has ``φ = 0`` and needs no frame.
+and the new episode's is ``reset_infos[i]["caption"]``; frames (``venv.get_images()``) and
+``describe()`` always show the current state, so a final state without ``info["caption"]`` is
+unknown: its last step adds 0 (additive) or keeps ``φ`` (potential); a true terminal has
+``φ = 0`` in potential mode and needs neither.
 """
 
 from __future__ import annotations
@@ -153,14 +154,24 @@ class VecShapeRewardSemantic(VecEnvWrapper):
         terminated = dones & ~truncated
         final: list[Any] | None = None
         if self.shaper.ok and self.shaper.source == "captions":  # failed: nothing is embedded
-            step_captions = self._captions(list(infos))
             if dones.any():
-                final = [c if d else None for c, d in zip(step_captions, dones, strict=True)]
-                reset_infos = _reset_infos(self.venv)
+                # an ended sub-env has already restarted: its describe() tells the new
+                # episode's first state, so a final state without a caption is unknown (as a
+                # final frame is), never the next episode's s_0
                 ended = np.flatnonzero(dones).tolist()
+                going = np.flatnonzero(~dones).tolist()
+                final = [None] * self.num_envs
+                for i in ended:
+                    caption = infos[i].get("caption")
+                    final[i] = None if caption is None else str(caption)
+                step_captions: list[Any] = [None] * self.num_envs
+                reset_infos = _reset_infos(self.venv)
                 started = self._captions([reset_infos[i] for i in ended], ended)
-                for i, c in zip(ended, started, strict=True):
+                current = self._captions([infos[i] for i in going], going)
+                for i, c in zip(ended + going, started + current, strict=True):
                     step_captions[i] = c
+            else:
+                step_captions = self._captions(list(infos))
             self._current = step_captions
         raw = np.asarray(rewards)
         shaping = self.shaper.step(
