@@ -146,7 +146,8 @@ def parse_constraints(
             raise ConfigError(
                 "cost_keys",
                 cost_keys,
-                "expected a non-empty sequence of info keys, e.g. ('cost_hazards', 'cost_vases')",
+                "expected a non-empty sequence of info keys, "
+                "e.g. ('cost_hazards', 'cost_vases_contact')",
                 source=source,
             )
         keys = tuple(cost_keys)
