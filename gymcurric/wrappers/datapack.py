@@ -96,6 +96,8 @@ class PresentDatapack(
     only presents presets (a reset without one raises :class:`~gymcurric.errors.ConfigError`)
     and reports nothing: this is how the vector twin
     :class:`gymcurric.wrappers.vector.PresentDatapack` drives its sub-envs from one central sampler.
+    The sampler is also :attr:`datapack_sampler`, a name no other wrapper has, which a vector env's
+    ``get_attr`` reaches under any wrapper stack.
 
     An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
     task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
@@ -176,6 +178,14 @@ class PresentDatapack(
         self._live = False
         self._cost = 0.0
         self._return = 0.0
+
+    # A vector env reads a sub-env's attribute by name on the outermost wrapper that has it
+    # (SB3's get_attr, Gymnasium's get_wrapper_attr): a wrapper above this one with a
+    # ``sampler`` of its own would be read instead; this name reaches this wrapper.
+    @property
+    def datapack_sampler(self) -> Any | None:
+        """:attr:`sampler` under a name no other wrapper has (for a vector env's ``get_attr``)."""
+        return self.sampler
 
     # ---------------------------------------------------------------- reset
     def reset(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -304,3 +305,30 @@ def test_explicit_task_via_set_options_draws_and_reports_nothing():
     assert [venv.reset_infos[i]["datapack"]["pack_id"] for i in range(2)] == ["p2", "p3"]
     assert [p.pack_id for p in venv.next_datapacks] == ["p4", "p5"]
     venv.close()
+
+
+class WithSampler(gym.Wrapper):
+    """A user wrapper with a ``sampler`` attribute of its own (unrelated to datapacks)."""
+
+    def __init__(self, env, sampler):
+        super().__init__(env)
+        self.sampler = sampler
+
+
+def test_own_sampler_check_reads_present_datapack_under_a_wrapper_with_a_sampler():
+    # SB3's get_attr takes the outermost wrapper with the name: the check must read
+    # PresentDatapack's sampler, not that of a user wrapper above it
+    above = make_datapack_vec_env(
+        ENV_ID, Events(packs()), n_envs=2, wrapper=lambda env: WithSampler(env, "user's")
+    )
+    above.reset()
+    assert [p.pack_id for p in above.datapacks] == ["p0", "p1"]
+    above.close()
+
+    def own_under_none(env):
+        return WithSampler(PresentDatapack(env, Events(packs())), None)
+
+    hidden = make_vec_env(ENV_ID, n_envs=2, wrapper_class=own_under_none)
+    with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] .* their own sampler"):
+        VecPresentDatapack(hidden, Events(packs()))
+    hidden.close()

@@ -125,7 +125,8 @@ class VecPresentDatapack(VecEnvWrapper):
         wrapped = venv.env_is_wrapped(PresentDatapack)
         if not all(wrapped):
             raise self._unwrapped_error([i for i, w in enumerate(wrapped) if not w], venv)
-        own = [i for i, s in enumerate(venv.get_attr("sampler")) if s is not None]
+        # not "sampler": get_attr takes the outermost wrapper with the name (a user's, say)
+        own = [i for i, s in enumerate(venv.get_attr("datapack_sampler")) if s is not None]
         if own:
             raise ConfigError(
                 "venv",
