@@ -6,6 +6,9 @@ name that a sub-env lacks shuts its worker down, and the user gets ``EOFError``,
 ``BrokenPipeError`` or the worker's traceback, with a broken env, instead of a clear error.
 Each sub-env's ``has_wrapper_attr(name)`` answers False instead of raising, so code that reads
 an attribute which may be missing asks that first (:func:`sub_envs_lacking`).
+
+A single env's wrapper looks a method up the same way (:func:`wrapper_method`), so a single-env
+wrapper and its vector twins find the same method (a user's wrapper that adds ``describe()``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,19 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["sub_env_query", "sub_envs_lacking"]
+__all__ = ["sub_env_query", "sub_envs_lacking", "wrapper_method"]
+
+
+def wrapper_method(env: gym.Env[Any, Any], name: str) -> Callable[..., Any] | None:
+    """The method ``name`` of the outermost wrapper of ``env`` that has it, else of its base env.
+
+    This is where a vector env's ``call`` / SB3's ``env_method`` find a sub-env's method
+    (``get_wrapper_attr``). None where no layer has ``name`` or it is not callable.
+    """
+    if not env.has_wrapper_attr(name):
+        return None
+    method = env.get_wrapper_attr(name)
+    return method if callable(method) else None
 
 
 def sub_env_query(env: Any) -> Callable[..., Sequence[Any]] | None:

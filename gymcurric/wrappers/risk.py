@@ -21,6 +21,7 @@ from gymnasium.core import ActType, ObsType
 from gymcurric._optional import import_optional
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.safety.risk_targets import check_target_params
+from gymcurric.wrappers._sub_envs import wrapper_method
 
 __all__ = ["AnnotateRisk", "FEATURE_SOURCES", "missing_risk_cost_error"]
 
@@ -185,10 +186,11 @@ class AnnotateRisk(
 
     Features of the returned state are the flattened observation (``features="obs"``), or an
     :class:`~gymcurric.semantics.base.Embedder`'s embedding of ``env.render()``
-    (``features="frames"``, needs ``render_mode="rgb_array"``) or of ``info["caption"]``
-    (``features="caption"``). Each step makes one forward pass of the head. The step's cost
-    (``info["cost"]``, required) is paired with the features of the state the step started
-    from; once ``horizon`` later steps have been seen, or the episode ended, that pair's target
+    (``features="frames"``, needs ``render_mode="rgb_array"``) or of ``info["caption"]``, else
+    ``env.describe()`` on any wrapper or the base env (``features="caption"``). Each step makes
+    one forward pass of the head. The step's cost (``info["cost"]``, required) is paired with
+    the features of the state the step started from; once ``horizon`` later steps have been
+    seen, or the episode ended, that pair's target
     (see :func:`gymcurric.safety.risk_targets.cost_to_go_targets`: no bootstrap at a truncation)
     becomes a training sample, and the head trains every ``train_every`` steps.
 
@@ -290,8 +292,8 @@ class AnnotateRisk(
     def _caption(self, info: dict[str, Any]) -> str:
         if "caption" in info:
             return str(info["caption"])
-        describe = getattr(self.env.unwrapped, "describe", None)
-        if callable(describe):
+        describe = wrapper_method(self.env, "describe")  # any wrapper's, as the twins find it
+        if describe is not None:
             return str(describe())
         raise ConfigError(
             "features",

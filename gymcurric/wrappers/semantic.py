@@ -23,6 +23,7 @@ from gymnasium.core import ActType, ObsType
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.semantics.shaper import Shaper, ShapingConfig, build_shaper
+from gymcurric.wrappers._sub_envs import wrapper_method
 
 __all__ = [
     "SHAPING_INFO_KEYS",
@@ -37,7 +38,10 @@ SHAPING_INFO_KEYS = ("shaping", "raw_reward")
 
 
 def caption_of(env: gym.Env[Any, Any], info: dict[str, Any]) -> str:
-    """The state's caption: ``info["caption"]``, else ``env.unwrapped.describe()``.
+    """The state's caption: ``info["caption"]``, else ``env.describe()``.
+
+    ``describe()`` is looked up on every wrapper of ``env``, then its base env, as the vector
+    twins' ``call`` and SB3's ``env_method`` do (a wrapper that adds captions counts).
 
     Raises:
         ConfigError: the env offers neither.
@@ -45,8 +49,8 @@ def caption_of(env: gym.Env[Any, Any], info: dict[str, Any]) -> str:
     caption = info.get("caption")
     if caption is not None:
         return str(caption)
-    describe = getattr(env.unwrapped, "describe", None)
-    if callable(describe):
+    describe = wrapper_method(env, "describe")
+    if describe is not None:
         return str(describe())
     raise ConfigError(
         "source",
@@ -245,7 +249,7 @@ class ShapeRewardSemantic(
             env.render_mode,
             made="an env",
             source="ShapeRewardSemantic",
-            describes=callable(getattr(env.unwrapped, "describe", None)),
+            describes=wrapper_method(env, "describe") is not None,
         )
         self.enabled = args.config.enabled
         self._info: dict[str, Any] = {}

@@ -210,6 +210,36 @@ def test_embedder_features(features):
     assert env.stats()["risk/train_samples"] > 50
 
 
+class DescribeInsteadOfCaption(gym.Wrapper):
+    """A user's captioning wrapper: the env's captions come from ``describe()``, not infos."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        info.pop("caption")
+        return obs, info
+
+    def step(self, action):
+        *out, info = self.env.step(action)
+        info.pop("caption")
+        return (*out, info)
+
+    def describe(self):
+        return f"at {self.env.unwrapped.p:.2f}"
+
+
+def test_caption_features_use_the_describe_of_a_wrapper():
+    captions = []
+
+    def texts(batch):
+        captions.extend(batch)
+        return np.array([[float(c.split()[1]), 1.0] for c in batch])
+
+    emb = CallableEmbedder(texts=texts, dim=2)
+    env = AnnotateRisk(DescribeInsteadOfCaption(make_walk()), "caption", emb, **FAST)
+    run(env, 5)
+    assert len(captions) == 6 and all(c.startswith("at ") for c in captions)
+
+
 def test_embedding_errors_are_fail_soft():
     state = {"n": 0}
 

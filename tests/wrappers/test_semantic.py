@@ -87,6 +87,28 @@ def test_describe_is_used_when_there_is_no_caption():
         bare.step(0)
 
 
+class Describe(gym.Wrapper):
+    """A user's captioning wrapper: adds ``describe()`` to an env that has none."""
+
+    def describe(self):
+        return f"state {self.env.unwrapped.v}"
+
+
+def test_describe_of_a_wrapper_is_used_like_the_twins_do():
+    # the vector and SB3 twins find describe() on any wrapper (has_wrapper_attr, env_method)
+    env = ShapeRewardSemantic(
+        Describe(StateEnv(offset=2, captions=False)), caption_embedder(), STUB_CONFIG
+    )
+    env.reset(seed=0)
+    assert env.step(0)[-1]["shaping"] == pytest.approx(margin(3))
+    # and it counts as captions for a model that failed to load: no render_mode needed
+    with pytest.warns(RuntimeWarning, match="semantic shaping"):
+        failed = ShapeRewardSemantic(
+            Describe(StateEnv(captions=False, render_mode=None)), "/no/such/model", STUB_CONFIG
+        )
+    assert failed.shaper.source == "captions"
+
+
 @pytest.mark.parametrize("gamma", [0.9, 1.0])
 @pytest.mark.parametrize("truncate", [False, True])
 def test_potential_mode_telescopes_over_an_episode(gamma, truncate):
