@@ -56,6 +56,9 @@ __all__ = [
     "segment_scores",
 ]
 
+#: SampleCurriculumTask.curriculum_task_wrapper: the attribute only that wrapper has.
+_WRAPPER_MARK = "curriculum_task_wrapper"
+
 #: The per-episode scores :class:`RegretScoreCallback` computes.
 SCORES = ("value_l1", "positive_value_loss")
 _SOURCE = "RegretScoreCallback"
@@ -120,7 +123,9 @@ class RegretScoreCallback(BaseCallback):
     call, so a :class:`~gymcurric.tasks.PLRScorer` (or :class:`~gymcurric.tasks.RobustPLRScorer`)
     prioritises the tasks the agent still gets most wrong. The envs must be wrapped in
     :class:`~gymcurric.wrappers.SampleCurriculumTask` with the same curriculum (in this process;
-    on the shared-memory backend for ``SubprocVecEnv``, or a Ray client).
+    on the shared-memory backend for ``SubprocVecEnv``, or a Ray client); a sub-env without it
+    raises :class:`~gymcurric.errors.ConfigError` when training starts, even one with a
+    ``task_id`` of its own (not an id of the curriculum).
 
     Args:
         curriculum: the curriculum the envs draw from.
@@ -204,23 +209,35 @@ class RegretScoreCallback(BaseCallback):
 
     # ---------------------------------------------------------------- task ids
     def _check_tasks(self) -> None:
-        """Refuse sub-envs without a ``task_id`` before anything reads one.
+        """Refuse sub-envs not wrapped in ``SampleCurriculumTask`` before anything reads one.
 
-        Asked with each sub-env's ``has_wrapper_attr`` (:func:`sub_envs_lacking`): a
-        ``SubprocVecEnv`` worker exits on the ``AttributeError`` of a ``get_attr``, and the env
-        would be broken before the user saw this error.
+        The scores go to the curriculum under each sub-env's ``task_id``, so it must be an id
+        the curriculum assigned: a ``task_id`` of the env's own (a level index, say) is refused
+        too. Asked for the wrapper's mark with each sub-env's ``has_wrapper_attr``
+        (:func:`sub_envs_lacking`), as the curriculum checkpoint does: a ``SubprocVecEnv``
+        worker exits on the ``AttributeError`` of a ``get_attr``, and the env would be broken
+        before the user saw this error.
         """
-        lacking = sub_envs_lacking(self.training_env, ["task_id"])
+        env = self.training_env
+        lacking = sub_envs_lacking(env, [_WRAPPER_MARK])
         bad = [i for i, names in enumerate(lacking or []) if names]
-        if lacking and bad:
-            raise ConfigError(
-                "env",
-                self.training_env,
-                f"its sub-envs {bad} of {len(lacking)} are not wrapped in "
-                "gymcurric.wrappers.SampleCurriculumTask (no 'task_id'); wrap each sub-env, e.g. "
-                "make_vec_env(..., wrapper_class=SampleCurriculumTask)",
-                source=_SOURCE,
-            )
+        if not (lacking and bad):
+            return
+        have_ids = sub_envs_lacking(env, ["task_id"], bad) or []
+        own = [i for i, names in zip(bad, have_ids, strict=True) if not names]
+        why = (
+            f"sub-envs {own} have a 'task_id' of their own, not one the curriculum assigned"
+            if own
+            else "no 'task_id'"
+        )
+        raise ConfigError(
+            "env",
+            env,
+            f"its sub-envs {bad} of {len(lacking)} are not wrapped in "
+            f"gymcurric.wrappers.SampleCurriculumTask ({why}); wrap each sub-env, e.g. "
+            "make_vec_env(..., wrapper_class=SampleCurriculumTask)",
+            source=_SOURCE,
+        )
 
     def _read_tasks(self, indices: list[int] | None = None) -> np.ndarray:
         try:
