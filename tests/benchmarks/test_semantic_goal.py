@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.benchmarks import load_script
+from tests.benchmarks.semantic_records import toy_record
 
 
 @pytest.fixture(scope="module")
@@ -33,26 +34,9 @@ def record(
     rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A complete record, budget 100: one episode at step 10 and one at 95, both ``ret``."""
-    r = {
-        "env": env,
-        "condition": condition,
-        "prompts": prompts,
-        "seed": seed,
-        "complete": True,
-        "config": {"env_id": f"{env}-v0", "budget": 100, "lagrangian": {"cost_limit": 1.0}},
-        "episodes": {"t": [10, 95], "r": [ret, ret], "c": [0.0, cost], "l": [10, 85]},
-        "rows": rows or [{"t": 100, "step_cost": cost, "lambda": lam, "mod": None}],
-        "cum_cost": cost,
-        "violation_steps": cost,
-        "trained_steps": 100,
-        "cpu_seconds": 1.0,
-        "risk_quality": None,
-        "commit": "0123456789",
-        "gymcurric_modified": False,
-        "load_average_start": 1.0,
-    }
-    r["metrics"] = load_script("_semantic_metrics").run_metrics(r)
-    return r
+    episodes = {"t": [10, 95], "r": [ret, ret], "c": [0.0, cost], "l": [10, 85]}
+    rows = rows or [{"t": 100, "step_cost": cost, "lambda": lam, "mod": None}]
+    return toy_record(env, condition, prompts, seed, episodes=episodes, rows=rows, cum_cost=cost)
 
 
 PPOLAG_RETURN = {0: 2.0, 1: 2.2, 2: 1.8}  # mean 2.0: the 10 % margin is -0.2

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.benchmarks import load_script
+from tests.benchmarks.semantic_records import toy_record
 
 
 @pytest.fixture(scope="module")
@@ -18,31 +19,17 @@ def report():
 def record(condition: str, prompts: str, seed: int, costs: list[float], limit: float) -> dict:
     """A complete record with only what the summary reads: episode costs, one rollout row."""
     n = len(costs)
-    r = {
-        "env": "Toy",
-        "condition": condition,
-        "prompts": prompts,
-        "seed": seed,
-        "complete": True,
-        "config": {"env_id": "toy-v0", "budget": 100, "lagrangian": {"cost_limit": limit}},
-        "episodes": {
-            "t": [100 * (i + 1) // n for i in range(n)],
-            "r": [1.0] * n,
-            "c": costs,
-            "l": [100 // n] * n,
-        },
-        "rows": [{"t": 100, "step_cost": sum(costs), "lambda": 0.5, "mod": None}],
-        "cum_cost": sum(costs),
-        "violation_steps": sum(costs),
-        "trained_steps": 100,
-        "cpu_seconds": 1.0,
-        "risk_quality": None,
-        "commit": "0123456789",
-        "gymcurric_modified": False,
-        "load_average_start": 1.0,
+    episodes = {
+        "t": [100 * (i + 1) // n for i in range(n)],
+        "r": [1.0] * n,
+        "c": costs,
+        "l": [100 // n] * n,
     }
-    r["metrics"] = load_script("_semantic_metrics").run_metrics(r)
-    return r
+    rows = [{"t": 100, "step_cost": sum(costs), "lambda": 0.5, "mod": None}]
+    return toy_record(
+        "Toy", condition, prompts, seed, episodes=episodes, rows=rows, cum_cost=sum(costs),
+        limit=limit, env_id="toy-v0",
+    )  # fmt: skip
 
 
 # Limit 2. Over budget, Σ (c - 2): ppolag 8 - 4 = 4, 12 - 6 = 6, 7 - 2 = 5 (mean 5, sd 1);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pytest
@@ -166,13 +167,7 @@ def test_describe_of_a_restarted_sub_env_is_its_own():
         _described(lengths, offsets, captions=False, describe=True), caption_embedder(), cfg
     )
     captioned = VecShapeRewardSemantic(_described(lengths, offsets), caption_embedder(), cfg)
-    described.reset()
-    captioned.reset()
-    for k in range(12):
-        got = [info["shaping"] for info in described.step(np.zeros(2, np.int64))[-1]]
-        want = [info["shaping"] for info in captioned.step(np.zeros(2, np.int64))[-1]]
-        assert got == pytest.approx(want), f"step {k}"
-        np.testing.assert_allclose(described.shaper.phi, captioned.shaper.phi, err_msg=f"step {k}")
+    assert_same_shaping(described, captioned, steps=12)
 
 
 @pytest.mark.parametrize(("describes", "bad"), [((True, False), "[1]"), ((False, False), "[0, 1]")])
@@ -205,10 +200,15 @@ def test_describe_never_stands_in_for_a_final_state(mode, truncate):
         DummyVecEnv(fns(captions=False, describe=True, truncate=truncate)), caption_embedder(), cfg
     )
     framed = VecShapeRewardSemantic(DummyVecEnv(fns(truncate=truncate)), frame_embedder(), cfg)
-    described.reset()
-    framed.reset()
-    for k in range(9):
-        got = [info["shaping"] for info in described.step(np.zeros(2, np.int64))[-1]]
-        want = [info["shaping"] for info in framed.step(np.zeros(2, np.int64))[-1]]
+    assert_same_shaping(described, framed, steps=9)
+
+
+def assert_same_shaping(got_env: Any, want_env: Any, *, steps: int) -> None:
+    """Step two 2-env shaping wrappers in lockstep: the same shaping and φ at every step."""
+    got_env.reset()
+    want_env.reset()
+    for k in range(steps):
+        got = [info["shaping"] for info in got_env.step(np.zeros(2, np.int64))[-1]]
+        want = [info["shaping"] for info in want_env.step(np.zeros(2, np.int64))[-1]]
         assert got == pytest.approx(want), f"step {k}"
-        np.testing.assert_allclose(described.shaper.phi, framed.shaper.phi, err_msg=f"step {k}")
+        np.testing.assert_allclose(got_env.shaper.phi, want_env.shaper.phi, err_msg=f"step {k}")
