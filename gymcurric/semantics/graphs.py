@@ -85,13 +85,24 @@ def _torch_dtype(dtype: Any) -> Any:
     return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
 
 
+def _numpy_view(host: Any) -> np.ndarray | None:
+    """A numpy view of ``host``, or None for a dtype numpy lacks (bfloat16).
+
+    Such a slot is only ever filled from torch tensors: a numpy batch has a numpy dtype.
+    """
+    try:
+        return host.numpy()
+    except TypeError:
+        return None
+
+
 @dataclass
 class _Slot:
     """The static buffers of one ``(bucket, row shape, dtype)``."""
 
     inputs: Any  # (bucket, *row) on the device
     host: Any  # host staging copy of ``inputs`` (pinned on CUDA); ``inputs`` itself on CPU
-    host_array: np.ndarray  # numpy view of ``host``, taken once
+    host_array: np.ndarray | None  # numpy view of ``host``, taken once (None: bfloat16 etc.)
     out: Any = None  # (bucket, ...) on the device, written by every run
     graph: Any = None  # the captured torch.cuda.CUDAGraph (CUDA only)
     staged: Any = None  # CUDA event recorded after each copy out of ``host`` (CUDA only)
@@ -190,6 +201,7 @@ class StaticGraphRunner:
         if isinstance(batch, torch.Tensor):
             slot.host[:n].copy_(batch)
         else:
+            assert slot.host_array is not None  # a numpy batch's dtype is numpy's
             np.copyto(slot.host_array[:n], batch, casting="no")
         if slot.host is not slot.inputs:
             slot.inputs[:n].copy_(slot.host[:n], non_blocking=slot.staged is not None)
@@ -215,7 +227,7 @@ class StaticGraphRunner:
             host = inputs
         else:  # eager on another device (no capture): fill from numpy through a host copy
             host = torch.zeros(inputs.shape, dtype=dtype)
-        slot = _Slot(inputs=inputs, host=host, host_array=host.numpy())
+        slot = _Slot(inputs=inputs, host=host, host_array=_numpy_view(host))
         if self.capture:
             slot.staged = torch.cuda.Event()
         self._fill(slot, batch, n)

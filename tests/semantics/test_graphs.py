@@ -91,6 +91,18 @@ def test_runner_keeps_a_bounded_number_of_slots_least_recently_used_first():
     np.testing.assert_allclose(runner(readonly), row_sums(torch.from_numpy(frames(3, size=2))))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_runner_takes_tensors_of_a_dtype_numpy_lacks(device):
+    # bfloat16 pixel values (a bf16 model's forward graphed alone): run 2's benchmark
+    # raised "Got unsupported ScalarType BFloat16" making the slot's numpy view
+    runner = StaticGraphRunner(row_sums, device)
+    batch = torch.from_numpy(frames(3, seed=5, size=4)).to(torch.bfloat16)
+    for rows in (batch, batch.to(device)):  # from the host and from the device
+        out = runner(rows)
+        np.testing.assert_allclose(out, row_sums(batch).numpy(), rtol=1e-2)
+    assert runner.slot_keys() == [(4, (4, 4, 3), torch.bfloat16)]
+
+
 def test_run_returns_a_device_view_that_the_next_call_overwrites():
     runner = StaticGraphRunner(row_sums, "cpu")
     view = runner.run(np.ones((2, 1, 1, 3), np.uint8))
