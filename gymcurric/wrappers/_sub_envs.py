@@ -9,6 +9,11 @@ an attribute which may be missing asks that first (:func:`sub_envs_lacking`).
 
 A single env's wrapper looks a method up the same way (:func:`wrapper_method`), so a single-env
 wrapper and its vector twins find the same method (a user's wrapper that adds ``describe()``).
+
+Code that needs the sub-envs wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask` (the
+curriculum checkpoint, SB3's ``RegretScoreCallback``) asks for the wrapper's mark,
+:data:`CURRICULUM_TASK_WRAPPER_MARK`: one question, and a ``task_id`` of an env's own does not
+pass for the wrapper's.
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["sub_env_query", "sub_envs_lacking", "wrapper_method"]
+__all__ = [
+    "CURRICULUM_TASK_WRAPPER_MARK",
+    "sub_env_query",
+    "sub_envs_lacking",
+    "wrapper_method",
+]
+
+#: The name of :attr:`SampleCurriculumTask.curriculum_task_wrapper
+#: <gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper>`, the attribute only that
+#: wrapper has: a sub-env that has it is wrapped (``has_wrapper_attr`` of this name).
+CURRICULUM_TASK_WRAPPER_MARK = "curriculum_task_wrapper"
 
 
 def wrapper_method(env: gym.Env[Any, Any], name: str) -> Callable[..., Any] | None:

@@ -115,6 +115,7 @@ class SampleCurriculumTask(
     #: True on this wrapper only. A sub-env that has it has everything a curriculum checkpoint
     #: reads, sets and calls (``task_id``, ``pending_task_id``, ``resuming``,
     #: ``flush_curriculum``), so one ``has_wrapper_attr`` question to a worker checks them all.
+    #: Asked by name: ``gymcurric.wrappers._sub_envs.CURRICULUM_TASK_WRAPPER_MARK``.
     curriculum_task_wrapper: ClassVar[bool] = True
 
     def __init__(

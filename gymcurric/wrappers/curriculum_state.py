@@ -39,7 +39,7 @@ import numpy as np
 from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.wrappers._sub_envs import sub_envs_lacking
+from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_WRAPPER_MARK, sub_envs_lacking
 
 __all__ = [
     "FILE_FORMAT",
@@ -58,10 +58,10 @@ _DUE = "channel_refill_due"
 
 #: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
 #: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
+#: The wrapper's mark (CURRICULUM_TASK_WRAPPER_MARK) implies all of them: a sub-env is asked for
+#: it first (one round trip to the workers instead of one per name), and only an env without it
+#: is asked name by name.
 _WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
-#: The wrapper's mark, which implies all of them: a sub-env is asked for it first (one round trip
-#: to the workers instead of one per name), and only an env without it is asked name by name.
-_WRAPPER_MARK = "curriculum_task_wrapper"
 
 
 def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
@@ -88,7 +88,7 @@ def _check_wrapped(env: Any, source: str) -> None:
     if isinstance(env, gym.Env):
         lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
     else:
-        found = sub_envs_lacking(env, _WRAPPER_ATTRS, implied_by=_WRAPPER_MARK)
+        found = sub_envs_lacking(env, _WRAPPER_ATTRS, implied_by=CURRICULUM_TASK_WRAPPER_MARK)
         if found is None:
             return  # neither kind of vector env: its get_attr / call raise where they fail
         lacking = found

@@ -45,7 +45,7 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Roll
 
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.regret import RobustPLRScorer
-from gymcurric.wrappers._sub_envs import sub_envs_lacking
+from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_WRAPPER_MARK, sub_envs_lacking
 
 __all__ = [
     "SCORES",
@@ -55,9 +55,6 @@ __all__ = [
     "Segments",
     "segment_scores",
 ]
-
-#: SampleCurriculumTask.curriculum_task_wrapper: the attribute only that wrapper has.
-_WRAPPER_MARK = "curriculum_task_wrapper"
 
 #: The per-episode scores :class:`RegretScoreCallback` computes.
 SCORES = ("value_l1", "positive_value_loss")
@@ -219,7 +216,7 @@ class RegretScoreCallback(BaseCallback):
         before the user saw this error.
         """
         env = self.training_env
-        lacking = sub_envs_lacking(env, [_WRAPPER_MARK])
+        lacking = sub_envs_lacking(env, [CURRICULUM_TASK_WRAPPER_MARK])
         bad = [i for i, names in enumerate(lacking or []) if names]
         if not (lacking and bad):
             return
