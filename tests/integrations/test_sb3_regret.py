@@ -442,18 +442,24 @@ class OwnTaskId(gym.Wrapper):
         self.task_id = 3
 
 
-def test_sub_envs_with_their_own_task_id_are_refused_with_the_env_left_working(capfd):
+@pytest.mark.parametrize("kind", ["dummy", "subproc"])
+def test_sub_envs_with_their_own_task_id_are_refused_with_the_env_left_working(capfd, kind):
     # the scores go to the curriculum under these ids: ids it did not assign are wrong input
     cur = Curriculum(SPACE, seed=0, backend="shared")
     own = lambda: OwnTaskId(gym.make("gymcurric/HazardGrid-v0"))  # noqa: E731
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (py3.12+)
-        venv = SubprocVecEnv([partial(_env, cur), own], start_method="fork")
+    fns = [partial(_env, cur), own]
+    if kind == "dummy":
+        venv = DummyVecEnv(fns)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (py3.12+)
+            venv = SubprocVecEnv(fns, start_method="fork")
     try:
         with pytest.raises(ConfigError, match=r"sub-envs \[1\] of 2 are not wrapped") as info:
             _ppo(venv).learn(N_STEPS * N_ENVS, callback=RegretScoreCallback(cur))
         assert "SampleCurriculumTask" in str(info.value) and "of their own" in str(info.value)
-        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        if kind == "subproc":
+            assert all(p.is_alive() for p in venv.processes), "a worker exited"
         venv.reset()
         venv.step(np.array([venv.action_space.sample() for _ in range(N_ENVS)]))
         assert "Traceback" not in capfd.readouterr().err
