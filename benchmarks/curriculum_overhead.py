@@ -36,8 +36,9 @@ main process accounted the episodes from the vector env's outputs. With ``--over
 ``gc-overlap``: ``gymcurric`` with ``overlap=True``, so that the curriculum work a vector step
 leaves runs while the workers step (``make_curriculum_vec``'s default since issue 24) instead
 of before the next step (``gymcurric`` here, ``overlap=False``: the same work, all of it on the
-main process's critical path). ``--num-envs`` takes several sizes,
-measured one after the other; a last summary gives each paired ratio to plain.
+main process's critical path). ``--control`` adds ``gc-control``: ``gymcurric`` built again, last
+(an A/A check of the build order). ``--num-envs`` takes several sizes, measured in turn; a last
+summary gives each paired ratio to plain (and context switches and migrations per env step).
 The three vector envs are built once per context and measured in turns (interleaved, the order
 rotating), each for the same number of steps. Reported: env steps/s (median and best of the
 repeats), the ratio to plain of the medians and the median of each repeat's ratio (measured back
@@ -71,6 +72,7 @@ import gc
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import statistics
 import sys
@@ -340,19 +342,36 @@ def _cpu_s(pids: Sequence[int]) -> float | None:
     return total / 1e9
 
 
-def _run_steps(envs: Any, steps: int, warmup: int) -> tuple[float, float | None]:
-    """``(env steps/s, CPU us per env step of this process and the workers)``."""
+def _sched_counts(pids: Sequence[int]) -> np.ndarray | None:
+    """Context switches (all; involuntary) and CPU migrations of all threads of ``pids``."""
+    total = np.zeros(3)
+    try:
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                status = (task / "status").read_text()
+                vol, inv = (int(n) for n in re.findall(r"ctxt_switches:\s*(\d+)", status))
+                found = re.search(r"se\.nr_migrations\s*:\s*(\d+)", (task / "sched").read_text())
+                total += (vol + inv, inv, int(found.group(1)) if found else 0)
+    except (OSError, ValueError):
+        return None
+    return total
+
+
+def _run_steps(envs: Any, steps: int, warmup: int) -> tuple[float, float | None, Any]:
+    """``(env steps/s, CPU us, switches/involuntary/migrations)``, per env step, all processes."""
     actions = np.zeros(envs.num_envs, dtype=np.int64)
     for _ in range(warmup):
         envs.step(actions)
     pids = [os.getpid()] + [p.pid for p in getattr(envs.unwrapped, "processes", [])]
+    counts0 = _sched_counts(pids)  # read outside the timed window
     cpu0, t0 = _cpu_s(pids), time.perf_counter()
     for _ in range(steps):
         envs.step(actions)
     cpu1, elapsed = _cpu_s(pids), time.perf_counter() - t0
-    env_steps = steps * envs.num_envs
+    counts1, env_steps = _sched_counts(pids), steps * envs.num_envs
     cpu = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / env_steps * 1e6
-    return env_steps / elapsed, cpu
+    diff = None if counts0 is None or counts1 is None else counts1 - counts0
+    return env_steps / elapsed, cpu, None if diff is None else (diff / env_steps).tolist()
 
 
 def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[str, Any]:
@@ -363,7 +382,11 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
     for ctx in args.contexts:
         configs: dict[str, dict[str, Any]] = {}
         live: dict[str, Built] = {}
-        for name, build in BUILDERS.items():  # Syllabus last: under fork, its threads come last
+        builders = dict(BUILDERS)  # Syllabus last: under fork, its threads come last
+        if args.control:  # the A/A check, built right after gc-overlap
+            items, at = list(builders.items()), list(builders).index("gc-overlap") + 1
+            builders = dict([*items[:at], ("gc-control", BUILDERS["gymcurric"]), *items[at:]])
+        for name, build in builders.items():
             if (name == "gc-slots" and not args.slots) or (
                 name == "gc-overlap" and not args.overlap
             ):
@@ -397,8 +420,10 @@ def measure_env(args: argparse.Namespace, syl: SimpleNamespace | None) -> dict[s
                     continue
                 try:
                     with _deadline(args.timeout):
-                        rate, cpu = _run_steps(live[name][0], args.env_steps, warmup)
+                        rate, cpu, sched = _run_steps(live[name][0], args.env_steps, warmup)
                     configs[name]["steps_per_s"].append(rate)
+                    if sched is not None:
+                        configs[name].setdefault("sched_per_step", []).append(sched)
                     rounds[-1][name] = rate
                     if cpu is not None:
                         configs[name]["cpu_us_per_step"].append(cpu)
@@ -430,6 +455,8 @@ def _summarise_env(configs: dict[str, dict[str, Any]], rounds: list[dict[str, fl
             if plain["cpu_us_per_step"]:
                 base = statistics.median(plain["cpu_us_per_step"])
                 res["cpu_us_over_plain"] = res["cpu_us_median"] - base
+        if res.get("sched_per_step"):  # [switches, involuntary, migrations]: per column
+            res["sched_median"] = np.median(res["sched_per_step"], axis=0).tolist()
 
 
 def _failure(where: str, exc: BaseException) -> str:
@@ -482,6 +509,9 @@ def _parser() -> argparse.ArgumentParser:
         help="also gc-overlap: gymcurric with overlap=True (curriculum work while workers step)",
     )
     b.add_argument(
+        "--control", action="store_true", help="also gc-control: gymcurric again, built last"
+    )
+    b.add_argument(
         "--contexts",
         nargs="+",
         choices=["fork", "forkserver", "spawn"],
@@ -517,6 +547,10 @@ def _measure_sizes(args: argparse.Namespace, syl: SimpleNamespace | None) -> dic
         sized = argparse.Namespace(**{**vars(args), "num_envs": n})
         res = measure_env(sized, syl)
         print_env(res, sized)
+        print("  per env step, medians: context switches (all, involuntary), CPU migrations")
+        for ctx, name, r in [(c, n, r) for c, cf in res.items() for n, r in cf.items()]:
+            if r.get("sched_median"):
+                print(f"  {ctx:<11}{name:<11}" + "".join(f"{v:>10.3f}" for v in r["sched_median"]))
         out.update(res if len(args.num_envs) == 1 else {f"{k}/{n}": v for k, v in res.items()})
     print("\npaired env steps/s, ratio to plain (goal of issue 24: gymcurric >= 90 %)")
     for key, configs in out.items():

@@ -93,7 +93,9 @@ def test_quick_run_reports_both_parts(tmp_path):
 
 
 def test_no_syllabus_runs_the_gymcurric_side_only(tmp_path):
-    results = _run(tmp_path, "--no-syllabus", "--contexts", "fork", "--slots")
+    results = _run(
+        tmp_path, "--no-syllabus", "--contexts", "fork", "--slots", "--overlap", "--control"
+    )
     assert results["meta"]["syllabus_rl"] is None
     calls = results["calls"]
     _check_rows(calls, {"gymcurric-local", "gymcurric-shared"})
@@ -105,3 +107,10 @@ def test_no_syllabus_runs_the_gymcurric_side_only(tmp_path):
     assert configs["syllabus"]["steps_per_s"] == []
     slots = configs["gc-slots"]
     assert slots["status"] == "ok" and slots["paired_ratio_to_plain"] > 0
+    # the A/A check (gymcurric built again, after gc-overlap) and the scheduler counts
+    assert list(configs).index("gc-control") == list(configs).index("gc-overlap") + 1
+    for name in ("gc-overlap", "gc-control"):
+        assert configs[name]["status"] == "ok" and configs[name]["paired_ratio_to_plain"] > 0
+    if sys.platform == "linux":  # context switches (all, involuntary), migrations per env step
+        switches, involuntary, migrations = configs["gc-control"]["sched_median"]
+        assert switches > 0 and 0 <= involuntary <= switches and migrations >= 0
