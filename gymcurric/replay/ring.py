@@ -15,6 +15,7 @@ import torch
 from gymcurric.errors import ConfigError
 from gymcurric.replay import persist
 from gymcurric.replay._checks import check_push_arguments, check_row, host_flags
+from gymcurric.replay.device_writes import DeviceWriter
 from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
 from gymcurric.replay.indexing import DeviceIndex, index_strategy_class
 from gymcurric.replay.sampling import sample_sequences, transition_draw, transitions_at
@@ -148,8 +149,11 @@ class ReplayRing:
         views = index_class.numpy_views
         self._storage = RingStorage(capacity, num_envs, specs, self.device, side_capacity, views)
         self._index = index_class(self._storage)
+        #: the device index's pushes (None: the host index's checked_step and link_row)
+        self._writer = None if views else DeviceWriter(self._storage)
         self._graphs = GraphedDraws(self._storage) if self.cuda_graphs else None
         self.user_fields = self._storage.user_fields
+        self._user_field_set = frozenset(self.user_fields)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed)
         self.head = 0
@@ -273,28 +277,49 @@ class ReplayRing:
             ConfigError: a missing/unknown field, or a wrong shape, dtype or device (naming the
                 field and what was received), or ``t != total_steps``.
         """
-        check_push_arguments(t, self.total_steps, extra, self.user_fields)
-        args = StepArgs(
-            obs,
-            action,
-            reward,
-            terminated=terminated,
-            truncated=truncated,
-            cost=cost,
-            is_first=is_first,
-            final_obs=final_obs,
-            extra=extra,
-            first_push=self.total_steps == 0,
-        )
-        step = self._storage.checked_step(args)
-        # nothing above writes to the ring, so a bad call leaves it unchanged
+        if t is not None or extra.keys() != self._user_field_set:
+            check_push_arguments(t, self.total_steps, extra, self.user_fields)
         row = self.head
-        self._storage.write_step(row, step)
-        self._index.link_row(row, step.is_first, self.total_steps)
-        if step.final_obs is not None:
-            self._index.store_final_observations(row, step.final_obs, step.ended, newest=row)
-        self.head = (row + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
+        writer = self._writer
+        if writer is not None:  # the device index: checks, then writes (nothing on failure)
+            final = writer.push(
+                row,
+                obs,
+                action,
+                reward,
+                terminated,
+                truncated,
+                cost,
+                is_first,
+                final_obs,
+                extra,
+                self.total_steps == 0,
+            )
+            if final is not None:
+                mask = self._storage.episode_ended  # the step's episode ends, as just written
+                self._index.store_final_observations(row, final, mask, newest=row)
+        else:
+            args = StepArgs(
+                obs,
+                action,
+                reward,
+                terminated=terminated,
+                truncated=truncated,
+                cost=cost,
+                is_first=is_first,
+                final_obs=final_obs,
+                extra=extra,
+                first_push=self.total_steps == 0,
+            )
+            step = self._storage.checked_step(args)
+            # nothing above writes to the ring, so a bad call leaves it unchanged
+            self._storage.write_step(row, step)
+            self._index.link_row(row, step.is_first, self.total_steps)
+            if step.final_obs is not None:
+                self._index.store_final_observations(row, step.final_obs, step.ended, newest=row)
+        self.head = row + 1 if row + 1 < self.capacity else 0
+        if self.size < self.capacity:
+            self.size += 1
         self.total_steps += 1
         if self.debug_checks:
             self.check_invariants()

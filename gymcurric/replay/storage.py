@@ -19,22 +19,13 @@ from gymcurric.replay._checks import (
     as_tensor_like,
     available_bytes,
     check_invariants,
-    copy_in,
     device_flags,
     host_flags,
     numpy_dtype,
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
-__all__ = [
-    "CheckedStep",
-    "DeviceStep",
-    "RingStorage",
-    "StagedFlags",
-    "StepArgs",
-    "check_memory_budget",
-    "staged",
-]
+__all__ = ["CheckedStep", "RingStorage", "StepArgs", "check_memory_budget"]
 
 
 class StepArgs(NamedTuple):
@@ -60,58 +51,6 @@ class CheckedStep(NamedTuple):
     is_first: np.ndarray
     ended: np.ndarray  #: terminated or truncated
     final_obs: torch.Tensor | None  #: given, and some episode ended
-
-
-class DeviceStep(NamedTuple):
-    """The inputs of one ``push_step`` for a ring without numpy views (the device index).
-
-    Every tensor is on the ring's device: flags given as device tensors are used as they are;
-    flags given as host data arrive in one host-to-device copy together with what follows from
-    them (``continue_``, the episode ends, and the packed row when reward and cost are host
-    data too). Nothing here reads a device value on the host.
-    """
-
-    rows: list[tuple[str, torch.Tensor]]  #: obs (if given), action, user fields
-    packed: torch.Tensor | None  #: the ``[num_envs, 3]`` row, when it was built on the host
-    #: else reward, cost (None: 0) and continue_, stacked into the row on the device
-    columns: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None
-    is_first: torch.Tensor  #: may be the storage's ``episode_ended`` (read before it changes)
-    ended: torch.Tensor  #: terminated | truncated: the storage's ``episode_ended`` once written
-    final_obs: torch.Tensor | None  #: given (and, with host flags, some episode ended)
-
-
-class StagedFlags(NamedTuple):
-    """What :func:`staged` moved to the device: views of one buffer."""
-
-    floats: torch.Tensor  #: ``continue_`` (``[num_envs]``) or the packed row (``[num_envs, 3]``)
-    ended: torch.Tensor  #: terminated | truncated
-    is_first: torch.Tensor | None  #: the explicit ``is_first``, when one was given
-
-
-def staged(
-    floats: np.ndarray, ended: np.ndarray, is_first: np.ndarray | None, device: torch.device
-) -> StagedFlags:
-    """``floats`` (float32), ``ended`` and ``is_first`` (bool) on ``device`` in one copy.
-
-    They are laid out in one new byte buffer (floats first, so that their device view is
-    aligned) and copied non-blocking from pageable memory, which the driver stages before the
-    call returns; on the CPU the views share the buffer. Each push gets a buffer of its own:
-    ``ended`` stays in use as the ring's ``episode_ended``.
-    """
-    float_bytes = 4 * floats.size
-    flags = [ended] if is_first is None else [ended, is_first]
-    buffer = np.empty(float_bytes + ended.size * len(flags), dtype=np.uint8)
-    buffer[:float_bytes].view(np.float32)[:] = floats.reshape(-1)
-    buffer[float_bytes:].view(np.bool_).reshape(len(flags), -1)[:] = flags
-    moved = torch.from_numpy(buffer)
-    if device.type != "cpu":
-        moved = moved.to(device, non_blocking=True)
-    views = moved[float_bytes:].view(torch.bool).view(len(flags), -1).unbind(0)
-    return StagedFlags(
-        moved[:float_bytes].view(torch.float32).view(floats.shape),
-        views[0],
-        views[1] if is_first is not None else None,
-    )
 
 
 def check_memory_budget(
@@ -174,7 +113,7 @@ class RingStorage:
     ~4-8 us for torch's indexing and ``copy_`` on small rows), and the episode bookkeeping is
     numpy. Without them (the device index) the bookkeeping is tensors on the device and a push
     is a fixed sequence of torch operations that never reads a device value on the host (see
-    :meth:`write_device_step`).
+    :class:`~gymcurric.replay.device_writes.DeviceWriter`, which writes such rings).
     """
 
     def __init__(
@@ -243,8 +182,6 @@ class RingStorage:
             self.episode_state = torch.from_numpy(self.current_episode).to(device)
             self.current_episode = self.episode_state
             self.episode_ended = torch.from_numpy(self.episode_ended).to(device)
-            self.zero_column = torch.zeros(num_envs, dtype=torch.float32, device=device)
-            self.continue_scratch = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.env_range = torch.arange(num_envs, dtype=torch.int64, device=device)
         self.time_range = torch.arange(capacity, dtype=torch.int64, device=device)
 
@@ -313,10 +250,15 @@ class RingStorage:
                 return value
         return self.checked_tensor(name, value)
 
-    def packed_row(self, reward: Any, cost: Any, continues: np.ndarray) -> np.ndarray:
-        """The ``[num_envs, 3]`` row of (reward, cost, continue_), checked (cost None: 0)."""
+    def packed_row(
+        self, reward: Any, cost: Any, continues: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The ``[num_envs, 3]`` row of (reward, cost, continue_), checked (cost None: 0).
+
+        Written into ``out`` (a float32 ``[num_envs, 3]`` array) when given.
+        """
         num_envs = self.num_envs
-        row = np.empty((num_envs, 3), dtype=np.float32)
+        row = np.empty((num_envs, 3), dtype=np.float32) if out is None else out
         for column, name, value in ((0, "reward", reward), (1, "cost", cost)):
             if value is None:
                 row[:, column] = 0.0
@@ -335,10 +277,12 @@ class RingStorage:
         row[:, 2] = continues
         return row
 
-    def checked_step(self, args: StepArgs) -> CheckedStep | DeviceStep:
-        """The arguments of one ``push_step``, checked and converted; nothing is written."""
-        if self.numpy_packed is None:
-            return self.checked_device_step(args)
+    def checked_step(self, args: StepArgs) -> CheckedStep:
+        """The arguments of one ``push_step``, checked and converted; nothing is written.
+
+        For a storage with numpy views (the host index); the device index's pushes are
+        :class:`~gymcurric.replay.device_writes.DeviceWriter`'s.
+        """
         terminated = host_flags("terminated", args.terminated, self.num_envs)
         truncated = host_flags("truncated", args.truncated, self.num_envs)
         if args.is_first is None:
@@ -364,119 +308,7 @@ class RingStorage:
             final = self.checked_tensor("final_obs", args.final_obs, field="obs")
         return CheckedStep(rows, packed, first, ended, final)
 
-    def checked_device_step(self, args: StepArgs) -> DeviceStep:
-        """:meth:`checked_step` without numpy views: everything on the device, no host read.
-
-        Flags given as tensors stay on the device (a bool tensor on another device is moved,
-        non-blocking). When ``terminated`` and ``truncated`` are host data (what envs give),
-        ``continue_``, the episode ends, a host ``is_first`` and, with host reward and cost,
-        the whole packed row are built on the host and travel in one copy (:func:`staged`).
-        The one host read is at the very first push with an explicit ``is_first`` tensor
-        (every env must start there).
-        """
-        is_first, reward, cost = args.is_first, args.reward, args.cost
-        flags = device_flags(
-            {"terminated": args.terminated, "truncated": args.truncated, "is_first": is_first},
-            self.num_envs,
-            self.device,
-            move_host=False,
-        )
-        host_first = flags.host.get("is_first")
-        if args.first_push and is_first is not None:
-            first_tensor = flags.tensors.get("is_first")
-            if first_tensor is None:
-                assert host_first is not None  # given, and not on the device
-                all_first = bool(host_first.all())
-            else:
-                all_first = bool(first_tensor.all())
-            if not all_first:
-                raise ConfigError(
-                    "is_first",
-                    is_first,
-                    "the first step of every env must start an episode",
-                    source="ReplayRing",
-                )
-        rows = [("action", self.checked_tensor("action", args.action))]
-        if args.obs is not None:
-            rows.append(("obs", self.checked_tensor("obs", args.obs)))
-        rows.extend((name, self.checked_tensor(name, v)) for name, v in args.extra.items())
-        host_terminated = flags.host.get("terminated")
-        host_truncated = flags.host.get("truncated")
-        some_ended = True  # where it is known on the device only, the side-store write is masked
-        packed: torch.Tensor | None = None
-        columns: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None = None
-        if host_terminated is not None and host_truncated is not None:
-            host_ended = host_terminated | host_truncated
-            some_ended = bool(host_ended.any())
-            host_rows = not isinstance(reward, torch.Tensor) and not isinstance(cost, torch.Tensor)
-            floats = (
-                self.packed_row(reward, cost, ~host_terminated)
-                if host_rows
-                else (~host_terminated).astype(np.float32)
-            )
-            moved = staged(floats, host_ended, host_first, self.device)
-            if host_rows:
-                packed = moved.floats
-            else:
-                columns = (
-                    self.device_column("reward", reward),
-                    None if cost is None else self.device_column("cost", cost),
-                    moved.floats,
-                )
-            ended = moved.ended
-            first = moved.is_first
-        else:  # a flag on the device: the host ones (if any) in one copy, the rest computed there
-            tensors = flags.tensors | device_flags(flags.host, self.num_envs, self.device).tensors
-            terminated = tensors["terminated"]
-            columns = (
-                self.device_column("reward", reward),
-                None if cost is None else self.device_column("cost", cost),
-                torch.logical_not(terminated, out=self.continue_scratch),
-            )
-            ended = torch.logical_or(terminated, tensors["truncated"])
-            first = tensors.get("is_first")
-        if first is None:
-            first = flags.tensors.get("is_first", self.episode_ended)
-        final = None
-        if args.final_obs is not None and some_ended:
-            final = self.checked_tensor("final_obs", args.final_obs, field="obs")
-        return DeviceStep(rows, packed, columns, first, ended, final)
-
-    def device_column(self, name: str, value: Any) -> torch.Tensor:
-        """A float32 ``[num_envs]`` column (reward or cost), checked, on the ring's device."""
-        column = self.checked_tensor(name, value)
-        if column.device != self.device or column.dtype != torch.float32:
-            column = column.to(self.device, torch.float32, non_blocking=True)
-        return column
-
     # ------------------------------------------------------------------ writes
-    def write_device_step(self, row: int, step: DeviceStep) -> None:
-        """Write a :meth:`checked_device_step` at ``row``: five operations with obs, no sync.
-
-        One copy per given field, the packed row (one copy of the row staged with host flags,
-        or one ``stack`` of reward, cost and ``continue_``), one copy of ``is_first`` and one add
-        for ``episode_id``. The per-env bookkeeping is not copied: ``current_episode`` becomes
-        the written ``episode_id`` row and ``episode_ended`` the step's ``ended`` (references;
-        :meth:`clear` and :meth:`restore` point them back at tensors of their own).
-        """
-        for name, source in step.rows:
-            copy_in(self.fields[name][row], source)
-        if step.packed is not None:
-            self.packed[row].copy_(step.packed)
-        else:
-            assert step.columns is not None
-            reward, cost, continues = step.columns
-            cost = self.zero_column if cost is None else cost
-            torch.stack((reward, cost, continues), dim=-1, out=self.packed[row])
-        episode = self.fields["episode_id"][row]
-        self.fields["is_first"][row].copy_(step.is_first)
-        torch.add(self.current_episode, step.is_first, out=episode)
-        self.current_episode = episode  # the newest row's ids (rows are >= 2: not the next one)
-        self.episode_ended = step.ended
-        if self.row_has_side[row]:
-            self.side_slot[row].fill_(-1)
-            self.row_has_side[row] = False
-
     def start_episodes(self, mask: Any) -> None:
         """Make the next push of the envs in ``mask`` (``[num_envs]`` bool) start an episode."""
         if isinstance(self.episode_ended, np.ndarray):
@@ -485,15 +317,12 @@ class RingStorage:
             ended = device_flags({"mask": mask}, self.num_envs, self.device).tensors["mask"]
             self.episode_ended |= ended
 
-    def write_step(self, row: int, step: CheckedStep | DeviceStep) -> None:
+    def write_step(self, row: int, step: CheckedStep) -> None:
         """Write a :meth:`checked_step` at physical ``row``; advance the episode bookkeeping.
 
         ``episode_id`` follows from ``is_first``; the side-store entries of the row's previous
         contents are forgotten (the index strategy stores the step's final observations).
         """
-        if isinstance(step, DeviceStep):
-            self.write_device_step(row, step)
-            return
         assert self.numpy_packed is not None  # only rings with numpy views make a CheckedStep
         for name, source in step.rows:
             if isinstance(source, np.ndarray):

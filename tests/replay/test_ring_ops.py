@@ -29,6 +29,13 @@ PUSH_KERNELS = 7
 #: host flags: obs, action, one host-to-device copy of the staged flags (none on CPU), stack
 #: (or the copy of a packed row staged with them), is_first, episode add
 PUSH_HOST_FLAGS_KERNELS = 6
+#: views (dispatches without a kernel, host work on a GPU) of those pushes: the five row
+#: selects (obs, action, packed, is_first, episode_id) and, with host flags, the lift of the
+#: staged buffer, its one split and the float view (with the detach torch dispatches for it);
+#: before issue 24's lean push, host flags took 15 (two slices, two dtype views, two reshapes
+#: and an unbind cut the buffer)
+PUSH_VIEWS = 5
+PUSH_HOST_FLAGS_VIEWS = 9
 ROW_CLEAR_KERNELS = 1  # a fill clearing the side-store slots of a row that held some
 #: the side-store write of a push with final_obs where an episode ended (and of
 #: attach_final_obs), either flags: 40 before issue 24's fused write (cumsum and masks, a
@@ -106,6 +113,29 @@ def test_push_with_host_flags_copies_them_to_the_device_once(monkeypatch):
         assert counted.syncs == [], counted.syncs
         assert len(counted.transfers) == 1, counted.transfers  # the flags, non-blocking
         assert counted.kernels <= PUSH_HOST_FLAGS_KERNELS, counted.ops
+
+
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+def test_push_of_the_benchmark_has_pinned_kernels_and_views(flags_as, monkeypatch):
+    """``benchmarks/replay.py --device cuda``'s push (obs, action and reward on the device; the
+    flags numpy arrays or device tensors), on a meta ring: exactly these kernels (the
+    device's launches), no more views, one host-to-device copy with numpy flags."""
+    ring = meta_ring(monkeypatch)
+    obs, action, reward, flags = step("meta")
+    if flags_as == "numpy":
+        flags = np.zeros(E, bool)
+    kernels, views = (
+        (PUSH_HOST_FLAGS_KERNELS, PUSH_HOST_FLAGS_VIEWS)
+        if flags_as == "numpy"
+        else (PUSH_KERNELS, PUSH_VIEWS)
+    )
+    for _ in range(3):
+        with count_ops(host_reads=True) as counted:
+            ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
+        assert counted.syncs == [], counted.syncs
+        assert len(counted.transfers) == (flags_as == "numpy"), counted.transfers
+        assert counted.kernels == kernels, counted.ops
+        assert counted.views <= views, counted.ops
 
 
 @pytest.mark.parametrize("flags_as", ["tensor", "numpy"])

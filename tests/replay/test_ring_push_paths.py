@@ -1,0 +1,135 @@
+"""The device index's pushes (``DeviceWriter``): every way of giving a step writes what the
+host index writes, and the usual pushes stay lean in Python.
+
+A push on a GPU is bound by the host, so the device index checks the usual inputs (tensors on
+the device, numpy arrays of the field's dtype and shape, numpy or device bool flags) with
+identity and shape tests and stages host flags in one buffer (issue 24); anything else takes
+the general checks. Each variant below takes one of those branches.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from gymcurric.replay import ReplayRing
+
+torch.set_num_threads(1)
+
+E = 4
+FIELDS = {"obs": ((3,), torch.float32), "action": ((2,), torch.int64), "aux": ((2,), torch.float16)}
+
+
+def arguments(k, variant, host=False):
+    """Step ``k`` of a stream, given as ``variant`` says (``host``: its values as numpy arrays).
+
+    The values depend on ``k`` only; the variant picks their types and whether ``cost`` and
+    ``is_first`` are given.
+    """
+    rng = np.random.default_rng(k)
+    obs = rng.standard_normal((E, 3)).astype(np.float32)
+    action = rng.integers(0, 9, (E, 2))
+    reward = rng.standard_normal(E).astype(np.float32)
+    cost = rng.random(E).astype(np.float32)
+    terminated = rng.random(E) < 0.2
+    truncated = rng.random(E) < 0.1
+    is_first = (rng.random(E) < 0.3) | (k == 0)
+    aux = rng.standard_normal((E, 2)).astype(np.float16)
+    kw = {"terminated": terminated, "truncated": truncated, "aux": aux, "final_obs": obs + 100}
+    t = torch.from_numpy
+    if variant == "numpy":  # the packed row staged with the flags
+        kw.update(cost=cost, is_first=is_first)
+        given = obs, action, reward.astype(np.float64)
+    elif variant == "tensor_reward":  # numpy flags, a stack on the device, cost 0
+        given = t(obs), t(action), t(reward)
+    elif variant == "tensor_reward_numpy_cost":
+        kw.update(cost=cost, aux=t(aux))
+        given = t(obs), action, t(reward)
+    elif variant == "device_is_first":  # numpy terminated and truncated, a tensor is_first
+        kw.update(is_first=t(is_first))
+        given = obs, action, reward
+    elif variant == "lists":  # the general checks
+        kw.update(terminated=list(terminated), truncated=list(truncated), is_first=is_first)
+        given = obs, action.tolist(), reward.tolist()
+    elif variant == "tensor_flags":
+        kw.update(terminated=t(terminated), truncated=t(truncated), cost=t(cost))
+        given = t(obs), t(action), reward
+    else:
+        assert variant == "mixed_flags"  # one flag on the device, the others host data
+        kw.update(truncated=t(truncated), is_first=is_first, cost=cost)
+        given = obs, action, t(reward)
+    if host:
+        given = tuple(np.asarray(v) for v in given)
+        kw = {n: v if v is None else np.asarray(v) for n, v in kw.items()}
+    return given, kw
+
+
+VARIANTS = [
+    "numpy",
+    "tensor_reward",
+    "tensor_reward_numpy_cost",
+    "device_is_first",
+    "lists",
+    "tensor_flags",
+    "mixed_flags",
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_way_of_giving_a_step_writes_what_the_host_index_writes(variant):
+    host = ReplayRing(5, E, FIELDS, side_capacity=6)
+    dev = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy="device")
+    for k in range(13):
+        given, kw = arguments(k, variant, host=True)
+        host.push_step(*given, **kw)
+        given, kw = arguments(k, variant)
+        dev.push_step(*given, **kw)
+        if k == 6:
+            for ring in (host, dev):
+                ring.start_episodes_at_next_push(np.array([True, False, False, True]))
+    for name, t in host.fields.items():
+        assert torch.equal(dev[name], t), name
+    state_h, state_d = host.state_dict()["tensors"], dev.state_dict()["tensors"]
+    for key in ("state.cur_episode", "state.ended", "side.lost", "side.ptr"):
+        assert torch.equal(state_h[key], state_d[key]), key
+    for key in ("side.obs", "side.slot", "side.owner"):
+        assert torch.equal(state_h[key][:-1], state_d[key][:-1]), key  # [-1]: trash entries
+
+
+#: Python frames of gymcurric per push of the benchmark's step (obs, action and reward tensors on
+#: the ring's device, numpy or device flags): push_step, DeviceWriter.push, the two row checks
+#: (action, obs) and the reward column. Before issue 24's lean push there were 26 (numpy flags)
+#: and 23 (device flags): StepArgs and DeviceStep, device_flags and host_flags per flag, the
+#: staging function, checked_tensor and as_tensor_like per field, copy_in and the write helpers.
+PUSH_FRAMES = 5
+
+
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+def test_the_usual_push_takes_few_python_frames(flags_as):
+    ring = ReplayRing(
+        8,
+        16,
+        {"obs": ((8, 8, 3), torch.uint8), "action": ((6,), torch.float32)},
+        index_strategy="device",
+    )
+    obs = torch.zeros(16, 8, 8, 3, dtype=torch.uint8)
+    action, reward = torch.zeros(16, 6), torch.zeros(16)
+    flags = np.zeros(16, bool) if flags_as == "numpy" else torch.zeros(16, dtype=torch.bool)
+    package = os.sep + "gymcurric" + os.sep
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and package in frame.f_code.co_filename:
+            frames.append(frame.f_code.co_name)
+
+    for _ in range(3):
+        frames.clear()
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
+        finally:
+            sys.setprofile(previous)
+        assert len(frames) <= PUSH_FRAMES, frames
