@@ -96,8 +96,9 @@ class PresentDatapack(
     only presents presets (a reset without one raises :class:`~gymcurric.errors.ConfigError`)
     and reports nothing: this is how the vector twin
     :class:`gymcurric.wrappers.vector.PresentDatapack` drives its sub-envs from one central sampler.
-    The sampler is also :attr:`datapack_sampler`, a name no other wrapper has, which a vector env's
-    ``get_attr`` reaches under any wrapper stack.
+    The sampler is also :attr:`datapack_sampler`, and whether there is one
+    :attr:`datapack_has_sampler`: names no other wrapper has, which a vector env's ``get_attr``
+    reaches under any wrapper stack.
 
     An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
     task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
@@ -186,6 +187,16 @@ class PresentDatapack(
     def datapack_sampler(self) -> Any | None:
         """:attr:`sampler` under a name no other wrapper has (for a vector env's ``get_attr``)."""
         return self.sampler
+
+    @property
+    def datapack_has_sampler(self) -> bool:
+        """Whether :attr:`sampler` is not ``None``: the vector twins' own-sampler check.
+
+        A bool, so a worker (``AsyncVectorEnv``, ``SubprocVecEnv``) sends no sampler back
+        through its pipe (one built in the worker may not pickle, and the worker would exit),
+        and Gymnasium's ``call`` / ``get_attr``, which call a callable attribute, call nothing.
+        """
+        return self.sampler is not None
 
     # ---------------------------------------------------------------- reset
     def reset(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -25,6 +24,7 @@ from gymcurric.integrations.sb3.datapack import (
 )
 from gymcurric.wrappers.datapack import PresentDatapack
 from tests.datapacks.packs import record
+from tests.wrappers.vector.test_datapack import LockedSampler, WithSampler, own_sampler_below_none
 
 ENV_ID = "gymcurric/HazardGrid-v0"
 FORKSERVER = {"start_method": "forkserver"}
@@ -307,28 +307,47 @@ def test_explicit_task_via_set_options_draws_and_reports_nothing():
     venv.close()
 
 
-class WithSampler(gym.Wrapper):
-    """A user wrapper with a ``sampler`` attribute of its own (unrelated to datapacks)."""
-
-    def __init__(self, env, sampler):
-        super().__init__(env)
-        self.sampler = sampler
+VEC_ENVS = [(DummyVecEnv, None), (SubprocVecEnv, FORKSERVER)]
 
 
-def test_own_sampler_check_reads_present_datapack_under_a_wrapper_with_a_sampler():
-    # SB3's get_attr takes the outermost wrapper with the name: the check must read
-    # PresentDatapack's sampler, not that of a user wrapper above it
-    above = make_datapack_vec_env(
-        ENV_ID, Events(packs()), n_envs=2, wrapper=lambda env: WithSampler(env, "user's")
-    )
-    above.reset()
-    assert [p.pack_id for p in above.datapacks] == ["p0", "p1"]
-    above.close()
+@pytest.mark.parametrize(("vec_env_cls", "vec_env_kwargs"), VEC_ENVS)
+def test_a_user_wrapper_with_a_sampler_above_present_datapack_is_not_read(
+    vec_env_cls, vec_env_kwargs
+):
+    # SB3's get_attr takes the outermost wrapper with the name: 'sampler' would be the user's
+    # (which cannot even be pickled out of a worker); the datapacks come from the central one
+    sampler = Events(packs())
+    venv = make_datapack_vec_env(
+        ENV_ID, sampler, n_envs=2, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs,
+        wrapper=lambda env: WithSampler(env, LockedSampler(packs())),
+    )  # fmt: skip
+    try:
+        venv.reset()
+        assert [p.pack_id for p in venv.datapacks] == ["p0", "p1"]
+        for _ in range(12):
+            venv.step(np.zeros(2, dtype=np.int64))
+        assert sum(e[0] == "report" for e in sampler.events) >= 2
+        if vec_env_cls is DummyVecEnv:  # the user's sampler (it cannot leave a worker): untouched
+            assert [sub.sampler.events for sub in venv.venv.envs] == [[], []]
+    finally:
+        venv.close()
 
-    def own_under_none(env):
-        return WithSampler(PresentDatapack(env, Events(packs())), None)
 
-    hidden = make_vec_env(ENV_ID, n_envs=2, wrapper_class=own_under_none)
-    with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] .* their own sampler"):
-        VecPresentDatapack(hidden, Events(packs()))
-    hidden.close()
+@pytest.mark.parametrize(("vec_env_cls", "vec_env_kwargs"), VEC_ENVS)
+def test_own_sampler_under_a_user_wrapper_is_refused_with_the_env_left_working(
+    vec_env_cls, vec_env_kwargs
+):
+    # a PresentDatapack with its own sampler under a user wrapper with sampler=None; the sampler
+    # is built in the worker and cannot be pickled: reading it (datapack_sampler) made the
+    # SubprocVecEnv worker exit (EOFError); datapack_has_sampler sends back a bool
+    hidden = make_vec_env(
+        ENV_ID, n_envs=2, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs,
+        wrapper_class=own_sampler_below_none,
+    )  # fmt: skip
+    try:
+        with pytest.raises(ConfigError, match=r"sub-envs \[0, 1\] .* their own sampler"):
+            VecPresentDatapack(hidden, Events(packs()))
+        assert hidden.env_method("has_wrapper_attr", "datapack_has_sampler") == [True, True]
+        hidden.reset()
+    finally:
+        hidden.close()

@@ -125,8 +125,9 @@ class VecPresentDatapack(VecEnvWrapper):
         wrapped = venv.env_is_wrapped(PresentDatapack)
         if not all(wrapped):
             raise self._unwrapped_error([i for i, w in enumerate(wrapped) if not w], venv)
-        # not "sampler": get_attr takes the outermost wrapper with the name (a user's, say)
-        own = [i for i, s in enumerate(venv.get_attr("datapack_sampler")) if s is not None]
+        # not "sampler": get_attr takes the outermost wrapper with the name (a user's, say);
+        # a bool, not the sampler, comes back from a SubprocVecEnv worker (nothing to pickle)
+        own = [i for i, has in enumerate(venv.get_attr("datapack_has_sampler")) if has]
         if own:
             raise ConfigError(
                 "venv",

@@ -45,11 +45,12 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
+from gymcurric.wrappers._sub_envs import sub_envs_lacking
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import (
     DatapackEpisodes,
@@ -102,9 +103,13 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
     docstring for why, and for when each draw happens in each autoreset mode.
 
     The sub-envs must each be wrapped in the single-env ``PresentDatapack`` with ``sampler=None``
-    (:func:`make_datapack_vec` does it). A sub-env that starts an episode without reporting
-    ``info["datapack"]`` raises :class:`~gymcurric.errors.ConfigError`; with ``SyncVectorEnv``
-    a sub-env wrapper with its own sampler (which would draw and report twice) does too.
+    (:func:`make_datapack_vec` does it); with ``SyncVectorEnv`` and ``AsyncVectorEnv`` a sub-env
+    without one, or whose one has its own sampler (which would draw and report twice), raises
+    :class:`~gymcurric.errors.ConfigError` here. The sub-envs of an ``AsyncVectorEnv`` are asked
+    ``has_wrapper_attr`` first, then ``datapack_has_sampler`` (a name no other wrapper has, so a
+    user wrapper with a ``sampler`` of its own above it is not read; a bool, so no sampler
+    crosses the pipe): no worker exits. A sub-env (of any vector env) that starts an episode
+    without reporting ``info["datapack"]`` raises :class:`~gymcurric.errors.ConfigError` too.
 
     ``reset(options={"task": {...}})`` runs that task on the reset sub-envs, draws nothing and
     reports nothing for those episodes (a preset already drawn stays for the next reset).
@@ -162,21 +167,44 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
         VectorWrapper.__init__(self, env)
         self.sampler = sampler
         self._steps = AutoresetSteps(env)
-        subs = sync_sub_wrappers(env, _SinglePresentDatapack, self._unwrapped_error)
-        for i, wrapper in enumerate(subs):
-            if wrapper.sampler is not None:
-                raise ConfigError(
-                    "env",
-                    env,
-                    f"sub-env {i} is wrapped in PresentDatapack with its own sampler; the "
-                    "vector twin samples centrally: wrap sub-envs with "
-                    "PresentDatapack(env, None)",
-                    source=src,
-                )
+        subs = sync_sub_wrappers(env, _SinglePresentDatapack, self._not_wrapped_error)
+        own = [i for i, wrapper in enumerate(subs) if wrapper.sampler is not None]
+        if isinstance(env.unwrapped, AsyncVectorEnv):
+            own = self._async_own_samplers(env.unwrapped)
+        if own:
+            raise ConfigError(
+                "env",
+                env,
+                f"sub-envs {own} are wrapped in PresentDatapack with their own sampler; the "
+                "vector twin samples centrally: wrap sub-envs with PresentDatapack(env, None)",
+                source=src,
+            )
         n = self.num_envs
         self._preset: list[DataPack | None] = [None] * n  # mirror of the sub-envs' presets
         self._episodes = DatapackEpisodes(n, success_fn, mpl_fn, reporter=src)
         self.datapacks: list[DataPack | None] = [None] * n
+
+    def _async_own_samplers(self, env: AsyncVectorEnv) -> list[int]:
+        """The sub-envs whose ``PresentDatapack`` has its own sampler, asked in their workers.
+
+        ``has_wrapper_attr`` first (an unwrapped sub-env's worker would exit on reading a
+        missing name), then the wrapper's ``datapack_has_sampler``: not ``sampler``, which
+        ``get_wrapper_attr`` takes from the outermost wrapper with the name (a user's, say).
+        """
+        lacking = sub_envs_lacking(env, ["datapack_has_sampler"])
+        missing = [i for i, names in enumerate(lacking or []) if names]
+        if missing:
+            raise self._not_wrapped_error(missing)
+        return [i for i, has in enumerate(env.call("datapack_has_sampler")) if has]
+
+    def _not_wrapped_error(self, envs: Sequence[int]) -> ConfigError:
+        return ConfigError(
+            "env",
+            self.env,
+            f"sub-envs {list(envs)} are not wrapped in gymcurric.wrappers.PresentDatapack(env, "
+            "sampler=None) (e.g. make_datapack_vec)",
+            source="vector.PresentDatapack",
+        )
 
     def _unwrapped_error(self, envs: Sequence[int]) -> ConfigError:
         return ConfigError(
