@@ -149,12 +149,12 @@ def semantic_fractions(path: Path) -> dict[str, Any]:
 
 
 def curriculum_ratio(path: Path) -> dict[str, Any]:
-    """Paired ratio to plain per ``<start method>/<envs>``: the wrapper serial and overlapped."""
+    """Paired ratio to plain per ``<start method>/<envs>``: serial, overlapped, A/A control."""
     if not path.exists():
         return {}
     found: dict[str, Any] = {}
     for key, configs in json.loads(path.read_text()).get("env", {}).items():
-        for name in ("gymcurric", "gc-overlap"):
+        for name in ("gymcurric", "gc-overlap", "gc-control"):
             res = configs.get(name, {})
             if res:
                 found[f"{key} {name}"] = res.get("paired_ratio_to_plain", res.get("status"))
@@ -277,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
                 "fraction_of_forward": semantic_fractions(js)
             }
 
-    if "curriculum" in args.parts:  # the wrapper with overlap=False and True
+    if "curriculum" in args.parts:  # overlap=False and True, and overlap=False again (A/A)
         js = out / "curriculum.json"
         sizes = ["--quick"] if args.quick else ["--env-steps", "800", "--env-repeats", "8"]
         cmd = [py, str(HERE / "curriculum_overhead.py"), "--skip-calls", "--no-syllabus",
-               "--contexts", "fork", "--overlap", "--num-envs", "8", "15", "--timeout", "30",
+               "--contexts", "fork", "--overlap", "--control", "--num-envs", "8", "15",
+               "--timeout", "30",
                *sizes, "--json", str(js)]  # fmt: skip
         parts["curriculum"] = run_part("curriculum", cmd, out, 120, env) | {
             "ratio_to_plain": curriculum_ratio(js)

@@ -83,3 +83,16 @@ def test_semantic_fractions_give_both_anchors_of_a_graphed_run(tmp_path):
         "clip (graphs) / graphed forward": 0.45,
         "clip (graphs) check": {"ok": True, "min_cos": 0.9993},
     }
+
+
+def test_curriculum_ratios_include_the_a_a_control(tmp_path):
+    js = tmp_path / "curriculum.json"
+    ratios = {"plain": 1.0, "gymcurric": 0.81, "gc-overlap": 0.8, "gc-control": 0.78}
+    configs = {k: {"paired_ratio_to_plain": r} for k, r in ratios.items()}
+    configs["syllabus"] = {"status": "skipped"}
+    js.write_text(json.dumps({"env": {"fork/8": configs}}))
+    assert load_script("gpu").curriculum_ratio(js) == {
+        "fork/8 gymcurric": 0.81,
+        "fork/8 gc-overlap": 0.8,
+        "fork/8 gc-control": 0.78,
+    }

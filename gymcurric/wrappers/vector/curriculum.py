@@ -101,9 +101,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                 curriculum's generator here (as each sub-env's wrapper does without one).
             overlap: with a channel on an ``AsyncVectorEnv``, apply a step's curriculum work
                 between ``step_async`` and ``step_wait`` of the next step, while the workers
-                step (the default), instead of just before it (``False``). Faster where the
-                main process is the bottleneck (92 % of a plain ``AsyncVectorEnv`` against
-                85 % with 15 trivial envs on a 16-core machine, BENCHMARKS.md). The tasks,
+                step (the default), instead of just before it (``False``). Meant for hosts
+                where the main process is the bottleneck; on a 16-core machine with trivial
+                envs the two measured within noise of each other (BENCHMARKS.md). The tasks,
                 episodes and curriculum state are the same either way, bit for bit, refused
                 tasks included, when the channel has spares (``make_curriculum_vec``'s
                 does): no sub-env then reads or writes the shared curriculum's state.
