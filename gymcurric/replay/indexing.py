@@ -279,9 +279,11 @@ class DeviceIndex:
         """
         storage = self.storage
         storage.row_has_side[row] = True
-        device = storage.device
-        if final_obs.device != device:
-            final_obs = final_obs.to(device, non_blocking=True)
+        device, dtype = storage.device, storage.side_observations.dtype
+        if final_obs.device != device or final_obs.dtype != dtype:
+            # cast before any write: index_put_ refuses another dtype (float64 observations
+            # into a float32 ring), and the push's row is written already
+            final_obs = final_obs.to(device, dtype, non_blocking=True)
         if isinstance(mask, torch.Tensor):  # on the device: push_step's episode_ended
             ended = mask
         else:

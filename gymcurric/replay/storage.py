@@ -225,10 +225,15 @@ class RingStorage:
         return as_tensor_like(name, value, self.row_shapes[field], spec.dtype, self.device)
 
     def checked_next_obs(self, next_obs: Any) -> torch.Tensor | None:
-        """The observations following the newest row, on the ring's device (None stays None)."""
+        """The observations following the newest row, on the ring's device (None stays None).
+
+        In the obs field's dtype: a float64 array for a float32 ring is cast, as the host
+        index's draws do (the device index's draws returned float64 observations).
+        """
         if next_obs is None:
             return None
-        return self.checked_tensor("next_obs", next_obs, field="obs").to(self.device)
+        checked = self.checked_tensor("next_obs", next_obs, field="obs")
+        return checked.to(self.device, self.specs["obs"].dtype)
 
     def prepared_row(self, name: str, value: Any) -> np.ndarray | torch.Tensor:
         """``value`` checked as one row of field ``name``, ready for :meth:`write_step`.

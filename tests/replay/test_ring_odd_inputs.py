@@ -1,0 +1,72 @@
+"""Inputs that ``push_step`` and the final-observation writes accept but used to break a ring.
+
+Each test runs on both index strategies (and CUDA when present, see ``conftest.py``) and checks
+that the ring stores what the same step given in the plain form stores, and stays usable: a
+push that raised after writing part of a row (a dtype mismatch in the side store, an autograd
+error) left ``head`` behind the written bookkeeping, and every later push broke the episode
+continuity.
+"""
+
+import numpy as np
+import torch
+
+from tests.replay.ring_helpers import gen, make
+
+E = 2
+FIELDS = {"aux": ((2,), torch.float16)}
+
+
+def plain(k):
+    """Step ``k`` as plain numpy arrays (env 0 terminates at odd steps)."""
+    rng = np.random.default_rng(k)
+    return {
+        "obs": rng.standard_normal((E, 3)).astype(np.float32),
+        "action": rng.standard_normal((E, 2)).astype(np.float32),
+        "reward": rng.standard_normal(E).astype(np.float32),
+        "terminated": np.array([k % 2 == 1, False]),
+        "truncated": np.zeros(E, bool),
+        "final_obs": rng.standard_normal((E, 3)).astype(np.float32),
+        "aux": rng.standard_normal((E, 2)).astype(np.float16),
+    }
+
+
+def run(device, odd, steps=7):
+    """Push ``steps`` steps, each through ``odd(step) -> step``; the ring (debug checks on)."""
+    ring = make(device, capacity=4, num_envs=E, fields=FIELDS, debug_checks=True)
+    for k in range(steps):
+        step = odd(plain(k))
+        ring.push_step(step.pop("obs"), step.pop("action"), step.pop("reward"), **step)
+    return ring
+
+
+def assert_same(ring, reference):
+    assert (ring.head, ring.size, ring.total_steps) == (
+        reference.head,
+        reference.size,
+        reference.total_steps,
+    )
+    for name, tensor in reference.fields.items():
+        assert not ring[name].requires_grad, name
+        assert torch.equal(ring[name], tensor), name
+    draw = ring.sample_transitions(8, gen(ring.device), next_obs=np.ones((E, 3)))
+    expected = reference.sample_transitions(8, gen(ring.device), next_obs=np.ones((E, 3)))
+    for name in ("obs", "next_obs", "action", "reward"):
+        got, want = getattr(draw, name), getattr(expected, name)
+        assert got.dtype == want.dtype and torch.equal(got, want), name
+
+
+def test_final_and_next_obs_of_another_float_dtype_are_cast(device):
+    # float64 observations into a float32 ring (from_spaces makes float64 Boxes float32): the
+    # device index's side-store write refused them after the row was written
+    def float64(step):
+        step["final_obs"] = step["final_obs"].astype(np.float64)
+        return step
+
+    ring = run(device, float64)
+    assert_same(ring, run(device, lambda step: step))
+    draw = ring.sample_transitions(8, gen(device), next_obs=np.ones((E, 3)))
+    assert draw.next_obs.dtype == torch.float32
+    ring.attach_final_obs(ring.head - 1, np.full((E, 3), 7.0), np.array([False, True]))
+    ring.check_invariants()
+    ring.push_step(**{n: v for n, v in plain(9).items()})
+    ring.check_invariants()
