@@ -79,7 +79,8 @@ def as_tensor_like(
     Tensors must match dtype and device exactly (no silent casts or transfers); numpy arrays and
     Python numbers are accepted when numpy's ``same_kind`` casting allows it (float64 rewards into
     float32, int64 actions into int32) and are copied over. Returns a tensor ready for ``copy_``
-    (a CPU tensor sharing memory with a numpy input).
+    (a CPU tensor sharing memory with a numpy input; a tensor that requires grad detached: the
+    ring stores data, and a copy of it would put the ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
         if value.device != device:
@@ -103,7 +104,7 @@ def as_tensor_like(
                 f"expected shape {shape}",
                 source="ReplayRing",
             )
-        return value
+        return value.detach() if value.requires_grad else value
     arr = np.asarray(value)
     if arr.shape != shape:
         raise ConfigError(

@@ -87,7 +87,12 @@ class DeviceWriter:
         dtype, numpy_dtype, shape = self.kinds[name]
         kind = type(value)
         if kind is torch.Tensor:
-            if value.dtype is dtype and value.shape == shape and value.device == self.device:
+            if (
+                value.dtype is dtype
+                and value.shape == shape
+                and value.device == self.device
+                and not value.requires_grad  # the general checks detach it
+            ):
                 return value
         elif (
             kind is np.ndarray
@@ -105,6 +110,7 @@ class DeviceWriter:
             and value.dtype is torch.float32
             and value.shape == self.flag_shape
             and value.device == self.device
+            and not value.requires_grad
         ):
             return value
         column = self.storage.checked_tensor(name, value)

@@ -70,3 +70,20 @@ def test_final_and_next_obs_of_another_float_dtype_are_cast(device):
     ring.check_invariants()
     ring.push_step(**{n: v for n, v in plain(9).items()})
     ring.check_invariants()
+
+
+def test_tensors_that_require_grad_are_stored_as_data(device):
+    # a policy's output pushed without detach() put the ring's tensors in an autograd graph
+    # (every later push failed), or failed in the middle of a device-index write
+    def with_grad(step):
+        for name in ("obs", "action", "reward", "final_obs"):
+            step[name] = torch.from_numpy(step[name]).to(device).requires_grad_(True)
+        step["aux"] = torch.from_numpy(step["aux"]).to(device).requires_grad_(True)
+        return step
+
+    def as_tensors(step):
+        for name in ("obs", "action", "reward", "final_obs", "aux"):
+            step[name] = torch.from_numpy(step[name]).to(device)
+        return step
+
+    assert_same(run(device, with_grad), run(device, as_tensors))
