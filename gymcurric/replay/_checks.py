@@ -138,8 +138,10 @@ def as_tensor_like(
         return torch.from_numpy(signed).view(dtype)
     if arr.dtype.kind == "u" and arr.dtype.itemsize > 1 and arr.dtype != target:
         arr = arr.astype(target)  # numpy casts: torch may lack uint16/32/64 -> target copies
-    if not arr.flags.writeable:  # torch.from_numpy warns on read-only arrays
-        arr = arr.copy()
+    if not arr.flags.writeable or not arr.dtype.isnative or min(arr.strides, default=0) < 0:
+        # torch.from_numpy warns on read-only arrays and refuses negative strides (arr[::-1],
+        # np.flip) and another byte order: a native copy
+        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="))
     return torch.from_numpy(arr)
 
 

@@ -100,7 +100,10 @@ class DeviceWriter:
             and value.shape == shape
             and value.flags.writeable
         ):
-            return torch.from_numpy(value)
+            try:
+                return torch.from_numpy(value)
+            except ValueError:  # negative strides: the general checks copy
+                pass
         return self.storage.checked_tensor(name, value)
 
     def column(self, name: str, value: Any) -> torch.Tensor:

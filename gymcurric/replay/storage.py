@@ -220,7 +220,10 @@ class RingStorage:
             and value.shape == self.row_shapes[field]
             and value.flags.writeable
         ):
-            return torch.from_numpy(value)
+            try:
+                return torch.from_numpy(value)
+            except ValueError:  # negative strides: as_tensor_like copies
+                pass
         spec = self.specs[field]
         return as_tensor_like(name, value, self.row_shapes[field], spec.dtype, self.device)
 

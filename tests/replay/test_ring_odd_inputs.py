@@ -8,6 +8,7 @@ continuity.
 """
 
 import numpy as np
+import pytest
 import torch
 
 from tests.replay.ring_helpers import gen, make
@@ -87,3 +88,20 @@ def test_tensors_that_require_grad_are_stored_as_data(device):
         return step
 
     assert_same(run(device, with_grad), run(device, as_tensors))
+
+
+@pytest.mark.parametrize("layout", ["negative_strides", "big_endian"])
+def test_numpy_arrays_torch_cannot_wrap_are_copied(device, layout):
+    # flipped arrays (arr[::-1], np.flip) and non-native byte order: numpy assignment took
+    # them on the host index, torch.from_numpy raised ValueError on the device index (and for
+    # final_obs on both)
+    def odd(step):
+        for name in ("obs", "action", "final_obs", "aux"):
+            value = step[name]
+            if layout == "negative_strides":
+                step[name] = np.ascontiguousarray(value[::-1])[::-1]
+            else:
+                step[name] = value.astype(value.dtype.newbyteorder(">"))
+        return step
+
+    assert_same(run(device, odd), run(device, lambda step: step))
