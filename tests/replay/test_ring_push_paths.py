@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from gymcurric.errors import ConfigError
 from gymcurric.replay import ReplayRing
 
 torch.set_num_threads(1)
@@ -133,3 +134,67 @@ def test_the_usual_push_takes_few_python_frames(flags_as):
         finally:
             sys.setprofile(previous)
         assert len(frames) <= PUSH_FRAMES, frames
+
+
+def bad_steps():
+    """push_step arguments that both indexes refuse, some with several bad inputs at once."""
+    rng = np.random.default_rng(0)
+    good = {
+        "obs": rng.standard_normal((E, 3)).astype(np.float32),
+        "action": rng.integers(0, 9, (E, 2)),
+        "reward": np.zeros(E, np.float32),
+        "terminated": np.array([True, False, False, False]),
+        "truncated": np.zeros(E, bool),
+        "aux": np.zeros((E, 2), np.float16),
+        "final_obs": np.zeros((E, 3), np.float32),
+    }
+    t = torch.from_numpy
+    cases = {
+        "uint8 flags": {"terminated": np.zeros(E, np.uint8)},
+        "flag shape": {"truncated": np.zeros((E, 1), bool)},
+        "tensor flag dtype": {"terminated": torch.zeros(E, dtype=torch.uint8)},
+        "is_first dtype": {"is_first": np.ones(E, np.uint8)},
+        "is_first tensor shape": {"is_first": torch.ones(E, 1, dtype=torch.bool)},
+        "action kind, obs shape, reward shape": {
+            "action": np.zeros((E, 2)),
+            "obs": np.zeros((E, 2), np.float32),
+            "reward": np.zeros(2),
+        },
+        "int32 action tensor": {"action": t(np.zeros((E, 2), np.int32))},
+        "obs 1-d": {"obs": np.zeros(E, np.float32)},
+        "aux shape, reward tensor shape": {"aux": np.zeros((E, 1)), "reward": torch.zeros(2)},
+        "reward kind, cost shape": {"reward": np.array(["x"] * E), "cost": np.zeros(2)},
+        "cost tensor dtype": {"reward": torch.zeros(E), "cost": torch.zeros(E, dtype=torch.int64)},
+        "final_obs shape": {"final_obs": np.zeros((E, 2), np.float32)},
+        "missing user field": {"aux": None},
+        "t": {"t": 1},
+    }
+    steps = []
+    for name, change in cases.items():
+        step = {**good, **change}
+        if step.get("aux", 0) is None:
+            del step["aux"]
+        steps.append(pytest.param(step, id=name))
+    return steps
+
+
+@pytest.mark.parametrize("step", bad_steps())
+@pytest.mark.parametrize("pushed", [0, 3])
+def test_refused_steps_raise_the_host_index_error_and_leave_the_ring_as_it_was(step, pushed):
+    # the lean push's general checks: the same ConfigError (the first bad input, in the host
+    # index's order) and nothing written
+    messages = []
+    for strategy in ("host", "device"):
+        ring = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy=strategy)
+        for k in range(pushed):
+            given, kw = arguments(k, "numpy")
+            ring.push_step(*given, **kw)
+        before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+        args = dict(step)
+        with pytest.raises(ConfigError) as refused:
+            ring.push_step(args.pop("obs"), args.pop("action"), args.pop("reward"), **args)
+        messages.append(str(refused.value))
+        after = ring.state_dict()["tensors"]
+        assert all(torch.equal(before[k], after[k]) for k in before), strategy
+        assert ring.total_steps == pushed
+    assert messages[0] == messages[1]
