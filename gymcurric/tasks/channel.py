@@ -100,6 +100,7 @@ class TaskChannel(ChannelSlots):
         # envs whose spares are to be drawn (withdrawn, or taken and counted)
         self._spares_due = np.full(num_envs, spares > 0)
         self._any_spares_due = spares > 0
+        self._no_retries = bytes(self._retries.nbytes)  # none refused or used
 
     # ---------------------------------------------------------------- sub-env side
     # (the slot operations, take to put, are ChannelSlots')
@@ -166,8 +167,11 @@ class TaskChannel(ChannelSlots):
             task_ids, returns, successes, costs = check_episode_arrays(
                 task_ids, returns.tolist(), successes, costs, source="Curriculum.update_batch"
             )
-        signal = getattr(getattr(curriculum, "config", None), "signal", None)
-        if getattr(signal, "source", None) == "success" and np.isnan(successes).any():
+        try:
+            needs_success = curriculum.config.signal.source == "success"
+        except AttributeError:  # not a gymcurric Curriculum's config
+            needs_success = False
+        if needs_success and np.isnan(successes).any():
             # the curriculum's own check raises, naming the entry, and applies nothing
             curriculum.record(task_ids, returns, successes, costs)
         return task_ids, returns, successes, costs
@@ -197,7 +201,7 @@ class TaskChannel(ChannelSlots):
                 their slots refilled, by a later call; a pool change withdraws their waiting
                 task and spares then, if they did not take them.
         """
-        if self.spares and np.count_nonzero(self._retries):
+        if self.spares and self._retries.tobytes() != self._no_retries:
             self._apply_retries(curriculum, busy)
         taken = self._taken
         fresh = taken != self._counted

@@ -267,7 +267,7 @@ class SampleCurriculumTask(
         Binding makes the channel this env's transport
         (:class:`~gymcurric.tasks.channel.ChannelTransport`). When the channel has
         ``episodes_in_main``, the vector wrapper in the main process accounts the episodes and
-        this wrapper reports nothing.
+        this wrapper reports nothing: its ``step`` is then the env's own.
         """
         return self._channel_index
 
@@ -292,6 +292,13 @@ class SampleCurriculumTask(
             )
         self._channel_index = int(index)
         self._transport = chan.transport(int(index), self._direct) if index >= 0 else self._direct
+        # A transport that reports no episode (the vector wrapper accounts them) leaves every
+        # step to the env: this wrapper's step is then the env's own (an instance attribute,
+        # so that a worker's step makes no call into this wrapper). No factory swaps the env.
+        if self._transport.reports_episodes:
+            self.__dict__.pop("step", None)
+        else:
+            self.__dict__["step"] = self.env.step
 
     # ---------------------------------------------------------------- reset
     def reset(

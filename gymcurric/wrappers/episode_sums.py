@@ -18,6 +18,8 @@ import numpy.typing as npt
 
 __all__ = ["EpisodeSums", "success_of", "successes_of"]
 
+_SUCCESS_KEYS = (("success", "_success"), ("is_success", "_is_success"))
+
 
 def success_of(info: dict[str, Any]) -> Any:
     """An episode's success from its last step's info: ``is_success``, else ``success``."""
@@ -30,24 +32,28 @@ def successes_of(infos: dict[str, Any], envs: npt.NDArray[np.intp]) -> Any:
     A float64 array (NaN: none) when every value found is a bool; else a list of the values
     (``None``: none) for the curriculum to check one by one.
     """
-    out = np.full(len(envs), np.nan)
-    found: list[tuple[np.ndarray, np.ndarray]] = []
+    found: list[tuple[np.ndarray, np.ndarray | None]] = []  # (values, mask; None: all)
     plain = True
-    for key in ("success", "is_success"):  # the later key wins, as success_of
+    for key, mask_key in _SUCCESS_KEYS:  # the later key wins, as success_of
         values = infos.get(key)
         if values is None:
             continue
         values = np.asarray(values)
-        has = np.asarray(infos.get(f"_{key}", np.ones(len(values), bool)), dtype=bool)[envs]
-        found.append((values[envs], has))
+        mask = infos.get(mask_key)
+        found.append((values[envs], None if mask is None else np.asarray(mask, dtype=bool)[envs]))
         plain = plain and values.dtype == np.bool_
     if plain:
+        out = np.empty(len(envs))
+        out.fill(np.nan)
         for values, has in found:
-            out[has] = values[has]
+            if has is None:
+                out[:] = values
+            else:
+                out[has] = values[has]
         return out
     objs: list[Any] = [None] * len(envs)
     for values, has in found:
-        for j in np.flatnonzero(has):
+        for j in range(len(envs)) if has is None else np.flatnonzero(has):
             objs[j] = values[j].item() if isinstance(values[j], np.generic) else values[j]
     return objs
 
@@ -96,7 +102,7 @@ class EpisodeSums:
         self.costs[envs] = 0.0
         self.has_cost[envs] = False
         self.live[envs] = True
-        self.all_live = bool(self.live.all())
+        self.all_live = False not in self.live  # (no Python call)
 
     def stop(self, envs: Any) -> None:
         """The episodes of ``envs`` are no longer summed."""
@@ -124,7 +130,9 @@ class EpisodeSums:
     def finish(self, envs: npt.NDArray[np.intp]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(returns, costs, has_cost)`` of ``envs``' episodes (cost 0 where none)."""
         has = self.has_cost[envs]
-        return self.returns[envs], np.where(has, self.costs[envs], 0.0), has
+        costs = self.costs[envs]  # a copy (fancy indexing)
+        costs[~has] = 0.0
+        return self.returns[envs], costs, has
 
     def finish_one(self) -> tuple[float, float | None]:
         """A single env's ``(return, cost or None)``."""

@@ -22,6 +22,8 @@ from gymcurric.wrappers.episode_sums import EpisodeSums, successes_of
 
 __all__ = ["MainEpisodes"]
 
+_F64 = np.dtype(np.float64)
+
 
 class MainEpisodes:
     """Base of the vector ``SampleCurriculumTask``: per sub-env episode sums, checked batches.
@@ -75,7 +77,7 @@ class MainEpisodes:
             self._add_cost(last, dones & sums.live)
         ids = self._current[ended]  # the ended episodes' tasks (new ones are recorded after)
         keep = ids >= 0  # explicit tasks (-1) are not reported
-        if np.count_nonzero(keep) < len(keep):
+        if False in keep:  # (a membership test on a bool array: no Python call)
             ended, ids = ended[keep], ids[keep]
         returns, costs, _ = sums.finish(ended)
         if self._mode == AutoresetMode.SAME_STEP:
@@ -108,6 +110,20 @@ class MainEpisodes:
         cost = infos.get("cost")
         if cost is None:
             return
-        check_vector_cost_dtype(cost, "vector.SampleCurriculumTask")
-        has = np.asarray(infos.get("_cost", np.ones(len(where), bool)), dtype=bool) & where
-        self._sums.add_costs(cost, has)
+        float64 = type(cost) is np.ndarray and cost.dtype == _F64
+        if not float64:
+            check_vector_cost_dtype(cost, "vector.SampleCurriculumTask")
+        mask = infos.get("_cost")  # None: every sub-env's info has a cost
+        sums = self._sums
+        if (
+            float64
+            and where is sums.live
+            and sums.all_live
+            and (mask is None or (type(mask) is np.ndarray and False not in mask))
+        ):
+            # the common step, with no Python call: every sub-env inside a summed episode and
+            # reporting a float64 cost (EpisodeSums.add_costs' addition, bit for bit)
+            sums.costs += cost
+            sums.has_cost |= where
+            return
+        sums.add_costs(cost, where if mask is None else np.asarray(mask, dtype=bool) & where)

@@ -44,6 +44,8 @@ from gymcurric.wrappers.vector._main_episodes import MainEpisodes
 
 __all__ = ["SampleCurriculumTask"]
 
+_F64 = np.dtype(np.float64)
+
 
 class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstructorArgs):
     """Vector twin of :class:`gymcurric.wrappers.SampleCurriculumTask`: tracks the sub-envs' tasks.
@@ -192,12 +194,12 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             return None
         mask = np.asarray(mask, dtype=bool)
         missing = expected & ~mask
-        if np.count_nonzero(missing):
+        if True in missing:  # (a membership test on a bool array: no Python call)
             raise self._unwrapped_error(np.flatnonzero(missing).tolist())
         return mask
 
     def _record(self, infos: dict[str, Any], started: npt.NDArray[np.bool_] | None) -> None:
-        if started is not None and np.count_nonzero(started):
+        if started is not None and True in started:
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
             self._dirty = True
 
@@ -422,22 +424,6 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         failure: Exception | None = None
         if self._pending is None and not self._pending_refill:
             out = self.env.step(actions)
-            _, rewards, terminations, truncations, infos = out
-            # Most vector steps end and start no episode: then only the sums move. This path
-            # runs on most steps in this process, so it is kept short: an all-False bool array
-            # is all zero bytes, a test several times cheaper than ndarray.any() at this size
-            # (any other dtype has other lengths and goes the general way).
-            zero = self._zero_bytes
-            if (
-                not (self._prev_any or self._dirty)
-                and _bytes(terminations) == zero
-                and _bytes(truncations) == zero
-                and "_task_id" not in infos
-            ):
-                if self._in_main:
-                    self._add_step(rewards, infos)
-                self._prev_dones = self._no_dones
-                return out
         elif self._async is not None and self._async is self.env:
             env = self._async  # the last step's curriculum work runs while the workers step
             env.step_async(actions)
@@ -450,6 +436,33 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         else:
             self._apply_pending()
             out = self.env.step(actions)
+        # Most vector steps end and start no episode (and the one before ended none): then
+        # only the sums move. This path runs on most steps in this process, so it makes no
+        # Python call of its own: an all-False bool array is all zero bytes, a test several
+        # times cheaper than ndarray.any() at this size (any other dtype has other lengths,
+        # and what is not an array raises AttributeError: both go the general way).
+        infos = out[4]
+        if not (self._prev_any or self._dirty) and "_task_id" not in infos:
+            zero = self._zero_bytes
+            try:
+                quiet = out[2].tobytes() == zero and out[3].tobytes() == zero
+            except AttributeError:
+                quiet = False
+            if quiet:
+                if self._in_main:
+                    sums, rewards = self._sums, out[1]
+                    # EpisodeSums.add_rewards' common case, inline: every sub-env inside a
+                    # summed episode and float64 rewards (the same addition, bit for bit)
+                    if sums.all_live and type(rewards) is np.ndarray and rewards.dtype == _F64:
+                        sums.returns += rewards
+                        if "cost" in infos:
+                            self._add_cost(infos, sums.live)
+                    else:
+                        self._add_step(rewards, infos)
+                self._prev_dones = self._no_dones
+                if failure is not None:
+                    raise failure
+                return out
         self._track(*out)
         if failure is not None:
             raise failure
@@ -459,8 +472,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         self, obs: Any, rewards: Any, terminations: Any, truncations: Any, infos: dict[str, Any]
     ) -> None:
         """Account the step's episodes and track each sub-env's task."""
-        if np.count_nonzero(terminations) or np.count_nonzero(truncations):
-            dones, any_done = np.logical_or(terminations, truncations), True
+        dones = np.logical_or(terminations, truncations)
+        if True in dones:
+            any_done = True
         else:
             dones, any_done = self._no_dones, False
         if not (any_done or self._prev_any or self._dirty) and "_task_id" not in infos:
@@ -514,14 +528,6 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 def _rows(rows: list[list[int]] | None) -> list[list[int]] | None:
     """A copy of per-sub-env rows (None stays None)."""
     return None if rows is None else [list(r) for r in rows]
-
-
-def _bytes(flags: Any) -> bytes | None:
-    """An array's bytes; None for what is not an array (the general path then runs)."""
-    try:
-        return flags.tobytes()
-    except AttributeError:
-        return None
 
 
 # The old names, deprecated (issue 22): type checkers see plain aliases; at run time an
