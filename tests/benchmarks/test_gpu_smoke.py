@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu.py"
 
 
+@pytest.mark.slow  # its replay part is benchmarks/replay.py, smoke-tested in the default suite
 def test_gpu_script_quick_on_cpu(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--parts", "replay",

@@ -109,6 +109,7 @@ def test_every_patch_has_a_reproducer_a_reason_and_a_docs_entry() -> None:
     assert all(f"| `{name}` |" in text for name in names)
 
 
+@pytest.mark.slow  # seven interpreters importing MuJoCo; the pinned safety-gymnasium changes rarely
 @pytest.mark.parametrize("name", list(REPRODUCERS))
 def test_each_patch_is_needed(outcomes: dict[tuple[str, bool], str], name: str) -> None:
     _, exc_type, fragment = REPRODUCERS[name]

@@ -63,7 +63,9 @@ def test_dummy_vec_env_episode_cost(tmp_path):
     assert all(float(r["c"]) == pytest.approx(0.5 * float(r["r"])) for r in rows)
 
 
-@pytest.mark.parametrize("start_method", ["spawn", "forkserver", "fork"])
+@pytest.mark.parametrize(
+    "start_method", ["spawn", pytest.param("forkserver", marks=pytest.mark.slow), "fork"]
+)
 def test_subproc_vec_env_episode_cost(start_method):
     venv = VecCostMonitor(SubprocVecEnv(fns(), start_method=start_method))
     try:

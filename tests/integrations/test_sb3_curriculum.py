@@ -158,7 +158,9 @@ def test_a_save_after_a_load_before_any_reset_keeps_the_loaded_tasks(tmp_path):
         assert z["env_task_ids"].tolist() == ids  # resumed: the envs' own tasks again
 
 
-@pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
+@pytest.mark.parametrize(
+    "start_method", ["fork", pytest.param("forkserver", marks=pytest.mark.slow), "spawn"]
+)
 def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
     cur = Curriculum(SPACE, seed=0, backend="shared")
     venv = venv_for(cur, "S", cls=SubprocVecEnv, start_method=start_method)

@@ -297,7 +297,7 @@ def snapshot(model):
     }
 
 
-@pytest.mark.parametrize("cls", [PPOLag, PPOPIDLag])
+@pytest.mark.parametrize("cls", [PPOLag, pytest.param(PPOPIDLag, marks=pytest.mark.slow)])
 def test_save_load_in_a_new_interpreter_and_continue_equals_uninterrupted(tmp_path, cls):
     kw = {**PPO_SMALL, "seed": 1, "cost_limit": [0.5, 2.0], "cost_window": 5}
     if cls is PPOLag:

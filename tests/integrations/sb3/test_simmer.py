@@ -261,7 +261,7 @@ def test_the_reference_schedule_spans_the_run_not_each_learn_call():
     assert short.budget_controller.last_reference == 10.0
 
 
-@pytest.mark.parametrize("controller", ["pi", "q"])
+@pytest.mark.parametrize("controller", ["pi", pytest.param("q", marks=pytest.mark.slow)])
 def test_save_load_in_a_new_interpreter_continues_as_uninterrupted(tmp_path, controller):
     kw = {**SMALL, "seed": 1, "safety_budget": 10.0, "controller": controller}
     a = silent(PPOSimmer("MlpPolicy", hazard_vec(seed=1), **kw)).learn(320)
