@@ -226,6 +226,16 @@ def copy_in(target: torch.Tensor, source: torch.Tensor) -> None:
     target.copy_(source, non_blocking=non_blocking)
 
 
+def reward_required(num_envs: int) -> ConfigError:
+    """The error of a ``push_step`` given ``reward=None`` (cost alone defaults to 0)."""
+    return ConfigError(
+        "reward",
+        None,
+        f"expected rewards of shape ({num_envs},); reward is required (only cost defaults to 0)",
+        source="ReplayRing.push_step",
+    )
+
+
 def check_push_arguments(
     t: int | None, total_steps: int, extra: dict[str, Any], user_fields: tuple[str, ...]
 ) -> None:

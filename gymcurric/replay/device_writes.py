@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import copy_in, device_flags
+from gymcurric.replay._checks import copy_in, device_flags, reward_required
 
 if TYPE_CHECKING:
     from gymcurric.replay.storage import RingStorage
@@ -116,6 +116,8 @@ class DeviceWriter:
             and not value.requires_grad
         ):
             return value
+        if value is None:  # only reward gets here as None (a cost of None is a zero column)
+            raise reward_required(self.flag_shape[0])
         column = self.storage.checked_tensor(name, value)
         if column.device != self.device or column.dtype != torch.float32:
             column = column.to(self.device, torch.float32, non_blocking=True)

@@ -257,7 +257,7 @@ class ReplayRing:
             obs: ``[num_envs, *obs_shape]`` observations ``o_t``, or ``None`` when they were
                 already written into :meth:`obs_slot` ``(head)``.
             action: ``[num_envs, *action_shape]`` actions taken from ``o_t``.
-            reward: ``[num_envs]`` rewards of the step.
+            reward: ``[num_envs]`` rewards of the step (required: ``None`` is refused).
             terminated: ``[num_envs]`` bool, the step ended the episode in a terminal state.
             truncated: ``[num_envs]`` bool, the step ended the episode by truncation.
             cost: ``[num_envs]`` costs of the step (default 0).
@@ -274,8 +274,8 @@ class ReplayRing:
         cast when the kind is kept (float64 -> float32) and copied over.
 
         Raises:
-            ConfigError: a missing/unknown field, or a wrong shape, dtype or device (naming the
-                field and what was received), or ``t != total_steps``.
+            ConfigError: a missing/unknown field, ``reward=None``, or a wrong shape, dtype or
+                device (naming the field and what was received), or ``t != total_steps``.
         """
         if t is not None or extra.keys() != self._user_field_set:
             check_push_arguments(t, self.total_steps, extra, self.user_fields)

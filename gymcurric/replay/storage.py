@@ -22,6 +22,7 @@ from gymcurric.replay._checks import (
     device_flags,
     host_flags,
     numpy_dtype,
+    reward_required,
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
@@ -263,9 +264,12 @@ class RingStorage:
     ) -> np.ndarray:
         """The ``[num_envs, 3]`` row of (reward, cost, continue_), checked (cost None: 0).
 
-        Written into ``out`` (a float32 ``[num_envs, 3]`` array) when given.
+        Written into ``out`` (a float32 ``[num_envs, 3]`` array) when given. ``reward=None`` is
+        refused (it is required), before anything is written into ``out``.
         """
         num_envs = self.num_envs
+        if reward is None:
+            raise reward_required(num_envs)
         row = np.empty((num_envs, 3), dtype=np.float32) if out is None else out
         for column, name, value in ((0, "reward", reward), (1, "cost", cost)):
             if value is None:

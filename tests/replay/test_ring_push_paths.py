@@ -168,6 +168,18 @@ def bad_steps():
         "final_obs shape": {"final_obs": np.zeros((E, 2), np.float32)},
         "missing user field": {"aux": None},
         "t": {"t": 1},
+        # reward is required: None was 0 on the host index and on the device index's staged
+        # row (host flags, host cost), and refused only on its other branches
+        "reward None": {"reward": None},
+        "reward None, numpy cost": {"reward": None, "cost": np.ones(E, np.float32)},
+        "reward None, tensor cost": {"reward": None, "cost": torch.ones(E)},
+        "reward None, tensor flags": {
+            "reward": None,
+            "terminated": t(good["terminated"]),
+            "truncated": t(good["truncated"]),
+        },
+        "aux shape before reward None": {"aux": np.zeros((E, 1)), "reward": None},
+        "reward None before cost shape": {"reward": None, "cost": np.zeros(2)},
     }
     steps = []
     for name, change in cases.items():
@@ -198,3 +210,31 @@ def test_refused_steps_raise_the_host_index_error_and_leave_the_ring_as_it_was(s
         assert all(torch.equal(before[k], after[k]) for k in before), strategy
         assert ring.total_steps == pushed
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("strategy", ["host", "device"])
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+@pytest.mark.parametrize("cost", [None, "numpy", "tensor"])
+@pytest.mark.parametrize("pushed", [0, 3])
+def test_reward_none_is_refused_and_nothing_is_written(strategy, flags_as, cost, pushed):
+    ring = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy=strategy)
+    for k in range(pushed):
+        given, kw = arguments(k, "numpy")
+        ring.push_step(*given, **kw)
+    before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+    given, kw = arguments(pushed, "numpy")
+    flags = {n: kw[n] for n in ("terminated", "truncated")}
+    if flags_as == "tensor":
+        flags = {n: torch.from_numpy(v) for n, v in flags.items()}
+    costs = {"numpy": np.ones(E, np.float32), "tensor": torch.ones(E), None: None}
+    with pytest.raises(ConfigError) as refused:
+        ring.push_step(
+            given[0], given[1], None, cost=costs[cost], aux=kw["aux"], is_first=None, **flags
+        )
+    err = refused.value
+    assert (err.key, err.value, err.source) == ("reward", None, "ReplayRing.push_step")
+    assert str(err).startswith("ReplayRing.push_step: invalid value for 'reward': None (")
+    assert f"({E},)" in str(err)
+    after = ring.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert (ring.total_steps, ring.head) == (pushed, pushed)
