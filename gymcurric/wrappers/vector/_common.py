@@ -27,18 +27,17 @@ def sync_sub_wrappers(
 ) -> list[W]:
     """The ``cls`` wrapper of every sub-env of a ``SyncVectorEnv`` (``[]`` for other envs).
 
-    Raises ``missing([i])`` for the first sub-env ``i`` without one.
+    Raises ``missing(envs)`` with every sub-env without one, in order (as the wrappers'
+    ``AsyncVectorEnv`` checks name them all).
     """
     base = env.unwrapped
     if not isinstance(base, SyncVectorEnv):
         return []
-    found = []
-    for i, sub in enumerate(base.envs):
-        wrapper = find_wrapper(sub, cls)
-        if wrapper is None:
-            raise missing([i])
-        found.append(wrapper)
-    return found
+    wrappers = [find_wrapper(sub, cls) for sub in base.envs]
+    unwrapped = [i for i, wrapper in enumerate(wrappers) if wrapper is None]
+    if unwrapped:
+        raise missing(unwrapped)
+    return [wrapper for wrapper in wrappers if wrapper is not None]
 
 
 def autoreset_mode(env: VectorEnv) -> AutoresetMode:

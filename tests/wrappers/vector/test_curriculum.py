@@ -166,6 +166,23 @@ def test_unwrapped_sub_envs_are_a_clear_error():
         envs.close()
 
 
+@pytest.mark.parametrize("vec", [SyncVectorEnv, AsyncVectorEnv])
+def test_every_unwrapped_sub_env_is_named(vec):
+    # the SyncVectorEnv check (at construction) named only the first unwrapped sub-env; the
+    # AsyncVectorEnv one (at the first reset) names them all, in the same message
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    kw = {"context": "fork"} if vec is AsyncVectorEnv else {}
+    base = vec([make_stub, partial(make_wrapped, cur), make_stub], **kw)
+    try:
+        with pytest.raises(ConfigError) as err:
+            SampleCurriculumTask(base, cur).reset(seed=0)
+        assert (err.value.key, err.value.source) == ("env", "vector.SampleCurriculumTask")
+        assert "sub-envs [0, 2] started an episode without info['task_id']" in str(err.value)
+    finally:
+        base.close()
+        cur.close()
+
+
 def test_arguments_are_validated():
     cur = Curriculum(SPACE, seed=0)
     with pytest.raises(ConfigError, match="'curriculum'"):

@@ -259,6 +259,22 @@ def test_unwrapped_sub_envs_are_refused_with_the_env_left_working(vec):
         base.close()
 
 
+@pytest.mark.parametrize("vec", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
+def test_every_unwrapped_sub_env_is_named(vec):
+    # the SyncVectorEnv check named only the first unwrapped sub-env, the AsyncVectorEnv one
+    # all of them
+    base = vec([partial(_wrapped_or_not, wrapped) for wrapped in (False, True, False)])
+    try:
+        with pytest.raises(ConfigError) as err:
+            PresentDatapack(base, Events(packs()))
+        assert (err.value.key, err.value.source) == ("env", "vector.PresentDatapack")
+        assert "sub-envs [0, 2] are not wrapped in gymcurric.wrappers.PresentDatapack" in str(
+            err.value
+        )
+    finally:
+        base.close()
+
+
 class WithSampler(gym.Wrapper):
     """A user wrapper with a ``sampler`` attribute of its own (unrelated to datapacks)."""
 
