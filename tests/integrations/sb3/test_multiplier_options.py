@@ -95,3 +95,30 @@ def test_multiplier_kwargs_that_is_not_a_dict_is_a_config_error(cls, value):
     assert err.value.source == cls.__name__
     with pytest.raises(ConfigError, match=r"^MyAgent: invalid value for 'multiplier_kwargs'"):
         make_multiplier("pid", init=0.0, lr=0.1, kwargs=value, source="MyAgent")  # type: ignore[arg-type]
+
+
+def test_multiplier_set_names_its_caller():
+    # MultiplierSet's ConfigErrors name the caller, as make_multiplier's (default: itself)
+    with pytest.raises(ConfigError, match=r"^MyAgent: .*'multiplier_kwargs': \{'kq': 1\}") as err:
+        MultiplierSet(2, "pid", init=0.0, lr=0.1, kwargs={"kq": 1}, source="MyAgent")
+    assert (err.value.source, err.value.value) == ("MyAgent", {"kq": 1})
+    with pytest.raises(ConfigError, match=r"^MyAgent: .*'multiplier': 'lbfgs'"):
+        MultiplierSet(2, "lbfgs", init=0.0, lr=0.1, source="MyAgent")
+    with pytest.raises(ConfigError, match=r"^MultiplierSet: .*unknown keys \['kq'\]") as err:
+        MultiplierSet(2, "adam", init=0.0, lr=0.1, kwargs={"kq": 1})
+    assert err.value.source == "MultiplierSet"
+
+
+@pytest.mark.parametrize("given", [{"kq": 1}, {"kq": 1, "penalty_max": 5.0}, [("kq", 1)]])
+def test_ppopidlag_shows_the_multiplier_kwargs_the_user_passed(given):
+    # not the dict merged with its PID gains ({'kp': 0.1, 'ki': 0.01, 'kd': 0.01, 'kq': 1})
+    with pytest.raises(ConfigError) as err:
+        PPOPIDLag("MlpPolicy", hazard_vec(1), kp=0.2, multiplier_kwargs=given, **SMALL)
+    assert (err.value.key, err.value.value, err.value.source) == (
+        "multiplier_kwargs",
+        given,
+        "PPOPIDLag",
+    )
+    assert str(err.value).startswith(f"PPOPIDLag: invalid value for 'multiplier_kwargs': {given!r}")
+    model = PPOPIDLag("MlpPolicy", hazard_vec(1), kp=0.2, multiplier_kwargs={"kd": 0.5}, **SMALL)
+    assert (model.lagrange.kp, model.lagrange.kd, model.multiplier_kwargs["kd"]) == (0.2, 0.5, 0.5)

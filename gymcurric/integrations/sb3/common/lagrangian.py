@@ -242,12 +242,15 @@ class LagrangianMixin(OnPolicyAlgorithm):
         init, lr = self.lagrange_init(1.0), self.lagrange_lr(1.0)
         kwargs = self._multiplier_kwargs()
         # a bad kind or kwargs was refused, naming the class, when the model was built
+        src = type(self).__name__
         if self.n_costs > 1:
             self.lagrange = MultiplierSet(
-                self.n_costs, self.multiplier, init=init, lr=lr, kwargs=kwargs
+                self.n_costs, self.multiplier, init=init, lr=lr, kwargs=kwargs, source=src
             )
         else:
-            self.lagrange = make_multiplier(self.multiplier, init=init, lr=lr, kwargs=kwargs)
+            self.lagrange = make_multiplier(
+                self.multiplier, init=init, lr=lr, kwargs=kwargs, source=src
+            )
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
         return policy_from_name(self.policy_aliases, policy_name, type(self).__name__)

@@ -24,7 +24,6 @@ import inspect
 import math
 import warnings
 from collections import deque
-from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,6 +31,11 @@ import torch as th
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, GymcurricWarning
+from gymcurric.integrations.sb3.common.multiplier_checks import (
+    MULTIPLIER_KWARGS,
+    check_finite,
+    check_multiplier_kwargs,
+)
 
 __all__ = [
     "COST_CAP",
@@ -43,18 +47,6 @@ __all__ = [
     "make_multiplier",
     "pid_kwargs_per_update",
 ]
-
-
-def _check_finite(name: str, value: Any, *, minimum: float | None = None, source: str) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(name, value, "expected a real number", source=source) from None
-    if not math.isfinite(out):
-        raise ConfigError(name, value, "expected a finite number", source=source)
-    if minimum is not None and out < minimum:
-        raise ConfigError(name, value, f"expected a number >= {minimum:g}", source=source)
-    return out
 
 
 #: The cap on ``|J_c|`` and ``|J_c - d|`` in a multiplier update, and on the per-step cost the
@@ -190,14 +182,14 @@ class LagrangeMultiplier:
         upper_bound: float | None = None,
     ) -> None:
         src = "LagrangeMultiplier(...)"
-        init = _check_finite("lagrange_init", init, minimum=0.0, source=src)
-        self.lr = _check_finite("lagrange_lr", lr, minimum=0.0, source=src)
+        init = check_finite("lagrange_init", init, minimum=0.0, source=src)
+        self.lr = check_finite("lagrange_lr", lr, minimum=0.0, source=src)
         if optimizer not in ("adam", "sgd"):
             raise ConfigError("optimizer", optimizer, "expected 'adam' or 'sgd'", source=src)
         self.upper_bound = (
             None
             if upper_bound is None
-            else _check_finite("upper_bound", upper_bound, minimum=0.0, source=src)
+            else check_finite("upper_bound", upper_bound, minimum=0.0, source=src)
         )
         self.optimizer_name = optimizer
         self.param = th.nn.Parameter(th.tensor(init, dtype=th.float32))
@@ -232,9 +224,9 @@ class LagrangeMultiplier:
             lr_scale: multiplies the step size for this update (risk modulation).
         """
         src = "LagrangeMultiplier.update"
-        d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
-        step = self.lr if lr is None else _check_finite("lagrange_lr", lr, minimum=0.0, source=src)
-        scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
+        d = check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
+        step = self.lr if lr is None else check_finite("lagrange_lr", lr, minimum=0.0, source=src)
+        scale = check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
         jc = self._input(ep_cost)
         if jc is None:  # NaN: refused, counted
             return self.value
@@ -312,18 +304,18 @@ class PIDLagrangeMultiplier:
         penalty_max: float = 100.0,
     ) -> None:
         src = "PIDLagrangeMultiplier(...)"
-        self.kp = _check_finite("kp", kp, minimum=0.0, source=src)
-        self.ki = _check_finite("ki", ki, minimum=0.0, source=src)
-        self.kd = _check_finite("kd", kd, minimum=0.0, source=src)
-        init = _check_finite("lagrange_init", init, minimum=0.0, source=src)
+        self.kp = check_finite("kp", kp, minimum=0.0, source=src)
+        self.ki = check_finite("ki", ki, minimum=0.0, source=src)
+        self.kd = check_finite("kd", kd, minimum=0.0, source=src)
+        init = check_finite("lagrange_init", init, minimum=0.0, source=src)
         check_int("d_delay", d_delay, source=src)
         self.d_delay = d_delay
         for name, a in (("p_ema_alpha", p_ema_alpha), ("d_ema_alpha", d_ema_alpha)):
-            if not 0.0 <= _check_finite(name, a, source=src) < 1.0:
+            if not 0.0 <= check_finite(name, a, source=src) < 1.0:
                 raise ConfigError(name, a, "expected a number in [0, 1)", source=src)
         self.p_ema_alpha = float(p_ema_alpha)
         self.d_ema_alpha = float(d_ema_alpha)
-        self.penalty_max = _check_finite("penalty_max", penalty_max, minimum=0.0, source=src)
+        self.penalty_max = check_finite("penalty_max", penalty_max, minimum=0.0, source=src)
         self.integral = init
         self.p_term = 0.0
         self.cost_ema = 0.0
@@ -360,8 +352,8 @@ class PIDLagrangeMultiplier:
         """
         del lr
         src = "PIDLagrangeMultiplier.update"
-        d = _check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
-        scale = _check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
+        d = check_finite("cost_limit", cost_limit, minimum=0.0, source=src)
+        scale = check_finite("lr_scale", lr_scale, minimum=0.0, source=src)
         jc = self._input(ep_cost)
         if jc is None:  # NaN: refused, counted
             return self._value
@@ -458,6 +450,8 @@ class MultiplierSet:
         init: initial λ of every constraint.
         lr: step size (Adam/SGD).
         kwargs: extra constructor arguments of every multiplier.
+        source: the caller its ``ConfigError`` names (an algorithm's class name); None:
+            ``"MultiplierSet"``.
 
     Examples:
         >>> lams = MultiplierSet(2, "sgd", init=0.0, lr=0.5)
@@ -468,11 +462,19 @@ class MultiplierSet:
     """
 
     def __init__(
-        self, n: int, kind: str, *, init: float, lr: float, kwargs: dict[str, Any] | None = None
+        self,
+        n: int,
+        kind: str,
+        *,
+        init: float,
+        lr: float,
+        kwargs: dict[str, Any] | None = None,
+        source: str | None = None,
     ) -> None:
-        check_int("n_costs", n, source="MultiplierSet")
+        src = source or "MultiplierSet"
+        check_int("n_costs", n, source=src)
         self.multipliers = [
-            make_multiplier(kind, init=init, lr=lr, kwargs=kwargs) for _ in range(n)
+            make_multiplier(kind, init=init, lr=lr, kwargs=kwargs, source=src) for _ in range(n)
         ]
 
     def __len__(self) -> int:
@@ -547,15 +549,6 @@ class MultiplierSet:
             m.load_state_dict(state[str(k)], strict)
 
 
-#: The ``multiplier_kwargs`` each multiplier kind takes (``init`` and ``lr`` have their own
-#: arguments: ``lagrange_init``, ``lagrange_lr``).
-MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
-    "adam": ("upper_bound",),
-    "sgd": ("upper_bound",),
-    "pid": ("d_delay", "d_ema_alpha", "kd", "ki", "kp", "p_ema_alpha", "penalty_max"),
-}
-
-
 def make_multiplier(
     kind: str,
     *,
@@ -578,18 +571,7 @@ def make_multiplier(
         ConfigError: an unknown ``kind``, ``kwargs`` not a dict (or None), or a key of it that
             ``kind`` does not take (named with the known ones, :data:`MULTIPLIER_KWARGS`).
     """
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise ConfigError("multiplier_kwargs", kwargs, "expected a dict or None", source=source)
-    kwargs = dict(kwargs or {})
-    known = MULTIPLIER_KWARGS.get(kind) if isinstance(kind, str) else None
-    unknown = sorted(set(kwargs) - set(known or ()), key=str)
-    if known is not None and unknown:
-        raise ConfigError(
-            "multiplier_kwargs",
-            kwargs,
-            f"unknown keys {unknown} for multiplier={kind!r}; known: {list(known)}",
-            source=source,
-        )
+    kwargs = check_multiplier_kwargs(kind, kwargs, source=source)
     if kind in ("adam", "sgd"):
         return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
     if kind == "pid":

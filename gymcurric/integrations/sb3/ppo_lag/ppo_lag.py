@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
@@ -17,6 +16,7 @@ from gymcurric.integrations.sb3.common.lagrangian import (
     FloatOrSchedule,
     LagrangianMixin,
 )
+from gymcurric.integrations.sb3.common.multiplier_checks import check_multiplier_kwargs
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.safety.modulation import RiskModulation
@@ -320,10 +320,12 @@ class PPOPIDLag(PPOLag):
                 "PPOPIDLag's multiplier is 'pid' (use PPOLag for 'adam' or 'sgd')",
                 source=type(self).__name__,
             )
-        extra = kwargs.pop("multiplier_kwargs", None)
-        multiplier_kwargs: Any = extra  # not a dict: on as it is, for the mixin's ConfigError
-        if extra is None or isinstance(extra, Mapping):
-            multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **(extra or {})}
+        # the user's own multiplier_kwargs are checked (and shown by the ConfigError), not
+        # the dict merged with the gains below
+        extra = check_multiplier_kwargs(
+            "pid", kwargs.pop("multiplier_kwargs", None), source=type(self).__name__
+        )
+        multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
         super().__init__(
             policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
         )

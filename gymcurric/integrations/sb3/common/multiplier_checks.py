@@ -1,0 +1,74 @@
+"""The argument checks of the Lagrange multipliers (:mod:`.multipliers`) and their callers.
+
+Numbers (:func:`check_finite`) and ``multiplier_kwargs`` (:func:`check_multiplier_kwargs`,
+against :data:`MULTIPLIER_KWARGS`). Each ``ConfigError`` names the parameter, the value the
+caller received and the caller (``source``: an algorithm's class name, ``"MultiplierSet"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gymcurric.errors import ConfigError
+
+__all__ = ["MULTIPLIER_KWARGS", "check_finite", "check_multiplier_kwargs"]
+
+#: The ``multiplier_kwargs`` each multiplier kind takes (``init`` and ``lr`` have their own
+#: arguments: ``lagrange_init``, ``lagrange_lr``).
+MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
+    "adam": ("upper_bound",),
+    "sgd": ("upper_bound",),
+    "pid": ("d_delay", "d_ema_alpha", "kd", "ki", "kp", "p_ema_alpha", "penalty_max"),
+}
+
+
+def check_finite(name: str, value: Any, *, minimum: float | None = None, source: str) -> float:
+    """``value`` as a finite float (``>= minimum`` when given), else a ``ConfigError``."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(name, value, "expected a real number", source=source) from None
+    if not math.isfinite(out):
+        raise ConfigError(name, value, "expected a finite number", source=source)
+    if minimum is not None and out < minimum:
+        raise ConfigError(name, value, f"expected a number >= {minimum:g}", source=source)
+    return out
+
+
+def check_multiplier_kwargs(kind: Any, kwargs: Any, *, source: str | None) -> dict[str, Any]:
+    """``kwargs`` (a dict or None) as a new dict, refusing keys that ``kind`` does not take.
+
+    An unknown ``kind`` is left to the caller (its keys are not checked).
+
+    Args:
+        kind: the multiplier kind, ``"adam"``, ``"sgd"`` or ``"pid"``.
+        kwargs: ``multiplier_kwargs`` as the user gave it (the ``ConfigError`` shows it).
+        source: the caller the ``ConfigError`` names; None: none.
+
+    Raises:
+        ConfigError: ``kwargs`` not a dict or None, or with a key ``kind`` does not take
+            (named with the known ones).
+
+    Examples:
+        >>> check_multiplier_kwargs("pid", {"kp": 0.5}, source="doc")
+        {'kp': 0.5}
+        >>> check_multiplier_kwargs("adam", {"kp": 0.5}, source="doc")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: doc: invalid value for 'multiplier_kwargs': {'kp': 0.5} \
+(unknown keys ['kp'] for multiplier='adam'; known: ['upper_bound'])
+    """
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise ConfigError("multiplier_kwargs", kwargs, "expected a dict or None", source=source)
+    known = MULTIPLIER_KWARGS.get(kind) if isinstance(kind, str) else None
+    unknown = sorted(set(kwargs or ()) - set(known or ()), key=str)
+    if known is not None and unknown:
+        raise ConfigError(
+            "multiplier_kwargs",
+            kwargs,
+            f"unknown keys {unknown} for multiplier={kind!r}; known: {list(known)}",
+            source=source,
+        )
+    return dict(kwargs or {})
