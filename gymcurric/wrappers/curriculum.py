@@ -15,6 +15,7 @@ Checkpoints of the curriculum (plus the task each env is running) are written an
 from __future__ import annotations
 
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat
@@ -267,7 +268,8 @@ class SampleCurriculumTask(
         Binding makes the channel this env's transport
         (:class:`~gymcurric.tasks.channel.ChannelTransport`). When the channel has
         ``episodes_in_main``, the vector wrapper in the main process accounts the episodes and
-        this wrapper reports nothing: its ``step`` is then the env's own.
+        this wrapper reports nothing: its ``step`` is then the env's own (the current
+        ``env``'s; not for a subclass that overrides ``step``, which runs as usual).
         """
         return self._channel_index
 
@@ -294,11 +296,21 @@ class SampleCurriculumTask(
         self._transport = chan.transport(int(index), self._direct) if index >= 0 else self._direct
         # A transport that reports no episode (the vector wrapper accounts them) leaves every
         # step to the env: this wrapper's step is then the env's own (an instance attribute,
-        # so that a worker's step makes no call into this wrapper). No factory swaps the env.
-        if self._transport.reports_episodes:
+        # so that a worker's step makes no call into this wrapper), unless a subclass has a
+        # step of its own, which must run. The env setter keeps it the current env's.
+        if self._transport.reports_episodes or type(self).step is not SampleCurriculumTask.step:
             self.__dict__.pop("step", None)
         else:
             self.__dict__["step"] = self.env.step
+
+    def _set_env(self, env: gym.Env[Any, Any]) -> None:
+        self.__dict__["_wrapped_env"] = env
+        if "step" in self.__dict__:  # the step shortcut (channel_index) steps the new env
+            self.__dict__["step"] = env.step
+
+    #: The wrapped env (a property: replacing it also replaces the step shortcut). Its getter
+    #: is a C function (``attrgetter``): reading ``self.env`` makes no Python call.
+    env = property(operator.attrgetter("_wrapped_env"), _set_env)
 
     # ---------------------------------------------------------------- reset
     def reset(
