@@ -25,6 +25,7 @@ from gymcurric.errors import (
     GymcurricWarning,
     InfoKeyConflictError,
     NonFiniteValueError,
+    SubEnvCallError,
     TaskError,
     WorkerError,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "GymcurricWarning",
     "InfoKeyConflictError",
     "NonFiniteValueError",
+    "SubEnvCallError",
     "TaskError",
     "WorkerError",
     "__version__",

@@ -14,6 +14,7 @@ Hierarchy::
     ├── InfoKeyConflictError (KeyError)  a wrapper would overwrite an existing info key
     ├── NonFiniteValueError (ValueError) NaN/Inf reward or cost where raising was asked for
     └── WorkerError (RuntimeError)       a worker process died or failed
+        └── SubEnvCallError              a sub-env's method raised (its worker goes on)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "GymcurricWarning",
     "InfoKeyConflictError",
     "NonFiniteValueError",
+    "SubEnvCallError",
     "TaskError",
     "WorkerError",
 ]
@@ -120,6 +122,46 @@ class NonFiniteValueError(GymcurricError, ValueError):
 
 class WorkerError(GymcurricError, RuntimeError):
     """A worker process died or reported a failure."""
+
+
+class SubEnvCallError(WorkerError):
+    """A method gymcurric called on a sub-env of a vector env raised there.
+
+    Raised in the main process, with the sub-env's worker still running: the vector env can be
+    stepped again or closed. The original exception is the ``__cause__`` where it could be sent
+    from the worker; the fields keep what is known of it in any case.
+
+    Attributes:
+        index: the sub-env's index in the vector env.
+        method: the method's name, e.g. ``"describe"``.
+        error_type: the original exception's type, ``module.QualName``.
+        error_message: its message (``str(error)``).
+        worker_traceback: its traceback, formatted in the sub-env's process.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        method: str,
+        error_type: str,
+        error_message: str,
+        worker_traceback: str = "",
+    ) -> None:
+        self.index = index
+        self.method = method
+        self.error_type = error_type
+        self.error_message = error_message
+        self.worker_traceback = worker_traceback
+        super().__init__(
+            f"sub-env {index}: {method}() raised {error_type}: {error_message} (the sub-env's "
+            "worker goes on: the vector env can be stepped or closed)"
+        )
+        if worker_traceback:
+            self.add_note(f"In the sub-env's process:\n{worker_traceback.rstrip()}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        args = (self.index, self.method, self.error_type, self.error_message)
+        return (type(self), (*args, self.worker_traceback))
 
 
 class GymcurricWarning(UserWarning):

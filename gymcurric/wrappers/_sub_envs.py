@@ -10,6 +10,12 @@ an attribute which may be missing asks that first (:func:`sub_envs_lacking`).
 A single env's wrapper looks a method up the same way (:func:`wrapper_method`), so a single-env
 wrapper and its vector twins find the same method (a user's wrapper that adds ``describe()``).
 
+A method of a sub-env that raises in its worker ends the worker all the same. So gymcurric
+calls the sub-envs' methods (``describe()``, ``flush_curriculum()``, ...) with
+:func:`call_sub_envs`: through :func:`gymcurric_call`, a method this module gives every
+Gymnasium env, which returns the exception as a value; the error is raised in the main process,
+the worker goes on, and the vector env can still be stepped or closed.
+
 Code that needs the sub-envs wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask` (the
 curriculum checkpoint, SB3's ``RegretScoreCallback``) asks for the wrapper's mark,
 :data:`CURRICULUM_TASK_WRAPPER_MARK`: one question, and a ``task_id`` of an env's own does not
@@ -18,13 +24,21 @@ pass for the wrapper's.
 
 from __future__ import annotations
 
+import pickle
+import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 
+from gymcurric.errors import GymcurricError, SubEnvCallError
+
 __all__ = [
     "CURRICULUM_TASK_WRAPPER_MARK",
+    "SAFE_CALL",
+    "SubEnvCall",
+    "call_sub_envs",
+    "gymcurric_call",
     "sub_env_query",
     "sub_envs_lacking",
     "wrapper_method",
@@ -111,3 +125,104 @@ def sub_envs_lacking(
             if not h:
                 lacking[k].append(name)
     return lacking
+
+
+#: The method every Gymnasium env gets from this module (:func:`gymcurric_call`): a vector
+#: env's ``call`` / SB3's ``env_method`` of this name runs another method of a sub-env so that
+#: an exception in it comes back as a value, and the sub-env's worker goes on.
+SAFE_CALL = "gymcurric_call"
+
+
+class SubEnvCall(NamedTuple):
+    """A method call for :func:`gymcurric_call` to make in a sub-env's process.
+
+    Passed as the argument of ``call(SAFE_CALL, ...)`` / ``env_method(SAFE_CALL, ...)``: a
+    worker started by ``spawn`` or ``forkserver`` imports this module when it unpickles it, so
+    the worker's envs have :func:`gymcurric_call` before it looks the name up.
+    """
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+
+
+def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]:
+    """Run ``call`` on this env: ``("ok", value)``, or ``("error", ...)`` for an exception.
+
+    The method is looked up as ``call`` / ``env_method`` look one up: on the outermost wrapper
+    that has it (``get_wrapper_attr``). An exception comes back as ``("error", type name,
+    message, formatted traceback, the exception or None)``; the exception itself only where it
+    survives pickling, so that sending it cannot end the worker. Installed on
+    ``gymnasium.Env`` under :data:`SAFE_CALL`, a name no user wrapper has.
+    """
+    try:
+        return ("ok", self.get_wrapper_attr(call.name)(*call.args, **call.kwargs))
+    except Exception as exc:
+        sent: BaseException | None = exc
+        try:
+            pickle.loads(pickle.dumps(exc))  # an error the pipe could not send ends the worker
+        except Exception:
+            sent = None
+        name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        return ("error", name, str(exc), traceback.format_exc(), sent)
+
+
+if getattr(gym.Env, SAFE_CALL, None) is not gymcurric_call:
+    setattr(gym.Env, SAFE_CALL, gymcurric_call)  # every env and wrapper, in every process
+
+
+def call_sub_envs(
+    env: Any, name: str, *args: Any, indices: Sequence[int] | None = None, **kwargs: Any
+) -> list[Any] | None:
+    """Call the method ``name`` of the sub-envs (of ``indices``, default all) and return theirs.
+
+    Like ``env.call(name, ...)`` (Gymnasium) or ``env.env_method(name, ..., indices=...)``
+    (SB3), one round trip in all, but a method that raises does not end its sub-env's worker
+    (:func:`gymcurric_call`): the error is raised here, and the vector env can be stepped or
+    closed afterwards. A :class:`~gymcurric.errors.GymcurricError` is raised as itself (a note
+    names the sub-env and method); any other exception as a
+    :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, method and error, with the
+    original as its ``__cause__`` where it could be sent.
+
+    Args:
+        env: a Gymnasium ``VectorEnv`` (through any vector wrappers) or an SB3 ``VecEnv``.
+        name: the method, found on each sub-env's outermost wrapper that has it.
+        indices: the sub-envs to call (SB3; a Gymnasium vector env calls all of them and the
+            answers of these are kept).
+
+    Returns:
+        The values, one per sub-env called, or None where ``env`` is neither kind of vector
+        env (:func:`sub_env_query`).
+    """
+    ask = sub_env_query(env)
+    if ask is None:
+        return None
+    call = SubEnvCall(name, args, kwargs)
+    every = list(range(env.num_envs)) if indices is None else [int(i) for i in indices]
+    if isinstance(env, gym.vector.VectorEnv):
+        answers = ask(SAFE_CALL, call)
+        answers = [answers[i] for i in every]
+    else:
+        answers = ask(SAFE_CALL, call, indices=every)
+    failed = [i for i, a in zip(every, answers, strict=True) if a[0] != "ok"]
+    if failed:
+        raise _sub_env_error(failed, name, answers[every.index(failed[0])])
+    return [a[1] for a in answers]
+
+
+def _sub_env_error(failed: list[int], method: str, answer: tuple[Any, ...]) -> Exception:
+    """The error to raise for the first of the sub-envs ``failed`` (``answer`` is its own)."""
+    _, type_name, message, worker_traceback, original = answer
+    also = f"; sub-envs {failed[1:]} raised too" if len(failed) > 1 else ""
+    if isinstance(original, GymcurricError):
+        original.add_note(
+            f"raised by {method}() of sub-env {failed[0]}{also}; its worker goes on. In the "
+            f"sub-env's process:\n{worker_traceback}"
+        )
+        return original
+    error = SubEnvCallError(failed[0], method, type_name, message, worker_traceback)
+    if also:
+        error.add_note(also[2:].capitalize())
+    if isinstance(original, BaseException):
+        error.__cause__ = original
+    return error

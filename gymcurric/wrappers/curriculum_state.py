@@ -39,7 +39,11 @@ import numpy as np
 from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_WRAPPER_MARK, sub_envs_lacking
+from gymcurric.wrappers._sub_envs import (
+    CURRICULUM_TASK_WRAPPER_MARK,
+    call_sub_envs,
+    sub_envs_lacking,
+)
 
 __all__ = [
     "FILE_FORMAT",
@@ -488,21 +492,15 @@ def _flush_envs(env: Any) -> None:
     """Apply the curriculum work ``env`` holds back: each sub-env's, then the vector wrapper's.
 
     A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
-    a Gymnasium vector env's ``call``); a single env, or a vector curriculum wrapper under
-    outer vector wrappers, is flushed through ``_method``. Only for an env
-    :func:`_check_wrapped` accepted.
+    a Gymnasium vector env's ``call``), through :func:`call_sub_envs`: one that raises there
+    does not end its worker, and its error is raised here (a
+    :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
+    A single env, or a vector curriculum wrapper under outer vector wrappers, is flushed
+    through ``_method``. Only for an env :func:`_check_wrapped` accepted.
     """
     if env is None:
         return
-    try:
-        if isinstance(env, gym.vector.VectorEnv):
-            call = getattr(env.unwrapped, "call", None)  # Sync/AsyncVectorEnv
-            if callable(call):
-                call("flush_curriculum")
-        elif not isinstance(env, gym.Env) and hasattr(env, "env_method"):  # SB3
-            env.env_method("flush_curriculum")
-    except AttributeError as exc:
-        raise _not_wrapped(env, exc) from exc
+    call_sub_envs(env, "flush_curriculum")  # None: a single env, or no call / env_method
     flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
     if flush is not None:
         flush()

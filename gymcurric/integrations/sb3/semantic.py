@@ -22,7 +22,7 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig
-from gymcurric.wrappers._sub_envs import sub_envs_lacking
+from gymcurric.wrappers._sub_envs import call_sub_envs, sub_envs_lacking
 from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 
 __all__ = ["SemanticShapingCallback", "VecShapeRewardSemantic"]
@@ -98,10 +98,10 @@ class VecShapeRewardSemantic(VecEnvWrapper):
         if missing:
             sub_envs = [envs[k] for k in missing]
             self._check_describe(sub_envs)
-            try:
-                described = self.venv.env_method("describe", indices=sub_envs)
-            except AttributeError:  # a VecEnv that could not be asked: it raised here
-                raise _no_describe(sub_envs) from None
+            # a describe() that raises comes back as an error here, its worker still running
+            described = call_sub_envs(self.venv, "describe", indices=sub_envs)
+            if described is None:  # a VecEnv without env_method()
+                raise _no_describe(sub_envs)
             for k, d in zip(missing, described, strict=True):
                 captions[k] = d
         return [str(c) for c in captions]

@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric.semantics.base import stack_frames
 from gymcurric.semantics.shaper import Shaper, ShapingConfig
-from gymcurric.wrappers._sub_envs import sub_envs_lacking
+from gymcurric.wrappers._sub_envs import call_sub_envs, sub_envs_lacking
 from gymcurric.wrappers.semantic import ShapingWrapperArgs, refuse_taken_info_keys
 from gymcurric.wrappers.vector._common import autoreset_mode
 
@@ -141,16 +141,17 @@ class ShapeRewardSemantic(VectorWrapper, gym.utils.RecordConstructorArgs):
         Whether they have one is asked first, once, with each sub-env's ``has_wrapper_attr``
         (:func:`sub_envs_lacking`): an ``AsyncVectorEnv`` worker exits on the
         ``AttributeError`` of a ``call`` of a missing method, and the env would be broken.
+        A ``describe()`` that raises is called through :func:`call_sub_envs`: the error
+        (:class:`~gymcurric.errors.SubEnvCallError` naming the sub-env) is raised from this
+        step, and the workers go on.
         """
         if self._describes is None:
             lacking = sub_envs_lacking(self.env, ["describe"])
             self._describes = lacking is None or not any(lacking)
         if not self._describes:
             return None
-        try:
-            return self.env.unwrapped.call("describe")  # type: ignore[attr-defined]
-        except AttributeError:  # a vector env without call(): it raised here, not in a worker
-            return None
+        # a describe() that raises comes back as an error here, its worker still running
+        return call_sub_envs(self.env, "describe")  # None: a vector env without call()
 
     def _final_inputs(self) -> list[Any] | None:
         if self.shaper.source != "captions":

@@ -1,0 +1,119 @@
+"""A sub-env method gymcurric calls that raises ends no worker of an SB3 ``SubprocVecEnv``.
+
+The ``SubprocVecEnv`` worker exits on an exception in an ``env_method``: before
+``call_sub_envs``, a user's ``describe()`` that raised once (``VecShapeRewardSemantic``) or a
+``flush_curriculum()`` that raised (a checkpoint) left the env broken (``EOFError`` at the next
+call). Now the error names the sub-env, the method and the original error, and the env goes on.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
+
+from gymcurric.errors import SubEnvCallError
+from gymcurric.integrations.sb3 import save_curriculum_state
+from gymcurric.integrations.sb3.semantic import VecShapeRewardSemantic
+from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.wrappers import SampleCurriculumTask
+from tests.curriculum_stubs import TaskStubEnv
+from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
+
+pytestmark = pytest.mark.sb3
+
+SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
+
+
+class DescribeFails(StateEnv):
+    """A caption-less env whose ``describe()`` (user code) raises at step ``fail_at``."""
+
+    def __init__(self, fail_at: int = -1) -> None:
+        super().__init__(captions=False)
+        self.fail_at = fail_at
+
+    def describe(self) -> str:
+        if self.t == self.fail_at:
+            raise KeyError(f"no words for step {self.t}")
+        return f"state {self.v}"
+
+
+class FlushFails(SampleCurriculumTask):
+    """A curriculum wrapper whose ``flush_curriculum()`` raises when ``fails``."""
+
+    def __init__(self, env, curriculum, fails=False):
+        super().__init__(env, curriculum)
+        self.fails = fails
+
+    def flush_curriculum(self) -> None:
+        if self.fails:
+            raise OSError("the channel is gone")
+        super().flush_curriculum()
+
+
+def flush_fails(curriculum, fails=False):
+    return FlushFails(TaskStubEnv("stub"), curriculum, fails)
+
+
+def test_describe_that_raises_names_the_sub_env_and_the_env_goes_on():
+    # SB3's default start method (forkserver): the worker imports gymcurric on the call
+    venv = SubprocVecEnv([partial(DescribeFails), partial(DescribeFails, fail_at=2)])
+    shaped = VecShapeRewardSemantic(venv, caption_embedder(), STUB_CONFIG)
+    try:
+        shaped.reset()
+        shaped.step(np.zeros(2, np.int64))
+        with pytest.raises(SubEnvCallError, match=r"sub-env 1: describe\(\) raised") as caught:
+            shaped.step(np.zeros(2, np.int64))
+        error = caught.value
+        assert (error.index, error.method) == (1, "describe")
+        assert error.error_type == "builtins.KeyError"
+        assert "no words for step 2" in error.error_message
+        assert isinstance(error.__cause__, KeyError)
+        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        infos = shaped.step(np.zeros(2, np.int64))[-1]  # it goes on
+        assert all(np.isfinite(info["shaping"]) for info in infos)
+    finally:
+        shaped.close()
+
+
+def test_flush_that_raises_at_a_checkpoint_keeps_the_workers(tmp_path, capfd):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    fns = [partial(flush_fails, cur), partial(flush_fails, cur, True)]
+    venv = VecMonitor(SubprocVecEnv(fns, start_method="fork"))
+    try:
+        venv.reset()
+        for _ in range(4):
+            venv.step(np.zeros(2, dtype=np.int64))
+        match = r"sub-env 1: flush_curriculum\(\) raised builtins.OSError: the channel is gone"
+        with pytest.raises(SubEnvCallError, match=match):
+            save_curriculum_state(tmp_path / "c.npz", cur, env=venv)
+        assert all(p.is_alive() for p in venv.venv.processes), "a worker exited"
+        assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
+        venv.step(np.zeros(2, dtype=np.int64))
+    finally:
+        venv.close()
+        cur.close()
+
+
+def test_gymcurric_train_checkpoint_flush_that_raises_keeps_the_workers(tmp_path):
+    from types import SimpleNamespace
+
+    from gymcurric.train.runner import _save_checkpoint
+
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    venv = SubprocVecEnv([partial(flush_fails, cur, True)], start_method="fork")
+    built = SimpleNamespace(sampler=None, curriculum=cur, venv=venv)
+    cfg = SimpleNamespace(env=SimpleNamespace(vectorization="subproc"))
+    try:
+        venv.reset()
+        with pytest.raises(SubEnvCallError, match=r"sub-env 0: flush_curriculum\(\)"):
+            _save_checkpoint(None, built, cfg, tmp_path, None)  # fails before it reads a model
+        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+    finally:
+        venv.close()
+        cur.close()

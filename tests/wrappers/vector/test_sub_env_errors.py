@@ -1,0 +1,131 @@
+"""A sub-env method gymcurric calls that raises ends no worker of an ``AsyncVectorEnv``.
+
+The worker of a Gymnasium ``AsyncVectorEnv`` exits on an exception in a ``call``: before
+``call_sub_envs``, a user's ``describe()`` that raised once (vector semantic shaping) or a
+``flush_curriculum()`` that raised (a checkpoint) left a vector env whose every later call
+failed. Now the error names the sub-env, the method and the original error, and the env goes on.
+"""
+
+from __future__ import annotations
+
+import pickle
+from functools import partial
+
+import numpy as np
+import pytest
+from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+from gymcurric.errors import DataError, SubEnvCallError
+from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.wrappers import SampleCurriculumTask, save_curriculum_state
+from gymcurric.wrappers._sub_envs import call_sub_envs
+from gymcurric.wrappers.vector.semantic import ShapeRewardSemantic
+from tests.curriculum_stubs import TaskStubEnv
+from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
+
+SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
+
+
+class DescribeFails(StateEnv):
+    """A caption-less env whose ``describe()`` (user code) raises at step ``fail_at``."""
+
+    def __init__(self, fail_at: int = -1) -> None:
+        super().__init__(captions=False)
+        self.fail_at = fail_at
+
+    def describe(self) -> str:
+        if self.t == self.fail_at:
+            raise ValueError(f"no words for step {self.t}")
+        return f"state {self.v}"
+
+
+class FlushFails(SampleCurriculumTask):
+    """A curriculum wrapper whose ``flush_curriculum()`` raises ``error`` (when one is given)."""
+
+    def __init__(self, env, curriculum, error=None):
+        super().__init__(env, curriculum)
+        self.error = error
+
+    def flush_curriculum(self) -> None:
+        if self.error is not None:
+            raise self.error
+        super().flush_curriculum()
+
+
+def flush_fails(curriculum, error=None):
+    return FlushFails(TaskStubEnv("stub"), curriculum, error)
+
+
+@pytest.mark.parametrize("vector", ["async", "sync"])
+def test_describe_that_raises_names_the_sub_env_and_the_env_goes_on(vector):
+    fns = [partial(DescribeFails), partial(DescribeFails, fail_at=2)]
+    base = AsyncVectorEnv(fns, context="fork") if vector == "async" else SyncVectorEnv(fns)
+    envs = ShapeRewardSemantic(base, caption_embedder(), STUB_CONFIG)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(2, np.int64))
+        with pytest.raises(SubEnvCallError, match=r"sub-env 1: describe\(\) raised") as caught:
+            envs.step(np.zeros(2, np.int64))
+        error = caught.value
+        assert (error.index, error.method) == (1, "describe")
+        assert error.error_type == "builtins.ValueError"
+        assert error.error_message == "no words for step 2"
+        assert isinstance(error, RuntimeError)
+        assert isinstance(error.__cause__, ValueError)
+        assert "in describe" in error.worker_traceback  # formatted where it was raised
+        assert pickle.loads(pickle.dumps(error)).args == error.args
+        if vector == "async":
+            assert all(p.is_alive() for p in base.processes), "a worker was shut down"
+        shaping = envs.step(np.zeros(2, np.int64))[-1]["shaping"]  # it goes on
+        assert np.isfinite(shaping).all()
+    finally:
+        envs.close()
+
+
+def _unpicklable() -> Exception:
+    class Local(Exception):  # a local class pickles by reference to nothing: it cannot be sent
+        pass
+
+    return Local("cannot cross the pipe")
+
+
+@pytest.mark.parametrize(
+    ("error", "raised", "match"),
+    [
+        (OSError("the channel is gone"), SubEnvCallError, "raised builtins.OSError: the channel"),
+        (DataError("bad episodes"), DataError, "bad episodes"),  # gymcurric's own, as itself
+    ],
+)
+def test_async_flush_that_raises_at_a_checkpoint_keeps_the_workers(
+    tmp_path, capfd, error, raised, match
+):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    fns = [partial(flush_fails, cur), partial(flush_fails, cur, error)]
+    envs = AsyncVectorEnv(fns, context="fork")
+    try:
+        envs.reset(seed=0)
+        for _ in range(4):
+            envs.step(np.zeros(2, np.int64))
+        with pytest.raises(raised, match=match) as caught:
+            save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        notes = "\n".join(getattr(caught.value, "__notes__", []))
+        assert "sub-env 1" in str(caught.value) + notes
+        assert "flush_curriculum" in str(caught.value) + notes
+        assert all(p.is_alive() for p in envs.processes), "a worker was shut down"
+        assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
+        envs.step(np.zeros(2, np.int64))
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_an_error_that_cannot_be_sent_is_described():
+    envs = AsyncVectorEnv([partial(flush_fails, Curriculum(SPACE), _unpicklable())], context="fork")
+    try:
+        with pytest.raises(SubEnvCallError, match="Local: cannot cross the pipe") as caught:
+            call_sub_envs(envs, "flush_curriculum")
+        assert caught.value.__cause__ is None and caught.value.index == 0
+        assert all(p.is_alive() for p in envs.processes)
+        assert call_sub_envs(envs, "has_wrapper_attr", "task_id") == [True]  # and goes on
+    finally:
+        envs.close()
