@@ -127,9 +127,9 @@ def sub_envs_lacking(
     return lacking
 
 
-#: The method every Gymnasium env gets from this module (:func:`gymcurric_call`): a vector
-#: env's ``call`` / SB3's ``env_method`` of this name runs another method of a sub-env so that
-#: an exception in it comes back as a value, and the sub-env's worker goes on.
+#: The method Gymnasium envs get once gymcurric makes a safe call (:func:`gymcurric_call`): a
+#: vector env's ``call`` / SB3's ``env_method`` of this name runs another method of a sub-env
+#: so that an exception in it comes back as a value, and the sub-env's worker goes on.
 SAFE_CALL = "gymcurric_call"
 
 
@@ -137,13 +137,22 @@ class SubEnvCall(NamedTuple):
     """A method call for :func:`gymcurric_call` to make in a sub-env's process.
 
     Passed as the argument of ``call(SAFE_CALL, ...)`` / ``env_method(SAFE_CALL, ...)``: a
-    worker started by ``spawn`` or ``forkserver`` imports this module when it unpickles it, so
-    the worker's envs have :func:`gymcurric_call` before it looks the name up.
+    worker unpickles it (every start method sends it through a pipe) before it looks the name
+    up, and unpickling installs :func:`gymcurric_call` there (:func:`_install`), so that
+    importing gymcurric changes nothing outside it; only a safe call does.
     """
 
     name: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickled_call, (self.name, self.args, self.kwargs))
+
+
+def _unpickled_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SubEnvCall:
+    _install()
+    return SubEnvCall(name, args, kwargs)
 
 
 def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]:
@@ -167,8 +176,14 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]
         return ("error", name, str(exc), traceback.format_exc(), sent)
 
 
-if getattr(gym.Env, SAFE_CALL, None) is not gymcurric_call:
-    setattr(gym.Env, SAFE_CALL, gymcurric_call)  # every env and wrapper, in every process
+def _install() -> None:
+    """Give ``gymnasium.Env`` (every env and wrapper) :func:`gymcurric_call` in this process.
+
+    Done by the first safe call (:func:`call_sub_envs`) and by a worker unpickling its
+    argument, not at import: importing gymcurric leaves Gymnasium's classes as they are.
+    """
+    if getattr(gym.Env, SAFE_CALL, None) is not gymcurric_call:
+        setattr(gym.Env, SAFE_CALL, gymcurric_call)
 
 
 def call_sub_envs(
@@ -197,6 +212,7 @@ def call_sub_envs(
     ask = sub_env_query(env)
     if ask is None:
         return None
+    _install()  # in-process sub-envs (SyncVectorEnv, DummyVecEnv) are not sent a pickle
     call = SubEnvCall(name, args, kwargs)
     every = list(range(env.num_envs)) if indices is None else [int(i) for i in indices]
     if isinstance(env, gym.vector.VectorEnv):

@@ -9,6 +9,8 @@ failed. Now the error names the sub-env, the method and the original error, and 
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from functools import partial
 
 import numpy as np
@@ -129,3 +131,17 @@ def test_an_error_that_cannot_be_sent_is_described():
         assert call_sub_envs(envs, "has_wrapper_attr", "task_id") == [True]  # and goes on
     finally:
         envs.close()
+
+
+def test_importing_gymcurric_leaves_gymnasium_env_as_it_is():
+    # STYLE: no process-wide side effect at import; only a safe call installs gymcurric_call
+    # (in the main process for in-process sub-envs, in a worker as it unpickles the call)
+    code = (
+        "import gymnasium, gymcurric, gymcurric.wrappers._sub_envs as s\n"
+        "assert not hasattr(gymnasium.Env, s.SAFE_CALL)\n"
+        "import pickle\n"
+        "pickle.loads(pickle.dumps(s.SubEnvCall('describe')))\n"
+        "assert getattr(gymnasium.Env, s.SAFE_CALL) is s.gymcurric_call\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
