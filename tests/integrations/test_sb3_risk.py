@@ -110,3 +110,26 @@ def test_risk_metrics_of_annotate_risk_under_a_wrapper_with_stats(outer, tmp_pat
     last = rows[-1]
     assert float(last["risk/train_samples"]) == sum(s["risk/train_samples"] for s in inner) > 0
     assert float(last["risk/loss"]) != -1.0
+
+
+class _StatsFail(AnnotateRisk):
+    def risk_stats(self):
+        raise OSError("disk gone")
+
+
+def _failing(seed):
+    return _StatsFail(make_walk(episode_len=20), horizon=5, seed=seed, train_every=16)
+
+
+def test_a_sub_env_whose_risk_stats_raise_keeps_its_worker(tmp_path):
+    from gymcurric.errors import SubEnvCallError
+
+    venv = SubprocVecEnv([partial(_failing, 0), partial(_failing, 1)], start_method="fork")
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=16, batch_size=16, n_epochs=1, seed=0, device="cpu")
+        with pytest.raises(SubEnvCallError, match=r"risk_stats.*sub-env 0|sub-env 0.*risk_stats"):
+            model.learn(32, callback=RiskCallback())
+        venv.reset()  # the workers went on (an env_method that raised used to end them)
+        venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
+    finally:
+        venv.close()

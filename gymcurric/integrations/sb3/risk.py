@@ -10,6 +10,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from gymcurric.errors import ConfigError
 from gymcurric.safety.modulation import lagrange_modulation
+from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.risk import AnnotateRisk
 
 __all__ = ["RiskCallback"]
@@ -85,8 +86,12 @@ class RiskCallback(BaseCallback):
         env = self.training_env
         # not stats()/modulation(): env_method takes the outermost wrapper with the name, and
         # a wrapper over AnnotateRisk (ShapeRewardSemantic) may have a stats() of its own
-        stats = env.env_method("risk_stats", indices=self._indices)
-        mods = env.env_method("risk_modulation", indices=self._indices, **self.modulation_kwargs)
+        # (call_sub_envs: an error in a sub-env is raised here, and its worker goes on)
+        stats = call_sub_envs(env, "risk_stats", indices=self._indices)
+        mods = call_sub_envs(
+            env, "risk_modulation", indices=self._indices, **self.modulation_kwargs
+        )
+        assert stats is not None and mods is not None  # training_env is an SB3 VecEnv
         for key in stats[0]:
             values = np.array([s[key] for s in stats], dtype=np.float64)
             if key in _SUMMED:
