@@ -81,10 +81,12 @@ class ConfigError(GymcurricError, ValueError):
         super().__init__(f"{where}invalid value for {key!r}: {value!r} ({reason})")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Exceptions cross process boundaries (AsyncVectorEnv, SubprocVecEnv): keep the fields.
+        # Exceptions cross process boundaries (AsyncVectorEnv, SubprocVecEnv): keep the fields,
+        # and the state (__notes__ included: where in the worker it was raised)
         if self.key is None:
-            return (type(self), (str(self),))
-        return (_rebuild_config_error, (type(self), self.key, self.value, self.reason, self.source))
+            return (type(self), (str(self),), self.__dict__)
+        args = (type(self), self.key, self.value, self.reason, self.source)
+        return (_rebuild_config_error, args, self.__dict__)
 
 
 def _rebuild_config_error(
@@ -161,7 +163,8 @@ class SubEnvCallError(WorkerError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         args = (self.index, self.method, self.error_type, self.error_message)
-        return (type(self), (*args, self.worker_traceback))
+        # the state (notes included) replaces what __init__ sets: each note once
+        return (type(self), (*args, self.worker_traceback), self.__dict__)
 
 
 class GymcurricWarning(UserWarning):

@@ -160,20 +160,43 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]
 
     The method is looked up as ``call`` / ``env_method`` look one up: on the outermost wrapper
     that has it (``get_wrapper_attr``). An exception comes back as ``("error", type name,
-    message, formatted traceback, the exception or None)``; the exception itself only where it
-    survives pickling, so that sending it cannot end the worker. Installed on
-    ``gymnasium.Env`` under :data:`SAFE_CALL`, a name no user wrapper has.
+    message, formatted traceback, a copy of the exception or None)``: the copy that pickling
+    makes (where it survives it, so that sending it cannot end the worker), as a worker's
+    pipe would make one, so the sub-env's own exception is left as it was (an in-process
+    sub-env may raise one object again). Installed on ``gymnasium.Env`` under
+    :data:`SAFE_CALL`, a name no user wrapper has.
     """
     try:
         return ("ok", self.get_wrapper_attr(call.name)(*call.args, **call.kwargs))
     except Exception as exc:
-        sent: BaseException | None = exc
-        try:
-            pickle.loads(pickle.dumps(exc))  # an error the pipe could not send ends the worker
-        except Exception:
-            sent = None
         name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        return ("error", name, str(exc), traceback.format_exc(), sent)
+        return ("error", name, _message(exc), traceback.format_exc(), _sendable_copy(exc))
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in where that raises (it would end the worker here)."""
+    try:
+        return str(exc)
+    except Exception as failed:
+        return f"<str() of the error raised {type(failed).__name__}>"
+
+
+def _sendable_copy(exc: BaseException) -> BaseException | None:
+    """A copy of ``exc`` made by pickling (None where that fails), with its traceback and chain.
+
+    The traceback and chain do not pickle: through a pipe the copy arrives without them; an
+    in-process sub-env's error keeps them for the main process.
+    """
+    try:
+        copy = pickle.loads(pickle.dumps(exc))  # an error the pipe could not send ends the worker
+    except Exception:
+        return None
+    if not isinstance(copy, BaseException):  # a __reduce__ that builds something else
+        return None
+    copy.__traceback__ = exc.__traceback__
+    copy.__cause__, copy.__context__ = exc.__cause__, exc.__context__
+    copy.__suppress_context__ = exc.__suppress_context__
+    return copy
 
 
 def _install() -> None:

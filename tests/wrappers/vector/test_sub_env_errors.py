@@ -145,3 +145,89 @@ def test_importing_gymcurric_leaves_gymnasium_env_as_it_is():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+class _StrFails(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message either")
+
+
+class DescribeRaises(StateEnv):
+    """A caption-less env whose ``describe()`` raises ``error`` (the same object at each call)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(captions=False)
+        self.error = error
+
+    def describe(self) -> str:
+        raise self.error
+
+
+def test_an_error_whose_message_cannot_be_read_keeps_the_worker():
+    # str(error) raised in gymcurric_call's except clause: the worker was shut down
+    fns = [partial(DescribeRaises, _StrFails())]
+    base = AsyncVectorEnv(fns, context="fork")
+    envs = ShapeRewardSemantic(base, caption_embedder(), STUB_CONFIG)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(SubEnvCallError, match=r"sub-env 0: describe\(\) raised .*_StrFails"):
+            envs.step(np.zeros(1, np.int64))
+        assert all(p.is_alive() for p in base.processes), "a worker was shut down"
+        assert base.call("has_wrapper_attr", "describe") == (True,)  # it goes on
+    finally:
+        envs.close()
+
+
+def test_gymcurric_error_raised_again_by_an_in_process_sub_env_gets_one_note():
+    # SyncVectorEnv: the sub-env's own exception object was raised, a note added to it per call
+    from gymcurric.errors import ConfigError
+
+    error = ConfigError("level", 9, "no such level")
+    envs = ShapeRewardSemantic(
+        SyncVectorEnv([partial(DescribeRaises, error)]), caption_embedder(), STUB_CONFIG
+    )
+    envs.reset(seed=0)
+    for _ in range(3):
+        with pytest.raises(ConfigError, match="no such level") as caught:
+            envs.step(np.zeros(1, np.int64))
+        assert len(caught.value.__notes__) == 1
+        assert "describe() of sub-env 0" in caught.value.__notes__[0]
+        assert caught.value.key == "level"
+    assert not hasattr(error, "__notes__"), "the sub-env's own exception was changed"
+
+
+def test_sub_env_call_error_keeps_its_notes_through_pickle():
+    envs = SyncVectorEnv([partial(DescribeFails, fail_at=0)] * 3)
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvCallError) as caught:
+        call_sub_envs(envs, "describe")
+    error = caught.value
+    assert error.__notes__[-1] == "Sub-envs [1, 2] raised too"
+    again = pickle.loads(pickle.dumps(error))
+    assert again.__notes__ == error.__notes__  # the traceback's note once, the others kept
+    assert (again.index, again.method, again.error_type) == (0, "describe", error.error_type)
+
+
+def _noted_config_error() -> Exception:
+    from gymcurric.errors import ConfigError
+
+    error = ConfigError("task_id", 7, "unknown")
+    error.add_note("reported by SampleCurriculumTask at the end of an episode")
+    return error
+
+
+@pytest.mark.parametrize("vector", ["async", "sync"])
+def test_a_config_error_keeps_the_notes_it_had_in_the_sub_env(vector):
+    # ConfigError pickled without its notes: a worker's (and, sent as a copy, an in-process
+    # sub-env's) note on where it was raised was lost
+    fns = [partial(flush_fails, Curriculum(SPACE), _noted_config_error())]
+    envs = AsyncVectorEnv(fns, context="fork") if vector == "async" else SyncVectorEnv(fns)
+    try:
+        with pytest.raises(Exception, match="unknown") as caught:
+            call_sub_envs(envs, "flush_curriculum")
+        notes = caught.value.__notes__
+        assert notes[0] == "reported by SampleCurriculumTask at the end of an episode"
+        assert "flush_curriculum() of sub-env 0" in notes[1] and len(notes) == 2
+        assert (caught.value.key, caught.value.value) == ("task_id", 7)
+    finally:
+        envs.close()
