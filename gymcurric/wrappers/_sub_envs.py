@@ -161,7 +161,8 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]
     The method is looked up as ``call`` / ``env_method`` look one up: on the outermost wrapper
     that has it (``get_wrapper_attr``). An exception comes back as ``("error", type name,
     message, formatted traceback, a copy of the exception or None)``: the copy that pickling
-    makes (where it survives it, so that sending it cannot end the worker), as a worker's
+    makes (:class:`_SentError`: None where it cannot be made, in this process or the one it is
+    sent to, so that sending it can neither end the worker nor break the pipe), as a worker's
     pipe would make one, so the sub-env's own exception is left as it was (an in-process
     sub-env may raise one object again). Installed on ``gymnasium.Env`` under
     :data:`SAFE_CALL`, a name no user wrapper has.
@@ -170,7 +171,7 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]
         return ("ok", self.get_wrapper_attr(call.name)(*call.args, **call.kwargs))
     except Exception as exc:
         name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        return ("error", name, _message(exc), traceback.format_exc(), _sendable_copy(exc))
+        return ("error", name, _message(exc), traceback.format_exc(), _SentError(exc))
 
 
 def _message(exc: BaseException) -> str:
@@ -181,22 +182,42 @@ def _message(exc: BaseException) -> str:
         return f"<str() of the error raised {type(failed).__name__}>"
 
 
-def _sendable_copy(exc: BaseException) -> BaseException | None:
-    """A copy of ``exc`` made by pickling (None where that fails), with its traceback and chain.
+class _SentError:
+    """A sub-env's exception on its way to the main process: ``error``, a copy made by pickling.
 
-    The traceback and chain do not pickle: through a pipe the copy arrives without them; an
-    in-process sub-env's error keeps them for the main process.
+    In-process (``SyncVectorEnv``, ``DummyVecEnv``) it arrives as it is, the copy with the
+    original's traceback and chain. Through a pipe it travels as the pickle (``blob``) and
+    arrives as the exception loaded there, or as None where it cannot be loaded there (a class
+    only the worker has): an unpickling error in the vector env's ``call`` would leave the call
+    pending and the env unusable.
     """
+
+    __slots__ = ("blob", "error")
+
+    def __init__(self, exc: BaseException) -> None:
+        try:
+            self.blob: bytes | None = pickle.dumps(exc)  # one the pipe cannot send ends the worker
+        except Exception:
+            self.blob = None
+        self.error = _load_error(self.blob)
+        if self.error is not None:  # the traceback and chain do not pickle
+            self.error.__traceback__ = exc.__traceback__
+            self.error.__cause__, self.error.__context__ = exc.__cause__, exc.__context__
+            self.error.__suppress_context__ = exc.__suppress_context__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_load_error, (self.blob,))
+
+
+def _load_error(blob: bytes | None) -> BaseException | None:
+    """The exception pickled as ``blob``, or None where it does not load as one."""
+    if blob is None:
+        return None
     try:
-        copy = pickle.loads(pickle.dumps(exc))  # an error the pipe could not send ends the worker
+        error = pickle.loads(blob)
     except Exception:
         return None
-    if not isinstance(copy, BaseException):  # a __reduce__ that builds something else
-        return None
-    copy.__traceback__ = exc.__traceback__
-    copy.__cause__, copy.__context__ = exc.__cause__, exc.__context__
-    copy.__suppress_context__ = exc.__suppress_context__
-    return copy
+    return error if isinstance(error, BaseException) else None  # a __reduce__ may build others
 
 
 def _install() -> None:
@@ -251,7 +272,8 @@ def call_sub_envs(
 
 def _sub_env_error(failed: list[int], method: str, answer: tuple[Any, ...]) -> Exception:
     """The error to raise for the first of the sub-envs ``failed`` (``answer`` is its own)."""
-    _, type_name, message, worker_traceback, original = answer
+    _, type_name, message, worker_traceback, sent = answer
+    original = sent.error if isinstance(sent, _SentError) else sent  # in-process: not pickled
     also = f"; sub-envs {failed[1:]} raised too" if len(failed) > 1 else ""
     if isinstance(original, GymcurricError):
         original.add_note(

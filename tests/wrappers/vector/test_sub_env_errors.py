@@ -231,3 +231,33 @@ def test_a_config_error_keeps_the_notes_it_had_in_the_sub_env(vector):
         assert (caught.value.key, caught.value.value) == ("task_id", 7)
     finally:
         envs.close()
+
+
+class WorkerOnlyError(StateEnv):
+    """Raises an error of a class made in its own process (a plugin registered as it starts)."""
+
+    def __init__(self) -> None:
+        super().__init__(captions=False)
+        module = sys.modules[__name__]
+        if not hasattr(module, "_ErrorOfTheWorker"):
+            error = type("_ErrorOfTheWorker", (Exception,), {"__module__": __name__})
+            module._ErrorOfTheWorker = error  # type: ignore[attr-defined]
+
+    def describe(self) -> str:
+        raise sys.modules[__name__]._ErrorOfTheWorker("made in the worker")
+
+
+def test_an_error_the_main_process_cannot_load_keeps_the_env():
+    # it pickled in the worker, then failed to unpickle in call_wait: a bare AttributeError,
+    # and every later call was refused (AlreadyPendingCallError)
+    base = AsyncVectorEnv([partial(DescribeFails), WorkerOnlyError], context="fork")
+    envs = ShapeRewardSemantic(base, caption_embedder(), STUB_CONFIG)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(SubEnvCallError, match=r"sub-env 1: .*_ErrorOfTheWorker: made in"):
+            envs.step(np.zeros(2, np.int64))
+        assert all(p.is_alive() for p in base.processes), "a worker was shut down"
+        assert base.call("has_wrapper_attr", "describe") == (True, True)  # it goes on
+        envs.reset(seed=1)
+    finally:
+        envs.close(terminate=True)  # a close waiting on the broken call never returned
