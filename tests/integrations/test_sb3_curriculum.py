@@ -178,6 +178,7 @@ def test_subproc_vec_env_with_the_shared_backend(start_method, tmp_path):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow  # docs/curriculum.md's SubprocVecEnv snippet runs the same path by default
 def test_sb3_example_runs():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = subprocess.run(
