@@ -23,8 +23,14 @@ def python_blocks(path: Path = README) -> list[str]:
     return [re.sub(rf"^{indent}", "", code, flags=re.M) for indent, code in blocks]
 
 
+# slow: snippets whose path another default test runs (Ray: tests/integrations/test_ray_*)
+SLOW_SNIPPETS = {"curriculum.md:2"}
 SNIPPETS = [
-    pytest.param(code, id=f"{page.name}:{i}:{code.strip().splitlines()[0][:30]}")
+    pytest.param(
+        code,
+        id=f"{page.name}:{i}:{code.strip().splitlines()[0][:30]}",
+        marks=[pytest.mark.slow] if f"{page.name}:{i}" in SLOW_SNIPPETS else [],
+    )
     for page in PAGES
     for i, code in enumerate(python_blocks(page))
 ]

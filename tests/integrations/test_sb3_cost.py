@@ -64,7 +64,8 @@ def test_dummy_vec_env_episode_cost(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "start_method", ["spawn", pytest.param("forkserver", marks=pytest.mark.slow), "fork"]
+    "start_method",
+    [pytest.param(m, marks=pytest.mark.slow) for m in ("spawn", "forkserver")] + ["fork"],
 )
 def test_subproc_vec_env_episode_cost(start_method):
     venv = VecCostMonitor(SubprocVecEnv(fns(), start_method=start_method))

@@ -183,6 +183,7 @@ def _sequence(vec_env_cls, vec_env_kwargs=None):
     )
 
 
+@pytest.mark.slow  # the SubprocVecEnv path is in the default suite through the sampler tests
 def test_dummy_and_subproc_give_the_same_datapack_sequence():
     dummy = _sequence(DummyVecEnv)
     sub = _sequence(SubprocVecEnv, FORKSERVER)

@@ -124,6 +124,7 @@ def state(model):
     }
 
 
+@pytest.mark.slow  # CPO (the same trust-region step) keeps its new-interpreter test by default
 def test_save_load_in_a_new_interpreter_and_continue_equals_uninterrupted(tmp_path):
     kw = {**SMALL, "seed": 1, "cost_limit": 0.0, "cost_window": 5, "lagrange_lr": 0.2}
     a = TRPOLag("MlpPolicy", hazard_vec(seed=1), **kw).learn(320)
