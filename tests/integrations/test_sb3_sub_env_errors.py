@@ -20,49 +20,17 @@ from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
 from gymcurric.errors import SubEnvCallError
 from gymcurric.integrations.sb3 import save_curriculum_state
 from gymcurric.integrations.sb3.semantic import VecShapeRewardSemantic
-from gymcurric.tasks import Curriculum, FixedTaskSpace
-from gymcurric.wrappers import SampleCurriculumTask
-from tests.curriculum_stubs import TaskStubEnv
-from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
+from gymcurric.tasks import Curriculum
+from tests.semantics.stubs import STUB_CONFIG, caption_embedder
+from tests.sub_env_faults import SPACE, DescribeFails, flush_fails
 
 pytestmark = pytest.mark.sb3
-
-SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
-
-
-class DescribeFails(StateEnv):
-    """A caption-less env whose ``describe()`` (user code) raises at step ``fail_at``."""
-
-    def __init__(self, fail_at: int = -1) -> None:
-        super().__init__(captions=False)
-        self.fail_at = fail_at
-
-    def describe(self) -> str:
-        if self.t == self.fail_at:
-            raise KeyError(f"no words for step {self.t}")
-        return f"state {self.v}"
-
-
-class FlushFails(SampleCurriculumTask):
-    """A curriculum wrapper whose ``flush_curriculum()`` raises when ``fails``."""
-
-    def __init__(self, env, curriculum, fails=False):
-        super().__init__(env, curriculum)
-        self.fails = fails
-
-    def flush_curriculum(self) -> None:
-        if self.fails:
-            raise OSError("the channel is gone")
-        super().flush_curriculum()
-
-
-def flush_fails(curriculum, fails=False):
-    return FlushFails(TaskStubEnv("stub"), curriculum, fails)
 
 
 def test_describe_that_raises_names_the_sub_env_and_the_env_goes_on():
     # SB3's default start method (forkserver): the worker imports gymcurric on the call
-    venv = SubprocVecEnv([partial(DescribeFails), partial(DescribeFails, fail_at=2)])
+    fns = [partial(DescribeFails), partial(DescribeFails, fail_at=2, error=KeyError)]
+    venv = SubprocVecEnv(fns)
     shaped = VecShapeRewardSemantic(venv, caption_embedder(), STUB_CONFIG)
     try:
         shaped.reset()
@@ -83,7 +51,7 @@ def test_describe_that_raises_names_the_sub_env_and_the_env_goes_on():
 
 def test_flush_that_raises_at_a_checkpoint_keeps_the_workers(tmp_path, capfd):
     cur = Curriculum(SPACE, seed=0, backend="shared")
-    fns = [partial(flush_fails, cur), partial(flush_fails, cur, True)]
+    fns = [partial(flush_fails, cur), partial(flush_fails, cur, OSError("the channel is gone"))]
     venv = VecMonitor(SubprocVecEnv(fns, start_method="fork"))
     try:
         venv.reset()
@@ -106,7 +74,9 @@ def test_gymcurric_train_checkpoint_flush_that_raises_keeps_the_workers(tmp_path
     from gymcurric.train.runner import _save_checkpoint
 
     cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = SubprocVecEnv([partial(flush_fails, cur, True)], start_method="fork")
+    venv = SubprocVecEnv(
+        [partial(flush_fails, cur, OSError("the channel is gone"))], start_method="fork"
+    )
     built = SimpleNamespace(sampler=None, curriculum=cur, venv=venv)
     cfg = SimpleNamespace(env=SimpleNamespace(vectorization="subproc"))
     try:

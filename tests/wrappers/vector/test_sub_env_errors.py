@@ -18,44 +18,12 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from gymcurric.errors import DataError, SubEnvCallError
-from gymcurric.tasks import Curriculum, FixedTaskSpace
-from gymcurric.wrappers import SampleCurriculumTask, save_curriculum_state
+from gymcurric.tasks import Curriculum
+from gymcurric.wrappers import save_curriculum_state
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.vector.semantic import ShapeRewardSemantic
-from tests.curriculum_stubs import TaskStubEnv
 from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
-
-SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
-
-
-class DescribeFails(StateEnv):
-    """A caption-less env whose ``describe()`` (user code) raises at step ``fail_at``."""
-
-    def __init__(self, fail_at: int = -1) -> None:
-        super().__init__(captions=False)
-        self.fail_at = fail_at
-
-    def describe(self) -> str:
-        if self.t == self.fail_at:
-            raise ValueError(f"no words for step {self.t}")
-        return f"state {self.v}"
-
-
-class FlushFails(SampleCurriculumTask):
-    """A curriculum wrapper whose ``flush_curriculum()`` raises ``error`` (when one is given)."""
-
-    def __init__(self, env, curriculum, error=None):
-        super().__init__(env, curriculum)
-        self.error = error
-
-    def flush_curriculum(self) -> None:
-        if self.error is not None:
-            raise self.error
-        super().flush_curriculum()
-
-
-def flush_fails(curriculum, error=None):
-    return FlushFails(TaskStubEnv("stub"), curriculum, error)
+from tests.sub_env_faults import SPACE, DescribeFails, flush_fails
 
 
 @pytest.mark.parametrize("vector", ["async", "sync"])

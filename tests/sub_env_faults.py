@@ -1,0 +1,46 @@
+"""Sub-envs whose methods that gymcurric calls raise: for the worker-survival tests.
+
+Shared by ``tests/wrappers/vector/test_sub_env_errors.py`` (Gymnasium vector envs) and
+``tests/integrations/test_sb3_sub_env_errors.py`` (SB3 ``SubprocVecEnv``); importable by
+spawn/forkserver workers.
+"""
+
+from __future__ import annotations
+
+from gymcurric.tasks import FixedTaskSpace
+from gymcurric.wrappers import SampleCurriculumTask
+from tests.curriculum_stubs import TaskStubEnv
+from tests.semantics.stubs import StateEnv
+
+SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
+
+
+class DescribeFails(StateEnv):
+    """A caption-less env whose ``describe()`` (user code) raises ``error`` at step ``fail_at``."""
+
+    def __init__(self, fail_at: int = -1, error: type[Exception] = ValueError) -> None:
+        super().__init__(captions=False)
+        self.fail_at = fail_at
+        self.error = error
+
+    def describe(self) -> str:
+        if self.t == self.fail_at:
+            raise self.error(f"no words for step {self.t}")
+        return f"state {self.v}"
+
+
+class FlushFails(SampleCurriculumTask):
+    """A curriculum wrapper whose ``flush_curriculum()`` raises ``error`` (when one is given)."""
+
+    def __init__(self, env, curriculum, error=None):
+        super().__init__(env, curriculum)
+        self.error = error
+
+    def flush_curriculum(self) -> None:
+        if self.error is not None:
+            raise self.error
+        super().flush_curriculum()
+
+
+def flush_fails(curriculum, error=None):
+    return FlushFails(TaskStubEnv("stub"), curriculum, error)
