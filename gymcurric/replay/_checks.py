@@ -27,7 +27,8 @@ class RingInvariantError(DataError):
         self.row = row
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.env, self.step, self.row))
+        # the state (__notes__ included) travels too, as ConfigError's does
+        return (type(self), (str(self), self.env, self.step, self.row), self.__dict__)
 
 
 _NUMPY_OF: dict[torch.dtype, Any] = {

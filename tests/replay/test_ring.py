@@ -5,6 +5,8 @@ Tests taking the ``device`` fixture run on CPU with each index strategy, and on 
 is present (see ``conftest.py``).
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -455,6 +457,15 @@ def test_each_invariant_violation_raises_with_env_and_step(device, corrupt, what
         ring.check_invariants()
     assert (info.value.env, info.value.step) == (env, step)
     assert isinstance(info.value, DataError)
+
+
+def test_invariant_error_keeps_its_fields_and_notes_through_pickle():
+    error = RingInvariantError("env 1, step 4: changed without is_first", env=1, step=4, row=4)
+    error.add_note("raised in the sampler's process")
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error)
+    assert (again.env, again.step, again.row) == (1, 4, 4)
+    assert again.__notes__ == ["raised in the sampler's process"]
 
 
 def test_debug_checks_raise_on_the_next_write(device):
