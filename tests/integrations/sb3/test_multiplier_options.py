@@ -1,7 +1,9 @@
 """Unknown multiplier options are ConfigErrors naming the parameter, the value and the choices.
 
 They were TypeErrors from a constructor's ``**kwargs`` (``multiplier_kwargs={"kq": 1}``) or,
-for ``PPOPIDLag(multiplier="adam")``, a TypeError about ``kp`` the user never passed.
+for ``PPOPIDLag(multiplier="adam")``, a TypeError about ``kp`` the user never passed. Values a
+multiplier refuses (``PPOPIDLag(kp=-1)``) name the algorithm and the argument the user passed,
+not the internal ``PIDLagrangeMultiplier(...)``.
 """
 
 import pytest
@@ -122,3 +124,65 @@ def test_ppopidlag_shows_the_multiplier_kwargs_the_user_passed(given):
     assert str(err.value).startswith(f"PPOPIDLag: invalid value for 'multiplier_kwargs': {given!r}")
     model = PPOPIDLag("MlpPolicy", hazard_vec(1), kp=0.2, multiplier_kwargs={"kd": 0.5}, **SMALL)
     assert (model.lagrange.kp, model.lagrange.kd, model.multiplier_kwargs["kd"]) == (0.2, 0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "key", "value"),
+    [
+        (PPOPIDLag, {"kp": -1}, "kp", -1),
+        (PPOPIDLag, {"kd": "x"}, "kd", "x"),
+        (
+            PPOPIDLag,
+            {"multiplier_kwargs": {"penalty_max": -2.0}},
+            "multiplier_kwargs['penalty_max']",
+            -2.0,
+        ),
+        (PPOPIDLag, {"multiplier_kwargs": {"d_delay": 0}}, "multiplier_kwargs['d_delay']", 0),
+        (PPOPIDLag, {"ki": -1, "pid_epoch_steps": 20_000}, "ki", -1),
+        (
+            PPOLag,
+            {"multiplier_kwargs": {"upper_bound": -1.0}},
+            "multiplier_kwargs['upper_bound']",
+            -1.0,
+        ),
+        (
+            PPOLag,
+            {"multiplier": "pid", "multiplier_kwargs": {"p_ema_alpha": 1.5}},
+            "multiplier_kwargs['p_ema_alpha']",
+            1.5,
+        ),
+        (PPOLag, {"lagrange_lr": -1.0}, "lagrange_lr", -1.0),
+        (
+            TRPOLag,
+            {"multiplier": "sgd", "multiplier_kwargs": {"upper_bound": float("inf")}},
+            "multiplier_kwargs['upper_bound']",
+            float("inf"),
+        ),
+        (TRPOLag, {"lagrange_init": -1.0}, "lagrange_init", -1.0),
+    ],
+)
+def test_refused_multiplier_values_name_the_algorithm_and_the_argument(cls, kwargs, key, value):
+    with pytest.raises(ConfigError) as err:
+        cls("MlpPolicy", hazard_vec(1), **kwargs, **SMALL)
+    assert (err.value.source, err.value.key, err.value.value) == (cls.__name__, key, value)
+    assert str(err.value).startswith(f"{cls.__name__}: invalid value for {key!r}: {value!r} (")
+    assert "LagrangeMultiplier" not in str(err.value)
+
+
+def test_a_gain_multiplier_kwargs_overrides_is_not_checked():
+    # as before: multiplier_kwargs' gain is the one used, so kp=-1 is not refused
+    model = PPOPIDLag("MlpPolicy", hazard_vec(1), kp=-1, multiplier_kwargs={"kp": 0.5}, **SMALL)
+    assert model.lagrange.kp == 0.5
+
+
+def test_refused_values_name_the_caller_of_make_multiplier_and_multiplier_set():
+    bad = {"kp": -1}
+    with pytest.raises(
+        ConfigError, match=r"""^MyAgent: invalid value for "multiplier_kwargs\['kp'\]": -1"""
+    ):
+        make_multiplier("pid", init=0.0, lr=0.1, kwargs=bad, source="MyAgent")
+    with pytest.raises(ConfigError, match=r"^MultiplierSet: invalid value for 'lagrange_lr': -1"):
+        MultiplierSet(2, "adam", init=0.0, lr=-1)
+    # without a caller, the multiplier's own error as before
+    with pytest.raises(ConfigError, match=r"^PIDLagrangeMultiplier\(\.\.\.\): .*'kp': -1"):
+        make_multiplier("pid", init=0.0, lr=0.1, kwargs=bad)

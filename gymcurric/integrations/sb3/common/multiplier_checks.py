@@ -2,7 +2,8 @@
 
 Numbers (:func:`check_finite`) and ``multiplier_kwargs`` (:func:`check_multiplier_kwargs`,
 against :data:`MULTIPLIER_KWARGS`). Each ``ConfigError`` names the parameter, the value the
-caller received and the caller (``source``: an algorithm's class name, ``"MultiplierSet"``).
+caller received and the caller (``source``: an algorithm's class name, ``"MultiplierSet"``);
+:func:`as_caller_error` turns a multiplier constructor's refusal of a value into the caller's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["MULTIPLIER_KWARGS", "check_finite", "check_multiplier_kwargs"]
+__all__ = ["MULTIPLIER_KWARGS", "as_caller_error", "check_finite", "check_multiplier_kwargs"]
 
 #: The ``multiplier_kwargs`` each multiplier kind takes (``init`` and ``lr`` have their own
 #: arguments: ``lagrange_init``, ``lagrange_lr``).
@@ -72,3 +73,20 @@ def check_multiplier_kwargs(kind: Any, kwargs: Any, *, source: str | None) -> di
             source=source,
         )
     return dict(kwargs or {})
+
+
+def as_caller_error(error: ConfigError, kwargs: Mapping[str, Any], *, source: str) -> ConfigError:
+    """A multiplier constructor's ``error`` as its caller's: ``source`` named, its own key shown.
+
+    A value from ``kwargs`` (``multiplier_kwargs``) is named ``multiplier_kwargs['key']``;
+    any other key (``lagrange_init``, ``lagrange_lr``) is kept. Value and reason are kept.
+
+    Examples:
+        >>> error = ConfigError("kp", -1, "expected a number >= 0", source="PID(...)")
+        >>> print(as_caller_error(error, {"kp": -1}, source="PPOLag"))
+        PPOLag: invalid value for "multiplier_kwargs['kp']": -1 (expected a number >= 0)
+    """
+    key = error.key
+    if isinstance(key, str) and key in kwargs:
+        key = f"multiplier_kwargs[{key!r}]"
+    return ConfigError(key, error.value, error.reason, source=source)

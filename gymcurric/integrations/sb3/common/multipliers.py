@@ -33,6 +33,7 @@ from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.multiplier_checks import (
     MULTIPLIER_KWARGS,
+    as_caller_error,
     check_finite,
     check_multiplier_kwargs,
 )
@@ -568,12 +569,18 @@ def make_multiplier(
         source: the caller the ``ConfigError`` names (the algorithm's class name); None: none.
 
     Raises:
-        ConfigError: an unknown ``kind``, ``kwargs`` not a dict (or None), or a key of it that
-            ``kind`` does not take (named with the known ones, :data:`MULTIPLIER_KWARGS`).
+        ConfigError: an unknown ``kind``, ``kwargs`` not a dict (or None), a key of it that
+            ``kind`` does not take (named with the known ones, :data:`MULTIPLIER_KWARGS`), or a
+            value the multiplier refuses (named as ``multiplier_kwargs['key']`` with ``source``).
     """
     kwargs = check_multiplier_kwargs(kind, kwargs, source=source)
-    if kind in ("adam", "sgd"):
-        return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
-    if kind == "pid":
-        return PIDLagrangeMultiplier(init=init, **kwargs)
+    try:
+        if kind in ("adam", "sgd"):
+            return LagrangeMultiplier(init=init, lr=lr, optimizer=kind, **kwargs)  # type: ignore[arg-type]
+        if kind == "pid":
+            return PIDLagrangeMultiplier(init=init, **kwargs)
+    except ConfigError as exc:
+        if source is None:
+            raise
+        raise as_caller_error(exc, kwargs, source=source) from None
     raise ConfigError("multiplier", kind, "expected 'adam', 'sgd' or 'pid'", source=source)

@@ -16,7 +16,10 @@ from gymcurric.integrations.sb3.common.lagrangian import (
     FloatOrSchedule,
     LagrangianMixin,
 )
-from gymcurric.integrations.sb3.common.multiplier_checks import check_multiplier_kwargs
+from gymcurric.integrations.sb3.common.multiplier_checks import (
+    check_finite,
+    check_multiplier_kwargs,
+)
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.safety.modulation import RiskModulation
@@ -325,7 +328,13 @@ class PPOPIDLag(PPOLag):
         extra = check_multiplier_kwargs(
             "pid", kwargs.pop("multiplier_kwargs", None), source=type(self).__name__
         )
-        multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
+        # the gains are this class's own arguments: a bad one is named as the user passed it,
+        # not as multiplier_kwargs['kp'] (one that multiplier_kwargs overrides is not used)
+        gains = {"kp": kp, "ki": ki, "kd": kd}
+        for name, gain in gains.items():
+            if name not in extra:
+                check_finite(name, gain, minimum=0.0, source=type(self).__name__)
+        multiplier_kwargs = {**gains, **extra}
         super().__init__(
             policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
         )
