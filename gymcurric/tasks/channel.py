@@ -90,7 +90,11 @@ class TaskChannel(ChannelSlots):
         super().__init__(
             num_envs, episodes_in_main=episodes_in_main, spares=spares, key_modulus=key_modulus
         )
-        # main-process bookkeeping (never read by workers)
+        self._init_main_side()
+
+    def _init_main_side(self) -> None:
+        """The main process's bookkeeping of a new channel (never read by workers)."""
+        num_envs, spares = self.num_envs, self.spares
         self._counted = np.zeros(num_envs, dtype=np.int64)  # tasks taken and counted
         self._seen = np.zeros(num_envs, dtype=np.int64)  # results applied
         self._pool_seen = (-1, -1)  # the curriculum's membership version at the last refill
@@ -376,9 +380,10 @@ class TaskChannel(ChannelSlots):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self._counted = self._seen = np.zeros(0, dtype=np.int64)  # main-process only
-        self._stale, self._any_stale = np.zeros(0, dtype=bool), False
-        self._spares_due, self._any_spares_due = np.zeros(0, dtype=bool), False
+        # A worker's copy: the main process's side is not used there, but it is a new
+        # channel's, so that the copy has every attribute __init__ sets (it lacked
+        # _no_retries and _pool_seen, and refill failed on them or on empty arrays).
+        self._init_main_side()
 
     def __repr__(self) -> str:
         main = ", episodes_in_main=True" if self.episodes_in_main else ""
