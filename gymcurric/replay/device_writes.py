@@ -145,7 +145,8 @@ class DeviceWriter:
 
         Returns:
             The checked ``final_obs`` when given and some episode may have ended (the side
-            store's, for the ring's index with ``episode_ended`` as the mask), else None.
+            store's, for the ring's index with ``episode_ended`` as the mask), else None. A
+            given ``final_obs`` is checked whether or not an episode ended.
         """
         storage = self.storage
         shape = self.flag_shape
@@ -226,8 +227,10 @@ class DeviceWriter:
             np.logical_or(host_terminated, host_truncated, out=host_ended)
             if host_first is not None:
                 buffer[float_bytes + num_envs :] = host_first
-            if final_obs is not None and host_ended.any():
+            if final_obs is not None:  # checked even if no episode ended, as with device flags
                 final = storage.checked_tensor("final_obs", final_obs, field="obs")
+                if not host_ended.any():
+                    final = None  # nothing to store
             staged = torch.from_numpy(buffer)
             if self.to_device:
                 staged = staged.to(device, non_blocking=True)

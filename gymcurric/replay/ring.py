@@ -266,7 +266,8 @@ class ReplayRing:
                 autoreset). Pass it explicitly for next-step autoreset (the recorder does).
             final_obs: ``[num_envs, *obs_shape]`` true last observations of envs whose
                 episode ended at this step (rows of other envs are ignored); kept in the side
-                store so that :meth:`sample_transitions` returns them as ``next_obs``.
+                store so that :meth:`sample_transitions` returns them as ``next_obs``. Checked
+                whenever given, even at a step where no episode ended.
             t: optional explicit step index; must equal :attr:`total_steps`.
             **extra: one value per user field, ``[num_envs, *shape]``.
 

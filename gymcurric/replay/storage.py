@@ -316,8 +316,10 @@ class RingStorage:
         packed = self.packed_row(args.reward, args.cost, ~terminated)
         ended = terminated | truncated
         final = None
-        if args.final_obs is not None and ended.any():
+        if args.final_obs is not None:  # checked even if no episode ended, as the device index
             final = self.checked_tensor("final_obs", args.final_obs, field="obs")
+            if not ended.any():
+                final = None  # nothing to store
         return CheckedStep(rows, packed, first, ended, final)
 
     # ------------------------------------------------------------------ writes

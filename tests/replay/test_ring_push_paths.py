@@ -149,6 +149,7 @@ def bad_steps():
         "final_obs": np.zeros((E, 3), np.float32),
     }
     t = torch.from_numpy
+    none = np.zeros(E, bool)
     cases = {
         "uint8 flags": {"terminated": np.zeros(E, np.uint8)},
         "flag shape": {"truncated": np.zeros((E, 1), bool)},
@@ -166,6 +167,15 @@ def bad_steps():
         "reward kind, cost shape": {"reward": np.array(["x"] * E), "cost": np.zeros(2)},
         "cost tensor dtype": {"reward": torch.zeros(E), "cost": torch.zeros(E, dtype=torch.int64)},
         "final_obs shape": {"final_obs": np.zeros((E, 2), np.float32)},
+        # checked whether or not an episode ended: the host index and the device index's host
+        # flags checked it only when one did, its device flags always (they cannot tell)
+        "final_obs shape, no end": {"terminated": none, "final_obs": np.zeros((E, 2))},
+        "final_obs shape, no end, tensor flags": {
+            "terminated": t(none),
+            "truncated": t(none),
+            "final_obs": np.zeros((E, 2), np.float32),
+        },
+        "final_obs kind, no end": {"terminated": none, "final_obs": np.full((E, 3), "x")},
         "missing user field": {"aux": None},
         "t": {"t": 1},
         # reward is required: None was 0 on the host index and on the device index's staged
