@@ -12,8 +12,9 @@ ahead."``. In order, it says:
    reports ``goal_met`` (the task then moves the goal: the rest describes the new one);
 2. what the agent is inside or touching: inside a hazard when the agent's centre is within the
    hazard's radius in the floor plane (safety-gymnasium's hazard-cost rule); touching a vase,
-   pillar, gremlin, button or the box when MuJoCo lists a contact between one of the agent's
-   geoms and that object (the rule of safety-gymnasium's contact costs);
+   pillar, gremlin, button or the box when MuJoCo lists a contact between a geom of the agent's
+   body tree and a geom of that object's body (the rule of safety-gymnasium's contact costs,
+   which match geom names; the box also collides through geoms named ``col1``-``col4``);
 3. the nearest other hazards, gremlins, vases, pillars and buttons: at most ``max_per_kind``
    (3) of each kind whose edge is nearer than ``max_distance`` (1 m), nearest first, or ``"No
    obstacle is near."`` when the task has obstacles and none of this applies;
@@ -29,10 +30,11 @@ caption cache hits: under 0.25 m ``"very close"``, under 0.5 m ``"close"``, unde
 ``"near"``, else ``"far"`` (:data:`DISTANCE_BINS`). Bearings are egocentric, one of eight 45°
 sectors centred on ``"ahead"``, ``"ahead-left"``, ``"left"``, ``"behind-left"``, ``"behind"``,
 ``"behind-right"``, ``"right"``, ``"ahead-right"`` (:data:`BEARINGS`), measured in the floor plane
-from the agent body's x axis projected onto the floor (for Point and Car, which stay flat, the
-direction safety-gymnasium's lidar and compass call 0; a tilting legged robot's lidar rotates the
-3-D offset into the tilted body frame instead); an object on a sector boundary belongs to the
-sector counter-clockwise of it.
+from the agent body's x axis projected onto the floor (while the body is level, the direction
+safety-gymnasium's lidar and compass call 0; the lidar rotates the 3-D offset into the tilted
+body frame instead, which differs near sector boundaries once a body tilts: the legged robots
+and the Racecar as they move, the Car by a few degrees when it runs into things); an object on
+a sector boundary belongs to the sector counter-clockwise of it.
 
 Bad input never raises: an object kind outside the vocabulary is named as ``unknown object
 '<kind>'``; a NaN (or unreadable) position is reported as unknown (``"The position of a vase is
