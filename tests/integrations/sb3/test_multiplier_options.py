@@ -186,3 +186,21 @@ def test_refused_values_name_the_caller_of_make_multiplier_and_multiplier_set():
     # without a caller, the multiplier's own error as before
     with pytest.raises(ConfigError, match=r"^PIDLagrangeMultiplier\(\.\.\.\): .*'kp': -1"):
         make_multiplier("pid", init=0.0, lr=0.1, kwargs=bad)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"kp": -1, "cost_limit": -1.0}, "cost_limit"),
+        ({"kd": "x", "lagrange_init": -1.0}, "lagrange_init"),
+        ({"ki": -1, "lagrange_lr": -1.0}, "lagrange_lr"),
+        # the multiplier checks kp before kd, whichever argument each came from
+        ({"kd": -1, "multiplier_kwargs": {"kp": -1}}, "multiplier_kwargs['kp']"),
+    ],
+)
+def test_ppopidlag_reports_the_first_bad_argument_in_the_order_of_ppolag(kwargs, key):
+    # two bad arguments: the one reported is the one PPOLag(multiplier="pid") reports first
+    # (PPOPIDLag checked its gains before PPOLag's own arguments)
+    with pytest.raises(ConfigError) as err:
+        PPOPIDLag("MlpPolicy", hazard_vec(1), **kwargs, **SMALL)
+    assert (err.value.source, err.value.key) == ("PPOPIDLag", key)

@@ -16,10 +16,7 @@ from gymcurric.integrations.sb3.common.lagrangian import (
     FloatOrSchedule,
     LagrangianMixin,
 )
-from gymcurric.integrations.sb3.common.multiplier_checks import (
-    check_finite,
-    check_multiplier_kwargs,
-)
+from gymcurric.integrations.sb3.common.multiplier_checks import check_multiplier_kwargs
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.ppo_lag.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.safety.modulation import RiskModulation
@@ -328,13 +325,17 @@ class PPOPIDLag(PPOLag):
         extra = check_multiplier_kwargs(
             "pid", kwargs.pop("multiplier_kwargs", None), source=type(self).__name__
         )
-        # the gains are this class's own arguments: a bad one is named as the user passed it,
-        # not as multiplier_kwargs['kp'] (one that multiplier_kwargs overrides is not used)
-        gains = {"kp": kp, "ki": ki, "kd": kd}
-        for name, gain in gains.items():
-            if name not in extra:
-                check_finite(name, gain, minimum=0.0, source=type(self).__name__)
-        multiplier_kwargs = {**gains, **extra}
-        super().__init__(
-            policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
-        )
+        multiplier_kwargs = {"kp": kp, "ki": ki, "kd": kd, **extra}
+        try:
+            super().__init__(
+                policy, env, multiplier="pid", multiplier_kwargs=multiplier_kwargs, **kwargs
+            )
+        except ConfigError as exc:
+            # The gains are this class's own arguments: a bad one is named as the user passed
+            # it, not as multiplier_kwargs['kp'] (as_caller_error's name; one that
+            # multiplier_kwargs overrides is not used). They are checked where PPOLag checks
+            # multiplier_kwargs, so that of two bad arguments the same one is reported first.
+            own = {f"multiplier_kwargs[{n!r}]": n for n in ("kp", "ki", "kd") if n not in extra}
+            if exc.source != type(self).__name__ or exc.key not in own:
+                raise
+            raise ConfigError(own[exc.key], exc.value, exc.reason, source=exc.source) from None
