@@ -2,13 +2,19 @@
 
 Shared by ``tests/wrappers/vector/test_sub_env_errors.py`` (Gymnasium vector envs) and
 ``tests/integrations/test_sb3_sub_env_errors.py`` (SB3 ``SubprocVecEnv``); importable by
-spawn/forkserver workers.
+spawn/forkserver workers. Also the user's wrapper whose attributes are named like those of
+gymcurric's wrappers (``tests/wrappers/vector/test_sub_env_names.py``,
+``tests/integrations/test_sb3_sub_env_names.py``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
+
 from gymcurric.tasks import FixedTaskSpace
-from gymcurric.wrappers import SampleCurriculumTask
+from gymcurric.wrappers import PresentDatapack, SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
 from tests.semantics.stubs import StateEnv
 
@@ -44,3 +50,26 @@ class FlushFails(SampleCurriculumTask):
 
 def flush_fails(curriculum, error=None):
     return FlushFails(TaskStubEnv("stub"), curriculum, error)
+
+
+class Shadowing(gym.Wrapper):
+    """A user's wrapper with attributes named like the state of gymcurric's wrappers.
+
+    Stacked above them, it has each name first for a vector env's ``get_attr`` / ``set_attr``
+    (the outermost layer with the name) and for SB3's ``env_method("set_wrapper_attr", ...)``.
+    """
+
+    task_id: Any = "mine"
+    pending_task_id: Any = "mine"
+    resuming: Any = "mine"
+    next_datapack: Any = "mine"
+
+
+def shadowing_curriculum(curriculum, name="env"):
+    """A curriculum-wrapped stub env under :class:`Shadowing`."""
+    return Shadowing(SampleCurriculumTask(TaskStubEnv(name), curriculum))
+
+
+def shadowing_present_datapack(env):
+    """``PresentDatapack(env, None)`` under :class:`Shadowing` (a vector env's sub-env)."""
+    return Shadowing(PresentDatapack(env, None))

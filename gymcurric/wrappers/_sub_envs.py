@@ -16,6 +16,14 @@ calls the sub-envs' methods (``describe()``, ``flush_curriculum()``, ...) with
 Gymnasium env, which returns the exception as a value; the error is raised in the main process,
 the worker goes on, and the vector env can still be stepped or closed.
 
+A vector env's ``get_attr`` / ``set_attr`` (SB3's ``env_method("set_wrapper_attr", ...)``)
+reaches the *outermost* layer of a sub-env that has the name: a user's wrapper above gymcurric's
+with a ``task_id`` (or ``next_datapack``) of its own would be read, or set, instead. So
+gymcurric reaches its wrappers' state through names only they have
+(:data:`CURRICULUM_TASK_IDS`, :data:`RESUME_CURRICULUM_TASK`, ``datapack_preset``,
+``datapack_has_sampler``), and gives each sub-env its own arguments with
+:func:`call_sub_envs_each`, as safely as :func:`call_sub_envs`.
+
 Code that needs the sub-envs wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask` (the
 curriculum checkpoint, SB3's ``RegretScoreCallback``) asks for the wrapper's mark,
 :data:`CURRICULUM_TASK_WRAPPER_MARK`: one question, and a ``task_id`` of an env's own does not
@@ -31,13 +39,18 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 
+from gymcurric._checks import check_one_per_env
 from gymcurric.errors import GymcurricError, SubEnvCallError
 
 __all__ = [
+    "CURRICULUM_TASK_IDS",
     "CURRICULUM_TASK_WRAPPER_MARK",
+    "RESUME_CURRICULUM_TASK",
     "SAFE_CALL",
+    "STAGED_CALL",
     "SubEnvCall",
     "call_sub_envs",
+    "call_sub_envs_each",
     "gymcurric_call",
     "sub_env_query",
     "sub_envs_lacking",
@@ -48,6 +61,16 @@ __all__ = [
 #: <gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper>`, the attribute only that
 #: wrapper has: a sub-env that has it is wrapped (``has_wrapper_attr`` of this name).
 CURRICULUM_TASK_WRAPPER_MARK = "curriculum_task_wrapper"
+
+#: The name of :meth:`SampleCurriculumTask.curriculum_task_ids
+#: <gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids>`: the wrapper's ``task_id``
+#: (and the task its next reset resumes) under a name no other wrapper has.
+CURRICULUM_TASK_IDS = "curriculum_task_ids"
+
+#: The name of :meth:`SampleCurriculumTask.resume_curriculum_task
+#: <gymcurric.wrappers.SampleCurriculumTask.resume_curriculum_task>`: sets what
+#: ``pending_task_id`` and ``resuming`` set, under a name no other wrapper has.
+RESUME_CURRICULUM_TASK = "resume_curriculum_task"
 
 
 def wrapper_method(env: gym.Env[Any, Any], name: str) -> Callable[..., Any] | None:
@@ -155,8 +178,16 @@ def _unpickled_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return SubEnvCall(name, args, kwargs)
 
 
-def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]:
+#: Where :func:`call_sub_envs_each` leaves a sub-env's own :class:`SubEnvCall` (a vector env's
+#: ``set_attr``: a plain attribute of the sub-env's outermost layer, which nothing else has)
+#: for :func:`gymcurric_call` to take and run.
+STAGED_CALL = "gymcurric_staged_call"
+
+
+def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall | None = None) -> tuple[Any, ...]:
     """Run ``call`` on this env: ``("ok", value)``, or ``("error", ...)`` for an exception.
+
+    ``call=None`` runs (and removes) the call left in this env's :data:`STAGED_CALL`.
 
     The method is looked up as ``call`` / ``env_method`` look one up: on the outermost wrapper
     that has it (``get_wrapper_attr``). An exception comes back as ``("error", type name,
@@ -168,10 +199,20 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall) -> tuple[Any, ...]
     :data:`SAFE_CALL`, a name no user wrapper has.
     """
     try:
+        if call is None:
+            call = _staged_call(self)
         return ("ok", self.get_wrapper_attr(call.name)(*call.args, **call.kwargs))
     except Exception as exc:
         name = f"{type(exc).__module__}.{type(exc).__qualname__}"
         return ("error", name, _message(exc), traceback.format_exc(), _SentError(exc))
+
+
+def _staged_call(env: gym.Env[Any, Any]) -> SubEnvCall:
+    """The call :func:`call_sub_envs_each` left on ``env`` (its outermost layer), removed."""
+    call = vars(env).pop(STAGED_CALL, None)
+    if not isinstance(call, SubEnvCall):
+        raise RuntimeError(f"no call was left in {STAGED_CALL!r} of this sub-env ({call!r})")
+    return call
 
 
 def _message(exc: BaseException) -> str:
@@ -264,6 +305,50 @@ def call_sub_envs(
         answers = [answers[i] for i in every]
     else:
         answers = ask(SAFE_CALL, call, indices=every)
+    return _values(every, name, answers)
+
+
+def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> list[Any] | None:
+    """Call the method ``name`` of every sub-env ``i`` with its own arguments ``args[i]``.
+
+    As safe as :func:`call_sub_envs` (a method that raises ends no worker; the error is raised
+    here, the same way), for what a vector env's ``set_attr`` with one value per sub-env did.
+    An SB3 ``VecEnv`` gets one ``env_method`` per sub-env (``indices=[i]``). A Gymnasium
+    vector env, whose ``call`` sends every sub-env the same arguments, gets two round trips:
+    ``set_attr`` leaves each sub-env its own :class:`SubEnvCall` in :data:`STAGED_CALL` (a
+    plain attribute of its outermost layer, which no wrapper has: setting it cannot raise), and
+    ``call`` runs it there (:func:`gymcurric_call` without an argument).
+
+    Args:
+        env: a Gymnasium ``VectorEnv`` (through any vector wrappers) or an SB3 ``VecEnv``.
+        name: the method, found on each sub-env's outermost wrapper that has it.
+        args: one sequence of positional arguments per sub-env.
+
+    Returns:
+        The values, one per sub-env, or None where ``env`` is neither kind of vector env
+        (:func:`sub_env_query`).
+
+    Raises:
+        ConfigError: ``args`` does not hold one entry per sub-env.
+    """
+    ask = sub_env_query(env)
+    if ask is None:
+        return None
+    check_one_per_env("args", list(args), env.num_envs, source="call_sub_envs_each")
+    _install()
+    calls = [SubEnvCall(name, tuple(a)) for a in args]
+    every = list(range(env.num_envs))
+    if isinstance(env, gym.vector.VectorEnv):
+        base: Any = env.unwrapped  # VectorWrapper does not forward set_attr
+        base.set_attr(STAGED_CALL, calls)
+        answers = list(ask(SAFE_CALL))
+    else:
+        answers = [ask(SAFE_CALL, c, indices=[i])[0] for i, c in zip(every, calls, strict=True)]
+    return _values(every, name, answers)
+
+
+def _values(every: list[int], name: str, answers: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The values of the sub-envs ``every`` from their answers, or the error of the first."""
     failed = [i for i, a in zip(every, answers, strict=True) if a[0] != "ok"]
     if failed:
         raise _sub_env_error(failed, name, answers[every.index(failed[0])])

@@ -115,8 +115,10 @@ class SampleCurriculumTask(
 
     #: True on this wrapper only. A sub-env that has it has everything a curriculum checkpoint
     #: reads, sets and calls (``task_id``, ``pending_task_id``, ``resuming``,
-    #: ``flush_curriculum``), so one ``has_wrapper_attr`` question to a worker checks them all.
-    #: Asked by name: ``gymcurric.wrappers._sub_envs.CURRICULUM_TASK_WRAPPER_MARK``.
+    #: ``flush_curriculum``, and :meth:`curriculum_task_ids` / :meth:`resume_curriculum_task`,
+    #: through which it reads and sets them), so one ``has_wrapper_attr`` question to a worker
+    #: checks them all. Asked by name:
+    #: ``gymcurric.wrappers._sub_envs.CURRICULUM_TASK_WRAPPER_MARK``.
     curriculum_task_wrapper: ClassVar[bool] = True
 
     def __init__(
@@ -260,6 +262,31 @@ class SampleCurriculumTask(
             self._pending = None
         elif self._pending is None:
             self._pending = -1  # resume without a task: take the next one, keep the generator
+
+    # A vector env reads (get_attr) and sets (set_attr, SB3's env_method("set_wrapper_attr"))
+    # a sub-env's attribute on the outermost wrapper that has the name: a user's wrapper above
+    # this one with a ``task_id`` (or ``resuming``) of its own would be read or set instead.
+    # gymcurric reaches this wrapper's state through these names, which no other wrapper has.
+    def curriculum_task_ids(self) -> tuple[int, int | None]:
+        """``(task_id, resumed)``: :attr:`task_id`, and the task the next reset resumes.
+
+        ``resumed`` is :attr:`pending_task_id` while :attr:`resuming` (``-1``: the task the
+        reset takes, as any reset does), else None. What curriculum checkpoints and SB3's
+        ``RegretScoreCallback`` read, in one call, under a name no other wrapper has.
+        """
+        return self.task_id, self._pending
+
+    def resume_curriculum_task(self, task_id: int) -> None:
+        """Make the next reset resume ``task_id`` (``-1``: the task it takes, as any reset does).
+
+        Sets :attr:`pending_task_id` to ``task_id`` and :attr:`resuming` to True, under a name
+        no other wrapper has (:func:`~gymcurric.wrappers.resume_env_tasks` calls it).
+
+        Raises:
+            ConfigError: ``task_id`` is not an int >= -1.
+        """
+        self.pending_task_id = task_id
+        self.resuming = True
 
     @property
     def channel_index(self) -> int:

@@ -40,8 +40,11 @@ from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.wrappers._sub_envs import (
+    CURRICULUM_TASK_IDS,
     CURRICULUM_TASK_WRAPPER_MARK,
+    RESUME_CURRICULUM_TASK,
     call_sub_envs,
+    call_sub_envs_each,
     sub_envs_lacking,
 )
 
@@ -64,7 +67,10 @@ _DUE = "channel_refill_due"
 #: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
 #: The wrapper's mark (CURRICULUM_TASK_WRAPPER_MARK) implies all of them: a sub-env is asked for
 #: it first (one round trip to the workers instead of one per name), and only an env without it
-#: is asked name by name.
+#: is asked name by name. An env with all of them and no mark (a look-alike of the wrapper) is
+#: accepted, as it always was, and read and set by these names; the wrapper itself is read and
+#: set through names only it has (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK), which a user's
+#: wrapper above it with a ``task_id`` of its own cannot shadow.
 _WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
 
 
@@ -78,7 +84,7 @@ def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
     )
 
 
-def _check_wrapped(env: Any, source: str) -> None:
+def _check_wrapped(env: Any, source: str) -> list[bool] | None:
     """Raise a ConfigError naming the envs of ``env`` that lack the curriculum wrapper.
 
     Asked with each sub-env's ``has_wrapper_attr`` (False, not an exception, for a missing
@@ -88,17 +94,30 @@ def _check_wrapped(env: Any, source: str) -> None:
     answer one question, for the wrapper's mark
     (:attr:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper`); the others are
     asked for each name, which the message lists.
+
+    Returns:
+        Per env, whether it has the wrapper's mark (False: a look-alike with every name), for
+        :func:`_env_tasks` and :func:`_resume_tasks`; None for a vector env of neither kind
+        (:func:`~gymcurric.wrappers._sub_envs.sub_env_query`), whose ``get_attr`` /
+        ``set_attr`` then raise where they fail.
     """
     if isinstance(env, gym.Env):
         lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
+        marked = [env.has_wrapper_attr(CURRICULUM_TASK_WRAPPER_MARK)]
     else:
-        found = sub_envs_lacking(env, _WRAPPER_ATTRS, implied_by=CURRICULUM_TASK_WRAPPER_MARK)
-        if found is None:
-            return  # neither kind of vector env: its get_attr / call raise where they fail
-        lacking = found
+        marks = sub_envs_lacking(env, [CURRICULUM_TASK_WRAPPER_MARK])
+        if marks is None:
+            return None
+        marked = [not m for m in marks]
+        lacking = [[] for _ in marks]
+        unmarked = [i for i, m in enumerate(marked) if not m]
+        if unmarked:  # one round trip per name, for these only
+            found = sub_envs_lacking(env, _WRAPPER_ATTRS, unmarked) or []
+            for i, missing in zip(unmarked, found, strict=True):
+                lacking[i] = missing
     bad = [i for i, names in enumerate(lacking) if names]
     if not bad:
-        return
+        return marked
     names = ", ".join(repr(n) for n in _WRAPPER_ATTRS if any(n in lacking[i] for i in bad))
     if isinstance(env, gym.Env):
         what, how = "it is not wrapped", "SampleCurriculumTask(env, curriculum)"
@@ -120,6 +139,9 @@ def _check_wrapped(env: Any, source: str) -> None:
 def env_task_ids(env: Any) -> list[int]:
     """The task id each env is running (``-1``: an explicit task or no episode yet).
 
+    Each env's :class:`~gymcurric.wrappers.SampleCurriculumTask` is read, under a wrapper of
+    yours with a ``task_id`` of its own too.
+
     Args:
         env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
             ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
@@ -128,17 +150,39 @@ def env_task_ids(env: Any) -> list[int]:
         ConfigError: an env is not wrapped (the message names the sub-envs); the env is left
             working (no worker of an ``AsyncVectorEnv`` or ``SubprocVecEnv`` is shut down).
     """
-    _check_wrapped(env, "env_task_ids")
-    return _task_ids(env)
+    marked = _check_wrapped(env, "env_task_ids")
+    return [t for t, _ in _env_tasks(env, marked, resumed=False)]
 
 
-def _task_ids(env: Any) -> list[int]:
-    """:func:`env_task_ids` of an env already checked (:func:`_check_wrapped`)."""
-    return [int(t) for t in _env_attr(env, "task_id")]
+def _env_tasks(
+    env: Any, marked: list[bool] | None, *, resumed: bool = True
+) -> list[tuple[int, int | None]]:
+    """Per env ``(task_id, resumed)``: the task it runs, and the one its next reset resumes.
+
+    ``resumed``: ``-1`` for the task the reset takes, None where none is armed (see
+    :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; always None with
+    ``resumed=False``). Read through the wrapper's ``curriculum_task_ids()`` in one round trip
+    to the workers; envs ``marked`` False (look-alikes) by the names of ``_WRAPPER_ATTRS``.
+    Only for an env :func:`_check_wrapped` accepted (``marked`` is what it returned).
+    """
+    if marked and all(marked):
+        if isinstance(env, gym.Env):
+            pairs = [env.get_wrapper_attr(CURRICULUM_TASK_IDS)()]
+        else:
+            pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
+        return [(int(t), None if r is None else int(r)) for t, r in pairs]
+    ids = [int(t) for t in _env_attr(env, "task_id")]
+    if not resumed:
+        return [(t, None) for t in ids]
+    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
+    return [
+        (t, (-1 if p is None else int(p)) if a else None)
+        for t, a, p in zip(ids, armed, pending, strict=True)
+    ]
 
 
 def _env_attr(env: Any, name: str) -> list[Any]:
-    """The curriculum wrapper's attribute ``name`` of each env (a single env: one entry).
+    """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
 
     Only for an env :func:`_check_wrapped` accepted: a worker exits on a missing attribute.
     """
@@ -161,14 +205,20 @@ def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
 
     Raises:
         ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
-            hold one id per env.
+            hold one id per env, or holds an id below ``-1`` (raised by the sub-env's wrapper,
+            whose worker goes on).
+        SubEnvCallError: a sub-env's wrapper raised another error (its worker goes on).
     """
-    _check_wrapped(env, "resume_env_tasks")
-    _resume_tasks(env, task_ids)
+    marked = _check_wrapped(env, "resume_env_tasks")
+    _resume_tasks(env, task_ids, marked)
 
 
-def _resume_tasks(env: Any, task_ids: list[int]) -> None:
-    """:func:`resume_env_tasks` for an env already checked (:func:`_check_wrapped`)."""
+def _resume_tasks(env: Any, task_ids: list[int], marked: list[bool] | None) -> None:
+    """:func:`resume_env_tasks` for an env already checked (``marked``: :func:`_check_wrapped`).
+
+    The wrapper is set through its ``resume_curriculum_task()``, look-alikes by their names,
+    each sub-env through :func:`call_sub_envs_each` (an error there ends no worker).
+    """
     ids = [int(t) for t in task_ids]
     try:
         if isinstance(env, gym.Env):
@@ -176,31 +226,25 @@ def _resume_tasks(env: Any, task_ids: list[int]) -> None:
                 raise ConfigError(
                     "task_ids", ids, "expected one id for a single env", source="resume_env_tasks"
                 )
-            env.set_wrapper_attr("pending_task_id", ids[0])
-            env.set_wrapper_attr("resuming", True)
+            if marked and marked[0]:
+                env.get_wrapper_attr(RESUME_CURRICULUM_TASK)(ids[0])
+            else:
+                env.set_wrapper_attr("pending_task_id", ids[0])
+                env.set_wrapper_attr("resuming", True)
             return
         check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
-        if hasattr(env, "env_method"):  # SB3: set_attr would set it on the outermost wrapper
-            for i, tid in enumerate(ids):
-                env.env_method("set_wrapper_attr", "pending_task_id", tid, indices=[i])
-            env.env_method("set_wrapper_attr", "resuming", True)
-        else:
+        if marked and all(marked):
+            done = call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(t,) for t in ids])
+        else:  # look-alikes
+            pending = [("pending_task_id", t) for t in ids]
+            done = call_sub_envs_each(env, "set_wrapper_attr", pending)
+            if done is not None:
+                call_sub_envs(env, "set_wrapper_attr", "resuming", True)
+        if done is None:  # neither kind of vector env
             env.unwrapped.set_attr("pending_task_id", ids)
             env.unwrapped.set_attr("resuming", [True] * len(ids))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
-
-
-def _resumed_ids(env: Any) -> list[int | None]:
-    """Per env the task its next reset resumes (-1: the next one), None where none is armed.
-
-    An env armed by :func:`resume_env_tasks` (a load) that has not reset since still runs the
-    checkpoint's task next, whatever its ``task_id`` says.
-    """
-    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
-    return [
-        (-1 if p is None else int(p)) if a else None for a, p in zip(armed, pending, strict=True)
-    ]
 
 
 def save_curriculum_state(
@@ -249,8 +293,7 @@ def save_curriculum_state(
             nothing is written and the env keeps working (a worker of an ``AsyncVectorEnv``
             or ``SubprocVecEnv`` exits on an exception raised in it).
     """
-    if env is not None:
-        _check_wrapped(env, "save_curriculum_state")
+    marked = _check_wrapped(env, "save_curriculum_state") if env is not None else None
     _flush_envs(env)  # every episode that ended before the call, workers' buffers included
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
@@ -261,12 +304,13 @@ def save_curriculum_state(
         raise DataError(f"curriculum state is not JSON-safe outside its arrays ({exc})") from exc
     members: dict[str, np.ndarray] = {_META: np.array(blob)}
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
-    ids = _task_ids(env) if env is not None else []
+    tasks = _env_tasks(env, marked) if env is not None else []
+    ids = [t for t, _ in tasks]
     awaiting = _method(env, "awaiting_reset")  # sub-envs whose next task is not started yet
     if awaiting is not None:
         ids = [-1 if ended else t for t, ended in zip(ids, awaiting(), strict=True)]
-    if env is not None:  # envs armed by a load that have not reset: the loaded tasks
-        ids = [t if r is None else r for t, r in zip(ids, _resumed_ids(env), strict=True)]
+    # envs armed by a load that have not reset (whatever their task_id says): the loaded tasks
+    ids = [t if r is None else r for t, (_, r) in zip(ids, tasks, strict=True)]
     members[_IDS] = np.asarray(ids, dtype=np.int64)
     waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
     if waiting is not None and (w := waiting()) is not None:
@@ -390,8 +434,8 @@ def load_curriculum_state(
     refill_due = _read_refill_due(members, where)
     state: dict[str, Any] = {**meta, "arrays": arrays}
     if env is not None:
-        _check_wrapped(env, "load_curriculum_state")  # before anything runs in the envs
-        n = len(_task_ids(env))
+        marked = _check_wrapped(env, "load_curriculum_state")  # before anything runs there
+        n = len(_env_tasks(env, marked, resumed=False))
         if len(ids) != n:
             raise DataError(
                 f"{where}: saved the tasks of {len(ids)} envs, the env "
@@ -412,7 +456,7 @@ def load_curriculum_state(
         except DataError as exc:
             raise DataError(f"{where}: {exc}") from exc
     if env is not None:
-        _resume_tasks(env, ids)
+        _resume_tasks(env, ids, marked)
         resume = _method(env, "resume_channel")  # through outer vector wrappers too
         if waiting is not None and resume is not None:
             # spares, slots, stale marks and refill_due are None in files from before them

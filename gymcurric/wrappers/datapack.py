@@ -96,9 +96,10 @@ class PresentDatapack(
     only presents presets (a reset without one raises :class:`~gymcurric.errors.ConfigError`)
     and reports nothing: this is how the vector twin
     :class:`gymcurric.wrappers.vector.PresentDatapack` drives its sub-envs from one central sampler.
-    The sampler is also :attr:`datapack_sampler`, and whether there is one
-    :attr:`datapack_has_sampler`: names no other wrapper has, which a vector env's ``get_attr``
-    reaches under any wrapper stack.
+    The sampler is also :attr:`datapack_sampler`, whether there is one
+    :attr:`datapack_has_sampler`, and the preset :attr:`datapack_preset`: names no other wrapper
+    has, which a vector env's ``get_attr`` / ``set_attr`` reaches under any wrapper stack (a
+    wrapper of yours with a ``next_datapack`` of its own may sit above this one).
 
     An episode cut short by a reset is not reported. ``reset(options={"task": {...}})`` runs that
     task unchanged, draws no datapack, writes ``info["datapack"] = None`` and is not reported
@@ -197,6 +198,19 @@ class PresentDatapack(
         and Gymnasium's ``call`` / ``get_attr``, which call a callable attribute, call nothing.
         """
         return self.sampler is not None
+
+    @property
+    def datapack_preset(self) -> DataPack | None:
+        """:attr:`next_datapack` under a name no other wrapper has (a vector env sets it).
+
+        ``set_attr`` / ``set_wrapper_attr`` set the name on the outermost wrapper that has it:
+        a ``next_datapack`` of a wrapper above this one would take the preset instead.
+        """
+        return self.next_datapack
+
+    @datapack_preset.setter
+    def datapack_preset(self, pack: DataPack | None) -> None:
+        self.next_datapack = pack  # checked by the reset that presents it (no error here)
 
     # ---------------------------------------------------------------- reset
     def reset(

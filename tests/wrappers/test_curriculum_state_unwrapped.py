@@ -226,3 +226,7 @@ def test_the_wrapper_mark_implies_every_name_a_checkpoint_uses():
     assert env.has_wrapper_attr(MARK)
     assert all(env.has_wrapper_attr(name) for name in _WRAPPER_ATTRS)
     assert not TaskIdStubEnv().has_wrapper_attr(MARK)
+    # and the names the checkpoint reads and sets the wrapper through
+    from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK
+
+    assert all(callable(getattr(env, n)) for n in (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK))

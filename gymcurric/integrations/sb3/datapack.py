@@ -7,9 +7,11 @@ worker would otherwise unpickle its own copy, draw the same stream as every othe
 report to a curriculum the trainer never sees). Each sub-env is wrapped in the single-env
 :class:`gymcurric.wrappers.PresentDatapack` with ``sampler=None``, which presents the datapack
 preset in its ``next_datapack`` attribute at its next reset. This wrapper draws the presets,
-sends them with ``env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])`` (it finds
-the ``PresentDatapack`` anywhere in the sub-env's wrapper chain, for ``DummyVecEnv`` and
-``SubprocVecEnv`` alike), computes each episode's outcome from the vector stream (return from
+sends each to its sub-env's ``PresentDatapack`` under ``datapack_preset``, a name no other
+wrapper has (``set_wrapper_attr`` through
+:func:`~gymcurric.wrappers._sub_envs.call_sub_envs`: it finds the ``PresentDatapack`` anywhere in
+the sub-env's wrapper chain, for ``DummyVecEnv`` and ``SubprocVecEnv`` alike, and an error there
+ends no worker), computes each episode's outcome from the vector stream (return from
 the rewards, cost from the summed ``info["cost"]``, success from the final step's
 ``info["is_success"]``) and reports it with ``curriculum.update_diagnostics``.
 
@@ -44,6 +46,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
+from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import (
     DatapackEpisodes,
@@ -164,7 +167,16 @@ class VecPresentDatapack(VecEnvWrapper):
         batch = draw_datapacks(self.sampler, len(envs), source=_SRC)
         for i, pack in zip(envs, batch, strict=True):
             self.next_datapacks[i] = pack
-            self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
+            self._send(i, pack)
+
+    def _send(self, i: int, pack: DataPack) -> None:
+        """Preset ``pack`` in sub-env ``i``'s ``PresentDatapack``.
+
+        Under ``datapack_preset``: ``set_wrapper_attr`` sets the outermost layer with the name,
+        and ``next_datapack`` could be a user's wrapper's above it. Through
+        :func:`call_sub_envs`, so that an error there ends no ``SubprocVecEnv`` worker.
+        """
+        call_sub_envs(self.venv, "set_wrapper_attr", "datapack_preset", pack, indices=[i])
 
     def _start(self, envs: Sequence[int]) -> list[int]:
         """Sub-envs ``envs`` just reset; returns those that consumed their preset.
@@ -202,7 +214,7 @@ class VecPresentDatapack(VecEnvWrapper):
         """Reset every sub-env on its preset, then draw the presets of the episodes after."""
         for i, pack in enumerate(self.next_datapacks):
             if pack is not None:  # sent again: the sub-env may be new (a resumed run's worker)
-                self.venv.env_method("set_wrapper_attr", "next_datapack", pack, indices=[i])
+                self._send(i, pack)
         self._draw([i for i in range(self.num_envs) if self.next_datapacks[i] is None])
         obs = self.venv.reset()
         # one episode ahead: an auto-reset cannot wait for the main process

@@ -14,9 +14,10 @@ every env's steps into episodes and scores each with the mean of a function of i
 An episode cut by the rollout's end is scored on the steps it has so far, and its continuation
 in the next rollout is scored on its own, as the reference code does (its partial scores are
 folded in after each update). Each env's task id comes from its
-:class:`~gymcurric.wrappers.SampleCurriculumTask` (``venv.get_attr("task_id")``), read once at
-the start of training and then only for the envs whose episode just ended, so it works through
-``DummyVecEnv``, ``SubprocVecEnv`` (one round trip per step with an episode end) and
+:class:`~gymcurric.wrappers.SampleCurriculumTask` (its ``curriculum_task_ids()``, a name no
+other wrapper has, so a wrapper of yours with a ``task_id`` of its own may sit above it), read
+once at the start of training and then only for the envs whose episode just ended, so it works
+through ``DummyVecEnv``, ``SubprocVecEnv`` (one round trip per step with an episode end) and
 ``VecNormalize`` alike. Episodes of explicit tasks (``task_id == -1``) are not scored.
 
 **Robust PLR's "no gradient on new tasks".** With ``train_on_unseen=False`` the steps of
@@ -43,9 +44,14 @@ from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
 
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, SubEnvCallError
 from gymcurric.tasks.regret import RobustPLRScorer
-from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_WRAPPER_MARK, sub_envs_lacking
+from gymcurric.wrappers._sub_envs import (
+    CURRICULUM_TASK_IDS,
+    CURRICULUM_TASK_WRAPPER_MARK,
+    call_sub_envs,
+    sub_envs_lacking,
+)
 
 __all__ = [
     "SCORES",
@@ -237,16 +243,25 @@ class RegretScoreCallback(BaseCallback):
         )
 
     def _read_tasks(self, indices: list[int] | None = None) -> np.ndarray:
+        """The task id of each sub-env (of ``indices``, default all), from its wrapper.
+
+        Read with the wrapper's ``curriculum_task_ids()`` (:func:`call_sub_envs`): a name no
+        other wrapper has, so a wrapper of the user's above it with a ``task_id`` of its own is
+        not read instead (``get_attr("task_id")`` took the outermost one with the name).
+        """
+        env = self.training_env
         try:
-            ids = self.training_env.get_attr("task_id", indices)
-        except AttributeError as exc:
+            pairs = call_sub_envs(env, CURRICULUM_TASK_IDS, indices=indices)
+        except SubEnvCallError as exc:  # a sub-env that changed since _check_tasks
             raise ConfigError(
                 "env",
-                self.training_env,
+                env,
                 f"its envs must be wrapped in gymcurric.wrappers.SampleCurriculumTask ({exc})",
                 source=_SOURCE,
             ) from exc
-        return np.asarray(ids, dtype=np.int64)
+        if pairs is None:
+            raise ConfigError("env", env, "expected an SB3 VecEnv (env_method)", source=_SOURCE)
+        return np.asarray([task_id for task_id, _ in pairs], dtype=np.int64)
 
     def _on_training_start(self) -> None:
         buffer = self.rollout_buffer()

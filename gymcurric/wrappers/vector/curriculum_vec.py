@@ -9,13 +9,14 @@ async vector envs of a shared-memory :class:`~gymcurric.tasks.Curriculum`, a
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 
 from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers._sub_envs import call_sub_envs_each
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
 
@@ -71,6 +72,12 @@ def make_curriculum_vec(
     (``mark_invalid``, in env order) after the step and draws new spares.
     Sample counts are taken when a sub-env takes its task, so ``curriculum/samples`` counts the
     episodes started.
+
+    Raises:
+        SubEnvCallError: a sub-env could not be bound to the channel (setting its wrapper's
+            ``channel_index`` raised there; gymcurric's own errors are raised as themselves,
+            with a note): the error names the sub-env, whose worker goes on until the vector
+            env built here is closed, before the error reaches you.
     """
     if vectorization_mode not in ("sync", "async"):
         raise ConfigError(
@@ -108,8 +115,9 @@ def make_curriculum_vec(
             wrappers=[wrap],
             **env_kwargs,
         )
-        if channel is not None:
-            cast(Any, envs).set_attr("channel_index", list(range(num_envs)))
+        if channel is not None:  # an error binding a sub-env ends no worker: it is raised here
+            bind = [("channel_index", i) for i in range(num_envs)]
+            call_sub_envs_each(envs, "set_wrapper_attr", bind)
         return SampleCurriculumTask(
             envs,
             curriculum,

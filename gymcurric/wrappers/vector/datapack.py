@@ -13,10 +13,11 @@ Each sub-env is wrapped in the single-env :class:`gymcurric.wrappers.PresentData
 ``sampler=None``: it only presents a *preset*, the datapack stored in its ``next_datapack``
 attribute, at its next reset (explicit or automatic) and then clears it. The twin sets the
 presets with the vector env's ``set_attr`` (one message per worker, only on steps where some
-sub-env needs a new datapack), computes every episode's outcome itself from the vector
-``step`` results (return, summed ``info["cost"]``, the last step's info) and reports it with
-``curriculum.update_diagnostics``. When the preset is drawn depends on
-``env.metadata["autoreset_mode"]``:
+sub-env needs a new datapack) under the wrapper's ``datapack_preset``, a name no other wrapper
+has (a user's wrapper above it with a ``next_datapack`` of its own does not take them),
+computes every episode's outcome itself from the vector ``step`` results (return, summed
+``info["cost"]``, the last step's info) and reports it with ``curriculum.update_diagnostics``.
+When the preset is drawn depends on ``env.metadata["autoreset_mode"]``:
 
 * ``NEXT_STEP`` (default): a sub-env resets in the ``step`` *after* its episode ends, so the twin
   reports the outcome and draws the next datapack in between: the draw sees the updated stage,
@@ -226,8 +227,12 @@ class PresentDatapack(VectorWrapper, gym.utils.RecordConstructorArgs):
         for i, pack in zip(need, batch, strict=True):
             self._preset[i] = pack
         # One value per sub-env (Gymnasium's API); unchanged ones get what they already hold.
+        # Not through call_sub_envs_each (two round trips): the setter only stores the pack,
+        # so nothing raises in a worker here, and "datapack_preset" reaches the sub-env's
+        # PresentDatapack under any wrapper of the user's (set_attr sets the outermost layer
+        # with the name: "next_datapack" would be a user's attribute of that name).
         base: Any = self.env.unwrapped  # Sync/AsyncVectorEnv (VectorEnv declares no set_attr)
-        base.set_attr("next_datapack", list(self._preset))
+        base.set_attr("datapack_preset", list(self._preset))
 
     def _start(self, started: npt.NDArray[np.bool_], infos: dict[str, Any]) -> None:
         """Sub-envs in ``started`` began an episode on their preset (and consumed it)."""

@@ -1,0 +1,182 @@
+"""gymcurric reads and sets its own wrappers in the sub-envs of Gymnasium vector envs.
+
+A vector env's ``get_attr`` / ``set_attr`` reach the outermost layer of a sub-env with the name:
+a user's wrapper above gymcurric's with a ``task_id``, ``pending_task_id``, ``resuming`` or
+``next_datapack`` of its own was read (``env_task_ids`` failed on ``int("mine")``) or set (the
+datapack presets and the resumed tasks went to the user's attributes) instead of gymcurric's.
+Now those go through names only gymcurric's wrappers have. And a per-sub-env set that fails
+there (resuming a task, binding to the task channel) was raised by Gymnasium after it shut the
+sub-env's worker down; now the error names the sub-env and the worker goes on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+from gymcurric.errors import ConfigError, SubEnvCallError
+from gymcurric.tasks import Curriculum
+from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers import (
+    env_task_ids,
+    load_curriculum_state,
+    resume_env_tasks,
+    save_curriculum_state,
+)
+from gymcurric.wrappers._sub_envs import call_sub_envs_each
+from gymcurric.wrappers.vector import make_curriculum_vec
+from gymcurric.wrappers.vector.datapack import PresentDatapack
+from tests.curriculum_stubs import make_wrapped
+from tests.sub_env_faults import SPACE, shadowing_curriculum, shadowing_present_datapack
+from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
+
+STUB = gym.envs.registration.EnvSpec(
+    "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
+)
+
+
+def vector(fns, vec):
+    return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
+
+
+def worker_errors(caught, capfd):
+    """What Gymnasium reported of a worker's error (it logs one as a warning or on stderr)."""
+    reported = [str(w.message) for w in caught] + [capfd.readouterr().err]
+    return [r for r in reported if "Worker" in r or "Traceback" in r]
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_user_task_id_above_the_curriculum_wrapper_is_not_read_or_set(tmp_path, vec):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(shadowing_curriculum, cur)] * 2, vec)
+    try:
+        _, info = envs.reset(seed=0)
+        started = info["task_id"].tolist()
+        assert env_task_ids(envs) == started  # was ["mine", "mine"]: int("mine") raised
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        assert np.load(path)["env_task_ids"].tolist() == started
+        for _ in range(6):  # the 4-step episodes end, the next tasks start
+            envs.step(np.zeros(2, np.int64))
+        load_curriculum_state(path, cur, env=envs)
+        # the resumed tasks went to the curriculum wrapper, not to the user's attributes
+        assert envs.get_attr("pending_task_id") == ("mine", "mine")
+        assert envs.get_attr("resuming") == ("mine", "mine")
+        again = save_curriculum_state(tmp_path / "again.npz", cur, env=envs)
+        assert np.load(again)["env_task_ids"].tolist() == started  # armed, not reset yet
+        _, info = envs.reset()
+        assert info["task_id"].tolist() == started
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_a_user_task_id_above_a_single_env_curriculum_wrapper_is_not_read_or_set(tmp_path):
+    cur = Curriculum(SPACE, seed=0)
+    env = shadowing_curriculum(cur)
+    _, info = env.reset(seed=0)
+    assert env_task_ids(env) == [info["task_id"]]  # get_wrapper_attr("task_id"): "mine"
+    path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)
+    load_curriculum_state(path, cur, env=env)
+    assert (env.pending_task_id, env.resuming) == ("mine", "mine")
+    assert env.env.resuming  # the curriculum wrapper's (env.env)
+    assert env.reset()[1]["task_id"] == info["task_id"]
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_user_next_datapack_above_present_datapack_does_not_take_the_presets(vec):
+    # set_attr("next_datapack") set the user's attribute: the sub-env had no preset to present
+    sampler = Events(packs())
+    base = gym.make_vec(
+        ENV_ID, num_envs=2, vectorization_mode=vec, wrappers=[shadowing_present_datapack]
+    )
+    envs = PresentDatapack(base, sampler)
+    try:
+        _, info = envs.reset(seed=0)
+        assert info["datapack"]["pack_id"].tolist() == ["p0", "p1"]
+        for _ in range(12):
+            envs.step(np.zeros(2, dtype=np.int64))
+        assert len(sampler.reports()) >= 2
+        assert base.get_attr("next_datapack") == ("mine", "mine")  # the user's: untouched
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_resuming_a_task_a_sub_env_refuses_names_it_and_keeps_the_workers(capfd, vec):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(make_wrapped, cur)] * 2, vec)
+    try:
+        envs.reset(seed=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ConfigError, match="pending_task_id") as err:
+                resume_env_tasks(envs, [0, -5])
+        assert err.value.value == -5
+        assert "resume_curriculum_task() of sub-env 1" in "".join(err.value.__notes__)
+        if vec == "async":
+            assert all(p.is_alive() for p in envs.processes), "a worker was shut down"
+        assert not worker_errors(caught, capfd)
+        resume_env_tasks(envs, [1, 2])  # it goes on
+        _, info = envs.reset()
+        assert info["task_id"].tolist() == [1, 2]
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_a_sub_env_that_cannot_bind_to_the_channel_is_named_and_its_worker_goes_on(
+    monkeypatch, capfd
+):
+    # set_attr("channel_index") raised in sub-env 1's worker, which Gymnasium then shut down
+    bind = TaskChannel.transport
+
+    def transport(self, env, fallback):
+        if env == 1:
+            raise OSError("no shared memory left")
+        return bind(self, env, fallback)
+
+    monkeypatch.setattr(TaskChannel, "transport", transport)  # the forked workers inherit it
+    alive = []
+    close = AsyncVectorEnv.close
+
+    def closing(self, **kwargs):  # make_curriculum_vec closes the env it could not bind
+        alive.append([p.is_alive() for p in self.processes])
+        return close(self, **kwargs)
+
+    monkeypatch.setattr(AsyncVectorEnv, "close", closing)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            match = r"sub-env 1: set_wrapper_attr\(\) raised builtins.OSError: no shared memory"
+            with pytest.raises(SubEnvCallError, match=match) as err:
+                make_curriculum_vec(
+                    STUB, cur, 2, vectorization_mode="async", vector_kwargs={"context": "fork"}
+                )
+        assert err.value.index == 1 and isinstance(err.value.__cause__, OSError)
+        assert alive == [[True, True]], "a worker was shut down"
+        assert not worker_errors(caught, capfd)
+    finally:
+        cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_call_sub_envs_each_gives_each_sub_env_its_own_arguments(vec):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(make_wrapped, cur)] * 3, vec)
+    try:
+        envs.reset(seed=0)
+        done = call_sub_envs_each(envs, "resume_curriculum_task", [(5,), (-1,), (7,)])
+        assert done == [None] * 3
+        assert [r for _, r in envs.call("curriculum_task_ids")] == [5, -1, 7]
+        assert not any(envs.call("has_wrapper_attr", "gymcurric_staged_call"))  # taken
+        with pytest.raises(ConfigError, match="one per env"):
+            call_sub_envs_each(envs, "resume_curriculum_task", [(5,)])
+    finally:
+        envs.close()
+        cur.close()
