@@ -1,8 +1,9 @@
 """Safety-Gymnasium captions: the pure generator, and truthfulness against real simulator state.
 
 The env tests recompute every caption independently from the task's own arrays
-(``task.hazards.pos``, ``task.agent.pos``/``mat``, ``size``, safety-gymnasium's contact rule by
-geom names) with the bins and sectors written out here, and compare the whole sentence.
+(``task.hazards.pos``, ``task.agent.pos``/``mat``, ``size``, MuJoCo's contact list read by body)
+with the documented rules (bins, sectors, floor-plane bearings) written out here, and compare the
+whole sentence.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ SECTORS = (
     "right",
     "ahead-right",
 )
-KINDS = (  # caption order: task attribute, singular, plural, geom-name prefix
+KINDS = (  # caption order: task attribute, singular, plural, body-name stem
     ("hazards", "hazard", "hazards", "hazard"),
     ("gremlins", "gremlin", "gremlins", "gremlin"),
     ("vases", "vase", "vases", "vase"),
@@ -245,20 +246,18 @@ def _word(edge: float) -> str:
 
 
 def _ego_angle(task: Any, xy: np.ndarray) -> float:
-    """Degrees, counter-clockwise from the agent's forward axis.
+    """Degrees, counter-clockwise from the agent's forward direction, in the floor plane.
 
-    Point and Car stay flat: there the floor-plane bearing equals what safety-gymnasium's
-    lidar and compass use (``_ego_xy``: the offset rotated into the body frame), computed that
-    way here. Legged robots and the Racecar tilt: the documented bearing is the floor-plane angle
-    from the body x axis projected onto the floor (the 3-D rotation would mix in the height).
+    The documented rule for every robot: forward is the body x axis (the first column of
+    ``task.agent.mat``) projected onto the floor, and the angle is the one between it and the
+    floor offset to the object. safety-gymnasium's lidar instead rotates the 3-D offset into the
+    body frame; that agrees only while the body is level, and a Car tilts when it runs into
+    things (2.9° on SafetyCarGoal2-v0), which moved a vase across a sector boundary.
     """
-    offset = np.r_[xy[:2], 0.0] - task.agent.pos
-    mat = task.agent.mat
-    if type(task.agent).__name__ in ("Point", "Car"):
-        ego = offset @ mat
-        return math.degrees(math.atan2(ego[1], ego[0]))
-    heading = math.atan2(mat[1, 0], mat[0, 0])
-    return math.degrees(math.atan2(offset[1], offset[0]) - heading)
+    forward = task.agent.mat[:2, 0]
+    offset = np.asarray(xy, dtype=float)[:2] - task.agent.pos[:2]
+    cross = forward[0] * offset[1] - forward[1] * offset[0]
+    return math.degrees(math.atan2(cross, forward @ offset))
 
 
 class Ambiguous(Exception):
@@ -276,16 +275,32 @@ def _where(task: Any, xy: np.ndarray, radius: float, tol: float) -> str:
     return f"{_word(edge)} {SECTORS[math.floor((angle + 22.5) / 45.0) % 8]}"
 
 
-def _touched(task: Any, prefix: str) -> set[int]:
-    """safety-gymnasium's contact rule: an agent geom name and a name starting with ``prefix``."""
-    agent = set(task.agent.body_info.geom_names)
+def _in_agent(model: Any, body: int) -> bool:
+    """Whether ``body`` is the agent's body or hangs below it (walks the parent ids)."""
+    while body > 0:  # 0 is the world body
+        if model.body(body).name == "agent":
+            return True
+        body = int(model.body_parentid[body])
+    return False
+
+
+def _touched(task: Any, stem: str) -> set[int]:
+    """Indices of the ``stem`` objects in contact with the agent, matched by body.
+
+    A contact counts when one geom's body is in the agent's tree and the other geom's body is
+    the object's (``vase3``; ``gremlin2obj``/``gremlin2mocap``; ``push_box``). Geom names do not
+    do: the push box also collides through its geoms ``col1``-``col4``, and the Racecar's geoms
+    have no names (62 missed states on SafetyRacecarPush1-v0, seed 1).
+    """
+    model, data = task.model, task.data
+    pattern = re.compile(rf"{re.escape(stem)}(\d*)(?:obj|mocap)?")
     out = set()
-    for contact in task.data.contact[: task.data.ncon]:
-        names = [task.model.geom(g).name for g in (contact.geom1, contact.geom2)]
-        for mine, other in (names, names[::-1]):
-            if mine in agent and other not in agent and other.startswith(prefix):
-                digits = re.findall(r"\d+", other)
-                out.add(int(digits[0]) if digits else 0)
+    for contact in data.contact[: data.ncon]:
+        bodies = [int(model.geom_bodyid[g]) for g in (contact.geom1, contact.geom2)]
+        for mine, other in (bodies, bodies[::-1]):
+            found = pattern.fullmatch(model.body(other).name)
+            if found and _in_agent(model, mine) and not _in_agent(model, other):
+                out.add(int(found.group(1) or 0))
     return out
 
 
@@ -304,12 +319,12 @@ def expected_caption(task: Any, kind: str, goal_met: bool, tol: float = 1e-6) ->
     ] * goal_met
     inside, touching, listed, present = [], [], [], False
     goal_button = task.buttons.goal_button if kind == "button" else None
-    for name, singular, plural, prefix in KINDS:
+    for name, singular, plural, stem in KINDS:
         obj = getattr(task, name, None)
         if obj is None:
             continue
         positions = list(obj.pos)
-        touched = _touched(task, prefix)
+        touched = _touched(task, stem)
         if name == "buttons":
             touched.discard(goal_button)
         if touched:
@@ -376,12 +391,15 @@ def _check_rollout(env_id: str, steps: int, seed: int = 5, tol: float = 1e-6) ->
     ]
     _, info = env.reset(seed=seed)
     captions, judged = [info["caption"]], 0
+    wrong: list[str] = []  # states where the caption and the recomputed one differ
     rng = np.random.default_rng(seed)
     low, high = env.action_space.low, env.action_space.high  # type: ignore[attr-defined]
     for t in range(steps + 1):
         try:
-            assert info["caption"] == expected_caption(task, kind, bool(info.get("goal_met")), tol)
+            expected = expected_caption(task, kind, bool(info.get("goal_met")), tol)
             judged += 1
+            if info["caption"] != expected:
+                wrong.append(f"step {t}:\n  caption:  {info['caption']}\n  expected: {expected}")
         except Ambiguous:
             pass
         if t == steps:
@@ -393,6 +411,7 @@ def _check_rollout(env_id: str, steps: int, seed: int = 5, tol: float = 1e-6) ->
         if terminated or truncated:
             break
     env.close()
+    assert not wrong, f"{len(wrong)} of {judged} states differ; the first:\n{wrong[0]}"
     assert judged >= len(captions) // 2, "too many states on a boundary to judge"
     return captions
 
@@ -419,6 +438,21 @@ def test_captions_match_the_simulator_state(env_id: str) -> None:
 def test_every_agent_and_level_is_captioned_truthfully(env_id: str) -> None:
     _needs_safety()
     _check_rollout(env_id, steps=30)
+
+
+@safety
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("env_id", "seed"),
+    [
+        ("SafetyCarGoal2-v0", 0),  # the Car tilts: step 481 puts a vase in another lidar sector
+        ("SafetyRacecarPush1-v0", 1),  # the Racecar's bumper on the box's col geoms, 62 states
+    ],
+)
+def test_long_random_rollouts_are_captioned_truthfully(env_id: str, seed: int) -> None:
+    # A whole episode (1,000 steps): rare states that short rollouts never reach.
+    _needs_safety()
+    _check_rollout(env_id, steps=1000, seed=seed)
 
 
 def _place(task: Any, body: str, xy: Any) -> None:

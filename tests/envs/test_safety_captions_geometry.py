@@ -1,9 +1,11 @@
 """Caption rules that follow MuJoCo's bodies and the floor plane (issue 26, item 1).
 
-``test_safety_captions.expected_caption`` recomputes captions with safety-gymnasium's own
+``test_safety_captions.expected_caption`` first recomputed captions with safety-gymnasium's own
 conventions (the lidar's body frame for Point and Car; contacts by geom-name prefix). Long
 random rollouts (1,000 steps x 2 seeds) found two places where those conventions and the
-caption's documented rules part, and the caption is the one that follows the simulator:
+caption's documented rules part, and the caption is the one that follows the simulator (the
+checker now follows the documented rules; its long rollouts are
+``test_long_random_rollouts_are_captioned_truthfully``):
 
 1. Bearings. The caption measures a bearing in the floor plane from the agent's x axis
 projected onto the floor, for every robot. safety-gymnasium's lidar instead rotates the 3-D
