@@ -160,9 +160,10 @@ def _env_tasks(
     """Per env ``(task_id, resumed)``: the task it runs, and the one its next reset resumes.
 
     ``resumed``: ``-1`` for the task the reset takes, None where none is armed (see
-    :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; always None with
-    ``resumed=False``). Read through the wrapper's ``curriculum_task_ids()`` in one round trip
-    to the workers; envs ``marked`` False (look-alikes) by the names of ``_WRAPPER_ATTRS``.
+    :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; with
+    ``resumed=False`` the wrappers' comes along, and look-alikes' is None). Read through the
+    wrapper's ``curriculum_task_ids()`` in one round trip to the workers; where any env is
+    ``marked`` False (a look-alike), every env is read by the names of ``_WRAPPER_ATTRS``.
     Only for an env :func:`_check_wrapped` accepted (``marked`` is what it returned).
     """
     if marked and all(marked):
@@ -235,7 +236,7 @@ def _resume_tasks(env: Any, task_ids: list[int], marked: list[bool] | None) -> N
         check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
         if marked and all(marked):
             done = call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(t,) for t in ids])
-        else:  # look-alikes
+        else:  # look-alikes (and, with them, every sub-env) by the plain names
             pending = [("pending_task_id", t) for t in ids]
             done = call_sub_envs_each(env, "set_wrapper_attr", pending)
             if done is not None:

@@ -180,3 +180,45 @@ def test_call_sub_envs_each_gives_each_sub_env_its_own_arguments(vec):
     finally:
         envs.close()
         cur.close()
+
+
+def resume_as_a_new_run(path: str, vecs: list[str]) -> list[list[list[int]]]:
+    """In a new interpreter: per vector env kind, the tasks of the reset after each resume.
+
+    The first safe call of this process, and of each spawn worker, is ``resume_env_tasks``'s
+    ``call_sub_envs_each`` (``_check_wrapped`` only asks ``has_wrapper_attr``): it must give
+    them ``gymcurric_call`` itself, before it is called there. Then ``path`` is loaded.
+    """
+    got = []
+    for vec in vecs:
+        cur = Curriculum(SPACE, seed=0, backend="shared")
+        fns = [partial(shadowing_curriculum, cur)] * 2
+        envs = AsyncVectorEnv(fns, context="spawn") if vec == "spawn" else SyncVectorEnv(fns)
+        try:
+            envs.reset(seed=1)
+            resume_env_tasks(envs, [6, 7])
+            first = envs.reset()[1]["task_id"].tolist()
+            load_curriculum_state(path, cur, env=envs)
+            assert envs.get_attr("pending_task_id") == ("mine", "mine")  # the user's: untouched
+            got.append([first, envs.reset()[1]["task_id"].tolist()])
+        finally:
+            envs.close()
+            cur.close()
+    return got
+
+
+def test_a_new_run_resumes_through_the_curriculum_wrapper_in_sync_and_spawn_sub_envs(tmp_path):
+    from tests.new_interpreter import call_in_new_interpreter
+
+    cur = Curriculum(SPACE, seed=0)
+    envs = SyncVectorEnv([partial(shadowing_curriculum, cur)] * 2)
+    started = envs.reset(seed=0)[1]["task_id"].tolist()
+    path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+    envs.close()
+    got = call_in_new_interpreter(
+        "tests.wrappers.vector.test_sub_env_names",
+        "resume_as_a_new_run",
+        str(path),
+        ["sync", "spawn"],
+    )
+    assert got == [[[6, 7], started]] * 2
