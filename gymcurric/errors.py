@@ -129,9 +129,9 @@ class WorkerError(GymcurricError, RuntimeError):
 class SubEnvCallError(WorkerError):
     """A method gymcurric called on a sub-env of a vector env raised there.
 
-    Raised in the main process, with the sub-env's worker still running: the vector env can be
-    stepped again or closed. The original exception is the ``__cause__`` where it could be sent
-    from the worker; the fields keep what is known of it in any case.
+    Raised in the main process, with the sub-env's worker (if it has one) still running: the
+    vector env can be stepped again or closed. The original exception is the ``__cause__``
+    where it could be sent from the worker; the fields keep what is known of it in any case.
 
     Attributes:
         index: the sub-env's index in the vector env.
@@ -139,6 +139,10 @@ class SubEnvCallError(WorkerError):
         error_type: the original exception's type, ``module.QualName``.
         error_message: its message (``str(error)``).
         worker_traceback: its traceback, formatted in the sub-env's process.
+        in_worker: whether the sub-env runs in a worker process (``AsyncVectorEnv``,
+            ``SubprocVecEnv``); False for ``SyncVectorEnv`` / ``DummyVecEnv``.
+        stage: ``"call"``: the method raised; ``"send"``: its value cannot be pickled to be
+            sent to the main process; ``"load"``: it was sent and does not load there.
     """
 
     def __init__(
@@ -148,23 +152,33 @@ class SubEnvCallError(WorkerError):
         error_type: str,
         error_message: str,
         worker_traceback: str = "",
+        in_worker: bool = True,
+        stage: str = "call",
     ) -> None:
         self.index = index
         self.method = method
         self.error_type = error_type
         self.error_message = error_message
         self.worker_traceback = worker_traceback
+        self.in_worker = in_worker
+        self.stage = stage
+        what = {
+            "send": f"the value {method}() returned cannot be sent to the main process:",
+            "load": f"the value {method}() returned does not load in the main process:",
+        }.get(stage, f"{method}() raised")
+        goes_on = "the sub-env's worker goes on: " if in_worker else ""
         super().__init__(
-            f"sub-env {index}: {method}() raised {error_type}: {error_message} (the sub-env's "
-            "worker goes on: the vector env can be stepped or closed)"
+            f"sub-env {index}: {what} {error_type}: {error_message} ({goes_on}the vector env "
+            "can be stepped or closed)"
         )
         if worker_traceback:
             self.add_note(f"In the sub-env's process:\n{worker_traceback.rstrip()}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         args = (self.index, self.method, self.error_type, self.error_message)
+        more = (self.worker_traceback, self.in_worker, self.stage)
         # the state (notes included) replaces what __init__ sets: each note once
-        return (type(self), (*args, self.worker_traceback), self.__dict__)
+        return (type(self), (*args, *more), self.__dict__)
 
 
 class GymcurricWarning(UserWarning):

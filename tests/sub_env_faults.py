@@ -4,11 +4,13 @@ Shared by ``tests/wrappers/vector/test_sub_env_errors.py`` (Gymnasium vector env
 ``tests/integrations/test_sb3_sub_env_errors.py`` (SB3 ``SubprocVecEnv``); importable by
 spawn/forkserver workers. Also the user's wrapper whose attributes are named like those of
 gymcurric's wrappers (``tests/wrappers/vector/test_sub_env_names.py``,
-``tests/integrations/test_sb3_sub_env_names.py``).
+``tests/integrations/test_sb3_sub_env_names.py``), and a user's wrapper whose methods return
+values a worker cannot send.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import gymnasium as gym
@@ -73,3 +75,37 @@ def shadowing_curriculum(curriculum, name="env"):
 def shadowing_present_datapack(env):
     """``PresentDatapack(env, None)`` under :class:`Shadowing` (a vector env's sub-env)."""
     return Shadowing(PresentDatapack(env, None))
+
+
+class Unsendable(gym.Wrapper):
+    """A user's wrapper whose methods return values that cannot travel back from a worker.
+
+    ``lock()``: a lock, which the worker's pipe cannot pickle (the worker exited on it);
+    ``unloadable()``: a value that pickles but does not load in the main process (the pipe's
+    unpickling raised there); ``number()``: 7.
+    """
+
+    def lock(self) -> Any:
+        return threading.Lock()
+
+    def unloadable(self) -> Any:
+        return WorkerOnly()
+
+    def number(self) -> int:
+        return 7
+
+
+class WorkerOnly:
+    """Pickles anywhere; loads nowhere (as a class only the worker has)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (refuse_to_load, ())
+
+
+def refuse_to_load() -> Any:
+    raise RuntimeError("built only in the worker")
+
+
+def unsendable():
+    """A caption-less stub env under :class:`Unsendable`."""
+    return Unsendable(StateEnv(captions=False))

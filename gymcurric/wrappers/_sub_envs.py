@@ -10,11 +10,13 @@ an attribute which may be missing asks that first (:func:`sub_envs_lacking`).
 A single env's wrapper looks a method up the same way (:func:`wrapper_method`), so a single-env
 wrapper and its vector twins find the same method (a user's wrapper that adds ``describe()``).
 
-A method of a sub-env that raises in its worker ends the worker all the same. So gymcurric
-calls the sub-envs' methods (``describe()``, ``flush_curriculum()``, ...) with
-:func:`call_sub_envs`: through :func:`gymcurric_call`, a method this module gives every
-Gymnasium env, which returns the exception as a value; the error is raised in the main process,
-the worker goes on, and the vector env can still be stepped or closed.
+A method of a sub-env that raises in its worker ends the worker all the same, and so does a
+value it returns that the worker's pipe cannot pickle. So gymcurric calls the sub-envs' methods
+(``describe()``, ``flush_curriculum()``, ...) with :func:`call_sub_envs`: through
+:func:`gymcurric_call`, a method this module gives every Gymnasium env, which returns the
+exception as a value (and, in a worker, the method's value pickled as the pipe pickles it, or
+the error pickling raised); the error is raised in the main process, the worker goes on, and
+the vector env can still be stepped or closed.
 
 A vector env's ``get_attr`` / ``set_attr`` (SB3's ``env_method("set_wrapper_attr", ...)``)
 reaches the *outermost* layer of a sub-env that has the name: a user's wrapper above gymcurric's
@@ -32,9 +34,11 @@ pass for the wrapper's.
 
 from __future__ import annotations
 
+import io
 import pickle
 import traceback
 from collections.abc import Callable, Sequence
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -162,12 +166,17 @@ class SubEnvCall(NamedTuple):
     Passed as the argument of ``call(SAFE_CALL, ...)`` / ``env_method(SAFE_CALL, ...)``: a
     worker unpickles it (every start method sends it through a pipe) before it looks the name
     up, and unpickling installs :func:`gymcurric_call` there (:func:`_install`), so that
-    importing gymcurric changes nothing outside it; only a safe call does.
+    importing gymcurric changes nothing outside it; only a safe call does. Unpickling also sets
+    ``sent``: the value goes back the way the call came, through a pipe, so
+    :func:`gymcurric_call` pickles it first; an in-process sub-env (``SyncVectorEnv``,
+    ``DummyVecEnv``) gets the call as it was made (``sent`` False) and hands its value over as
+    it is, at no cost.
     """
 
     name: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
+    sent: bool = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_unpickled_call, (self.name, self.args, self.kwargs))
@@ -175,7 +184,7 @@ class SubEnvCall(NamedTuple):
 
 def _unpickled_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SubEnvCall:
     _install()
-    return SubEnvCall(name, args, kwargs)
+    return SubEnvCall(name, args, kwargs, True)
 
 
 #: Where :func:`call_sub_envs_each` leaves a sub-env's own :class:`SubEnvCall` (a vector env's
@@ -190,21 +199,40 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall | None = None) -> t
     ``call=None`` runs (and removes) the call left in this env's :data:`STAGED_CALL`.
 
     The method is looked up as ``call`` / ``env_method`` look one up: on the outermost wrapper
-    that has it (``get_wrapper_attr``). An exception comes back as ``("error", type name,
-    message, formatted traceback, a copy of the exception or None)``: the copy that pickling
-    makes (:class:`_SentError`: None where it cannot be made, in this process or the one it is
-    sent to, so that sending it can neither end the worker nor break the pipe), as a worker's
-    pipe would make one, so the sub-env's own exception is left as it was (an in-process
-    sub-env may raise one object again). Installed on ``gymnasium.Env`` under
-    :data:`SAFE_CALL`, a name no user wrapper has.
+    that has it (``get_wrapper_attr``). An exception comes back as ``("error", stage, type
+    name, message, formatted traceback, a copy of the exception or None)``, ``stage`` being
+    ``"call"``: the copy that pickling makes (:class:`_SentError`: None where it cannot be
+    made, in this process or the one it is sent to, so that sending it can neither end the
+    worker nor break the pipe), as a worker's pipe would make one, so the sub-env's own
+    exception is left as it was (an in-process sub-env may raise one object again).
+
+    A call that came through a pipe (``call.sent``: a worker's) returns ``("sent", pickle)``:
+    the value pickled as the pipe would pickle it (``multiprocessing``'s ``ForkingPickler``,
+    which both Gymnasium's and SB3's workers send with), which the main process loads; where
+    that raises, the pipe would have raised too, ending the worker: ``("error", "send", ...)``
+    instead. One pickling, as before (the pipe's, of the bytes, is a copy). Installed on
+    ``gymnasium.Env`` under :data:`SAFE_CALL`, a name no user wrapper has.
     """
     try:
         if call is None:
             call = _staged_call(self)
-        return ("ok", self.get_wrapper_attr(call.name)(*call.args, **call.kwargs))
+        value = self.get_wrapper_attr(call.name)(*call.args, **call.kwargs)
     except Exception as exc:
-        name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        return ("error", name, _message(exc), traceback.format_exc(), _SentError(exc))
+        return _failed("call", exc)
+    if not call.sent:  # in-process: handed over as it is
+        return ("ok", value)
+    try:
+        buffer = io.BytesIO()
+        ForkingPickler(buffer).dump(value)  # what the worker's Connection.send does with it
+    except Exception as exc:
+        return _failed("send", exc)
+    return ("sent", buffer.getvalue())
+
+
+def _failed(stage: str, exc: Exception) -> tuple[Any, ...]:
+    """The answer for ``exc``, raised at ``stage`` (``call``, ``send``; ``load``: in main)."""
+    name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    return ("error", stage, name, _message(exc), traceback.format_exc(), _SentError(exc))
 
 
 def _staged_call(env: gym.Env[Any, Any]) -> SubEnvCall:
@@ -348,25 +376,47 @@ def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> li
 
 
 def _values(every: list[int], name: str, answers: Sequence[tuple[Any, ...]]) -> list[Any]:
-    """The values of the sub-envs ``every`` from their answers, or the error of the first."""
-    failed = [i for i, a in zip(every, answers, strict=True) if a[0] != "ok"]
+    """The values of the sub-envs ``every`` from their answers, or the error of the first.
+
+    A worker's value arrives pickled (``"sent"``) and is loaded here: one that does not load
+    (a class only the worker has) is an error of that sub-env, as one that raised there.
+    """
+    values: list[Any] = []
+    failed: list[tuple[int, tuple[Any, ...]]] = []
+    for i, answer in zip(every, answers, strict=True):
+        if answer[0] == "sent":
+            try:
+                values.append(pickle.loads(answer[1]))
+                continue
+            except Exception as exc:
+                kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+                answer = ("error", "load", kind, _message(exc), "", exc)  # exc: the cause
+        elif answer[0] == "ok":
+            values.append(answer[1])
+            continue
+        failed.append((i, answer))
     if failed:
-        raise _sub_env_error(failed, name, answers[every.index(failed[0])])
-    return [a[1] for a in answers]
+        raise _sub_env_error([i for i, _ in failed], name, failed[0][1])
+    return values
 
 
 def _sub_env_error(failed: list[int], method: str, answer: tuple[Any, ...]) -> Exception:
     """The error to raise for the first of the sub-envs ``failed`` (``answer`` is its own)."""
-    _, type_name, message, worker_traceback, sent = answer
-    original = sent.error if isinstance(sent, _SentError) else sent  # in-process: not pickled
+    _, stage, type_name, message, worker_traceback, sent = answer
+    in_worker = not isinstance(sent, _SentError)  # in-process answers are not pickled
+    original = sent if in_worker else sent.error
     also = f"; sub-envs {failed[1:]} raised too" if len(failed) > 1 else ""
-    if isinstance(original, GymcurricError):
-        original.add_note(
-            f"raised by {method}() of sub-env {failed[0]}{also}; its worker goes on. In the "
-            f"sub-env's process:\n{worker_traceback}"
+    if stage == "call" and isinstance(original, GymcurricError):
+        where = (
+            f"; its worker goes on. In the sub-env's process:\n{worker_traceback}"
+            if in_worker
+            else " (in this process)"
         )
+        original.add_note(f"raised by {method}() of sub-env {failed[0]}{also}{where}")
         return original
-    error = SubEnvCallError(failed[0], method, type_name, message, worker_traceback)
+    error = SubEnvCallError(
+        failed[0], method, type_name, message, worker_traceback, in_worker, stage
+    )
     if also:
         error.add_note(also[2:].capitalize())
     if isinstance(original, BaseException):

@@ -4,10 +4,13 @@ The ``SubprocVecEnv`` worker exits on an exception in an ``env_method``: before
 ``call_sub_envs``, a user's ``describe()`` that raised once (``VecShapeRewardSemantic``) or a
 ``flush_curriculum()`` that raised (a checkpoint) left the env broken (``EOFError`` at the next
 call). Now the error names the sub-env, the method and the original error, and the env goes on.
+So does a value a sub-env's method returns that its worker's pipe cannot pickle (the worker
+exited on it too), or that the main process cannot load.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import numpy as np
@@ -15,14 +18,15 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
 from gymcurric.errors import SubEnvCallError
 from gymcurric.integrations.sb3 import save_curriculum_state
 from gymcurric.integrations.sb3.semantic import VecShapeRewardSemantic
 from gymcurric.tasks import Curriculum
+from gymcurric.wrappers._sub_envs import call_sub_envs
 from tests.semantics.stubs import STUB_CONFIG, caption_embedder
-from tests.sub_env_faults import SPACE, DescribeFails, flush_fails
+from tests.sub_env_faults import SPACE, DescribeFails, WorkerOnly, flush_fails, unsendable
 
 pytestmark = pytest.mark.sb3
 
@@ -87,3 +91,32 @@ def test_gymcurric_train_checkpoint_flush_that_raises_keeps_the_workers(tmp_path
     finally:
         venv.close()
         cur.close()
+
+
+@pytest.mark.timeout(60)  # before the fix, the main process waited on the dead worker forever
+@pytest.mark.parametrize("kind", ["subproc", "dummy"])
+def test_a_value_a_worker_cannot_send_is_an_error_and_the_worker_goes_on(capfd, kind):
+    # the worker's remote.send(value) raised on the lock, and the worker exited (EOFError next)
+    fns = [unsendable, unsendable]
+    venv = SubprocVecEnv(fns, start_method="fork") if kind == "subproc" else DummyVecEnv(fns)
+    try:
+        venv.reset()
+        if kind == "dummy":  # in-process: the values are handed over as they are
+            assert all(type(v) is type(threading.Lock()) for v in call_sub_envs(venv, "lock"))
+            assert isinstance(call_sub_envs(venv, "unloadable", indices=[1])[0], WorkerOnly)
+            with pytest.raises(SubEnvCallError, match="describe") as caught:
+                call_sub_envs(venv, "describe", indices=[0])  # StateEnv without captions
+            assert not caught.value.in_worker and "worker goes on" not in str(caught.value)
+            return
+        match = r"sub-env 1: the value lock\(\) returned cannot be sent to the main process"
+        with pytest.raises(SubEnvCallError, match=match) as caught:
+            call_sub_envs(venv, "lock", indices=[1])
+        assert (caught.value.index, caught.value.stage) == (1, "send")
+        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        with pytest.raises(SubEnvCallError, match=r"unloadable\(\) returned does not load"):
+            call_sub_envs(venv, "unloadable")
+        assert call_sub_envs(venv, "number") == [7, 7]  # it goes on
+        venv.step(np.zeros(2, dtype=np.int64))
+        assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
+    finally:
+        venv.close()

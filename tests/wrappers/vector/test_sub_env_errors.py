@@ -4,6 +4,8 @@ The worker of a Gymnasium ``AsyncVectorEnv`` exits on an exception in a ``call``
 ``call_sub_envs``, a user's ``describe()`` that raised once (vector semantic shaping) or a
 ``flush_curriculum()`` that raised (a checkpoint) left a vector env whose every later call
 failed. Now the error names the sub-env, the method and the original error, and the env goes on.
+So does a value a sub-env's method returns that its worker's pipe cannot pickle (the worker
+exited on it too), or that the main process cannot load.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+import threading
 from functools import partial
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
@@ -19,11 +23,11 @@ from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from gymcurric.errors import DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
-from gymcurric.wrappers import save_curriculum_state
+from gymcurric.wrappers import _sub_envs, save_curriculum_state
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.vector.semantic import ShapeRewardSemantic
 from tests.semantics.stubs import STUB_CONFIG, StateEnv, caption_embedder
-from tests.sub_env_faults import SPACE, DescribeFails, flush_fails
+from tests.sub_env_faults import SPACE, DescribeFails, WorkerOnly, flush_fails, unsendable
 
 
 @pytest.mark.parametrize("vector", ["async", "sync"])
@@ -44,6 +48,8 @@ def test_describe_that_raises_names_the_sub_env_and_the_env_goes_on(vector):
         assert isinstance(error.__cause__, ValueError)
         assert "in describe" in error.worker_traceback  # formatted where it was raised
         assert pickle.loads(pickle.dumps(error)).args == error.args
+        # a SyncVectorEnv has no worker to go on
+        assert error.in_worker == ("worker goes on" in str(error)) == (vector == "async")
         if vector == "async":
             assert all(p.is_alive() for p in base.processes), "a worker was shut down"
         shaping = envs.step(np.zeros(2, np.int64))[-1]["shaping"]  # it goes on
@@ -229,3 +235,51 @@ def test_an_error_the_main_process_cannot_load_keeps_the_env():
         envs.reset(seed=1)
     finally:
         envs.close(terminate=True)  # a close waiting on the broken call never returned
+
+
+class CountingPickler(ForkingPickler):
+    """The pickler gymcurric_call checks a worker's value with, counting the values it dumps."""
+
+    dumped = 0
+
+    def dump(self, obj):
+        type(self).dumped += 1
+        return super().dump(obj)
+
+
+@pytest.mark.parametrize("vector", ["async", "sync"])
+def test_a_value_a_worker_cannot_send_is_an_error_and_the_worker_goes_on(
+    monkeypatch, capfd, vector
+):
+    # the worker's pipe.send((value, True)) raised on the lock, and the worker exited
+    # forked workers too (raising=False: a version without the check runs the test too)
+    monkeypatch.setattr(_sub_envs, "ForkingPickler", CountingPickler, raising=False)
+    monkeypatch.setattr(CountingPickler, "dumped", 0)
+    fns = [unsendable, unsendable]
+    envs = AsyncVectorEnv(fns, context="fork") if vector == "async" else SyncVectorEnv(fns)
+    try:
+        envs.reset(seed=0)
+        if vector == "sync":  # in-process: the values are handed over as they are, unpickled
+            assert all(type(v) is type(threading.Lock()) for v in call_sub_envs(envs, "lock"))
+            assert isinstance(call_sub_envs(envs, "unloadable", indices=[1])[0], WorkerOnly)
+            assert call_sub_envs(envs, "number") == [7, 7]
+            assert CountingPickler.dumped == 0
+            return
+        match = r"sub-env 0: the value lock\(\) returned cannot be sent to the main process: "
+        with pytest.raises(SubEnvCallError, match=match + "builtins.TypeError") as caught:
+            call_sub_envs(envs, "lock")
+        error = caught.value
+        assert (error.index, error.method, error.stage) == (0, "lock", "send")
+        assert "worker goes on" in str(error) and isinstance(error.__cause__, TypeError)
+        assert error.__notes__[-1] == "Sub-envs [1] raised too"
+        assert all(p.is_alive() for p in envs.processes), "a worker was shut down"
+        match = r"sub-env 1: the value unloadable\(\) returned does not load in the main proc"
+        with pytest.raises(SubEnvCallError, match=match) as caught:
+            call_sub_envs(envs, "unloadable", indices=[1])
+        assert isinstance(caught.value.__cause__, RuntimeError)  # built only in the worker
+        assert caught.value.stage == "load"
+        assert call_sub_envs(envs, "number") == [7, 7]  # the env goes on
+        envs.step(np.zeros(2, np.int64))
+        assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
+    finally:
+        envs.close()
