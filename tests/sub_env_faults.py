@@ -4,8 +4,8 @@ Shared by ``tests/wrappers/vector/test_sub_env_errors.py`` (Gymnasium vector env
 ``tests/integrations/test_sb3_sub_env_errors.py`` (SB3 ``SubprocVecEnv``); importable by
 spawn/forkserver workers. Also the user's wrapper whose attributes are named like those of
 gymcurric's wrappers (``tests/wrappers/vector/test_sub_env_names.py``,
-``tests/integrations/test_sb3_sub_env_names.py``), and a user's wrapper whose methods return
-values a worker cannot send.
+``tests/integrations/test_sb3_sub_env_names.py``), a curriculum wrapper that refuses to resume
+some tasks, and a user's wrapper whose methods return values a worker cannot send.
 """
 
 from __future__ import annotations
@@ -54,17 +54,52 @@ def flush_fails(curriculum, error=None):
     return FlushFails(TaskStubEnv("stub"), curriculum, error)
 
 
+class ResumeRefuses(SampleCurriculumTask):
+    """A curriculum wrapper (a subclass of yours) that refuses to resume the tasks ``refused``.
+
+    Its ``resume_curriculum_task()`` raises ``ValueError`` for them, in the sub-env's process:
+    after the main process checked the ids, so the other sub-envs may already be armed.
+    """
+
+    def __init__(self, env, curriculum, refused=()):
+        super().__init__(env, curriculum)
+        self.refused = frozenset(refused)
+
+    def resume_curriculum_task(self, task_id):
+        if task_id in self.refused:
+            raise ValueError(f"this sub-env does not resume task {task_id}")
+        super().resume_curriculum_task(task_id)
+
+
+def resume_refuses(curriculum, refused=()):
+    return ResumeRefuses(TaskStubEnv("stub"), curriculum, refused)
+
+
 class Shadowing(gym.Wrapper):
-    """A user's wrapper with attributes named like the state of gymcurric's wrappers.
+    """A user's wrapper with attributes and methods named like those of gymcurric's wrappers.
 
     Stacked above them, it has each name first for a vector env's ``get_attr`` / ``set_attr``
-    (the outermost layer with the name) and for SB3's ``env_method("set_wrapper_attr", ...)``.
+    (the outermost layer with the name), for SB3's ``env_method("set_wrapper_attr", ...)``, and
+    for a method called by name (``call`` / ``env_method``, ``get_wrapper_attr``, the ``.env``
+    chain). Its ``flush_curriculum()`` and ``awaiting_reset()`` are its own (the latter says
+    ``[True]``): it records each call in :attr:`calls`.
     """
 
     task_id: Any = "mine"
     pending_task_id: Any = "mine"
     resuming: Any = "mine"
     next_datapack: Any = "mine"
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.calls: list[str] = []
+
+    def flush_curriculum(self) -> None:
+        self.calls.append("flush_curriculum")
+
+    def awaiting_reset(self) -> list[bool]:
+        self.calls.append("awaiting_reset")
+        return [True]
 
 
 def shadowing_curriculum(curriculum, name="env"):

@@ -131,13 +131,14 @@ def _save_checkpoint(
     model: Any, built: Built, cfg: TrainConfig, run_dir: Path, history: Any
 ) -> None:
     from gymcurric.wrappers import save_curriculum_state
-    from gymcurric.wrappers._sub_envs import call_sub_envs
+    from gymcurric.wrappers._sub_envs import FLUSH_CURRICULUM, call_sub_envs
 
     if built.sampler is not None:  # logs so far go to disk first: the manifest knows them
         built.sampler.write_logs(run_dir / "datapacks")
     if built.curriculum is not None and cfg.env.vectorization != "dummy":
         # workers buffer their episodes (worker_update_batch): the checkpoint must see them
-        call_sub_envs(built.venv, "flush_curriculum")  # one that raises ends no worker
+        # under the curriculum wrapper's own name; one that raises ends no worker
+        call_sub_envs(built.venv, FLUSH_CURRICULUM)
     _flush_logs(model)
 
     def write(folder: Path) -> None:

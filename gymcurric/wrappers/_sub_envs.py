@@ -23,8 +23,10 @@ reaches the *outermost* layer of a sub-env that has the name: a user's wrapper a
 with a ``task_id`` (or ``next_datapack``) of its own would be read, or set, instead. So
 gymcurric reaches its wrappers' state through names only they have
 (:data:`CURRICULUM_TASK_IDS`, :data:`RESUME_CURRICULUM_TASK`, ``datapack_preset``,
-``datapack_has_sampler``), and gives each sub-env its own arguments with
-:func:`call_sub_envs_each`, as safely as :func:`call_sub_envs`.
+``datapack_has_sampler``), and calls their methods so too (:data:`FLUSH_CURRICULUM`,
+:data:`AWAITING_RESET`: a user's wrapper with a ``flush_curriculum()`` of its own would run
+instead). It gives each sub-env its own arguments with :func:`call_sub_envs_each`, as safely
+as :func:`call_sub_envs`.
 
 Code that needs the sub-envs wrapped in :class:`~gymcurric.wrappers.SampleCurriculumTask` (the
 curriculum checkpoint, SB3's ``RegretScoreCallback``) asks for the wrapper's mark,
@@ -47,8 +49,10 @@ from gymcurric._checks import check_one_per_env
 from gymcurric.errors import GymcurricError, SubEnvCallError
 
 __all__ = [
+    "AWAITING_RESET",
     "CURRICULUM_TASK_IDS",
     "CURRICULUM_TASK_WRAPPER_MARK",
+    "FLUSH_CURRICULUM",
     "RESUME_CURRICULUM_TASK",
     "SAFE_CALL",
     "STAGED_CALL",
@@ -75,6 +79,16 @@ CURRICULUM_TASK_IDS = "curriculum_task_ids"
 #: <gymcurric.wrappers.SampleCurriculumTask.resume_curriculum_task>`: sets what
 #: ``pending_task_id`` and ``resuming`` set, under a name no other wrapper has.
 RESUME_CURRICULUM_TASK = "resume_curriculum_task"
+
+#: The name of :meth:`SampleCurriculumTask.curriculum_task_flush
+#: <gymcurric.wrappers.SampleCurriculumTask.curriculum_task_flush>`: the wrapper's
+#: ``flush_curriculum()`` under a name no other wrapper has.
+FLUSH_CURRICULUM = "curriculum_task_flush"
+
+#: The name of :meth:`SampleCurriculumTask.curriculum_task_awaiting_reset
+#: <gymcurric.wrappers.SampleCurriculumTask.curriculum_task_awaiting_reset>`: the wrapper's
+#: ``awaiting_reset()`` under a name no other wrapper has.
+AWAITING_RESET = "curriculum_task_awaiting_reset"
 
 
 def wrapper_method(env: gym.Env[Any, Any], name: str) -> Callable[..., Any] | None:

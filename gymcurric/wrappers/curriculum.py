@@ -115,9 +115,9 @@ class SampleCurriculumTask(
 
     #: True on this wrapper only. A sub-env that has it has everything a curriculum checkpoint
     #: reads, sets and calls (``task_id``, ``pending_task_id``, ``resuming``,
-    #: ``flush_curriculum``, and :meth:`curriculum_task_ids` / :meth:`resume_curriculum_task`,
-    #: through which it reads and sets them), so one ``has_wrapper_attr`` question to a worker
-    #: checks them all. Asked by name:
+    #: ``flush_curriculum``, and :meth:`curriculum_task_ids`, :meth:`resume_curriculum_task`,
+    #: :meth:`curriculum_task_flush`, through which it reads, sets and calls them), so one
+    #: ``has_wrapper_attr`` question to a worker checks them all. Asked by name:
     #: ``gymcurric.wrappers._sub_envs.CURRICULUM_TASK_WRAPPER_MARK``.
     curriculum_task_wrapper: ClassVar[bool] = True
 
@@ -276,17 +276,26 @@ class SampleCurriculumTask(
         """
         return self.task_id, self._pending
 
-    def resume_curriculum_task(self, task_id: int) -> None:
+    def resume_curriculum_task(self, task_id: int | None) -> None:
         """Make the next reset resume ``task_id`` (``-1``: the task it takes, as any reset does).
 
-        Sets :attr:`pending_task_id` to ``task_id`` and :attr:`resuming` to True, under a name
-        no other wrapper has (:func:`~gymcurric.wrappers.resume_env_tasks` calls it).
+        Sets :attr:`pending_task_id` to ``task_id`` and :attr:`resuming` to True (``None``:
+        False, resuming nothing), under a name no other wrapper has
+        (:func:`~gymcurric.wrappers.resume_env_tasks` calls it).
 
         Raises:
-            ConfigError: ``task_id`` is not an int >= -1.
+            ConfigError: ``task_id`` is not an int >= -1 or None.
         """
         self.pending_task_id = task_id
-        self.resuming = True
+        self.resuming = task_id is not None
+
+    def curriculum_task_flush(self) -> None:
+        """:meth:`flush_curriculum`, under a name no other wrapper has (checkpoints call it)."""
+        self.flush_curriculum()
+
+    def curriculum_task_awaiting_reset(self) -> list[bool]:
+        """:meth:`awaiting_reset`, under a name no other wrapper has (checkpoints call it)."""
+        return self.awaiting_reset()
 
     @property
     def channel_index(self) -> int:
@@ -521,8 +530,9 @@ class SampleCurriculumTask(
     def flush_curriculum(self) -> None:
         """Deliver the episodes this process buffered for a shared curriculum now.
 
-        For a checkpoint about to read the state; ``venv.env_method("flush_curriculum")``
-        reaches every worker. A no-op for a process-local curriculum.
+        For a checkpoint about to read the state (:func:`save_curriculum_state` calls it in
+        every sub-env, under a name no other wrapper has: :meth:`curriculum_task_flush`). A
+        no-op for a process-local curriculum.
         """
         self._transport.flush()
 

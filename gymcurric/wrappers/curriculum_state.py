@@ -33,19 +33,19 @@ import reprlib
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-from gymcurric._checks import check_one_per_env
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.wrappers._sub_envs import (
-    CURRICULUM_TASK_IDS,
-    CURRICULUM_TASK_WRAPPER_MARK,
-    RESUME_CURRICULUM_TASK,
-    call_sub_envs,
-    call_sub_envs_each,
-    sub_envs_lacking,
+from gymcurric.wrappers._curriculum_envs import (
+    awaiting_reset,
+    check_wrapped,
+    env_task_ids,
+    env_tasks,
+    find_method,
+    flush_envs,
+    resume_env_tasks,
+    resume_tasks,
 )
 
 __all__ = [
@@ -61,191 +61,6 @@ FILE_FORMAT = "gymcurric.curriculum-npz/1"
 _META, _IDS, _ARRAYS, _WAIT = "meta", "env_task_ids", "arrays/", "channel_waiting"
 _SPARES, _SLOTS, _STALE = "channel_spares", "channel_slots", "channel_stale"
 _DUE = "channel_refill_due"
-
-
-#: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
-#: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
-#: The wrapper's mark (CURRICULUM_TASK_WRAPPER_MARK) implies all of them: a sub-env is asked for
-#: it first (one round trip to the workers instead of one per name), and only an env without it
-#: is asked name by name. An env with all of them and no mark (a look-alike of the wrapper) is
-#: accepted, as it always was, and read and set by these names; the wrapper itself is read and
-#: set through names only it has (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK), which a user's
-#: wrapper above it with a ``task_id`` of its own cannot shadow.
-_WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
-
-
-def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
-    why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
-    return ConfigError(
-        "env",
-        env,
-        f"its envs must be wrapped in gymcurric.wrappers.SampleCurriculumTask{why}",
-        source="curriculum state",
-    )
-
-
-def _check_wrapped(env: Any, source: str) -> list[bool] | None:
-    """Raise a ConfigError naming the envs of ``env`` that lack the curriculum wrapper.
-
-    Asked with each sub-env's ``has_wrapper_attr`` (False, not an exception, for a missing
-    name) before anything that raises there: the worker of an ``AsyncVectorEnv`` (``call``,
-    ``get_attr``) or of an SB3 ``SubprocVecEnv`` (``env_method``, ``get_attr``) exits on an
-    exception, and the env would be broken before the user saw this error. Wrapped sub-envs
-    answer one question, for the wrapper's mark
-    (:attr:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper`); the others are
-    asked for each name, which the message lists.
-
-    Returns:
-        Per env, whether it has the wrapper's mark (False: a look-alike with every name), for
-        :func:`_env_tasks` and :func:`_resume_tasks`; None for a vector env of neither kind
-        (:func:`~gymcurric.wrappers._sub_envs.sub_env_query`), whose ``get_attr`` /
-        ``set_attr`` then raise where they fail.
-    """
-    if isinstance(env, gym.Env):
-        lacking = [[n for n in _WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
-        marked = [env.has_wrapper_attr(CURRICULUM_TASK_WRAPPER_MARK)]
-    else:
-        marks = sub_envs_lacking(env, [CURRICULUM_TASK_WRAPPER_MARK])
-        if marks is None:
-            return None
-        marked = [not m for m in marks]
-        lacking = [[] for _ in marks]
-        unmarked = [i for i, m in enumerate(marked) if not m]
-        if unmarked:  # one round trip per name, for these only
-            found = sub_envs_lacking(env, _WRAPPER_ATTRS, unmarked) or []
-            for i, missing in zip(unmarked, found, strict=True):
-                lacking[i] = missing
-    bad = [i for i, names in enumerate(lacking) if names]
-    if not bad:
-        return marked
-    names = ", ".join(repr(n) for n in _WRAPPER_ATTRS if any(n in lacking[i] for i in bad))
-    if isinstance(env, gym.Env):
-        what, how = "it is not wrapped", "SampleCurriculumTask(env, curriculum)"
-    else:
-        what = f"its sub-envs {bad} of {len(lacking)} are not wrapped"
-        how = (
-            "each sub-env, e.g. gym.make_vec(..., wrappers=[partial(SampleCurriculumTask, "
-            "curriculum=cur)]), make_vec_env(..., wrapper_class=SampleCurriculumTask) or "
-            "make_curriculum_vec"
-        )
-    raise ConfigError(
-        "env",
-        env,
-        f"{what} in gymcurric.wrappers.SampleCurriculumTask (no {names}); wrap {how}",
-        source=source,
-    )
-
-
-def env_task_ids(env: Any) -> list[int]:
-    """The task id each env is running (``-1``: an explicit task or no episode yet).
-
-    Each env's :class:`~gymcurric.wrappers.SampleCurriculumTask` is read, under a wrapper of
-    yours with a ``task_id`` of its own too.
-
-    Args:
-        env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
-            ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
-
-    Raises:
-        ConfigError: an env is not wrapped (the message names the sub-envs); the env is left
-            working (no worker of an ``AsyncVectorEnv`` or ``SubprocVecEnv`` is shut down).
-    """
-    marked = _check_wrapped(env, "env_task_ids")
-    return [t for t, _ in _env_tasks(env, marked, resumed=False)]
-
-
-def _env_tasks(
-    env: Any, marked: list[bool] | None, *, resumed: bool = True
-) -> list[tuple[int, int | None]]:
-    """Per env ``(task_id, resumed)``: the task it runs, and the one its next reset resumes.
-
-    ``resumed``: ``-1`` for the task the reset takes, None where none is armed (see
-    :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; with
-    ``resumed=False`` the wrappers' comes along, and look-alikes' is None). Read through the
-    wrapper's ``curriculum_task_ids()`` in one round trip to the workers; where any env is
-    ``marked`` False (a look-alike), every env is read by the names of ``_WRAPPER_ATTRS``.
-    Only for an env :func:`_check_wrapped` accepted (``marked`` is what it returned).
-    """
-    if marked and all(marked):
-        if isinstance(env, gym.Env):
-            pairs = [env.get_wrapper_attr(CURRICULUM_TASK_IDS)()]
-        else:
-            pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
-        return [(int(t), None if r is None else int(r)) for t, r in pairs]
-    ids = [int(t) for t in _env_attr(env, "task_id")]
-    if not resumed:
-        return [(t, None) for t in ids]
-    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
-    return [
-        (t, (-1 if p is None else int(p)) if a else None)
-        for t, a, p in zip(ids, armed, pending, strict=True)
-    ]
-
-
-def _env_attr(env: Any, name: str) -> list[Any]:
-    """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
-
-    Only for an env :func:`_check_wrapped` accepted: a worker exits on a missing attribute.
-    """
-    try:
-        if isinstance(env, gym.Env):
-            return [env.get_wrapper_attr(name)]
-        if isinstance(env, gym.vector.VectorEnv):
-            env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
-        return list(env.get_attr(name))
-    except AttributeError as exc:
-        raise _not_wrapped(env, exc) from exc
-
-
-def resume_env_tasks(env: Any, task_ids: list[int]) -> None:
-    """Make each env's next reset (without an explicit task) resume a checkpoint.
-
-    That reset runs ``task_ids[i]``, or for ``-1`` takes its task as any reset does (the next
-    draw, or the task restored in its channel slot); either way it keeps the restored
-    curriculum's generator (see :attr:`gymcurric.wrappers.SampleCurriculumTask.resuming`).
-
-    Raises:
-        ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
-            hold one id per env, or holds an id below ``-1`` (raised by the sub-env's wrapper,
-            whose worker goes on).
-        SubEnvCallError: a sub-env's wrapper raised another error (its worker goes on).
-    """
-    marked = _check_wrapped(env, "resume_env_tasks")
-    _resume_tasks(env, task_ids, marked)
-
-
-def _resume_tasks(env: Any, task_ids: list[int], marked: list[bool] | None) -> None:
-    """:func:`resume_env_tasks` for an env already checked (``marked``: :func:`_check_wrapped`).
-
-    The wrapper is set through its ``resume_curriculum_task()``, look-alikes by their names,
-    each sub-env through :func:`call_sub_envs_each` (an error there ends no worker).
-    """
-    ids = [int(t) for t in task_ids]
-    try:
-        if isinstance(env, gym.Env):
-            if len(ids) != 1:
-                raise ConfigError(
-                    "task_ids", ids, "expected one id for a single env", source="resume_env_tasks"
-                )
-            if marked and marked[0]:
-                env.get_wrapper_attr(RESUME_CURRICULUM_TASK)(ids[0])
-            else:
-                env.set_wrapper_attr("pending_task_id", ids[0])
-                env.set_wrapper_attr("resuming", True)
-            return
-        check_one_per_env("task_ids", ids, env.num_envs, source="resume_env_tasks")
-        if marked and all(marked):
-            done = call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(t,) for t in ids])
-        else:  # look-alikes (and, with them, every sub-env) by the plain names
-            pending = [("pending_task_id", t) for t in ids]
-            done = call_sub_envs_each(env, "set_wrapper_attr", pending)
-            if done is not None:
-                call_sub_envs(env, "set_wrapper_attr", "resuming", True)
-        if done is None:  # neither kind of vector env
-            env.unwrapped.set_attr("pending_task_id", ids)
-            env.unwrapped.set_attr("resuming", [True] * len(ids))
-    except AttributeError as exc:
-        raise _not_wrapped(env, exc) from exc
 
 
 def save_curriculum_state(
@@ -294,8 +109,8 @@ def save_curriculum_state(
             nothing is written and the env keeps working (a worker of an ``AsyncVectorEnv``
             or ``SubprocVecEnv`` exits on an exception raised in it).
     """
-    marked = _check_wrapped(env, "save_curriculum_state") if env is not None else None
-    _flush_envs(env)  # every episode that ended before the call, workers' buffers included
+    marked = check_wrapped(env, "save_curriculum_state") if env is not None else None
+    flush_envs(env, marked)  # every episode that ended before the call, workers' buffers too
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
     meta = {"file_format": FILE_FORMAT, **state}
@@ -305,23 +120,23 @@ def save_curriculum_state(
         raise DataError(f"curriculum state is not JSON-safe outside its arrays ({exc})") from exc
     members: dict[str, np.ndarray] = {_META: np.array(blob)}
     members.update({_ARRAYS + name: np.asarray(a) for name, a in arrays.items()})
-    tasks = _env_tasks(env, marked) if env is not None else []
+    tasks = env_tasks(env, marked) if env is not None else []
     ids = [t for t, _ in tasks]
-    awaiting = _method(env, "awaiting_reset")  # sub-envs whose next task is not started yet
-    if awaiting is not None:
-        ids = [-1 if ended else t for t, ended in zip(ids, awaiting(), strict=True)]
+    ended = awaiting_reset(env, marked) if env is not None else None  # next task not started
+    if ended is not None:
+        ids = [-1 if e else t for t, e in zip(ids, ended, strict=True)]
     # envs armed by a load that have not reset (whatever their task_id says): the loaded tasks
     ids = [t if r is None else r for t, (_, r) in zip(ids, tasks, strict=True)]
     members[_IDS] = np.asarray(ids, dtype=np.int64)
-    waiting = _method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
+    waiting = find_method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
     if waiting is not None and (w := waiting()) is not None:
         members[_WAIT] = np.asarray(w, dtype=np.int64)
-        spares = _method(env, "channel_spares")  # and the retries' spare tasks, per env
+        spares = find_method(env, "channel_spares")  # and the retries' spare tasks, per env
         if spares is not None and (rows := spares()) and len(rows[0]):
             members[_SPARES] = np.asarray(rows, dtype=np.int64)
         # where each was drawn from, and which predate a pool change (taken all the same by
         # a sub-env that resets before the channel's next refill)
-        slots, stale = _method(env, "channel_slots"), _method(env, "channel_stale")
+        slots, stale = find_method(env, "channel_slots"), find_method(env, "channel_stale")
         if (
             slots is not None
             and stale is not None
@@ -331,7 +146,7 @@ def save_curriculum_state(
             members[_SLOTS] = np.asarray(slot_rows, dtype=np.int64).reshape(len(w), -1)
             members[_STALE] = np.asarray(marks, dtype=bool)
             # whether the refill that withdraws the stale ones is due at the resumed reset
-            due = _method(env, "channel_refill_due")
+            due = find_method(env, "channel_refill_due")
             if due is not None and (flag := due()) is not None:
                 members[_DUE] = np.asarray(bool(flag))
     out = Path(path)
@@ -420,7 +235,11 @@ def load_curriculum_state(
         DataError: the file is not a curriculum checkpoint, is damaged (empty, truncated, not
             an ``.npz``, pickled objects, bad JSON metadata, a task id outside the space), or
             (from ``load_state_dict``) comes from another configuration or breaks the
-            curriculum state's invariants; the message names the file.
+            curriculum state's invariants; the message names the file. The envs resume
+            nothing of it.
+        SubEnvCallError: a sub-env's wrapper refused the task it was to resume (gymcurric's
+            own errors are raised as themselves, naming the sub-env): the curriculum is not
+            loaded, and every sub-env is put back as it was (its worker goes on).
     """
     where = os.fspath(path)
     members = read_npz(path, "gymcurric curriculum checkpoint")
@@ -434,9 +253,12 @@ def load_curriculum_state(
     slots, stale = _read_channel_marks(members, where, waiting, spares)
     refill_due = _read_refill_due(members, where)
     state: dict[str, Any] = {**meta, "arrays": arrays}
+    marked: list[bool] | None = None
+    before: list[int | None] = []  # what each env resumes now
     if env is not None:
-        marked = _check_wrapped(env, "load_curriculum_state")  # before anything runs there
-        n = len(_env_tasks(env, marked, resumed=False))
+        marked = check_wrapped(env, "load_curriculum_state")  # before anything runs there
+        before = [r for _, r in env_tasks(env, marked)]
+        n = len(before)
         if len(ids) != n:
             raise DataError(
                 f"{where}: saved the tasks of {len(ids)} envs, the env "
@@ -450,15 +272,20 @@ def load_curriculum_state(
     # the envs' curriculum work still pending from their last step (a vector wrapper with a
     # channel applies it at the next step or reset) belongs to the run before the load: apply
     # it now, to the state it belongs to, and not to the loaded one at the resumed reset
-    _flush_envs(env)  # the workers' buffered episodes too
+    flush_envs(env, marked)  # the workers' buffered episodes too
+    if env is not None:  # first: a sub-env that refuses leaves them all, and the curriculum, as
+        resume_tasks(env, ids, marked, before)  # they were (its error is raised)
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
-        except DataError as exc:
-            raise DataError(f"{where}: {exc}") from exc
+        except Exception as exc:
+            if env is not None:  # the envs do not resume the tasks of a refused file
+                resume_tasks(env, before, marked, before)
+            if isinstance(exc, DataError):
+                raise DataError(f"{where}: {exc}") from exc
+            raise
     if env is not None:
-        _resume_tasks(env, ids, marked)
-        resume = _method(env, "resume_channel")  # through outer vector wrappers too
+        resume = find_method(env, "resume_channel")  # through outer vector wrappers too
         if waiting is not None and resume is not None:
             # spares, slots, stale marks and refill_due are None in files from before them
             resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
@@ -531,37 +358,3 @@ def _read_refill_due(members: dict[str, np.ndarray], where: str) -> bool | None:
             f"the file has no {_STALE!r}"
         )
     return bool(raw)
-
-
-def _flush_envs(env: Any) -> None:
-    """Apply the curriculum work ``env`` holds back: each sub-env's, then the vector wrapper's.
-
-    A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
-    a Gymnasium vector env's ``call``), through :func:`call_sub_envs`: one that raises there
-    does not end its worker, and its error is raised here (a
-    :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
-    A single env, or a vector curriculum wrapper under outer vector wrappers, is flushed
-    through ``_method``. Only for an env :func:`_check_wrapped` accepted.
-    """
-    if env is None:
-        return
-    call_sub_envs(env, "flush_curriculum")  # None: a single env, or no call / env_method
-    flush = _method(env, "flush_curriculum")  # through outer vector wrappers too
-    if flush is not None:
-        flush()
-
-
-def _method(env: Any, name: str) -> Any:
-    """The callable ``name`` of ``env`` or of the first env under it (``.env`` chain), or None.
-
-    Gymnasium's ``VectorWrapper`` does not forward attributes, so a vector curriculum wrapper
-    under another vector wrapper (shaping, say) is found by walking down.
-    """
-    for _ in range(64):  # a bound on the chain, against cycles
-        if env is None:
-            return None
-        found = getattr(env, name, None)
-        if callable(found):
-            return found
-        env = getattr(env, "env", None)
-    return None

@@ -7,7 +7,8 @@ sub-env with the name: a user's wrapper above gymcurric's with a ``task_id``,
 presets went to the user's attribute, and the worker exited at the reset that found none)
 instead of gymcurric's. Now those go through names only gymcurric's wrappers have, with
 ``call_sub_envs``: a set that fails in a ``SubprocVecEnv`` worker (resuming a task) is an error
-naming the sub-env, and the worker goes on.
+naming the sub-env, the worker goes on, and no sub-env is left resuming a task. The same goes
+for the wrapper's methods: a user's ``flush_curriculum()`` above it is not called instead.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import gymcurric  # noqa: F401  (registers the env ids)
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, SubEnvCallError
 from gymcurric.integrations.sb3 import RegretScoreCallback
 from gymcurric.integrations.sb3.datapack import make_datapack_vec_env
 from gymcurric.tasks import Curriculum, FixedTaskSpace
@@ -37,7 +38,7 @@ from gymcurric.wrappers import (
     save_curriculum_state,
 )
 from tests.curriculum_stubs import make_wrapped
-from tests.sub_env_faults import SPACE, Shadowing, shadowing_curriculum
+from tests.sub_env_faults import SPACE, Shadowing, resume_refuses, shadowing_curriculum
 from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
 
 pytestmark = pytest.mark.sb3
@@ -118,21 +119,66 @@ def test_a_user_next_datapack_above_present_datapack_does_not_take_the_presets(k
         venv.close()
 
 
-def test_resuming_a_task_a_sub_env_refuses_names_it_and_keeps_the_worker(capfd):
-    # env_method("set_wrapper_attr", "pending_task_id", -5) raised in the worker: it exited
+def vec(fns, kind):
+    return subproc(fns) if kind == "subproc" else DummyVecEnv(fns)
+
+
+def armed(venv):
+    """What each sub-env's next reset resumes (None: nothing), read from the wrapper itself."""
+    return [r for _, r in venv.env_method("curriculum_task_ids")]
+
+
+@pytest.mark.parametrize("kind", ["subproc", "dummy"])
+def test_resuming_a_task_a_sub_env_refuses_names_it_keeps_the_worker_and_arms_none(capfd, kind):
+    # sub-env 1's wrapper refuses task 2 in its process: sub-env 0 is put back
     cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = subproc([partial(make_wrapped, cur)] * 2)
+    venv = vec([partial(resume_refuses, cur), partial(resume_refuses, cur, [2])], kind)
     try:
         venv.reset()
-        with pytest.raises(ConfigError, match="pending_task_id") as err:
-            resume_env_tasks(venv, [0, -5])
-        assert err.value.value == -5
-        assert "resume_curriculum_task() of sub-env 1" in "".join(err.value.__notes__)
-        assert all(p.is_alive() for p in venv.processes), "a worker exited"
+        match = r"sub-env 1: resume_curriculum_task\(\) raised builtins.ValueError: this"
+        with pytest.raises(SubEnvCallError, match=match) as err:
+            resume_env_tasks(venv, [1, 2])
+        assert err.value.in_worker == (kind == "subproc")
+        assert "put back" in err.value.__notes__[-1]
+        assert armed(venv) == [None, None]  # sub-env 0 resumed task 1 at its next reset
+        if kind == "subproc":
+            assert all(p.is_alive() for p in venv.processes), "a worker exited"
         assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
-        resume_env_tasks(venv, [1, 2])  # it goes on
+        resume_env_tasks(venv, [1, 3])  # it goes on
         venv.reset()
-        assert [info["task_id"] for info in venv.reset_infos] == [1, 2]
+        assert [info["task_id"] for info in venv.reset_infos] == [1, 3]
+    finally:
+        venv.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("kind", ["subproc", "dummy"])
+def test_task_ids_are_checked_before_any_sub_env_is_armed(kind):
+    # sub-envs 0 and 2 were armed when sub-env 1's wrapper refused -5
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    venv = vec([partial(make_wrapped, cur)] * 3, kind)
+    try:
+        venv.reset()
+        match = r"'task_ids\[1\]': np.int64\(-5\) \(the task sub-env 1 resumes"
+        with pytest.raises(ConfigError, match=match) as err:
+            resume_env_tasks(venv, np.array([1, -5, 2]))
+        assert (err.value.key, err.value.value) == ("task_ids[1]", -5)
+        assert armed(venv) == [None, None, None]
+    finally:
+        venv.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("kind", ["subproc", "dummy"])
+def test_a_user_flush_curriculum_above_the_curriculum_wrapper_is_not_called(tmp_path, kind):
+    # env_method("flush_curriculum") ran the user's (the outermost layer with the name)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    venv = vec([partial(shadowing_curriculum, cur)] * 2, kind)
+    try:
+        venv.reset()
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=venv)
+        load_curriculum_state(path, cur, env=venv)
+        assert venv.get_attr("calls") == [[], []]
     finally:
         venv.close()
         cur.close()

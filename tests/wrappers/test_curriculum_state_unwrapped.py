@@ -216,17 +216,23 @@ def test_an_env_with_every_name_of_the_wrapper_is_accepted(tmp_path):
 def test_the_wrapper_mark_implies_every_name_a_checkpoint_uses():
     # sound only while SampleCurriculumTask has them all: the mark is asked instead of them
     from gymcurric.wrappers import SampleCurriculumTask
+    from gymcurric.wrappers._curriculum_envs import WRAPPER_ATTRS
     from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_WRAPPER_MARK as MARK
-    from gymcurric.wrappers.curriculum_state import _WRAPPER_ATTRS
 
     # the name the checks ask for (one constant) is the wrapper's class attribute
     assert getattr(SampleCurriculumTask, MARK) is True
     assert SampleCurriculumTask.curriculum_task_wrapper is True
     env = make_wrapped(Curriculum(SPACE, seed=0))
     assert env.has_wrapper_attr(MARK)
-    assert all(env.has_wrapper_attr(name) for name in _WRAPPER_ATTRS)
+    assert all(env.has_wrapper_attr(name) for name in WRAPPER_ATTRS)
     assert not TaskIdStubEnv().has_wrapper_attr(MARK)
     # and the names the checkpoint reads and sets the wrapper through
-    from gymcurric.wrappers._sub_envs import CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK
+    from gymcurric.wrappers._sub_envs import (
+        AWAITING_RESET,
+        CURRICULUM_TASK_IDS,
+        FLUSH_CURRICULUM,
+        RESUME_CURRICULUM_TASK,
+    )
 
-    assert all(callable(getattr(env, n)) for n in (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK))
+    names = (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK, FLUSH_CURRICULUM, AWAITING_RESET)
+    assert all(callable(getattr(env, n)) for n in names)

@@ -32,7 +32,12 @@ from gymcurric.wrappers._sub_envs import call_sub_envs_each
 from gymcurric.wrappers.vector import make_curriculum_vec
 from gymcurric.wrappers.vector.datapack import PresentDatapack
 from tests.curriculum_stubs import make_wrapped
-from tests.sub_env_faults import SPACE, shadowing_curriculum, shadowing_present_datapack
+from tests.sub_env_faults import (
+    SPACE,
+    resume_refuses,
+    shadowing_curriculum,
+    shadowing_present_datapack,
+)
 from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
 
 STUB = gym.envs.registration.EnvSpec(
@@ -106,27 +111,123 @@ def test_a_user_next_datapack_above_present_datapack_does_not_take_the_presets(v
         envs.close()
 
 
+def armed(envs):
+    """What each sub-env's next reset resumes (None: nothing), read from the wrapper itself."""
+    return [r for _, r in envs.call("curriculum_task_ids")]
+
+
 @pytest.mark.parametrize("vec", ["async", "sync"])
-def test_resuming_a_task_a_sub_env_refuses_names_it_and_keeps_the_workers(capfd, vec):
+def test_resuming_a_task_a_sub_env_refuses_names_it_keeps_the_workers_and_arms_none(capfd, vec):
+    # sub-env 1's wrapper refuses task 2 in its process: the others are put back
     cur = Curriculum(SPACE, seed=0, backend="shared")
-    envs = vector([partial(make_wrapped, cur)] * 2, vec)
+    envs = vector([partial(resume_refuses, cur), partial(resume_refuses, cur, [2])], vec)
     try:
         envs.reset(seed=0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with pytest.raises(ConfigError, match="pending_task_id") as err:
-                resume_env_tasks(envs, [0, -5])
-        assert err.value.value == -5
-        assert "resume_curriculum_task() of sub-env 1" in "".join(err.value.__notes__)
+            match = r"sub-env 1: resume_curriculum_task\(\) raised builtins.ValueError: this"
+            with pytest.raises(SubEnvCallError, match=match) as err:
+                resume_env_tasks(envs, [1, 2])
+        assert err.value.index == 1 and isinstance(err.value.__cause__, ValueError)
+        assert "put back" in err.value.__notes__[-1]
+        assert armed(envs) == [None, None]  # sub-env 0 resumed task 1 at its next reset
         if vec == "async":
             assert all(p.is_alive() for p in envs.processes), "a worker was shut down"
         assert not worker_errors(caught, capfd)
-        resume_env_tasks(envs, [1, 2])  # it goes on
+        resume_env_tasks(envs, [1, 3])  # it goes on
         _, info = envs.reset()
-        assert info["task_id"].tolist() == [1, 2]
+        assert info["task_id"].tolist() == [1, 3]
     finally:
         envs.close()
         cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+@pytest.mark.parametrize(
+    ("task_ids", "key", "value"),
+    [
+        ([1, -5, 2], "task_ids[1]", -5),
+        ([1, 2, True], "task_ids[2]", True),
+        ([1.0, 2, 3], "task_ids[0]", 1.0),
+        ([1, None, 3], "task_ids[1]", None),
+        ([1, 2], "task_ids", [1, 2]),
+    ],
+)
+def test_task_ids_are_checked_before_any_sub_env_is_armed(vec, task_ids, key, value):
+    # sub-envs 0 and 2 were armed when sub-env 1's wrapper refused -5
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(make_wrapped, cur)] * 3, vec)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(ConfigError) as err:
+            resume_env_tasks(envs, task_ids)
+        assert (err.value.key, err.value.value) == (key, value)
+        assert err.value.source == "resume_env_tasks"
+        if key != "task_ids":
+            assert f"sub-env {key[9]}" in str(err.value)
+        assert armed(envs) == [None, None, None]
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_load_a_sub_env_refuses_loads_nothing_and_arms_no_sub_env(tmp_path, vec):
+    # the curriculum was loaded, and sub-env 0 armed, before sub-env 1 refused its task
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(resume_refuses, cur), partial(resume_refuses, cur, range(8))], vec)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        for _ in range(6):  # the 4-step episodes end, the curriculum learns of them
+            envs.step(np.zeros(2, np.int64))
+        save_curriculum_state(tmp_path / "now.npz", cur, env=envs)  # flushes the workers
+        now = cur.state_dict()
+        with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task"):
+            load_curriculum_state(path, cur, env=envs)
+        after = cur.state_dict()
+        assert {k: v for k, v in after.items() if k != "arrays"} == {
+            k: v for k, v in now.items() if k != "arrays"
+        }
+        for name, array in now["arrays"].items():
+            np.testing.assert_array_equal(after["arrays"][name], array, err_msg=name)
+        assert armed(envs) == [None, None]
+        if vec == "async":
+            assert all(p.is_alive() for p in envs.processes), "a worker was shut down"
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_user_flush_curriculum_above_the_curriculum_wrapper_is_not_called(tmp_path, vec):
+    # call("flush_curriculum") ran the user's (the outermost layer with the name) instead
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(shadowing_curriculum, cur)] * 2, vec)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        load_curriculum_state(path, cur, env=envs)
+        assert envs.get_attr("calls") == ([], [])
+    finally:
+        envs.close()
+        cur.close()
+
+
+def test_a_user_awaiting_reset_above_a_single_env_curriculum_wrapper_is_not_called(tmp_path):
+    # the user's awaiting_reset() ([True]) was found first: the running task was saved as -1
+    cur = Curriculum(SPACE, seed=0)
+    env = shadowing_curriculum(cur)
+    _, info = env.reset(seed=0)
+    path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)
+    assert np.load(path)["env_task_ids"].tolist() == [info["task_id"]]
+    for _ in range(4):  # the episode ends: the wrapper's own awaiting_reset() says so
+        env.step(0)
+    ended = save_curriculum_state(tmp_path / "ended.npz", cur, env=env)
+    assert np.load(ended)["env_task_ids"].tolist() == [-1]
+    load_curriculum_state(path, cur, env=env)
+    assert env.calls == []  # nor its flush_curriculum()
+    assert env.reset()[1]["task_id"] == info["task_id"]
 
 
 def test_a_sub_env_that_cannot_bind_to_the_channel_is_named_and_its_worker_goes_on(

@@ -1,0 +1,341 @@
+"""The envs' side of a curriculum checkpoint: which task each env runs, and which it resumes.
+
+:mod:`gymcurric.wrappers.curriculum_state` writes and reads the file; this module reaches the
+:class:`~gymcurric.wrappers.SampleCurriculumTask` of each env (a single env, a Gymnasium
+``VectorEnv`` or an SB3 ``VecEnv`` of such envs) without breaking a vector env's workers:
+it checks each env is wrapped (:func:`check_wrapped`), reads the task it runs
+(:func:`env_tasks`), arms its next reset to resume one (:func:`resume_tasks`) and flushes the
+episodes it buffered (:func:`flush_envs`).
+
+The wrapper is read, set and called through names only it has
+(:mod:`gymcurric.wrappers._sub_envs`: ``CURRICULUM_TASK_IDS``, ``RESUME_CURRICULUM_TASK``,
+``FLUSH_CURRICULUM``, ``AWAITING_RESET``), so that a user's wrapper above it with a
+``task_id`` or a ``flush_curriculum()`` of its own is not taken for it. An env with every
+plain name (:data:`WRAPPER_ATTRS`) and no wrapper mark (a look-alike) is accepted, as it
+always was, and reached by the plain names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from gymcurric.errors import ConfigError, GymcurricError
+from gymcurric.wrappers._sub_envs import (
+    AWAITING_RESET,
+    CURRICULUM_TASK_IDS,
+    CURRICULUM_TASK_WRAPPER_MARK,
+    FLUSH_CURRICULUM,
+    RESUME_CURRICULUM_TASK,
+    call_sub_envs,
+    call_sub_envs_each,
+    sub_envs_lacking,
+)
+
+__all__ = [
+    "WRAPPER_ATTRS",
+    "awaiting_reset",
+    "check_wrapped",
+    "checked_task_ids",
+    "env_task_ids",
+    "env_tasks",
+    "find_method",
+    "flush_envs",
+    "resume_env_tasks",
+    "resume_tasks",
+]
+
+#: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
+#: the method it calls. An env with only some of them (a ``task_id`` of its own) is not wrapped.
+#: The wrapper's mark (CURRICULUM_TASK_WRAPPER_MARK) implies all of them: a sub-env is asked for
+#: it first (one round trip to the workers instead of one per name), and only an env without it
+#: is asked name by name. An env with all of them and no mark (a look-alike of the wrapper) is
+#: accepted, as it always was, and read and set by these names; the wrapper itself is read and
+#: set through names only it has (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK,
+#: FLUSH_CURRICULUM, AWAITING_RESET), which a user's wrapper above it cannot shadow.
+WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
+
+
+def not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
+    """The error for an env whose curriculum wrapper lacked a name (``exc``) when reached."""
+    why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    return ConfigError(
+        "env",
+        env,
+        f"its envs must be wrapped in gymcurric.wrappers.SampleCurriculumTask{why}",
+        source="curriculum state",
+    )
+
+
+def check_wrapped(env: Any, source: str) -> list[bool] | None:
+    """Raise a ConfigError naming the envs of ``env`` that lack the curriculum wrapper.
+
+    Asked with each sub-env's ``has_wrapper_attr`` (False, not an exception, for a missing
+    name) before anything that raises there: the worker of an ``AsyncVectorEnv`` (``call``,
+    ``get_attr``) or of an SB3 ``SubprocVecEnv`` (``env_method``, ``get_attr``) exits on an
+    exception, and the env would be broken before the user saw this error. Wrapped sub-envs
+    answer one question, for the wrapper's mark
+    (:attr:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_wrapper`); the others are
+    asked for each name, which the message lists.
+
+    Returns:
+        Per env, whether it has the wrapper's mark (False: a look-alike with every name), for
+        :func:`env_tasks`, :func:`resume_tasks` and :func:`flush_envs`; None for a vector env
+        of neither kind (:func:`~gymcurric.wrappers._sub_envs.sub_env_query`), whose
+        ``get_attr`` / ``set_attr`` then raise where they fail.
+    """
+    if isinstance(env, gym.Env):
+        lacking = [[n for n in WRAPPER_ATTRS if not env.has_wrapper_attr(n)]]
+        marked = [env.has_wrapper_attr(CURRICULUM_TASK_WRAPPER_MARK)]
+    else:
+        marks = sub_envs_lacking(env, [CURRICULUM_TASK_WRAPPER_MARK])
+        if marks is None:
+            return None
+        marked = [not m for m in marks]
+        lacking = [[] for _ in marks]
+        unmarked = [i for i, m in enumerate(marked) if not m]
+        if unmarked:  # one round trip per name, for these only
+            found = sub_envs_lacking(env, WRAPPER_ATTRS, unmarked) or []
+            for i, missing in zip(unmarked, found, strict=True):
+                lacking[i] = missing
+    bad = [i for i, names in enumerate(lacking) if names]
+    if not bad:
+        return marked
+    names = ", ".join(repr(n) for n in WRAPPER_ATTRS if any(n in lacking[i] for i in bad))
+    if isinstance(env, gym.Env):
+        what, how = "it is not wrapped", "SampleCurriculumTask(env, curriculum)"
+    else:
+        what = f"its sub-envs {bad} of {len(lacking)} are not wrapped"
+        how = (
+            "each sub-env, e.g. gym.make_vec(..., wrappers=[partial(SampleCurriculumTask, "
+            "curriculum=cur)]), make_vec_env(..., wrapper_class=SampleCurriculumTask) or "
+            "make_curriculum_vec"
+        )
+    raise ConfigError(
+        "env",
+        env,
+        f"{what} in gymcurric.wrappers.SampleCurriculumTask (no {names}); wrap {how}",
+        source=source,
+    )
+
+
+def env_task_ids(env: Any) -> list[int]:
+    """The task id each env is running (``-1``: an explicit task or no episode yet).
+
+    Each env's :class:`~gymcurric.wrappers.SampleCurriculumTask` is read, under a wrapper of
+    yours with a ``task_id`` of its own too.
+
+    Args:
+        env: a :class:`~gymcurric.wrappers.SampleCurriculumTask`-wrapped env, a Gymnasium
+            ``VectorEnv`` or an SB3 ``VecEnv`` of such envs.
+
+    Raises:
+        ConfigError: an env is not wrapped (the message names the sub-envs); the env is left
+            working (no worker of an ``AsyncVectorEnv`` or ``SubprocVecEnv`` is shut down).
+    """
+    marked = check_wrapped(env, "env_task_ids")
+    return [t for t, _ in env_tasks(env, marked, resumed=False)]
+
+
+def env_tasks(
+    env: Any, marked: list[bool] | None, *, resumed: bool = True
+) -> list[tuple[int, int | None]]:
+    """Per env ``(task_id, resumed)``: the task it runs, and the one its next reset resumes.
+
+    ``resumed``: ``-1`` for the task the reset takes, None where none is armed (see
+    :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; with
+    ``resumed=False`` the wrappers' comes along, and look-alikes' is None). Read through the
+    wrapper's ``curriculum_task_ids()`` in one round trip to the workers; where any env is
+    ``marked`` False (a look-alike), every env is read by the names of :data:`WRAPPER_ATTRS`.
+    Only for an env :func:`check_wrapped` accepted (``marked`` is what it returned).
+    """
+    if marked and all(marked):
+        if isinstance(env, gym.Env):
+            pairs = [env.get_wrapper_attr(CURRICULUM_TASK_IDS)()]
+        else:
+            pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
+        return [(int(t), None if r is None else int(r)) for t, r in pairs]
+    ids = [int(t) for t in _env_attr(env, "task_id")]
+    if not resumed:
+        return [(t, None) for t in ids]
+    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
+    return [
+        (t, (-1 if p is None else int(p)) if a else None)
+        for t, a, p in zip(ids, armed, pending, strict=True)
+    ]
+
+
+def _env_attr(env: Any, name: str) -> list[Any]:
+    """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
+
+    Only for an env :func:`check_wrapped` accepted: a worker exits on a missing attribute.
+    """
+    try:
+        if isinstance(env, gym.Env):
+            return [env.get_wrapper_attr(name)]
+        if isinstance(env, gym.vector.VectorEnv):
+            env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
+        return list(env.get_attr(name))
+    except AttributeError as exc:
+        raise not_wrapped(env, exc) from exc
+
+
+def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
+    """Make each env's next reset (without an explicit task) resume a checkpoint.
+
+    That reset runs ``task_ids[i]``, or for ``-1`` takes its task as any reset does (the next
+    draw, or the task restored in its channel slot); either way it keeps the restored
+    curriculum's generator (see :attr:`gymcurric.wrappers.SampleCurriculumTask.resuming`).
+
+    All or nothing: ``task_ids`` is checked here first (one int >= -1 per env), and where a
+    sub-env's wrapper refuses its id all the same (a subclass of yours), the others are put
+    back as they were before the error is raised.
+
+    Raises:
+        ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
+            hold one id per env, or holds something else than an int >= -1 (the key names the
+            sub-env: ``task_ids[1]``); nothing was changed.
+        SubEnvCallError: a sub-env's wrapper refused its id (gymcurric's own errors are raised
+            as themselves, with a note naming the sub-env); its worker goes on, and the other
+            sub-envs were put back.
+    """
+    marked = check_wrapped(env, "resume_env_tasks")
+    resume_tasks(env, checked_task_ids(env, task_ids, "resume_env_tasks"), marked)
+
+
+def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int]:
+    """``task_ids`` as ints, one per env of ``env``, each >= -1, or a ConfigError naming it.
+
+    What a sub-env's wrapper would refuse, refused here, before any sub-env is changed.
+    """
+    single = isinstance(env, gym.Env)
+    try:
+        ids = list(task_ids)
+    except TypeError:
+        raise ConfigError(
+            "task_ids", task_ids, "expected a list of task ids, one per env", source=source
+        ) from None
+    n = 1 if single else env.num_envs
+    if len(ids) != n:
+        expected = "one id for a single env" if single else f"{n} ids, one per sub-env"
+        raise ConfigError("task_ids", ids, f"expected {expected}", source=source)
+    for i, t in enumerate(ids):
+        if isinstance(t, bool) or not hasattr(t, "__index__") or t.__index__() < -1:
+            which = "the env" if single else f"sub-env {i}"
+            raise ConfigError(
+                f"task_ids[{i}]",
+                t,
+                f"the task {which} resumes: expected a task id (int >= 0) or -1",
+                source=source,
+            )
+    return [t.__index__() for t in ids]
+
+
+def resume_tasks(
+    env: Any,
+    resumed: Sequence[int | None],
+    marked: list[bool] | None,
+    before: Sequence[int | None] | None = None,
+) -> None:
+    """Arm each env's next reset to resume ``resumed[i]`` (``-1``: the task it takes; None:
+    nothing), for an env already checked (``marked``: :func:`check_wrapped`).
+
+    The wrapper is set through its ``resume_curriculum_task()``, look-alikes by their names,
+    each sub-env through :func:`call_sub_envs_each` (an error there ends no worker). Where a
+    sub-env refuses, every sub-env is put back to ``before`` (what each resumed; read here
+    where not given) and the error is raised.
+    """
+    try:
+        if isinstance(env, gym.Env):
+            _arm_one(env, resumed[0], bool(marked and marked[0]))
+            return
+        if marked is None:  # neither kind of vector env: its set_attr raises where it fails
+            env.unwrapped.set_attr("pending_task_id", list(resumed))
+            env.unwrapped.set_attr("resuming", [r is not None for r in resumed])
+            return
+        if before is None:
+            before = [r for _, r in env_tasks(env, marked)]
+        try:
+            _arm_sub_envs(env, resumed, marked)
+        except GymcurricError as exc:  # SubEnvCallError, or the wrapper's own error
+            try:
+                _arm_sub_envs(env, before, marked)
+            except Exception as again:
+                exc.add_note(f"putting the sub-envs back failed too ({type(again).__name__})")
+            else:
+                exc.add_note("the sub-envs were put back: none resumes another task")
+            raise
+    except AttributeError as exc:
+        raise not_wrapped(env, exc) from exc
+
+
+def _arm_one(env: gym.Env[Any, Any], resumed: int | None, marked: bool) -> None:
+    if marked:
+        env.get_wrapper_attr(RESUME_CURRICULUM_TASK)(resumed)
+    else:
+        env.set_wrapper_attr("pending_task_id", resumed)
+        env.set_wrapper_attr("resuming", resumed is not None)
+
+
+def _arm_sub_envs(env: Any, resumed: Sequence[int | None], marked: list[bool]) -> None:
+    if all(marked):
+        call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(r,) for r in resumed])
+        return
+    # look-alikes (and, with them, every sub-env) by the plain names
+    call_sub_envs_each(env, "set_wrapper_attr", [("pending_task_id", r) for r in resumed])
+    call_sub_envs_each(env, "set_wrapper_attr", [("resuming", r is not None) for r in resumed])
+
+
+def flush_envs(env: Any, marked: list[bool] | None) -> None:
+    """Apply the curriculum work ``env`` holds back: each sub-env's, then the vector wrapper's.
+
+    A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
+    a Gymnasium vector env's ``call``), through :func:`call_sub_envs` and under the name only
+    the wrapper has (``curriculum_task_flush``; look-alikes' by its name): one that raises
+    there does not end its worker, and its error is raised here (a
+    :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
+    A vector curriculum wrapper, under outer vector wrappers too, is flushed through
+    :func:`find_method`. Only for an env :func:`check_wrapped` accepted (``marked``).
+    """
+    if env is None:
+        return
+    if isinstance(env, gym.Env):
+        if marked and marked[0]:
+            env.get_wrapper_attr(FLUSH_CURRICULUM)()
+            return
+    else:
+        call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
+    flush = find_method(env, "flush_curriculum")  # through outer vector wrappers too
+    if flush is not None:
+        flush()
+
+
+def awaiting_reset(env: Any, marked: list[bool] | None) -> list[bool] | None:
+    """Per env whether its episode ended and it has not reset since; None where none tells.
+
+    A single env's wrapper answers under the name only it has (``awaiting_reset()`` of a
+    wrapper of yours above it is not asked); a vector env's curriculum wrapper
+    (:func:`find_method`) answers for its sub-envs.
+    """
+    if isinstance(env, gym.Env) and marked and marked[0]:
+        return list(env.get_wrapper_attr(AWAITING_RESET)())
+    awaiting = find_method(env, "awaiting_reset")
+    return None if awaiting is None else list(awaiting())
+
+
+def find_method(env: Any, name: str) -> Any:
+    """The callable ``name`` of ``env`` or of the first env under it (``.env`` chain), or None.
+
+    Gymnasium's ``VectorWrapper`` does not forward attributes, so a vector curriculum wrapper
+    under another vector wrapper (shaping, say) is found by walking down.
+    """
+    for _ in range(64):  # a bound on the chain, against cycles
+        if env is None:
+            return None
+        found = getattr(env, name, None)
+        if callable(found):
+            return found
+        env = getattr(env, "env", None)
+    return None
