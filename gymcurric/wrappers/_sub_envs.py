@@ -36,6 +36,7 @@ pass for the wrapper's.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pickle
 import traceback
@@ -235,12 +236,42 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall | None = None) -> t
         return _failed("call", exc)
     if not call.sent:  # in-process: handed over as it is
         return ("ok", value)
+    shared = _shared_key()
     try:
         buffer = io.BytesIO()
         ForkingPickler(buffer).dump(value)  # what the worker's Connection.send does with it
     except Exception as exc:
+        _unshare_since(shared)
         return _failed("send", exc)
     return ("sent", buffer.getvalue())
+
+
+def _shared_key() -> int:
+    """The last key ``multiprocessing``'s resource sharer handed out in this process."""
+    from multiprocessing import resource_sharer
+
+    return int(getattr(getattr(resource_sharer, "_resource_sharer", None), "_key", 0))
+
+
+def _unshare_since(key: int) -> None:
+    """Close what a failed pickling shared after ``key`` (its fds, none of them sent).
+
+    ``ForkingPickler`` sends an fd (a pipe end, a torch tensor's shared memory) as a copy the
+    resource sharer keeps until the loading process asks for it; after a failed pickling none
+    will, and the worker would hold each copy (and the memory behind it) until it exits.
+    Keys are handed out in order, and this thread is the worker's one that pickles.
+    """
+    from multiprocessing import resource_sharer
+
+    sharer = getattr(resource_sharer, "_resource_sharer", None)
+    cache = getattr(sharer, "_cache", None)
+    if not isinstance(cache, dict):  # another Python's resource sharer: nothing to undo
+        return
+    with sharer._lock:  # type: ignore[union-attr]
+        closes = [cache.pop(k)[1] for k in [k for k in cache if k > key]]
+    for close in closes:
+        with contextlib.suppress(OSError):
+            close()
 
 
 def _failed(stage: str, exc: Exception) -> tuple[Any, ...]:

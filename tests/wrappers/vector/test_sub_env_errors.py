@@ -10,6 +10,8 @@ exited on it too), or that the main process cannot load.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.connection
 import pickle
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import threading
 from functools import partial
 from multiprocessing.reduction import ForkingPickler
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
@@ -281,5 +284,48 @@ def test_a_value_a_worker_cannot_send_is_an_error_and_the_worker_goes_on(
         assert call_sub_envs(envs, "number") == [7, 7]  # the env goes on
         envs.step(np.zeros(2, np.int64))
         assert "Traceback" not in capfd.readouterr().err  # no worker's dying words
+    finally:
+        envs.close()
+
+
+class SharesAPipe(gym.Wrapper):
+    """A value whose pickling shares a file descriptor before it fails on a lock.
+
+    ``ForkingPickler`` sends a pipe end (or a torch tensor's shared memory) by dup'ing its fd
+    and handing the copy to ``multiprocessing``'s resource sharer, which keeps it until the
+    loading process asks for it: after a failed pickling no process ever asks.
+    """
+
+    def pipe_and_lock(self):
+        ends = multiprocessing.Pipe()
+        return (ends[0], threading.Lock())
+
+    def pipe(self):
+        return multiprocessing.Pipe()[0]
+
+    def shared(self):
+        from multiprocessing import resource_sharer
+
+        return len(resource_sharer._resource_sharer._cache)
+
+
+def shares_a_pipe():
+    return SharesAPipe(StateEnv(captions=False))
+
+
+def test_a_value_that_fails_to_send_leaves_nothing_shared_in_the_worker():
+    # each failed send kept the dup'd fd of the pipe end (and its resource) in the worker
+    envs = AsyncVectorEnv([shares_a_pipe, shares_a_pipe], context="fork")
+    try:
+        for _ in range(3):
+            with pytest.raises(SubEnvCallError, match="cannot be sent") as caught:
+                call_sub_envs(envs, "pipe_and_lock")
+            assert caught.value.stage == "send"
+        assert call_sub_envs(envs, "shared") == [0, 0]
+        received = call_sub_envs(envs, "pipe")  # sent ones are still shared, and received
+        assert all(isinstance(c, multiprocessing.connection.Connection) for c in received)
+        assert call_sub_envs(envs, "shared") == [0, 0]
+        for c in received:
+            c.close()
     finally:
         envs.close()
