@@ -17,6 +17,7 @@ always was, and reached by the plain names.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -221,8 +222,9 @@ def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int
     if len(ids) != n:
         expected = "one id for a single env" if single else f"{n} ids, one per sub-env"
         raise ConfigError("task_ids", ids, f"expected {expected}", source=source)
-    for i, t in enumerate(ids):
-        if isinstance(t, bool) or not hasattr(t, "__index__") or t.__index__() < -1:
+    checked = [_task_index(t) for t in ids]
+    for i, (t, index) in enumerate(zip(ids, checked, strict=True)):
+        if index is None or index < -1:
             which = "the env" if single else f"sub-env {i}"
             raise ConfigError(
                 f"task_ids[{i}]",
@@ -230,7 +232,21 @@ def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int
                 f"the task {which} resumes: expected a task id (int >= 0) or -1",
                 source=source,
             )
-    return [t.__index__() for t in ids]
+    return [i for i in checked if i is not None]  # each is (a None raised above)
+
+
+def _task_index(task_id: Any) -> int | None:
+    """``task_id`` as an int (a numpy int too), or None where it is none (a bool, a float).
+
+    A numpy array's ``__index__`` raises TypeError unless it holds one int (a row of a 2-d
+    array, a 0-d bool array): not an id either.
+    """
+    if isinstance(task_id, bool):
+        return None
+    try:
+        return operator.index(task_id)
+    except TypeError:
+        return None
 
 
 def resume_tasks(

@@ -323,3 +323,26 @@ def test_a_new_run_resumes_through_the_curriculum_wrapper_in_sync_and_spawn_sub_
         ["sync", "spawn"],
     )
     assert got == [[[6, 7], started]] * 2
+
+
+@pytest.mark.parametrize(
+    ("task_ids", "key"),
+    [
+        (np.array([[1], [2], [3]]), "task_ids[0]"),  # a row of a 2-d array is not an id
+        ([1, np.array(True), 3], "task_ids[1]"),  # nor is a 0-d bool array
+    ],
+)
+def test_task_ids_numpy_cannot_read_as_one_are_a_config_error(task_ids, key):
+    # __index__ of these raises TypeError, which escaped instead of the ConfigError naming them
+    cur = Curriculum(SPACE, seed=0)
+    envs = vector([partial(make_wrapped, cur)] * 3, "sync")
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(ConfigError) as err:
+            resume_env_tasks(envs, task_ids)
+        assert err.value.key == key
+        assert armed(envs) == [None, None, None]
+        resume_env_tasks(envs, np.array([4, -1, 0]))  # a user's array of ids is one
+        assert armed(envs) == [4, -1, 0]
+    finally:
+        envs.close()
