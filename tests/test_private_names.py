@@ -43,6 +43,11 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("gymcurric/envs/safety_gymnasium.py", "_mocaps"),  # the same
         ("gymcurric/envs/safety_gymnasium.py", "_obstacles"),  # to check placement density
         ("gymcurric/envs/safety_captions.py", "_obstacles"),  # every object a caption describes
+        # multiprocessing's resource sharer has no API to drop what a failed pickling shared
+        ("gymcurric/wrappers/_sub_envs.py", "_resource_sharer"),  # the process's sharer
+        ("gymcurric/wrappers/_sub_envs.py", "_key"),  # the last key it handed out
+        ("gymcurric/wrappers/_sub_envs.py", "_cache"),  # what it holds, by key
+        ("gymcurric/wrappers/_sub_envs.py", "_lock"),  # held while it registers one
     }
 )
 

@@ -246,11 +246,20 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall | None = None) -> t
     return ("sent", buffer.getvalue())
 
 
-def _shared_key() -> int:
-    """The last key ``multiprocessing``'s resource sharer handed out in this process."""
+def _sharer() -> Any:
+    """``multiprocessing``'s resource sharer of this process (its internals: no API has them)."""
     from multiprocessing import resource_sharer
 
-    return int(getattr(getattr(resource_sharer, "_resource_sharer", None), "_key", 0))
+    module: Any = resource_sharer  # typeshed does not list the module's internals
+    return module._resource_sharer
+
+
+def _shared_key() -> int:
+    """The last key the resource sharer handed out in this process (-1: none to tell)."""
+    try:
+        return int(_sharer()._key)
+    except (AttributeError, TypeError, ValueError):  # another Python's sharer: nothing to undo
+        return -1
 
 
 def _unshare_since(key: int) -> None:
@@ -261,13 +270,14 @@ def _unshare_since(key: int) -> None:
     will, and the worker would hold each copy (and the memory behind it) until it exits.
     Keys are handed out in order, and this thread is the worker's one that pickles.
     """
-    from multiprocessing import resource_sharer
-
-    sharer = getattr(resource_sharer, "_resource_sharer", None)
-    cache = getattr(sharer, "_cache", None)
-    if not isinstance(cache, dict):  # another Python's resource sharer: nothing to undo
+    if key < 0:
         return
-    with sharer._lock:  # type: ignore[union-attr]
+    try:
+        sharer = _sharer()
+        lock, cache = sharer._lock, sharer._cache
+    except AttributeError:
+        return
+    with lock:
         closes = [cache.pop(k)[1] for k in [k for k in cache if k > key]]
     for close in closes:
         with contextlib.suppress(OSError):
