@@ -280,7 +280,13 @@ def load_curriculum_state(
             curriculum.load_state_dict(state)
         except Exception as exc:
             if env is not None:  # the envs do not resume the tasks of a refused file
-                resume_tasks(env, before, marked, before)
+                try:
+                    resume_tasks(env, before, marked, before)
+                except Exception as again:  # the refusal is the error to raise, not this
+                    exc.add_note(
+                        f"putting the envs back failed too ({type(again).__name__}: {again}); "
+                        "they may resume the tasks of the refused file"
+                    )
             if isinstance(exc, DataError):
                 raise DataError(f"{where}: {exc}") from exc
             raise

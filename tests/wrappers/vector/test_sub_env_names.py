@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from gymcurric.errors import ConfigError, SubEnvCallError
+from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import (
@@ -346,3 +346,28 @@ def test_task_ids_numpy_cannot_read_as_one_are_a_config_error(task_ids, key):
         assert armed(envs) == [4, -1, 0]
     finally:
         envs.close()
+
+
+class RefusesTheFile:
+    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
+
+    def load_state_dict(self, state):
+        raise DataError("from another configuration")
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_refused_load_whose_sub_envs_cannot_be_put_back_raises_the_refusal(tmp_path, vec):
+    # the error of putting the sub-envs back replaced the curriculum's DataError
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = vector([partial(resume_refuses, cur), partial(resume_refuses, cur, [None])], vec)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        with pytest.raises(DataError, match="from another configuration") as err:
+            load_curriculum_state(path, RefusesTheFile(), env=envs)
+        notes = getattr(err.value.__cause__, "__notes__", [])
+        assert any("putting the envs back failed too" in n for n in notes), notes
+        assert armed(envs)[0] is None  # put back; sub-env 1 refused to be
+    finally:
+        envs.close()
+        cur.close()
