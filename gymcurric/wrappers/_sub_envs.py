@@ -122,23 +122,17 @@ def sub_envs_lacking(
     env: Any,
     names: Sequence[str],
     indices: Sequence[int] | None = None,
-    *,
-    implied_by: str | None = None,
 ) -> list[list[str]] | None:
     """Per sub-env (of ``indices``, default all), the names of ``names`` it does not have.
 
     Each sub-env's ``has_wrapper_attr`` (its wrappers, then its base env) answers, one round
-    trip per name (one in all with ``implied_by``, where every sub-env has it), so nothing
-    raises in a worker. A sub-env with all of them gets ``[]``.
+    trip per name, so nothing raises in a worker. A sub-env with all of them gets ``[]``.
 
     Args:
         env: a Gymnasium ``VectorEnv`` (through any vector wrappers) or an SB3 ``VecEnv``.
         names: the attribute or method names to look for.
         indices: the sub-envs to ask (SB3's ``indices``; a Gymnasium vector env is asked as a
             whole, as its ``call`` takes no indices, and the answers of these are kept).
-        implied_by: a name that only an env with all of ``names`` has (a wrapper's mark):
-            asked first, so sub-envs that have it cost one round trip in all; only the others
-            are then asked for each name, to tell which ones they lack.
 
     Returns:
         One list per sub-env asked, or None where ``env`` is neither kind of vector env
@@ -157,13 +151,10 @@ def sub_envs_lacking(
 
     every = list(range(env.num_envs)) if indices is None else list(indices)
     lacking: list[list[str]] = [[] for _ in every]
-    unsure = list(range(len(every)))  # positions in ``every`` still to ask name by name
-    if implied_by is not None:
-        unsure = [k for k, h in zip(unsure, has(implied_by, every), strict=True) if not h]
-    if not unsure:
+    if not every:
         return lacking
     for name in names:
-        for k, h in zip(unsure, has(name, [every[k] for k in unsure]), strict=True):
+        for k, h in enumerate(has(name, every)):
             if not h:
                 lacking[k].append(name)
     return lacking
