@@ -216,8 +216,8 @@ def gymcurric_call(self: gym.Env[Any, Any], call: SubEnvCall | None = None) -> t
     the value pickled as the pipe would pickle it (``multiprocessing``'s ``ForkingPickler``,
     which both Gymnasium's and SB3's workers send with), which the main process loads; where
     that raises, the pipe would have raised too, ending the worker: ``("error", "send", ...)``
-    instead. One pickling, as before (the pipe's, of the bytes, is a copy). Installed on
-    ``gymnasium.Env`` under :data:`SAFE_CALL`, a name no user wrapper has.
+    instead. The value is pickled once, here (the pipe then pickles only the bytes: a copy).
+    Installed on ``gymnasium.Env`` under :data:`SAFE_CALL`, a name no user wrapper has.
     """
     try:
         if call is None:

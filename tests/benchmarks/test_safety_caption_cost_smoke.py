@@ -1,6 +1,6 @@
 """benchmarks/safety_caption_cost.py measures what ``caption=True`` adds (timings never asserted).
 
-The figure in docs/safety_gymnasium.md ("4-11 % of a step", the reason captions are opt-in)
+The figure in docs/safety_gymnasium.md (a caption's share of a step, why captions are opt-in)
 comes from this script. Here, by counting calls: it makes one caption per step, with the step's
 ``goal_met``, and those captions are the ones ``caption=True`` writes for the same actions.
 """

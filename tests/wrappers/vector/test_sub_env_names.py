@@ -287,7 +287,7 @@ def resume_as_a_new_run(path: str, vecs: list[str]) -> list[list[list[int]]]:
     """In a new interpreter: per vector env kind, the tasks of the reset after each resume.
 
     The first safe call of this process, and of each spawn worker, is ``resume_env_tasks``'s
-    ``call_sub_envs_each`` (``_check_wrapped`` only asks ``has_wrapper_attr``): it must give
+    ``call_sub_envs_each`` (``check_wrapped`` only asks ``has_wrapper_attr``): it must give
     them ``gymcurric_call`` itself, before it is called there. Then ``path`` is loaded.
     """
     got = []
