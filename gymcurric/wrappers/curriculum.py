@@ -116,8 +116,9 @@ class SampleCurriculumTask(
     #: True on this wrapper only. A sub-env that has it has everything a curriculum checkpoint
     #: reads, sets and calls (``task_id``, ``pending_task_id``, ``resuming``,
     #: ``flush_curriculum``, and :meth:`curriculum_task_ids`, :meth:`resume_curriculum_task`,
-    #: :meth:`curriculum_task_flush`, through which it reads, sets and calls them), so one
-    #: ``has_wrapper_attr`` question to a worker checks them all. Asked by name:
+    #: :meth:`curriculum_task_flush`, :meth:`curriculum_task_awaiting_reset`, through which it
+    #: reads, sets and calls them), so one ``has_wrapper_attr`` question to a worker checks
+    #: them all. Asked by name:
     #: ``gymcurric.wrappers._sub_envs.CURRICULUM_TASK_WRAPPER_MARK``.
     curriculum_task_wrapper: ClassVar[bool] = True
 
