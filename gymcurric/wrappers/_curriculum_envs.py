@@ -59,7 +59,7 @@ __all__ = [
 WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
 
 
-def not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
+def _not_wrapped(env: Any, exc: Exception | None = None) -> ConfigError:
     """The error for an env whose curriculum wrapper lacked a name (``exc``) when reached."""
     why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
     return ConfigError(
@@ -180,7 +180,7 @@ def _env_attr(env: Any, name: str) -> list[Any]:
             env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
         return list(env.get_attr(name))
     except AttributeError as exc:
-        raise not_wrapped(env, exc) from exc
+        raise _not_wrapped(env, exc) from exc
 
 
 def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
@@ -284,7 +284,7 @@ def resume_tasks(
                 exc.add_note("the sub-envs were put back: none resumes another task")
             raise
     except AttributeError as exc:
-        raise not_wrapped(env, exc) from exc
+        raise _not_wrapped(env, exc) from exc
 
 
 def _arm_one(env: gym.Env[Any, Any], resumed: int | None, marked: bool) -> None:
