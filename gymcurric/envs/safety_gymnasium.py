@@ -197,8 +197,8 @@ class SafetyGymnasiumEnv(gym.Env[Any, np.ndarray]):
             navigation tasks (e.g. ``{"vision_env_conf.vision_size": (64, 64)}``), keyword
             arguments of Gymnasium's mujoco v4 env for velocity tasks.
         caption: write ``info["caption"]`` (Goal, Button and Push tasks only; see
-            :mod:`gymcurric.envs.safety_captions`). Off by default: a caption costs 4-11 % of
-            a step (measured; docs/safety_gymnasium.md#captions).
+            :mod:`gymcurric.envs.safety_captions`). Off by default: a caption's cost is not
+            negligible against a step (measured: docs/safety_gymnasium.md#captions).
     """
 
     metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 30}
