@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 # Tiny MLPs on 2 cores: torch's intra-op threads only add contention (measured: PPO on 4 envs,
 # 2,048 steps took 23.7 s with 2 threads vs 2.9 s with 1 under load). Set before torch loads;
 # subprocess workers (SubprocVecEnv, AsyncVectorEnv) inherit it.
@@ -19,3 +21,11 @@ if "SB3_LOGDIR" not in os.environ:
     _sb3_logdir = tempfile.mkdtemp(prefix="gymcurric-tests-sb3-")
     os.environ["SB3_LOGDIR"] = _sb3_logdir
     atexit.register(shutil.rmtree, _sb3_logdir, ignore_errors=True)
+
+
+@pytest.fixture
+def safety_installed() -> None:
+    """Skip unless mujoco and safety-gymnasium are installed (tests.safety_support)."""
+    from tests.safety_support import needs_safety
+
+    needs_safety()

@@ -26,6 +26,7 @@ from gymcurric.envs.safety_captions import (
     distance_word,
 )
 from gymcurric.errors import ConfigError
+from tests.safety_support import needs_safety
 
 safety = pytest.mark.safety
 
@@ -50,12 +51,6 @@ KINDS = (  # caption order: task attribute, singular, plural, body-name stem
 )
 BAD: Any = object()  # an unusable value where a collection of indices belongs
 NUMBERS = dict(enumerate(("no", "a", "two", "three", "four", "five", "six", "seven", "eight")))
-
-
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
 
 
 def scene(**kwargs: Any) -> Scene:
@@ -423,7 +418,7 @@ TRUTH_IDS = [f"Safety{robot}{task}{level}-v0" for robot, task in TRUTH_TASKS for
 @safety
 @pytest.mark.parametrize("env_id", TRUTH_IDS)
 def test_captions_match_the_simulator_state(env_id: str) -> None:
-    _needs_safety()
+    needs_safety()
     captions = _check_rollout(env_id, steps=40)
     assert len(set(captions)) > 1  # the state changes, and so does the caption
 
@@ -436,7 +431,7 @@ def test_captions_match_the_simulator_state(env_id: str) -> None:
      for task in ("Goal", "Button", "Push") for level in (0, 1, 2)],
 )  # fmt: skip
 def test_every_agent_and_level_is_captioned_truthfully(env_id: str) -> None:
-    _needs_safety()
+    needs_safety()
     _check_rollout(env_id, steps=30)
 
 
@@ -451,7 +446,7 @@ def test_every_agent_and_level_is_captioned_truthfully(env_id: str) -> None:
 )
 def test_long_random_rollouts_are_captioned_truthfully(env_id: str, seed: int) -> None:
     # A whole episode (1,000 steps): rare states that short rollouts never reach.
-    _needs_safety()
+    needs_safety()
     _check_rollout(env_id, steps=1000, seed=seed)
 
 
@@ -472,7 +467,7 @@ def _place(task: Any, body: str, xy: Any) -> None:
 
 @safety
 def test_inside_a_hazard_is_said_when_the_hazard_costs() -> None:
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
     env = make_safety_env("SafetyPointGoal1-v0", caption=True)
@@ -499,7 +494,7 @@ def test_inside_a_hazard_is_said_when_the_hazard_costs() -> None:
 def test_touching_comes_from_mujoco_contacts(
     env_id: str, body: str, sentence: str, cost_key: str | None
 ) -> None:
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
     env = make_safety_env(env_id, caption=True)
@@ -527,7 +522,7 @@ def test_touching_comes_from_mujoco_contacts(
     ],
 )
 def test_goal_met_is_said_and_the_new_goal_described(env_id: str, move: str, event: str) -> None:
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
     env = make_safety_env(env_id, caption=True)
@@ -552,7 +547,7 @@ def test_goal_met_is_said_and_the_new_goal_described(env_id: str, move: str, eve
 
 @safety
 def test_same_seed_same_captions_and_the_option_survives_pickling() -> None:
-    _needs_safety()
+    needs_safety()
     first = _check_rollout("SafetyCarButton1-v0", steps=25, seed=11)
     second = _check_rollout("SafetyCarButton1-v0", steps=25, seed=11)
     assert first == second
@@ -569,7 +564,7 @@ def test_same_seed_same_captions_and_the_option_survives_pickling() -> None:
 
 @safety
 def test_captions_are_off_by_default_and_refused_where_they_do_not_apply() -> None:
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
     env = make_safety_env("SafetyPointGoal0-v0")

@@ -10,7 +10,7 @@ what is unknown, stay truthful about the rest, and never raise.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import math
 from typing import Any
 
@@ -20,14 +20,7 @@ import pytest
 from gymcurric.envs.safety_captions import SafetyTaskCaptioner
 from tests.envs.test_safety_captions import SECTORS, Ambiguous, expected_caption
 
-pytestmark = pytest.mark.safety
-
-
-@pytest.fixture(autouse=True)
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
+pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
 
 def make(env_id: str, seed: int = 3) -> tuple[Any, Any, str]:

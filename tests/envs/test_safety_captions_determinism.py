@@ -8,7 +8,6 @@ change the trajectory (the captioner only reads the simulator).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.safety
+pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
 STEPS = 30
 # A script that prints the captions of ``rollout`` in a new interpreter, as JSON.
@@ -35,13 +34,6 @@ for action in np.random.default_rng(int(sys.argv[2])).uniform(-1, 1, (int(sys.ar
 env.close()
 print(json.dumps(captions))
 """
-
-
-@pytest.fixture(autouse=True)
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
 
 
 def actions(seed: int, steps: int = STEPS) -> np.ndarray:

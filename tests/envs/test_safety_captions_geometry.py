@@ -23,7 +23,6 @@ Racecar's bumper against the box (62 of 2,000 states on SafetyRacecarPush1-v0).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -31,14 +30,7 @@ import pytest
 
 from tests.envs.test_safety_captions import SECTORS
 
-pytestmark = pytest.mark.safety
-
-
-@pytest.fixture(autouse=True)
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
+pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
 
 def sector(degrees: float) -> str:

@@ -8,7 +8,6 @@ task's arrays, episode after episode in one env, with more, fewer and no objects
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 
 from tests.envs.test_safety_captions import Ambiguous, expected_caption
 
-pytestmark = pytest.mark.safety
+pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
 # (env id, caption kind, the tasks of successive episodes; {} is the registered defaults)
 CURRICULA = [
@@ -32,13 +31,6 @@ CURRICULA = [
         {"pillars.num": 0, "hazards.num": 5}, {"pillars.num": 6, "goal.size": 0.5},
     ]),
 ]  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
 
 
 def judge(env: Any, kind: str, info: dict[str, Any], steps: int, seed: int) -> tuple[int, int]:

@@ -21,15 +21,7 @@ import pytest
 import gymcurric  # noqa: F401  (registers the ids)
 from gymcurric.envs.safety_ids import SAFETY_GYMNASIUM_IDS, register_safety_envs, safety_env_spec
 from gymcurric.errors import ConfigError, EnvUnavailableError, TaskError
-
-
-def _needs_safety() -> None:
-    pytest.importorskip("mujoco")
-    # Not importorskip: importing safety_gymnasium runs its __init__, which fails on
-    # Gymnasium 1.x with ModuleNotFoundError, and importorskip would then always skip.
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
-
+from tests.safety_support import needs_safety
 
 safety = pytest.mark.safety
 SMALL = {"render_mode": "rgb_array", "width": 32, "height": 32}
@@ -174,7 +166,7 @@ FAMILIES = [
 
 @pytest.fixture(scope="module")
 def goal_env() -> Any:
-    _needs_safety()
+    needs_safety()
     env = gym.make("gymcurric/SafetyPointGoal1-v0", **SMALL)
     yield env
     env.close()
@@ -208,7 +200,7 @@ def test_point_goal_builds_steps_renders_and_is_deterministic(goal_env: Any) -> 
 def test_task_family_builds_steps_renders_and_is_deterministic(
     env_id: str, cost_keys: set[str]
 ) -> None:
-    _needs_safety()
+    needs_safety()
     env = gym.make(f"gymcurric/{env_id}", **SMALL)
     try:
         _check_family(env, cost_keys)
@@ -219,7 +211,7 @@ def test_task_family_builds_steps_renders_and_is_deterministic(
 
 @safety
 def test_vision_task_observes_and_renders_the_agent_camera() -> None:
-    _needs_safety()
+    needs_safety()
     env = gym.make("gymcurric/SafetyPointGoal0Vision-v0", **VISION_SMALL)
     try:
         first, second = _rollout(env, seed=3, steps=5), _rollout(env, seed=3, steps=5)
@@ -263,7 +255,7 @@ def test_list_actions_and_episode_end_behave(goal_env: Any) -> None:
 
 @safety
 def test_race_tasks_are_unavailable_with_a_clear_error() -> None:
-    _needs_safety()
+    needs_safety()
     for env_id in ("SafetyPointRace0-v0", "SafetyCarRace2Vision-v0"):
         with pytest.raises(EnvUnavailableError, match="village_floor"):
             gym.make(f"gymcurric/{env_id}")
@@ -271,7 +263,7 @@ def test_race_tasks_are_unavailable_with_a_clear_error() -> None:
 
 @safety
 def test_bad_make_arguments_raise_config_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    _needs_safety()
+    needs_safety()
     with pytest.warns(UserWarning, match="render_mode"), pytest.raises(ConfigError, match="rgb"):
         gym.make("gymcurric/SafetyPointGoal0-v0", render_mode="rgb")
     with pytest.raises(ConfigError, match="no_such_key"):
@@ -286,7 +278,7 @@ def test_bad_make_arguments_raise_config_errors(monkeypatch: pytest.MonkeyPatch)
 
 @safety
 def test_headless_gl_is_chosen_only_without_a_display() -> None:
-    _needs_safety()
+    needs_safety()
     code = (
         "import os; from gymcurric.envs.safety_gymnasium import make_safety_env;"
         "make_safety_env('SafetyPointGoal0-v0'); print(os.environ.get('MUJOCO_GL'))"
@@ -373,7 +365,7 @@ def test_bad_task_options_raise_task_errors_naming_key_and_value(
 
 @safety
 def test_velocity_tasks_take_no_task_parameters() -> None:
-    _needs_safety()
+    needs_safety()
     env = gym.make("gymcurric/SafetySwimmerVelocity-v1")
     env.reset(seed=0, options={"task": {}})
     with pytest.raises(TaskError, match="'velocity_threshold': 1"):
@@ -418,7 +410,7 @@ def test_async_vector_env_with_spawn_reports_costs(goal_env: Any) -> None:
 
 @safety
 def test_sb3_subproc_vec_env_with_spawn_reports_costs() -> None:
-    _needs_safety()
+    needs_safety()
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -438,7 +430,7 @@ def test_sb3_subproc_vec_env_with_spawn_reports_costs() -> None:
 
 @safety
 def test_check_command_runs() -> None:
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import main
 
     assert main(["check"]) == 0
@@ -452,7 +444,7 @@ def test_check_command_runs() -> None:
 @safety
 @pytest.mark.parametrize("env_id", SAFETY_GYMNASIUM_IDS)
 def test_every_id(env_id: str) -> None:
-    _needs_safety()
+    needs_safety()
     spec = importlib.util.find_spec("safety_gymnasium")
     package_dir = os.path.dirname(str(spec.origin if spec else ""))
     needed = safety_env_spec(env_id).required_files
@@ -496,7 +488,7 @@ print("ok")
 @safety
 @pytest.mark.parametrize("context", ["fork", "forkserver", "spawn"])
 def test_vector_envs_under_every_start_method(context: str) -> None:
-    _needs_safety()
+    needs_safety()
     pytest.importorskip("stable_baselines3")
     # A fresh process that has not rendered: forking after rendering hangs (see the docs).
     result = subprocess.run(

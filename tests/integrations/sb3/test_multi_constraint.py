@@ -5,7 +5,6 @@ from ``cost_keys``, ``K`` cost-critic outputs and GAEs, ``K`` windows and ``K`` 
 """
 
 import csv
-import importlib.util
 import io
 import math
 from functools import partial
@@ -33,6 +32,7 @@ from gymcurric.integrations.sb3.common import (
 )
 from tests.integrations.sb3.test_ppo_lag import TASK, assert_same, policy_params
 from tests.new_interpreter import call_in_new_interpreter
+from tests.safety_support import needs_safety
 
 pytestmark = pytest.mark.sb3
 
@@ -466,16 +466,12 @@ def test_costs_bypass_vec_normalize():
 
 
 # ------------------------------------------------------------ Safety-Gymnasium: hazards + vases
-def _needs_safety():
-    pytest.importorskip("mujoco")
-    if importlib.util.find_spec("safety_gymnasium") is None:
-        pytest.skip("safety-gymnasium is not installed")
 
 
 @pytest.mark.safety
 @pytest.mark.slow
 def test_safety_gymnasium_hazards_and_vases():
-    _needs_safety()
+    needs_safety()
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
     keys = ("cost_hazards", "cost_vases_contact")
