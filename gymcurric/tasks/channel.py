@@ -53,6 +53,16 @@ __all__ = ["ChannelTransport", "TaskChannel"]
 
 #: draws a sub-env without spares left makes to pass over the tasks it refused (see take_task)
 FALLBACK_REDRAWS = 64
+#: the main process's bookkeeping (TaskChannel._init_main_side) that a copy carries on from
+_MAIN_SIDE = (
+    "_counted",
+    "_seen",
+    "_pool_seen",
+    "_stale",
+    "_any_stale",
+    "_spares_due",
+    "_any_spares_due",
+)
 
 
 class TaskChannel(ChannelSlots):
@@ -64,6 +74,17 @@ class TaskChannel(ChannelSlots):
     Picklable into worker processes at their start, like the shared curriculum. The slots and
     the sub-env side come from its base, :class:`~gymcurric.tasks._channel_slots.ChannelSlots`;
     this class adds the main process's side.
+
+    A copy (a spawn or forkserver worker's, ``copy.deepcopy``, ``copy.copy``) maps the same
+    slots and goes on where the channel stood when it was copied: its main-process side is a
+    copy of the channel's at that moment (a new channel's, for a copy made before any use).
+    Its :meth:`refill` and :meth:`collect` therefore count each task taken, and apply each
+    result written, since the channel's last refill and collect exactly once, and draw what
+    the channel would have drawn. Only one of the channel and its copies acts as the main
+    process (the vector env's): two that refill and collect the same slots would each count
+    the tasks taken, and each apply the results written, after the copy was made. Like the
+    shared curriculum, a channel is pickled only while a worker process starts (elsewhere its
+    backend raises :class:`~gymcurric.errors.ConfigError`).
 
     Args:
         num_envs: number of sub-envs (>= 1).
@@ -93,7 +114,10 @@ class TaskChannel(ChannelSlots):
         self._init_main_side()
 
     def _init_main_side(self) -> None:
-        """The main process's bookkeeping of a new channel (never read by workers)."""
+        """The main process's bookkeeping of a new channel (never read by workers).
+
+        A copy carries on the copied channel's (``_MAIN_SIDE``, see ``__getstate__``).
+        """
         num_envs, spares = self.num_envs, self.spares
         self._counted = np.zeros(num_envs, dtype=np.int64)  # tasks taken and counted
         self._seen = np.zeros(num_envs, dtype=np.int64)  # results applied
@@ -378,12 +402,25 @@ class TaskChannel(ChannelSlots):
             drawn = curriculum.draw(len(due) * self.spares)
             self._put_spares(due, drawn.ids, drawn.slots)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        # The main process's side as it stands, for a copy to go on from (see the class
+        # docstring): a new channel's over used slots counted every env's last take again
+        # at its refill, and applied every env's last result again at its collect.
+        main = {name: getattr(self, name) for name in _MAIN_SIDE}
+        state["main_side"] = {
+            name: value.copy() if isinstance(value, np.ndarray) else value
+            for name, value in main.items()
+        }
+        return state
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        # A worker's copy: the main process's side is not used there, but it is a new
-        # channel's, so that the copy has every attribute __init__ sets (it lacked
-        # _no_retries and _pool_seen, and refill failed on them or on empty arrays).
+        # every attribute __init__ sets (an old copy lacked _no_retries and _pool_seen, and
+        # refill failed on them), then the copied channel's bookkeeping over them
         self._init_main_side()
+        for name, value in state["main_side"].items():
+            setattr(self, name, value)
 
     def __repr__(self) -> str:
         main = ", episodes_in_main=True" if self.episodes_in_main else ""
