@@ -3,17 +3,21 @@
 A count, a size or a seed is accepted when it is an ``int`` (``bool`` refused, although it is
 an ``int`` subclass) at or above a minimum; numpy integers only where the caller says so (a
 ``k`` or a seed that may come out of a numpy array), None only where it means "off".
+
+A task id has its own rule (:func:`as_task_id`, :func:`check_task_id`), the same wherever
+one is given: anything whose ``__index__`` gives one int >= -1 (-1: no task).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["check_int", "check_one_per_env", "is_int"]
+__all__ = ["as_task_id", "check_int", "check_one_per_env", "check_task_id", "is_int"]
 
 
 def is_int(value: Any, minimum: int = 1, *, allow_numpy: bool = False) -> bool:
@@ -89,3 +93,72 @@ def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> 
     """
     if len(values) != num_envs:
         raise ConfigError(name, values, f"expected {num_envs} values, one per env", source=source)
+
+
+def as_task_id(value: Any) -> int | None:
+    """``value`` as a task id, an int >= -1 (-1: no task), or None where it is not one.
+
+    A task id is whatever ``__index__`` turns into one int: an int, a numpy integer, a 0-d int
+    array (an id read out of a numpy array). Not a bool or a numpy bool, a float, a string,
+    or an array of one or more dimensions (``__index__`` refuses those).
+
+    Examples:
+        >>> as_task_id(3), as_task_id(np.int64(-1)), as_task_id(np.array(2))
+        (3, -1, 2)
+        >>> as_task_id(True), as_task_id(-2), as_task_id(1.0), as_task_id(np.array([3]))
+        (None, None, None, None)
+    """
+    if isinstance(value, bool | np.bool_):
+        return None
+    try:
+        task_id = operator.index(value)
+    except TypeError:
+        return None
+    return task_id if task_id >= -1 else None
+
+
+@overload
+def check_task_id(
+    name: str,
+    value: Any,
+    *,
+    source: str,
+    allow_none: Literal[False] = False,
+    about: str | None = None,
+) -> int: ...
+@overload
+def check_task_id(
+    name: str, value: Any, *, source: str, allow_none: bool, about: str | None = None
+) -> int | None: ...
+def check_task_id(
+    name: str, value: Any, *, source: str, allow_none: bool = False, about: str | None = None
+) -> int | None:
+    """``value`` as a task id (:func:`as_task_id`), or a ConfigError naming ``name``.
+
+    Args:
+        name: the parameter named in the error (``"task_id"``, ``"task_ids[1]"``).
+        value: the value received.
+        source: the function or class it was given to.
+        allow_none: accept None as well (returned as None).
+        about: what the id is for, put in front of the error's reason (``"the task sub-env 1
+            resumes"``).
+
+    Raises:
+        ConfigError: ``value`` is not a task id (nor None where ``allow_none``).
+
+    Examples:
+        >>> check_task_id("task_id", np.int64(4), source="f")
+        4
+        >>> check_task_id("task_id", True, source="f", allow_none=True)
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: f: invalid value for 'task_id': True (expected a task id ...
+    """
+    if allow_none and value is None:
+        return None
+    task_id = as_task_id(value)
+    if task_id is None:
+        none = ", or None" if allow_none else ""
+        reason = f"expected a task id (an int >= 0), -1 for none{none}"
+        raise ConfigError(name, value, f"{about}: {reason}" if about else reason, source=source)
+    return task_id

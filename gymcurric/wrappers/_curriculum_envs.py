@@ -17,12 +17,12 @@ always was, and reached by the plain names.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from gymcurric._checks import check_task_id
 from gymcurric.errors import ConfigError, GymcurricError
 from gymcurric.wrappers._sub_envs import (
     AWAITING_RESET,
@@ -209,7 +209,8 @@ def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
 def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int]:
     """``task_ids`` as ints, one per env of ``env``, each >= -1, or a ConfigError naming it.
 
-    What a sub-env's wrapper would refuse, refused here, before any sub-env is changed.
+    What a sub-env's wrapper would refuse, refused here, before any sub-env is changed: each
+    id is checked by :func:`gymcurric._checks.check_task_id`, the wrapper's own rule.
     """
     single = isinstance(env, gym.Env)
     try:
@@ -222,31 +223,11 @@ def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int
     if len(ids) != n:
         expected = "one id for a single env" if single else f"{n} ids, one per sub-env"
         raise ConfigError("task_ids", ids, f"expected {expected}", source=source)
-    checked = [_task_index(t) for t in ids]
-    for i, (t, index) in enumerate(zip(ids, checked, strict=True)):
-        if index is None or index < -1:
-            which = "the env" if single else f"sub-env {i}"
-            raise ConfigError(
-                f"task_ids[{i}]",
-                t,
-                f"the task {which} resumes: expected a task id (int >= 0) or -1",
-                source=source,
-            )
-    return [i for i in checked if i is not None]  # each is (a None raised above)
-
-
-def _task_index(task_id: Any) -> int | None:
-    """``task_id`` as an int (a numpy int too), or None where it is none (a bool, a float).
-
-    A numpy array's ``__index__`` raises TypeError unless it holds one int (a row of a 2-d
-    array, a 0-d bool array): not an id either.
-    """
-    if isinstance(task_id, bool):
-        return None
-    try:
-        return operator.index(task_id)
-    except TypeError:
-        return None
+    which = ["the env"] if single else [f"sub-env {i}" for i in range(n)]
+    return [
+        check_task_id(f"task_ids[{i}]", t, source=source, about=f"the task {which[i]} resumes")
+        for i, t in enumerate(ids)
+    ]
 
 
 def resume_tasks(

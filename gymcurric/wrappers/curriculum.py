@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.core import ActType, ObsType
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, check_task_id
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
 from gymcurric.tasks.spaces import copy_task
@@ -225,24 +225,17 @@ class SampleCurriculumTask(
 
         Set when resuming from a checkpoint (:func:`load_curriculum_state` does it); consumed
         by that reset, which also skips reseeding the restored curriculum. ``None`` or ``-1``
-        clears it (and :attr:`resuming`).
+        clears it (and :attr:`resuming`). A task id is an int (a numpy integer or 0-d int
+        array too; not a bool, a float or a longer array); anything else is a ConfigError.
         """
         pending = self._pending
         return None if pending is None or pending < 0 else pending
 
     @pending_task_id.setter
     def pending_task_id(self, task_id: int | None) -> None:
-        if task_id is None or task_id == -1:
-            self._pending = None
-            return
-        if isinstance(task_id, bool) or not hasattr(task_id, "__index__") or task_id < 0:
-            raise ConfigError(
-                "pending_task_id",
-                task_id,
-                "expected a task id (int >= 0), -1 or None",
-                source="SampleCurriculumTask",
-            )
-        self._pending = int(task_id)
+        src = "SampleCurriculumTask"
+        tid = check_task_id("pending_task_id", task_id, source=src, allow_none=True)
+        self._pending = None if tid is None or tid < 0 else tid
 
     @property
     def resuming(self) -> bool:
@@ -285,8 +278,12 @@ class SampleCurriculumTask(
         (:func:`~gymcurric.wrappers.resume_env_tasks` calls it).
 
         Raises:
-            ConfigError: ``task_id`` is not an int >= -1 or None.
+            ConfigError: ``task_id`` is not an int >= -1 (a numpy integer or 0-d int array
+                too; not a bool) or None; nothing is changed. The same rule as
+                :attr:`pending_task_id` and :func:`~gymcurric.wrappers.resume_env_tasks`.
         """
+        src = "SampleCurriculumTask.resume_curriculum_task"
+        check_task_id("task_id", task_id, source=src, allow_none=True)  # the name given here
         self.pending_task_id = task_id
         self.resuming = task_id is not None
 

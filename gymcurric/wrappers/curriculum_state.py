@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import as_task_id
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.wrappers._curriculum_envs import (
@@ -199,7 +200,7 @@ def _read_ids(
     ids = [int(t) for t in raw.ravel()]
     space = getattr(curriculum, "space", None)
     for t in ids:
-        if t < -1:
+        if as_task_id(t) is None:  # the rule of every task id given (-1: none)
             raise DataError(f"{where}: member {key!r} holds task id {t} (expected -1 or >= 0)")
         if t >= 0 and space is not None:
             try:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric._checks import check_one_per_env
+from gymcurric._checks import check_one_per_env, check_task_id
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
@@ -311,6 +311,10 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         uninterrupted run makes next (``refill_due``: :meth:`channel_refill_due`; None, a file
         from before it: due, except with ``DISABLED`` autoreset where no sub-env awaited its
         masked reset). ``load_curriculum_state`` calls it.
+
+        Raises:
+            ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
+                ``spares`` that is not a task id (an int >= -1); nothing is changed.
         """
         if self._channel is not None:
             source = "vector.SampleCurriculumTask.resume_channel"
@@ -319,8 +323,8 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                 if rows is not None:
                     check_one_per_env(name, rows, self.num_envs, source=source)
             self._resume = (
-                [int(t) for t in waiting],
-                None if spares is None else [[int(t) for t in r] for r in spares],
+                [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
+                None if spares is None else _task_rows("spares", spares, source),
                 None if slots is None else [[int(t) for t in r] for r in slots],
                 None if stale is None else [bool(x) for x in stale],
                 None if refill_due is None else bool(refill_due),
@@ -528,6 +532,14 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 def _rows(rows: list[list[int]] | None) -> list[list[int]] | None:
     """A copy of per-sub-env rows (None stays None)."""
     return None if rows is None else [list(r) for r in rows]
+
+
+def _task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[list[int]]:
+    """Per-sub-env rows of task ids (-1: none) as ints, or a ConfigError naming the entry."""
+    return [
+        [check_task_id(f"{name}[{i}][{j}]", t, source=source) for j, t in enumerate(row)]
+        for i, row in enumerate(rows)
+    ]
 
 
 # The old names, deprecated (issue 22): type checkers see plain aliases; at run time an

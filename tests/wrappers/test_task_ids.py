@@ -1,0 +1,149 @@
+"""A task id is checked by one rule wherever it is given (gymcurric._checks.check_task_id).
+
+An int >= -1 (-1: no task), a numpy integer or a 0-d int array; not a bool or a numpy bool, a
+float, a string or an array of one or more dimensions. The entry points used to differ: the
+``pending_task_id`` setter took ``-1.0`` (as "none") and one-element arrays (``int()`` of
+them) and raised a ValueError of numpy's for a longer array; ``resume_env_tasks`` refused
+those; a vector wrapper's ``resume_channel`` took anything ``int()`` takes (``3.0``,
+``"3"``, ``True``, ``-5``). And ``resume_curriculum_task(task_id)`` named ``pending_task_id``
+in its error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.vector import SyncVectorEnv
+
+from gymcurric._checks import as_task_id, check_task_id
+from gymcurric.errors import ConfigError
+from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers import SampleCurriculumTask, resume_env_tasks
+from gymcurric.wrappers.vector import SampleCurriculumTask as VectorSampleCurriculumTask
+from tests.curriculum_stubs import TaskStubEnv, make_wrapped
+
+SPACE = FixedTaskSpace([{"level": i} for i in range(8)])
+
+IDS = [  # (value, the id it is)
+    (3, 3),
+    (0, 0),
+    (-1, -1),
+    (np.int64(3), 3),
+    (np.uint8(3), 3),
+    (np.int32(-1), -1),
+    (np.array(3), 3),
+    (np.array(-1), -1),
+]
+NOT_IDS = [
+    -2,
+    True,
+    False,
+    np.True_,
+    np.array(True),
+    3.0,
+    -1.0,
+    np.float64(3.0),
+    "3",
+    np.array([3]),
+    np.array([-1]),
+    np.array([1, 2]),
+    [3],
+]
+
+
+def _arm_one(value):
+    """What each single-env entry point arms for ``value``: the pending id, or the error."""
+    got = []
+    for arm in (_by_setter, _by_resume_method, _by_resume_env_tasks):
+        env = SampleCurriculumTask(TaskStubEnv(), Curriculum(SPACE, seed=0))
+        try:
+            arm(env, value)
+        except ConfigError as exc:
+            got.append(("refused", exc.key))
+        else:
+            got.append(("armed", env.curriculum_task_ids()[1]))
+    return got
+
+
+def _by_setter(env, value):
+    env.pending_task_id = value
+    env.resuming = True
+
+
+def _by_resume_method(env, value):
+    env.resume_curriculum_task(value)
+
+
+def _by_resume_env_tasks(env, value):
+    resume_env_tasks(env, [value])
+
+
+def _resume_channel(value):
+    cur = Curriculum(SPACE, seed=0)
+    envs = VectorSampleCurriculumTask(
+        SyncVectorEnv([lambda: make_wrapped(cur)] * 2), cur, channel=TaskChannel(2)
+    )
+    try:
+        envs.resume_channel([value, -1], [[value], [-1]])
+        return envs.channel_waiting(), envs.channel_spares()
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize(("value", "task_id"), IDS)
+def test_an_id_is_accepted_by_every_entry_point(value, task_id):
+    assert as_task_id(value) == task_id
+    assert check_task_id("task_id", value, source="test") == task_id
+    assert _arm_one(value) == [("armed", task_id)] * 3
+    assert _resume_channel(value) == ([task_id, -1], [[task_id], [-1]])
+
+
+@pytest.mark.parametrize("value", NOT_IDS, ids=repr)
+def test_what_is_not_an_id_is_refused_by_every_entry_point(value):
+    assert as_task_id(value) is None
+    assert _arm_one(value) == [
+        ("refused", "pending_task_id"),
+        ("refused", "task_id"),
+        ("refused", "task_ids[0]"),
+    ]
+    with pytest.raises(ConfigError) as err:
+        _resume_channel(value)
+    assert err.value.key == "waiting[0]"
+
+
+def test_none_clears_where_it_means_nothing_to_resume():
+    env = SampleCurriculumTask(TaskStubEnv(), Curriculum(SPACE, seed=0))
+    env.resume_curriculum_task(4)
+    env.resume_curriculum_task(None)
+    assert env.curriculum_task_ids()[1] is None and not env.resuming
+    env.resume_curriculum_task(4)
+    env.pending_task_id = None
+    assert not env.resuming
+    with pytest.raises(ConfigError) as err:  # resume_env_tasks takes -1 for "the next task"
+        resume_env_tasks(env, [None])
+    assert err.value.key == "task_ids[0]"
+
+
+def test_the_error_of_resume_curriculum_task_names_its_parameter_and_itself():
+    env = SampleCurriculumTask(TaskStubEnv(), Curriculum(SPACE, seed=0))
+    env.resume_curriculum_task(2)
+    with pytest.raises(ConfigError) as err:
+        env.resume_curriculum_task(-3)
+    assert (err.value.key, err.value.value) == ("task_id", -3)
+    assert err.value.source == "SampleCurriculumTask.resume_curriculum_task"
+    assert "'task_id': -3" in str(err.value) and "pending_task_id" not in str(err.value)
+    assert env.curriculum_task_ids()[1] == 2  # unchanged
+    with pytest.raises(ConfigError) as err:
+        env.pending_task_id = 2.0
+    assert (err.value.key, err.value.source) == ("pending_task_id", "SampleCurriculumTask")
+
+
+def test_the_error_of_resume_env_tasks_still_names_the_sub_env():
+    cur = Curriculum(SPACE, seed=0)
+    envs = SyncVectorEnv([lambda: make_wrapped(cur)] * 3)
+    try:
+        with pytest.raises(ConfigError, match=r"'task_ids\[2\]': 1\.5 \(the task sub-env 2 res"):
+            resume_env_tasks(envs, [1, -1, 1.5])
+    finally:
+        envs.close()
