@@ -232,7 +232,9 @@ def load_curriculum_state(
     Raises:
         FileNotFoundError: there is no file at ``path``.
         ConfigError: ``env`` is given and an env of it is not wrapped in
-            :class:`~gymcurric.wrappers.SampleCurriculumTask`; the env is left working.
+            :class:`~gymcurric.wrappers.SampleCurriculumTask`; the env is left working. Or
+            its vector wrapper's ``resume_channel`` refused the file's channel rows: nothing
+            is loaded or armed.
         DataError: the file is not a curriculum checkpoint, is damaged (empty, truncated, not
             an ``.npz``, pickled objects, bad JSON metadata, a task id outside the space), or
             (from ``load_state_dict``) comes from another configuration or breaks the
@@ -274,12 +276,25 @@ def load_curriculum_state(
     # channel applies it at the next step or reset) belongs to the run before the load: apply
     # it now, to the state it belongs to, and not to the loaded one at the resumed reset
     flush_envs(env, marked)  # the workers' buffered episodes too
-    if env is not None:  # first: a sub-env that refuses leaves them all, and the curriculum, as
-        resume_tasks(env, ids, marked, before)  # they were (its error is raised)
+    # All or nothing: the channel's waiting tasks (checked and set in this process, put back
+    # by the function it returns), then the sub-envs (put back by resume_tasks where one
+    # refuses), then the curriculum; a refusal at any step puts back the steps before it.
+    undo_channel = None
+    resume = None if env is None else find_method(env, "resume_channel")  # outer wrappers too
+    if waiting is not None and resume is not None:
+        # spares, slots, stale marks and refill_due are None in files from before them
+        undo_channel = resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
+    if env is not None:
+        try:
+            resume_tasks(env, ids, marked, before)
+        except Exception:
+            _undo(undo_channel)
+            raise
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
         except Exception as exc:
+            _undo(undo_channel)
             if env is not None:  # the envs do not resume the tasks of a refused file
                 try:
                     resume_tasks(env, before, marked, before)
@@ -291,13 +306,14 @@ def load_curriculum_state(
             if isinstance(exc, DataError):
                 raise DataError(f"{where}: {exc}") from exc
             raise
-    if env is not None:
-        resume = find_method(env, "resume_channel")  # through outer vector wrappers too
-        if waiting is not None and resume is not None:
-            # spares, slots, stale marks and refill_due are None in files from before them
-            resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
     state["env_task_ids"] = ids
     return state
+
+
+def _undo(undo: Any) -> None:
+    """Call ``undo`` (what ``resume_channel`` returned) where it is a function."""
+    if callable(undo):
+        undo()
 
 
 def _read_channel_marks(

@@ -25,7 +25,7 @@ Where the reset info (with ``task``/``task_id``) shows up depends on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -301,7 +301,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         slots: list[list[int]] | None = None,
         stale: list[bool] | None = None,
         refill_due: bool | None = None,
-    ) -> None:
+    ) -> Callable[[], None] | None:
         """Make the next ``reset`` restore these waiting tasks (and spares); keep the generator.
 
         The curriculum is not reseeded then: with each sub-env's resumed task, the run draws
@@ -310,25 +310,37 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         it was, tasks that left the pool included; the marks take effect at the refill the
         uninterrupted run makes next (``refill_due``: :meth:`channel_refill_due`; None, a file
         from before it: due, except with ``DISABLED`` autoreset where no sub-env awaited its
-        masked reset). ``load_curriculum_state`` calls it.
+        masked reset). ``load_curriculum_state`` calls it before it changes anything else.
+
+        Returns:
+            A function that puts back what the next reset was to restore before this call,
+            for ``load_curriculum_state`` to call where the sub-envs or the curriculum then
+            refuse the file; None without a channel.
 
         Raises:
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
                 ``spares`` that is not a task id (an int >= -1); nothing is changed.
         """
-        if self._channel is not None:
-            source = "vector.SampleCurriculumTask.resume_channel"
-            check_one_per_env("waiting", waiting, self.num_envs, source=source)
-            for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
-                if rows is not None:
-                    check_one_per_env(name, rows, self.num_envs, source=source)
-            self._resume = (
-                [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
-                None if spares is None else _task_rows("spares", spares, source),
-                None if slots is None else [[int(t) for t in r] for r in slots],
-                None if stale is None else [bool(x) for x in stale],
-                None if refill_due is None else bool(refill_due),
-            )
+        if self._channel is None:
+            return None
+        source = "vector.SampleCurriculumTask.resume_channel"
+        check_one_per_env("waiting", waiting, self.num_envs, source=source)
+        for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
+            if rows is not None:
+                check_one_per_env(name, rows, self.num_envs, source=source)
+        restored = (  # all checked before anything is set
+            [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
+            None if spares is None else _task_rows("spares", spares, source),
+            None if slots is None else [[int(t) for t in r] for r in slots],
+            None if stale is None else [bool(x) for x in stale],
+            None if refill_due is None else bool(refill_due),
+        )
+        before, self._resume = self._resume, restored
+
+        def undo() -> None:
+            self._resume = before
+
+        return undo
 
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics (after :meth:`flush_curriculum`)."""

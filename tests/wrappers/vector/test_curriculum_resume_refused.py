@@ -1,0 +1,137 @@
+"""A load refused at any step changes nothing: the channel, the sub-envs and the curriculum.
+
+``load_curriculum_state(path, cur, env=envs)`` sets three things: the tasks the vector
+wrapper's channel restores at the next reset (``resume_channel``), the task each sub-env
+resumes, and the curriculum. ``resume_channel`` used to run last, after the curriculum was
+loaded and the sub-envs armed: where it raised, they stayed so. It now runs first (checked in
+this process, before anything is set), and a refusal by the sub-envs or the curriculum after
+it puts back what the channel was to restore before.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pytest
+from gymnasium.vector import SyncVectorEnv
+
+from gymcurric.errors import ConfigError, DataError, SubEnvCallError
+from gymcurric.tasks import Curriculum
+from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
+from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers.vector import SampleCurriculumTask
+from tests.curriculum_stubs import TaskStubEnv
+from tests.sub_env_faults import SPACE
+
+
+class RefusesTheFile:
+    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
+
+    def load_state_dict(self, state):
+        raise DataError("from another configuration")
+
+
+class ResumeRefuses(SingleSampleCurriculumTask):
+    """A sub-env's curriculum wrapper, bound to ``channel``, that refuses to resume ``refused``."""
+
+    def __init__(self, curriculum, channel, index, refused=()):
+        super().__init__(TaskStubEnv("stub"), curriculum, channel=channel)
+        self.channel_index = index  # as make_curriculum_vec binds it
+        self.refused = frozenset(refused)
+
+    def resume_curriculum_task(self, task_id):
+        if task_id in self.refused:
+            raise ValueError(f"this sub-env does not resume task {task_id}")
+        super().resume_curriculum_task(task_id)
+
+
+def _envs(cur, refused=()):
+    """Two sub-envs taking their tasks from a channel; sub-env 1 refuses to resume ``refused``."""
+    chan = TaskChannel(2)
+    fns = [partial(ResumeRefuses, cur, chan, 0), partial(ResumeRefuses, cur, chan, 1, refused)]
+    return SampleCurriculumTask(SyncVectorEnv(fns), cur, channel=chan)
+
+
+def _run(envs, steps):
+    for _ in range(steps):
+        envs.step(np.zeros(2, np.int64))
+    envs.flush_curriculum()
+
+
+def _state(cur):
+    state = dict(cur.state_dict())
+    arrays = state.pop("arrays")
+    return state, {k: np.asarray(a).tolist() for k, a in arrays.items()}
+
+
+def _armed(envs):
+    return [r for _, r in envs.env.call("curriculum_task_ids")]
+
+
+def test_a_channel_that_refuses_the_file_leaves_the_curriculum_and_sub_envs_as_they_were(
+    tmp_path,
+):
+    cur = Curriculum(SPACE, seed=0)
+    envs = _envs(cur)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        _run(envs, 6)  # episodes end: the curriculum learns of them and draws on
+        before, waiting = _state(cur), envs.channel_waiting()
+        assert before != _state(Curriculum(SPACE, seed=0))  # the load would change it
+
+        def refuses(waiting, *args, **kwargs):  # a channel of yours that refuses the rows
+            raise ConfigError("waiting", waiting, "not these tasks", source="resume_channel")
+
+        envs.resume_channel = refuses
+        with pytest.raises(ConfigError, match="not these tasks"):
+            load_curriculum_state(path, cur, env=envs)
+        assert _state(cur) == before  # was the file's: loaded before the channel refused
+        assert _armed(envs) == [None, None]  # was the file's tasks
+        assert envs.channel_waiting() == waiting
+    finally:
+        envs.close()
+
+
+def test_a_file_the_curriculum_refuses_leaves_the_channel_restoring_what_it_did(tmp_path):
+    cur = Curriculum(SPACE, seed=0)
+    envs = _envs(cur)
+    try:
+        envs.reset(seed=0)
+        first = save_curriculum_state(tmp_path / "first.npz", cur, env=envs)
+        _run(envs, 6)
+        later = save_curriculum_state(tmp_path / "later.npz", cur, env=envs)
+        later_waiting = envs.channel_waiting()
+        load_curriculum_state(first, cur, env=envs)  # the next reset is to restore it
+        waiting, armed = envs.channel_waiting(), _armed(envs)
+        assert waiting != later_waiting  # else the test would show nothing
+        with pytest.raises(DataError, match="from another configuration"):
+            load_curriculum_state(later, RefusesTheFile(), env=envs)
+        assert envs.channel_waiting() == waiting and _armed(envs) == armed
+    finally:
+        envs.close()
+
+
+def test_a_file_a_sub_env_refuses_leaves_the_channel_restoring_nothing(tmp_path):
+    runs = []
+    for load in (True, False):  # the same run, with and without the refused load
+        cur = Curriculum(SPACE, seed=0)
+        envs = _envs(cur, refused=range(8))
+        try:
+            envs.reset(seed=0)
+            path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+            _run(envs, 6)
+            before, waiting = _state(cur), envs.channel_waiting()
+            if load:
+                with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task"):
+                    load_curriculum_state(path, cur, env=envs)
+                assert envs.channel_waiting() == waiting
+                assert _state(cur) == before and _armed(envs) == [None, None]
+            envs.reset()  # the current channel's tasks, not the file's
+            _run(envs, 6)
+            runs.append((envs.task_ids.tolist(), envs.channel_waiting(), _state(cur)))
+        finally:
+            envs.close()
+    assert runs[0] == runs[1]
