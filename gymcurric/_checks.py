@@ -5,7 +5,8 @@ an ``int`` subclass) at or above a minimum; numpy integers only where the caller
 ``k`` or a seed that may come out of a numpy array), None only where it means "off".
 
 A task id has its own rule (:func:`as_task_id`, :func:`check_task_id`), the same wherever
-one is given: anything whose ``__index__`` gives one int >= -1 (-1: no task).
+one is given: anything whose ``__index__`` gives one int in [-1, 2**63) (-1: no task; ids
+live in int64 arrays: channel slots, checkpoints).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import numpy as np
 from gymcurric.errors import ConfigError
 
 __all__ = ["as_task_id", "check_int", "check_one_per_env", "check_task_id", "is_int"]
+
+#: one more than the largest task id: ids are kept in int64 arrays (channel slots, checkpoints)
+TASK_ID_END = 2**63
 
 
 def is_int(value: Any, minimum: int = 1, *, allow_numpy: bool = False) -> bool:
@@ -96,17 +100,21 @@ def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> 
 
 
 def as_task_id(value: Any) -> int | None:
-    """``value`` as a task id, an int >= -1 (-1: no task), or None where it is not one.
+    """``value`` as a task id, an int in [-1, 2**63) (-1: no task), or None where it is not one.
 
     A task id is whatever ``__index__`` turns into one int: an int, a numpy integer, a 0-d int
     array (an id read out of a numpy array). Not a bool or a numpy bool, a float, a string,
-    or an array of one or more dimensions (``__index__`` refuses those).
+    or an array of one or more dimensions (``__index__`` refuses those), nor an int that no
+    int64 holds (``np.uint64(2**64 - 1)``): ids are kept in int64 arrays, and such an id
+    taken here failed later, in a channel's reset or a checkpoint's save.
 
     Examples:
         >>> as_task_id(3), as_task_id(np.int64(-1)), as_task_id(np.array(2))
         (3, -1, 2)
         >>> as_task_id(True), as_task_id(-2), as_task_id(1.0), as_task_id(np.array([3]))
         (None, None, None, None)
+        >>> as_task_id(np.uint64(2**63 - 1)), as_task_id(np.uint64(2**63))
+        (9223372036854775807, None)
     """
     if isinstance(value, bool | np.bool_):
         return None
@@ -114,7 +122,7 @@ def as_task_id(value: Any) -> int | None:
         task_id = operator.index(value)
     except TypeError:
         return None
-    return task_id if task_id >= -1 else None
+    return task_id if -1 <= task_id < TASK_ID_END else None
 
 
 @overload
@@ -159,6 +167,6 @@ def check_task_id(
     task_id = as_task_id(value)
     if task_id is None:
         none = ", or None" if allow_none else ""
-        reason = f"expected a task id (an int >= 0), -1 for none{none}"
+        reason = f"expected a task id (an int from 0 to 2**63 - 1), -1 for none{none}"
         raise ConfigError(name, value, f"{about}: {reason}" if about else reason, source=source)
     return task_id

@@ -190,13 +190,13 @@ def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
     draw, or the task restored in its channel slot); either way it keeps the restored
     curriculum's generator (see :attr:`gymcurric.wrappers.SampleCurriculumTask.resuming`).
 
-    All or nothing: ``task_ids`` is checked here first (one int >= -1 per env), and where a
-    sub-env's wrapper refuses its id all the same (a subclass of yours), the others are put
-    back as they were before the error is raised.
+    All or nothing: ``task_ids`` is checked here first (one task id per env, an int from -1
+    to 2**63 - 1), and where a sub-env's wrapper refuses its id all the same (a subclass of
+    yours), the others are put back as they were before the error is raised.
 
     Raises:
         ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
-            hold one id per env, or holds something else than an int >= -1 (the key names the
+            hold one id per env, or holds something else than a task id (the key names the
             sub-env: ``task_ids[1]``); nothing was changed.
         SubEnvCallError: a sub-env's wrapper refused its id (gymcurric's own errors are raised
             as themselves, with a note naming the sub-env); its worker goes on, and the other

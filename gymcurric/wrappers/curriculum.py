@@ -278,8 +278,8 @@ class SampleCurriculumTask(
         (:func:`~gymcurric.wrappers.resume_env_tasks` calls it).
 
         Raises:
-            ConfigError: ``task_id`` is not an int >= -1 (a numpy integer or 0-d int array
-                too; not a bool) or None; nothing is changed. The same rule as
+            ConfigError: ``task_id`` is not an int from -1 to 2**63 - 1 (a numpy integer or
+                0-d int array too; not a bool) or None; nothing is changed. The same rule as
                 :attr:`pending_task_id` and :func:`~gymcurric.wrappers.resume_env_tasks`.
         """
         src = "SampleCurriculumTask.resume_curriculum_task"

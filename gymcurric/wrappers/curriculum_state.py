@@ -201,7 +201,10 @@ def _read_ids(
     space = getattr(curriculum, "space", None)
     for t in ids:
         if as_task_id(t) is None:  # the rule of every task id given (-1: none)
-            raise DataError(f"{where}: member {key!r} holds task id {t} (expected -1 or >= 0)")
+            raise DataError(
+                f"{where}: member {key!r} holds task id {t} (expected -1, or an int "
+                "from 0 to 2**63 - 1)"
+            )
         if t >= 0 and space is not None:
             try:
                 space.check_id(t)

@@ -1,25 +1,34 @@
 """A task id is checked by one rule wherever it is given (gymcurric._checks.check_task_id).
 
-An int >= -1 (-1: no task), a numpy integer or a 0-d int array; not a bool or a numpy bool, a
-float, a string or an array of one or more dimensions. The entry points used to differ: the
-``pending_task_id`` setter took ``-1.0`` (as "none") and one-element arrays (``int()`` of
-them) and raised a ValueError of numpy's for a longer array; ``resume_env_tasks`` refused
-those; a vector wrapper's ``resume_channel`` took anything ``int()`` takes (``3.0``,
-``"3"``, ``True``, ``-5``). And ``resume_curriculum_task(task_id)`` named ``pending_task_id``
-in its error.
+An int from -1 to 2**63 - 1 (-1: no task), a numpy integer or a 0-d int array; not a bool
+(numpy's too), a float, a string or an array of one or more dimensions, nor an id no int64
+holds (``np.uint64(2**64 - 1)``: taken, it broke a channel's reset or a checkpoint's save, and
+a file's was taken, or wrapped round to -1, without a curriculum). The entry points used to
+differ: the ``pending_task_id`` setter took ``-1.0`` (as "none") and one-element arrays
+(``int()`` of them) and raised a ValueError of numpy's for a longer array;
+``resume_env_tasks`` refused those; a vector wrapper's ``resume_channel`` took anything
+``int()`` takes (``3.0``, ``"3"``, ``True``, ``-5``). And ``resume_curriculum_task(task_id)``
+named ``pending_task_id`` in its error.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
 from gymcurric._checks import as_task_id, check_task_id
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, DataError
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers import SampleCurriculumTask, resume_env_tasks
+from gymcurric.wrappers import (
+    SampleCurriculumTask,
+    load_curriculum_state,
+    resume_env_tasks,
+    save_curriculum_state,
+)
 from gymcurric.wrappers.vector import SampleCurriculumTask as VectorSampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv, make_wrapped
 
@@ -34,6 +43,8 @@ IDS = [  # (value, the id it is)
     (np.int32(-1), -1),
     (np.array(3), 3),
     (np.array(-1), -1),
+    (np.int8(-1), -1),
+    (np.uint64(2**63 - 1), 2**63 - 1),  # the largest id an int64 array (a checkpoint) holds
 ]
 NOT_IDS = [
     -2,
@@ -49,6 +60,9 @@ NOT_IDS = [
     np.array([-1]),
     np.array([1, 2]),
     [3],
+    np.uint64(2**64 - 1),  # no int64 holds these: a channel slot or a checkpoint cannot
+    np.uint64(2**63),
+    2**63,
 ]
 
 
@@ -147,3 +161,28 @@ def test_the_error_of_resume_env_tasks_still_names_the_sub_env():
             resume_env_tasks(envs, [1, -1, 1.5])
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize(
+    ("member", "value", "bad"),
+    [
+        ("env_task_ids", [2**64 - 1], 2**64 - 1),
+        ("channel_spares", [[2**64 - 1]], 2**64 - 1),
+        ("env_task_ids", [2**63], 2**63),
+    ],
+)
+def test_a_file_with_an_id_no_int64_holds_is_refused_naming_it(tmp_path, member, value, bad):
+    # without a curriculum (no space to check them against) the uint64 ids were taken: an
+    # env_task_ids entry as a huge int, a spare wrapped round to -1 by astype(int64)
+    path = save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE, seed=0))
+    with np.load(path) as f:
+        members = dict(f)
+    members["env_task_ids"] = np.zeros(1, np.int64)
+    members["channel_waiting"] = np.full(1, -1, np.int64)
+    members[member] = np.asarray(value, dtype=np.uint64)
+    np.savez(path, **members)
+    expected = f"{path}: member '{member}' holds task id {bad}"
+    with pytest.raises(DataError, match=re.escape(expected)):
+        load_curriculum_state(path)
+    with pytest.raises(DataError, match=f"member '{member}'"):
+        load_curriculum_state(path, Curriculum(SPACE, seed=0))  # refused by the space already

@@ -319,7 +319,8 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 
         Raises:
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
-                ``spares`` that is not a task id (an int >= -1); nothing is changed.
+                ``spares`` that is not a task id (an int from -1 to 2**63 - 1); nothing is
+                changed.
         """
         if self._channel is None:
             return None
