@@ -290,14 +290,14 @@ def load_curriculum_state(
     if env is not None:
         try:
             resume_tasks(env, ids, marked, before)
-        except Exception:
-            _undo(undo_channel)
+        except Exception as exc:
+            _undo(undo_channel, exc)
             raise
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
         except Exception as exc:
-            _undo(undo_channel)
+            _undo(undo_channel, exc)
             if env is not None:  # the envs do not resume the tasks of a refused file
                 try:
                     resume_tasks(env, before, marked, before)
@@ -313,10 +313,20 @@ def load_curriculum_state(
     return state
 
 
-def _undo(undo: Any) -> None:
-    """Call ``undo`` (what ``resume_channel`` returned) where it is a function."""
+def _undo(undo: Any, exc: BaseException) -> None:
+    """Call ``undo`` (what ``resume_channel`` returned) where it is a function.
+
+    ``exc`` is the refusal being raised: where ``undo`` raises too (a ``resume_channel`` of
+    yours), the refusal stays the error raised, with a note, and the sub-envs are put back.
+    """
     if callable(undo):
-        undo()
+        try:
+            undo()
+        except Exception as again:
+            exc.add_note(
+                f"putting the channel's waiting tasks back failed too ({type(again).__name__}: "
+                f"{again}); its next reset may restore the refused file's"
+            )
 
 
 def _read_channel_marks(

@@ -5,7 +5,9 @@ wrapper's channel restores at the next reset (``resume_channel``), the task each
 resumes, and the curriculum. ``resume_channel`` used to run last, after the curriculum was
 loaded and the sub-envs armed: where it raised, they stayed so. It now runs first (checked in
 this process, before anything is set), and a refusal by the sub-envs or the curriculum after
-it puts back what the channel was to restore before.
+it puts back what the channel was to restore before. Where that put-back raises (a
+``resume_channel`` of yours), the refusal is still the error raised, and the sub-envs are
+still put back.
 """
 
 from __future__ import annotations
@@ -135,3 +137,43 @@ def test_a_file_a_sub_env_refuses_leaves_the_channel_restoring_nothing(tmp_path)
         finally:
             envs.close()
     assert runs[0] == runs[1]
+
+
+def _put_back_raises(envs):
+    """Make ``envs.resume_channel`` (a user's own) return a put-back function that raises."""
+    resume = envs.resume_channel
+
+    def resume_channel(*args, **kwargs):
+        resume(*args, **kwargs)
+
+        def put_back():
+            raise RuntimeError("cannot put the channel back")
+
+        return put_back
+
+    envs.resume_channel = resume_channel
+
+
+@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
+def test_a_put_back_that_raises_does_not_replace_the_refusal(tmp_path, refuses):
+    # the put-back's RuntimeError was raised instead of the refusal, and (curriculum) the
+    # sub-envs were left armed with the refused file's tasks
+    cur = Curriculum(SPACE, seed=0)
+    envs = _envs(cur, refused=range(8) if refuses == "sub-env" else ())
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        _run(envs, 6)
+        _put_back_raises(envs)
+        if refuses == "curriculum":
+            with pytest.raises(DataError, match="from another configuration") as err:
+                load_curriculum_state(path, RefusesTheFile(), env=envs)
+            notes = getattr(err.value.__cause__, "__notes__", [])
+        else:
+            with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task") as err:
+                load_curriculum_state(path, cur, env=envs)
+            notes = getattr(err.value, "__notes__", [])
+        assert any("cannot put the channel back" in n for n in notes), notes
+        assert _armed(envs) == [None, None]  # put back all the same
+    finally:
+        envs.close()
