@@ -5,6 +5,7 @@ import copy
 import pickle
 from multiprocessing import context
 
+import numpy as np
 import pytest
 
 from gymcurric.errors import ConfigError
@@ -97,6 +98,30 @@ def test_a_copy_of_a_used_channel_goes_on_where_the_original_stood(how, spares):
         if twin._backend is not chan._backend:
             twin.close()
         chan.close()
+
+
+@pytest.mark.parametrize("spares", [0, 1])
+@pytest.mark.parametrize("how", ["worker", "deepcopy", "copy"])
+def test_a_copy_carries_the_stale_marks_of_a_pool_change_while_an_env_was_busy(how, spares):
+    # the test above leaves no stale mark at the copy: a copy without the channel's _stale
+    # and _any_stale would keep env 1's task, which left the pool, waiting at its next refill
+    copies = {"worker": _worker_copy, "deepcopy": copy.deepcopy, "copy": copy.copy}
+    rounds = []
+    for made in (None, copies[how]):  # the channel itself, then a copy
+        chan, cur = _used(spares)
+        gone = chan.waiting()[1]
+        cur.mark_invalid(gone, "left the pool while env 1 stepped")
+        chan.refill(cur, busy=np.array([False, True]))
+        assert chan.stale(cur) == [False, True]
+        twin = chan if made is None else made(chan)
+        try:
+            rounds.append(_next_round(twin, cur))
+        finally:
+            if twin._backend is not chan._backend:
+                twin.close()
+            chan.close()
+    assert rounds[0]["waiting"][1] not in (gone, -1)  # withdrawn, and a new task drawn
+    assert rounds[1] == rounds[0]
 
 
 def test_a_channel_is_pickled_only_while_a_worker_process_starts():
