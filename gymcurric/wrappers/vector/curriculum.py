@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric._checks import check_one_per_env, check_task_id
+from gymcurric._checks import as_task_id, check_one_per_env, check_task_id
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
@@ -319,8 +319,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 
         Raises:
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
-                ``spares`` that is not a task id (an int from -1 to 2**63 - 1); nothing is
-                changed.
+                ``spares`` that is not a task id (an int from -1 to 2**63 - 1), or a row of
+                ``slots`` without one slot (the same rule, -1: none) per task of the row;
+                nothing is changed.
         """
         if self._channel is None:
             return None
@@ -332,7 +333,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         restored = (  # all checked before anything is set
             [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
             None if spares is None else _task_rows("spares", spares, source),
-            None if slots is None else [[int(t) for t in r] for r in slots],
+            None if slots is None else _slot_rows(slots, spares, source),
             None if stale is None else [bool(x) for x in stale],
             None if refill_due is None else bool(refill_due),
         )
@@ -553,6 +554,27 @@ def _task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[li
         [check_task_id(f"{name}[{i}][{j}]", t, source=source) for j, t in enumerate(row)]
         for i, row in enumerate(rows)
     ]
+
+
+def _slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[list[int]]:
+    """Per sub-env the pool slots of its waiting task and spares (-1: none), as ints.
+
+    A ConfigError names a row without one slot per task, or an entry that is not an int
+    (the rule of a task id: not a bool or a float).
+    """
+    out = []
+    for i, row in enumerate(slots):
+        cols = 1 + (0 if spares is None else len(spares[i]))
+        if len(row) != cols:
+            why = f"expected {cols} pool slots: the waiting task's, then one per spare"
+            raise ConfigError(f"slots[{i}]", row, why, source=source)
+        checked = [as_task_id(t) for t in row]
+        if None in checked:
+            j = checked.index(None)
+            why = "expected a pool slot (an int >= 0), -1 for none"
+            raise ConfigError(f"slots[{i}][{j}]", row[j], why, source=source)
+        out.append([t for t in checked if t is not None])  # each is (a None raised above)
+    return out
 
 
 # The old names, deprecated (issue 22): type checkers see plain aliases; at run time an

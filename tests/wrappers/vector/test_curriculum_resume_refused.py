@@ -49,9 +49,9 @@ class ResumeRefuses(SingleSampleCurriculumTask):
         super().resume_curriculum_task(task_id)
 
 
-def _envs(cur, refused=()):
+def _envs(cur, refused=(), spares=0):
     """Two sub-envs taking their tasks from a channel; sub-env 1 refuses to resume ``refused``."""
-    chan = TaskChannel(2)
+    chan = TaskChannel(2, spares=spares)
     fns = [partial(ResumeRefuses, cur, chan, 0), partial(ResumeRefuses, cur, chan, 1, refused)]
     return SampleCurriculumTask(SyncVectorEnv(fns), cur, channel=chan)
 
@@ -175,5 +175,39 @@ def test_a_put_back_that_raises_does_not_replace_the_refusal(tmp_path, refuses):
             notes = getattr(err.value, "__notes__", [])
         assert any("cannot put the channel back" in n for n in notes), notes
         assert _armed(envs) == [None, None]  # put back all the same
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize(
+    ("spares", "slots", "key"),
+    [
+        (0, [[0], []], "slots[1]"),  # a row without the waiting task's slot
+        (1, [[0, 1], [0]], "slots[1]"),  # without its spare's
+        (0, [[0], [0, 1]], "slots[1]"),
+        (0, [[0], [2**64]], "slots[1][0]"),
+        (0, [[0], [-2]], "slots[1][0]"),
+        (0, [[0], [True]], "slots[1][0]"),
+        (0, [[0], [1.0]], "slots[1][0]"),
+        (0, [[0], ["1"]], "slots[1][0]"),
+    ],
+)
+def test_resume_channel_refuses_slots_it_cannot_restore(spares, slots, key):
+    # taken (int() of each), they failed the next reset half-way through restoring the
+    # channel (IndexError, OverflowError; its waiting tasks withdrawn), or were restored as
+    # something else (True as slot 1, -2 as "none")
+    cur = Curriculum(SPACE, seed=0)
+    envs = _envs(cur, spares=spares)
+    try:
+        envs.reset(seed=0)
+        waiting, rows = envs.channel_waiting(), envs.channel_spares() if spares else None
+        with pytest.raises(ConfigError) as err:
+            envs.resume_channel(waiting, rows, slots=slots, stale=[False, False])
+        assert err.value.key == key
+        assert envs.channel_waiting() == waiting  # nothing is to be restored
+        good = envs.channel_slots()
+        envs.resume_channel(waiting, rows, slots=good, stale=[False, False])  # the same rows
+        envs.reset()
+        assert envs.task_ids.tolist() == waiting  # each sub-env took its restored task
     finally:
         envs.close()
