@@ -284,8 +284,9 @@ def load_curriculum_state(
     # refuses), then the curriculum; a refusal at any step puts back the steps before it.
     undo_channel = None
     resume = None if env is None else find_method(env, "resume_channel")  # outer wrappers too
-    if waiting is not None and resume is not None:
-        # spares, slots, stale marks and refill_due are None in files from before them
+    if resume is not None:
+        # spares, slots, stale marks and refill_due are None in files from before them;
+        # waiting None (a file without a channel's rows) drops what an earlier load left
         undo_channel = resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
     if env is not None:
         try:

@@ -296,7 +296,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 
     def resume_channel(
         self,
-        waiting: list[int],
+        waiting: list[int] | None,
         spares: list[list[int]] | None = None,
         slots: list[list[int]] | None = None,
         stale: list[bool] | None = None,
@@ -310,7 +310,10 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         it was, tasks that left the pool included; the marks take effect at the refill the
         uninterrupted run makes next (``refill_due``: :meth:`channel_refill_due`; None, a file
         from before it: due, except with ``DISABLED`` autoreset where no sub-env awaited its
-        masked reset). ``load_curriculum_state`` calls it before it changes anything else.
+        masked reset). ``load_curriculum_state`` calls it before it changes anything else,
+        with ``waiting=None`` for a file without a channel's rows: the next reset then restores
+        nothing (an earlier load's rows are dropped), and the other arguments are ignored. An
+        override of yours returns what this method returns, for a refused load to undo it.
 
         Returns:
             A function that puts back what the next reset was to restore before this call,
@@ -325,18 +328,20 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         """
         if self._channel is None:
             return None
-        source = "vector.SampleCurriculumTask.resume_channel"
-        check_one_per_env("waiting", waiting, self.num_envs, source=source)
-        for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
-            if rows is not None:
-                check_one_per_env(name, rows, self.num_envs, source=source)
-        restored = (  # all checked before anything is set
-            [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
-            None if spares is None else _task_rows("spares", spares, source),
-            None if slots is None else _slot_rows(slots, spares, source),
-            None if stale is None else [bool(x) for x in stale],
-            None if refill_due is None else bool(refill_due),
-        )
+        restored = None  # a file without a channel's rows: nothing to restore
+        if waiting is not None:
+            source = "vector.SampleCurriculumTask.resume_channel"
+            check_one_per_env("waiting", waiting, self.num_envs, source=source)
+            for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
+                if rows is not None:
+                    check_one_per_env(name, rows, self.num_envs, source=source)
+            restored = (  # all checked before anything is set
+                [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
+                None if spares is None else _task_rows("spares", spares, source),
+                None if slots is None else _slot_rows(slots, spares, source),
+                None if stale is None else [bool(x) for x in stale],
+                None if refill_due is None else bool(refill_due),
+            )
         before, self._resume = self._resume, restored
 
         def undo() -> None:

@@ -211,3 +211,30 @@ def test_resume_channel_refuses_slots_it_cannot_restore(spares, slots, key):
         assert envs.task_ids.tolist() == waiting  # each sub-env took its restored task
     finally:
         envs.close()
+
+
+def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp_path):
+    # loading file A (a channel's rows) and then file B (saved without a channel) left A's
+    # rows to be restored: the next reset ran A's waiting tasks beside B's curriculum, and a
+    # save before it wrote them into B's checkpoint
+    cur = Curriculum(SPACE, seed=0)
+    plain = SampleCurriculumTask(
+        SyncVectorEnv([lambda: SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)] * 2), cur
+    )
+    envs = _envs(cur)
+    try:
+        plain.reset(seed=1)
+        _run(plain, 3)
+        without = save_curriculum_state(tmp_path / "without.npz", cur, env=plain)
+        envs.reset(seed=0)
+        _run(envs, 6)
+        with_rows = save_curriculum_state(tmp_path / "with.npz", cur, env=envs)
+        _run(envs, 5)
+        live = envs.channel_waiting()
+        load_curriculum_state(with_rows, cur, env=envs)
+        assert envs.channel_waiting() != live  # the file's rows: else the test shows nothing
+        load_curriculum_state(without, cur, env=envs)
+        assert envs.channel_waiting() == live  # the channel's own again
+    finally:
+        envs.close()
+        plain.close()
