@@ -308,7 +308,10 @@ def test_explicit_task_via_set_options_draws_and_reports_nothing():
     venv.close()
 
 
-VEC_ENVS = [(DummyVecEnv, None), (SubprocVecEnv, FORKSERVER)]
+# SubprocVecEnv (forkserver: ~5 s a test) is slow: the names read are the same with DummyVecEnv,
+# and a safe call's worker surviving a refusal on SubprocVecEnv is covered by
+# tests/integrations/test_sb3_sub_env_names.py (resuming a refused task, [subproc])
+VEC_ENVS = [(DummyVecEnv, None), pytest.param(SubprocVecEnv, FORKSERVER, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize(("vec_env_cls", "vec_env_kwargs"), VEC_ENVS)

@@ -203,6 +203,11 @@ DAMAGE = {
 }
 
 
+#: damaged files also resumed through the CLI (a new interpreter each, ~3 s): the run's config
+#: (read before the checkpoint) and SB3's model.zip (read by SB3's loader)
+CLI_CHECKED = {"config.json", "model.zip"}
+
+
 @pytest.mark.parametrize("name", list(DAMAGE))
 def test_a_damaged_run_file_is_a_data_error_naming_it(tmp_path, finished_run, name):
     import shutil
@@ -214,9 +219,10 @@ def test_a_damaged_run_file_is_a_data_error_naming_it(tmp_path, finished_run, na
     damage(target)
     with pytest.raises(DataError, match=expected.replace(".", r"\.")):
         resume(run, total_steps=512)
-    # the same through the CLI: exit 2, the file named, no traceback
-    out = _cli("resume", str(run), "--total-steps", "512", check=False)
-    assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr
+    if name in CLI_CHECKED:  # the CLI turns every DataError into the same exit: two suffice
+        # the same through the CLI: exit 2, the file named, no traceback
+        out = _cli("resume", str(run), "--total-steps", "512", check=False)
+        assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_consistent_but_wrong_state_is_refused_naming_the_file(tmp_path, finished_run):
