@@ -411,8 +411,14 @@ def _check_rollout(env_id: str, steps: int, seed: int = 5, tol: float = 1e-6) ->
     return captions
 
 
-TRUTH_TASKS = (("Point", "Goal"), ("Car", "Button"), ("Point", "Push"))
-TRUTH_IDS = [f"Safety{robot}{task}{level}-v0" for robot, task in TRUTH_TASKS for level in (0, 1, 2)]
+# one id per task family with its objects, two robots, and level 2's crowd (the study's env,
+# SafetyPointGoal1, among them); every robot x task x level id: the slow test below
+TRUTH_IDS = [
+    "SafetyPointGoal1-v0",
+    "SafetyPointGoal2-v0",
+    "SafetyCarButton1-v0",
+    "SafetyPointPush1-v0",
+]
 
 
 @safety
