@@ -46,6 +46,7 @@ __all__ = [
     "flush_envs",
     "resume_env_tasks",
     "resume_tasks",
+    "vector_curriculum_wrapper",
 ]
 
 #: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
@@ -293,40 +294,75 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
     the wrapper has (``curriculum_task_flush``; look-alikes' by its name): one that raises
     there does not end its worker, and its error is raised here (a
     :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
-    A vector curriculum wrapper, under outer vector wrappers too, is flushed through
-    :func:`find_method`. Only for an env :func:`check_wrapped` accepted (``marked``).
+    Then gymcurric's vector curriculum wrapper, under outer vector wrappers too
+    (:func:`vector_curriculum_wrapper`). Only for an env :func:`check_wrapped` accepted
+    (``marked``).
     """
     if env is None:
         return
     if isinstance(env, gym.Env):
         if marked and marked[0]:
             env.get_wrapper_attr(FLUSH_CURRICULUM)()
-            return
-    else:
-        call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
-    flush = find_method(env, "flush_curriculum")  # through outer vector wrappers too
-    if flush is not None:
-        flush()
+        elif (flush := find_method(env, "flush_curriculum")) is not None:  # a look-alike
+            flush()
+        return
+    call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
+    wrapper = vector_curriculum_wrapper(env)
+    if wrapper is not None:
+        wrapper.flush_curriculum()
 
 
 def awaiting_reset(env: Any, marked: list[bool] | None) -> list[bool] | None:
     """Per env whether its episode ended and it has not reset since; None where none tells.
 
     A single env's wrapper answers under the name only it has (``awaiting_reset()`` of a
-    wrapper of yours above it is not asked); a vector env's curriculum wrapper
-    (:func:`find_method`) answers for its sub-envs.
+    wrapper of yours above it is not asked; a look-alike's by its name); a vector env's
+    curriculum wrapper (:func:`vector_curriculum_wrapper`) answers for its sub-envs, and a
+    vector env without one cannot tell.
     """
-    if isinstance(env, gym.Env) and marked and marked[0]:
-        return list(env.get_wrapper_attr(AWAITING_RESET)())
-    awaiting = find_method(env, "awaiting_reset")
+    if isinstance(env, gym.Env):
+        if marked and marked[0]:
+            return list(env.get_wrapper_attr(AWAITING_RESET)())
+        awaiting = find_method(env, "awaiting_reset")  # a look-alike, by the plain name
+    else:
+        wrapper = vector_curriculum_wrapper(env)
+        awaiting = None if wrapper is None else wrapper.awaiting_reset
     return None if awaiting is None else list(awaiting())
+
+
+def vector_curriculum_wrapper(env: Any) -> Any:
+    """gymcurric's vector :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` of ``env``.
+
+    The first instance of the class (a subclass of yours included) down the ``.env`` chain of
+    a Gymnasium vector env (its ``VectorWrapper`` does not forward attributes), or None: a
+    single env, an SB3 ``VecEnv``, a vector env without it. A checkpoint calls this wrapper's
+    ``flush_curriculum()``, ``awaiting_reset()``, ``channel_*()`` and ``resume_channel()``, as
+    attributes of the instance: a subclass's override, or a function set on the instance, is
+    called; a vector wrapper of yours above it with a method of the same name is not (before,
+    the first layer with the name was called: its ``awaiting_reset()`` saved running tasks as
+    -1, its ``resume_channel()`` took the loaded rows).
+    """
+    if not isinstance(env, gym.vector.VectorEnv):
+        return None
+    # imported here: gymcurric.wrappers imports this module, and gymcurric.wrappers.vector
+    # (every vector wrapper) only where a vector env is given
+    from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
+
+    for _ in range(64):  # a bound on the chain, against cycles
+        if isinstance(env, SampleCurriculumTask):
+            return env
+        env = getattr(env, "env", None) if isinstance(env, gym.vector.VectorWrapper) else None
+        if env is None:
+            return None
+    return None
 
 
 def find_method(env: Any, name: str) -> Any:
     """The callable ``name`` of ``env`` or of the first env under it (``.env`` chain), or None.
 
-    Gymnasium's ``VectorWrapper`` does not forward attributes, so a vector curriculum wrapper
-    under another vector wrapper (shaping, say) is found by walking down.
+    For a single look-alike env only (one with the wrapper's plain names and not its mark),
+    which is reached by those names as it always was; gymcurric's own wrappers are reached
+    through names only they have, or by their class (:func:`vector_curriculum_wrapper`).
     """
     for _ in range(64):  # a bound on the chain, against cycles
         if env is None:

@@ -43,10 +43,10 @@ from gymcurric.wrappers._curriculum_envs import (
     check_wrapped,
     env_task_ids,
     env_tasks,
-    find_method,
     flush_envs,
     resume_env_tasks,
     resume_tasks,
+    vector_curriculum_wrapper,
 )
 
 __all__ = [
@@ -93,9 +93,15 @@ def save_curriculum_state(
     ``reset(options={"reset_mask": ...})``) is saved with no task (``-1``), so that the
     resumed run's reset starts its next task, the one the uninterrupted run starts, instead of
     replaying the one that ended. The curriculum wrappers tell which envs those are (their
-    ``awaiting_reset()``, found under outer wrappers too); a bare ``VectorEnv`` without the
-    vector :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` (``make_curriculum_vec``)
-    cannot, and such a checkpoint replays the task that ended.
+    ``awaiting_reset()``; the vector
+    :class:`~gymcurric.wrappers.vector.SampleCurriculumTask`'s, ``make_curriculum_vec``'s, is
+    found under outer vector wrappers too); a bare ``VectorEnv`` without that wrapper cannot,
+    and such a checkpoint replays the task that ended.
+
+    The vector wrapper's ``flush_curriculum()``, ``awaiting_reset()`` and ``channel_*()`` (and
+    the load's ``resume_channel()``) are called on it, never on a vector wrapper of yours above
+    it that has a method of the same name: to change what a checkpoint gets, subclass it, or
+    set the method on its instance.
     A sub-env in the middle of an episode is saved with its task, which the resumed run plays
     again from the start (the env's own state is not in the file).
 
@@ -129,26 +135,22 @@ def save_curriculum_state(
     # envs armed by a load that have not reset (whatever their task_id says): the loaded tasks
     ids = [t if r is None else r for t, (_, r) in zip(ids, tasks, strict=True)]
     members[_IDS] = np.asarray(ids, dtype=np.int64)
-    waiting = find_method(env, "channel_waiting")  # an async vector env's drawn-ahead tasks
-    if waiting is not None and (w := waiting()) is not None:
+    # an async vector env's drawn-ahead tasks, from gymcurric's vector wrapper (not from a
+    # vector wrapper of yours above it with a channel_waiting() of its own)
+    vec = vector_curriculum_wrapper(env)
+    if vec is not None and (w := vec.channel_waiting()) is not None:
         members[_WAIT] = np.asarray(w, dtype=np.int64)
-        spares = find_method(env, "channel_spares")  # and the retries' spare tasks, per env
-        if spares is not None and (rows := spares()) and len(rows[0]):
+        if (rows := vec.channel_spares()) and len(rows[0]):  # the retries' spares, per env
             members[_SPARES] = np.asarray(rows, dtype=np.int64)
         # where each was drawn from, and which predate a pool change (taken all the same by
         # a sub-env that resets before the channel's next refill)
-        slots, stale = find_method(env, "channel_slots"), find_method(env, "channel_stale")
-        if (
-            slots is not None
-            and stale is not None
-            and (slot_rows := slots()) is not None
-            and (marks := stale()) is not None
-        ):
+        if (slot_rows := vec.channel_slots()) is not None and (
+            marks := vec.channel_stale()
+        ) is not None:
             members[_SLOTS] = np.asarray(slot_rows, dtype=np.int64).reshape(len(w), -1)
             members[_STALE] = np.asarray(marks, dtype=bool)
             # whether the refill that withdraws the stale ones is due at the resumed reset
-            due = find_method(env, "channel_refill_due")
-            if due is not None and (flag := due()) is not None:
+            if (flag := vec.channel_refill_due()) is not None:
                 members[_DUE] = np.asarray(bool(flag))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -283,11 +285,13 @@ def load_curriculum_state(
     # by the function it returns), then the sub-envs (put back by resume_tasks where one
     # refuses), then the curriculum; a refusal at any step puts back the steps before it.
     undo_channel = None
-    resume = None if env is None else find_method(env, "resume_channel")  # outer wrappers too
-    if resume is not None:
+    vec = vector_curriculum_wrapper(env)  # under outer vector wrappers too (not theirs)
+    if vec is not None:
         # spares, slots, stale marks and refill_due are None in files from before them;
         # waiting None (a file without a channel's rows) drops what an earlier load left
-        undo_channel = resume(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
+        undo_channel = vec.resume_channel(
+            waiting, spares, slots=slots, stale=stale, refill_due=refill_due
+        )
     if env is not None:
         try:
             resume_tasks(env, ids, marked, before)
