@@ -12,7 +12,11 @@ The wrapper is read, set and called through names only it has
 ``FLUSH_CURRICULUM``, ``AWAITING_RESET``), so that a user's wrapper above it with a
 ``task_id`` or a ``flush_curriculum()`` of its own is not taken for it. An env with every
 plain name (:data:`WRAPPER_ATTRS`) and no wrapper mark (a look-alike) is accepted, as it
-always was, and reached by the plain names.
+always was, and reached by the plain names. Each sub-env is reached by its own kind of names:
+in a vector env that mixes wrapped sub-envs and look-alikes, the wrapped ones keep the names
+only the wrapper has (one look-alike used to make every sub-env reached by the plain names).
+A vector env's own curriculum wrapper is found by its class
+(:func:`vector_curriculum_wrapper`), not by the first layer with a method's name.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ __all__ = [
 #: is asked name by name. An env with all of them and no mark (a look-alike of the wrapper) is
 #: accepted, as it always was, and read and set by these names; the wrapper itself is read and
 #: set through names only it has (CURRICULUM_TASK_IDS, RESUME_CURRICULUM_TASK,
-#: FLUSH_CURRICULUM, AWAITING_RESET), which a user's wrapper above it cannot shadow.
+#: FLUSH_CURRICULUM, AWAITING_RESET), which a user's wrapper above it cannot shadow, in a
+#: vector env with look-alikes among its sub-envs too.
 WRAPPER_ATTRS = ("task_id", "pending_task_id", "resuming", "flush_curriculum")
 
 
@@ -149,9 +154,10 @@ def env_tasks(
     ``resumed``: ``-1`` for the task the reset takes, None where none is armed (see
     :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; with
     ``resumed=False`` the wrappers' comes along, and look-alikes' is None). Read through the
-    wrapper's ``curriculum_task_ids()`` in one round trip to the workers; where any env is
-    ``marked`` False (a look-alike), every env is read by the names of :data:`WRAPPER_ATTRS`.
-    Only for an env :func:`check_wrapped` accepted (``marked`` is what it returned).
+    wrapper's ``curriculum_task_ids()`` in one round trip to the workers; look-alikes
+    (``marked`` False) by the names of :data:`WRAPPER_ATTRS`, and in a vector env that mixes
+    the two, each sub-env by its own names (:func:`_call_each`). Only for an env
+    :func:`check_wrapped` accepted (``marked`` is what it returned).
     """
     if marked and all(marked):
         if isinstance(env, gym.Env):
@@ -159,29 +165,68 @@ def env_tasks(
         else:
             pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
         return [(int(t), None if r is None else int(r)) for t, r in pairs]
-    ids = [int(t) for t in _env_attr(env, "task_id")]
+    # look-alikes' plain names are read from every sub-env (get_attr takes no indices), and
+    # kept for the look-alikes only: a wrapper's may be a user's wrapper's above it
+    plain = [m is False for m in marked] if marked else None
+    ids = _env_attr(env, "task_id", plain)
     if not resumed:
-        return [(t, None) for t in ids]
-    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
-    return [
-        (t, (-1 if p is None else int(p)) if a else None)
-        for t, a, p in zip(ids, armed, pending, strict=True)
-    ]
+        out: list[tuple[int, int | None]] = [(t, None) for t in ids]
+    else:
+        armed, pending = _env_attr(env, "resuming", plain), _env_attr(env, "pending_task_id", plain)
+        out = [
+            (t, (-1 if p is None else int(p)) if a else None)
+            for t, a, p in zip(ids, armed, pending, strict=True)
+        ]
+    if marked and any(marked):  # a mix: the wrappers through their own names
+        ours = _call_each(env, marked, [(CURRICULUM_TASK_IDS, ())] * len(marked), None)
+        for i, pair in enumerate(ours):
+            if marked[i]:
+                t, r = pair
+                out[i] = (int(t), None if r is None else int(r))
+    return out
 
 
-def _env_attr(env: Any, name: str) -> list[Any]:
+def _env_attr(env: Any, name: str, plain: list[bool] | None = None) -> list[Any]:
     """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
 
-    Only for an env :func:`check_wrapped` accepted: a worker exits on a missing attribute.
+    ``plain``: per env whether to keep its value (an int for ``task_id`` and None for the
+    others elsewhere: those are read through the wrapper's own names). Only for an env
+    :func:`check_wrapped` accepted: a worker exits on a missing attribute.
     """
     try:
         if isinstance(env, gym.Env):
-            return [env.get_wrapper_attr(name)]
-        if isinstance(env, gym.vector.VectorEnv):
-            env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
-        return list(env.get_attr(name))
+            values = [env.get_wrapper_attr(name)]
+        else:
+            if isinstance(env, gym.vector.VectorEnv):
+                env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
+            values = list(env.get_attr(name))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
+    keep = [True] * len(values) if plain is None else plain
+    if name == "task_id":
+        return [int(v) if k else -1 for v, k in zip(values, keep, strict=True)]
+    return [v if k else None for v, k in zip(values, keep, strict=True)]
+
+
+def _call_each(
+    env: Any,
+    marked: list[bool],
+    ours: Sequence[tuple[str, tuple[Any, ...]]] | None,
+    theirs: Sequence[tuple[str, tuple[Any, ...]]] | None,
+) -> list[Any]:
+    """Call ``ours[i]`` (a method name and its arguments) in each wrapped (``marked``) sub-env
+    and ``theirs[i]`` in each look-alike, in one :func:`call_sub_envs_each`.
+
+    None (for one side) leaves those sub-envs alone: they are asked for the wrapper's mark, a
+    question that changes nothing and cannot raise (a Gymnasium vector env's ``call`` reaches
+    every sub-env), and their values are the answers.
+    """
+    nothing = ("has_wrapper_attr", (CURRICULUM_TASK_WRAPPER_MARK,))
+    calls = []
+    for i, m in enumerate(marked):
+        side = ours if m else theirs
+        calls.append(nothing if side is None else side[i])
+    return call_sub_envs_each(env, [n for n, _ in calls], [a for _, a in calls]) or []
 
 
 def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
@@ -281,9 +326,11 @@ def _arm_sub_envs(env: Any, resumed: Sequence[int | None], marked: list[bool]) -
     if all(marked):
         call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(r,) for r in resumed])
         return
-    # look-alikes (and, with them, every sub-env) by the plain names
-    call_sub_envs_each(env, "set_wrapper_attr", [("pending_task_id", r) for r in resumed])
-    call_sub_envs_each(env, "set_wrapper_attr", [("resuming", r is not None) for r in resumed])
+    # look-alikes by the plain names, wrappers (where the env mixes them) by their own
+    ours = [(RESUME_CURRICULUM_TASK, (r,)) for r in resumed]
+    _call_each(env, marked, ours, [("set_wrapper_attr", ("pending_task_id", r)) for r in resumed])
+    resuming = [("set_wrapper_attr", ("resuming", r is not None)) for r in resumed]
+    _call_each(env, marked, None, resuming)
 
 
 def flush_envs(env: Any, marked: list[bool] | None) -> None:
@@ -306,7 +353,11 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
         elif (flush := find_method(env, "flush_curriculum")) is not None:  # a look-alike
             flush()
         return
-    call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
+    if marked and any(marked) and not all(marked):  # a mix: each sub-env by its own name
+        n = len(marked)
+        _call_each(env, marked, [(FLUSH_CURRICULUM, ())] * n, [("flush_curriculum", ())] * n)
+    else:
+        call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
     wrapper = vector_curriculum_wrapper(env)
     if wrapper is not None:
         wrapper.flush_curriculum()

@@ -382,7 +382,9 @@ def call_sub_envs(
     return _values(every, name, answers)
 
 
-def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> list[Any] | None:
+def call_sub_envs_each(
+    env: Any, name: str | Sequence[str], args: Sequence[Sequence[Any]]
+) -> list[Any] | None:
     """Call the method ``name`` of every sub-env ``i`` with its own arguments ``args[i]``.
 
     As safe as :func:`call_sub_envs` (a method that raises ends no worker; the error is raised
@@ -395,7 +397,8 @@ def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> li
 
     Args:
         env: a Gymnasium ``VectorEnv`` (through any vector wrappers) or an SB3 ``VecEnv``.
-        name: the method, found on each sub-env's outermost wrapper that has it.
+        name: the method, found on each sub-env's outermost wrapper that has it; or one
+            method per sub-env (a vector env whose sub-envs are reached by different names).
         args: one sequence of positional arguments per sub-env.
 
     Returns:
@@ -403,14 +406,16 @@ def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> li
         (:func:`sub_env_query`).
 
     Raises:
-        ConfigError: ``args`` does not hold one entry per sub-env.
+        ConfigError: ``args`` (or a list of names) does not hold one entry per sub-env.
     """
     ask = sub_env_query(env)
     if ask is None:
         return None
     check_one_per_env("args", list(args), env.num_envs, source="call_sub_envs_each")
+    names = [name] * env.num_envs if isinstance(name, str) else list(name)
+    check_one_per_env("name", names, env.num_envs, source="call_sub_envs_each")
     _install()
-    calls = [SubEnvCall(name, tuple(a)) for a in args]
+    calls = [SubEnvCall(n, tuple(a)) for n, a in zip(names, args, strict=True)]
     every = list(range(env.num_envs))
     if isinstance(env, gym.vector.VectorEnv):
         base: Any = env.unwrapped  # VectorWrapper does not forward set_attr
@@ -418,14 +423,17 @@ def call_sub_envs_each(env: Any, name: str, args: Sequence[Sequence[Any]]) -> li
         answers = list(ask(SAFE_CALL))
     else:
         answers = [ask(SAFE_CALL, c, indices=[i])[0] for i, c in zip(every, calls, strict=True)]
-    return _values(every, name, answers)
+    return _values(every, names, answers)
 
 
-def _values(every: list[int], name: str, answers: Sequence[tuple[Any, ...]]) -> list[Any]:
+def _values(
+    every: list[int], name: str | Sequence[str], answers: Sequence[tuple[Any, ...]]
+) -> list[Any]:
     """The values of the sub-envs ``every`` from their answers, or the error of the first.
 
     A worker's value arrives pickled (``"sent"``) and is loaded here: one that does not load
     (a class only the worker has) is an error of that sub-env, as one that raised there.
+    ``name``: the method called, or one per sub-env of ``every`` (the error names its own).
     """
     values: list[Any] = []
     failed: list[tuple[int, tuple[Any, ...]]] = []
@@ -442,7 +450,8 @@ def _values(every: list[int], name: str, answers: Sequence[tuple[Any, ...]]) -> 
             continue
         failed.append((i, answer))
     if failed:
-        raise _sub_env_error([i for i, _ in failed], name, failed[0][1])
+        method = name if isinstance(name, str) else name[every.index(failed[0][0])]
+        raise _sub_env_error([i for i, _ in failed], method, failed[0][1])
     return values
 
 

@@ -182,3 +182,31 @@ def test_a_user_flush_curriculum_above_the_curriculum_wrapper_is_not_called(tmp_
     finally:
         venv.close()
         cur.close()
+
+
+@pytest.mark.parametrize("kind", ["subproc", "dummy"])
+def test_each_sub_env_of_a_mix_of_wrappers_and_look_alikes_is_reached_by_its_own_names(
+    tmp_path, kind
+):
+    # one look-alike made every sub-env read by the plain names: int("mine") raised
+    from tests.wrappers.vector.test_sub_env_names_mixed import LookAlike
+
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    venv = vec([LookAlike, partial(shadowing_curriculum, cur)], kind)
+    try:
+        venv.reset()
+        task = venv.reset_infos[1]["task_id"]
+        assert env_task_ids(venv) == [2, task]
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=venv)
+        for _ in range(6):  # sub-env 1's 4-step episode ends, its next task starts
+            venv.step(np.zeros(2, np.int64))
+        load_curriculum_state(path, cur, env=venv)
+        assert venv.get_attr("pending_task_id") == [2, "mine"]  # the look-alike's, by name
+        assert venv.get_attr("resuming") == [True, "mine"]
+        assert venv.get_attr("calls", indices=[1]) == [[]]  # the user's flush did not run
+        assert venv.get_attr("flushes", indices=[0]) == [2]  # the save's and the load's
+        venv.reset()
+        assert venv.reset_infos[1]["task_id"] == task
+    finally:
+        venv.close()
+        cur.close()

@@ -1,0 +1,131 @@
+"""A vector env that mixes gymcurric's curriculum wrappers and look-alikes: each by its own names.
+
+A checkpoint accepts a sub-env with every plain name of the curriculum wrapper (``task_id``,
+``pending_task_id``, ``resuming``, ``flush_curriculum``) and no wrapper mark (a look-alike), and
+reaches it by those names. It used to decide per vector env: one look-alike made every sub-env
+read, set and flushed by the plain names, so a real wrapper under a user's wrapper with names of
+its own beside it was read as the user's (``env_task_ids`` failed on ``int("mine")``), its
+resumed task went to the user's attributes (its reset did not resume it), and the user's
+``flush_curriculum()`` ran instead of the wrapper's. Now each sub-env is reached by the names it
+has: the wrapper's through names only it has, a look-alike's by the plain names.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+from gymcurric.errors import ConfigError
+from gymcurric.tasks import Curriculum
+from gymcurric.wrappers import (
+    env_task_ids,
+    load_curriculum_state,
+    resume_env_tasks,
+    save_curriculum_state,
+)
+from gymcurric.wrappers._sub_envs import call_sub_envs
+from tests.curriculum_stubs import TaskStubEnv
+from tests.sub_env_faults import SPACE, shadowing_curriculum
+
+
+class LookAlike(TaskStubEnv):
+    """Every plain name a checkpoint uses, without gymcurric's wrapper (runs task 2's level)."""
+
+    task_id: Any = 2
+    pending_task_id: Any = None
+    resuming: Any = False
+
+    def __init__(self) -> None:
+        super().__init__("look-alike")
+        self.flushes = 0
+
+    def flush_curriculum(self) -> None:
+        self.flushes += 1
+
+
+def mixed(cur: Any, vec: str) -> Any:
+    """Sub-env 0 a look-alike, sub-env 1 a curriculum wrapper under a user's wrapper."""
+    fns = [LookAlike, partial(shadowing_curriculum, cur)]
+    return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
+
+
+def armed(envs: Any) -> tuple[int, int | None]:
+    """Sub-env 1's wrapper's ``curriculum_task_ids()`` (the look-alike has none)."""
+    return tuple(call_sub_envs(envs, "curriculum_task_ids", indices=[1])[0])
+
+
+def attr(envs: Any, i: int, name: str) -> Any:
+    """Sub-env ``i``'s attribute ``name`` (which the other sub-env lacks)."""
+    return call_sub_envs(envs, "get_wrapper_attr", name, indices=[i])[0]
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_each_sub_env_of_a_mix_is_read_set_and_flushed_by_its_own_names(tmp_path, vec):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = mixed(cur, vec)
+    try:
+        _, info = envs.reset(seed=0)
+        task = int(info["task_id"][1])
+        assert env_task_ids(envs) == [2, task]  # was int("mine"): ValueError
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        assert np.load(path)["env_task_ids"].tolist() == [2, task]
+        assert attr(envs, 1, "calls") == []  # the user's flush_curriculum() ran
+        assert attr(envs, 0, "flushes") == 1  # the look-alike's, by its name
+        for _ in range(6):  # sub-env 1's 4-step episode ends, its next task starts
+            envs.step(np.zeros(2, np.int64))
+        load_curriculum_state(path, cur, env=envs)
+        # the look-alike is set by the plain names; the user's attributes are left alone
+        assert envs.get_attr("pending_task_id") == (2, "mine")
+        assert envs.get_attr("resuming") == (True, "mine")
+        assert armed(envs)[1] == task  # the wrapper is armed
+        again = save_curriculum_state(tmp_path / "again.npz", cur, env=envs)
+        assert np.load(again)["env_task_ids"].tolist() == [2, task]  # armed, not reset yet
+        _, info = envs.reset()
+        assert info["task_id"][1] == task  # resumed
+        assert attr(envs, 1, "calls") == []
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_resume_env_tasks_arms_each_sub_env_of_a_mix_by_its_own_names(vec):
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = mixed(cur, vec)
+    try:
+        _, info = envs.reset(seed=0)
+        task = int(info["task_id"][1])
+        resume_env_tasks(envs, [-1, 5])
+        assert envs.get_attr("pending_task_id") == (-1, "mine")
+        assert envs.get_attr("resuming") == (True, "mine")
+        assert armed(envs) == (task, 5)
+        _, info = envs.reset()
+        assert info["task_id"][1] == 5
+    finally:
+        envs.close()
+        cur.close()
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_call_sub_envs_each_calls_each_sub_env_by_its_own_name(vec):
+    from gymcurric.errors import SubEnvCallError
+    from gymcurric.wrappers._sub_envs import call_sub_envs_each
+
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    envs = mixed(cur, vec)
+    try:
+        envs.reset(seed=0)
+        names = ["get_wrapper_attr", "curriculum_task_ids"]
+        assert call_sub_envs_each(envs, names, [("task_id",), ()])[0] == 2
+        with pytest.raises(SubEnvCallError) as err:  # the error names the sub-env's own
+            call_sub_envs_each(envs, ["has_wrapper_attr", "no_such_method"], [("x",), ()])
+        assert (err.value.index, err.value.method) == (1, "no_such_method")
+        with pytest.raises(ConfigError):  # one name per sub-env
+            call_sub_envs_each(envs, ["has_wrapper_attr"], [("x",), ("x",)])
+    finally:
+        envs.close()
+        cur.close()
