@@ -341,9 +341,9 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
     the wrapper has (``curriculum_task_flush``; look-alikes' by its name): one that raises
     there does not end its worker, and its error is raised here (a
     :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
-    Then gymcurric's vector curriculum wrapper, under outer vector wrappers too
-    (:func:`vector_curriculum_wrapper`). Only for an env :func:`check_wrapped` accepted
-    (``marked``).
+    Then gymcurric's vector curriculum wrappers, under outer vector wrappers too (each
+    instance of the class: see :func:`vector_curriculum_wrapper`). Only for an env
+    :func:`check_wrapped` accepted (``marked``).
     """
     if env is None:
         return
@@ -358,8 +358,7 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
         _call_each(env, marked, [(FLUSH_CURRICULUM, ())] * n, [("flush_curriculum", ())] * n)
     else:
         call_sub_envs(env, FLUSH_CURRICULUM if marked and all(marked) else "flush_curriculum")
-    wrapper = vector_curriculum_wrapper(env)
-    if wrapper is not None:
+    for wrapper in _vector_curriculum_wrappers(env):  # each holds its own step's work
         wrapper.flush_curriculum()
 
 
@@ -385,27 +384,39 @@ def vector_curriculum_wrapper(env: Any) -> Any:
     """gymcurric's vector :class:`~gymcurric.wrappers.vector.SampleCurriculumTask` of ``env``.
 
     The first instance of the class (a subclass of yours included) down the ``.env`` chain of
-    a Gymnasium vector env (its ``VectorWrapper`` does not forward attributes), or None: a
-    single env, an SB3 ``VecEnv``, a vector env without it. A checkpoint calls this wrapper's
-    ``flush_curriculum()``, ``awaiting_reset()``, ``channel_*()`` and ``resume_channel()``, as
-    attributes of the instance: a subclass's override, or a function set on the instance, is
-    called; a vector wrapper of yours above it with a method of the same name is not (before,
-    the first layer with the name was called: its ``awaiting_reset()`` saved running tasks as
-    -1, its ``resume_channel()`` took the loaded rows).
+    a Gymnasium vector env (its ``VectorWrapper`` does not forward attributes) that has a
+    :attr:`~gymcurric.wrappers.vector.SampleCurriculumTask.channel`, else the first instance,
+    or None: a single env, an SB3 ``VecEnv``, a vector env without it. (A vector env wrapped
+    twice, ``SampleCurriculumTask(make_curriculum_vec(...), cur)``, has its channel in the
+    inner one: the outer one's ``channel_waiting()`` was saved, None, and its
+    ``resume_channel()`` restored nothing.) A checkpoint calls this wrapper's
+    ``awaiting_reset()``, ``channel_*()`` and ``resume_channel()`` (and every instance's
+    ``flush_curriculum()``), as attributes of the instance: a subclass's override, or a
+    function set on the instance, is called; a vector wrapper of yours above it with a method
+    of the same name is not (before, the first layer with the name was called: its
+    ``awaiting_reset()`` saved running tasks as -1, its ``resume_channel()`` took the loaded
+    rows).
     """
+    found = _vector_curriculum_wrappers(env)
+    return next((w for w in found if w.channel is not None), found[0] if found else None)
+
+
+def _vector_curriculum_wrappers(env: Any) -> list[Any]:
+    """Every vector ``SampleCurriculumTask`` down the ``.env`` chain of ``env``, outermost first."""
     if not isinstance(env, gym.vector.VectorEnv):
-        return None
+        return []
     # imported here: gymcurric.wrappers imports this module, and gymcurric.wrappers.vector
     # (every vector wrapper) only where a vector env is given
     from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
 
+    found = []
     for _ in range(64):  # a bound on the chain, against cycles
         if isinstance(env, SampleCurriculumTask):
-            return env
+            found.append(env)
         env = getattr(env, "env", None) if isinstance(env, gym.vector.VectorWrapper) else None
         if env is None:
-            return None
-    return None
+            break
+    return found
 
 
 def find_method(env: Any, name: str) -> Any:

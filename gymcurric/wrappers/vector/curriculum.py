@@ -203,6 +203,15 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             self._current[started] = np.asarray(infos["task_id"], dtype=np.int64)[started]
             self._dirty = True
 
+    @property
+    def channel(self) -> TaskChannel | None:
+        """The :class:`~gymcurric.tasks.channel.TaskChannel` the sub-envs take tasks from, or None.
+
+        A checkpoint reads and restores the channel of the vector wrapper that has one, where a
+        vector env is wrapped in this class twice (``make_curriculum_vec``'s and another).
+        """
+        return self._channel
+
     def awaiting_reset(self) -> list[bool]:
         """Per sub-env whether its episode ended in the last step and it has not reset since.
 

@@ -217,3 +217,29 @@ def test_names_checked_here_are_the_curriculum_wrappers():
     from gymcurric.wrappers.vector import SampleCurriculumTask
 
     assert all(callable(getattr(SampleCurriculumTask, n, None)) for n in NAMES)
+
+
+def test_a_vector_env_wrapped_twice_saves_and_restores_the_channel_wrapper(tmp_path):
+    # SampleCurriculumTask(make_curriculum_vec(...), cur): the outer one (no channel) was the
+    # first with the names; its flush_curriculum() is a no-op, so the last step's episodes were
+    # missing from the file, its channel_waiting() None (no channel rows saved), and a load's
+    # resume_channel() went to it (the channel restored nothing)
+    from gymcurric.wrappers.vector import SampleCurriculumTask
+
+    cur = Curriculum(SPACE, seed=0)
+    ours = _envs(cur)
+    twice = SampleCurriculumTask(ours, cur)
+    try:
+        _mid_episode(ours)
+        for _ in range(4):  # episodes end: the channel wrapper holds their work for later
+            twice.step(np.zeros(2, np.int64))
+        outer = _members(save_curriculum_state(tmp_path / "twice.npz", cur, env=twice))
+        direct = _members(save_curriculum_state(tmp_path / "ours.npz", cur, env=ours))
+        assert "channel_waiting" in direct  # else the test would show nothing
+        assert outer == direct
+        _run(ours, 5)
+        assert ours.channel_waiting() != direct["channel_waiting"]
+        load_curriculum_state(tmp_path / "twice.npz", cur, env=twice)
+        assert ours.channel_waiting() == direct["channel_waiting"]
+    finally:
+        twice.close()
