@@ -10,17 +10,36 @@ some tasks, and a user's wrapper whose methods return values a worker cannot sen
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
 
-from gymcurric.tasks import FixedTaskSpace
+from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers import PresentDatapack, SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
 from tests.semantics.stubs import StateEnv
 
 SPACE = FixedTaskSpace([{"level": i + 1, "len": 4} for i in range(8)])
+
+
+@contextlib.contextmanager
+def shared_curriculum_envs(make: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
+    """A shared-memory curriculum over :data:`SPACE` (seed 0) and the vector env ``make(cur)``.
+
+    Both are closed afterwards, the env first; the curriculum also where ``make`` raises.
+    """
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    try:
+        envs = make(cur)
+        try:
+            yield cur, envs
+        finally:
+            envs.close()
+    finally:
+        cur.close()
 
 
 class DescribeFails(StateEnv):
@@ -75,23 +94,17 @@ def resume_refuses(curriculum, refused=()):
     return ResumeRefuses(TaskStubEnv("stub"), curriculum, refused)
 
 
-class Shadowing(gym.Wrapper):
-    """A user's wrapper with attributes and methods named like those of gymcurric's wrappers.
+class RecordsCurriculumCalls:
+    """A user's ``flush_curriculum()`` and ``awaiting_reset()``, named like gymcurric's wrappers'.
 
-    Stacked above them, it has each name first for a vector env's ``get_attr`` / ``set_attr``
-    (the outermost layer with the name), for SB3's ``env_method("set_wrapper_attr", ...)``, and
-    for a method called by name (``call`` / ``env_method``, ``get_wrapper_attr``, the ``.env``
-    chain). Its ``flush_curriculum()`` and ``awaiting_reset()`` are its own (the latter says
-    ``[True]``): it records each call in :attr:`calls`.
+    Mixed into a user's single-env wrapper (:class:`Shadowing`) or vector wrapper
+    (``tests/wrappers/vector/test_curriculum_outer_names.py``): each method records its call in
+    :attr:`calls`, and ``awaiting_reset()`` answers what the curriculum wrapper would not there,
+    every env awaiting its reset (``[True]`` per env).
     """
 
-    task_id: Any = "mine"
-    pending_task_id: Any = "mine"
-    resuming: Any = "mine"
-    next_datapack: Any = "mine"
-
-    def __init__(self, env):
-        super().__init__(env)
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)  # gym.Wrapper's or VectorWrapper's
         self.calls: list[str] = []
 
     def flush_curriculum(self) -> None:
@@ -99,7 +112,23 @@ class Shadowing(gym.Wrapper):
 
     def awaiting_reset(self) -> list[bool]:
         self.calls.append("awaiting_reset")
-        return [True]
+        return [True] * getattr(self, "num_envs", 1)  # a single env's wrapper: one entry
+
+
+class Shadowing(RecordsCurriculumCalls, gym.Wrapper):
+    """A user's wrapper with attributes and methods named like those of gymcurric's wrappers.
+
+    Stacked above them, it has each name first for a vector env's ``get_attr`` / ``set_attr``
+    (the outermost layer with the name), for SB3's ``env_method("set_wrapper_attr", ...)``, and
+    for a method called by name (``call`` / ``env_method``, ``get_wrapper_attr``, the ``.env``
+    chain). Its ``flush_curriculum()`` and ``awaiting_reset()`` are its own (the latter says
+    ``[True]``): it records each call in :attr:`calls` (:class:`RecordsCurriculumCalls`).
+    """
+
+    task_id: Any = "mine"
+    pending_task_id: Any = "mine"
+    resuming: Any = "mine"
+    next_datapack: Any = "mine"
 
 
 def shadowing_curriculum(curriculum, name="env"):

@@ -38,7 +38,12 @@ from gymcurric.wrappers import (
     save_curriculum_state,
 )
 from tests.curriculum_stubs import make_wrapped
-from tests.sub_env_faults import SPACE, Shadowing, resume_refuses, shadowing_curriculum
+from tests.sub_env_faults import (
+    Shadowing,
+    resume_refuses,
+    shadowing_curriculum,
+    shared_curriculum_envs,
+)
 from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
 
 pytestmark = pytest.mark.sb3
@@ -78,9 +83,10 @@ def test_regret_scores_go_to_the_curriculum_task_ids_not_a_user_task_id(kind):
 
 
 def test_a_checkpoint_reads_and_resumes_the_curriculum_wrapper_not_a_user_task_id(tmp_path):
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = subproc([partial(shadowing_curriculum, cur)] * 2)
-    try:
+    def make(cur):
+        return subproc([partial(shadowing_curriculum, cur)] * 2)
+
+    with shared_curriculum_envs(make) as (cur, venv):
         venv.reset()
         started = [info["task_id"] for info in venv.reset_infos]
         assert env_task_ids(venv) == started  # was ["mine", "mine"]: int("mine") raised
@@ -93,9 +99,6 @@ def test_a_checkpoint_reads_and_resumes_the_curriculum_wrapper_not_a_user_task_i
         assert venv.get_attr("resuming") == ["mine", "mine"]
         venv.reset()
         assert [info["task_id"] for info in venv.reset_infos] == started
-    finally:
-        venv.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("kind", ["subproc", "dummy"])
@@ -131,9 +134,9 @@ def armed(venv):
 @pytest.mark.parametrize("kind", ["subproc", "dummy"])
 def test_resuming_a_task_a_sub_env_refuses_names_it_keeps_the_worker_and_arms_none(capfd, kind):
     # sub-env 1's wrapper refuses task 2 in its process: sub-env 0 is put back
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = vec([partial(resume_refuses, cur), partial(resume_refuses, cur, [2])], kind)
-    try:
+    with shared_curriculum_envs(
+        lambda cur: vec([partial(resume_refuses, cur), partial(resume_refuses, cur, [2])], kind)
+    ) as (cur, venv):
         venv.reset()
         match = r"sub-env 1: resume_curriculum_task\(\) raised builtins.ValueError: this"
         with pytest.raises(SubEnvCallError, match=match) as err:
@@ -147,41 +150,33 @@ def test_resuming_a_task_a_sub_env_refuses_names_it_keeps_the_worker_and_arms_no
         resume_env_tasks(venv, [1, 3])  # it goes on
         venv.reset()
         assert [info["task_id"] for info in venv.reset_infos] == [1, 3]
-    finally:
-        venv.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("kind", ["subproc", "dummy"])
 def test_task_ids_are_checked_before_any_sub_env_is_armed(kind):
     # sub-envs 0 and 2 were armed when sub-env 1's wrapper refused -5
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = vec([partial(make_wrapped, cur)] * 3, kind)
-    try:
+    def make(cur):
+        return vec([partial(make_wrapped, cur)] * 3, kind)
+
+    with shared_curriculum_envs(make) as (cur, venv):
         venv.reset()
         match = r"'task_ids\[1\]': np.int64\(-5\) \(the task sub-env 1 resumes"
         with pytest.raises(ConfigError, match=match) as err:
             resume_env_tasks(venv, np.array([1, -5, 2]))
         assert (err.value.key, err.value.value) == ("task_ids[1]", -5)
         assert armed(venv) == [None, None, None]
-    finally:
-        venv.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("kind", ["subproc", "dummy"])
 def test_a_user_flush_curriculum_above_the_curriculum_wrapper_is_not_called(tmp_path, kind):
     # env_method("flush_curriculum") ran the user's (the outermost layer with the name)
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = vec([partial(shadowing_curriculum, cur)] * 2, kind)
-    try:
+    with shared_curriculum_envs(
+        lambda cur: vec([partial(shadowing_curriculum, cur)] * 2, kind)
+    ) as (cur, venv):
         venv.reset()
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=venv)
         load_curriculum_state(path, cur, env=venv)
         assert venv.get_attr("calls") == [[], []]
-    finally:
-        venv.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("kind", ["subproc", "dummy"])
@@ -191,9 +186,9 @@ def test_each_sub_env_of_a_mix_of_wrappers_and_look_alikes_is_reached_by_its_own
     # one look-alike made every sub-env read by the plain names: int("mine") raised
     from tests.wrappers.vector.test_sub_env_names_mixed import LookAlike
 
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    venv = vec([LookAlike, partial(shadowing_curriculum, cur)], kind)
-    try:
+    with shared_curriculum_envs(
+        lambda cur: vec([LookAlike, partial(shadowing_curriculum, cur)], kind)
+    ) as (cur, venv):
         venv.reset()
         task = venv.reset_infos[1]["task_id"]
         assert env_task_ids(venv) == [2, task]
@@ -207,6 +202,3 @@ def test_each_sub_env_of_a_mix_of_wrappers_and_look_alikes_is_reached_by_its_own
         assert venv.get_attr("flushes", indices=[0]) == [2]  # the save's and the load's
         venv.reset()
         assert venv.reset_infos[1]["task_id"] == task
-    finally:
-        venv.close()
-        cur.close()

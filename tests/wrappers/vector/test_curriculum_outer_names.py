@@ -14,6 +14,8 @@ that overrides one, or one set on the instance, is still called.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -25,7 +27,7 @@ from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import SPACE
+from tests.sub_env_faults import SPACE, RecordsCurriculumCalls
 
 from .test_curriculum_resume_refused import _envs, _run
 
@@ -41,23 +43,12 @@ NAMES = (
 )
 
 
-class Mine(VectorWrapper):
+class Mine(RecordsCurriculumCalls, VectorWrapper):
     """A user's vector wrapper whose methods are named like the curriculum wrapper's.
 
     Each records its call in :attr:`calls` and answers something else than the curriculum
     wrapper would: every sub-env awaiting its reset, task 0 waiting everywhere, no channel.
     """
-
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self.calls: list[str] = []
-
-    def flush_curriculum(self) -> None:
-        self.calls.append("flush_curriculum")
-
-    def awaiting_reset(self) -> list[bool]:
-        self.calls.append("awaiting_reset")
-        return [True] * self.num_envs
 
     def channel_waiting(self) -> list[int]:
         self.calls.append("channel_waiting")
@@ -88,38 +79,45 @@ def _members(path: Any) -> dict[str, Any]:
         return {k: f[k].tolist() for k in f.files}
 
 
-def _mid_episode(envs: Any) -> None:
-    """Reset, then step until no sub-env awaits its reset (its tasks are saved as they run)."""
-    envs.reset(seed=0)
-    _run(envs, 6)
-    while any(envs.awaiting_reset()):
-        _run(envs, 1)
+@contextlib.contextmanager
+def _mid_episode(user: Callable[[Any], Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """A curriculum, its channel's vector env ``ours`` and ``user(ours)`` above it (closed after).
+
+    ``ours`` is reset, then stepped until no sub-env awaits its reset (its tasks are saved as
+    they run).
+    """
+    cur = Curriculum(SPACE, seed=0)
+    ours = _envs(cur)
+    envs = user(ours)
+    try:
+        ours.reset(seed=0)
+        _run(ours, 6)
+        while any(ours.awaiting_reset()):
+            _run(ours, 1)
+        yield cur, ours, envs
+    finally:
+        envs.close()
+
+
+def _mine_over_gymnasiums(ours: Any) -> Mine:
+    """:class:`Mine` above Gymnasium's own vector wrapper above ours."""
+    return Mine(gym.wrappers.vector.RecordEpisodeStatistics(ours))
 
 
 def test_a_save_through_a_user_vector_wrapper_writes_what_the_curriculum_wrapper_says(tmp_path):
     # the user's methods were taken: env_task_ids [-1, -1], channel_waiting [0, 0], ...
-    cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
-    envs = Mine(gym.wrappers.vector.RecordEpisodeStatistics(ours))
-    try:
-        _mid_episode(ours)
+    with _mid_episode(_mine_over_gymnasiums) as (cur, ours, envs):
         direct = _members(save_curriculum_state(tmp_path / "ours.npz", cur, env=ours))
         assert min(direct["env_task_ids"]) >= 0  # else the test would show nothing
         assert {"channel_waiting", "channel_slots", "channel_refill_due"} <= set(direct)
         outer = _members(save_curriculum_state(tmp_path / "outer.npz", cur, env=envs))
         assert outer == direct
         assert envs.calls == []
-    finally:
-        envs.close()
 
 
 def test_a_load_through_a_user_vector_wrapper_restores_the_channel(tmp_path):
     # the user's resume_channel() took the file's rows: the channel restored nothing
-    cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
-    envs = Mine(ours)
-    try:
-        _mid_episode(ours)
+    with _mid_episode(Mine) as (cur, ours, envs):
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=ours)
         saved = _members(path)
         _run(ours, 5)
@@ -129,8 +127,6 @@ def test_a_load_through_a_user_vector_wrapper_restores_the_channel(tmp_path):
         assert envs.calls == []
         _, info = envs.reset()
         assert info["task_id"].tolist() == saved["env_task_ids"]
-    finally:
-        envs.close()
 
 
 class Refuses(Mine):
@@ -143,11 +139,7 @@ class Refuses(Mine):
 def test_an_override_on_the_curriculum_wrapper_is_called_under_a_user_vector_wrapper(tmp_path):
     # what a user may still override: the curriculum wrapper's own methods (a subclass, or set
     # on its instance as tests/wrappers/vector/test_curriculum_resume_refused.py does)
-    cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
-    envs = Refuses(ours)
-    try:
-        _mid_episode(ours)
+    with _mid_episode(Refuses) as (cur, ours, envs):
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
         got: list[Any] = []
         resume = ours.resume_channel
@@ -160,8 +152,6 @@ def test_an_override_on_the_curriculum_wrapper_is_called_under_a_user_vector_wra
         load_curriculum_state(path, cur, env=envs)
         assert got == [_members(path)["channel_waiting"]]
         assert envs.calls == []
-    finally:
-        envs.close()
 
 
 def test_a_vector_env_without_the_curriculum_wrapper_asks_no_user_vector_wrapper(tmp_path):
@@ -219,18 +209,19 @@ def test_names_checked_here_are_the_curriculum_wrappers():
     assert all(callable(getattr(SampleCurriculumTask, n, None)) for n in NAMES)
 
 
+def _wrapped_again(ours: Any) -> Any:
+    """``ours`` (with the channel) in another vector ``SampleCurriculumTask`` (without one)."""
+    from gymcurric.wrappers.vector import SampleCurriculumTask
+
+    return SampleCurriculumTask(ours, ours.curriculum)
+
+
 def test_a_vector_env_wrapped_twice_saves_and_restores_the_channel_wrapper(tmp_path):
     # SampleCurriculumTask(make_curriculum_vec(...), cur): the outer one (no channel) was the
     # first with the names; its flush_curriculum() is a no-op, so the last step's episodes were
     # missing from the file, its channel_waiting() None (no channel rows saved), and a load's
     # resume_channel() went to it (the channel restored nothing)
-    from gymcurric.wrappers.vector import SampleCurriculumTask
-
-    cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
-    twice = SampleCurriculumTask(ours, cur)
-    try:
-        _mid_episode(ours)
+    with _mid_episode(_wrapped_again) as (cur, ours, twice):
         for _ in range(4):  # episodes end: the channel wrapper holds their work for later
             twice.step(np.zeros(2, np.int64))
         outer = _members(save_curriculum_state(tmp_path / "twice.npz", cur, env=twice))
@@ -241,5 +232,3 @@ def test_a_vector_env_wrapped_twice_saves_and_restores_the_channel_wrapper(tmp_p
         assert ours.channel_waiting() != direct["channel_waiting"]
         load_curriculum_state(tmp_path / "twice.npz", cur, env=twice)
         assert ours.channel_waiting() == direct["channel_waiting"]
-    finally:
-        twice.close()

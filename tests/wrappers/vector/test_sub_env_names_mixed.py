@@ -20,7 +20,6 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from gymcurric.errors import ConfigError
-from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import (
     env_task_ids,
     load_curriculum_state,
@@ -29,7 +28,7 @@ from gymcurric.wrappers import (
 )
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import SPACE, shadowing_curriculum
+from tests.sub_env_faults import shadowing_curriculum, shared_curriculum_envs
 
 
 class LookAlike(TaskStubEnv):
@@ -65,9 +64,7 @@ def attr(envs: Any, i: int, name: str) -> Any:
 
 @pytest.mark.parametrize("vec", ["async", "sync"])
 def test_each_sub_env_of_a_mix_is_read_set_and_flushed_by_its_own_names(tmp_path, vec):
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    envs = mixed(cur, vec)
-    try:
+    with shared_curriculum_envs(lambda cur: mixed(cur, vec)) as (cur, envs):
         _, info = envs.reset(seed=0)
         task = int(info["task_id"][1])
         assert env_task_ids(envs) == [2, task]  # was int("mine"): ValueError
@@ -87,16 +84,11 @@ def test_each_sub_env_of_a_mix_is_read_set_and_flushed_by_its_own_names(tmp_path
         _, info = envs.reset()
         assert info["task_id"][1] == task  # resumed
         assert attr(envs, 1, "calls") == []
-    finally:
-        envs.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("vec", ["async", "sync"])
 def test_resume_env_tasks_arms_each_sub_env_of_a_mix_by_its_own_names(vec):
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    envs = mixed(cur, vec)
-    try:
+    with shared_curriculum_envs(lambda cur: mixed(cur, vec)) as (cur, envs):
         _, info = envs.reset(seed=0)
         task = int(info["task_id"][1])
         resume_env_tasks(envs, [-1, 5])
@@ -105,9 +97,6 @@ def test_resume_env_tasks_arms_each_sub_env_of_a_mix_by_its_own_names(vec):
         assert armed(envs) == (task, 5)
         _, info = envs.reset()
         assert info["task_id"][1] == 5
-    finally:
-        envs.close()
-        cur.close()
 
 
 @pytest.mark.parametrize("vec", ["async", "sync"])
@@ -115,9 +104,7 @@ def test_call_sub_envs_each_calls_each_sub_env_by_its_own_name(vec):
     from gymcurric.errors import SubEnvCallError
     from gymcurric.wrappers._sub_envs import call_sub_envs_each
 
-    cur = Curriculum(SPACE, seed=0, backend="shared")
-    envs = mixed(cur, vec)
-    try:
+    with shared_curriculum_envs(lambda cur: mixed(cur, vec)) as (cur, envs):
         envs.reset(seed=0)
         names = ["get_wrapper_attr", "curriculum_task_ids"]
         assert call_sub_envs_each(envs, names, [("task_id",), ()])[0] == 2
@@ -126,6 +113,3 @@ def test_call_sub_envs_each_calls_each_sub_env_by_its_own_name(vec):
         assert (err.value.index, err.value.method) == (1, "no_such_method")
         with pytest.raises(ConfigError):  # one name per sub-env
             call_sub_envs_each(envs, ["has_wrapper_attr"], [("x",), ("x",)])
-    finally:
-        envs.close()
-        cur.close()
