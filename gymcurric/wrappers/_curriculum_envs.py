@@ -386,10 +386,11 @@ def vector_curriculum_wrapper(env: Any) -> Any:
     The first instance of the class (a subclass of yours included) down the ``.env`` chain of
     a Gymnasium vector env (its ``VectorWrapper`` does not forward attributes) that has a
     :attr:`~gymcurric.wrappers.vector.SampleCurriculumTask.channel`, else the first instance,
-    or None: a single env, an SB3 ``VecEnv``, a vector env without it. (A vector env wrapped
-    twice, ``SampleCurriculumTask(make_curriculum_vec(...), cur)``, has its channel in the
-    inner one: the outer one's ``channel_waiting()`` was saved, None, and its
-    ``resume_channel()`` restored nothing.) A checkpoint calls this wrapper's
+    or None: a single env, an SB3 ``VecEnv`` of single envs, a vector env without it (an SB3
+    ``VecEnv`` over a Gymnasium vector env that it keeps as ``env`` is searched from there).
+    A vector env wrapped twice, ``SampleCurriculumTask(make_curriculum_vec(...), cur)``, has
+    its channel in the inner one (the outer one's ``channel_waiting()`` was saved, None, and
+    its ``resume_channel()`` restored nothing). A checkpoint calls this wrapper's
     ``awaiting_reset()``, ``channel_*()`` and ``resume_channel()`` (and every instance's
     ``flush_curriculum()``), as attributes of the instance: a subclass's override, or a
     function set on the instance, is called; a vector wrapper of yours above it with a method
@@ -402,7 +403,14 @@ def vector_curriculum_wrapper(env: Any) -> Any:
 
 
 def _vector_curriculum_wrappers(env: Any) -> list[Any]:
-    """Every vector ``SampleCurriculumTask`` down the ``.env`` chain of ``env``, outermost first."""
+    """Every vector ``SampleCurriculumTask`` down the ``.env`` chain of ``env``, outermost first.
+
+    An SB3 ``VecEnv`` over a Gymnasium vector env (an adapter of yours that keeps it as
+    ``env``; SB3's ``VecEnvWrapper`` forwards the attribute) is searched from that env: its
+    channel's rows and the last step's episodes were lost otherwise.
+    """
+    if not isinstance(env, gym.Env | gym.vector.VectorEnv):
+        env = getattr(env, "env", None)  # an SB3 VecEnv's Gymnasium vector env, if any
     if not isinstance(env, gym.vector.VectorEnv):
         return []
     # imported here: gymcurric.wrappers imports this module, and gymcurric.wrappers.vector

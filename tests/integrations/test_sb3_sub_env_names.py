@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from stable_baselines3 import PPO
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 import gymcurric  # noqa: F401  (registers the env ids)
 from gymcurric.errors import ConfigError, SubEnvCallError
@@ -39,6 +39,7 @@ from gymcurric.wrappers import (
 )
 from tests.curriculum_stubs import make_wrapped
 from tests.sub_env_faults import (
+    SPACE,
     Shadowing,
     resume_refuses,
     shadowing_curriculum,
@@ -202,3 +203,68 @@ def test_each_sub_env_of_a_mix_of_wrappers_and_look_alikes_is_reached_by_its_own
         assert venv.get_attr("flushes", indices=[0]) == [2]  # the save's and the load's
         venv.reset()
         assert venv.reset_infos[1]["task_id"] == task
+
+
+class GymnasiumVec(VecEnv):
+    """A user's SB3 ``VecEnv`` over a Gymnasium vector env, kept as ``env`` (reached through
+    SB3's wrappers, which forward attributes): its sub-envs through ``call``."""
+
+    def __init__(self, env):
+        self.env = env
+        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
+
+    def reset(self):
+        return self.env.reset(seed=0)[0]
+
+    def step_async(self, actions):
+        self.actions = actions
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, _ = self.env.step(self.actions)
+        return obs, rewards, terminated | truncated, [{} for _ in range(self.num_envs)]
+
+    def close(self):
+        self.env.close()
+
+    def get_attr(self, name, indices=None):
+        return [self.env.unwrapped.get_attr(name)[i] for i in self._get_indices(indices)]
+
+    def set_attr(self, name, value, indices=None):
+        raise NotImplementedError
+
+    def env_method(self, name, *args, indices=None, **kwargs):
+        values = self.env.unwrapped.call(name, *args, **kwargs)
+        return [values[i] for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._get_indices(indices)]
+
+
+def test_an_sb3_vec_env_over_a_gymnasium_one_saves_and_restores_its_channel(tmp_path):
+    # e99284b looked for the vector SampleCurriculumTask in Gymnasium vector envs only: through
+    # an SB3 VecEnv the file silently lost the channel's rows (saved before it, through SB3's
+    # attribute forwarding) and the last step's episodes, and a load restored no channel
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from tests.wrappers.vector.test_curriculum_resume_refused import _envs, _run
+
+    cur = Curriculum(SPACE, seed=0)
+    ours = _envs(cur)
+    venv = VecMonitor(GymnasiumVec(ours))
+    try:
+        venv.reset()
+        for _ in range(6):  # episodes end: the vector wrapper holds their work for the next step
+            venv.step(np.zeros(2, np.int64))
+        saved = np.load(save_curriculum_state(tmp_path / "c.npz", cur, env=venv))
+        assert "channel_waiting" in saved.files
+        assert (ours.task_ids >= 0).all()
+        direct = np.load(save_curriculum_state(tmp_path / "d.npz", cur, env=ours))
+        assert {k: saved[k].tolist() for k in saved.files} == {
+            k: direct[k].tolist() for k in direct.files
+        }
+        _run(ours, 5)
+        assert ours.channel_waiting() != saved["channel_waiting"].tolist()
+        load_curriculum_state(tmp_path / "c.npz", cur, env=venv)
+        assert ours.channel_waiting() == saved["channel_waiting"].tolist()
+    finally:
+        venv.close()
