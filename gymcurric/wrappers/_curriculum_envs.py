@@ -165,7 +165,8 @@ def env_tasks(
         else:
             pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
         return [(int(t), None if r is None else int(r)) for t, r in pairs]
-    # look-alikes' plain names are read from every sub-env (get_attr takes no indices), and
+    # look-alikes' plain names are read from every sub-env (a Gymnasium vector env's get_attr
+    # takes no indices; an SB3 VecEnv's is asked the same way, as before mixes were read), and
     # kept for the look-alikes only: a wrapper's may be a user's wrapper's above it
     plain = [m is False for m in marked] if marked else None
     ids = _env_attr(env, "task_id", plain)

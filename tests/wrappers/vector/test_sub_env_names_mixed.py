@@ -113,3 +113,29 @@ def test_call_sub_envs_each_calls_each_sub_env_by_its_own_name(vec):
         assert (err.value.index, err.value.method) == (1, "no_such_method")
         with pytest.raises(ConfigError):  # one name per sub-env
             call_sub_envs_each(envs, ["has_wrapper_attr"], [("x",), ("x",)])
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+@pytest.mark.parametrize("refusing", [0, 1])
+def test_a_wrapper_of_a_mix_that_refuses_its_task_leaves_every_sub_env_as_it_was(vec, refusing):
+    # the look-alike is set in the same pass as the wrapper refuses (before it, or after it)
+    from gymcurric.errors import SubEnvCallError
+    from tests.sub_env_faults import resume_refuses
+
+    def make(cur: Any) -> Any:
+        fns: list[Any] = [LookAlike, LookAlike]
+        fns[refusing] = partial(resume_refuses, cur, [5])
+        return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
+
+    with shared_curriculum_envs(make) as (_, envs):
+        envs.reset(seed=0)
+        ids = [3, 3]
+        ids[refusing] = 5
+        with pytest.raises(SubEnvCallError) as err:
+            resume_env_tasks(envs, ids)
+        assert (err.value.index, err.value.method) == (refusing, "resume_curriculum_task")
+        assert "put back" in err.value.__notes__[-1]
+        other = 1 - refusing
+        assert attr(envs, other, "pending_task_id") is None  # was set to 3 in the same pass
+        assert attr(envs, other, "resuming") is False
+        assert call_sub_envs(envs, "curriculum_task_ids", indices=[refusing])[0][1] is None
