@@ -205,10 +205,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 
     @property
     def channel(self) -> TaskChannel | None:
-        """The :class:`~gymcurric.tasks.channel.TaskChannel` the sub-envs take tasks from, or None.
+        """The sub-envs' :class:`~gymcurric.tasks.channel.TaskChannel`, or None (no channel).
 
-        A checkpoint reads and restores the channel of the vector wrapper that has one, where a
-        vector env is wrapped in this class twice (``make_curriculum_vec``'s and another).
+        Of an env wrapped in this class twice, a checkpoint saves the wrapper's that has one.
         """
         return self._channel
 
