@@ -5,8 +5,8 @@ an ``int`` subclass) at or above a minimum; numpy integers only where the caller
 ``k`` or a seed that may come out of a numpy array), None only where it means "off".
 
 A task id has its own rule (:func:`as_task_id`, :func:`check_task_id`), the same wherever
-one is given: anything whose ``__index__`` gives one int in [-1, 2**63) (-1: no task; ids
-live in int64 arrays: channel slots, checkpoints).
+one is given: anything but a bool whose ``__index__`` gives one int in [-1, 2**63) (-1: no
+task; ids live in int64 arrays: channel slots, checkpoints).
 """
 
 from __future__ import annotations
