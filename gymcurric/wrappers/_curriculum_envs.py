@@ -46,7 +46,6 @@ __all__ = [
     "checked_task_ids",
     "env_task_ids",
     "env_tasks",
-    "find_method",
     "flush_envs",
     "resume_env_tasks",
     "resume_tasks",
@@ -165,9 +164,9 @@ def env_tasks(
         else:
             pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
         return [(int(t), None if r is None else int(r)) for t, r in pairs]
-    # look-alikes' plain names are read from every sub-env (a Gymnasium vector env's get_attr
-    # takes no indices; an SB3 VecEnv's is asked the same way, as before mixes were read), and
-    # kept for the look-alikes only: a wrapper's may be a user's wrapper's above it
+    # look-alikes' plain names are read from every sub-env in one get_attr (a Gymnasium vector
+    # env's takes no indices; an SB3 VecEnv's is asked the same way), and kept for the
+    # look-alikes only: a wrapper's may be a user's wrapper's above it
     plain = [m is False for m in marked] if marked else None
     ids = _env_attr(env, "task_id", plain)
     if not resumed:
@@ -190,9 +189,9 @@ def env_tasks(
 def _env_attr(env: Any, name: str, plain: list[bool] | None = None) -> list[Any]:
     """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
 
-    ``plain``: per env whether to keep its value (an int for ``task_id`` and None for the
-    others elsewhere: those are read through the wrapper's own names). Only for an env
-    :func:`check_wrapped` accepted: a worker exits on a missing attribute.
+    ``plain``: per env whether to keep its value; where not, ``-1`` for ``task_id`` and None
+    for the others stand in (those envs are read through the wrapper's own names). Only for
+    an env :func:`check_wrapped` accepted: a worker exits on a missing attribute.
     """
     try:
         if isinstance(env, gym.Env):
@@ -254,7 +253,7 @@ def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
 
 
 def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int]:
-    """``task_ids`` as ints, one per env of ``env``, each >= -1, or a ConfigError naming it.
+    """``task_ids`` as ints, one per env of ``env``, each a task id, or a ConfigError naming it.
 
     What a sub-env's wrapper would refuse, refused here, before any sub-env is changed: each
     id is checked by :func:`gymcurric._checks.check_task_id`, the wrapper's own rule.
@@ -338,10 +337,11 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
     """Apply the curriculum work ``env`` holds back: each sub-env's, then the vector wrapper's.
 
     A sub-env's ``flush_curriculum()`` runs in its process (an SB3 ``VecEnv``'s ``env_method``,
-    a Gymnasium vector env's ``call``), through :func:`call_sub_envs` and under the name only
-    the wrapper has (``curriculum_task_flush``; look-alikes' by its name): one that raises
-    there does not end its worker, and its error is raised here (a
-    :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env, or gymcurric's own error).
+    a Gymnasium vector env's ``call``), through :func:`call_sub_envs` (a mix of wrappers and
+    look-alikes: :func:`_call_each`) and under the name only the wrapper has
+    (``curriculum_task_flush``; look-alikes' by its name): one that raises there does not end
+    its worker, and its error is raised here (a :class:`~gymcurric.errors.SubEnvCallError`
+    naming the sub-env, or gymcurric's own error).
     Then gymcurric's vector curriculum wrappers, under outer vector wrappers too (each
     instance of the class: see :func:`vector_curriculum_wrapper`). Only for an env
     :func:`check_wrapped` accepted (``marked``).
@@ -351,7 +351,7 @@ def flush_envs(env: Any, marked: list[bool] | None) -> None:
     if isinstance(env, gym.Env):
         if marked and marked[0]:
             env.get_wrapper_attr(FLUSH_CURRICULUM)()
-        elif (flush := find_method(env, "flush_curriculum")) is not None:  # a look-alike
+        elif (flush := _find_method(env, "flush_curriculum")) is not None:  # a look-alike
             flush()
         return
     if marked and any(marked) and not all(marked):  # a mix: each sub-env by its own name
@@ -374,7 +374,7 @@ def awaiting_reset(env: Any, marked: list[bool] | None) -> list[bool] | None:
     if isinstance(env, gym.Env):
         if marked and marked[0]:
             return list(env.get_wrapper_attr(AWAITING_RESET)())
-        awaiting = find_method(env, "awaiting_reset")  # a look-alike, by the plain name
+        awaiting = _find_method(env, "awaiting_reset")  # a look-alike, by the plain name
     else:
         wrapper = vector_curriculum_wrapper(env)
         awaiting = None if wrapper is None else wrapper.awaiting_reset
@@ -428,7 +428,7 @@ def _vector_curriculum_wrappers(env: Any) -> list[Any]:
     return found
 
 
-def find_method(env: Any, name: str) -> Any:
+def _find_method(env: Any, name: str) -> Any:
     """The callable ``name`` of ``env`` or of the first env under it (``.env`` chain), or None.
 
     For a single look-alike env only (one with the wrapper's plain names and not its mark),
