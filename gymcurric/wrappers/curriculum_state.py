@@ -96,14 +96,14 @@ def save_curriculum_state(
     ``awaiting_reset()``; the vector
     :class:`~gymcurric.wrappers.vector.SampleCurriculumTask`'s, ``make_curriculum_vec``'s, is
     found under outer vector wrappers too); a bare ``VectorEnv`` without that wrapper cannot,
-    and such a checkpoint replays the task that ended.
+    and such a checkpoint replays the task that ended. A sub-env in the middle of an episode
+    is saved with its task, which the resumed run plays again from the start (the env's own
+    state is not in the file).
 
     The vector wrapper's ``flush_curriculum()``, ``awaiting_reset()`` and ``channel_*()`` (and
     the load's ``resume_channel()``) are called on it, never on a vector wrapper of yours above
     it that has a method of the same name: to change what a checkpoint gets, subclass it, or
     set the method on its instance.
-    A sub-env in the middle of an episode is saved with its task, which the resumed run plays
-    again from the start (the env's own state is not in the file).
 
     A save right after :func:`load_curriculum_state` with ``env=``, before the envs reset,
     writes what was loaded (each env's task, an async vector env's channel rows): the envs
