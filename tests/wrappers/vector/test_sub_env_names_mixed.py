@@ -70,7 +70,7 @@ def test_each_sub_env_of_a_mix_is_read_set_and_flushed_by_its_own_names(tmp_path
         assert env_task_ids(envs) == [2, task]  # was int("mine"): ValueError
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
         assert np.load(path)["env_task_ids"].tolist() == [2, task]
-        assert attr(envs, 1, "calls") == []  # the user's flush_curriculum() ran
+        assert attr(envs, 1, "calls") == []  # was ["flush_curriculum"]: the user's ran
         assert attr(envs, 0, "flushes") == 1  # the look-alike's, by its name
         for _ in range(6):  # sub-env 1's 4-step episode ends, its next task starts
             envs.step(np.zeros(2, np.int64))
