@@ -33,12 +33,13 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric._checks import as_task_id, check_one_per_env, check_task_id
+from gymcurric._checks import check_one_per_env, check_task_id
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
 from gymcurric.wrappers.episode_sums import EpisodeSums
+from gymcurric.wrappers.vector._channel_rows import check_slots_fit, slot_rows, task_rows
 from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 from gymcurric.wrappers.vector._main_episodes import MainEpisodes
 
@@ -332,7 +333,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
                 ``spares`` that is not a task id (an int from -1 to 2**63 - 1), or a row of
                 ``slots`` without one slot (the same rule, -1: none) per task of the row;
-                nothing is changed.
+                nothing is changed. A slot beyond the curriculum's pool is refused by the
+                reset that restores the rows (the pool is known then), before it changes
+                anything: the restore still waits.
         """
         if self._channel is None:
             return None
@@ -345,8 +348,8 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                     check_one_per_env(name, rows, self.num_envs, source=source)
             restored = (  # all checked before anything is set
                 [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
-                None if spares is None else _task_rows("spares", spares, source),
-                None if slots is None else _slot_rows(slots, spares, source),
+                None if spares is None else task_rows("spares", spares, source),
+                None if slots is None else slot_rows(slots, spares, source),
                 None if stale is None else [bool(x) for x in stale],
                 None if refill_due is None else bool(refill_due),
             )
@@ -409,6 +412,11 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             resume, self._resume = self._resume, None
             if resume is not None:  # a checkpoint's waiting tasks and generator
                 waiting, spares, slots, stale, refill_due = resume
+                try:  # slots the pool has (resume_channel cannot know the pool loaded after it)
+                    check_slots_fit(slots, self.curriculum)
+                except ConfigError:
+                    self._resume = resume  # nothing changed: the restore still waits
+                    raise
                 chan.restore_waiting(self.curriculum, waiting, spares, slots)
                 if refill_due is None:  # a file from before it: as such files were resumed
                     due = self._mode != AutoresetMode.DISABLED or min(waiting, default=0) < 0
@@ -559,35 +567,6 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
 def _rows(rows: list[list[int]] | None) -> list[list[int]] | None:
     """A copy of per-sub-env rows (None stays None)."""
     return None if rows is None else [list(r) for r in rows]
-
-
-def _task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[list[int]]:
-    """Per-sub-env rows of task ids (-1: none) as ints, or a ConfigError naming the entry."""
-    return [
-        [check_task_id(f"{name}[{i}][{j}]", t, source=source) for j, t in enumerate(row)]
-        for i, row in enumerate(rows)
-    ]
-
-
-def _slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[list[int]]:
-    """Per sub-env the pool slots of its waiting task and spares (-1: none), as ints.
-
-    A ConfigError names a row without one slot per task, or an entry that is not an int
-    (the rule of a task id: not a bool or a float).
-    """
-    out = []
-    for i, row in enumerate(slots):
-        cols = 1 + (0 if spares is None else len(spares[i]))
-        if len(row) != cols:
-            why = f"expected {cols} pool slots: the waiting task's, then one per spare"
-            raise ConfigError(f"slots[{i}]", row, why, source=source)
-        checked = [as_task_id(t) for t in row]
-        if None in checked:
-            j = checked.index(None)
-            why = "expected a pool slot (an int >= 0), -1 for none"
-            raise ConfigError(f"slots[{i}][{j}]", row[j], why, source=source)
-        out.append([t for t in checked if t is not None])  # each is (a None raised above)
-    return out
 
 
 # The old names, deprecated (issue 22): type checkers see plain aliases; at run time an

@@ -238,3 +238,26 @@ def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp
     finally:
         envs.close()
         plain.close()
+
+
+def test_slots_beyond_the_pool_are_refused_at_the_reset_before_anything_changes():
+    # taken, the reset raised IndexError from curriculum.count after the sub-envs had reset
+    # and the channel's waiting tasks were replaced; the pool is known only at the reset
+    # (a load sets the channel's rows before it loads the curriculum)
+    cur = Curriculum(SPACE, seed=0)
+    envs = _envs(cur)
+    try:
+        envs.reset(seed=0)
+        waiting, good = envs.channel_waiting(), envs.channel_slots()
+        envs.resume_channel(waiting, slots=[[10**6], [0]], stale=[False, False])
+        before = _state(cur)
+        with pytest.raises(ConfigError, match=r"slots\[0\]\[0\]") as err:
+            envs.reset()
+        assert "the curriculum's pool" in str(err.value)
+        assert _state(cur) == before and envs.channel_waiting() == waiting
+        assert envs.channel_slots() == [[10**6], [0]]  # the restore still waits
+        envs.resume_channel(waiting, slots=good, stale=[False, False])
+        envs.reset()  # still a working env, restoring what it was given
+        assert envs.task_ids.tolist() == waiting
+    finally:
+        envs.close()
