@@ -71,8 +71,9 @@ class TaskChannel(ChannelSlots):
     Built by :func:`gymcurric.wrappers.vector.make_curriculum_vec` for async vector envs; the
     sub-env wrappers use :meth:`take`, :meth:`take_spare`, :meth:`refuse` and :meth:`put`
     (through :meth:`transport`), the vector wrapper :meth:`refill` and :meth:`collect`.
-    The slots and the sub-env side come from its base, :class:`~gymcurric.tasks._channel_slots.ChannelSlots`;
-    this class adds the main process's side.
+    The slots and the sub-env side come from its base,
+    :class:`~gymcurric.tasks._channel_slots.ChannelSlots`; this class adds the main process's
+    side.
 
     A copy (a spawn or forkserver worker's, ``copy.deepcopy``, ``copy.copy``) maps the same
     slots and goes on where the channel stood when it was copied: its main-process side is a
