@@ -283,9 +283,8 @@ class SampleCurriculumTask(
                 :attr:`pending_task_id` and :func:`~gymcurric.wrappers.resume_env_tasks`.
         """
         src = "SampleCurriculumTask.resume_curriculum_task"
-        check_task_id("task_id", task_id, source=src, allow_none=True)  # the name given here
-        self.pending_task_id = task_id
-        self.resuming = task_id is not None
+        # -1 is kept as is: resuming, without a task (see resuming)
+        self._pending = check_task_id("task_id", task_id, source=src, allow_none=True)
 
     def curriculum_task_flush(self) -> None:
         """:meth:`flush_curriculum`, under a name no other wrapper has (checkpoints call it)."""
