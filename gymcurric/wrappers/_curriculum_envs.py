@@ -186,12 +186,13 @@ def env_tasks(
     return out
 
 
-def _env_attr(env: Any, name: str, plain: list[bool] | None = None) -> list[Any]:
+def _env_attr(env: Any, name: str, plain: list[bool] | None) -> list[Any]:
     """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
 
-    ``plain``: per env whether to keep its value; where not, ``-1`` for ``task_id`` and None
-    for the others stand in (those envs are read through the wrapper's own names). Only for
-    an env :func:`check_wrapped` accepted: a worker exits on a missing attribute.
+    ``plain``: per env whether to keep its value (None: every env's); where not, ``-1`` for
+    ``task_id`` and None for the others stand in (those envs are read through the wrapper's
+    own names). Only for an env :func:`check_wrapped` accepted: a worker exits on a missing
+    attribute.
     """
     try:
         if isinstance(env, gym.Env):
