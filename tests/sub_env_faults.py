@@ -5,7 +5,9 @@ Shared by ``tests/wrappers/vector/test_sub_env_errors.py`` (Gymnasium vector env
 spawn/forkserver workers. Also the user's wrapper whose attributes are named like those of
 gymcurric's wrappers (``tests/wrappers/vector/test_sub_env_names.py``,
 ``tests/integrations/test_sb3_sub_env_names.py``), a curriculum wrapper that refuses to resume
-some tasks, and a user's wrapper whose methods return values a worker cannot send.
+some tasks (and a vector env of two over a channel, :func:`channel_envs`), a look-alike of the
+curriculum wrapper (:class:`LookAlike`), and a user's wrapper whose methods return values a
+worker cannot send.
 """
 
 from __future__ import annotations
@@ -13,12 +15,17 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+from gymnasium.vector import SyncVectorEnv
 
 from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import PresentDatapack, SampleCurriculumTask
+from gymcurric.wrappers.vector import SampleCurriculumTask as VectorSampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
 from tests.semantics.stubs import StateEnv
 
@@ -80,8 +87,10 @@ class ResumeRefuses(SampleCurriculumTask):
     after the main process checked the ids, so the other sub-envs may already be armed.
     """
 
-    def __init__(self, env, curriculum, refused=()):
-        super().__init__(env, curriculum)
+    def __init__(self, env, curriculum, refused=(), channel=None, channel_index=None):
+        super().__init__(env, curriculum, channel=channel)
+        if channel_index is not None:
+            self.channel_index = channel_index  # as make_curriculum_vec binds it
         self.refused = frozenset(refused)
 
     def resume_curriculum_task(self, task_id):
@@ -92,6 +101,47 @@ class ResumeRefuses(SampleCurriculumTask):
 
 def resume_refuses(curriculum, refused=()):
     return ResumeRefuses(TaskStubEnv("stub"), curriculum, refused)
+
+
+def channel_resume_refuses(curriculum, channel, index, refused=()):
+    """A stub env in :class:`ResumeRefuses`, bound to ``channel`` as its sub-env ``index``."""
+    return ResumeRefuses(TaskStubEnv("stub"), curriculum, refused, channel, index)
+
+
+def channel_envs(curriculum, refused=(), spares=0):
+    """Two sub-envs taking their tasks from a channel; sub-env 1 refuses to resume ``refused``.
+
+    A ``SyncVectorEnv`` under gymcurric's vector ``SampleCurriculumTask``, which holds the
+    channel (``TaskChannel(2, spares=spares)``).
+    """
+    chan = TaskChannel(2, spares=spares)
+    fns = [
+        partial(channel_resume_refuses, curriculum, chan, 0),
+        partial(channel_resume_refuses, curriculum, chan, 1, refused),
+    ]
+    return VectorSampleCurriculumTask(SyncVectorEnv(fns), curriculum, channel=chan)
+
+
+def step_and_flush(envs, steps):
+    """Step a two-sub-env vector env ``steps`` times, then flush its curriculum work."""
+    for _ in range(steps):
+        envs.step(np.zeros(2, np.int64))
+    envs.flush_curriculum()
+
+
+class LookAlike(TaskStubEnv):
+    """Every plain name a checkpoint uses, without gymcurric's wrapper (runs task 2's level)."""
+
+    task_id: Any = 2
+    pending_task_id: Any = None
+    resuming: Any = False
+
+    def __init__(self) -> None:
+        super().__init__("look-alike")
+        self.flushes = 0
+
+    def flush_curriculum(self) -> None:
+        self.flushes += 1
 
 
 class RecordsCurriculumCalls:

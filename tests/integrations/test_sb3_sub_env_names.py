@@ -185,7 +185,7 @@ def test_each_sub_env_of_a_mix_of_wrappers_and_look_alikes_is_reached_by_its_own
     tmp_path, kind
 ):
     # one look-alike made every sub-env read by the plain names: int("mine") raised
-    from tests.wrappers.vector.test_sub_env_names_mixed import LookAlike
+    from tests.sub_env_faults import LookAlike
 
     with shared_curriculum_envs(
         lambda cur: vec([LookAlike, partial(shadowing_curriculum, cur)], kind)
@@ -246,10 +246,10 @@ def test_an_sb3_vec_env_over_a_gymnasium_one_saves_and_restores_its_channel(tmp_
     # attribute forwarding) and the last step's episodes, and a load restored no channel
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from tests.wrappers.vector.test_curriculum_resume_refused import _envs, _run
+    from tests.sub_env_faults import channel_envs, step_and_flush
 
     cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
+    ours = channel_envs(cur)
     venv = VecMonitor(GymnasiumVec(ours))
     try:
         venv.reset()
@@ -262,7 +262,7 @@ def test_an_sb3_vec_env_over_a_gymnasium_one_saves_and_restores_its_channel(tmp_
         assert {k: saved[k].tolist() for k in saved.files} == {
             k: direct[k].tolist() for k in direct.files
         }
-        _run(ours, 5)
+        step_and_flush(ours, 5)
         assert ours.channel_waiting() != saved["channel_waiting"].tolist()
         load_curriculum_state(tmp_path / "c.npz", cur, env=venv)
         assert ours.channel_waiting() == saved["channel_waiting"].tolist()

@@ -9,7 +9,7 @@ Before the fix the save read the envs' current state instead (a single env's ``t
 ``-1``, the channel's fresh slots), and the run resumed from the second file diverged.
 
 As users run it, in three interpreters: one runs uninterrupted and writes the checkpoint
-(the harnesses of ``test_curriculum_resume.py``, single and vector), one loads it into a fresh
+(the harnesses in ``resume_harness.py``, single and vector), one loads it into a fresh
 env and saves at once, one resumes from that second file.
 """
 
@@ -23,9 +23,9 @@ import pytest
 
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
-from tests.wrappers import test_curriculum_resume as single
+from tests.wrappers import resume_harness as single
 from tests.wrappers.test_curriculum_state import members
-from tests.wrappers.vector import test_curriculum_resume as vector
+from tests.wrappers.vector import resume_harness as vector
 
 #: single env: saved with no task (an episode had ended), and with the task reset to
 SINGLE = [["single", "terminated"], ["single", "after_reset"]]
@@ -43,8 +43,8 @@ CASES = SINGLE + VECTOR
 
 def _build(case: list[str], seed: int) -> tuple[Any, Any]:
     if case[0] == "single":
-        return single._build(seed)
-    return vector._build(*case[1:], seed=seed)
+        return single.build(seed)
+    return vector.build(*case[1:], seed=seed)
 
 
 def write(case: list[str], path: str) -> dict[str, Any]:

@@ -18,86 +18,18 @@ uninterrupted run's exactly:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pytest
-from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 
-from gymcurric.tasks import Curriculum, FixedTaskSpace
+from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv
 from tests.new_interpreter import call_in_new_interpreter
+from tests.wrappers.resume_harness import SPACE, build, final_state, finish, resumed, uninterrupted
 
-#: episodes of 2 to 5 steps; the TimeLimit truncates the 5-step ones at 4
-SPACE = FixedTaskSpace([{"level": i + 1, "len": 2 + i % 4} for i in range(10)])
-LIMIT = 4
-EPISODES = 12  # played after the checkpoint
 CASES = ("terminated", "truncated", "mid_episode", "after_reset")
-
-
-def _build(seed: int) -> tuple[Curriculum, Any]:
-    cur = Curriculum(SPACE, seed=seed, recompute_every=3)
-    return cur, RecordEpisodeStatistics(SampleCurriculumTask(TimeLimit(TaskStubEnv(), LIMIT), cur))
-
-
-def _finish(env: Any) -> list[Any]:
-    """Play the current episode to its end: its task id, return and how it ended."""
-    tid = int(env.get_wrapper_attr("task_id"))
-    total = 0.0
-    while True:
-        _, reward, terminated, truncated, _ = env.step(0)
-        total += float(reward)
-        if terminated or truncated:
-            return [tid, total, "terminated" if terminated else "truncated"]
-
-
-def _state(cur: Curriculum) -> dict[str, Any]:
-    """The curriculum state, arrays as lists (NaN as a string), for an exact comparison."""
-    state = dict(cur.state_dict())
-    arrays = state.pop("arrays")
-    state["arrays"] = {k: np.asarray(a).tolist() for k, a in sorted(arrays.items())}
-    return json.loads(json.dumps(state, default=repr).replace("NaN", '"nan"'))
-
-
-def uninterrupted(case: str, path: str) -> dict[str, Any]:
-    """Play to the case's checkpoint (after a few episodes), save there, and play on."""
-    cur, env = _build(seed=0)
-    env.reset(seed=0)
-    played, partial = 0, 0.0
-    while True:
-        if case == "mid_episode" and played >= 3:
-            partial = float(env.step(0)[1])  # every task lasts 2 steps at least
-            break
-        ended = _finish(env)
-        played += 1
-        if played >= 3 and ended[2] == case:
-            break
-        env.reset()
-        if case == "after_reset" and played >= 3:
-            break
-    save_curriculum_state(path, cur, env=env)
-    after = []
-    if case in ("mid_episode", "after_reset"):
-        after.append(_finish(env))  # the episode the checkpoint fell in
-        after[0][1] += partial
-    while len(after) < EPISODES:
-        env.reset()
-        after.append(_finish(env))
-    return {"after": after, "state": _state(cur)}
-
-
-def resumed(case: str, path: str) -> dict[str, Any]:
-    """A fresh env (another seed) that loads the checkpoint, resets and plays on."""
-    cur, env = _build(seed=7)
-    load_curriculum_state(path, cur, env=env)
-    env.reset(seed=123)  # the checkpoint's task and generator win over the seed
-    after = [_finish(env)]
-    while len(after) < EPISODES:
-        env.reset()
-        after.append(_finish(env))
-    return {"after": after, "state": _state(cur)}
 
 
 def run_all(which: str, cases: list[list[str]]) -> list[Any]:
@@ -134,12 +66,12 @@ def test_a_resumed_single_env_plays_the_uninterrupted_runs_episodes(runs, case):
 
 
 def test_awaiting_reset_marks_an_ended_episode_until_the_reset(tmp_path):
-    cur, env = _build(seed=0)
+    cur, env = build(seed=0)
     assert env.get_wrapper_attr("awaiting_reset")() == [False]
     env.reset(seed=0)
     env.step(0)
     assert env.get_wrapper_attr("awaiting_reset")() == [False]
-    tid = _finish(env)[0]
+    tid = finish(env)[0]
     assert env.get_wrapper_attr("awaiting_reset")() == [True]
     path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)  # through the outer wrapper
     with np.load(path, allow_pickle=False) as z:
@@ -149,7 +81,7 @@ def test_awaiting_reset_marks_an_ended_episode_until_the_reset(tmp_path):
     assert env.get_wrapper_attr("task_id") != -1
     # an explicit task's episode is not tracked (it has no task id to save)
     env.reset(options={"task": {"level": 3, "len": 2}})
-    _finish(env)
+    finish(env)
     assert env.get_wrapper_attr("awaiting_reset")() == [False]
     assert tid >= 0
 
@@ -180,10 +112,10 @@ def test_a_checkpoint_after_a_failed_reset_resumes_with_the_next_task(tmp_path, 
     cur, env, inner = build(seed=0)
     env.reset(seed=0)
     for _ in range(3):
-        _finish(env)
+        finish(env)
         env.reset()
     if episode == "ended":
-        _finish(env)
+        finish(env)
     else:
         env.step(0)
     inner.fail = fail
@@ -194,9 +126,9 @@ def test_a_checkpoint_after_a_failed_reset_resumes_with_the_next_task(tmp_path, 
     with np.load(path, allow_pickle=False) as z:
         assert z["env_task_ids"].tolist() == [-1]
     env.reset()
-    expected = [_finish(env), _state(cur)]
+    expected = [finish(env), final_state(cur)]
 
     cur2, env2, _ = build(seed=7)
     load_curriculum_state(path, cur2, env=env2)
     env2.reset(seed=123)
-    assert [_finish(env2), _state(cur2)] == expected
+    assert [finish(env2), final_state(cur2)] == expected

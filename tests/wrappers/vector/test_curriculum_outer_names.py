@@ -27,9 +27,7 @@ from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import SPACE, RecordsCurriculumCalls
-
-from .test_curriculum_resume_refused import _envs, _run
+from tests.sub_env_faults import SPACE, RecordsCurriculumCalls, channel_envs, step_and_flush
 
 NAMES = (
     "flush_curriculum",
@@ -87,13 +85,13 @@ def _mid_episode(user: Callable[[Any], Any]) -> Iterator[tuple[Any, Any, Any]]:
     they run).
     """
     cur = Curriculum(SPACE, seed=0)
-    ours = _envs(cur)
+    ours = channel_envs(cur)
     envs = user(ours)
     try:
         ours.reset(seed=0)
-        _run(ours, 6)
+        step_and_flush(ours, 6)
         while any(ours.awaiting_reset()):
-            _run(ours, 1)
+            step_and_flush(ours, 1)
         yield cur, ours, envs
     finally:
         envs.close()
@@ -120,7 +118,7 @@ def test_a_load_through_a_user_vector_wrapper_restores_the_channel(tmp_path):
     with _mid_episode(Mine) as (cur, ours, envs):
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=ours)
         saved = _members(path)
-        _run(ours, 5)
+        step_and_flush(ours, 5)
         assert ours.channel_waiting() != saved["channel_waiting"]  # else it shows nothing
         load_curriculum_state(path, cur, env=envs)
         assert ours.channel_waiting() == saved["channel_waiting"]
@@ -228,7 +226,7 @@ def test_a_vector_env_wrapped_twice_saves_and_restores_the_channel_wrapper(tmp_p
         direct = _members(save_curriculum_state(tmp_path / "ours.npz", cur, env=ours))
         assert "channel_waiting" in direct  # else the test would show nothing
         assert outer == direct
-        _run(ours, 5)
+        step_and_flush(ours, 5)
         assert ours.channel_waiting() != direct["channel_waiting"]
         load_curriculum_state(tmp_path / "twice.npz", cur, env=twice)
         assert ours.channel_waiting() == direct["channel_waiting"]

@@ -25,138 +25,21 @@ episodes in the same steps and the checkpoint falls on a boundary for all of the
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from gymcurric.tasks import Curriculum, FixedTaskSpace, OpenEndedPool
+from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
-from gymcurric.wrappers.vector import make_curriculum_vec
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..test_curriculum_state import rewrite
-from .test_curriculum_channel import STUB
+from .resume_harness import MODES, PLAIN, SPACES, N, build, resumed, step, uninterrupted
 
-N = 4
-STEPS = 20
-PLAIN = FixedTaskSpace([{"level": i + 1, "len": 3} for i in range(12)])
-SPACES = {  # the task space and the curriculum's other settings
-    "plain": (PLAIN, {}),
-    # every fourth task is refused (make_curriculum_vec's spares take the retries)
-    "refusing": (
-        FixedTaskSpace(
-            [
-                {"reject": True, "n": i} if i % 4 == 1 else {"level": i + 1, "len": 3}
-                for i in range(12)
-            ]
-        ),
-        {},
-    ),
-    # half the tasks in the pool; the episodes' records evict tasks, waiting ones too
-    "evicting": (
-        PLAIN,
-        {"pool": OpenEndedPool(capacity=6, min_samples=1, evictions_per_recompute=2)},
-    ),
-}
-MODES = {
-    m.name: m for m in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
-}
 CASES = [(mode, space, vec) for mode in MODES for space in SPACES for vec in ("sync", "async")]
-
-
-def _build(mode: str, space: str, vec: str, seed: int) -> tuple[Any, Any]:
-    backend = "shared" if vec == "async" else "local"
-    task_space, settings = SPACES[space]
-    cur = Curriculum(task_space, seed=seed, recompute_every=3, backend=backend, **settings)
-    kwargs: dict[str, Any] = {"autoreset_mode": MODES[mode]}
-    if vec == "async":
-        kwargs["context"] = "fork"
-    envs = make_curriculum_vec(STUB, cur, N, vectorization_mode=vec, vector_kwargs=kwargs)
-    return cur, envs
-
-
-def _step(envs: Any) -> tuple[list[int], list[float], list[bool]]:
-    _, rewards, term, trunc, _ = envs.step(np.zeros(N, dtype=np.int64))
-    return envs.task_ids.tolist(), rewards.tolist(), (term | trunc).tolist()
-
-
-def _stream(envs: Any, mode: str, n: int) -> list[Any]:
-    """``n`` steps: per step the task ids, rewards and dones (and the masked resets)."""
-    out: list[Any] = []
-    for _ in range(n):
-        ids, rewards, dones = _step(envs)
-        out.append([ids, rewards, dones])
-        if MODES[mode] == AutoresetMode.DISABLED and any(dones):
-            envs.reset(options={"reset_mask": np.asarray(dones)})
-            out.append(["reset", envs.task_ids.tolist()])
-    return out
-
-
-def _state(cur: Any, envs: Any) -> dict[str, Any]:
-    """The curriculum state after the run's last step, arrays as lists (NaN as a string)."""
-    envs.flush_curriculum()
-    state = dict(cur.state_dict())
-    arrays = state.pop("arrays")
-    state["arrays"] = {k: np.asarray(a).tolist() for k, a in sorted(arrays.items())}
-    return json.loads(json.dumps(state, default=repr).replace("NaN", '"nan"'))
-
-
-def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]:
-    """Run until the second step that ends every episode, save there, go on."""
-    cur, envs = _build(mode, space, vec, seed=0)
-    try:
-        envs.reset(seed=0)
-        ended = 0
-        while True:
-            ids, rewards, dones = _step(envs)
-            if any(dones):
-                assert all(dones), "the sub-envs must end their episodes in the same steps"
-                ended += 1
-                if ended == 2:
-                    break
-                if MODES[mode] == AutoresetMode.DISABLED:
-                    envs.reset(options={"reset_mask": np.asarray(dones)})
-        save_curriculum_state(path, cur, env=envs)
-        with np.load(path) as z:  # saved tasks that are no longer in the pool
-            rows = [z["channel_waiting"][:, None], z["channel_spares"]] if vec == "async" else []
-            gone = [t for t in np.hstack(rows or [[]]).ravel().tolist() if t >= 0]
-            gone = [t for t in gone if cur.slot_of(int(t)) is None]
-        # the episodes that start next: in the reset step, the done step, the masked reset
-        if MODES[mode] == AutoresetMode.NEXT_STEP:
-            ids, rewards, _ = _step(envs)
-            assert rewards == [0.0] * N  # the reset step
-            starts = ids
-        elif MODES[mode] == AutoresetMode.SAME_STEP:
-            starts = [int(t) for t in envs.unwrapped.get_attr("task_id")]
-        else:
-            envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-            starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, STEPS)
-        rejections = sum(envs.unwrapped.get_attr("rejections"))
-        state = _state(cur, envs)
-        return {"starts": starts, "trace": trace, "state": state, "rej": rejections, "gone": gone}
-    finally:
-        envs.close()
-        cur.close()
-
-
-def resumed(mode: str, space: str, vec: str, path: str, steps: int = STEPS) -> dict[str, Any]:
-    """A fresh run (another seed) that loads the checkpoint, resets once and steps on."""
-    cur, envs = _build(mode, space, vec, seed=7)
-    try:
-        load_curriculum_state(path, cur, env=envs)
-        envs.reset(seed=123)  # the checkpoint's tasks and generator win over the seed
-        starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, steps)
-        return {"starts": starts, "trace": trace, "state": _state(cur, envs)}
-    finally:
-        envs.close()
-        cur.close()
 
 
 def resume_all(cases: list[list[str]]) -> list[Any]:
@@ -200,12 +83,12 @@ def test_resume_right_after_a_step_that_ended_every_episode_is_exact(runs, mode,
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_awaiting_reset_marks_the_done_sub_envs_until_they_reset(mode):
-    cur, envs = _build(mode, "plain", "sync", seed=0)
+    cur, envs = build(mode, "plain", "sync", seed=0)
     try:
         envs.reset(seed=0)
         seen = []
         for _ in range(3):  # episodes of 3 steps end in step 3
-            _, _, dones = _step(envs)
+            _, _, dones = step(envs)
             seen.append((dones[0], envs.awaiting_reset()))
         awaiting = MODES[mode] != AutoresetMode.SAME_STEP
         assert seen == [(False, [False] * N)] * 2 + [(True, [awaiting] * N)]
@@ -213,7 +96,7 @@ def test_awaiting_reset_marks_the_done_sub_envs_until_they_reset(mode):
             envs.reset(options={"reset_mask": np.array([True, False, True, False])})
             assert envs.awaiting_reset() == [False, True, False, True]
         else:  # NEXT_STEP: until the reset step
-            _step(envs)
+            step(envs)
             assert envs.awaiting_reset() == [False] * N
     finally:
         envs.close()

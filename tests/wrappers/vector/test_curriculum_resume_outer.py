@@ -22,7 +22,7 @@ import pytest
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
-from .test_curriculum_resume import MODES, N, _build, _state
+from .resume_harness import MODES, N, build, final_state
 
 STEPS = 20
 CASES = [(mode, vec) for mode in ("NEXT_STEP", "SAME_STEP") for vec in ("sync", "async")]
@@ -35,7 +35,7 @@ def _step(outer: Any, inner: Any) -> list[Any]:
 
 def run(mode: str, vec: str, path: str, resume: bool) -> dict[str, Any]:
     """Uninterrupted (save after the step that ends every first episode) or resumed."""
-    cur, inner = _build(mode, "evicting", vec, seed=7 if resume else 0)
+    cur, inner = build(mode, "evicting", vec, seed=7 if resume else 0)
     outer = gym.wrappers.vector.RecordEpisodeStatistics(inner)
     try:
         if resume:
@@ -49,7 +49,7 @@ def run(mode: str, vec: str, path: str, resume: bool) -> dict[str, Any]:
             if mode == "NEXT_STEP":  # the reset step, which the resumed reset stands for
                 _step(outer, inner)
         trace = [_step(outer, inner) for _ in range(STEPS)]
-        return {"trace": trace, "state": _state(cur, inner)}
+        return {"trace": trace, "state": final_state(cur, inner)}
     finally:
         outer.close()
         cur.close()

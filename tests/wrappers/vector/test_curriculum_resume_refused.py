@@ -12,20 +12,17 @@ still put back.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
 from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
-from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import SPACE
+from tests.sub_env_faults import SPACE, channel_envs, step_and_flush
 
 
 class RefusesTheFile:
@@ -33,33 +30,6 @@ class RefusesTheFile:
 
     def load_state_dict(self, state):
         raise DataError("from another configuration")
-
-
-class ResumeRefuses(SingleSampleCurriculumTask):
-    """A sub-env's curriculum wrapper, bound to ``channel``, that refuses to resume ``refused``."""
-
-    def __init__(self, curriculum, channel, index, refused=()):
-        super().__init__(TaskStubEnv("stub"), curriculum, channel=channel)
-        self.channel_index = index  # as make_curriculum_vec binds it
-        self.refused = frozenset(refused)
-
-    def resume_curriculum_task(self, task_id):
-        if task_id in self.refused:
-            raise ValueError(f"this sub-env does not resume task {task_id}")
-        super().resume_curriculum_task(task_id)
-
-
-def _envs(cur, refused=(), spares=0):
-    """Two sub-envs taking their tasks from a channel; sub-env 1 refuses to resume ``refused``."""
-    chan = TaskChannel(2, spares=spares)
-    fns = [partial(ResumeRefuses, cur, chan, 0), partial(ResumeRefuses, cur, chan, 1, refused)]
-    return SampleCurriculumTask(SyncVectorEnv(fns), cur, channel=chan)
-
-
-def _run(envs, steps):
-    for _ in range(steps):
-        envs.step(np.zeros(2, np.int64))
-    envs.flush_curriculum()
 
 
 def _state(cur):
@@ -76,11 +46,11 @@ def test_a_channel_that_refuses_the_file_leaves_the_curriculum_and_sub_envs_as_t
     tmp_path,
 ):
     cur = Curriculum(SPACE, seed=0)
-    envs = _envs(cur)
+    envs = channel_envs(cur)
     try:
         envs.reset(seed=0)
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        _run(envs, 6)  # episodes end: the curriculum learns of them and draws on
+        step_and_flush(envs, 6)  # episodes end: the curriculum learns of them and draws on
         before, waiting = _state(cur), envs.channel_waiting()
         assert before != _state(Curriculum(SPACE, seed=0))  # the load would change it
 
@@ -99,11 +69,11 @@ def test_a_channel_that_refuses_the_file_leaves_the_curriculum_and_sub_envs_as_t
 
 def test_a_file_the_curriculum_refuses_leaves_the_channel_restoring_what_it_did(tmp_path):
     cur = Curriculum(SPACE, seed=0)
-    envs = _envs(cur)
+    envs = channel_envs(cur)
     try:
         envs.reset(seed=0)
         first = save_curriculum_state(tmp_path / "first.npz", cur, env=envs)
-        _run(envs, 6)
+        step_and_flush(envs, 6)
         later = save_curriculum_state(tmp_path / "later.npz", cur, env=envs)
         later_waiting = envs.channel_waiting()
         load_curriculum_state(first, cur, env=envs)  # the next reset is to restore it
@@ -120,11 +90,11 @@ def test_a_file_a_sub_env_refuses_leaves_the_channel_restoring_nothing(tmp_path)
     runs = []
     for load in (True, False):  # the same run, with and without the refused load
         cur = Curriculum(SPACE, seed=0)
-        envs = _envs(cur, refused=range(8))
+        envs = channel_envs(cur, refused=range(8))
         try:
             envs.reset(seed=0)
             path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-            _run(envs, 6)
+            step_and_flush(envs, 6)
             before, waiting = _state(cur), envs.channel_waiting()
             if load:
                 with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task"):
@@ -132,7 +102,7 @@ def test_a_file_a_sub_env_refuses_leaves_the_channel_restoring_nothing(tmp_path)
                 assert envs.channel_waiting() == waiting
                 assert _state(cur) == before and _armed(envs) == [None, None]
             envs.reset()  # the current channel's tasks, not the file's
-            _run(envs, 6)
+            step_and_flush(envs, 6)
             runs.append((envs.task_ids.tolist(), envs.channel_waiting(), _state(cur)))
         finally:
             envs.close()
@@ -159,11 +129,11 @@ def test_a_put_back_that_raises_does_not_replace_the_refusal(tmp_path, refuses):
     # the put-back's RuntimeError was raised instead of the refusal, and (curriculum) the
     # sub-envs were left armed with the refused file's tasks
     cur = Curriculum(SPACE, seed=0)
-    envs = _envs(cur, refused=range(8) if refuses == "sub-env" else ())
+    envs = channel_envs(cur, refused=range(8) if refuses == "sub-env" else ())
     try:
         envs.reset(seed=0)
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        _run(envs, 6)
+        step_and_flush(envs, 6)
         _put_back_raises(envs)
         if refuses == "curriculum":
             with pytest.raises(DataError, match="from another configuration") as err:
@@ -197,7 +167,7 @@ def test_resume_channel_refuses_slots_it_cannot_restore(spares, slots, key):
     # channel (IndexError, OverflowError; its waiting tasks withdrawn), or were restored as
     # something else (True as slot 1, -2 as "none")
     cur = Curriculum(SPACE, seed=0)
-    envs = _envs(cur, spares=spares)
+    envs = channel_envs(cur, spares=spares)
     try:
         envs.reset(seed=0)
         waiting, rows = envs.channel_waiting(), envs.channel_spares() if spares else None
@@ -221,15 +191,15 @@ def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp
     plain = SampleCurriculumTask(
         SyncVectorEnv([lambda: SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)] * 2), cur
     )
-    envs = _envs(cur)
+    envs = channel_envs(cur)
     try:
         plain.reset(seed=1)
-        _run(plain, 3)
+        step_and_flush(plain, 3)
         without = save_curriculum_state(tmp_path / "without.npz", cur, env=plain)
         envs.reset(seed=0)
-        _run(envs, 6)
+        step_and_flush(envs, 6)
         with_rows = save_curriculum_state(tmp_path / "with.npz", cur, env=envs)
-        _run(envs, 5)
+        step_and_flush(envs, 5)
         live = envs.channel_waiting()
         load_curriculum_state(with_rows, cur, env=envs)
         assert envs.channel_waiting() != live  # the file's rows: else the test shows nothing
@@ -245,7 +215,7 @@ def test_slots_beyond_the_pool_are_refused_at_the_reset_before_anything_changes(
     # and the channel's waiting tasks were replaced; the pool is known only at the reset
     # (a load sets the channel's rows before it loads the curriculum)
     cur = Curriculum(SPACE, seed=0)
-    envs = _envs(cur)
+    envs = channel_envs(cur)
     try:
         envs.reset(seed=0)
         waiting, good = envs.channel_waiting(), envs.channel_slots()

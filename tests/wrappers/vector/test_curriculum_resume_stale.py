@@ -48,7 +48,7 @@ from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..test_curriculum_state import members, rewrite
-from .test_curriculum_resume import MODES, N, _build, _state, _step, _stream, resumed
+from .resume_harness import MODES, N, build, final_state, resumed, step, stream
 
 STEPS = 30
 DUE = "channel_refill_due"
@@ -88,7 +88,7 @@ def _run_to_boundary(envs: Any, mode: str, where: str) -> None:
     envs.reset(seed=0)
     ended = 0
     while ended < 2:
-        _, _, dones = _step(envs)
+        _, _, dones = step(envs)
         if any(dones):
             assert all(dones), "the sub-envs must end their episodes in the same steps"
             ended += 1
@@ -102,7 +102,7 @@ def _run_to_boundary(envs: Any, mode: str, where: str) -> None:
 
 def uninterrupted(mode: str, where: str, space: str, vec: str, path: Path) -> dict[str, Any]:
     """Run to the boundary; disable a waiting task, save, go on."""
-    cur, envs = _build(mode, space, vec, seed=0)
+    cur, envs = build(mode, space, vec, seed=0)
     try:
         _run_to_boundary(envs, mode, where)
         disabled = _disable_a_waiting_task(cur, envs, vec)
@@ -113,7 +113,7 @@ def uninterrupted(mode: str, where: str, space: str, vec: str, path: Path) -> di
         if where == "after_reset":
             starts = envs.task_ids.tolist()
         elif MODES[mode] == AutoresetMode.NEXT_STEP:
-            ids, rewards, _ = _step(envs)
+            ids, rewards, _ = step(envs)
             assert rewards == [0.0] * N  # the reset step
             starts = ids
         elif MODES[mode] == AutoresetMode.SAME_STEP:
@@ -121,9 +121,9 @@ def uninterrupted(mode: str, where: str, space: str, vec: str, path: Path) -> di
         else:
             envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})
             starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, STEPS)
+        trace = stream(envs, mode, STEPS)
         rejections = sum(envs.unwrapped.get_attr("rejections"))
-        state = _state(cur, envs)
+        state = final_state(cur, envs)
         return {
             "starts": starts,
             "trace": trace,
@@ -210,7 +210,7 @@ def test_without_channel_refill_due_a_reset_save_withdraws_the_stale_tasks_at_on
     # the resumed reset (NEXT_STEP) or after the first step (SAME_STEP), as if saved after a
     # done step; with the member (saved right after a reset: False) they wait for the refill
     # after the next step that ends episodes.
-    cur, envs = _build(mode, "plain", "async", seed=0)
+    cur, envs = build(mode, "plain", "async", seed=0)
     try:
         _run_to_boundary(envs, mode, "after_reset")
         _disable_a_waiting_task(cur, envs, "async")
@@ -224,13 +224,13 @@ def test_without_channel_refill_due_a_reset_save_withdraws_the_stale_tasks_at_on
     assert not saved[DUE] and DUE not in members(old)
     seen = {}
     for name, file in (("new", path), ("old", old)):
-        cur, envs = _build(mode, "plain", "async", seed=7)
+        cur, envs = build(mode, "plain", "async", seed=7)
         try:
             load_curriculum_state(file, cur, env=envs)
             assert envs.channel_refill_due() is (False if name == "new" else None)
             envs.reset(seed=123)
             if mode == "SAME_STEP":
-                assert not any(_step(envs)[2])
+                assert not any(step(envs)[2])
             seen[name] = envs.channel_waiting(), envs.channel_stale()
         finally:
             envs.close()
@@ -250,7 +250,7 @@ def test_without_channel_refill_due_a_reset_save_withdraws_the_stale_tasks_at_on
     ],
 )
 def test_a_damaged_channel_refill_due_is_a_data_error_before_any_change(tmp_path, value, match):
-    cur, envs = _build("NEXT_STEP", "plain", "async", seed=0)
+    cur, envs = build("NEXT_STEP", "plain", "async", seed=0)
     try:
         envs.reset(seed=0)
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)

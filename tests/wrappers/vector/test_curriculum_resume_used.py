@@ -26,8 +26,8 @@ from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..test_curriculum_state import rewrite
-from .test_curriculum_resume import MODES, _build, _state, _step, _stream
-from .test_curriculum_resume import uninterrupted as run_and_save
+from .resume_harness import MODES, build, final_state, step, stream
+from .resume_harness import uninterrupted as run_and_save
 
 STEPS = 20
 CASES = [
@@ -40,16 +40,16 @@ CASES = [
 
 def resumed_into_used_envs(mode: str, space: str, vec: str, path: str) -> dict[str, Any]:
     """Envs (another seed) that run until a step ends every episode, then load and reset."""
-    cur, envs = _build(mode, space, vec, seed=7)
+    cur, envs = build(mode, space, vec, seed=7)
     try:
         envs.reset(seed=7)
-        while not all(_step(envs)[2]):  # the step's curriculum work is pending now
+        while not all(step(envs)[2]):  # the step's curriculum work is pending now
             pass
         load_curriculum_state(path, cur, env=envs)
         envs.reset(seed=123)
         starts = envs.task_ids.tolist()
-        trace = _stream(envs, mode, STEPS)
-        return {"starts": starts, "trace": trace, "state": _state(cur, envs)}
+        trace = stream(envs, mode, STEPS)
+        return {"starts": starts, "trace": trace, "state": final_state(cur, envs)}
     finally:
         envs.close()
         cur.close()
@@ -90,12 +90,12 @@ def test_a_load_into_envs_with_pending_curriculum_work_resumes_exactly(runs, mod
 def test_the_pending_work_is_applied_to_the_state_it_belongs_to(tmp_path):
     # in one process: a refused load (a damaged file) leaves the pending work pending, and a
     # load applies it before the state is replaced, never after
-    cur, envs = _build("NEXT_STEP", "plain", "async", seed=0)
+    cur, envs = build("NEXT_STEP", "plain", "async", seed=0)
     try:
         envs.reset(seed=0)
         path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
         saved = cur.state_dict()
-        while not all(_step(envs)[2]):
+        while not all(step(envs)[2]):
             pass
         assert envs._pending is not None or envs._pending_refill  # work left for the next step
         bad = tmp_path / "bad.npz"

@@ -27,23 +27,7 @@ from gymcurric.wrappers import (
     save_curriculum_state,
 )
 from gymcurric.wrappers._sub_envs import call_sub_envs
-from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import shadowing_curriculum, shared_curriculum_envs
-
-
-class LookAlike(TaskStubEnv):
-    """Every plain name a checkpoint uses, without gymcurric's wrapper (runs task 2's level)."""
-
-    task_id: Any = 2
-    pending_task_id: Any = None
-    resuming: Any = False
-
-    def __init__(self) -> None:
-        super().__init__("look-alike")
-        self.flushes = 0
-
-    def flush_curriculum(self) -> None:
-        self.flushes += 1
+from tests.sub_env_faults import LookAlike, shadowing_curriculum, shared_curriculum_envs
 
 
 def mixed(cur: Any, vec: str) -> Any:
