@@ -58,16 +58,7 @@ class DeviceWriter:
         #: ``packed`` with one ``[num_envs * 3]`` row per step: a staged row is copied as it is
         self.packed_rows = storage.packed.view(storage.capacity, 3 * num_envs)
         #: by field: (torch dtype, numpy dtype or None, row shape) of a row pushed as it is
-        self.kinds = {
-            name: (
-                spec.dtype,
-                None
-                if storage.numpy_dtypes[name] is None
-                else np.dtype(storage.numpy_dtypes[name]),
-                storage.row_shapes[name],
-            )
-            for name, spec in storage.specs.items()
-        }
+        self.kinds = storage.kinds
         self.zero_column = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
         self.continue_scratch = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
         #: the bytes of the staged buffer's parts, by (packed row staged, is_first staged): the
@@ -79,12 +70,12 @@ class DeviceWriter:
         }
 
     # ------------------------------------------------------------------ checked inputs
-    def source(self, name: str, value: Any) -> torch.Tensor:
-        """``value`` checked as one row of field ``name`` (``RingStorage.checked_tensor``).
+    def source(self, name: str, value: Any, field: str | None = None) -> torch.Tensor:
+        """``value`` checked as one row of ``field`` (default ``name``; ``checked_tensor``).
 
         A tensor on the ring's device is returned as it is; host data gives a CPU tensor.
         """
-        dtype, numpy_dtype, shape = self.kinds[name]
+        dtype, numpy_dtype, shape = self.kinds[field or name]
         kind = type(value)
         if kind is torch.Tensor:
             if (
@@ -104,7 +95,7 @@ class DeviceWriter:
                 return torch.from_numpy(value)
             except ValueError:  # negative strides: the general checks copy
                 pass
-        return self.storage.checked_tensor(name, value)
+        return self.storage.checked_tensor(name, value, field)
 
     def column(self, name: str, value: Any) -> torch.Tensor:
         """A float32 ``[num_envs]`` column (reward or cost), checked, on the ring's device."""
@@ -228,9 +219,20 @@ class DeviceWriter:
             if host_first is not None:
                 buffer[float_bytes + num_envs :] = host_first
             if final_obs is not None:  # checked even if no episode ended, as with device flags
-                final = storage.checked_tensor("final_obs", final_obs, field="obs")
-                if not host_ended.any():
-                    final = None  # nothing to store
+                if host_ended.any():
+                    final = self.source("final_obs", final_obs, "obs")
+                else:  # nothing to store: only checked, the usual inputs without a call
+                    obs_dtype, obs_numpy_dtype, obs_shape = self.kinds["obs"]
+                    kind = type(final_obs)
+                    usual = (
+                        final_obs.dtype is obs_numpy_dtype
+                        if kind is np.ndarray
+                        else kind is torch.Tensor
+                        and final_obs.dtype is obs_dtype
+                        and final_obs.device == device
+                    )
+                    if not (usual and final_obs.shape == obs_shape):  # the general checks raise
+                        storage.checked_tensor("final_obs", final_obs, field="obs")
             staged = torch.from_numpy(buffer)
             if self.to_device:
                 staged = staged.to(device, non_blocking=True)
@@ -240,7 +242,7 @@ class DeviceWriter:
                 device_first = parts[2]
         else:
             if final_obs is not None:  # the ends are known on the device only: a masked write
-                final = storage.checked_tensor("final_obs", final_obs, field="obs")
+                final = self.source("final_obs", final_obs, "obs")
             continues = torch.logical_not(terminated, out=self.continue_scratch)
             ended = torch.logical_or(terminated, truncated)
         # --- nothing above wrote to the ring (the last check is final_obs's)

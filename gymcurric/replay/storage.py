@@ -158,6 +158,17 @@ class RingStorage:
         )
         self.numpy_dtypes = {name: numpy_dtype(spec.dtype) for name, spec in self.specs.items()}
         self.row_shapes = {name: (num_envs, *spec.shape) for name, spec in self.specs.items()}
+        #: by field: (torch dtype, numpy dtype or None, row shape) of a row that the general
+        #: checks take as it is; the builtin numpy dtypes are singletons, so the quick tests of
+        #: the pushes compare them by identity (``value.dtype is numpy_dtype``)
+        self.kinds = {
+            name: (
+                spec.dtype,
+                None if self.numpy_dtypes[name] is None else np.dtype(self.numpy_dtypes[name]),
+                self.row_shapes[name],
+            )
+            for name, spec in self.specs.items()
+        }
         self.numpy_fields: dict[str, np.ndarray] = {}
         self.numpy_packed: np.ndarray | None = None
         if numpy_views:
@@ -316,10 +327,22 @@ class RingStorage:
         packed = self.packed_row(args.reward, args.cost, ~terminated)
         ended = terminated | truncated
         final = None
-        if args.final_obs is not None:  # checked even if no episode ended, as the device index
-            final = self.checked_tensor("final_obs", args.final_obs, field="obs")
-            if not ended.any():
-                final = None  # nothing to store
+        final_obs = args.final_obs
+        if final_obs is not None:  # checked even if no episode ended, as the device index
+            if ended.any():
+                final = self.checked_tensor("final_obs", final_obs, field="obs")
+            else:  # nothing to store: only checked, the usual inputs without a call
+                obs_dtype, obs_numpy_dtype, obs_shape = self.kinds["obs"]
+                kind = type(final_obs)
+                usual = (
+                    final_obs.dtype is obs_numpy_dtype
+                    if kind is np.ndarray
+                    else kind is torch.Tensor
+                    and final_obs.dtype is obs_dtype
+                    and final_obs.device == self.device
+                )
+                if not (usual and final_obs.shape == obs_shape):  # the general checks raise
+                    self.checked_tensor("final_obs", final_obs, field="obs")
         return CheckedStep(rows, packed, first, ended, final)
 
     # ------------------------------------------------------------------ writes

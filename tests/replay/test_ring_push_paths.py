@@ -107,17 +107,8 @@ def test_every_way_of_giving_a_step_writes_what_the_host_index_writes(variant):
 PUSH_FRAMES = 5
 
 
-@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
-def test_the_usual_push_takes_few_python_frames(flags_as):
-    ring = ReplayRing(
-        8,
-        16,
-        {"obs": ((8, 8, 3), torch.uint8), "action": ((6,), torch.float32)},
-        index_strategy="device",
-    )
-    obs = torch.zeros(16, 8, 8, 3, dtype=torch.uint8)
-    action, reward = torch.zeros(16, 6), torch.zeros(16)
-    flags = np.zeros(16, bool) if flags_as == "numpy" else torch.zeros(16, dtype=torch.bool)
+def gymcurric_frames(call):
+    """The names of the gymcurric functions that ``call()`` enters, in order."""
     package = os.sep + "gymcurric" + os.sep
     frames = []
 
@@ -125,15 +116,72 @@ def test_the_usual_push_takes_few_python_frames(flags_as):
         if event == "call" and package in frame.f_code.co_filename:
             frames.append(frame.f_code.co_name)
 
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(previous)
+    return frames
+
+
+def benchmark_ring(strategy="device"):
+    """A small ring of the benchmark's fields (uint8 frames, six float32 actions), 16 envs."""
+    fields = {"obs": ((8, 8, 3), torch.uint8), "action": ((6,), torch.float32)}
+    return ReplayRing(8, 16, fields, index_strategy=strategy)
+
+
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+def test_the_usual_push_takes_few_python_frames(flags_as):
+    ring = benchmark_ring()
+    obs = torch.zeros(16, 8, 8, 3, dtype=torch.uint8)
+    action, reward = torch.zeros(16, 6), torch.zeros(16)
+    flags = np.zeros(16, bool) if flags_as == "numpy" else torch.zeros(16, dtype=torch.bool)
     for _ in range(3):
-        frames.clear()
-        previous = sys.getprofile()
-        sys.setprofile(profile)
-        try:
-            ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
-        finally:
-            sys.setprofile(previous)
+        frames = gymcurric_frames(
+            lambda: ring.push_step(obs, action, reward, terminated=flags, truncated=flags)
+        )
         assert len(frames) <= PUSH_FRAMES, frames
+
+
+@pytest.mark.parametrize("strategy", ["host", "device"])
+@pytest.mark.parametrize("final_as", ["numpy", "tensor"])
+def test_a_final_obs_where_no_episode_ended_is_checked_without_a_python_frame(strategy, final_as):
+    # a given final_obs is checked whether or not an episode ended (05d7099); at a step where
+    # none did, the usual final_obs (the obs field's dtype and shape, a tensor on the ring's
+    # device or a numpy array) passes identity and shape tests in the push itself, as before
+    # that check: the general checks (checked_tensor, as_tensor_like) cost 1-2 frames a push
+    ring = benchmark_ring(strategy)
+    obs = torch.zeros(16, 8, 8, 3, dtype=torch.uint8)
+    action, reward = torch.zeros(16, 6), torch.zeros(16)
+    flags = np.zeros(16, bool)
+    final = obs.numpy().copy() if final_as == "numpy" else obs.clone()
+
+    def push(final_obs):
+        ring.push_step(obs, action, reward, terminated=flags, truncated=flags, final_obs=final_obs)
+
+    push(None)
+    without = gymcurric_frames(lambda: push(None))
+    with_final = gymcurric_frames(lambda: push(final))
+    assert with_final == without
+
+
+def test_the_device_flag_push_with_final_obs_checks_it_with_the_usual_tests():
+    # with device flags the side-store write always runs (the ends are known on the device
+    # only); the final_obs it stores passes DeviceWriter.source's identity tests (one frame)
+    # rather than the general checks (two)
+    ring = benchmark_ring()
+    obs = torch.zeros(16, 8, 8, 3, dtype=torch.uint8)
+    action, reward = torch.zeros(16, 6), torch.zeros(16)
+    flags = torch.zeros(16, dtype=torch.bool)
+    for _ in range(3):
+        frames = gymcurric_frames(
+            lambda: ring.push_step(
+                obs, action, reward, terminated=flags, truncated=flags, final_obs=obs
+            )
+        )
+        assert len(frames) <= PUSH_FRAMES + 2, frames  # + source(final_obs), the side store
+        assert "checked_tensor" not in frames
 
 
 def bad_steps():
