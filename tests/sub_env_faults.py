@@ -209,6 +209,23 @@ class Unsendable(gym.Wrapper):
         return 7
 
 
+class UnsendableTaskId(gym.Wrapper):
+    """A user's wrapper with a ``task_id`` of its own that a worker cannot send (a lock).
+
+    Stacked above gymcurric's curriculum wrapper, it has the name first for a vector env's
+    ``get_attr("task_id")``: a worker asked for it exits on the pickling error.
+    """
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.task_id = threading.Lock()
+
+
+def unsendable_task_id_curriculum(curriculum):
+    """A curriculum-wrapped stub env under :class:`UnsendableTaskId`."""
+    return UnsendableTaskId(SampleCurriculumTask(TaskStubEnv("stub"), curriculum))
+
+
 class WorkerOnly:
     """Pickles anywhere; loads nowhere (as a class only the worker has)."""
 

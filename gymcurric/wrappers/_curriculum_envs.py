@@ -154,9 +154,11 @@ def env_tasks(
     :meth:`~gymcurric.wrappers.SampleCurriculumTask.curriculum_task_ids`; with
     ``resumed=False`` the wrappers' comes along, and look-alikes' is None). Read through the
     wrapper's ``curriculum_task_ids()`` in one round trip to the workers; look-alikes
-    (``marked`` False) by the names of :data:`WRAPPER_ATTRS`, and in a vector env that mixes
-    the two, each sub-env by its own names (:func:`_call_each`). Only for an env
-    :func:`check_wrapped` accepted (``marked`` is what it returned).
+    (``marked`` False) by the names of :data:`WRAPPER_ATTRS`. In a vector env that mixes the
+    two, each sub-env is asked for its own names only, in safe calls (:func:`_call_each`): a
+    wrapped sub-env's plain ``task_id`` may be a user's wrapper's above it, which its worker
+    may not be able to send. Only for an env :func:`check_wrapped` accepted (``marked`` is
+    what it returned).
     """
     if marked and all(marked):
         if isinstance(env, gym.Env):
@@ -164,49 +166,65 @@ def env_tasks(
         else:
             pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
         return [(int(t), None if r is None else int(r)) for t, r in pairs]
-    # look-alikes' plain names are read from every sub-env in one get_attr (a Gymnasium vector
-    # env's takes no indices; an SB3 VecEnv's is asked the same way), and kept for the
-    # look-alikes only: a wrapper's may be a user's wrapper's above it
-    plain = [m is False for m in marked] if marked else None
-    ids = _env_attr(env, "task_id", plain)
+    if marked and any(marked):
+        return _mixed_tasks(env, marked, resumed)
+    # look-alikes only (or a vector env of neither kind): one get_attr per name (a Gymnasium
+    # vector env's takes no indices; an SB3 VecEnv's is asked the same way)
+    ids = [int(t) for t in _env_attr(env, "task_id")]
     if not resumed:
-        out: list[tuple[int, int | None]] = [(t, None) for t in ids]
-    else:
-        armed, pending = _env_attr(env, "resuming", plain), _env_attr(env, "pending_task_id", plain)
-        out = [
-            (t, (-1 if p is None else int(p)) if a else None)
-            for t, a, p in zip(ids, armed, pending, strict=True)
-        ]
-    if marked and any(marked):  # a mix: the wrappers through their own names
-        ours = _call_each(env, marked, [(CURRICULUM_TASK_IDS, ())] * len(marked), None)
-        for i, pair in enumerate(ours):
-            if marked[i]:
-                t, r = pair
-                out[i] = (int(t), None if r is None else int(r))
+        return [(t, None) for t in ids]
+    armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
+    return [
+        (t, (-1 if p is None else int(p)) if a else None)
+        for t, a, p in zip(ids, armed, pending, strict=True)
+    ]
+
+
+def _mixed_tasks(env: Any, marked: list[bool], resumed: bool) -> list[tuple[int, int | None]]:
+    """:func:`env_tasks` of a vector env that mixes wrapped sub-envs and look-alikes.
+
+    The wrapped ones answer ``curriculum_task_ids()``; the look-alikes their ``task_id`` in
+    the same safe call, then (``resumed``) ``resuming`` and ``pending_task_id``, in which the
+    wrapped ones are asked nothing that reads or sends a value of theirs.
+    """
+    n = len(marked)
+
+    def plain(name: str) -> list[tuple[str, tuple[Any, ...]]]:
+        return [("get_wrapper_attr", (name,))] * n
+
+    ids = _call_each(env, marked, [(CURRICULUM_TASK_IDS, ())] * n, plain("task_id"))
+    armed: list[Any] = [False] * n
+    pending: list[Any] = [None] * n
+    if resumed:
+        armed = _call_each(env, marked, None, plain("resuming"))
+        pending = _call_each(env, marked, None, plain("pending_task_id"))
+    out: list[tuple[int, int | None]] = []
+    for i, ours in enumerate(marked):
+        if ours:
+            t, r = ids[i]
+            out.append((int(t), None if r is None else int(r)))
+        elif armed[i]:
+            out.append((int(ids[i]), -1 if pending[i] is None else int(pending[i])))
+        else:
+            out.append((int(ids[i]), None))
     return out
 
 
-def _env_attr(env: Any, name: str, plain: list[bool] | None) -> list[Any]:
+def _env_attr(env: Any, name: str) -> list[Any]:
     """The attribute ``name`` of each env (a single env: one entry), for look-alikes.
 
-    ``plain``: per env whether to keep its value (None: every env's); where not, ``-1`` for
-    ``task_id`` and None for the others stand in (those envs are read through the wrapper's
-    own names). Only for an env :func:`check_wrapped` accepted: a worker exits on a missing
-    attribute.
+    Only for an env :func:`check_wrapped` accepted: a worker exits on a missing attribute;
+    and one whose sub-envs are all look-alikes (a wrapped sub-env's plain name may be a user's
+    wrapper's above it: :func:`_mixed_tasks` reads a mix).
     """
     try:
         if isinstance(env, gym.Env):
-            values = [env.get_wrapper_attr(name)]
-        else:
-            if isinstance(env, gym.vector.VectorEnv):
-                env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
-            values = list(env.get_attr(name))
+            return [env.get_wrapper_attr(name)]
+        if isinstance(env, gym.vector.VectorEnv):
+            env = env.unwrapped  # Gymnasium's VectorWrapper does not forward get_attr
+        return list(env.get_attr(name))
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
-    keep = [True] * len(values) if plain is None else plain
-    if name == "task_id":
-        return [int(v) if k else -1 for v, k in zip(values, keep, strict=True)]
-    return [v if k else None for v, k in zip(values, keep, strict=True)]
 
 
 def _call_each(

@@ -123,3 +123,93 @@ def test_a_wrapper_of_a_mix_that_refuses_its_task_leaves_every_sub_env_as_it_was
         assert attr(envs, other, "pending_task_id") is None  # was set to 3 in the same pass
         assert attr(envs, other, "resuming") is False
         assert call_sub_envs(envs, "curriculum_task_ids", indices=[refusing])[0][1] is None
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_mix_reads_no_plain_name_of_a_wrapped_sub_env(tmp_path, vec):
+    # the look-alikes' plain names were read from every sub-env (get_attr) and the wrapped
+    # ones' dropped: a task_id of a user's wrapper above the curriculum wrapper that cannot be
+    # pickled (a lock) ended that AsyncVectorEnv worker (TypeError: cannot pickle '_thread.lock')
+    from tests.sub_env_faults import unsendable_task_id_curriculum
+
+    def make(cur: Any) -> Any:
+        fns = [LookAlike, partial(unsendable_task_id_curriculum, cur)]
+        return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
+
+    with shared_curriculum_envs(make) as (cur, envs):
+        _, info = envs.reset(seed=0)
+        task = int(info["task_id"][1])
+        assert env_task_ids(envs) == [2, task]
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        assert np.load(path)["env_task_ids"].tolist() == [2, task]
+        resume_env_tasks(envs, [3, 5])
+        assert attr(envs, 0, "pending_task_id") == 3 and armed(envs) == (task, 5)
+        load_curriculum_state(path, cur, env=envs)
+        assert attr(envs, 0, "pending_task_id") == 2 and armed(envs) == (task, task)
+        _, info = envs.reset()  # the workers go on: sub-env 1 resumes its saved task
+        assert info["task_id"][1] == task
+
+
+def record_messages(envs: Any) -> list[tuple[str, Any]]:
+    """Record the messages ``envs`` (a Gymnasium vector env) sends its sub-envs: method, name.
+
+    A message sent inside another (``AsyncVectorEnv.get_attr`` sends a ``call``) is one.
+    """
+    sent: list[tuple[str, Any]] = []
+    inside: list[str] = []
+    base = envs.unwrapped
+
+    def recording(method: Any) -> Any:
+        def record(name: str, *args: Any, **kwargs: Any) -> Any:
+            if not inside:
+                sent.append((method.__name__, name))
+            inside.append(name)
+            try:
+                return method(name, *args, **kwargs)
+            finally:
+                inside.pop()
+
+        return record
+
+    for method in ("call", "get_attr", "set_attr"):
+        setattr(base, method, recording(getattr(base, method)))
+    return sent
+
+
+@pytest.mark.parametrize("kind", ["wrapped", "look-alikes"])
+def test_envs_of_one_kind_are_read_with_the_messages_they_were(tmp_path, kind):
+    # a mix is read by safe calls, each sub-env for its own names; a vector env of one kind as
+    # before: the wrappers by one safe curriculum_task_ids(), the look-alikes by get_attr
+    def make(cur: Any) -> Any:
+        sub = LookAlike if kind == "look-alikes" else partial(shadowing_curriculum, cur)
+        return AsyncVectorEnv([sub, sub], context="fork")
+
+    has, safe = ("call", "has_wrapper_attr"), ("call", "gymcurric_call")
+    with shared_curriculum_envs(make) as (cur, envs):
+        envs.reset(seed=0)
+        sent = record_messages(envs)
+        env_task_ids(envs)
+        read = list(sent)
+        save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+    if kind == "wrapped":  # the mark; curriculum_task_ids(); then the save's flush first
+        assert read == [has, safe]
+        assert sent[2:] == [has, safe, safe]
+    else:  # the mark and each name; task_id; the save's flush, then the three names
+        assert read == [has] * 5 + [("get_attr", "task_id")]
+        names = ["task_id", "resuming", "pending_task_id"]
+        assert sent[6:] == [has] * 5 + [safe] + [("get_attr", n) for n in names]
+
+
+def test_a_mix_is_read_in_safe_calls_only():
+    # the look-alikes' names were read by get_attr from every sub-env (9 messages, 6 before)
+    def make(cur: Any) -> Any:
+        return AsyncVectorEnv([LookAlike, partial(shadowing_curriculum, cur)], context="fork")
+
+    with shared_curriculum_envs(make) as (_, envs):
+        envs.reset(seed=0)
+        sent = record_messages(envs)
+        env_task_ids(envs)
+    assert sent == [("call", "has_wrapper_attr")] * 5 + [
+        ("set_attr", "gymcurric_staged_call"),
+        ("call", "gymcurric_call"),
+    ]
