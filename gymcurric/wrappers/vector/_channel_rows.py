@@ -13,8 +13,9 @@ from typing import Any
 from gymcurric._checks import as_task_id, check_task_id
 from gymcurric.errors import ConfigError
 
-__all__ = ["check_slots_fit", "slot_rows", "task_rows"]
+__all__ = ["SOURCE", "check_slots_fit", "slot_rows", "task_rows"]
 
+#: The source errors about the rows name (resume_channel's, and the reset's that restores them).
 SOURCE = "vector.SampleCurriculumTask.resume_channel"
 
 

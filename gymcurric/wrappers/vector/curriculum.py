@@ -39,6 +39,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
 from gymcurric.wrappers.episode_sums import EpisodeSums
+from gymcurric.wrappers.vector._channel_rows import SOURCE as RESUME_SOURCE
 from gymcurric.wrappers.vector._channel_rows import check_slots_fit, slot_rows, task_rows
 from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 from gymcurric.wrappers.vector._main_episodes import MainEpisodes
@@ -341,7 +342,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             return None
         restored = None  # a file without a channel's rows: nothing to restore
         if waiting is not None:
-            source = "vector.SampleCurriculumTask.resume_channel"
+            source = RESUME_SOURCE
             check_one_per_env("waiting", waiting, self.num_envs, source=source)
             for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
                 if rows is not None:
