@@ -21,7 +21,7 @@ A vector env's own curriculum wrapper is found by its class
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -438,11 +438,10 @@ def _vector_curriculum_wrappers(env: Any) -> list[Any]:
     from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
 
     found = []
-    for _ in range(64):  # a bound on the chain, against cycles
-        if isinstance(env, SampleCurriculumTask):
-            found.append(env)
-        env = getattr(env, "env", None) if isinstance(env, gym.vector.VectorWrapper) else None
-        if env is None:
+    for layer in _env_chain(env):
+        if isinstance(layer, SampleCurriculumTask):
+            found.append(layer)
+        if not isinstance(layer, gym.vector.VectorWrapper):  # the base vector env
             break
     return found
 
@@ -454,11 +453,17 @@ def _find_method(env: Any, name: str) -> Any:
     which is reached by those names as it always was; gymcurric's own wrappers are reached
     through names only they have, or by their class (:func:`vector_curriculum_wrapper`).
     """
-    for _ in range(64):  # a bound on the chain, against cycles
-        if env is None:
-            return None
-        found = getattr(env, name, None)
+    for layer in _env_chain(env):
+        found = getattr(layer, name, None)
         if callable(found):
             return found
-        env = getattr(env, "env", None)
     return None
+
+
+def _env_chain(env: Any) -> Iterator[Any]:
+    """``env``, then the env under it (its ``.env``), and so on: 64 at most, against cycles."""
+    for _ in range(64):
+        if env is None:
+            return
+        yield env
+        env = getattr(env, "env", None)
