@@ -160,7 +160,8 @@ class RingStorage:
         self.row_shapes = {name: (num_envs, *spec.shape) for name, spec in self.specs.items()}
         #: by field: (torch dtype, numpy dtype or None, row shape) of a row that the general
         #: checks take as it is; the builtin numpy dtypes are singletons, so the quick tests of
-        #: the pushes compare them by identity (``value.dtype is numpy_dtype``)
+        #: the pushes compare them by identity (``value.dtype is numpy_dtype``); an equal dtype
+        #: that is another object (an unpickled array's) takes the general checks, same result
         self.kinds = {
             name: (
                 spec.dtype,

@@ -1,4 +1,5 @@
-"""Inputs that ``push_step`` and the final-observation writes accept but used to break a ring.
+"""Inputs that ``push_step`` and the final-observation writes accept but used to break a ring,
+or that miss the pushes' quick identity tests and take the general checks.
 
 Each test runs on both index strategies (and CUDA when present, see ``conftest.py``) and checks
 that the ring stores what the same step given in the plain form stores, and stays usable: a
@@ -6,6 +7,8 @@ push that raised after writing part of a row (a dtype mismatch in the side store
 error) left ``head`` behind the written bookkeeping, and every later push broke the episode
 continuity.
 """
+
+import pickle
 
 import numpy as np
 import pytest
@@ -105,3 +108,15 @@ def test_numpy_arrays_torch_cannot_wrap_are_copied(device, layout):
         return step
 
     assert_same(run(device, odd), run(device, lambda step: step))
+
+
+def test_numpy_arrays_of_an_equal_dtype_that_is_another_object_are_stored_the_same(device):
+    # the quick tests of the pushes compare numpy dtypes by identity (RingStorage.kinds); an
+    # unpickled array's dtype is equal but another object: it takes the general checks, at
+    # steps where an episode ended (final_obs stored) and where none did (only checked)
+    def unpickled(step):
+        return {name: pickle.loads(pickle.dumps(value)) for name, value in step.items()}
+
+    step = unpickled(plain(0))
+    assert step["obs"].dtype == np.float32 and step["obs"].dtype is not np.dtype(np.float32)
+    assert_same(run(device, unpickled), run(device, lambda step: step))

@@ -224,6 +224,17 @@ def bad_steps():
             "final_obs": np.zeros((E, 2), np.float32),
         },
         "final_obs kind, no end": {"terminated": none, "final_obs": np.full((E, 3), "x")},
+        # tensors at a step where no episode ended: the quick tests of the push (a926b91) take
+        # only the obs dtype, shape and the ring's device ("meta" stands in for another device)
+        "final_obs tensor dtype, no end": {
+            "terminated": none,
+            "final_obs": torch.zeros(E, 3, dtype=torch.float64),
+        },
+        "final_obs tensor shape, no end": {"terminated": none, "final_obs": torch.zeros(E, 2)},
+        "final_obs tensor device, no end": {
+            "terminated": none,
+            "final_obs": torch.zeros(E, 3, device="meta"),
+        },
         "missing user field": {"aux": None},
         "t": {"t": 1},
         # reward is required: None was 0 on the host index and on the device index's staged
