@@ -22,7 +22,7 @@ A vector env's own curriculum wrapper is found by its class
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 
@@ -44,6 +44,9 @@ __all__ = [
     "awaiting_reset",
     "check_wrapped",
     "checked_task_ids",
+    "Armed",
+    "LookAlikeArm",
+    "env_armed",
     "env_task_ids",
     "env_tasks",
     "flush_envs",
@@ -145,6 +148,29 @@ def env_task_ids(env: Any) -> list[int]:
     return [t for t, _ in env_tasks(env, marked, resumed=False)]
 
 
+class LookAlikeArm(NamedTuple):
+    """A look-alike's ``pending_task_id`` and ``resuming`` as read: put back as they were.
+
+    A look-alike's two attributes are its own (``resuming`` False beside a ``pending_task_id``,
+    or True beside None); the task its next reset resumes (:attr:`resumed`) does not tell them.
+    """
+
+    pending_task_id: Any
+    resuming: Any
+
+    @property
+    def resumed(self) -> int | None:
+        """``-1``: the task the reset takes; None: nothing (see :func:`env_tasks`)."""
+        if not self.resuming:
+            return None
+        return -1 if self.pending_task_id is None else int(self.pending_task_id)
+
+
+#: What an env's next reset resumes, as :func:`resume_tasks` sets it: a task id (``-1``: the
+#: task the reset takes), None (nothing), or a look-alike's own attributes (:class:`LookAlikeArm`)
+Armed = int | None | LookAlikeArm
+
+
 def env_tasks(
     env: Any, marked: list[bool] | None, *, resumed: bool = True
 ) -> list[tuple[int, int | None]]:
@@ -160,6 +186,24 @@ def env_tasks(
     may not be able to send. Only for an env :func:`check_wrapped` accepted (``marked`` is
     what it returned).
     """
+    return [
+        (t, a.resumed if isinstance(a, LookAlikeArm) else a)
+        for t, a in _env_arms(env, marked, resumed)
+    ]
+
+
+def env_armed(env: Any, marked: list[bool] | None) -> list[Armed]:
+    """What each env's next reset resumes, in the form :func:`resume_tasks` puts back.
+
+    As :func:`env_tasks` reads it, except that a look-alike's ``pending_task_id`` and
+    ``resuming`` are kept as they are (:class:`LookAlikeArm`), for a refused load or resume
+    to set them back to those values.
+    """
+    return [a for _, a in _env_arms(env, marked, True)]
+
+
+def _env_arms(env: Any, marked: list[bool] | None, resumed: bool) -> list[tuple[int, Armed]]:
+    """:func:`env_tasks`, with each look-alike's attributes as read (None: not ``resumed``)."""
     if marked and all(marked):
         if isinstance(env, gym.Env):
             pairs = [env.get_wrapper_attr(CURRICULUM_TASK_IDS)()]
@@ -167,21 +211,18 @@ def env_tasks(
             pairs = call_sub_envs(env, CURRICULUM_TASK_IDS) or []
         return [(int(t), None if r is None else int(r)) for t, r in pairs]
     if marked and any(marked):
-        return _mixed_tasks(env, marked, resumed)
+        return _mixed_arms(env, marked, resumed)
     # look-alikes only (or a vector env of neither kind): one get_attr per name (a Gymnasium
     # vector env's takes no indices; an SB3 VecEnv's is asked the same way)
     ids = [int(t) for t in _env_attr(env, "task_id")]
     if not resumed:
         return [(t, None) for t in ids]
     armed, pending = _env_attr(env, "resuming"), _env_attr(env, "pending_task_id")
-    return [
-        (t, (-1 if p is None else int(p)) if a else None)
-        for t, a, p in zip(ids, armed, pending, strict=True)
-    ]
+    return [(t, LookAlikeArm(p, a)) for t, a, p in zip(ids, armed, pending, strict=True)]
 
 
-def _mixed_tasks(env: Any, marked: list[bool], resumed: bool) -> list[tuple[int, int | None]]:
-    """:func:`env_tasks` of a vector env that mixes wrapped sub-envs and look-alikes.
+def _mixed_arms(env: Any, marked: list[bool], resumed: bool) -> list[tuple[int, Armed]]:
+    """:func:`_env_arms` of a vector env that mixes wrapped sub-envs and look-alikes.
 
     The wrapped ones answer ``curriculum_task_ids()``; the look-alikes their ``task_id`` in
     the same safe call, then (``resumed``) ``resuming`` and ``pending_task_id``, in which the
@@ -193,20 +234,16 @@ def _mixed_tasks(env: Any, marked: list[bool], resumed: bool) -> list[tuple[int,
         return [("get_wrapper_attr", (name,))] * n
 
     ids = _call_each(env, marked, [(CURRICULUM_TASK_IDS, ())] * n, plain("task_id"))
-    armed: list[Any] = [False] * n
-    pending: list[Any] = [None] * n
     if resumed:
         armed = _call_each(env, marked, None, plain("resuming"))
         pending = _call_each(env, marked, None, plain("pending_task_id"))
-    out: list[tuple[int, int | None]] = []
+    out: list[tuple[int, Armed]] = []
     for i, ours in enumerate(marked):
         if ours:
             t, r = ids[i]
             out.append((int(t), None if r is None else int(r)))
-        elif armed[i]:
-            out.append((int(ids[i]), -1 if pending[i] is None else int(pending[i])))
         else:
-            out.append((int(ids[i]), None))
+            out.append((int(ids[i]), LookAlikeArm(pending[i], armed[i]) if resumed else None))
     return out
 
 
@@ -215,7 +252,7 @@ def _env_attr(env: Any, name: str) -> list[Any]:
 
     Only for an env :func:`check_wrapped` accepted: a worker exits on a missing attribute;
     and one whose sub-envs are all look-alikes (a wrapped sub-env's plain name may be a user's
-    wrapper's above it: :func:`_mixed_tasks` reads a mix).
+    wrapper's above it: :func:`_mixed_arms` reads a mix).
     """
     try:
         if isinstance(env, gym.Env):
@@ -297,28 +334,31 @@ def checked_task_ids(env: Any, task_ids: Sequence[int], source: str) -> list[int
 
 def resume_tasks(
     env: Any,
-    resumed: Sequence[int | None],
+    resumed: Sequence[Armed],
     marked: list[bool] | None,
-    before: Sequence[int | None] | None = None,
+    before: Sequence[Armed] | None = None,
 ) -> None:
     """Arm each env's next reset to resume ``resumed[i]`` (``-1``: the task it takes; None:
-    nothing), for an env already checked (``marked``: :func:`check_wrapped`).
+    nothing; a :class:`LookAlikeArm`: a look-alike's attributes as they were), for an env
+    already checked (``marked``: :func:`check_wrapped`).
 
     The wrapper is set through its ``resume_curriculum_task()``, look-alikes by their names,
     each sub-env through :func:`call_sub_envs_each` (an error there ends no worker). Where a
-    sub-env refuses, every sub-env is put back to ``before`` (what each resumed; read here
-    where not given) and the error is raised.
+    sub-env refuses, every sub-env is put back to ``before`` (what each resumed, a look-alike's
+    attributes as they were: :func:`env_armed`, read here where not given) and the error is
+    raised.
     """
     try:
         if isinstance(env, gym.Env):
             _arm_one(env, resumed[0], bool(marked and marked[0]))
             return
         if marked is None:  # neither kind of vector env: its set_attr raises where it fails
-            env.unwrapped.set_attr("pending_task_id", list(resumed))
-            env.unwrapped.set_attr("resuming", [r is not None for r in resumed])
+            plain = [_plain(r) for r in resumed]
+            env.unwrapped.set_attr("pending_task_id", [p for p, _ in plain])
+            env.unwrapped.set_attr("resuming", [a for _, a in plain])
             return
         if before is None:
-            before = [r for _, r in env_tasks(env, marked)]
+            before = env_armed(env, marked)
         try:
             _arm_sub_envs(env, resumed, marked)
         except GymcurricError as exc:  # SubEnvCallError, or the wrapper's own error
@@ -333,22 +373,31 @@ def resume_tasks(
         raise _not_wrapped(env, exc) from exc
 
 
-def _arm_one(env: gym.Env[Any, Any], resumed: int | None, marked: bool) -> None:
+def _plain(resumed: Armed) -> tuple[Any, Any]:
+    """The ``pending_task_id`` and ``resuming`` a look-alike is set to, to resume ``resumed``."""
+    if isinstance(resumed, LookAlikeArm):
+        return resumed.pending_task_id, resumed.resuming
+    return resumed, resumed is not None
+
+
+def _arm_one(env: gym.Env[Any, Any], resumed: Armed, marked: bool) -> None:
     if marked:
         env.get_wrapper_attr(RESUME_CURRICULUM_TASK)(resumed)
     else:
-        env.set_wrapper_attr("pending_task_id", resumed)
-        env.set_wrapper_attr("resuming", resumed is not None)
+        pending, resuming = _plain(resumed)
+        env.set_wrapper_attr("pending_task_id", pending)
+        env.set_wrapper_attr("resuming", resuming)
 
 
-def _arm_sub_envs(env: Any, resumed: Sequence[int | None], marked: list[bool]) -> None:
+def _arm_sub_envs(env: Any, resumed: Sequence[Armed], marked: list[bool]) -> None:
     if all(marked):
         call_sub_envs_each(env, RESUME_CURRICULUM_TASK, [(r,) for r in resumed])
         return
     # look-alikes by the plain names, wrappers (where the env mixes them) by their own
+    plain = [_plain(r) for r in resumed]
     ours = [(RESUME_CURRICULUM_TASK, (r,)) for r in resumed]
-    _call_each(env, marked, ours, [("set_wrapper_attr", ("pending_task_id", r)) for r in resumed])
-    resuming = [("set_wrapper_attr", ("resuming", r is not None)) for r in resumed]
+    _call_each(env, marked, ours, [("set_wrapper_attr", ("pending_task_id", p)) for p, _ in plain])
+    resuming = [("set_wrapper_attr", ("resuming", a)) for _, a in plain]
     _call_each(env, marked, None, resuming)
 
 

@@ -39,8 +39,10 @@ from gymcurric._checks import as_task_id
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.wrappers._curriculum_envs import (
+    Armed,
     awaiting_reset,
     check_wrapped,
+    env_armed,
     env_task_ids,
     env_tasks,
     flush_envs,
@@ -262,10 +264,10 @@ def load_curriculum_state(
     refill_due = _read_refill_due(members, where)
     state: dict[str, Any] = {**meta, "arrays": arrays}
     marked: list[bool] | None = None
-    before: list[int | None] = []  # what each env resumes now
+    before: list[Armed] = []  # what each env resumes now (a look-alike: its attributes)
     if env is not None:
         marked = check_wrapped(env, "load_curriculum_state")  # before anything runs there
-        before = [r for _, r in env_tasks(env, marked)]
+        before = env_armed(env, marked)
         n = len(before)
         if len(ids) != n:
             raise DataError(

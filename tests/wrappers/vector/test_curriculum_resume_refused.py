@@ -12,17 +12,29 @@ still put back.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
-from gymnasium.vector import SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.vector import SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
-from tests.sub_env_faults import SPACE, channel_envs, step_and_flush
+from tests.sub_env_faults import (
+    SPACE,
+    LookAlike,
+    channel_envs,
+    resume_refuses,
+    shared_curriculum_envs,
+    step_and_flush,
+)
+
+NAMES = ("pending_task_id", "resuming")
 
 
 class RefusesTheFile:
@@ -231,3 +243,42 @@ def test_slots_beyond_the_pool_are_refused_at_the_reset_before_anything_changes(
         assert envs.task_ids.tolist() == waiting
     finally:
         envs.close()
+
+
+def look_alike(pending, resuming):
+    """A :class:`~tests.sub_env_faults.LookAlike` with these attributes of its own."""
+    env = LookAlike()
+    env.pending_task_id, env.resuming = pending, resuming
+    return env
+
+
+@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
+@pytest.mark.parametrize(("pending", "resuming"), [(7, False), (None, True), (4, True)])
+def test_a_refused_load_puts_a_look_alike_back_as_it_was(tmp_path, refuses, pending, resuming):
+    # a look-alike was put back from the task its reset resumed: pending_task_id None where it
+    # did not resume (7 lost), -1 where it resumed the task its reset takes (None lost)
+    refused = range(8) if refuses == "sub-env" else ()  # sub-env 1: every task of the pool
+
+    def make(cur):
+        fns = [partial(look_alike, pending, resuming), partial(resume_refuses, cur, refused)]
+        return AsyncVectorEnv(fns, context="fork")
+
+    with shared_curriculum_envs(make) as (cur, envs):
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        if refuses == "sub-env":
+            with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task"):
+                load_curriculum_state(path, cur, env=envs)
+        else:
+            with pytest.raises(DataError, match="from another configuration"):
+                load_curriculum_state(path, RefusesTheFile(), env=envs)
+        got = [call_sub_envs(envs, "get_wrapper_attr", n, indices=[0])[0] for n in NAMES]
+        assert got == [pending, resuming]
+
+
+def test_a_refused_load_puts_a_single_look_alike_back_as_it_was(tmp_path):
+    env = look_alike(7, False)
+    path = save_curriculum_state(tmp_path / "c.npz", Curriculum(SPACE, seed=0), env=env)
+    with pytest.raises(DataError, match="from another configuration"):
+        load_curriculum_state(path, RefusesTheFile(), env=env)
+    assert (env.pending_task_id, env.resuming) == (7, False)  # was (None, False)
