@@ -116,13 +116,24 @@ def as_task_id(value: Any) -> int | None:
         >>> as_task_id(np.uint64(2**63 - 1)), as_task_id(np.uint64(2**63))
         (9223372036854775807, None)
     """
+    return _task_id(value)[0]
+
+
+def _task_id(value: Any) -> tuple[int | None, Exception | None]:
+    """:func:`as_task_id`, and the exception ``__index__`` raised, other than a TypeError.
+
+    An ``__index__`` of yours that raises something else (a ValueError) does not make a task
+    id either; :func:`check_task_id` chains it to its ConfigError.
+    """
     if isinstance(value, bool | np.bool_):
-        return None
+        return None, None
     try:
         task_id = operator.index(value)
-    except TypeError:
-        return None
-    return task_id if -1 <= task_id < TASK_ID_END else None
+    except TypeError:  # not an integer: the error says what a task id is
+        return None, None
+    except Exception as exc:
+        return None, exc
+    return (task_id if -1 <= task_id < TASK_ID_END else None), None
 
 
 @overload
@@ -133,13 +144,26 @@ def check_task_id(
     source: str,
     allow_none: Literal[False] = False,
     about: str | None = None,
+    reason: str | None = None,
 ) -> int: ...
 @overload
 def check_task_id(
-    name: str, value: Any, *, source: str, allow_none: bool, about: str | None = None
+    name: str,
+    value: Any,
+    *,
+    source: str,
+    allow_none: bool,
+    about: str | None = None,
+    reason: str | None = None,
 ) -> int | None: ...
 def check_task_id(
-    name: str, value: Any, *, source: str, allow_none: bool = False, about: str | None = None
+    name: str,
+    value: Any,
+    *,
+    source: str,
+    allow_none: bool = False,
+    about: str | None = None,
+    reason: str | None = None,
 ) -> int | None:
     """``value`` as a task id (:func:`as_task_id`), or a ConfigError naming ``name``.
 
@@ -150,9 +174,13 @@ def check_task_id(
         allow_none: accept None as well (returned as None).
         about: what the id is for, put in front of the error's reason (``"the task sub-env 1
             resumes"``).
+        reason: the error's reason, for a value kept by the same rule (a pool slot); default
+            ``"expected a task id (an int from 0 to 2**63 - 1), -1 for none"``.
 
     Raises:
-        ConfigError: ``value`` is not a task id (nor None where ``allow_none``).
+        ConfigError: ``value`` is not a task id (nor None where ``allow_none``); where its
+            ``__index__`` raised (other than a TypeError), that exception is the cause, and
+            the message names it.
 
     Examples:
         >>> check_task_id("task_id", np.int64(4), source="f")
@@ -164,9 +192,13 @@ def check_task_id(
     """
     if allow_none and value is None:
         return None
-    task_id = as_task_id(value)
+    task_id, cause = _task_id(value)
     if task_id is None:
         none = ", or None" if allow_none else ""
-        reason = f"expected a task id (an int from 0 to 2**63 - 1), -1 for none{none}"
-        raise ConfigError(name, value, f"{about}: {reason}" if about else reason, source=source)
+        if reason is None:
+            reason = f"expected a task id (an int from 0 to 2**63 - 1), -1 for none{none}"
+        if cause is not None:
+            reason += f"; its __index__ raised {type(cause).__name__}: {cause}"
+        why = f"{about}: {reason}" if about else reason
+        raise ConfigError(name, value, why, source=source) from cause
     return task_id

@@ -186,3 +186,33 @@ def test_a_file_with_an_id_no_int64_holds_is_refused_naming_it(tmp_path, member,
         load_curriculum_state(path)
     with pytest.raises(DataError, match=f"member '{member}'"):
         load_curriculum_state(path, Curriculum(SPACE, seed=0))  # refused by the space already
+
+
+class IndexRaises:
+    """A value whose ``__index__`` raises something other than a TypeError (user code)."""
+
+    def __index__(self):
+        raise ValueError("no index today")
+
+    def __repr__(self):
+        return "IndexRaises()"
+
+
+def test_an_index_that_raises_is_refused_with_its_error_as_the_cause():
+    # the ValueError went through check_task_id (and as_task_id) as itself: no ConfigError
+    # naming the parameter, and a vector wrapper's resume_channel raised it half-checked
+    value = IndexRaises()
+    assert as_task_id(value) is None
+    with pytest.raises(ConfigError, match="no index today") as err:
+        check_task_id("task_id", value, source="test")
+    assert (err.value.key, err.value.value) == ("task_id", value)
+    assert "IndexRaises()" in str(err.value) and "__index__ raised ValueError" in str(err.value)
+    assert isinstance(err.value.__cause__, ValueError)
+    assert _arm_one(value) == [
+        ("refused", "pending_task_id"),
+        ("refused", "task_id"),
+        ("refused", "task_ids[0]"),
+    ]
+    with pytest.raises(ConfigError) as err:
+        _resume_channel(value)
+    assert err.value.key == "waiting[0]" and isinstance(err.value.__cause__, ValueError)

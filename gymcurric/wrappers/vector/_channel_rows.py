@@ -1,8 +1,8 @@
-"""Rows of a checkpoint's channel, checked: the waiting tasks' spares and their pool slots.
+"""Rows of a checkpoint's channel, checked: waiting tasks, spares, pool slots, stale marks.
 
 :meth:`~gymcurric.wrappers.vector.SampleCurriculumTask.resume_channel` checks their form when
-it is called; the reset that restores them checks that each slot is in the pool then loaded
-(:func:`check_slots_fit`), before anything is changed.
+it is called (:func:`checked_rows`); the reset that restores them checks that each slot is in
+the pool then loaded (:func:`check_slots_fit`), before anything is changed.
 """
 
 from __future__ import annotations
@@ -10,13 +10,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gymcurric._checks import as_task_id, check_task_id
+import numpy as np
+
+from gymcurric._checks import check_one_per_env, check_task_id
 from gymcurric.errors import ConfigError
 
-__all__ = ["SOURCE", "check_slots_fit", "slot_rows", "task_rows"]
+__all__ = ["SOURCE", "check_slots_fit", "checked_rows", "slot_rows", "stale_marks", "task_rows"]
 
 #: The source errors about the rows name (resume_channel's, and the reset's that restores them).
 SOURCE = "vector.SampleCurriculumTask.resume_channel"
+
+
+def checked_rows(
+    num_envs: int,
+    waiting: Sequence[Any],
+    spares: Sequence[Sequence[Any]] | None,
+    slots: Sequence[Sequence[Any]] | None,
+    stale: Sequence[Any] | None,
+    refill_due: Any,
+) -> tuple[Any, ...]:
+    """The rows given to ``resume_channel``, checked, as the reset restores them.
+
+    ``(waiting, spares, slots, stale, refill_due)``: ints, bools and None where not given; a
+    ConfigError names the first list without one row per sub-env, or entry refused.
+    """
+    check_one_per_env("waiting", waiting, num_envs, source=SOURCE)
+    for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
+        if rows is not None:
+            check_one_per_env(name, rows, num_envs, source=SOURCE)
+    return (
+        [check_task_id(f"waiting[{i}]", t, source=SOURCE) for i, t in enumerate(waiting)],
+        None if spares is None else task_rows("spares", spares, SOURCE),
+        None if slots is None else slot_rows(slots, spares, SOURCE),
+        None if stale is None else stale_marks(stale, SOURCE),
+        None if refill_due is None else bool(refill_due),
+    )
 
 
 def task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[list[int]]:
@@ -31,7 +59,7 @@ def slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[
     """Per sub-env the pool slots of its waiting task and spares (-1: none), as ints.
 
     A ConfigError names a row without one slot per task, or an entry that is not an int
-    (the rule of a task id: not a bool or a float).
+    (the rule of a task id: not a bool or a float; :func:`~gymcurric._checks.check_task_id`).
     """
     out = []
     for i, row in enumerate(slots):
@@ -39,13 +67,26 @@ def slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[
         if len(row) != cols:
             why = f"expected {cols} pool slots: the waiting task's, then one per spare"
             raise ConfigError(f"slots[{i}]", row, why, source=source)
-        checked = [as_task_id(t) for t in row]
-        if None in checked:
-            j = checked.index(None)
-            why = "expected a pool slot (an int >= 0), -1 for none"
-            raise ConfigError(f"slots[{i}][{j}]", row[j], why, source=source)
-        out.append([t for t in checked if t is not None])  # each is (a None raised above)
+        why = "expected a pool slot (an int >= 0), -1 for none"
+        out.append(
+            [
+                check_task_id(f"slots[{i}][{j}]", t, source=source, reason=why)
+                for j, t in enumerate(row)
+            ]
+        )
     return out
+
+
+def stale_marks(stale: Sequence[Any], source: str) -> list[bool]:
+    """Per sub-env whether its waiting task is stale, as bools, or a ConfigError naming one.
+
+    A bool or a numpy bool; anything else (``1``, ``"no"``) is refused, not taken as its truth.
+    """
+    for i, mark in enumerate(stale):
+        if not isinstance(mark, bool | np.bool_):
+            why = "expected a bool (True: the waiting task is stale)"
+            raise ConfigError(f"stale[{i}]", mark, why, source=source)
+    return [bool(mark) for mark in stale]
 
 
 def check_slots_fit(slots: list[list[int]] | None, curriculum: Any) -> None:

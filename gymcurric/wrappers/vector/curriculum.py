@@ -33,14 +33,12 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
-from gymcurric._checks import check_one_per_env, check_task_id
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.curriculum import SampleCurriculumTask as _SingleSampleCurriculumTask
 from gymcurric.wrappers.episode_sums import EpisodeSums
-from gymcurric.wrappers.vector._channel_rows import SOURCE as RESUME_SOURCE
-from gymcurric.wrappers.vector._channel_rows import check_slots_fit, slot_rows, task_rows
+from gymcurric.wrappers.vector._channel_rows import check_slots_fit, checked_rows
 from gymcurric.wrappers.vector._common import autoreset_mode, sync_sub_wrappers
 from gymcurric.wrappers.vector._main_episodes import MainEpisodes
 
@@ -333,27 +331,17 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         Raises:
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
                 ``spares`` that is not a task id (an int from -1 to 2**63 - 1), or a row of
-                ``slots`` without one slot (the same rule, -1: none) per task of the row;
-                nothing is changed. A slot beyond the curriculum's pool is refused by the
-                reset that restores the rows (the pool is known then), before it changes
-                anything: the restore still waits.
+                ``slots`` without one slot (the same rule, -1: none) per task of the row, or
+                an entry of ``stale`` that is not a bool (a numpy bool too); nothing is
+                changed. A slot beyond the curriculum's pool is refused by the reset that
+                restores the rows (the pool is known then), before it changes anything: the
+                restore still waits.
         """
         if self._channel is None:
             return None
         restored = None  # a file without a channel's rows: nothing to restore
-        if waiting is not None:
-            source = RESUME_SOURCE
-            check_one_per_env("waiting", waiting, self.num_envs, source=source)
-            for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
-                if rows is not None:
-                    check_one_per_env(name, rows, self.num_envs, source=source)
-            restored = (  # all checked before anything is set
-                [check_task_id(f"waiting[{i}]", t, source=source) for i, t in enumerate(waiting)],
-                None if spares is None else task_rows("spares", spares, source),
-                None if slots is None else slot_rows(slots, spares, source),
-                None if stale is None else [bool(x) for x in stale],
-                None if refill_due is None else bool(refill_due),
-            )
+        if waiting is not None:  # all checked before anything is set
+            restored = checked_rows(self.num_envs, waiting, spares, slots, stale, refill_due)
         before, self._resume = self._resume, restored
 
         def undo() -> None:

@@ -282,3 +282,29 @@ def test_a_refused_load_puts_a_single_look_alike_back_as_it_was(tmp_path):
     with pytest.raises(DataError, match="from another configuration"):
         load_curriculum_state(path, RefusesTheFile(), env=env)
     assert (env.pending_task_id, env.resuming) == (7, False)  # was (None, False)
+
+
+@pytest.mark.parametrize(
+    ("stale", "key"),
+    [
+        ([False, 1], "stale[1]"),
+        (["no", False], "stale[0]"),  # bool("no") is True
+        ([False, None], "stale[1]"),
+        ([False, np.array([True])], "stale[1]"),
+    ],
+)
+def test_resume_channel_refuses_stale_marks_that_are_not_bools(stale, key):
+    # taken as bool(x): "no" marked a waiting task stale, withdrawn at the next refill
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(cur)
+    try:
+        envs.reset(seed=0)
+        waiting, slots = envs.channel_waiting(), envs.channel_slots()
+        with pytest.raises(ConfigError, match="expected a bool") as err:
+            envs.resume_channel(waiting, slots=slots, stale=stale)
+        assert err.value.key == key
+        assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
+        envs.resume_channel(waiting, slots=slots, stale=[np.True_, False])  # numpy's bool
+        assert envs.channel_stale() == [True, False]
+    finally:
+        envs.close()
