@@ -18,7 +18,14 @@ import numpy as np
 
 from gymcurric.errors import ConfigError
 
-__all__ = ["as_task_id", "check_int", "check_one_per_env", "check_task_id", "is_int"]
+__all__ = [
+    "as_task_id",
+    "check_int",
+    "check_one_per_env",
+    "check_task_id",
+    "is_int",
+    "no_slot_reason",
+]
 
 #: one more than the largest task id: ids are kept in int64 arrays (channel slots, checkpoints)
 TASK_ID_END = 2**63
@@ -202,3 +209,20 @@ def check_task_id(
         why = f"{about}: {reason}" if about else reason
         raise ConfigError(name, value, why, source=source) from cause
     return task_id
+
+
+def no_slot_reason(task_id: int, env: int) -> str:
+    """Why a channel's task (waiting, or a spare) with pool slot -1 is refused.
+
+    The words of both a checkpoint file's ``channel_slots`` and ``resume_channel``'s
+    ``slots``: -1 is the slot of no task, and a task restored without its slot was dropped
+    (its env got a fresh draw instead).
+
+    Examples:
+        >>> no_slot_reason(5, 1)
+        'task 5 of env 1 has slot -1, the slot of no task; a task needs its pool slot, an int >= 0'
+    """
+    return (
+        f"task {task_id} of env {env} has slot -1, the slot of no task; a task needs its "
+        "pool slot, an int >= 0"
+    )

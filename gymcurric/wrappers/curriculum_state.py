@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import as_task_id
+from gymcurric._checks import as_task_id, no_slot_reason
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.wrappers._curriculum_envs import (
@@ -372,6 +372,9 @@ def _read_channel_marks(
     bad = (slots < -1) | (slots >= capacity) | ((tasks >= 0) & (slots < 0))
     if bad.any():
         env, col = (int(i) for i in np.argwhere(bad)[0])
+        if slots[env, col] == -1:  # a task without its slot: refused as resume_channel does
+            reason = no_slot_reason(int(tasks[env, col]), env)
+            raise DataError(f"{where}: member {_SLOTS!r}: {reason}")
         raise DataError(
             f"{where}: member {_SLOTS!r} holds slot {int(slots[env, col])} for task "
             f"{int(tasks[env, col])} of env {env} (expected a slot in [0, {capacity}) for a "

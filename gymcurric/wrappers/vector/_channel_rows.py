@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import check_one_per_env, check_task_id
+from gymcurric._checks import check_one_per_env, check_task_id, no_slot_reason
 from gymcurric.errors import ConfigError
 
 __all__ = ["SOURCE", "check_slots_fit", "checked_rows", "slot_rows", "stale_marks", "task_rows"]
@@ -38,10 +38,18 @@ def checked_rows(
     for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
         if rows is not None:
             check_one_per_env(name, rows, num_envs, source=SOURCE)
+    ids = [check_task_id(f"waiting[{i}]", t, source=SOURCE) for i, t in enumerate(waiting)]
+    spare_ids = None if spares is None else task_rows("spares", spares, SOURCE)
+    slot_ids = None if slots is None else slot_rows(slots, spares, SOURCE)
+    for i, row in enumerate(slot_ids or []):  # a task without its slot: refused as in a file
+        tasks = [ids[i], *(spare_ids[i] if spare_ids is not None else [])]
+        for j, (task, at) in enumerate(zip(tasks, row, strict=True)):
+            if task >= 0 and at == -1:
+                raise ConfigError(f"slots[{i}][{j}]", at, no_slot_reason(task, i), source=SOURCE)
     return (
-        [check_task_id(f"waiting[{i}]", t, source=SOURCE) for i, t in enumerate(waiting)],
-        None if spares is None else task_rows("spares", spares, SOURCE),
-        None if slots is None else slot_rows(slots, spares, SOURCE),
+        ids,
+        spare_ids,
+        slot_ids,
         None if stale is None else stale_marks(stale, SOURCE),
         None if refill_due is None else bool(refill_due),
     )

@@ -332,10 +332,10 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
             ConfigError: a list without one row per sub-env, or an entry of ``waiting`` or
                 ``spares`` that is not a task id (an int from -1 to 2**63 - 1), or a row of
                 ``slots`` without one slot (the same rule, -1: none) per task of the row, or
-                an entry of ``stale`` that is not a bool (a numpy bool too); nothing is
-                changed. A slot beyond the curriculum's pool is refused by the reset that
-                restores the rows (the pool is known then), before it changes anything: the
-                restore still waits.
+                with -1 for a task (as a checkpoint file with one is refused), or an entry of
+                ``stale`` that is not a bool (a numpy bool too); nothing is changed. A slot
+                beyond the curriculum's pool is refused by the reset that restores the rows
+                (the pool is known then), before it changes anything: the restore still waits.
         """
         if self._channel is None:
             return None

@@ -187,7 +187,10 @@ def test_a_channel_restored_with_its_slots_and_stale_marks_refills_as_the_saved_
             r"and 'channel_stale' bool of shape \(4,\)\)$",
         ),
         ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[12, 1]])}, "holds slot 12 for task"),
-        ({"channel_slots": np.array([[0, 1]] * (N - 1) + [[-1, 1]])}, "holds slot -1 for task"),
+        (
+            {"channel_slots": np.array([[0, 1]] * (N - 1) + [[-1, 1]])},
+            "'channel_slots': task 3 of env 3 has slot -1, the slot of no task",
+        ),
     ],
 )
 def test_malformed_channel_slots_or_stale_marks_are_a_data_error(tmp_path, change, match):

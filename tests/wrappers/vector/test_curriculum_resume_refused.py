@@ -33,6 +33,7 @@ from tests.sub_env_faults import (
     shared_curriculum_envs,
     step_and_flush,
 )
+from tests.wrappers.test_curriculum_state import rewrite
 
 NAMES = ("pending_task_id", "resuming")
 
@@ -306,5 +307,37 @@ def test_resume_channel_refuses_stale_marks_that_are_not_bools(stale, key):
         assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
         envs.resume_channel(waiting, slots=slots, stale=[np.True_, False])  # numpy's bool
         assert envs.channel_stale() == [True, False]
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("spares", [0, 1])
+def test_a_task_with_slot_minus_one_is_refused_by_a_file_and_by_resume_channel(tmp_path, spares):
+    # a file was refused ("holds slot -1 for task ..."), but resume_channel took the same rows
+    # and its reset dropped the task: its sub-env drew another
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(cur, spares=spares)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        waiting, rows = envs.channel_waiting(), envs.channel_spares() if spares else None
+        good = envs.channel_slots()
+        slots = [list(row) for row in good]
+        slots[1][spares] = -1  # the waiting task's slot, or (spares=1) its spare's
+        task = rows[1][0] if rows else waiting[1]
+        assert task >= 0
+        rewrite(path, channel_slots=np.array(slots, dtype=np.int64))
+        with pytest.raises(DataError) as file_err:
+            load_curriculum_state(path, cur, env=envs)
+        with pytest.raises(ConfigError) as call_err:
+            envs.resume_channel(waiting, rows, slots=slots, stale=[False, False])
+        reason = f"task {task} of env 1 has slot -1, the slot of no task"
+        assert (call_err.value.key, call_err.value.value) == (f"slots[1][{spares}]", -1)
+        assert call_err.value.reason.startswith(reason)
+        assert str(file_err.value).endswith(f"'channel_slots': {call_err.value.reason}")
+        assert envs.channel_slots() == good  # no restore waits (was the -1, then dropped)
+        envs.resume_channel(waiting, rows, slots=good, stale=[False, False])
+        envs.reset()
+        assert envs.task_ids.tolist() == waiting  # each sub-env took its restored task
     finally:
         envs.close()
