@@ -64,6 +64,25 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+#: the layout of dense tensors, the only one the ring takes: the quick tests of the pushes
+#: compare it by identity (``value.layout is STRIDED``), anything else takes the general checks
+STRIDED = torch.strided
+
+
+def not_dense(name: str, value: torch.Tensor) -> ConfigError:
+    """The error of a tensor of another layout than :data:`STRIDED` (sparse, mkldnn, jagged...).
+
+    Such tensors pass the dtype, shape and device tests but not torch's copies into the ring's
+    dense rows (``TypeError``, ``RuntimeError``, ``NotImplementedError``); checked first.
+    """
+    return ConfigError(
+        name,
+        f"tensor of layout {value.layout}",
+        "expected a dense (strided) tensor",
+        source="ReplayRing",
+    )
+
+
 def dtype_from_name(name: str, where: str) -> torch.dtype:
     """Inverse of :func:`dtype_name`."""
     dt = getattr(torch, name, None)
@@ -77,13 +96,16 @@ def as_tensor_like(
 ) -> torch.Tensor:
     """Check a write of ``value`` into a ``shape``/``dtype`` slot on ``device``.
 
-    Tensors must match dtype and device exactly (no silent casts or transfers); numpy arrays and
-    Python numbers are accepted when numpy's ``same_kind`` casting allows it (float64 rewards into
-    float32, int64 actions into int32) and are copied over. Returns a tensor ready for ``copy_``
+    Tensors must be dense (:data:`STRIDED`) and match dtype and device exactly (no silent casts
+    or transfers); numpy arrays and Python numbers are accepted when numpy's ``same_kind``
+    casting allows it (float64 rewards into float32, int64 actions into int32) and are copied
+    over. Returns a tensor ready for ``copy_``
     (a CPU tensor sharing memory with a numpy input; a tensor that requires grad detached: the
     ring stores data, and a copy of it would put the ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
+        if value.layout is not STRIDED:
+            raise not_dense(name, value)
         if value.device != device:
             raise ConfigError(
                 name,
@@ -154,6 +176,8 @@ def host_flags(name: str, value: Any, num_envs: int) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype == np.bool_ and value.shape == (num_envs,):
         return value
     if isinstance(value, torch.Tensor):
+        if value.layout is not STRIDED:
+            raise not_dense(name, value)
         if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
             raise ConfigError(
                 name,
@@ -196,6 +220,8 @@ def device_flags(
         if value is None:
             continue
         if isinstance(value, torch.Tensor) and value.device == device:
+            if value.layout is not STRIDED:
+                raise not_dense(name, value)
             if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
                 raise ConfigError(
                     name,
@@ -279,6 +305,8 @@ def check_indices(name: str, value: Any, high: int) -> None:
     """Integer indices in ``[0, high)``; checked on the host (device tensors are trusted:
     reading them would sync)."""
     if isinstance(value, torch.Tensor):
+        if value.layout is not STRIDED:
+            raise not_dense(name, value)
         if value.device.type != "cpu":
             return
         value = value.numpy()

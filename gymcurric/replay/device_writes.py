@@ -4,8 +4,8 @@ A push on the device index is a fixed sequence of torch operations that never re
 value on the host: one copy per given field, the packed row (reward, cost, ``continue_``), one
 copy of ``is_first`` and one add for ``episode_id``. On a GPU such a push is bound by the host
 (launches and Python), so this module does the checks of ``push_step`` with as little Python
-as it can (issue 24): the usual inputs (tensors already on the device, numpy arrays of the
-field's dtype and shape, numpy or device bool flags) pass identity and shape tests, anything
+as it can (issue 24): the usual inputs (dense tensors already on the device, numpy arrays of
+the field's dtype and shape, numpy or device bool flags) pass identity and shape tests, anything
 else goes through the general checks of :meth:`RingStorage.checked_tensor` and
 :func:`~gymcurric.replay._checks.device_flags`, which raise the errors.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import copy_in, device_flags, reward_required
+from gymcurric.replay._checks import STRIDED, copy_in, device_flags, reward_required
 
 if TYPE_CHECKING:
     from gymcurric.replay.storage import RingStorage
@@ -80,6 +80,7 @@ class DeviceWriter:
         if kind is torch.Tensor:
             if (
                 value.dtype is dtype
+                and value.layout is STRIDED  # sparse & co.: the general checks refuse them
                 and value.shape == shape
                 and value.device == self.device
                 and not value.requires_grad  # the general checks detach it
@@ -102,6 +103,7 @@ class DeviceWriter:
         if (
             type(value) is torch.Tensor
             and value.dtype is torch.float32
+            and value.layout is STRIDED
             and value.shape == self.flag_shape
             and value.device == self.device
             and not value.requires_grad
@@ -162,6 +164,8 @@ class DeviceWriter:
             and type(truncated) is torch.Tensor
             and terminated.dtype is torch.bool
             and truncated.dtype is torch.bool
+            and terminated.layout is STRIDED
+            and truncated.layout is STRIDED
             and terminated.shape == shape
             and truncated.shape == shape
             and terminated.device == device
@@ -229,6 +233,7 @@ class DeviceWriter:
                         if kind is np.ndarray
                         else kind is torch.Tensor
                         and final_obs.dtype is obs_dtype
+                        and final_obs.layout is STRIDED
                         and final_obs.device == device
                     )
                     if not (usual and final_obs.shape == obs_shape):  # the general checks raise

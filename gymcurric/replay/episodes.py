@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from gymcurric.errors import DataError
 from gymcurric.replay._checks import numpy_dtype
@@ -72,6 +73,16 @@ class _Episode:
         return len(self.action)
 
 
+def _array(where: str, key: str, value: Any) -> np.ndarray:
+    """``value`` (array ``key`` of an episode) as a numpy array; a sparse tensor is refused."""
+    if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
+        raise DataError(
+            f"{where}: array {key!r} is a tensor of layout {value.layout}; expected a dense "
+            "(strided) tensor or a numpy array"
+        )
+    return np.asarray(value)
+
+
 def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
     where = f"episode {index}"
     arrays = item
@@ -83,17 +94,17 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
     for key in ("obs", "action", "reward"):
         if key not in arrays:
             raise DataError(f"{where}: array {key!r} is missing; got keys {sorted(arrays)}")
-    action = np.asarray(arrays["action"])
-    reward = np.asarray(arrays["reward"])
+    action = _array(where, "action", arrays["action"])
+    reward = _array(where, "reward", arrays["reward"])
     T = len(action)
     if T < 1 or reward.shape != (T,):
         raise DataError(
             f"{where}: 'action' must have T >= 1 rows and 'reward' shape (T,); got "
             f"{action.shape} and {reward.shape}"
         )
-    obs = np.asarray(arrays["obs"])
+    obs = _array(where, "obs", arrays["obs"])
     if "next_obs" in arrays and len(obs) == T:
-        obs = np.concatenate([obs, np.asarray(arrays["next_obs"])[-1:]], axis=0)
+        obs = np.concatenate([obs, _array(where, "next_obs", arrays["next_obs"])[-1:]], axis=0)
     if len(obs) != T + 1:
         raise DataError(
             f"{where}: 'obs' must have T + 1 = {T + 1} rows (the final observation last), or "
@@ -104,10 +115,10 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
             f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
             f"{np.dtype(obs_dtype)} observations"
         )
-    cost = np.asarray(arrays.get("cost", np.zeros(T)))
+    cost = _array(where, "cost", arrays.get("cost", np.zeros(T)))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
-    term = np.asarray(arrays.get("terminated", False)).reshape(-1)
+    term = _array(where, "terminated", arrays.get("terminated", False)).reshape(-1)
     return _Episode(obs, action, reward, cost, bool(term[-1]) if term.size else False)
 
 
@@ -123,7 +134,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         An :class:`EpisodeLoadReport`.
 
     Raises:
-        DataError: an episode lacks an array or has inconsistent lengths (names the datapack).
+        DataError: an episode lacks an array, has inconsistent lengths or holds a sparse
+            tensor (names the datapack).
         ConfigError: an array does not fit the ring's field (shape or dtype kind).
 
     Examples:

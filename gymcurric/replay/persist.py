@@ -100,9 +100,10 @@ def checked_state(ring: ReplayRing, state: Mapping[str, Any]) -> CheckedState:
     """Validate a ``state_dict`` for ``ring`` without touching it.
 
     Raises:
-        DataError: the state belongs to a ring of another shape, a tensor is missing or has
-            the wrong shape/dtype, an index table or counter is out of range, the rows break
-            the episode continuity, or the generator state is invalid.
+        DataError: the state belongs to a ring of another shape, a tensor is missing, is not
+            dense (sparse, nested...) or has the wrong shape/dtype, an index table or counter
+            is out of range, the rows break the episode continuity, or the generator state is
+            invalid.
     """
     where = "ReplayRing.load_state_dict"
     if not isinstance(state, Mapping):
@@ -150,6 +151,16 @@ def checked_state(ring: ReplayRing, state: Mapping[str, Any]) -> CheckedState:
         own.pop("generator")
     for name, target in own.items():
         source = tensors.get(name)
+        if isinstance(source, torch.Tensor) and (
+            source.layout is not torch.strided or source.is_nested
+        ):
+            # sparse, mkldnn, nested...: torch cannot copy them into the ring's dense tensors
+            # (and a nested tensor has no shape to compare)
+            kind = "a nested tensor" if source.is_nested else f"a tensor of layout {source.layout}"
+            raise DataError(
+                f"{where}: tensor {name!r} is {kind}; expected a dense (strided) tensor "
+                f"{(tuple(target.shape), target.dtype)}"
+            )
         if (
             not isinstance(source, torch.Tensor)
             or source.is_meta

@@ -271,12 +271,14 @@ class ReplayRing:
             t: optional explicit step index; must equal :attr:`total_steps`.
             **extra: one value per user field, ``[num_envs, *shape]``.
 
-        Tensors must already have the field's dtype and the ring's device; numpy arrays are
-        cast when the kind is kept (float64 -> float32) and copied over.
+        Tensors must be dense (strided: sparse, mkldnn or jagged ones are refused) and already
+        have the field's dtype and the ring's device; numpy arrays are cast when the kind is
+        kept (float64 -> float32) and copied over.
 
         Raises:
-            ConfigError: a missing/unknown field, ``reward=None``, or a wrong shape, dtype or
-                device (naming the field and what was received), or ``t != total_steps``.
+            ConfigError: a missing/unknown field, ``reward=None``, or a wrong layout, shape,
+                dtype or device (naming the field and what was received), or
+                ``t != total_steps``.
         """
         if t is not None or extra.keys() != self._user_field_set:
             check_push_arguments(t, self.total_steps, extra, self.user_fields)
@@ -493,10 +495,10 @@ class ReplayRing:
         leaves the ring exactly as it was.
 
         Raises:
-            DataError: the state belongs to a ring of another shape, a tensor is missing or has
-                the wrong shape/dtype, an index table or counter is out of range, the rows break
-                the episode continuity of :meth:`check_invariants`, or the generator state is
-                invalid.
+            DataError: the state belongs to a ring of another shape, a tensor is missing, is
+                not dense (sparse, nested...) or has the wrong shape/dtype, an index table or
+                counter is out of range, the rows break the episode continuity of
+                :meth:`check_invariants`, or the generator state is invalid.
         """
         checked = persist.checked_state(self, state)
         # --- nothing above writes to the ring; nothing below can fail on valid input

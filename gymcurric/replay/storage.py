@@ -16,6 +16,7 @@ import torch
 
 from gymcurric.errors import ConfigError
 from gymcurric.replay._checks import (
+    STRIDED,
     as_tensor_like,
     available_bytes,
     check_invariants,
@@ -340,6 +341,7 @@ class RingStorage:
                     if kind is np.ndarray
                     else kind is torch.Tensor
                     and final_obs.dtype is obs_dtype
+                    and final_obs.layout is STRIDED  # sparse & co.: the general checks raise
                     and final_obs.device == self.device
                 )
                 if not (usual and final_obs.shape == obs_shape):  # the general checks raise

@@ -111,3 +111,18 @@ def test_obs_plus_next_obs_layout_and_errors():
         extend_from_episodes(u8, [ep])
     with pytest.raises(ConfigError, match="'action'"):
         extend_from_episodes(ring(1), [dict(ep, action=ep["action"].astype(np.float32))])
+
+
+@pytest.mark.parametrize("key", ["obs", "next_obs", "action", "reward", "cost", "terminated"])
+def test_a_sparse_array_of_an_episode_is_refused_naming_it(key):
+    # np.asarray of a sparse tensor is a raw TypeError from torch; dense tensors are read
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    r = ring(1)
+    extend_from_episodes(r, [{n: torch.as_tensor(v) for n, v in ep.items()}])
+    before = {k: v.clone() for k, v in r.state_dict()["tensors"].items()}
+    ep[key] = torch.as_tensor(ep[key]).to_sparse()
+    with pytest.raises(DataError, match=rf"episode 0: array '{key}' is a tensor of layout torch"):
+        extend_from_episodes(r, [ep])
+    after = r.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)

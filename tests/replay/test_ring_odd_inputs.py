@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from gymcurric.errors import ConfigError
 from tests.replay.ring_helpers import gen, make
 
 E = 2
@@ -120,3 +121,40 @@ def test_numpy_arrays_of_an_equal_dtype_that_is_another_object_are_stored_the_sa
     step = unpickled(plain(0))
     assert step["obs"].dtype == np.float32 and step["obs"].dtype is not np.dtype(np.float32)
     assert_same(run(device, unpickled), run(device, lambda step: step))
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_sparse_tensors_are_refused_by_the_other_entry_points(device, layout):
+    # besides push_step (test_ring_push_paths.py): the final-observation write, the episode
+    # starts and the draws' next_obs and indices took a sparse tensor on to a raw torch error
+    ring = run(device, lambda step: step)
+    before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+
+    def sparse(value):  # CSR needs two dimensions: the masks and indices are COO
+        dense = torch.as_tensor(value, device=device)
+        csr = layout == "sparse_csr" and dense.dim() == 2
+        return dense.to_sparse_csr() if csr else dense.to_sparse()
+
+    obs, mask, rows = np.ones((E, 3), np.float32), np.array([False, True]), np.array([0, 1])
+    newest = (ring.head - 1) % ring.capacity
+    calls = [
+        ("final_obs", lambda: ring.attach_final_obs(newest, sparse(obs), mask)),
+        ("mask", lambda: ring.attach_final_obs(newest, obs, sparse(mask))),
+        ("mask", lambda: ring.start_episodes_at_next_push(sparse(mask))),
+        ("next_obs", lambda: ring.sample_transitions(4, gen(device), next_obs=sparse(obs))),
+        ("next_obs", lambda: ring.transitions_at(rows, rows, next_obs=sparse(obs))),
+        ("t_index", lambda: ring.transitions_at(sparse(rows), rows)),
+        ("env_index", lambda: ring.transitions_at(rows, sparse(rows))),
+    ]
+    for name, call in calls:
+        with pytest.raises(ConfigError, match=r"expected a dense \(strided\) tensor") as refused:
+            call()
+        assert refused.value.key == name
+        assert refused.value.value.startswith("tensor of layout torch.sparse_")
+    after = ring.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # nor did they mark episode starts: the next push continues every env's episode
+    row = ring.head
+    ring.push_step(**{**plain(8), "terminated": np.zeros(E, bool)})
+    assert not ring["is_first"][row].any()

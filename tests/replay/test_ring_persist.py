@@ -247,6 +247,27 @@ def _bad_tensor(name, value):
             r"invariant violated .*continue_ must be 0\.0 or 1\.0, got 0\.5",
         ),
         (lambda s: s["meta"].update(seed=2**70), r"meta 'seed' must fit a torch seed"),
+        # other layouts than dense: shape and dtype fit, torch's copies into the ring did not
+        # (a raw error after the tensors before it were restored)
+        (
+            _bad_tensor("field.obs", lambda t: t.to_sparse()),
+            r"tensor 'field\.obs' is a tensor of layout torch\.sparse_coo; expected a dense "
+            r"\(strided\) tensor \(\(6, 2, 3\), torch\.float32\)",
+        ),
+        pytest.param(
+            _bad_tensor("field.continue_", lambda t: t.to_sparse_csr()),
+            r"tensor 'field\.continue_' is a tensor of layout torch\.sparse_csr; expected a dense",
+            marks=pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta"),
+            id="sparse_csr continue_",
+        ),
+        (_bad_tensor("side.slot", lambda t: t.to_sparse()), r"'side\.slot' is a tensor of layout"),
+        (_bad_tensor("generator", lambda t: t.to_sparse()), r"'generator' is a tensor of layout"),
+        pytest.param(
+            _bad_tensor("field.obs", lambda t: torch.nested.nested_tensor(list(t))),
+            r"tensor 'field\.obs' is a nested tensor; expected a dense \(strided\) tensor",
+            marks=pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors"),
+            id="nested obs",
+        ),
     ],
 )
 def test_refused_state_leaves_the_ring_unchanged(device, change, match):
@@ -351,6 +372,16 @@ def test_unpickling_a_malformed_state_is_a_data_error():
             fresh.__setstate__(broken)
     back = pickle.loads(pickle.dumps(ring))
     assert torch.equal(back["obs"], ring["obs"])
+
+
+def test_unpickling_a_state_with_a_sparse_tensor_is_a_data_error():
+    # a pickled ring whose state holds a sparse tensor (shape and dtype fit): refused, as a
+    # damaged file is, rather than a raw error from torch's copy into the new ring
+    state = filled("cpu").__getstate__()
+    state["tensors"] = {**state["tensors"], "side.obs": state["tensors"]["side.obs"].to_sparse()}
+    fresh = ReplayRing.__new__(ReplayRing)
+    with pytest.raises(DataError, match=r"'side\.obs' is a tensor of layout torch\.sparse_coo"):
+        fresh.__setstate__(state)
 
 
 # ---------------------------------------------------------------- damaged files on disk

@@ -307,3 +307,61 @@ def test_reward_none_is_refused_and_nothing_is_written(strategy, flags_as, cost,
     after = ring.state_dict()["tensors"]
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert (ring.total_steps, ring.head) == (pushed, pushed)
+
+
+#: (parameter, layout) of the sparse values below: every argument of a push, user field and
+#: flags included; CSR needs two dimensions (the flags, reward and cost have one)
+SPARSE = [
+    *((name, "sparse_coo") for name in ("obs", "action", "reward", "cost", "final_obs", "aux")),
+    *((name, "sparse_coo") for name in ("terminated", "truncated", "is_first")),
+    *((name, "sparse_csr") for name in ("obs", "action", "final_obs", "aux")),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize(("name", "layout"), SPARSE)
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "no_end"])
+@pytest.mark.parametrize("pushed", [0, 6])
+def test_sparse_tensors_are_refused_and_leave_the_ring_as_it_was(
+    name, layout, flags_as, ended, pushed
+):
+    # a sparse tensor has the dtype, shape and device the checks looked at, so it went on to
+    # a raw TypeError, RuntimeError or NotImplementedError in torch's copies (on the host index
+    # a final_obs after its row was written: the oldest row of a full ring overwritten), or,
+    # as a final_obs at a step where no episode ended, was accepted on both indexes
+    messages = []
+    for strategy in ("host", "device"):
+        ring = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy=strategy)
+        for k in range(pushed):  # 6: the ring is full, the push would overwrite a row
+            given, kw = arguments(k, "numpy")
+            ring.push_step(*given, **kw)
+        before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+        given, kw = arguments(pushed + 1, "numpy")
+        step = dict(zip(("obs", "action", "reward"), given, strict=True), **kw)
+        step.update(
+            terminated=np.array([ended, False, False, False]),
+            truncated=np.zeros(E, bool),
+            cost=np.full(E, 0.5, np.float32),
+            # given only when it is the sparse one (device flags without it take the quick
+            # path of DeviceWriter.push); all True is valid at the first push too
+            is_first=np.ones(E, bool) if name == "is_first" else None,
+        )
+        if flags_as == "tensor":
+            for flag in ("terminated", "truncated", "is_first"):
+                if step[flag] is not None:
+                    step[flag] = torch.from_numpy(step[flag])
+        # the field's own dtype and shape: only the layout is wrong
+        dense = torch.as_tensor(step[name])
+        dense = dense.to(torch.float32) if name == "reward" else dense  # given as float64
+        step[name] = dense.to_sparse() if layout == "sparse_coo" else dense.to_sparse_csr()
+        with pytest.raises(ConfigError) as refused:
+            ring.push_step(step.pop("obs"), step.pop("action"), step.pop("reward"), **step)
+        err = refused.value
+        assert (err.key, err.value) == (name, f"tensor of layout torch.{layout}"), strategy
+        assert "expected a dense (strided) tensor" in str(err)
+        messages.append(str(err))
+        after = ring.state_dict()["tensors"]
+        assert all(torch.equal(before[k], after[k]) for k in before), strategy
+        assert (ring.total_steps, ring.head) == (pushed, pushed % 5)
+    assert messages[0] == messages[1]
