@@ -9,34 +9,22 @@ import pytest
 from gymcurric.errors import ConfigError, DataError, NonFiniteValueError, TaskError
 from gymcurric.tasks import (
     BoxTaskSpace,
-    BucketedTaskSpace,
     Curriculum,
     CurriculumConfig,
     DualPool,
     FieldSpec,
-    FixedTaskSpace,
-    LearnabilityScorer,
     LearningProgressScorer,
     LocalBackend,
     OpenEndedPool,
     SequentialScorer,
     SignalConfig,
-    Span,
     Stage,
     StopCondition,
     UniformScorer,
 )
 
+from .curriculum_cases import bucketed_space, fixed_space, resume_configs, stateless_outcome
 from .learners import PracticeLearner, coin, run
-
-
-def _fixed(n):
-    return FixedTaskSpace([{"i": i} for i in range(n)])
-
-
-def _bucketed(seed=0, **kw):
-    return BucketedTaskSpace({"a": [Span(0, 100)], "b": [Span(0.0, 1.0)]}, seed=seed, **kw)
-
 
 # ---------------------------------------------------------------- learning behaviour
 
@@ -66,8 +54,8 @@ def test_lp_masters_the_learnable_tasks_sooner_than_uniform(linear, bound):
     kinds = np.arange(30) % 3
     lp, uni = [], []
     for seed in range(4):
-        lp.append(_episodes_to_master(Curriculum(_fixed(30), seed=seed), kinds, seed, linear))
-        uniform = Curriculum(_fixed(30), seed=seed, scorer=UniformScorer())
+        lp.append(_episodes_to_master(Curriculum(fixed_space(30), seed=seed), kinds, seed, linear))
+        uniform = Curriculum(fixed_space(30), seed=seed, scorer=UniformScorer())
         uni.append(_episodes_to_master(uniform, kinds, seed, linear))
     assert np.mean(lp) < bound * np.mean(uni), (lp, uni)
 
@@ -82,7 +70,7 @@ def test_lp_moves_away_from_tasks_once_mastered():
             return min(max((t - 2500) / 1500, 0.0), 1.0)
         return 0.0 if g == 2 else 1.0
 
-    cur = Curriculum(_fixed(20), seed=3)
+    cur = Curriculum(fixed_space(20), seed=3)
     rng = np.random.default_rng(4)
     seq = np.array(run(cur, lambda tid, t: bool(rng.random() < p(tid, t)), 4000))
     early = np.bincount(seq[300:1500] // 5, minlength=4) / 1200
@@ -94,58 +82,19 @@ def test_lp_moves_away_from_tasks_once_mastered():
 # ---------------------------------------------------------------- determinism / resume
 
 
-def _configs():
-    return {
-        "fixed-lp": (lambda: _fixed(40), CurriculumConfig(recompute_every=7)),
-        "open-ended": (
-            lambda: _bucketed(),
-            CurriculumConfig(pool=OpenEndedPool(capacity=25, min_samples=8), recompute_every=5),
-        ),
-        "dual": (
-            lambda: _bucketed(),
-            CurriculumConfig(
-                pool=DualPool(explore_size=10, exploit_size=15, min_samples=6, window=20),
-                recompute_every=3,
-            ),
-        ),
-        "box-learnability": (
-            lambda: BoxTaskSpace([0.0, 0.0], [1.0, 2.0], bins=(4, 3)),
-            CurriculumConfig(scorer=LearnabilityScorer()),
-        ),
-        "sequential": (
-            lambda: _fixed(6),
-            CurriculumConfig(
-                scorer=SequentialScorer(
-                    (
-                        Stage((0, 1), StopCondition(min_episodes=300)),
-                        Stage((2, 3), StopCondition(max_episodes=400)),
-                        Stage((4, 5)),
-                    )
-                )
-            ),
-        ),
-    }
-
-
-def _outcome(tid, ep):
-    # stateless in (task, episode), so a resumed run sees the same outcomes
-    rng = np.random.default_rng([tid % 1000, ep])
-    return bool(rng.random() < (0.2 + 0.6 * ((tid % 7) / 6) * min(ep / 2000, 1.0)))
-
-
-@pytest.mark.parametrize("name", list(_configs()))
+@pytest.mark.parametrize("name", list(resume_configs()))
 def test_resume_reproduces_the_uninterrupted_task_sequence(name):
-    make_space, cfg = _configs()[name]
+    make_space, cfg = resume_configs()[name]
     full = Curriculum(make_space(), cfg, seed=5)
-    reference = run(full, _outcome, 2500)
+    reference = run(full, stateless_outcome, 2500)
 
     first = Curriculum(make_space(), cfg, seed=5)
-    head = run(first, _outcome, 1234)  # mid-cadence
+    head = run(first, stateless_outcome, 1234)  # mid-cadence
     blob = pickle.dumps(first.state_dict())
     del first
     resumed = Curriculum(make_space(), cfg, seed=999)  # the seed comes from the checkpoint
     resumed.load_state_dict(pickle.loads(blob))
-    tail = run(resumed, _outcome, 2500 - 1234, start=1234)
+    tail = run(resumed, stateless_outcome, 2500 - 1234, start=1234)
     assert head + tail == reference
     for key, arr in full.state_dict()["arrays"].items():
         assert np.array_equal(arr, resumed.state_dict()["arrays"][key]), key
@@ -155,9 +104,11 @@ def test_same_seed_same_sequence_other_seed_differs():
     def seq(seed):
         return run(
             Curriculum(
-                _bucketed(), pool=DualPool(explore_size=8, exploit_size=8, min_samples=4), seed=seed
+                bucketed_space(),
+                pool=DualPool(explore_size=8, exploit_size=8, min_samples=4),
+                seed=seed,
             ),
-            _outcome,
+            stateless_outcome,
             600,
         )
 
@@ -167,8 +118,8 @@ def test_same_seed_same_sequence_other_seed_differs():
 
 def test_update_batch_equals_sequential_updates():
     a, b = (
-        Curriculum(_fixed(10), seed=0, recompute_every=4),
-        Curriculum(_fixed(10), seed=0, recompute_every=4),
+        Curriculum(fixed_space(10), seed=0, recompute_every=4),
+        Curriculum(fixed_space(10), seed=0, recompute_every=4),
     )
     ids = a.sample(50)
     assert np.array_equal(ids, b.sample(50))
@@ -182,7 +133,7 @@ def test_update_batch_equals_sequential_updates():
 
 
 def test_update_batch_validates_everything_first():
-    cur = Curriculum(_fixed(5))
+    cur = Curriculum(fixed_space(5))
     before = cur.state_dict()["arrays"]
     with pytest.raises(NonFiniteValueError):
         cur.update_batch([0, 1, 2], [1.0, math.nan, 1.0])
@@ -198,35 +149,37 @@ def test_update_batch_validates_everything_first():
 @pytest.mark.parametrize(
     "other,key",
     [
-        (lambda: Curriculum(_bucketed(seed=1), pool=OpenEndedPool(capacity=20)), "space.seed"),
-        (lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=21)), "pool.capacity"),
+        (lambda: Curriculum(bucketed_space(seed=1), pool=OpenEndedPool(capacity=20)), "space.seed"),
+        (lambda: Curriculum(bucketed_space(), pool=OpenEndedPool(capacity=21)), "pool.capacity"),
         (
-            lambda: Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20), recompute_every=3),
+            lambda: Curriculum(
+                bucketed_space(), pool=OpenEndedPool(capacity=20), recompute_every=3
+            ),
             "recompute_every",
         ),
         (
             lambda: Curriculum(
-                _bucketed(),
+                bucketed_space(),
                 pool=OpenEndedPool(capacity=20),
                 scorer=LearningProgressScorer(theta=0.2),
             ),
             "scorer.theta",
         ),
         (
-            lambda: Curriculum(_bucketed(), pool=DualPool(explore_size=5, exploit_size=15)),
+            lambda: Curriculum(bucketed_space(), pool=DualPool(explore_size=5, exploit_size=15)),
             "pool.type",
         ),
     ],
 )
 def test_state_dict_from_another_configuration_names_what_differs(other, key):
-    saved = Curriculum(_bucketed(), pool=OpenEndedPool(capacity=20)).state_dict()
+    saved = Curriculum(bucketed_space(), pool=OpenEndedPool(capacity=20)).state_dict()
     with pytest.raises(DataError, match="another configuration") as exc:
         other().load_state_dict(saved)
     assert key in str(exc.value)
 
 
 def test_malformed_state_dicts():
-    cur = Curriculum(_fixed(4))
+    cur = Curriculum(fixed_space(4))
     with pytest.raises(DataError, match="not a curriculum state dict"):
         cur.load_state_dict({"arrays": {}})
     sd = cur.state_dict()
@@ -239,7 +192,7 @@ def test_malformed_state_dicts():
 
 
 def test_nan_return_is_a_clear_error_and_changes_nothing():
-    cur = Curriculum(_fixed(3))
+    cur = Curriculum(fixed_space(3))
     with pytest.raises(NonFiniteValueError, match="task_id=1"):
         cur.update(1, math.nan)
     with pytest.raises(NonFiniteValueError, match="cost"):
@@ -249,10 +202,10 @@ def test_nan_return_is_a_clear_error_and_changes_nothing():
 
 def test_bad_config_values_name_field_and_value():
     with pytest.raises(ConfigError) as exc:
-        Curriculum(_fixed(3), recompute_every=0)
+        Curriculum(fixed_space(3), recompute_every=0)
     assert exc.value.key == "recompute_every" and "0" in str(exc.value)
     with pytest.raises(ConfigError, match="unknown keyword"):
-        Curriculum(_fixed(3), recompute_evry=4)
+        Curriculum(fixed_space(3), recompute_evry=4)
     with pytest.raises(ConfigError, match="'scorer'"):
         CurriculumConfig(scorer="lp")  # type: ignore[arg-type]
 
@@ -282,7 +235,7 @@ def test_config_round_trip_and_file_errors():
 
 
 def test_unknown_ids_are_errors_and_evicted_ids_are_counted_as_stale():
-    cur = Curriculum(_fixed(3))
+    cur = Curriculum(fixed_space(3))
     with pytest.raises(ConfigError, match="task_id"):
         cur.update(3, 1.0)
     for bad in ("0", 1.0, True):
@@ -290,30 +243,30 @@ def test_unknown_ids_are_errors_and_evicted_ids_are_counted_as_stale():
             cur.update(bad, 1.0)  # type: ignore[arg-type]
     cur.update(np.int64(1), 1.0)
     assert cur.state.count[1] == 1
-    cur = Curriculum(_bucketed(), pool=OpenEndedPool(capacity=5))
+    cur = Curriculum(bucketed_space(), pool=OpenEndedPool(capacity=5))
     cur.update(12345, 1.0)  # not (or no longer) in the pool
     assert cur.stats()["curriculum/stale_updates"] == 1.0
 
 
 def test_validator_rejecting_every_generated_task_is_a_clear_error():
-    space = _bucketed(validator=lambda t: False, max_retries=4)
+    space = bucketed_space(validator=lambda t: False, max_retries=4)
     with pytest.raises(TaskError, match="validator rejected 5 generated tasks"):
         Curriculum(space, pool=OpenEndedPool(capacity=3))
 
 
 def test_rejected_generated_tasks_are_retried_and_reported():
-    space = _bucketed(validator=lambda t: t["a"] % 2 == 0)
+    space = bucketed_space(validator=lambda t: t["a"] % 2 == 0)
     cur = Curriculum(space, pool=OpenEndedPool(capacity=40))
     assert all(space.task(int(t))["a"] % 2 == 0 for t in cur.state.task_id)
     assert cur.stats()["curriculum/invalid_generated"] > 5
 
 
 def test_mark_invalid_removes_and_refills_then_fails_clearly_when_nothing_is_left():
-    cur = Curriculum(_bucketed(), pool=OpenEndedPool(capacity=4))
+    cur = Curriculum(bucketed_space(), pool=OpenEndedPool(capacity=4))
     bad = int(cur.sample()[0])
     cur.mark_invalid(bad, "env refused")
     assert bad not in cur.state.task_id and cur.stats()["curriculum/num_tasks"] == 4
-    fixed = Curriculum(_fixed(3))
+    fixed = Curriculum(fixed_space(3))
     fixed.mark_invalid(0)
     fixed.mark_invalid(2)
     assert set(fixed.sample(100).tolist()) == {1}
@@ -335,7 +288,7 @@ def test_box_updates_score_the_cell_of_each_variant():
 
 
 def test_stats_are_flat_finite_floats_with_the_curriculum_prefix():
-    cur = Curriculum(_bucketed(), pool=DualPool(explore_size=5, exploit_size=5, min_samples=3))
+    cur = Curriculum(bucketed_space(), pool=DualPool(explore_size=5, exploit_size=5, min_samples=3))
     run(cur, coin(0), 300)
     stats = cur.stats()
     assert stats and all(k.startswith("curriculum/") for k in stats)
@@ -362,9 +315,9 @@ class _OneBufferBackend(LocalBackend):
 def test_state_lives_in_backend_memory_and_behaves_identically():
     backend = _OneBufferBackend()
     cfg = CurriculumConfig(pool=DualPool(explore_size=6, exploit_size=6, min_samples=4))
-    a = Curriculum(_bucketed(), cfg, backend=backend)
-    b = Curriculum(_bucketed(), cfg)
-    assert run(a, _outcome, 800) == run(b, _outcome, 800)
+    a = Curriculum(bucketed_space(), cfg, backend=backend)
+    b = Curriculum(bucketed_space(), cfg)
+    assert run(a, stateless_outcome, 800) == run(b, stateless_outcome, 800)
     assert np.shares_memory(a.state.fast, backend.buffer)
     assert backend.buffer.any()
 
@@ -380,7 +333,7 @@ def test_core_imports_only_numpy_and_gymnasium():
 
 
 def test_invalidate_recomputes_before_the_next_sample():
-    cur = Curriculum(_fixed(4))
+    cur = Curriculum(fixed_space(4))
     before = cur.stats()["curriculum/recomputes"]
     cur.sample()
     assert cur.stats()["curriculum/recomputes"] == before

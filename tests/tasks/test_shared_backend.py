@@ -18,7 +18,6 @@ from gymcurric.errors import ConfigError, TaskError, WorkerError
 from gymcurric.tasks import (
     BucketedTaskSpace,
     Curriculum,
-    FixedTaskSpace,
     LearnabilityScorer,
     OpenEndedPool,
     SequentialScorer,
@@ -33,21 +32,14 @@ from gymcurric.tasks.shared_backend import SEGMENT_PREFIX, segment_exists
 from gymcurric.tasks.state import K
 
 from . import shared_workers as w
+from .curriculum_cases import fixed_space, resume_configs, stateless_outcome
 from .learners import run
-from .test_curriculum import _configs, _outcome
+from .shared_harness import shared_curriculum, start_process, worker_result
 
 # The backend is POSIX-portable; these tests use fork and look into /dev/shm (Linux, CI).
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 METHODS = ["fork", "forkserver", "spawn"]
-
-
-def _fixed(n):
-    return FixedTaskSpace([{"i": i} for i in range(n)])
-
-
-def _shared(space, **kw):
-    return Curriculum(space, backend="shared", **kw)
 
 
 def _lock_left(cur):
@@ -60,29 +52,16 @@ def _lock_left(cur):
     return lambda: os.path.exists(sem)
 
 
-def _start(method, target, *args):
-    p = mp.get_context(method).Process(target=target, args=args, daemon=True)
-    p.start()
-    return p
-
-
-def _result(q, timeout=60):
-    msg = q.get(timeout=timeout)
-    if msg[0] == "error":
-        raise AssertionError(f"worker raised {msg[1]}: {msg[2]}")
-    return msg[1]
-
-
 # ---------------------------------------------------------------- concurrency
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_four_processes_updating_concurrently_lose_no_update(method):
     n_tasks, n = 8, {"fork": 1500, "forkserver": 600, "spawn": 300}[method]
-    with _shared(_fixed(n_tasks), recompute_every=5, seed=0) as cur:
+    with shared_curriculum(fixed_space(n_tasks), recompute_every=5, seed=0) as cur:
         q = mp.get_context(method).Queue()
-        procs = [_start(method, w.updates, cur, i, n, n_tasks, q) for i in range(4)]
-        assert [_result(q) for _ in procs] == [n] * 4
+        procs = [start_process(method, w.updates, cur, i, n, n_tasks, q) for i in range(4)]
+        assert [worker_result(q) for _ in procs] == [n] * 4
         for p in procs:
             p.join(30)
         expected = np.zeros(n_tasks, dtype=np.int64)
@@ -98,10 +77,12 @@ def test_four_processes_updating_concurrently_lose_no_update(method):
 
 def test_concurrent_evictions_keep_the_pool_consistent():
     space = BucketedTaskSpace({"a": [Span(0, 1000)]}, seed=0)
-    with _shared(space, pool=OpenEndedPool(capacity=16, min_samples=2), recompute_every=3) as cur:
+    with shared_curriculum(
+        space, pool=OpenEndedPool(capacity=16, min_samples=2), recompute_every=3
+    ) as cur:
         q, stop = mp.get_context("fork").Queue(), mp.get_context("fork").Event()
-        procs = [_start("fork", w.churn, cur, i, q, stop) for i in range(3)]
-        [_result(q) for _ in procs]
+        procs = [start_process("fork", w.churn, cur, i, q, stop) for i in range(3)]
+        [worker_result(q) for _ in procs]
         time.sleep(1.0)
         stop.set()
         for p in procs:
@@ -111,18 +92,19 @@ def test_concurrent_evictions_keep_the_pool_consistent():
         assert len(set(ids.tolist())) == 16 and (ids >= 0).all()  # no duplicates, no holes
         c = cur.state.counters
         assert c[K.EVICTIONS] > 10
-        run(cur, _outcome, 200)  # the parent's caches follow the other processes' changes
+        run(cur, stateless_outcome, 200)  # the parent's caches follow the other processes' changes
         assert len(set(cur.state.task_id.tolist())) == 16
 
 
 def test_workers_sample_the_distribution_the_parent_shapes():
     scorer = LearnabilityScorer(min_samples=1, cold_value=0.0, top_k=1)
-    with _shared(_fixed(6), scorer=scorer, recompute_every=1) as cur:
+    with shared_curriculum(fixed_space(6), scorer=scorer, recompute_every=1) as cur:
         ctx = mp.get_context("forkserver")
         q, go = ctx.Queue(), ctx.Event()
         ready = [ctx.Event() for _ in range(2)]
         procs = [
-            _start("forkserver", w.sample_after, cur, i, 50, ready[i], go, q) for i in range(2)
+            start_process("forkserver", w.sample_after, cur, i, 50, ready[i], go, q)
+            for i in range(2)
         ]
         for r in ready:
             assert r.wait(60)
@@ -131,19 +113,19 @@ def test_workers_sample_the_distribution_the_parent_shapes():
             cur.update(i % 6 if i % 6 != 3 else 0, 1.0, success=True)
         assert dict(zip(*cur.probabilities(), strict=True))[3] == 1.0
         go.set()
-        assert [_result(q) for _ in procs] == [[3] * 50] * 2
+        assert [worker_result(q) for _ in procs] == [[3] * 50] * 2
         for p in procs:
             p.join(30)
 
 
 def test_a_worker_marking_a_task_invalid_disables_it_everywhere():
     pool = OpenEndedPool(capacity=3, min_samples=1, evict_quantile=1.0)
-    with _shared(_fixed(6), pool=pool, recompute_every=1, seed=1) as cur:
+    with shared_curriculum(fixed_space(6), pool=pool, recompute_every=1, seed=1) as cur:
         bad = int(cur.state.task_id[0])
         q = mp.get_context("fork").Queue()
-        _start("fork", w.mark, cur, bad, q).join(30)
-        _result(q)
-        seq = run(cur, _outcome, 300)  # one eviction + refill per episode
+        start_process("fork", w.mark, cur, bad, q).join(30)
+        worker_result(q)
+        seq = run(cur, stateless_outcome, 300)  # one eviction + refill per episode
         assert bad not in seq and cur.stats()["curriculum/evictions"] > 100
         assert cur.state_dict()["disabled"] == [bad]
 
@@ -151,13 +133,13 @@ def test_a_worker_marking_a_task_invalid_disables_it_everywhere():
 def test_lock_free_reads_never_return_a_torn_distribution():
     n = 20_000  # stage 0 samples slot 0 only, stage 1 slot n-1 only
     scorer = SequentialScorer((Stage((0,), StopCondition(min_episodes=1)), Stage((n - 1,))))
-    with _shared(_fixed(n), scorer=scorer) as cur:
+    with shared_curriculum(fixed_space(n), scorer=scorer) as cur:
         first = cur.state_dict()
         cur.update(0, 1.0, success=True)
         second = cur.state_dict()
         ctx = mp.get_context("fork")
         q, stop = ctx.Queue(), ctx.Event()
-        proc = _start("fork", w.read_forever, cur, {0, n - 1}, stop, q)
+        proc = start_process("fork", w.read_forever, cur, {0, n - 1}, stop, q)
         end = time.monotonic() + 1.5
         flips = 0
         # every load rewrites the cumulative arrays: at least 1.5 s and 200 loads while the
@@ -166,7 +148,7 @@ def test_lock_free_reads_never_return_a_torn_distribution():
             cur.load_state_dict(first if flips % 2 else second)
             flips += 1
         stop.set()
-        draws, bad = _result(q)
+        draws, bad = worker_result(q)
         proc.join(10)
         assert bad == [] and draws > 0 and flips >= 200
 
@@ -177,20 +159,20 @@ def test_lock_free_reads_never_return_a_torn_distribution():
 def test_no_segment_left_after_close_gc_context_manager_or_failed_construction(
     monkeypatch,
 ):
-    cur = _shared(_fixed(4))
+    cur = shared_curriculum(fixed_space(4))
     name, lock_left = cur.backend.name, _lock_left(cur)
     assert segment_exists(name) and lock_left()
     cur.close()
     assert not segment_exists(name) and not lock_left()
     cur.close()  # idempotent
 
-    cur = _shared(_fixed(4))
+    cur = shared_curriculum(fixed_space(4))
     name, lock_left = cur.backend.name, _lock_left(cur)
     del cur
     gc.collect()
     assert not segment_exists(name) and not lock_left()
 
-    with _shared(_fixed(4)) as cur:
+    with shared_curriculum(fixed_space(4)) as cur:
         name = cur.backend.name
     assert not segment_exists(name)
 
@@ -198,7 +180,7 @@ def test_no_segment_left_after_close_gc_context_manager_or_failed_construction(
     monkeypatch.setattr(sb_module.uuid, "uuid4", lambda: fixed_uuid)
     space = BucketedTaskSpace({"a": [Span(0, 9)]}, validator=lambda t: False, max_retries=2)
     with pytest.raises(TaskError):
-        _shared(space, pool=OpenEndedPool(capacity=3))
+        shared_curriculum(space, pool=OpenEndedPool(capacity=3))
     assert not segment_exists(SEGMENT_PREFIX + fixed_uuid.hex[:16])
 
 
@@ -215,11 +197,11 @@ def test_creator_exiting_without_close_unlinks_its_segment():
 
 
 def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unlink():
-    cur = _shared(_fixed(10), recompute_every=3)
+    cur = shared_curriculum(fixed_space(10), recompute_every=3)
     name, lock_left = cur.backend.name, _lock_left(cur)
     q = mp.get_context("forkserver").Queue()
-    procs = [_start("forkserver", w.churn, cur, i, q) for i in range(2)]
-    [_result(q) for _ in procs]
+    procs = [start_process("forkserver", w.churn, cur, i, q) for i in range(2)]
+    [worker_result(q) for _ in procs]
     time.sleep(0.3)
     os.kill(procs[0].pid, signal.SIGKILL)
     procs[0].join(10)
@@ -228,26 +210,26 @@ def test_killing_a_worker_mid_run_leaks_nothing_and_closing_a_copy_does_not_unli
     procs[1].kill()
     procs[1].join(10)
     assert segment_exists(name)
-    _start("fork", w.close_copy, cur, q).join(30)
-    _result(q)
+    start_process("fork", w.close_copy, cur, q).join(30)
+    worker_result(q)
     assert segment_exists(name)  # an attached copy only drops its mapping
     cur.close()
     assert not segment_exists(name) and not lock_left()
 
 
 def test_an_attached_copy_adds_its_sample_counts_when_it_closes():
-    with _shared(_fixed(4)) as cur:
+    with shared_curriculum(fixed_space(4)) as cur:
         q = mp.get_context("fork").Queue()
-        _start("fork", w.close_copy, cur, q, 7).join(30)
-        _result(q)
+        start_process("fork", w.close_copy, cur, q, 7).join(30)
+        worker_result(q)
         assert cur.stats()["curriculum/samples"] == 7 == cur.state.samples.sum()
 
 
 def test_a_process_dying_while_holding_the_lock_is_reported(monkeypatch):
     monkeypatch.setattr(sb_module, "POLL_S", 0.1)
-    with _shared(_fixed(3)) as cur:
+    with shared_curriculum(fixed_space(3)) as cur:
         held = mp.get_context("fork").Event()
-        proc = _start("fork", w.die_holding_lock, cur, held)
+        proc = start_process("fork", w.die_holding_lock, cur, held)
         assert held.wait(30)
         pid = proc.pid
         proc.join(10)
@@ -264,9 +246,9 @@ def test_a_holder_killed_with_the_lock_is_detected_at_once(record_pid):
     """Killed before recording its pid, the holder wrote nothing: the lock is free again (it
     used to stall everyone for lock_timeout, 'held by process unknown'). Killed inside its
     locked section, it is named, and stays named for every later locker."""
-    with Curriculum(_fixed(3), backend=SharedMemoryBackend(lock_timeout=6.0)) as cur:
+    with Curriculum(fixed_space(3), backend=SharedMemoryBackend(lock_timeout=6.0)) as cur:
         held = mp.get_context("fork").Event()
-        proc = _start("fork", w.die_holding_lock_until_killed, cur, held, record_pid)
+        proc = start_process("fork", w.die_holding_lock_until_killed, cur, held, record_pid)
         assert held.wait(30)
         pid = proc.pid
         assert cur.backend.header[sb_module.HOLDER] == (pid if record_pid else 0)
@@ -285,7 +267,7 @@ def test_a_holder_killed_with_the_lock_is_detected_at_once(record_pid):
 
 
 def test_the_lock_excludes_threads_other_handles_and_fork_children():
-    with _shared(_fixed(2)) as cur:
+    with shared_curriculum(fixed_space(2)) as cur:
         other = copy.deepcopy(cur.backend).lock()  # another handle in this process
         q = mp.get_context("fork").Queue()
         with cur._link.lock:
@@ -295,12 +277,12 @@ def test_the_lock_excludes_threads_other_handles_and_fork_children():
             thread.start()
             thread.join(10)
             assert took == [False]
-            _start("fork", w.try_lock, cur, q).join(30)  # forked while the lock is held
-            assert _result(q) is False
+            start_process("fork", w.try_lock, cur, q).join(30)  # forked while the lock is held
+            assert worker_result(q) is False
         assert other.try_enter()
         other.__exit__(None, None, None)
-        _start("fork", w.try_lock, cur, q).join(30)
-        assert _result(q) is True
+        start_process("fork", w.try_lock, cur, q).join(30)
+        assert worker_result(q) is True
 
 
 def test_importing_allocates_nothing():
@@ -320,16 +302,16 @@ def test_importing_allocates_nothing():
 
 
 def _streams(seeds, n=40):
-    with _shared(_fixed(50), seed=0) as cur:
+    with shared_curriculum(fixed_space(50), seed=0) as cur:
         ctx = mp.get_context("fork")
         q, go = ctx.Queue(), ctx.Event()
         out = []
         for seed in seeds:  # one at a time: results in seed order
             ready = ctx.Event()
-            proc = _start("fork", w.sample_after, cur, seed, n, ready, go, q)
+            proc = start_process("fork", w.sample_after, cur, seed, n, ready, go, q)
             ready.wait(30)
             go.set()
-            out.append(_result(q))
+            out.append(worker_result(q))
             proc.join(30)
         return out
 
@@ -343,30 +325,30 @@ def test_same_seeds_give_the_same_per_worker_streams_and_unseeded_workers_differ
 
 
 @pytest.mark.parametrize("lock_free", [True, False], ids=["seqlock", "locked-reads"])
-@pytest.mark.parametrize("name", list(_configs()))
+@pytest.mark.parametrize("name", list(resume_configs()))
 def test_shared_backend_gives_the_local_sequence_and_resumes_across_backends(
     name, lock_free, monkeypatch
 ):
     monkeypatch.setattr(sb_module, "LOCK_FREE_READS", lock_free)
-    make_space, cfg = _configs()[name]
-    reference = run(Curriculum(make_space(), cfg, seed=5), _outcome, 1500)
+    make_space, cfg = resume_configs()[name]
+    reference = run(Curriculum(make_space(), cfg, seed=5), stateless_outcome, 1500)
     with Curriculum(make_space(), cfg, seed=5, backend="shared") as shared:
-        head = run(shared, _outcome, 700)
+        head = run(shared, stateless_outcome, 700)
         assert head == reference[:700]
         saved = shared.state_dict()
         local = Curriculum(make_space(), cfg, seed=1)
         local.load_state_dict(pickle.loads(pickle.dumps(saved)))
-        assert run(local, _outcome, 800, start=700) == reference[700:]
+        assert run(local, stateless_outcome, 800, start=700) == reference[700:]
         back = local.state_dict()
     with Curriculum(make_space(), cfg, seed=2, backend="shared") as shared:
         shared.load_state_dict(saved)
-        assert run(shared, _outcome, 800, start=700) == reference[700:]
+        assert run(shared, stateless_outcome, 800, start=700) == reference[700:]
         for key, arr in shared.state_dict()["arrays"].items():
             assert np.array_equal(arr, back["arrays"][key]), key
 
 
 def test_reseed_gives_the_stream_of_that_seed_and_rejects_bad_seeds():
-    a, b = Curriculum(_fixed(30), seed=7), Curriculum(_fixed(30), seed=0)
+    a, b = Curriculum(fixed_space(30), seed=7), Curriculum(fixed_space(30), seed=0)
     b.reseed(7)
     assert a.sample(20).tolist() == b.sample(20).tolist()
     for bad in (-1, 1.5, True, "3"):
@@ -379,10 +361,10 @@ def test_reseed_gives_the_stream_of_that_seed_and_rejects_bad_seeds():
 
 @pytest.mark.parametrize("method", ["fork", "forkserver"])
 def test_a_local_curriculum_refuses_to_run_in_another_process(method):
-    cur = Curriculum(_fixed(3), seed=0)
+    cur = Curriculum(fixed_space(3), seed=0)
     q = mp.get_context(method).Queue()
     for what in ("sample", "update"):
-        _start(method, w.use_copy, cur, what, q).join(60)
+        start_process(method, w.use_copy, cur, what, q).join(60)
         kind, name, msg = q.get(timeout=10)
         assert (kind, name) == ("error", "ConfigError")
         assert "process-local curriculum was copied into process" in msg
@@ -399,29 +381,29 @@ def test_bad_backend_arguments_are_config_errors():
     with pytest.raises(ConfigError, match="lock_timeout"):
         SharedMemoryBackend(lock_timeout=0)
     with pytest.raises(ConfigError, match="'backend'"):
-        Curriculum(_fixed(2), backend="gpu")
+        Curriculum(fixed_space(2), backend="gpu")
     backend = SharedMemoryBackend()
     with (
-        Curriculum(_fixed(2), backend=backend),
+        Curriculum(fixed_space(2), backend=backend),
         pytest.raises(ConfigError, match="one backend per Curriculum"),
     ):
-        Curriculum(_fixed(2), backend=backend)
+        Curriculum(fixed_space(2), backend=backend)
 
 
 def test_pickling_outside_a_process_start_or_into_spawn_with_a_fork_lock_is_explained():
     with (
-        _shared(_fixed(2)) as cur,
+        shared_curriculum(fixed_space(2)) as cur,
         pytest.raises(ConfigError, match="only while a worker process is being started"),
     ):
         pickle.dumps(cur)
-    with Curriculum(_fixed(2), backend=SharedMemoryBackend(context="fork")) as cur:
+    with Curriculum(fixed_space(2), backend=SharedMemoryBackend(context="fork")) as cur:
         proc = mp.get_context("spawn").Process(target=w.use_copy, args=(cur, "sample", None))
         with pytest.raises(ConfigError, match="made for fork workers"):
             proc.start()
 
 
 def test_closed_or_unlinked_segments_raise_worker_errors_naming_them():
-    cur = _shared(_fixed(3))
+    cur = shared_curriculum(fixed_space(3))
     name = cur.backend.name
     handle = copy.deepcopy(cur)  # an attached handle in this process
     assert handle.backend.name == name and not handle.backend.is_creator
@@ -439,15 +421,15 @@ def test_closed_or_unlinked_segments_raise_worker_errors_naming_them():
 @pytest.mark.parametrize("batch", [1, 1000])
 def test_worker_updates_are_buffered_until_flush(batch):
     backend = SharedMemoryBackend(worker_update_batch=batch)
-    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+    with Curriculum(fixed_space(4), backend=backend, seed=0) as cur:
         ctx = mp.get_context("forkserver")
         q, go = ctx.Queue(), ctx.Event()
-        p = _start("forkserver", w.buffered, cur, 10, q, go)
-        assert _result(q) == "updated"
+        p = start_process("forkserver", w.buffered, cur, 10, q, go)
+        assert worker_result(q) == "updated"
         # batch 1: applied at once; a large batch: nothing visible before the worker flushes
         assert cur.stats()["curriculum/updates"] == (10 if batch == 1 else 0)
         go.set()
-        assert _result(q) == 10
+        assert worker_result(q) == 10
         p.join(30)
         assert cur.stats()["curriculum/updates"] == 10
         assert cur.state.count.tolist()[0] == 10
@@ -462,14 +444,14 @@ def test_a_workers_flushed_buffer_leaves_the_state_of_one_by_one_updates(batch):
     ids = rng.integers(0, 150, n).tolist()
     returns = rng.normal(size=n).tolist()
     wins = [None if x < 0.3 else bool(x < 0.6) for x in rng.random(n)]
-    local = Curriculum(_fixed(150), seed=0, recompute_every=80)
+    local = Curriculum(fixed_space(150), seed=0, recompute_every=80)
     for tid, r, s in zip(ids, returns, wins, strict=True):
         local.update(tid, r, success=s)
     backend = SharedMemoryBackend(worker_update_batch=batch)
-    with Curriculum(_fixed(150), backend=backend, seed=0, recompute_every=80) as cur:
+    with Curriculum(fixed_space(150), backend=backend, seed=0, recompute_every=80) as cur:
         q = mp.get_context("fork").Queue()
-        p = _start("fork", w.stream, cur, ids, returns, wins, q)
-        assert _result(q) == n
+        p = start_process("fork", w.stream, cur, ids, returns, wins, q)
+        assert worker_result(q) == n
         p.join(30)
         want, got = local.state_dict()["arrays"], cur.state_dict()["arrays"]
         for key, arr in want.items():
@@ -478,7 +460,9 @@ def test_a_workers_flushed_buffer_leaves_the_state_of_one_by_one_updates(batch):
 
 
 def test_creator_applies_updates_at_once_and_bad_batch_is_rejected():
-    with Curriculum(_fixed(4), backend=SharedMemoryBackend(worker_update_batch=50), seed=0) as cur:
+    with Curriculum(
+        fixed_space(4), backend=SharedMemoryBackend(worker_update_batch=50), seed=0
+    ) as cur:
         cur.update(0, 1.0)
         assert cur.stats()["curriculum/updates"] == 1
     for bad in (0, 2.5, True):
@@ -488,10 +472,10 @@ def test_creator_applies_updates_at_once_and_bad_batch_is_rejected():
 
 def test_a_slow_worker_reports_within_the_age_bound():
     backend = SharedMemoryBackend(worker_update_batch=1000)
-    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+    with Curriculum(fixed_space(4), backend=backend, seed=0) as cur:
         q = mp.get_context("fork").Queue()
-        p = _start("fork", w.slow_updates, cur, q)
-        assert _result(q) == "done"
+        p = start_process("fork", w.slow_updates, cur, q)
+        assert worker_result(q) == "done"
         assert cur.stats()["curriculum/updates"] == 2  # before the worker closes or flushes
         p.join(30)
 
@@ -501,12 +485,12 @@ def test_a_worker_does_not_wait_for_a_held_lock_until_its_buffer_bound():
     the update that reaches the bound waits; nothing is lost once the lock is free."""
     batch, hold = 4, 1.5
     backend = SharedMemoryBackend(worker_update_batch=batch)
-    with Curriculum(_fixed(4), backend=backend, seed=0) as cur:
+    with Curriculum(fixed_space(4), backend=backend, seed=0) as cur:
         q = mp.get_context("fork").Queue()
         with cur.backend.lock():  # as if another process were recomputing
-            p = _start("fork", w.timed_updates, cur, 8 * batch + 2, q)
+            p = start_process("fork", w.timed_updates, cur, 8 * batch + 2, q)
             time.sleep(hold)
-        took = _result(q)
+        took = worker_result(q)
         p.join(30)
         bound = 8 * batch - 1  # the update that makes the buffer 8 batches long
         assert max(took[:bound]) < 0.5 * hold  # buffered, including the due ones
@@ -519,9 +503,9 @@ def test_sampling_during_a_publish_draws_from_the_last_consistent_copy():
     n = 50  # stage 0 samples task 0 only, stage 1 task n-1 only
     scorer = SequentialScorer((Stage((0,), StopCondition(min_episodes=1)), Stage((n - 1,))))
     backend = SharedMemoryBackend(lock_timeout=0.5)
-    with Curriculum(_fixed(n), scorer=scorer, backend=backend, seed=0) as cur:
+    with Curriculum(fixed_space(n), scorer=scorer, backend=backend, seed=0) as cur:
         assert set(cur.sample(20).tolist()) == {0}  # the copy is taken here
-        later = Curriculum(_fixed(n), scorer=scorer, seed=0)
+        later = Curriculum(fixed_space(n), scorer=scorer, seed=0)
         later.update(0, 1.0, success=True)
         opened = backend.publish_begin()  # a publish in progress, half-written:
         cur.state.cdf_a[:] = later.state.cdf_a
@@ -542,11 +526,11 @@ def test_sampling_during_a_publish_draws_from_the_last_consistent_copy():
 
 def test_workers_hand_out_tasks_drawn_ahead_and_count_each_when_handed_out():
     backend = SharedMemoryBackend(worker_sample_batch=4)
-    with Curriculum(_fixed(6), backend=backend, seed=0) as cur:
+    with Curriculum(fixed_space(6), backend=backend, seed=0) as cur:
         ctx = mp.get_context("fork")
         q, go = ctx.Queue(), ctx.Event()
-        p = _start("fork", w.tasks_ahead, cur, 6, q, go)
-        first = _result(q)
+        p = start_process("fork", w.tasks_ahead, cur, 6, q, go)
+        first = worker_result(q)
         assert len(first) == 6
         # the parent disables every task but one: whatever the worker holds ahead (2 tasks
         # here) must not be handed out any more
@@ -554,7 +538,7 @@ def test_workers_hand_out_tasks_drawn_ahead_and_count_each_when_handed_out():
         for tid in range(1, 6):
             cur.mark_invalid(tid, "test")
         go.set()
-        second = _result(q)
+        second = worker_result(q)
         p.join(30)
         assert second == [keep] * 6
         assert cur.stats()["curriculum/samples"] == 12  # counted as handed out, not as drawn
@@ -564,7 +548,7 @@ def test_workers_hand_out_tasks_drawn_ahead_and_count_each_when_handed_out():
 
 
 def test_the_creator_and_batch_one_workers_draw_at_every_call():
-    one = Curriculum(_fixed(6), backend=SharedMemoryBackend(worker_sample_batch=1), seed=0)
-    ref = Curriculum(_fixed(6), seed=0)
+    one = Curriculum(fixed_space(6), backend=SharedMemoryBackend(worker_sample_batch=1), seed=0)
+    ref = Curriculum(fixed_space(6), seed=0)
     with one, ref:
         assert [one.sample_task()[0] for _ in range(9)] == [ref.sample_task()[0] for _ in range(9)]
