@@ -15,7 +15,15 @@ import numpy as np
 from gymcurric._checks import check_one_per_env, check_task_id, no_slot_reason
 from gymcurric.errors import ConfigError
 
-__all__ = ["SOURCE", "check_slots_fit", "checked_rows", "slot_rows", "stale_marks", "task_rows"]
+__all__ = [
+    "SOURCE",
+    "check_slots_fit",
+    "checked_rows",
+    "refill_due_mark",
+    "slot_rows",
+    "stale_marks",
+    "task_rows",
+]
 
 #: The source errors about the rows name (resume_channel's, and the reset's that restores them).
 SOURCE = "vector.SampleCurriculumTask.resume_channel"
@@ -51,7 +59,7 @@ def checked_rows(
         spare_ids,
         slot_ids,
         None if stale is None else stale_marks(stale, SOURCE),
-        None if refill_due is None else bool(refill_due),
+        None if refill_due is None else refill_due_mark(refill_due, SOURCE),
     )
 
 
@@ -95,6 +103,18 @@ def stale_marks(stale: Sequence[Any], source: str) -> list[bool]:
             why = "expected a bool (True: the waiting task is stale)"
             raise ConfigError(f"stale[{i}]", mark, why, source=source)
     return [bool(mark) for mark in stale]
+
+
+def refill_due_mark(refill_due: Any, source: str) -> bool:
+    """Whether the channel's refill was due, as a bool, or a ConfigError naming it.
+
+    A bool or a numpy bool, as a stale mark (:func:`stale_marks`): ``"no"`` or ``0`` is
+    refused, not taken as its truth (``bool("no")`` made the refill due).
+    """
+    if not isinstance(refill_due, bool | np.bool_):
+        why = "expected a bool (True: the channel's next refill is due), or None"
+        raise ConfigError("refill_due", refill_due, why, source=source)
+    return bool(refill_due)
 
 
 def check_slots_fit(slots: list[list[int]] | None, curriculum: Any) -> None:

@@ -333,7 +333,8 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
                 ``spares`` that is not a task id (an int from -1 to 2**63 - 1), or a row of
                 ``slots`` without one slot (the same rule, -1: none) per task of the row, or
                 with -1 for a task (as a checkpoint file with one is refused), or an entry of
-                ``stale`` that is not a bool (a numpy bool too); nothing is changed. A slot
+                ``stale``, or a ``refill_due``, that is not a bool (a numpy bool too; for
+                ``refill_due`` None as well); nothing is changed. A slot
                 beyond the curriculum's pool is refused by the reset that restores the rows
                 (the pool is known then), before it changes anything: the restore still waits.
         """

@@ -341,3 +341,26 @@ def test_a_task_with_slot_minus_one_is_refused_by_a_file_and_by_resume_channel(t
         assert envs.task_ids.tolist() == waiting  # each sub-env took its restored task
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("refill_due", [1, 0, "no", np.array([True]), np.int64(1)])
+def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
+    # taken as bool(x), as the stale marks were: "no" (and 1) made the next refill due, which
+    # withdraws the stale tasks a step earlier than the uninterrupted run
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(cur)
+    try:
+        envs.reset(seed=0)
+        waiting, slots = envs.channel_waiting(), envs.channel_slots()
+        rows = {"slots": slots, "stale": [False, False]}
+        with pytest.raises(ConfigError, match="expected a bool") as err:
+            envs.resume_channel(waiting, **rows, refill_due=refill_due)
+        assert err.value.key == "refill_due"
+        assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
+        assert not envs.channel_refill_due()  # the channel's own: no restore waits
+        envs.resume_channel(waiting, **rows, refill_due=np.True_)  # numpy's bool
+        assert envs.channel_refill_due() is True
+        envs.resume_channel(waiting, **rows, refill_due=None)  # a file from before it
+        assert envs.channel_refill_due() is None
+    finally:
+        envs.close()
