@@ -294,15 +294,17 @@ def resume_env_tasks(env: Any, task_ids: Sequence[int]) -> None:
 
     All or nothing: ``task_ids`` is checked here first (one task id per env, an int from -1
     to 2**63 - 1), and where a sub-env's wrapper refuses its id all the same (a subclass of
-    yours), the others are put back as they were before the error is raised.
+    yours, or a look-alike's setter), every sub-env is put back as it was (the refusing one
+    too, where it was set half-way; a single env too) before the error is raised.
 
     Raises:
         ConfigError: an env is not wrapped (the env is left working), or ``task_ids`` does not
             hold one id per env, or holds something else than a task id (the key names the
             sub-env: ``task_ids[1]``); nothing was changed.
         SubEnvCallError: a sub-env's wrapper refused its id (gymcurric's own errors are raised
-            as themselves, with a note naming the sub-env); its worker goes on, and the other
-            sub-envs were put back.
+            as themselves, with a note naming the sub-env); its worker goes on, and the
+            sub-envs were put back. A single env's refusal is raised as itself, the env put
+            back.
     """
     marked = check_wrapped(env, "resume_env_tasks")
     resume_tasks(env, checked_task_ids(env, task_ids, "resume_env_tasks"), marked)
@@ -346,11 +348,23 @@ def resume_tasks(
     each sub-env through :func:`call_sub_envs_each` (an error there ends no worker). Where a
     sub-env refuses, every sub-env is put back to ``before`` (what each resumed, a look-alike's
     attributes as they were: :func:`env_armed`, read here where not given) and the error is
-    raised.
+    raised; so is a single env that refuses (its error as itself), which may have been set
+    half-way (a look-alike's ``resuming`` that refuses after its ``pending_task_id`` was set).
     """
     try:
         if isinstance(env, gym.Env):
-            _arm_one(env, resumed[0], bool(marked and marked[0]))
+            ours = bool(marked and marked[0])
+            was = _single_armed(env, ours) if before is None else before[0]
+            try:
+                _arm_one(env, resumed[0], ours)
+            except Exception as exc:
+                try:
+                    _arm_one(env, was, ours)
+                except Exception as again:
+                    exc.add_note(f"putting the env back failed too ({type(again).__name__})")
+                else:
+                    exc.add_note("the env was put back: it resumes what it did before")
+                raise
             return
         if marked is None:  # neither kind of vector env: its set_attr raises where it fails
             plain = [_plain(r) for r in resumed]
@@ -371,6 +385,14 @@ def resume_tasks(
             raise
     except AttributeError as exc:
         raise _not_wrapped(env, exc) from exc
+
+
+def _single_armed(env: gym.Env[Any, Any], marked: bool) -> Armed:
+    """What a single env's next reset resumes (:func:`env_armed`), its ``task_id`` unread."""
+    if marked:
+        resumed = env.get_wrapper_attr(CURRICULUM_TASK_IDS)()[1]
+        return None if resumed is None else int(resumed)
+    return LookAlikeArm(env.get_wrapper_attr("pending_task_id"), env.get_wrapper_attr("resuming"))
 
 
 def _plain(resumed: Armed) -> tuple[Any, Any]:

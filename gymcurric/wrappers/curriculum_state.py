@@ -249,7 +249,8 @@ def load_curriculum_state(
             nothing of it.
         SubEnvCallError: a sub-env's wrapper refused the task it was to resume (gymcurric's
             own errors are raised as themselves, naming the sub-env): the curriculum is not
-            loaded, and every sub-env is put back as it was (its worker goes on).
+            loaded, and every sub-env is put back as it was (its worker goes on). A single
+            env's refusal is raised as itself, the env put back.
     """
     where = os.fspath(path)
     members = read_npz(path, "gymcurric curriculum checkpoint")

@@ -13,6 +13,7 @@ still put back.
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
-from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers import load_curriculum_state, resume_env_tasks, save_curriculum_state
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.vector import SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
@@ -364,3 +365,60 @@ def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
         assert envs.channel_refill_due() is None
     finally:
         envs.close()
+
+
+class ResumingRefused(LookAlike):
+    """A look-alike whose ``resuming`` setter refuses True: its ``pending_task_id`` is set."""
+
+    _resuming: Any = False
+
+    @property
+    def resuming(self) -> Any:
+        return self._resuming
+
+    @resuming.setter
+    def resuming(self, value: Any) -> None:
+        if value:
+            raise ValueError("this env resumes nothing")
+        self._resuming = value
+
+
+class ArmsThenRefuses(SingleSampleCurriculumTask):
+    """A curriculum wrapper (a subclass of yours) that arms its reset, then refuses task 5."""
+
+    def resume_curriculum_task(self, task_id):
+        super().resume_curriculum_task(task_id)
+        if task_id == 5:
+            raise ValueError("this env does not resume task 5")
+
+
+def _armed_one(env):
+    """A single env's ``(pending_task_id, resuming)``, or its wrapper's resumed task."""
+    if isinstance(env, ArmsThenRefuses):
+        return env.curriculum_task_ids()[1]
+    return env.pending_task_id, env.resuming
+
+
+@pytest.mark.parametrize("how", ["resume_env_tasks", "load"])
+@pytest.mark.parametrize("kind", ["look-alike", "wrapped"])
+def test_a_single_env_that_refuses_half_way_is_put_back_as_it_was(tmp_path, kind, how):
+    # the single env was not put back: the look-alike kept the refused pending_task_id (5, set
+    # before its resuming refused), the wrapper its armed task 5 (its resume_curriculum_task
+    # set it, then raised); a vector env's sub-envs were put back
+    cur = Curriculum(SPACE, seed=0)
+    if kind == "look-alike":
+        env: Any = ResumingRefused()
+        env.pending_task_id = 7
+    else:
+        env = ArmsThenRefuses(TaskStubEnv("stub"), cur)
+        env.reset(seed=0)
+    before = _armed_one(env)
+    with pytest.raises(ValueError, match="resume") as err:
+        if how == "load":
+            path = save_curriculum_state(tmp_path / "c.npz", cur, env=env)
+            rewrite(path, env_task_ids=np.array([5], dtype=np.int64))
+            load_curriculum_state(path, cur, env=env)
+        else:
+            resume_env_tasks(env, [5])
+    assert _armed_one(env) == before
+    assert "put back" in err.value.__notes__[-1]
