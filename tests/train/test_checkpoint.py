@@ -12,7 +12,15 @@ import pytest
 
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train.runner import resume, train
-from tests.train.test_resume import ROOT, _cfg, _cli, _monitor, _rows, _same_params, _script
+from tests.train.run_harness import (
+    ROOT,
+    monitor_rows,
+    progress_rows,
+    run_cli,
+    run_config,
+    run_script,
+    same_params,
+)
 
 # -- the checkpoint swap, killed at each of its steps ------------------------------------------
 
@@ -51,7 +59,7 @@ def test_a_kill_at_any_step_of_the_swap_leaves_a_resumable_run(tmp_path, at):
     rmtree old, final -> old, tmp -> final, rmtree old), 9 the start of the third. Killed
     before the first checkpoint exists (1), the run has nothing to resume: resume says so and
     a new ``train`` starts afresh."""
-    cfg = _cfg(768)
+    cfg = run_config(768)
     cfg_file = tmp_path / "cfg.json"
     cfg_file.write_text(json.dumps(cfg.to_dict()))
     proc = subprocess.run(
@@ -65,15 +73,15 @@ def test_a_kill_at_any_step_of_the_swap_leaves_a_resumable_run(tmp_path, at):
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     run = tmp_path / "part"
     if at == 1:
-        out = _cli("resume", str(run), check=False)
+        out = run_cli("resume", str(run), check=False)
         assert out.returncode == 2 and "no complete checkpoint" in out.stderr
-        _cli("train", "--config", str(cfg_file), "--run-dir", str(run))
+        run_cli("train", "--config", str(cfg_file), "--run-dir", str(run))
     else:
-        _cli("resume", str(run))
+        run_cli("resume", str(run))
     train(cfg, run_dir=tmp_path / "full")
-    assert _same_params(tmp_path / "full/model.zip", run / "model.zip")
-    assert _rows(tmp_path / "full/progress.csv") == _rows(run / "progress.csv")
-    assert _monitor(tmp_path / "full") == _monitor(run)
+    assert same_params(tmp_path / "full/model.zip", run / "model.zip")
+    assert progress_rows(tmp_path / "full/progress.csv") == progress_rows(run / "progress.csv")
+    assert monitor_rows(tmp_path / "full") == monitor_rows(run)
     assert not (run / "checkpoint.tmp").exists() and not (run / "checkpoint.old").exists()
 
 
@@ -113,7 +121,7 @@ def test_recover_picks_the_newest_complete_checkpoint(tmp_path):
 def test_rows_written_after_the_checkpoint_are_not_kept(tmp_path):
     # killed in the middle of the second chunk: rows after the first checkpoint exist on disk
     cfg_file = tmp_path / "cfg.json"
-    cfg_file.write_text(json.dumps(_cfg(768).to_dict()))
+    cfg_file.write_text(json.dumps(run_config(768).to_dict()))
     code = f"""
         import json, os, signal
         from pathlib import Path
@@ -132,17 +140,17 @@ def test_rows_written_after_the_checkpoint_are_not_kept(tmp_path):
         cfg = TrainConfig.from_dict(json.loads(Path({str(cfg_file)!r}).read_text()))
         runner.train(cfg, run_dir={str(tmp_path / "part")!r})
     """
-    proc = _script(code, check=False)
+    proc = run_script(code, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     part = tmp_path / "part"
-    steps = [int(r["time/total_timesteps"]) for r in _rows(part / "progress.csv", drop=())]
+    steps = [int(r["time/total_timesteps"]) for r in progress_rows(part / "progress.csv", drop=())]
     assert max(steps) > 256  # the killed chunk wrote rows past the checkpoint
-    _cli("resume", str(part))
-    train(_cfg(768), run_dir=tmp_path / "full")
-    steps = [int(r["time/total_timesteps"]) for r in _rows(part / "progress.csv", drop=())]
+    run_cli("resume", str(part))
+    train(run_config(768), run_dir=tmp_path / "full")
+    steps = [int(r["time/total_timesteps"]) for r in progress_rows(part / "progress.csv", drop=())]
     assert len(steps) == len(set(steps))
-    assert _rows(tmp_path / "full/progress.csv") == _rows(part / "progress.csv")
-    assert _monitor(tmp_path / "full") == _monitor(part)
+    assert progress_rows(tmp_path / "full/progress.csv") == progress_rows(part / "progress.csv")
+    assert monitor_rows(tmp_path / "full") == monitor_rows(part)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     def scalars(run):
@@ -162,30 +170,32 @@ def test_rows_written_after_the_checkpoint_are_not_kept(tmp_path):
 def test_a_failed_start_leaves_nothing_and_the_rerun_starts(tmp_path):
     run = tmp_path / "r"
     with pytest.raises(ConfigError):
-        train(_cfg(256, agent={"kwargs": {"n_step": 128}}), run_dir=run)
+        train(run_config(256, agent={"kwargs": {"n_step": 128}}), run_dir=run)
     assert not run.exists()
     run.mkdir()
     with pytest.raises(ConfigError):
-        train(_cfg(256, env={"id": "NoSuchEnv-v9"}, curriculum={"enabled": False}), run_dir=run)
+        train(
+            run_config(256, env={"id": "NoSuchEnv-v9"}, curriculum={"enabled": False}), run_dir=run
+        )
     assert run.is_dir() and not any(run.iterdir())
     # a run killed before its first checkpoint left config.json: a rerun starts afresh
-    (run / "config.json").write_text(json.dumps(_cfg(256).to_dict()))
+    (run / "config.json").write_text(json.dumps(run_config(256).to_dict()))
     (run / "progress.csv").write_text("LEFTOVER\n")
-    assert train(_cfg(256), run_dir=run)["total_steps"] == 256
+    assert train(run_config(256), run_dir=run)["total_steps"] == 256
     assert "LEFTOVER" not in (run / "progress.csv").read_text()
     # a directory that holds something else is not deleted
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="holds no gymcurric run"):
-        train(_cfg(256), run_dir=other)
+        train(run_config(256), run_dir=other)
     assert (other / "notes.txt").read_text() == "mine"
 
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("finished") / "r"
-    train(_cfg(256), run_dir=run)
+    train(run_config(256), run_dir=run)
     return run
 
 
@@ -221,7 +231,7 @@ def test_a_damaged_run_file_is_a_data_error_naming_it(tmp_path, finished_run, na
         resume(run, total_steps=512)
     if name in CLI_CHECKED:  # the CLI turns every DataError into the same exit: two suffice
         # the same through the CLI: exit 2, the file named, no traceback
-        out = _cli("resume", str(run), "--total-steps", "512", check=False)
+        out = run_cli("resume", str(run), "--total-steps", "512", check=False)
         assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr
 
 
@@ -277,7 +287,7 @@ def test_a_damaged_history_file_costs_the_heatmap_not_the_run(tmp_path):
     from gymcurric.train.plots import write_plots
 
     run = tmp_path / "r"
-    cfg = _cfg(256, run={"plots": True})
+    cfg = run_config(256, run={"plots": True})
     train(cfg, run_dir=run)
     (run / "curriculum_history.npz").write_bytes(b"garbage")
     with pytest.raises(DataError, match=r"curriculum_history\.npz"):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gymcurric import cli
-from tests.train.test_runner import _cfg
+from tests.train.run_harness import run_config, write_packs
 
 
 def _write(tmp_path, cfg):
@@ -59,11 +59,9 @@ def test_the_summary_shows_lambda_or_kappa_only_where_there_is_one(extra, shown)
 
 
 def test_dry_run_prints_the_merged_config(tmp_path, capsys, monkeypatch):
-    from tests.train.test_runner import _packs
-
-    _packs(tmp_path)
+    write_packs(tmp_path)
     monkeypatch.chdir(tmp_path)  # "packs" below is relative
-    path = _write(tmp_path, _cfg())
+    path = _write(tmp_path, run_config())
     assert (
         cli.main(
             [
@@ -85,7 +83,7 @@ def test_dry_run_prints_the_merged_config(tmp_path, capsys, monkeypatch):
 
 
 def test_bad_values_exit_2_and_name_key_and_value(tmp_path, capsys):
-    path = _write(tmp_path, _cfg())
+    path = _write(tmp_path, run_config())
     assert cli.main(["train", "--config", str(path), "env.num_envs=-1"]) == 2
     err = capsys.readouterr().err
     assert "env.num_envs" in err and "-1" in err and "run.json" in err
@@ -94,7 +92,7 @@ def test_bad_values_exit_2_and_name_key_and_value(tmp_path, capsys):
 
 
 def test_train_then_resume_through_the_cli(tmp_path, capsys):
-    path = _write(tmp_path, _cfg(256))
+    path = _write(tmp_path, run_config(256))
     run_dir = tmp_path / "run"
     assert cli.main(["train", "--config", str(path), "--run-dir", str(run_dir)]) == 0
     out = capsys.readouterr().out
@@ -172,7 +170,7 @@ DRY_RUN_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(DRY_RUN_MISTAKES))
 def test_dry_run_builds_and_names_the_dotted_key(tmp_path, capsys, mistake):
     overrides, key = DRY_RUN_MISTAKES[mistake]
-    path = _write(tmp_path, _cfg())
+    path = _write(tmp_path, run_config())
     assert cli.main(["train", "--config", str(path), "--dry-run", *overrides]) == 2
     err = capsys.readouterr().err
     assert key in err and "Traceback" not in err
@@ -184,7 +182,7 @@ def test_dry_run_builds_and_names_the_dotted_key(tmp_path, capsys, mistake):
 
 
 def test_a_bucketed_space_without_a_pool_names_the_key_to_set(tmp_path, capsys):
-    data = _cfg().to_dict()
+    data = run_config().to_dict()
     data["curriculum"]["config"] = {}
     data["curriculum"]["space"]["params"]["goal_distance"] = [{"min": 1, "max": 7}]
     path = tmp_path / "run.json"

@@ -10,13 +10,13 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from gymcurric import cli
-from tests.train.test_runner import _cfg
+from tests.train.run_harness import run_config
 
 
 def test_train_with_shaping_and_a_missing_model_runs_unshaped(tmp_path, capsys):
     # HazardGrid writes captions and has no render_mode: shaping degrades, training goes on
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(_cfg(128).to_dict()))
+    path.write_text(json.dumps(run_config(128).to_dict()))
     run_dir = tmp_path / "run"
     args = ["train", "--config", str(path), "--run-dir", str(run_dir), "shaping.enabled=true"]
     args.append(f"shaping.params.embedder={tmp_path / 'no-such-model'}")

@@ -2,89 +2,20 @@
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
-import torch
 
 from gymcurric.train.runner import train
-from tests.train.test_runner import _cfg, _packs
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*args, check=True, timeout=300):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "gymcurric", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
-    if check and out.returncode != 0:
-        raise AssertionError(f"exit {out.returncode}\n{out.stdout}\n{out.stderr}")
-    return out
-
-
-def _script(code, *, check=True, timeout=300):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-        check=check,
-    )
-
-
-def _rows(path, drop=("time/",)):
-    """progress.csv without wall-clock measures (times, latencies)."""
-    with open(path) as f:
-        return [
-            {k: v for k, v in r.items() if not k.startswith(drop) and "latency" not in k}
-            for r in csv.DictReader(f)
-        ]
-
-
-def _monitor(run):
-    """Every episode row of a run (monitor.csv and the resumed parts), without wall times."""
-    rows = []
-    for p in sorted(run.glob("*monitor.csv"), key=lambda p: (p.name != "monitor.csv", p.name)):
-        lines = p.read_text().splitlines()[1:]  # the JSON header line
-        rows += [{k: v for k, v in r.items() if k != "t"} for r in csv.DictReader(lines)]
-    return rows
-
-
-def _same_params(a, b):
-    """The same weights, optimiser states and extra torch variables (any algorithm)."""
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    _, pa, va = load_from_zip_file(a, device="cpu")
-    _, pb, vb = load_from_zip_file(b, device="cpu")
-
-    def flat(x, prefix=""):
-        if isinstance(x, dict):
-            return {k2: v2 for k, v in x.items() for k2, v2 in flat(v, f"{prefix}/{k}").items()}
-        if isinstance(x, list | tuple):
-            return {k2: v2 for i, v in enumerate(x) for k2, v2 in flat(v, f"{prefix}/{i}").items()}
-        return {prefix: x}
-
-    fa, fb = flat({"p": pa, "v": va}), flat({"p": pb, "v": vb})
-    assert fa.keys() == fb.keys()
-    return all(
-        torch.equal(fa[k], fb[k]) if isinstance(fa[k], torch.Tensor) else fa[k] == fb[k] for k in fa
-    )
-
+from tests.train.run_harness import (
+    monitor_rows,
+    progress_rows,
+    run_cli,
+    run_config,
+    run_script,
+    same_params,
+    write_packs,
+)
 
 # dummy vectorisation: tasks from {a local curriculum, a shared one, datapacks} x VecNormalize x
 # shaping, every pair of values covered (the full product is the slow test below), plus the
@@ -147,8 +78,8 @@ FULL = {
 def _combo_cfg(name, total, tmp_path):
     sections = json.loads(json.dumps({**COMBOS, **FULL}[name]))
     if "datapacks" in sections:
-        sections["datapacks"]["dir"] = str(_packs(tmp_path))
-    return _cfg(total, **sections)
+        sections["datapacks"]["dir"] = str(write_packs(tmp_path))
+    return run_config(total, **sections)
 
 
 class _Interrupt(BaseException):
@@ -196,12 +127,12 @@ def test_dummy_resume_in_a_new_interpreter_is_exact(tmp_path, combo, monkeypatch
     # nothing a pickle could carry: the checkpoint is JSON, npz and SB3's model.zip
     names = {p.name for p in (tmp_path / "part/checkpoint").iterdir()}
     assert not {n for n in names if n.endswith(".pkl")} - {"vecnormalize.pkl"}
-    out = _cli("resume", str(tmp_path / "part"))
+    out = run_cli("resume", str(tmp_path / "part"))
     assert "768" in out.stdout
     full, part = tmp_path / "full", tmp_path / "part"
-    assert _same_params(full / "model.zip", part / "model.zip")
-    assert _rows(full / "progress.csv") == _rows(part / "progress.csv")
-    assert _monitor(full) == _monitor(part)
+    assert same_params(full / "model.zip", part / "model.zip")
+    assert progress_rows(full / "progress.csv") == progress_rows(part / "progress.csv")
+    assert monitor_rows(full) == monitor_rows(part)
     if combo.startswith("datapacks"):
 
         def entries(run):  # without the wall-clock timestamps
@@ -219,7 +150,7 @@ def test_resumed_vecnormalize_keeps_its_statistics_in_sb3_format(tmp_path):
     import gymcurric  # noqa: F401
     from gymcurric.wrappers import AnnotateCost
 
-    cfg = _cfg(256, agent={"normalize": True}, curriculum={"enabled": False})
+    cfg = run_config(256, agent={"normalize": True}, curriculum={"enabled": False})
     train(cfg, run_dir=tmp_path / "r")
     ckpt = tmp_path / "r/checkpoint/vecnormalize.pkl"
     final = tmp_path / "r/vecnormalize.pkl"
@@ -239,12 +170,12 @@ def test_subproc_resume_keeps_the_normalisation(tmp_path, source, shaping):
 
     sections = _combo(source, "normalize", shaping)
     if source == "datapacks":
-        sections["datapacks"]["dir"] = str(_packs(tmp_path))
+        sections["datapacks"]["dir"] = str(write_packs(tmp_path))
     sections["env"] = {"vectorization": "subproc", "start_method": "forkserver"}
-    cfg = _cfg(256, **sections)
+    cfg = run_config(256, **sections)
     train(cfg, run_dir=tmp_path / "r")
     before = VecNormalize.load(str(tmp_path / "r/vecnormalize.pkl"), _DummyVenv())
-    _cli("resume", str(tmp_path / "r"), "--total-steps", "512")
+    run_cli("resume", str(tmp_path / "r"), "--total-steps", "512")
     after = VecNormalize.load(str(tmp_path / "r/vecnormalize.pkl"), _DummyVenv())
     # continued, not restarted from zero: 256 more steps of 2 envs on top of the first part's
     assert after.obs_rms.count >= before.obs_rms.count + 256
@@ -262,10 +193,10 @@ def _DummyVenv():
 
 def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint(tmp_path):
     # 2 envs x 64 steps: 300 -> 384, checkpoints every 200 -> 256
-    cfg = _cfg(300, run={"checkpoint_every": 200})
+    cfg = run_config(300, run={"checkpoint_every": 200})
     cfg_file = tmp_path / "c.json"
     cfg_file.write_text(json.dumps(cfg.to_dict()))
-    out = _cli("train", "--config", str(cfg_file), "--run-dir", str(tmp_path / "r"))
+    out = run_cli("train", "--config", str(cfg_file), "--run-dir", str(tmp_path / "r"))
     assert "run.total_steps 300 -> 384" in out.stderr
     assert "for 384 steps" in out.stdout
     run = tmp_path / "r"
@@ -286,7 +217,7 @@ def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint
         print("BAR", seen)
         sys.exit(code)
     """
-    out = _script(code)
+    out = run_script(code)
     assert "run.total_steps 500 -> 512" in out.stderr
     assert "BAR [(512, 384)]" in out.stdout
     assert "for 128 steps (to 512 in all)" in out.stdout

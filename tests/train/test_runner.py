@@ -12,33 +12,7 @@ import torch
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train.config import TrainConfig
 from gymcurric.train.runner import resume, train
-
-SPACE = {
-    "type": "bucketed",
-    "params": {
-        "goal_distance": [{"min": 1, "max": 3}, {"min": 4, "max": 7}],
-        "num_hazards": [0, 5],
-    },
-    "base": {"size": 8, "max_steps": 40},
-}
-POOL = {"pool": {"type": "DualPool", "explore_size": 4, "exploit_size": 4, "min_samples": 4}}
-
-
-def _cfg(total=512, **sections):
-    data = {
-        "env": {"id": "gymcurric/HazardGrid-v0", "num_envs": 2},
-        "curriculum": {"enabled": True, "space": SPACE, "config": POOL},
-        "agent": {"kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}},
-        "run": {
-            "total_steps": total,
-            "checkpoint_every": 256,
-            "plots": False,
-            "progress_bar": False,
-        },
-    }
-    for key, value in sections.items():
-        data[key] = {**data.get(key, {}), **value}
-    return TrainConfig.from_dict(data)
+from tests.train.run_harness import run_config, write_packs
 
 
 def _rows(path):
@@ -55,7 +29,7 @@ def _params(path):
 
 
 def test_run_directory_holds_what_the_docs_promise(tmp_path):
-    out = train(_cfg(run={"plots": True}), run_dir=tmp_path / "r")
+    out = train(run_config(run={"plots": True}), run_dir=tmp_path / "r")
     run = tmp_path / "r"
     for name in (
         "config.json",
@@ -71,7 +45,7 @@ def test_run_directory_holds_what_the_docs_promise(tmp_path):
     ):
         assert (run / name).is_file(), name
     assert list(run.glob("events.out.tfevents.*"))
-    assert TrainConfig.from_dict(json.loads((run / "config.json").read_text())) == _cfg(
+    assert TrainConfig.from_dict(json.loads((run / "config.json").read_text())) == run_config(
         run={"plots": True}
     )
     summary = json.loads((run / "summary.json").read_text())
@@ -85,20 +59,20 @@ def test_run_directory_holds_what_the_docs_promise(tmp_path):
 
 
 def test_same_seed_same_model_and_logs(tmp_path):
-    train(_cfg(), run_dir=tmp_path / "a")
-    train(_cfg(), run_dir=tmp_path / "b")
+    train(run_config(), run_dir=tmp_path / "a")
+    train(run_config(), run_dir=tmp_path / "b")
     pa, pb = _params(tmp_path / "a/model.zip"), _params(tmp_path / "b/model.zip")
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
     assert _rows(tmp_path / "a/progress.csv") == _rows(tmp_path / "b/progress.csv")
-    other = train(_cfg(run={"seed": 1}), run_dir=tmp_path / "c")
+    other = train(run_config(run={"seed": 1}), run_dir=tmp_path / "c")
     pc = _params(tmp_path / "c/model.zip")
     assert not all(torch.equal(pa[k], pc[k]) for k in pa)
     assert other["seed"] == 1
 
 
 def test_resume_equals_the_uninterrupted_run(tmp_path):
-    train(_cfg(768), run_dir=tmp_path / "full")
-    train(_cfg(256), run_dir=tmp_path / "part")
+    train(run_config(768), run_dir=tmp_path / "full")
+    train(run_config(256), run_dir=tmp_path / "part")
     out = resume(tmp_path / "part", total_steps=768)
     assert out["total_steps"] == 768
     pa, pb = _params(tmp_path / "full/model.zip"), _params(tmp_path / "part/model.zip")
@@ -116,19 +90,19 @@ def test_resume_equals_the_uninterrupted_run(tmp_path):
 
 
 def test_an_existing_run_directory_is_not_overwritten(tmp_path):
-    train(_cfg(256), run_dir=tmp_path / "r")
+    train(run_config(256), run_dir=tmp_path / "r")
     before = (tmp_path / "r/summary.json").read_text()
     with pytest.raises(ConfigError, match="resume"):
-        train(_cfg(256), run_dir=tmp_path / "r")
+        train(run_config(256), run_dir=tmp_path / "r")
     assert (tmp_path / "r/summary.json").read_text() == before
-    train(_cfg(256, run={"seed": 3}), run_dir=tmp_path / "r", overwrite=True)
+    train(run_config(256, run={"seed": 3}), run_dir=tmp_path / "r", overwrite=True)
     assert json.loads((tmp_path / "r/summary.json").read_text())["seed"] == 3
 
 
 def test_resume_errors_name_the_directory(tmp_path):
     with pytest.raises(DataError, match=r"no config\.json"):
         resume(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps(_cfg().to_dict()))
+    (tmp_path / "config.json").write_text(json.dumps(run_config().to_dict()))
     with pytest.raises(DataError, match="no checkpoint"):
         resume(tmp_path)
 
@@ -195,7 +169,7 @@ def test_resume_errors_name_the_directory(tmp_path):
     ],
 )
 def test_composed_stacks_build_and_run(tmp_path, sections):
-    out = train(_cfg(256, **sections), run_dir=tmp_path / "r")
+    out = train(run_config(256, **sections), run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
     header = ((tmp_path / "r" / "progress.csv").read_text().splitlines() or [""])[0]
     if "risk" in sections:
@@ -226,7 +200,7 @@ def test_composed_stacks_build_and_run(tmp_path, sections):
 
 @pytest.mark.slow
 def test_subproc_with_shared_curriculum_runs_and_resumes(tmp_path):
-    cfg = _cfg(
+    cfg = run_config(
         512,
         env={"vectorization": "subproc", "start_method": "forkserver"},
         curriculum={"backend": "shared"},
@@ -240,11 +214,11 @@ def test_subproc_with_shared_curriculum_runs_and_resumes(tmp_path):
 
 def test_bad_curriculum_space_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError) as exc:
-        train(_cfg(curriculum={"space": {"type": "spiral"}}), run_dir=tmp_path / "r")
+        train(run_config(curriculum={"space": {"type": "spiral"}}), run_dir=tmp_path / "r")
     assert exc.value.key == "curriculum.space.type"
     with pytest.raises(ConfigError) as exc:
         train(
-            _cfg(curriculum={"config": {"pool": {"type": "DualPool", "explore_size": -1}}}),
+            run_config(curriculum={"config": {"pool": {"type": "DualPool", "explore_size": -1}}}),
             run_dir=tmp_path / "s",
         )
     assert str(exc.value.key).startswith("curriculum.config")
@@ -253,21 +227,22 @@ def test_bad_curriculum_space_is_a_config_error(tmp_path):
 def test_unknown_env_and_bad_agent_kwargs_are_config_errors(tmp_path):
     with pytest.raises(ConfigError) as exc:
         train(
-            _cfg(env={"id": "NoSuchEnv-v9"}, curriculum={"enabled": False}), run_dir=tmp_path / "r"
+            run_config(env={"id": "NoSuchEnv-v9"}, curriculum={"enabled": False}),
+            run_dir=tmp_path / "r",
         )
     assert exc.value.key == "env.id"
     with pytest.raises(ConfigError) as exc:
-        train(_cfg(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
+        train(run_config(agent={"kwargs": {"n_stepz": 5}}), run_dir=tmp_path / "s")
     assert exc.value.key == "agent.kwargs.n_stepz"
     # PPOSimmer's VecSimmer is built with the env stack: its settings are named as agent kwargs
     simmer = {"algo": "pposimmer", "kwargs": {"saute_gamma": 1.5, "max_episode_steps": 40}}
     with pytest.raises(ConfigError) as exc:
-        train(_cfg(agent=simmer), run_dir=tmp_path / "t")
+        train(run_config(agent=simmer), run_dir=tmp_path / "t")
     assert exc.value.key == "agent.kwargs.saute_gamma" and exc.value.value == 1.5
 
 
 def test_caption_shaping_stack_logs_semantics(tmp_path):
-    cfg = _cfg(
+    cfg = run_config(
         256,
         shaping={"enabled": True, "params": {"config": {"capture_interval": 2}}},
         run={"plots": True},
@@ -278,39 +253,18 @@ def test_caption_shaping_stack_logs_semantics(tmp_path):
     assert "semantics/beta" in header and "semantics/norm_margin" in header
     assert (tmp_path / "r" / "plots" / "shaping.png").is_file()
     with pytest.raises(ConfigError) as exc:
-        train(_cfg(256, shaping={"enabled": True, "params": {"bogus": 1}}), run_dir=tmp_path / "s")
+        train(
+            run_config(256, shaping={"enabled": True, "params": {"bogus": 1}}),
+            run_dir=tmp_path / "s",
+        )
     assert exc.value.key == "shaping.params.bogus"
 
 
-def _packs(tmp_path, n=12):
-    """``n`` HazardGrid datapacks in ``tmp_path / "packs"``, over tiers 0-2."""
-    from tests.datapacks.packs import record
-
-    folder = tmp_path / "packs"
-    folder.mkdir(exist_ok=True)
-    lines = []
-    for i in range(n):
-        rec = record(
-            f"p{i}",
-            env_id="gymcurric/HazardGrid-v0",
-            tier=i % 3,
-            seed=i,
-            task_params={
-                "goal_distance": 1 + i % 5,
-                "num_hazards": i % 4,
-                "size": 8,
-                "max_steps": 40,
-            },
-        )
-        rec["supervision_hints"]["prerequisite_tags"] = []
-        lines.append(json.dumps(rec))
-    (folder / "packs.jsonl").write_text("\n".join(lines) + "\n")
-    return folder
-
-
 def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
-    packs = _packs(tmp_path)
-    cfg = _cfg(256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)})
+    packs = write_packs(tmp_path)
+    cfg = run_config(
+        256, curriculum={"enabled": False}, datapacks={"enabled": True, "dir": str(packs)}
+    )
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["total_steps"] == 256
     logs = list((tmp_path / "r" / "datapacks").rglob("*.jsonl"))
@@ -326,7 +280,7 @@ def test_datapack_stack_presents_datapacks_and_writes_logs(tmp_path):
     # a folder with another env's datapacks is refused, naming what it holds
     with pytest.raises(DataError, match="HazardGrid"):
         train(
-            _cfg(
+            run_config(
                 256,
                 env={"id": "gymcurric/HazardNav-v0"},
                 curriculum={"enabled": False},
@@ -355,7 +309,7 @@ def test_datapacks_under_subproc_share_one_sampler(tmp_path):
     for r in recs:
         r["supervision_hints"]["prerequisite_tags"] = []
     (packs / "p.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    cfg = _cfg(
+    cfg = run_config(
         256,
         curriculum={"enabled": False},
         datapacks={"enabled": True, "dir": str(packs)},
@@ -376,7 +330,7 @@ def test_a_regret_curriculum_gets_its_scores_from_the_runner(tmp_path):
         "scorer": {"type": "RobustPLRScorer"},
         "pool": {"type": "ReplacementPool", "capacity": 6},
     }
-    cfg = _cfg(256, curriculum={"config": scorer})
+    cfg = run_config(256, curriculum={"config": scorer})
     out = train(cfg, run_dir=tmp_path / "r")
     assert out["curriculum"]["curriculum/scores"] > 0  # RegretScoreCallback was attached
     header = (tmp_path / "r" / "progress.csv").read_text().splitlines()[0]

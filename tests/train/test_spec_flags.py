@@ -10,7 +10,7 @@ import pytest
 
 from gymcurric import cli
 from tests.datapacks.spec import SPEC_YAML, spec_record
-from tests.train.test_runner import _cfg
+from tests.train.run_harness import run_config
 
 pytestmark = pytest.mark.sb3
 
@@ -37,7 +37,7 @@ def _spec_files(tmp_path, n=24):
     config = tmp_path / "curriculum_dishwashing.yaml"
     config.write_text(SPEC_YAML)
     base = tmp_path / "run.json"
-    base.write_text(json.dumps(_cfg(256, curriculum={"enabled": False}).to_dict()))
+    base.write_text(json.dumps(run_config(256, curriculum={"enabled": False}).to_dict()))
     return stage1, stage2, config, base
 
 
