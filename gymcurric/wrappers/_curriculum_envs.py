@@ -418,8 +418,18 @@ def _arm_sub_envs(env: Any, resumed: Sequence[Armed], marked: list[bool]) -> Non
     # look-alikes by the plain names, wrappers (where the env mixes them) by their own
     plain = [_plain(r) for r in resumed]
     ours = [(RESUME_CURRICULUM_TASK, (r,)) for r in resumed]
-    _call_each(env, marked, ours, [("set_wrapper_attr", ("pending_task_id", p)) for p, _ in plain])
     resuming = [("set_wrapper_attr", ("resuming", a)) for _, a in plain]
+    try:
+        pending = [("set_wrapper_attr", ("pending_task_id", p)) for p, _ in plain]
+        _call_each(env, marked, ours, pending)
+    except GymcurricError as exc:
+        # the look-alikes' resuming is set all the same: where a sub-env refuses to be put
+        # back, the others are put back whole (not their pending_task_id alone)
+        try:
+            _call_each(env, marked, None, resuming)
+        except Exception as again:
+            exc.add_note(f"setting the look-alikes' resuming failed too ({type(again).__name__})")
+        raise
     _call_each(env, marked, None, resuming)
 
 

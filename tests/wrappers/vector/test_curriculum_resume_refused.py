@@ -422,3 +422,23 @@ def test_a_single_env_that_refuses_half_way_is_put_back_as_it_was(tmp_path, kind
             resume_env_tasks(env, [5])
     assert _armed_one(env) == before
     assert "put back" in err.value.__notes__[-1]
+
+
+@pytest.mark.parametrize("vec", ["async", "sync"])
+def test_a_wrapper_that_cannot_be_put_back_leaves_a_look_alike_put_back(tmp_path, vec):
+    # the put-back set the look-alikes' pending_task_id and the wrappers in one pass, and their
+    # resuming in the next; where a wrapper refused to be put back (its None) the next pass did
+    # not run: the look-alike kept resuming True from the refused file (pending 7 put back)
+    def make(cur):
+        fns = [partial(look_alike, 7, False), partial(resume_refuses, cur, [None])]
+        return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
+
+    with shared_curriculum_envs(make) as (cur, envs):
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        with pytest.raises(DataError, match="from another configuration") as err:
+            load_curriculum_state(path, RefusesTheFile(), env=envs)
+        notes = getattr(err.value.__cause__, "__notes__", [])
+        assert any("putting the envs back failed too" in n for n in notes), notes
+        got = [call_sub_envs(envs, "get_wrapper_attr", n, indices=[0])[0] for n in NAMES]
+        assert got == [7, False]  # sub-env 1 refused to be put back; the look-alike is
