@@ -47,7 +47,6 @@ MODES = {
 }
 
 
-
 def build(mode: str, space: str, vec: str, seed: int) -> tuple[Any, Any]:
     backend = "shared" if vec == "async" else "local"
     task_space, settings = SPACES[space]
