@@ -201,7 +201,7 @@ def test_envs_of_one_kind_are_read_with_the_messages_they_were(tmp_path, kind):
 
 
 def test_a_mix_is_read_in_safe_calls_only():
-    # the look-alikes' names were read by get_attr from every sub-env (9 messages, 6 before)
+    # the look-alikes' task_id was read by get_attr from every sub-env (8 messages; 7 now)
     def make(cur: Any) -> Any:
         return AsyncVectorEnv([LookAlike, partial(shadowing_curriculum, cur)], context="fork")
 
