@@ -8,6 +8,7 @@ keeps the true final observation of truncated episodes (so ``handle_timeout_term
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,27 @@ from gymcurric.replay.ring import FieldSpec, ReplayRing, Transitions
 __all__ = ["RingReplayBuffer"]
 
 
+_SOURCE = "RingReplayBuffer.add"
+
+
 def _torch_dtype(dtype: Any) -> torch.dtype:
     return torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
+
+
+def _described(value: Any) -> Any:
+    """``value`` for an error message: itself if short, else its type and shape or length."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= 40 else f"str of length {len(value)}"
+    if isinstance(value, torch.Tensor):
+        return f"tensor of dtype {value.dtype} and shape {tuple(value.shape)} on {value.device}"
+    if isinstance(value, np.ndarray):
+        return f"array of dtype {value.dtype} and shape {value.shape}"
+    try:
+        return f"{type(value).__name__} of length {len(value)}"
+    except TypeError:
+        return f"a {type(value).__name__}"
 
 
 #: Unsigned observation dtypes the ring stores as the signed dtype of the same width, bit for bit
@@ -121,7 +141,11 @@ class RingReplayBuffer(ReplayBuffer):
         self.handle_timeout_termination = handle_timeout_termination
         self._signed = _SIGNED_OF.get(np.dtype(observation_space.dtype))
         obs_dtype = _torch_dtype(self._signed or observation_space.dtype)
-        act_dtype = _torch_dtype(self._maybe_cast_dtype(action_space.dtype))
+        # observations SB3 reshapes (its buffer's shape is (1,), a vec env's []), and actions
+        # as the ring stores them (SB3's: float64 ones as float32)
+        self._discrete_obs = isinstance(observation_space, spaces.Discrete)
+        self._action_dtype = np.dtype(self._maybe_cast_dtype(action_space.dtype))
+        act_dtype = _torch_dtype(self._action_dtype)
         obs_spec = FieldSpec(tuple(self.obs_shape), obs_dtype)
         fields = {"obs": obs_spec, "action": FieldSpec((self.action_dim,), act_dtype)}
         if side_capacity is None:
@@ -162,6 +186,9 @@ class RingReplayBuffer(ReplayBuffer):
         self.__dict__.update(state)
         if "dones" not in state:
             self.dones = np.zeros((self.buffer_size, self.n_envs), dtype=bool)
+        if "_action_dtype" not in state:
+            self._discrete_obs = isinstance(self.observation_space, spaces.Discrete)
+            self._action_dtype = np.dtype(self._maybe_cast_dtype(self.action_space.dtype))
 
     def _stored(self, obs: np.ndarray) -> np.ndarray:
         """Observations as the ring stores them (a view)."""
@@ -203,20 +230,62 @@ class RingReplayBuffer(ReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        """Store one vec-env step (SB3's signature; ``next_obs`` holds terminal observations)."""
+        """Store one vec-env step (SB3's signature; ``next_obs`` holds terminal observations).
+
+        Every argument is converted and checked before anything changes: a refused step raises
+        a :class:`~gymcurric.errors.ConfigError` naming the parameter and what was received
+        (a sparse tensor, ``None``, an array of another shape or of strings or objects, infos
+        that are not one dict per env) and leaves the buffer and its ring as they were.
+
+        Raises:
+            ConfigError: an argument that cannot be stored (see above).
+        """
         n = self.n_envs
-        if isinstance(self.observation_space, spaces.Discrete):
-            obs = obs.reshape((n, *self.obs_shape))
-            next_obs = next_obs.reshape((n, *self.obs_shape))
-        # cast like SB3's own buffer does when it assigns into its arrays
-        obs = np.asarray(obs, dtype=self.observation_space.dtype)
-        next_obs = np.asarray(next_obs, dtype=self.observation_space.dtype)
-        action = np.asarray(action).reshape((n, self.action_dim))
-        done = np.asarray(done, dtype=bool).reshape(n)
-        if self.handle_timeout_termination:
-            timeout = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos]) & done
+        obs_shape = (n, *self.obs_shape)
+        obs_dtype = self._next_np.dtype  # the observation space's
+        # SB3's usual inputs pass these tests as they are; anything else is converted (cast like
+        # SB3's own buffer does when it assigns into its arrays) and checked by _checked
+        if not (type(obs) is np.ndarray and obs.dtype == obs_dtype and obs.shape == obs_shape):
+            obs = self._checked("obs", obs, obs_dtype, obs_shape, self._discrete_obs)
+        if not (
+            type(next_obs) is np.ndarray
+            and next_obs.dtype == obs_dtype
+            and next_obs.shape == obs_shape
+        ):
+            next_obs = self._checked("next_obs", next_obs, obs_dtype, obs_shape, self._discrete_obs)
+        act_shape = (n, self.action_dim)
+        if not (
+            type(action) is np.ndarray
+            and action.dtype == self._action_dtype
+            and action.shape == act_shape
+        ):
+            action = self._checked("action", action, self._action_dtype, act_shape, True)
+        if action.dtype == np.float32:
+            try:
+                stored_action: np.ndarray | torch.Tensor = torch.from_numpy(action)
+            except ValueError:  # negative strides
+                stored_action = torch.from_numpy(action.copy())
         else:
+            stored_action = action
+        if not (type(reward) is np.ndarray and reward.dtype == np.float32 and reward.shape == (n,)):
+            reward = self._checked("reward", reward, np.dtype(np.float32), (n,), True)
+        if not (type(done) is np.ndarray and done.dtype == np.bool_ and done.shape == (n,)):
+            done = self._checked("done", done, np.dtype(np.bool_), (n,), True)
+        if type(infos) not in (list, tuple):
+            raise self._bad_infos(infos)
+        if self.handle_timeout_termination:
+            try:
+                truncated = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos])
+            except (AttributeError, TypeError, ValueError) as err:
+                raise self._bad_infos(infos) from err
+            if truncated.shape != (n,):
+                raise self._bad_infos(infos)
+            timeout = truncated & done
+        else:
+            if len(infos) != n:
+                raise self._bad_infos(infos)
             timeout = np.zeros(n, dtype=bool)
+        # everything is checked: from here on nothing raises on the arguments
         ring = self.ring
         is_first = self._prev_done.copy()
         if ring.total_steps > 0 and not is_first.all():
@@ -233,8 +302,8 @@ class RingReplayBuffer(ReplayBuffer):
             self.dones[(ring.head - 1) % ring.capacity] = False
         ring.push_step(
             self._stored(obs),
-            torch.from_numpy(action) if action.dtype == np.float32 else action,
-            np.asarray(reward, dtype=np.float32).reshape(n),
+            stored_action,
+            reward,
             terminated=done & ~timeout,
             truncated=timeout,
             is_first=is_first,
@@ -244,6 +313,68 @@ class RingReplayBuffer(ReplayBuffer):
         if self._next_dev is not None:
             self._next_dev.copy_(torch.from_numpy(self._stored(self._next_np)))
         self._prev_done = done
+
+    def _checked(
+        self, name: str, value: Any, dtype: np.dtype[Any], shape: tuple[int, ...], reshape: bool
+    ) -> Any:
+        """``value`` as a ``shape`` array of ``dtype`` (an ``add`` argument not in SB3's form).
+
+        Numbers (bool, int, float) of any dtype are cast to ``dtype`` as SB3's buffer casts on
+        assignment, except that actions keep their kind (floats for a discrete action space are
+        refused, as the ring refuses them). With ``reshape``, any shape of the same size is
+        taken, as SB3 reshapes actions, rewards, dones and observations of Discrete spaces.
+        """
+        if reshape and type(value) is np.ndarray and value.dtype == dtype:
+            try:  # SB3's usual form of Discrete actions and observations: [n_envs]
+                return value.reshape(shape)
+            except ValueError:  # another size: refused below
+                pass
+        if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
+            raise ConfigError(
+                name,
+                f"tensor of layout {value.layout}",
+                "expected a dense (strided) tensor or a numpy array",
+                source=_SOURCE,
+            )
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError, RuntimeError) as err:  # CUDA tensors, ragged lists...
+            raise ConfigError(
+                name,
+                _described(value),
+                f"expected numbers of shape {shape} (a numpy array, or a tensor numpy can read)",
+                source=_SOURCE,
+            ) from err
+        if arr.dtype.kind not in "biuf":
+            raise ConfigError(
+                name,
+                None if value is None else f"array of dtype {arr.dtype} and shape {arr.shape}",
+                f"expected numbers (bool, int or float) of shape {shape}",
+                source=_SOURCE,
+            )
+        if name == "action" and not np.can_cast(arr.dtype, dtype, "same_kind"):
+            raise ConfigError(
+                name,
+                f"array of dtype {arr.dtype}",
+                f"cannot be stored as {dtype} without changing its kind",
+                source=_SOURCE,
+            )
+        if arr.shape != shape:
+            if not (reshape and arr.size == math.prod(shape)):
+                raise ConfigError(
+                    name, f"array of shape {arr.shape}", f"expected shape {shape}", source=_SOURCE
+                )
+            arr = arr.reshape(shape)
+        return arr.astype(dtype, copy=False)
+
+    def _bad_infos(self, infos: Any) -> ConfigError:
+        """The error of an ``infos`` argument that is not one dict per env."""
+        return ConfigError(
+            "infos",
+            _described(infos),
+            f"expected a list of {self.n_envs} dicts, one per env",
+            source=_SOURCE,
+        )
 
     def _pending(self) -> torch.Tensor:
         if self._next_dev is not None:
