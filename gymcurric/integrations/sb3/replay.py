@@ -234,8 +234,11 @@ class RingReplayBuffer(ReplayBuffer):
 
         Every argument is converted and checked before anything changes: a refused step raises
         a :class:`~gymcurric.errors.ConfigError` naming the parameter and what was received
-        (a sparse tensor, ``None``, an array of another shape or of strings or objects, infos
-        that are not one dict per env) and leaves the buffer and its ring as they were.
+        (a sparse tensor, ``None``, an array of another shape or of strings or objects, and
+        with ``handle_timeout_termination`` infos that are not dicts, one per env or one for
+        all as SB3 broadcasts it) and leaves the buffer and its ring as they were. Without
+        timeout handling ``infos`` are not read, as in SB3. The buffer keeps no reference to
+        the arguments.
 
         Raises:
             ConfigError: an argument that cannot be stored (see above).
@@ -271,19 +274,17 @@ class RingReplayBuffer(ReplayBuffer):
             reward = self._checked("reward", reward, np.dtype(np.float32), (n,), True)
         if not (type(done) is np.ndarray and done.dtype == np.bool_ and done.shape == (n,)):
             done = self._checked("done", done, np.dtype(np.bool_), (n,), True)
-        if type(infos) not in (list, tuple):
-            raise self._bad_infos(infos)
+        # infos are read as SB3's buffer reads them: only with timeout handling, any iterable of
+        # dicts, one of them for every env (SB3 broadcasts it)
         if self.handle_timeout_termination:
             try:
                 truncated = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos])
             except (AttributeError, TypeError, ValueError) as err:
                 raise self._bad_infos(infos) from err
-            if truncated.shape != (n,):
+            if truncated.shape != (n,) and truncated.shape != (1,):
                 raise self._bad_infos(infos)
             timeout = truncated & done
         else:
-            if len(infos) != n:
-                raise self._bad_infos(infos)
             timeout = np.zeros(n, dtype=bool)
         # everything is checked: from here on nothing raises on the arguments
         ring = self.ring
@@ -293,11 +294,16 @@ class RingReplayBuffer(ReplayBuffer):
             # cut it: see dones): keep the next obs SB3 gave for the previous row and start a
             # new episode here
             row = (ring.head - 1) % ring.capacity
-            differs = (obs.reshape(n, -1) != self._next_np.reshape(n, -1)).any(axis=1)
+            now, then = obs.reshape(n, -1), self._next_np.reshape(n, -1)
+            differs = (now != then).any(axis=1)
             broke = (differs | self.dones[row]) & ~is_first
             if broke.any():
-                ring.attach_final_obs(row, self._stored(self._next_np), broke)
-                is_first |= broke
+                if obs_dtype.kind == "f":  # NaNs at the same places are the same observation
+                    differs = ((now != then) & ~(np.isnan(now) & np.isnan(then))).any(axis=1)
+                    broke &= differs | self.dones[row]
+                if broke.any():
+                    ring.attach_final_obs(row, self._stored(self._next_np), broke)
+                    is_first |= broke
         if ring.total_steps > 0:
             self.dones[(ring.head - 1) % ring.capacity] = False
         ring.push_step(
@@ -312,7 +318,7 @@ class RingReplayBuffer(ReplayBuffer):
         np.copyto(self._next_np, next_obs)
         if self._next_dev is not None:
             self._next_dev.copy_(torch.from_numpy(self._stored(self._next_np)))
-        self._prev_done = done
+        self._prev_done = done.copy()  # not the caller's array (or a view of it)
 
     def _checked(
         self, name: str, value: Any, dtype: np.dtype[Any], shape: tuple[int, ...], reshape: bool
@@ -368,11 +374,11 @@ class RingReplayBuffer(ReplayBuffer):
         return arr.astype(dtype, copy=False)
 
     def _bad_infos(self, infos: Any) -> ConfigError:
-        """The error of an ``infos`` argument that is not one dict per env."""
+        """The error of an ``infos`` argument that is not dicts, one per env or one for all."""
         return ConfigError(
             "infos",
             _described(infos),
-            f"expected a list of {self.n_envs} dicts, one per env",
+            f"expected a list of {self.n_envs} dicts, one per env (or one for all)",
             source=_SOURCE,
         )
 
