@@ -24,13 +24,13 @@ from gymcurric.integrations.sb3 import (
 from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import env_task_ids, resume_env_tasks
 from tests.curriculum_stubs import make_stub, make_wrapped
-from tests.wrappers.test_curriculum_state_unwrapped import (
+from tests.wrappers.unwrapped_cases import (
     NOT_WRAPPED,
     SPACE,
     checkpoint,
     make_task_id_stub,
 )
-from tests.wrappers.test_curriculum_state_unwrapped import (
+from tests.wrappers.unwrapped_cases import (
     SOURCES as GYMNASIUM_SOURCES,
 )
 

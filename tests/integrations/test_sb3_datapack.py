@@ -24,7 +24,7 @@ from gymcurric.integrations.sb3.datapack import (
 )
 from gymcurric.wrappers.datapack import PresentDatapack
 from tests.datapacks.packs import record
-from tests.wrappers.vector.test_datapack import LockedSampler, WithSampler, own_sampler_below_none
+from tests.wrappers.vector.datapack_stubs import LockedSampler, WithSampler, own_sampler_below_none
 
 ENV_ID = "gymcurric/HazardGrid-v0"
 FORKSERVER = {"start_method": "forkserver"}

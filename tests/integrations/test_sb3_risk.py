@@ -16,7 +16,7 @@ from gymcurric.integrations.sb3.risk import RiskCallback
 from gymcurric.wrappers.risk import AnnotateRisk
 from gymcurric.wrappers.semantic import ShapeRewardSemantic
 from tests.semantics.stubs import STUB_CONFIG, caption_embedder
-from tests.wrappers.test_risk import make_walk
+from tests.wrappers.cost_envs import make_walk
 
 pytestmark = pytest.mark.sb3
 

@@ -45,7 +45,7 @@ from tests.sub_env_faults import (
     shadowing_curriculum,
     shared_curriculum_envs,
 )
-from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
+from tests.wrappers.vector.datapack_stubs import ENV_ID, Events, packs
 
 pytestmark = pytest.mark.sb3
 

@@ -7,7 +7,7 @@ pytest.importorskip("stable_baselines3")
 
 from gymcurric.errors import DataError
 from gymcurric.train._callbacks import CurriculumHistory
-from tests.wrappers.test_curriculum_state import rewrite
+from tests.wrappers.checkpoint_files import rewrite
 
 ROWS = [
     (128, np.array([0, 2]), np.array([0.25, 0.75]), 1.0),

@@ -24,7 +24,7 @@ import pytest
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 from tests.wrappers import resume_harness as single
-from tests.wrappers.test_curriculum_state import members
+from tests.wrappers.checkpoint_files import members
 from tests.wrappers.vector import resume_harness as vector
 
 #: single env: saved with no task (an episode had ended), and with the task reset to

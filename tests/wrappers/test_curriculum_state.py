@@ -13,6 +13,7 @@ from gymcurric.errors import DataError
 from gymcurric.tasks import Curriculum, DualPool
 from gymcurric.wrappers import SampleCurriculumTask, load_curriculum_state, save_curriculum_state
 from tests.curriculum_stubs import TaskStubEnv, levels
+from tests.wrappers.checkpoint_files import members, rewrite
 
 DUAL = DualPool(explore_size=3, exploit_size=5, min_samples=2, window=4)
 
@@ -40,23 +41,6 @@ def unchanged(cur, before):
         and rng == before[1]
         and disabled == before[2]
     )
-
-
-def members(path):
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
-def rewrite(path, **changes):
-    """Rewrite the checkpoint at ``path`` with some members replaced (``None``: dropped)."""
-    m = members(path)
-    for key, value in changes.items():
-        if value is None:
-            m.pop(key)
-        else:
-            m[key] = value
-    with open(path, "wb") as f:
-        np.savez(f, **m)
 
 
 def edit_array(path, name, change):

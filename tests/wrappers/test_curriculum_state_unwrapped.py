@@ -23,23 +23,15 @@ from gymcurric.wrappers import (
     save_curriculum_state,
 )
 from gymcurric.wrappers.vector import SampleCurriculumTask as VectorSampleCurriculumTask
-from tests.curriculum_stubs import TaskStubEnv, levels, make_stub, make_wrapped
-
-SPACE = levels(4)
-#: The error for sub-envs ``{0}`` of ``{1}`` without the wrapper (a regex, to ``format``).
-NOT_WRAPPED = (
-    r"'env'.*sub-envs \[{}\] of {} are not wrapped in gymcurric\.wrappers\.SampleCurriculumTask"
+from tests.curriculum_stubs import TaskStubEnv, make_stub, make_wrapped
+from tests.wrappers.unwrapped_cases import (
+    NOT_WRAPPED,
+    SOURCES,
+    SPACE,
+    TaskIdStubEnv,
+    checkpoint,
+    make_task_id_stub,
 )
-
-
-class TaskIdStubEnv(TaskStubEnv):
-    """An env with a ``task_id`` of its own (not gymcurric's wrapper): only that is not enough."""
-
-    task_id = 0
-
-
-def make_task_id_stub() -> gym.Env:
-    return TaskIdStubEnv()
 
 
 def vector(fns, mode):
@@ -50,14 +42,6 @@ def vector(fns, mode):
 
 def cartpoles(mode, n=2):
     return vector([partial(gym.make, "CartPole-v1")] * n, mode)
-
-
-def checkpoint(tmp_path, num_envs):
-    """A checkpoint saved with a wrapped vector env of ``num_envs`` sub-envs."""
-    cur = Curriculum(SPACE, seed=0)
-    envs = gym.vector.SyncVectorEnv([partial(make_wrapped, cur)] * num_envs)
-    envs.reset(seed=0)
-    return save_curriculum_state(tmp_path / "wrapped.npz", cur, env=envs)
 
 
 def attempt(action, envs, tmp_path):
@@ -96,13 +80,6 @@ def refused(action, envs, tmp_path, capsys, *, match):
     return info.value
 
 
-#: Each action, and the function its error names.
-SOURCES = {
-    "save": "save_curriculum_state",
-    "load": "load_curriculum_state",
-    "task_ids": "env_task_ids",
-    "resume": "resume_env_tasks",
-}
 ACTIONS = list(SOURCES)
 
 

@@ -1,7 +1,6 @@
 import dataclasses
 import inspect
 import warnings
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -15,57 +14,9 @@ from gymcurric.safety.risk_targets import cost_to_go_targets
 from gymcurric.semantics.embedders import CallableEmbedder
 from gymcurric.wrappers.risk import AnnotateRisk
 from tests.stubs import ScriptedCostEnv
+from tests.wrappers.cost_envs import make_walk
 
 FAST = {"risk_min_samples": 32, "risk_batch_size": 32, "train_every": 16}
-
-
-class RandomWalkCostEnv(gym.Env[np.ndarray, int]):
-    """A walk on [0, 1]: actions are ignored, the position drifts at random; cost = p**2.
-
-    The discounted cost-to-go is monotone in the position, which is the observation (plus a
-    noise coordinate). ``nan_cost_every`` makes every k-th cost NaN.
-    """
-
-    metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}
-
-    def __init__(self, episode_len=200, nan_cost_every=0, render_mode=None, cost=True):
-        self.observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self.episode_len = episode_len
-        self.nan_cost_every = nan_cost_every
-        self.render_mode = render_mode
-        self.cost = cost
-        self.t = 0
-        self.p = 0.0
-
-    def _obs(self):
-        return np.array([self.p, self.np_random.normal()], np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        self.p = float(self.np_random.random())
-        return self._obs(), {"caption": f"at {self.p:.2f}"}
-
-    def step(self, action):
-        self.t += 1
-        cost = self.p**2
-        if self.nan_cost_every and self.t % self.nan_cost_every == 0:
-            cost = float("nan")
-        self.p = float(np.clip(self.p + self.np_random.normal(0, 0.05), 0.0, 1.0))
-        info = {"caption": f"at {self.p:.2f}"}
-        if self.cost:
-            info["cost"] = cost
-        return self._obs(), 0.0, False, self.t >= self.episode_len, info
-
-    def render(self):
-        frame = np.zeros((8, 8, 3), np.uint8)
-        frame[..., 0] = int(255 * self.p)
-        return frame
-
-
-def make_walk(**kwargs):
-    return RandomWalkCostEnv(**kwargs)
 
 
 def run(env, steps, seed=0):

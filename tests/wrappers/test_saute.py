@@ -16,6 +16,7 @@ from gymcurric.errors import (
 from gymcurric.wrappers import AnnotateCost
 from gymcurric.wrappers.saute import AugmentStateSaute, saute_step_budget
 from tests.stubs import ScriptedCostEnv
+from tests.wrappers.cost_envs import CostAt
 
 
 def reference(costs, rewards, d, gamma, T, unsafe):
@@ -157,20 +158,6 @@ def test_bad_arguments_name_the_parameter(kwargs, key):
     kw = {"safety_budget": 1.0, "max_episode_steps": 5, **kwargs}
     with pytest.raises(ConfigError, match=key):
         AugmentStateSaute(ScriptedCostEnv(), **kw)
-
-
-class CostAt(gym.Wrapper):
-    """ScriptedCostEnv's cost, replaced by ``value`` at the step indices in ``at``."""
-
-    def __init__(self, env, value, at):
-        super().__init__(env)
-        self.value, self.at = value, at
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if self.env.unwrapped.t in self.at:
-            info = {**info, "cost": self.value}
-        return obs, reward, terminated, truncated, info
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])

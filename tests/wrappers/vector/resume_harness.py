@@ -19,7 +19,7 @@ from gymnasium.vector import AutoresetMode
 from gymcurric.tasks import Curriculum, FixedTaskSpace, OpenEndedPool
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import make_curriculum_vec
-from tests.wrappers.vector.test_curriculum_channel import STUB
+from tests.wrappers.vector.vector_runs import STUB
 
 N = 4
 STEPS = 20

@@ -16,7 +16,7 @@ from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers import AnnotateCost as SingleAnnotateCost
 from gymcurric.wrappers.vector import AnnotateCost, make_curriculum_vec
 
-from .test_curriculum_channel import STUB
+from .vector_runs import STUB
 
 
 class ConstCostEnv(gym.Env[np.ndarray, int]):

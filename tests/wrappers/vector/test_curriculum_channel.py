@@ -1,6 +1,5 @@
 """Async vector envs from ``make_curriculum_vec``: tasks and results go through a TaskChannel."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -10,11 +9,14 @@ from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.tasks._shm import segment_exists
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers.vector import make_curriculum_vec
-
-from .test_curriculum import MODES, SPACE, check_reports, run, run_disabled, task_id_stream
-
-STUB = gym.envs.registration.EnvSpec(
-    "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
+from tests.wrappers.vector.vector_runs import (
+    MODES,
+    SPACE,
+    STUB,
+    check_reports,
+    run,
+    run_disabled,
+    task_id_stream,
 )
 
 

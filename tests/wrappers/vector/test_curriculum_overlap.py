@@ -19,8 +19,7 @@ from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers.vector import SampleCurriculumTask, make_curriculum_vec
 
-from .test_curriculum import SPACE
-from .test_curriculum_channel import STUB
+from .vector_runs import SPACE, STUB
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 # episodes of one step: a sub-env resets in every step (SAME_STEP) or every other one

@@ -21,7 +21,7 @@ from gymcurric.tasks.transport import SharedMemoryTransport
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import SampleCurriculumTask, make_curriculum_vec
 
-from .test_curriculum_channel import STUB
+from .vector_runs import STUB
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 # every third task is refused (reward = level names the task; lengths 1-3 desync the envs)

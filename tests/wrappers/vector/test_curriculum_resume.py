@@ -36,7 +36,7 @@ from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
-from ..test_curriculum_state import rewrite
+from ..checkpoint_files import rewrite
 from .resume_harness import MODES, PLAIN, SPACES, N, build, resumed, step, uninterrupted
 
 CASES = [(mode, space, vec) for mode in MODES for space in SPACES for vec in ("sync", "async")]

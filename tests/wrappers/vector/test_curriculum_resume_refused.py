@@ -34,7 +34,7 @@ from tests.sub_env_faults import (
     shared_curriculum_envs,
     step_and_flush,
 )
-from tests.wrappers.test_curriculum_state import rewrite
+from tests.wrappers.checkpoint_files import rewrite
 
 NAMES = ("pending_task_id", "resuming")
 

@@ -47,7 +47,7 @@ from gymcurric.errors import DataError
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
-from ..test_curriculum_state import members, rewrite
+from ..checkpoint_files import members, rewrite
 from .resume_harness import MODES, N, build, final_state, resumed, step, stream
 
 STEPS = 30

@@ -25,7 +25,7 @@ from gymcurric.errors import DataError
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
-from ..test_curriculum_state import rewrite
+from ..checkpoint_files import rewrite
 from .resume_harness import MODES, build, final_state, step, stream
 from .resume_harness import uninterrupted as run_and_save
 

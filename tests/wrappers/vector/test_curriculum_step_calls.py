@@ -26,7 +26,7 @@ import gymcurric
 from gymcurric.tasks import Curriculum, FixedTaskSpace
 from gymcurric.wrappers.vector import make_curriculum_vec
 
-from .test_curriculum_channel import STUB
+from .vector_runs import STUB
 
 PACKAGE = str(Path(gymcurric.__file__).parent)
 LONG = FixedTaskSpace([{"level": i + 1, "len": 7 + i % 2} for i in range(4)])

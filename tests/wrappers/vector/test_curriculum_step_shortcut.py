@@ -21,8 +21,7 @@ from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTas
 from gymcurric.wrappers.vector import SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
 
-from .test_curriculum import SPACE
-from .test_curriculum_channel import STUB
+from .vector_runs import SPACE, STUB
 
 
 class CountingTask(SingleSampleCurriculumTask):

@@ -1,4 +1,3 @@
-import threading
 from functools import partial
 
 import gymnasium as gym
@@ -17,55 +16,15 @@ from gymcurric.errors import ConfigError
 from gymcurric.wrappers.datapack import PresentDatapack as SinglePresentDatapack
 from gymcurric.wrappers.vector.datapack import PresentDatapack, make_datapack_vec, sub_env_info
 from tests.datapacks.packs import record
+from tests.wrappers.vector.datapack_stubs import (
+    ENV_ID,
+    Events,
+    own_sampler_below_none,
+    packs,
+    user_sampler_above,
+)
 
-ENV_ID = "gymcurric/HazardGrid-v0"
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
-
-
-def packs(n: int = 8) -> list[DataPack]:
-    """HazardGrid datapacks with distinct sizes, hazards and short, different time limits."""
-    return [
-        DataPack.from_dict(
-            record(
-                f"p{i}",
-                env_id=ENV_ID,
-                tier=i % 3,
-                task_params={
-                    "size": 4 + i % 3,
-                    "goal_distance": 1 + i % 2,  # random actions sometimes reach it
-                    "num_hazards": i % 4,
-                    "max_steps": 3 + i % 4,
-                },
-                seed=50 + i,
-                enrichment={"affordances": [{"name": "reach"}]},
-                supervision_hints={"safety_critical": False},
-            )
-        )
-        for i in range(n)
-    ]
-
-
-class Events:
-    """Spy curriculum + stub sampler sharing one event list (draws and reports, in order)."""
-
-    def __init__(self, records):
-        self.records, self.i, self.events = records, 0, []
-        self.curriculum = self
-
-    def sample_batch(self, n):
-        out = [self.records[(self.i + k) % len(self.records)] for k in range(n)]
-        self.i += n
-        self.events.append(("draw", [p.pack_id for p in out]))
-        return out
-
-    def update_diagnostics(self, **kwargs):
-        self.events.append(("report", kwargs))
-
-    def get_diagnostics(self):
-        return {"draws": self.i}
-
-    def reports(self):
-        return [e[1] for e in self.events if e[0] == "report"]
 
 
 def make(mode, sampler, vec="sync", n=2, **kw):
@@ -273,30 +232,6 @@ def test_every_unwrapped_sub_env_is_named(vec):
         )
     finally:
         base.close()
-
-
-class WithSampler(gym.Wrapper):
-    """A user wrapper with a ``sampler`` attribute of its own (unrelated to datapacks)."""
-
-    def __init__(self, env, sampler):
-        super().__init__(env)
-        self.sampler = sampler
-
-
-class LockedSampler(Events):
-    """A sampler that cannot be pickled (built in the worker, it can never leave it)."""
-
-    def __init__(self, records):
-        super().__init__(records)
-        self.lock = threading.Lock()
-
-
-def user_sampler_above(env):
-    return WithSampler(SinglePresentDatapack(env, None), LockedSampler(packs()))
-
-
-def own_sampler_below_none(env):
-    return WithSampler(SinglePresentDatapack(env, LockedSampler(packs())), None)
 
 
 @pytest.mark.parametrize("vec", ["sync", "async"])

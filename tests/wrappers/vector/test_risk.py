@@ -14,7 +14,7 @@ from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.semantics.embedders import CallableEmbedder
 from gymcurric.wrappers.vector.risk import AnnotateRisk
 from tests.stubs import make_scripted
-from tests.wrappers.test_risk import make_walk
+from tests.wrappers.cost_envs import make_walk
 
 LENGTHS = (2, 3, 5)
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]

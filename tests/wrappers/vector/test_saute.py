@@ -12,7 +12,7 @@ from gymcurric.errors import ConfigError, GymcurricWarning, InfoKeyConflictError
 from gymcurric.wrappers.saute import AugmentStateSaute as SingleSaute
 from gymcurric.wrappers.vector.saute import AugmentStateSaute
 from tests.stubs import make_scripted
-from tests.wrappers.test_saute import CostAt
+from tests.wrappers.cost_envs import CostAt
 
 ENV_ID = "gymcurric/HazardGrid-v0"
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]

@@ -38,7 +38,7 @@ from tests.sub_env_faults import (
     shadowing_curriculum,
     shadowing_present_datapack,
 )
-from tests.wrappers.vector.test_datapack import ENV_ID, Events, packs
+from tests.wrappers.vector.datapack_stubs import ENV_ID, Events, packs
 
 STUB = gym.envs.registration.EnvSpec(
     "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
