@@ -17,8 +17,8 @@ from gymcurric.integrations.sb3 import CPO as ExportedCPO
 from gymcurric.integrations.sb3.common import LagrangianMixin
 from gymcurric.integrations.sb3.cpo import CPO, conjugate_gradient, cpo_step, line_search
 from gymcurric.integrations.sb3.cpo import cpo as cpo_module
+from tests.integrations.sb3.hazard_runs import assert_same, hazard_vec, make_hazard, policy_params
 from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, make_hazard, policy_params
 from tests.new_interpreter import call_in_new_interpreter
 from tests.stubs import make_scripted
 

@@ -15,8 +15,8 @@ from gymcurric.integrations.sb3.common import critic_fit
 from gymcurric.integrations.sb3.common.critic_fit import fit_reward_critic
 from gymcurric.integrations.sb3.cpo import cpo as cpo_module
 from gymcurric.integrations.sb3.trpo_lag import trpo_lag as trpo_lag_module
+from tests.integrations.sb3.hazard_runs import hazard_vec, policy_params
 from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 

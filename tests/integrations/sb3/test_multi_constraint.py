@@ -30,7 +30,7 @@ from gymcurric.integrations.sb3.common import (
     MultiplierSet,
     discounted_gae,
 )
-from tests.integrations.sb3.test_ppo_lag import TASK, assert_same, policy_params
+from tests.integrations.sb3.hazard_runs import TASK, assert_same, policy_params
 from tests.new_interpreter import call_in_new_interpreter
 from tests.safety_support import needs_safety
 

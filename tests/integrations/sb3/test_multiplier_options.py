@@ -13,7 +13,7 @@ pytest.importorskip("stable_baselines3")
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag, TRPOLag
 from gymcurric.integrations.sb3.common.multipliers import MultiplierSet, make_multiplier
-from tests.integrations.sb3.test_ppo_lag import hazard_vec
+from tests.integrations.sb3.hazard_runs import hazard_vec
 
 pytestmark = pytest.mark.sb3
 

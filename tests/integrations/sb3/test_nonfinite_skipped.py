@@ -12,8 +12,8 @@ pytest.importorskip("sb3_contrib")
 import torch as th
 
 from gymcurric.integrations.sb3 import CPO, P3O, PPOLag, PPOPIDLag, PPOSimmer, TRPOLag
+from tests.integrations.sb3.hazard_runs import hazard_vec, policy_params
 from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 

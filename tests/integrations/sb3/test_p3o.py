@@ -1,8 +1,6 @@
 import csv
-import importlib
 from functools import partial
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -16,27 +14,21 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 import gymcurric  # noqa: F401  (registers the built-in envs)
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.p3o import P3O, kappa_schedule, p3o_cost_loss
-from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import (
-    ENV_ID,
+from tests.integrations.sb3.hazard_runs import (
     SMALL,
     assert_same,
+    continue_here,
+    continue_in_new_interpreter,
     hazard_vec,
+    logged,
+    no_cost_vec,
     policy_params,
+    silent,
 )
-from tests.new_interpreter import call_in_new_interpreter
+from tests.integrations.sb3.poison import Poison
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
-
-
-def silent(model):
-    model.set_logger(configure(None, []))
-    return model
-
-
-def logged(model):
-    return model.logger.name_to_value
 
 
 # ---------------------------------------------------------------- the loss, by hand
@@ -90,12 +82,6 @@ def test_kappa_schedule_by_hand():
 
 
 # ----------------------------------------------------------- parity and the schedule
-def no_cost_vec(seed=0):
-    venv = DummyVecEnv([lambda: gym.make(ENV_ID, num_hazards=0, max_steps=50)] * 2)
-    venv.seed(seed)
-    return venv
-
-
 @pytest.mark.parametrize("variant", ["paper", "omnisafe"])
 def test_parity_with_ppo_when_the_relu_stays_closed(variant):
     # 3 rollouts of 2 x 32 steps; episodes end at step 50, so J_c = 0 is known from the second
@@ -151,33 +137,6 @@ def test_there_is_no_lagrange_multiplier_only_kappa():
 
 
 # ------------------------------------------------------------------ save / load / resume
-def continue_saved(module, name, path, out, steps):
-    """Load ``path`` into ``module.name``, continue ``steps``, save to ``out`` (new process)."""
-    cls = getattr(importlib.import_module(module), name)
-    model = cls.load(path, env=hazard_vec(), device="cpu")
-    model.get_env().seed(7)
-    th.manual_seed(11)
-    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
-    model.learn(steps, reset_num_timesteps=False)
-    model.save(out)
-
-
-def continue_in_new_interpreter(cls, path, out, steps):
-    call_in_new_interpreter(
-        "tests.integrations.sb3.test_p3o", "continue_saved",
-        cls.__module__, cls.__name__, str(path), str(out), steps, timeout=120,
-    )  # fmt: skip
-    return cls.load(out, device="cpu")
-
-
-def continue_here(model, steps):
-    model.set_env(hazard_vec())  # a fresh reset of the same seeded envs, as after load
-    model.get_env().seed(7)
-    th.manual_seed(11)
-    np.random.seed(11)  # noqa: NPY002  (SB3 shuffles with the global RNG)
-    return model.learn(steps, reset_num_timesteps=False)
-
-
 def test_save_load_in_a_new_interpreter_continues_as_uninterrupted(tmp_path):
     kw = {**SMALL, "seed": 1, "cost_limit": 0.5, "cost_window": 5}
     a = silent(P3O("MlpPolicy", hazard_vec(seed=1), **kw)).learn(320)

@@ -10,7 +10,7 @@ pytest.importorskip("sb3_contrib")
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3 import CPO, P3O, PPOLag, PPOPIDLag, TRPOLag
 from gymcurric.integrations.sb3.simmer import PPOSimmer
-from tests.integrations.sb3.test_ppo_lag import hazard_vec
+from tests.integrations.sb3.hazard_runs import hazard_vec
 
 pytestmark = pytest.mark.sb3
 

@@ -19,28 +19,18 @@ from gymcurric.integrations.sb3.cost import VecCostMonitor
 from gymcurric.integrations.sb3.ppo_lag import PPOLag, PPOPIDLag
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag
 from gymcurric.safety import RiskModulation
+from tests.integrations.sb3.hazard_runs import (
+    ENV_ID,
+    SMALL,
+    TASK,
+    assert_same,
+    hazard_vec,
+    make_hazard,
+    policy_params,
+)
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3
-
-ENV_ID = "gymcurric/HazardNav-v0"
-# Many hazards across the start-goal path: costs are frequent even for a random policy.
-TASK = {"num_hazards": 8, "hazard_radius": 0.3, "hazard_placement": "between", "max_steps": 50}
-SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "device": "cpu"}
-
-
-def make_hazard(**task):
-    return gym.make(ENV_ID, **{**TASK, **task})
-
-
-def hazard_vec(n=2, seed=0):
-    venv = DummyVecEnv([make_hazard] * n)
-    venv.seed(seed)
-    return venv
-
-
-def policy_params(model):
-    return {k: v.clone() for k, v in model.policy.state_dict().items()}
 
 
 def test_parity_with_ppo_when_lambda_is_fixed_at_zero():
@@ -74,18 +64,6 @@ def snapshot(model):
         model.policy.cost_optimizer.state_dict(),
         model.policy.optimizer.state_dict(),
     )
-
-
-def assert_same(x, y, where="model"):
-    if isinstance(x, dict | list | tuple):
-        assert type(x) is type(y) and len(x) == len(y), where
-        items = x.items() if isinstance(x, dict) else enumerate(x)
-        for k, v in items:
-            assert_same(v, y[k], f"{where}[{k!r}]")
-    elif isinstance(x, th.Tensor):
-        assert th.equal(x, y), where
-    else:
-        assert x == y, where
 
 
 @pytest.mark.parametrize(

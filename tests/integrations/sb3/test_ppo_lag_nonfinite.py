@@ -11,8 +11,8 @@ pytest.importorskip("stable_baselines3")
 import torch as th
 
 from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag
+from tests.integrations.sb3.hazard_runs import assert_same, hazard_vec, policy_params
 from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 

@@ -15,8 +15,7 @@ from stable_baselines3.common.logger import Logger
 
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.p3o import P3O
-from tests.integrations.sb3.test_p3o import logged, no_cost_vec, silent
-from tests.integrations.sb3.test_ppo_lag import SMALL, policy_params
+from tests.integrations.sb3.hazard_runs import SMALL, logged, no_cost_vec, policy_params, silent
 
 pytestmark = pytest.mark.sb3
 

@@ -18,14 +18,17 @@ from gymcurric.safety.budget_control import (
     QBudgetController,
     reference_schedule,
 )
-from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_p3o import (
+from tests.integrations.sb3.hazard_runs import (
+    ENV_ID,
+    assert_same,
     continue_here,
     continue_in_new_interpreter,
+    hazard_vec,
     logged,
+    policy_params,
     silent,
 )
-from tests.integrations.sb3.test_ppo_lag import ENV_ID, assert_same, hazard_vec, policy_params
+from tests.integrations.sb3.poison import Poison
 from tests.stubs import make_scripted
 
 pytestmark = pytest.mark.sb3

@@ -13,7 +13,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common import LagrangianMixin
 from gymcurric.integrations.sb3.ppo_lag import PPOLag
 from gymcurric.integrations.sb3.trpo_lag import TRPOLag
-from tests.integrations.sb3.test_ppo_lag import assert_same, hazard_vec, policy_params
+from tests.integrations.sb3.hazard_runs import assert_same, hazard_vec, policy_params
 from tests.new_interpreter import call_in_new_interpreter
 from tests.stubs import make_scripted
 

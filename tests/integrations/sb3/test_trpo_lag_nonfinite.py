@@ -17,8 +17,8 @@ from sb3_contrib import TRPO
 from stable_baselines3.common.callbacks import BaseCallback
 
 from gymcurric.integrations.sb3 import TRPOLag
+from tests.integrations.sb3.hazard_runs import hazard_vec, policy_params
 from tests.integrations.sb3.poison import Poison
-from tests.integrations.sb3.test_ppo_lag import hazard_vec, policy_params
 
 pytestmark = pytest.mark.sb3
 
