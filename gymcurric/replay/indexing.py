@@ -106,7 +106,8 @@ class HostIndex:
             slot_table[lost] = -1
         envs = envs[dropped:]
         if storage.numpy_dtypes["obs"] is not None:
-            storage.side_observations.numpy()[slots] = final_obs.numpy()[envs]
+            # resolve_neg: numpy() refuses a tensor with the negative bit (e.g. z.conj().imag)
+            storage.side_observations.numpy()[slots] = final_obs.resolve_neg().numpy()[envs]
         else:
             picked = final_obs.index_select(0, torch.from_numpy(envs))
             storage.side_observations.index_copy_(0, torch.from_numpy(slots), picked)
@@ -199,7 +200,7 @@ class HostIndex:
         if at is not None and at.size:
             assert next_obs is not None
             if storage.numpy_dtypes["obs"] is not None:
-                both.numpy()[batch + at] = next_obs.numpy()[env[at]]
+                both.numpy()[batch + at] = next_obs.resolve_neg().numpy()[env[at]]  # see above
             else:
                 newest_rows = next_obs.index_select(0, torch.from_numpy(env[at]))
                 next_observations.index_copy_(0, torch.from_numpy(at), newest_rows)

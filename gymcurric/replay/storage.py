@@ -289,7 +289,8 @@ class RingStorage:
                 row[:, column] = 0.0
                 continue
             if isinstance(value, torch.Tensor):
-                value = self.checked_tensor(name, value).numpy()
+                # resolve_neg: numpy() refuses a tensor with the negative bit (a view)
+                value = self.checked_tensor(name, value).resolve_neg().numpy()
             arr = np.asarray(value)
             if arr.shape != (num_envs,) or arr.dtype.kind not in "biuf":
                 raise ConfigError(

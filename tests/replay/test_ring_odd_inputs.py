@@ -94,6 +94,37 @@ def test_tensors_that_require_grad_are_stored_as_data(device):
     assert_same(run(device, with_grad), run(device, as_tensors))
 
 
+def test_tensors_with_the_negative_bit_are_stored_as_their_values(device):
+    # a dense float tensor may be a view with torch's negative bit (z.conj().imag, strided):
+    # numpy() refuses it, so the host index raised a raw RuntimeError for reward and cost, for
+    # final_obs after the side-store bookkeeping had changed, and for a draw's next_obs
+    def negative_bit(value):
+        value = torch.as_tensor(value, device=device)
+        view = torch.complex(torch.zeros_like(value), -value).conj().imag
+        assert view.is_neg() and torch.equal(view, value)
+        return view
+
+    def odd(step, convert):
+        step["cost"] = np.abs(step["reward"])
+        for name in ("obs", "action", "reward", "cost", "final_obs"):
+            step[name] = convert(step[name])
+        return step
+
+    ring = run(device, lambda step: odd(step, negative_bit))
+    reference = run(device, lambda step: odd(step, lambda v: torch.as_tensor(v, device=device)))
+    assert_same(ring, reference)
+    assert torch.equal(ring["cost"], reference["cost"])
+    final, mask = np.full((E, 3), 7.0, np.float32), np.array([False, True])
+    for one in (ring, reference):
+        one.attach_final_obs(one.head - 1, negative_bit(final) if one is ring else final, mask)
+    assert_same(ring, reference)
+    nxt = np.arange(E * 3, dtype=np.float32).reshape(E, 3)
+    draw = ring.sample_transitions(64, gen(device), next_obs=negative_bit(nxt))
+    expected = reference.sample_transitions(64, gen(device), next_obs=nxt)
+    assert torch.equal(draw.next_obs, expected.next_obs)
+    ring.check_invariants()
+
+
 @pytest.mark.parametrize("layout", ["negative_strides", "big_endian"])
 def test_numpy_arrays_torch_cannot_wrap_are_copied(device, layout):
     # flipped arrays (arr[::-1], np.flip) and non-native byte order: numpy assignment took
