@@ -8,8 +8,7 @@ skips included); shared helpers live in plain helper modules with public names i
 Every ``tests/**/*.py`` (test and helper modules) is parsed with ``ast`` (nothing is imported);
 an import that names a module ``test_*`` under ``tests`` (``from tests.x.test_a import f``,
 ``from .test_a import f``, ``from tests.x import test_a``, ``import tests.x.test_a``) is
-reported. ``PENDING`` lists the files not yet moved over; an entry that no longer imports a
-test module fails the test, so the list only shrinks.
+reported.
 """
 
 from __future__ import annotations
@@ -18,13 +17,6 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-#: modules that still import a test module, to move what they share to a helper module
-PENDING = {
-    "tests/envs/test_safety_captions_damaged.py",
-    "tests/envs/test_safety_captions_geometry.py",
-    "tests/envs/test_safety_captions_tasks.py",
-}
 
 
 def is_test_module(dotted: str) -> bool:
@@ -70,14 +62,11 @@ def offenders(root: Path = ROOT) -> dict[str, list[str]]:
 
 
 def test_no_test_module_imports_another_test_module():
-    found = offenders()
-    new = [hit for path, hits in found.items() if path not in PENDING for hit in hits]
-    assert not new, (
+    found = [hit for hits in offenders().values() for hit in hits]
+    assert not found, (
         "modules import test modules; move the shared names to a helper module "
-        "(not test_*.py) and import them from there:\n" + "\n".join(new)
+        "(not test_*.py) and import them from there:\n" + "\n".join(found)
     )
-    moved = sorted(PENDING - set(found))
-    assert not moved, f"no longer import a test module: remove from PENDING: {moved}"
 
 
 def test_the_check_sees_every_import_form(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from gymcurric.envs.safety_captions import SafetyTaskCaptioner
-from tests.envs.test_safety_captions import SECTORS, Ambiguous, expected_caption
+from tests.envs.caption_truth import SECTORS, Ambiguous, expected_caption
 
 pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 

@@ -1,6 +1,6 @@
 """Caption rules that follow MuJoCo's bodies and the floor plane (issue 26, item 1).
 
-``test_safety_captions.expected_caption`` first recomputed captions with safety-gymnasium's own
+``caption_truth.expected_caption`` first recomputed captions with safety-gymnasium's own
 conventions (the lidar's body frame for Point and Car; contacts by geom-name prefix). Long
 random rollouts (1,000 steps x 2 seeds) found two places where those conventions and the
 caption's documented rules part, and the caption is the one that follows the simulator (the
@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.envs.test_safety_captions import SECTORS
+from tests.envs.caption_truth import SECTORS
 
 pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 

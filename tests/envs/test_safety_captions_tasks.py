@@ -2,7 +2,7 @@
 
 ``reset(options={"task": {...}})`` rebuilds the MuJoCo model with other object counts, sizes
 and extents; the captioner rebinds its body tables on every new model. Each caption here is
-compared whole with the one ``test_safety_captions.expected_caption`` recomputes from the
+compared whole with the one ``caption_truth.expected_caption`` recomputes from the
 task's arrays, episode after episode in one env, with more, fewer and no objects.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.envs.test_safety_captions import Ambiguous, expected_caption
+from tests.envs.caption_truth import Ambiguous, expected_caption
 
 pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
