@@ -53,6 +53,7 @@ __all__ = [
     "resume_env_tasks",
     "resume_tasks",
     "vector_curriculum_wrapper",
+    "vector_layers",
 ]
 
 #: What the curriculum wrapper of every env has: the attributes a checkpoint reads and sets and
@@ -510,18 +511,30 @@ def _vector_curriculum_wrappers(env: Any) -> list[Any]:
     ``env``; SB3's ``VecEnvWrapper`` forwards the attribute) is searched from that env: its
     channel's rows and the last step's episodes were lost otherwise.
     """
-    if not isinstance(env, gym.Env | gym.vector.VectorEnv):
-        env = getattr(env, "env", None)  # an SB3 VecEnv's Gymnasium vector env, if any
-    if not isinstance(env, gym.vector.VectorEnv):
+    layers = vector_layers(env)
+    if not layers:
         return []
     # imported here: gymcurric.wrappers imports this module, and gymcurric.wrappers.vector
     # (every vector wrapper) only where a vector env is given
     from gymcurric.wrappers.vector.curriculum import SampleCurriculumTask
 
+    return [layer for layer in layers if isinstance(layer, SampleCurriculumTask)]
+
+
+def vector_layers(env: Any) -> list[Any]:
+    """The Gymnasium vector env of ``env`` and each vector env under it, down to the base one.
+
+    The ``.env`` chain of a Gymnasium vector env, outermost first; of an SB3 ``VecEnv``, the
+    chain of the Gymnasium vector env it keeps as ``env`` (none: ``[]``); ``[]`` for anything
+    else. Where gymcurric's vector curriculum wrapper is looked for.
+    """
+    if not isinstance(env, gym.Env | gym.vector.VectorEnv):
+        env = getattr(env, "env", None)  # an SB3 VecEnv's Gymnasium vector env, if any
+    if not isinstance(env, gym.vector.VectorEnv):
+        return []
     found = []
     for layer in _env_chain(env):
-        if isinstance(layer, SampleCurriculumTask):
-            found.append(layer)
+        found.append(layer)
         if not isinstance(layer, gym.vector.VectorWrapper):  # the base vector env
             break
     return found

@@ -38,6 +38,7 @@ import numpy as np
 from gymcurric._checks import as_task_id, no_slot_reason
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
+from gymcurric.wrappers._channel_calls import warn_channel_look_alikes
 from gymcurric.wrappers._curriculum_envs import (
     Armed,
     awaiting_reset,
@@ -105,7 +106,10 @@ def save_curriculum_state(
     The vector wrapper's ``flush_curriculum()``, ``awaiting_reset()`` and ``channel_*()`` (and
     the load's ``resume_channel()``) are called on it, never on a vector wrapper of yours above
     it that has a method of the same name: to change what a checkpoint gets, subclass it, or
-    set the method on its instance.
+    set the method on its instance. A vector env of yours with ``channel_*()`` or
+    ``resume_channel()`` methods, in a chain without gymcurric's vector wrapper, is not asked
+    either: its rows are not saved (nor restored by a load), and a
+    :class:`~gymcurric.errors.GymcurricWarning` names its class.
 
     A save right after :func:`load_curriculum_state` with ``env=``, before the envs reset,
     writes what was loaded (each env's task, an async vector env's channel rows): the envs
@@ -119,6 +123,7 @@ def save_curriculum_state(
             or ``SubprocVecEnv`` exits on an exception raised in it).
     """
     marked = check_wrapped(env, "save_curriculum_state") if env is not None else None
+    warn_channel_look_alikes(env, "save_curriculum_state")  # a channel this save cannot see
     flush_envs(env, marked)  # every episode that ended before the call, workers' buffers too
     state = dict(curriculum.state_dict())
     arrays = state.pop("arrays")
@@ -268,6 +273,7 @@ def load_curriculum_state(
     before: list[Armed] = []  # what each env resumes now (a look-alike: its attributes)
     if env is not None:
         marked = check_wrapped(env, "load_curriculum_state")  # before anything runs there
+        warn_channel_look_alikes(env, "load_curriculum_state")  # rows this load cannot set
         before = env_armed(env, marked)
         n = len(before)
         if len(ids) != n:
