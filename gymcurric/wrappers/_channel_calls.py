@@ -5,12 +5,15 @@ gymcurric's vector :class:`~gymcurric.wrappers.vector.SampleCurriculumTask`, fou
 (:func:`~gymcurric.wrappers._curriculum_envs.vector_curriculum_wrapper`). A vector env of
 yours with methods of the same names that is not that class is not asked for them: where no
 instance of the class is in the chain, :func:`warn_channel_look_alikes` says so, instead of a
-file silently saved without the rows (or a load that restores none).
+file silently saved without the rows (or a load that restores none). A load's call of that
+wrapper's ``resume_channel`` (an override of yours included) goes through
+:func:`resume_channel`, which returns what puts the channel back where the load is refused.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +21,13 @@ import gymnasium as gym
 from gymcurric.errors import GymcurricWarning
 from gymcurric.wrappers._curriculum_envs import vector_curriculum_wrapper, vector_layers
 
-__all__ = ["CHANNEL_METHODS", "channel_look_alikes", "warn_channel_look_alikes"]
+__all__ = [
+    "CHANNEL_METHODS",
+    "channel_look_alikes",
+    "override_of",
+    "resume_channel",
+    "warn_channel_look_alikes",
+]
 
 #: The vector curriculum wrapper's methods that save and restore its channel's rows.
 CHANNEL_METHODS = (
@@ -87,4 +96,77 @@ def warn_channel_look_alikes(env: Any, source: str) -> None:
                 "a TaskChannel); if the names mean something else there, filter this warning."
             ),
             stacklevel=3,
+        )
+
+
+def override_of(vec: Any, name: str) -> str | None:
+    """Who defines ``vec``'s method ``name`` in place of gymcurric's (None: gymcurric's own).
+
+    ``module.QualName.name`` of the subclass that overrides it, or ``the name set on the
+    instance of module.QualName`` for a function set on ``vec``.
+    """
+    cls = type(vec)
+    if name in getattr(vec, "__dict__", {}):
+        return f"the {name} set on the instance of {cls.__module__}.{cls.__qualname__}"
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            if klass.__module__.startswith("gymcurric."):
+                return None
+            return f"{klass.__module__}.{klass.__qualname__}.{name}"
+    return None
+
+
+def resume_channel(
+    vec: Any,
+    waiting: list[int] | None,
+    spares: list[list[int]] | None,
+    slots: list[list[int]] | None,
+    stale: list[bool] | None,
+    refill_due: bool | None,
+) -> Callable[[BaseException], None]:
+    """Call ``vec.resume_channel``; return what puts the channel back where the load is refused.
+
+    ``vec`` is gymcurric's vector ``SampleCurriculumTask`` (a subclass of yours included), or
+    None (no channel: nothing is called, and the function returned does nothing). The
+    function returned takes the refusal being raised: it calls what ``resume_channel``
+    returned, and where that raises too, the refusal stays the error raised, with a note. An
+    override of yours that returns None (or anything but a function) where the wrapper has a
+    channel is put back all the same, with the wrapper's own put-back taken before the call
+    (:meth:`~gymcurric.wrappers.vector.SampleCurriculumTask.curriculum_channel_put_back`), and
+    the refusal gets a note saying so: it used to stay changed without a word.
+    """
+    if vec is None:  # no vector curriculum wrapper: no channel
+        return _nothing
+    put_back = vec.curriculum_channel_put_back()
+    undo = vec.resume_channel(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
+    if callable(undo):
+        return lambda exc: _call_undo(undo, exc)
+    if vec.channel is None:  # nothing to put back (gymcurric's returns None then)
+        return _nothing
+    owner = override_of(vec, "resume_channel") or f"{type(vec).__qualname__}.resume_channel"
+
+    def put_back_rows(exc: BaseException) -> None:
+        put_back()
+        exc.add_note(
+            f"{owner} returned {undo!r}, not a function that puts the channel back (what "
+            "gymcurric.wrappers.vector.SampleCurriculumTask.resume_channel returns, for an "
+            "override to return): gymcurric put back the rows the channel's next reset "
+            "restores; anything else the override changed stays as the refused load left it"
+        )
+
+    return put_back_rows
+
+
+def _nothing(exc: BaseException) -> None:
+    """Put back nothing (there is no channel)."""
+
+
+def _call_undo(undo: Callable[[], Any], exc: BaseException) -> None:
+    """Call ``undo`` (what ``resume_channel`` returned); where it raises, note it on ``exc``."""
+    try:
+        undo()
+    except Exception as again:
+        exc.add_note(
+            f"putting the channel's waiting tasks back failed too ({type(again).__name__}: "
+            f"{again}); its next reset may restore the refused file's"
         )

@@ -38,7 +38,7 @@ import numpy as np
 from gymcurric._checks import as_task_id, no_slot_reason
 from gymcurric._npz import read_npz
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.wrappers._channel_calls import warn_channel_look_alikes
+from gymcurric.wrappers._channel_calls import resume_channel, warn_channel_look_alikes
 from gymcurric.wrappers._curriculum_envs import (
     Armed,
     awaiting_reset,
@@ -293,25 +293,21 @@ def load_curriculum_state(
     # All or nothing: the channel's waiting tasks (checked and set in this process, put back
     # by the function it returns), then the sub-envs (put back by resume_tasks where one
     # refuses), then the curriculum; a refusal at any step puts back the steps before it.
-    undo_channel = None
     vec = vector_curriculum_wrapper(env)  # under outer vector wrappers too (not theirs)
-    if vec is not None:
-        # spares, slots, stale marks and refill_due are None in files from before them;
-        # waiting None (a file without a channel's rows) drops what an earlier load left
-        undo_channel = vec.resume_channel(
-            waiting, spares, slots=slots, stale=stale, refill_due=refill_due
-        )
+    # spares, slots, stale marks and refill_due are None in files from before them; waiting
+    # None (a file without a channel's rows) drops what an earlier load left
+    undo_channel = resume_channel(vec, waiting, spares, slots, stale, refill_due)
     if env is not None:
         try:
             resume_tasks(env, ids, marked, before)
         except Exception as exc:
-            _undo(undo_channel, exc)
+            undo_channel(exc)
             raise
     if curriculum is not None:
         try:
             curriculum.load_state_dict(state)
         except Exception as exc:
-            _undo(undo_channel, exc)
+            undo_channel(exc)
             if env is not None:  # the envs do not resume the tasks of a refused file
                 try:
                     resume_tasks(env, before, marked, before)
@@ -325,22 +321,6 @@ def load_curriculum_state(
             raise
     state["env_task_ids"] = ids
     return state
-
-
-def _undo(undo: Any, exc: BaseException) -> None:
-    """Call ``undo`` (what ``resume_channel`` returned) where it is a function.
-
-    ``exc`` is the refusal being raised: where ``undo`` raises too (a ``resume_channel`` of
-    yours), the refusal stays the error raised, with a note, and the sub-envs are put back.
-    """
-    if callable(undo):
-        try:
-            undo()
-        except Exception as again:
-            exc.add_note(
-                f"putting the channel's waiting tasks back failed too ({type(again).__name__}: "
-                f"{again}); its next reset may restore the refused file's"
-            )
 
 
 def _read_channel_marks(

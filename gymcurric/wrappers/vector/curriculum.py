@@ -321,7 +321,9 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         masked reset). ``load_curriculum_state`` calls it before it changes anything else,
         with ``waiting=None`` for a file without a channel's rows: the next reset then restores
         nothing (an earlier load's rows are dropped), and the other arguments are ignored. An
-        override of yours returns what this method returns, for a refused load to undo it.
+        override of yours returns what this method returns, for a refused load to undo it (one
+        that returns None is put back with :meth:`curriculum_channel_put_back`, and the refusal
+        gets a note saying so).
 
         Returns:
             A function that puts back what the next reset was to restore before this call,
@@ -343,12 +345,24 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         restored = None  # a file without a channel's rows: nothing to restore
         if waiting is not None:  # all checked before anything is set
             restored = checked_rows(self.num_envs, waiting, spares, slots, stale, refill_due)
-        before, self._resume = self._resume, restored
+        undo = self.curriculum_channel_put_back()
+        self._resume = restored
+        return undo
 
-        def undo() -> None:
+    def curriculum_channel_put_back(self) -> Callable[[], None]:
+        """A function that puts back what the next reset is to restore now (checkpoints call it).
+
+        What :meth:`resume_channel` returns, taken before it changes anything. Under a name no
+        other wrapper has: ``load_curriculum_state`` takes it before it calls
+        ``resume_channel``, and calls it where an override of yours returned no such function
+        and the load is then refused.
+        """
+        before = self._resume
+
+        def put_back() -> None:
             self._resume = before
 
-        return undo
+        return put_back
 
     def stats(self) -> dict[str, float]:
         """The curriculum's flat ``curriculum/...`` statistics (after :meth:`flush_curriculum`)."""

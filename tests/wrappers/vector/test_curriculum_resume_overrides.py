@@ -1,0 +1,105 @@
+"""A load through an override of the vector wrapper's ``resume_channel`` that breaks its contract.
+
+``load_curriculum_state`` calls gymcurric's vector ``SampleCurriculumTask.resume_channel`` (a
+subclass's override included) before it arms a sub-env or loads the curriculum, and calls the
+function it returns where they refuse the file. An override that returns None (it calls
+``super()`` and drops its return) left the channel restoring the refused file's rows without a
+word: the wrapper's own put-back, taken before the call, now puts them back, and the refusal
+gets a note saying so.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+from gymnasium.vector import SyncVectorEnv
+
+from gymcurric.errors import DataError, SubEnvCallError
+from gymcurric.tasks import Curriculum
+from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
+from gymcurric.wrappers.vector import SampleCurriculumTask
+from tests.sub_env_faults import SPACE, channel_resume_refuses, step_and_flush
+
+
+class ReturnsNone(SampleCurriculumTask):
+    """A user's subclass whose ``resume_channel`` calls ``super()`` and returns None."""
+
+    def resume_channel(self, *args: Any, **kwargs: Any) -> None:
+        super().resume_channel(*args, **kwargs)
+
+
+class RefusesTheFile:
+    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
+
+    def load_state_dict(self, state: Any) -> None:
+        raise DataError("from another configuration")
+
+
+def channel_envs(cls: type, cur: Curriculum, refused: Any = ()) -> Any:
+    """``cls`` over two sub-envs of a channel (sub-env 1 refuses to resume ``refused``)."""
+    chan = TaskChannel(2)
+    fns = [
+        partial(channel_resume_refuses, cur, chan, 0),
+        partial(channel_resume_refuses, cur, chan, 1, refused),
+    ]
+    return cls(SyncVectorEnv(fns), cur, channel=chan)
+
+
+def _armed(envs: Any) -> list[Any]:
+    return [r for _, r in envs.env.call("curriculum_task_ids")]
+
+
+def _waiting_of(path: Any) -> list[int]:
+    with np.load(path) as f:
+        return f["channel_waiting"].tolist()
+
+
+@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
+def test_a_resume_channel_that_returns_none_is_put_back_with_a_note(tmp_path, refuses):
+    # the refusal was raised and the channel kept the refused file's rows, silently
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(ReturnsNone, cur, refused=range(8) if refuses == "sub-env" else ())
+    try:
+        envs.reset(seed=0)
+        first = save_curriculum_state(tmp_path / "first.npz", cur, env=envs)
+        step_and_flush(envs, 6)
+        later = save_curriculum_state(tmp_path / "later.npz", cur, env=envs)
+        if refuses == "curriculum":  # an earlier load's rows wait, and must still wait
+            load_curriculum_state(first, cur, env=envs)
+            refused, loader = later, RefusesTheFile()
+        else:  # the channel's own rows wait (sub-env 1 refuses every task of the pool)
+            refused, loader = first, cur
+        waiting, armed = envs.channel_waiting(), _armed(envs)
+        assert _waiting_of(refused) != waiting  # else the test would show nothing
+        if refuses == "curriculum":
+            with pytest.raises(DataError, match="from another configuration") as err:
+                load_curriculum_state(refused, loader, env=envs)
+            notes = getattr(err.value.__cause__, "__notes__", [])
+        else:
+            with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task") as err:
+                load_curriculum_state(refused, loader, env=envs)
+            notes = getattr(err.value, "__notes__", [])
+        name = f"{ReturnsNone.__module__}.{ReturnsNone.__qualname__}.resume_channel"
+        assert any(f"{name} returned None" in n and "put back" in n for n in notes), notes
+        assert envs.channel_waiting() == waiting  # was the refused file's
+        assert _armed(envs) == armed
+    finally:
+        envs.close()
+
+
+def test_a_resume_channel_that_returns_none_still_loads(tmp_path):
+    # the put-back is only for a refused load: an accepted one restores the file's rows
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(ReturnsNone, cur)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        step_and_flush(envs, 6)
+        load_curriculum_state(path, cur, env=envs)
+        assert envs.channel_waiting() == _waiting_of(path)
+    finally:
+        envs.close()
