@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from gymcurric.errors import GymcurricWarning
+from gymcurric.errors import ConfigError, GymcurricError, GymcurricWarning
 from gymcurric.wrappers._curriculum_envs import vector_curriculum_wrapper, vector_layers
 
 __all__ = [
@@ -118,6 +118,7 @@ def override_of(vec: Any, name: str) -> str | None:
 
 def resume_channel(
     vec: Any,
+    where: str,
     waiting: list[int] | None,
     spares: list[list[int]] | None,
     slots: list[list[int]] | None,
@@ -134,11 +135,27 @@ def resume_channel(
     channel is put back all the same, with the wrapper's own put-back taken before the call
     (:meth:`~gymcurric.wrappers.vector.SampleCurriculumTask.curriculum_channel_put_back`), and
     the refusal gets a note saying so: it used to stay changed without a word.
+
+    Raises:
+        ConfigError: an override of yours raised something else than gymcurric's own errors
+            (an override written for the older ``resume_channel(waiting: list[int])``, given
+            ``waiting=None`` for a file without a channel's rows, or the keywords ``slots``,
+            ``stale``, ``refill_due``): the message names the override and the file ``where``.
+            The channel is put back first, so nothing is changed (the load calls this before
+            it arms a sub-env or loads the curriculum). gymcurric's errors (a refusal of the
+            rows) are raised as themselves.
     """
     if vec is None:  # no vector curriculum wrapper: no channel
         return _nothing
     put_back = vec.curriculum_channel_put_back()
-    undo = vec.resume_channel(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
+    try:
+        undo = vec.resume_channel(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
+    except Exception as exc:
+        put_back()  # an override may have changed the rows before it raised
+        owner = override_of(vec, "resume_channel")
+        if owner is None or isinstance(exc, GymcurricError):
+            raise
+        raise _override_failed(owner, where, waiting is None, exc) from exc
     if callable(undo):
         return lambda exc: _call_undo(undo, exc)
     if vec.channel is None:  # nothing to put back (gymcurric's returns None then)
@@ -155,6 +172,25 @@ def resume_channel(
         )
 
     return put_back_rows
+
+
+def _override_failed(owner: str, where: str, no_rows: bool, exc: Exception) -> ConfigError:
+    """The error for an override of ``resume_channel`` that raised ``exc`` (not gymcurric's)."""
+    given = (
+        "waiting=None (this file holds no channel rows)" if no_rows else "this file's channel rows"
+    )
+    return ConfigError(
+        "resume_channel",
+        owner,
+        f"it raised {type(exc).__name__}: {exc}, given {given}. load_curriculum_state calls an "
+        "override of gymcurric.wrappers.vector.SampleCurriculumTask.resume_channel as it calls "
+        "that method: resume_channel(waiting, spares, slots=..., stale=..., refill_due=...), "
+        "with waiting=None for a file without a channel's rows and None for the members a "
+        "file lacks; take these as it does and return what super().resume_channel(...) "
+        "returns. Nothing was loaded or armed: the curriculum, the sub-envs and the rows the "
+        "channel's next reset restores are as they were",
+        source=where,
+    )
 
 
 def _nothing(exc: BaseException) -> None:

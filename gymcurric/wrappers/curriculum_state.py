@@ -245,8 +245,11 @@ def load_curriculum_state(
         FileNotFoundError: there is no file at ``path``.
         ConfigError: ``env`` is given and an env of it is not wrapped in
             :class:`~gymcurric.wrappers.SampleCurriculumTask`; the env is left working. Or
-            its vector wrapper's ``resume_channel`` refused the file's channel rows: nothing
-            is loaded or armed.
+            its vector wrapper's ``resume_channel`` refused the file's channel rows, or an
+            override of it raised something else (a ``TypeError`` of one written for
+            ``waiting: list[int]``, given None for a file without a channel's rows): the
+            message names the override and the file. Nothing is loaded or armed, and the
+            channel restores what it did.
         DataError: the file is not a curriculum checkpoint, is damaged (empty, truncated, not
             an ``.npz``, pickled objects, bad JSON metadata, a task id outside the space), or
             (from ``load_state_dict``) comes from another configuration or breaks the
@@ -296,7 +299,7 @@ def load_curriculum_state(
     vec = vector_curriculum_wrapper(env)  # under outer vector wrappers too (not theirs)
     # spares, slots, stale marks and refill_due are None in files from before them; waiting
     # None (a file without a channel's rows) drops what an earlier load left
-    undo_channel = resume_channel(vec, waiting, spares, slots, stale, refill_due)
+    undo_channel = resume_channel(vec, where, waiting, spares, slots, stale, refill_due)
     if env is not None:
         try:
             resume_tasks(env, ids, marked, before)

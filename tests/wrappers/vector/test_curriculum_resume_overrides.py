@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
-from gymcurric.errors import DataError, SubEnvCallError
+from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.tasks.channel import TaskChannel
+from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import SampleCurriculumTask
+from tests.curriculum_stubs import TaskStubEnv
 from tests.sub_env_faults import SPACE, channel_resume_refuses, step_and_flush
 
 
@@ -103,3 +105,69 @@ def test_a_resume_channel_that_returns_none_still_loads(tmp_path):
         assert envs.channel_waiting() == _waiting_of(path)
     finally:
         envs.close()
+
+
+class TakesAList(SampleCurriculumTask):
+    """An override written for ``resume_channel(waiting: list[int], ...)``: None fails it."""
+
+    def resume_channel(self, waiting: Any, *args: Any, **kwargs: Any) -> Any:
+        return super().resume_channel([int(t) for t in waiting], *args, **kwargs)
+
+
+class NoKeywords(SampleCurriculumTask):
+    """An override from before the ``slots``, ``stale`` and ``refill_due`` keywords."""
+
+    def resume_channel(self, waiting: Any, spares: Any = None) -> Any:  # type: ignore[override]
+        return super().resume_channel(waiting, spares)
+
+
+class CountsAfter(SampleCurriculumTask):
+    """An override that calls ``super()`` first, then fails on None: the rows are changed."""
+
+    def resume_channel(self, waiting: Any, *args: Any, **kwargs: Any) -> Any:
+        undo = super().resume_channel(waiting, *args, **kwargs)
+        self.loaded = len(waiting)
+        return undo
+
+
+def _state(cur: Curriculum) -> Any:
+    state = dict(cur.state_dict())
+    arrays = state.pop("arrays")
+    return state, {k: np.asarray(a).tolist() for k, a in arrays.items()}
+
+
+@pytest.mark.parametrize("cls", [TakesAList, NoKeywords, CountsAfter])
+def test_an_older_resume_channel_override_is_named_and_nothing_is_lost(tmp_path, cls):
+    # a file without a channel's rows (resume_channel(None, ...)), or any file (the keywords),
+    # raised the override's raw TypeError
+    cur = Curriculum(SPACE, seed=0)
+    plain = SampleCurriculumTask(
+        SyncVectorEnv([lambda: SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)] * 2), cur
+    )
+    envs = channel_envs(cls, cur)
+    try:
+        plain.reset(seed=1)
+        step_and_flush(plain, 3)
+        path = save_curriculum_state(tmp_path / "no_rows.npz", cur, env=plain)
+        envs.reset(seed=0)
+        step_and_flush(envs, 6)
+        rows = [envs.channel_waiting(), envs.channel_spares()]
+        marks = {"slots": envs.channel_slots(), "stale": envs.channel_stale(), "refill_due": True}
+        step_and_flush(envs, 5)
+        SampleCurriculumTask.resume_channel(envs, *rows, **marks)  # an earlier load's rows
+        before, armed = _state(cur), _armed(envs)
+        assert envs.channel_waiting() == rows[0]
+        with pytest.raises(ConfigError) as err:
+            load_curriculum_state(path, cur, env=envs)
+        message = str(err.value)
+        assert f"{cls.__module__}.{cls.__qualname__}.resume_channel" in message
+        assert message.startswith(f"{path}: ") and "it raised TypeError" in message
+        assert "waiting=None (this file holds no channel rows)" in message
+        assert isinstance(err.value.__cause__, TypeError)
+        assert _state(cur) == before and _armed(envs) == armed  # nothing loaded or armed
+        assert envs.channel_waiting() == rows[0]  # the earlier load's rows still wait
+        envs.reset()
+        assert envs.task_ids.tolist() == rows[0]  # and are restored
+    finally:
+        envs.close()
+        plain.close()
