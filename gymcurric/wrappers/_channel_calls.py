@@ -130,11 +130,13 @@ def resume_channel(
     ``vec`` is gymcurric's vector ``SampleCurriculumTask`` (a subclass of yours included), or
     None (no channel: nothing is called, and the function returned does nothing). The
     function returned takes the refusal being raised: it calls what ``resume_channel``
-    returned, and where that raises too, the refusal stays the error raised, with a note. An
-    override of yours that returns None (or anything but a function) where the wrapper has a
-    channel is put back all the same, with the wrapper's own put-back taken before the call
+    returned. An override of yours that returns None (or anything but a function) where the
+    wrapper has a channel is put back all the same, with the wrapper's own put-back taken
+    before the call
     (:meth:`~gymcurric.wrappers.vector.SampleCurriculumTask.curriculum_channel_put_back`), and
-    the refusal gets a note saying so: it used to stay changed without a word.
+    the refusal gets a note saying so: it used to stay changed without a word. So is one whose
+    function raises when called: the refusal stays the error raised, with a note (the
+    channel used to keep restoring the refused file's rows).
 
     Raises:
         ConfigError: an override of yours raised something else than gymcurric's own errors
@@ -157,7 +159,7 @@ def resume_channel(
             raise
         raise _override_failed(owner, where, waiting is None, exc) from exc
     if callable(undo):
-        return lambda exc: _call_undo(undo, exc)
+        return lambda exc: _call_undo(undo, put_back, exc)
     if vec.channel is None:  # nothing to put back (gymcurric's returns None then)
         return _nothing
     owner = override_of(vec, "resume_channel") or f"{type(vec).__qualname__}.resume_channel"
@@ -197,12 +199,20 @@ def _nothing(exc: BaseException) -> None:
     """Put back nothing (there is no channel)."""
 
 
-def _call_undo(undo: Callable[[], Any], exc: BaseException) -> None:
-    """Call ``undo`` (what ``resume_channel`` returned); where it raises, note it on ``exc``."""
+def _call_undo(undo: Callable[[], Any], put_back: Callable[[], None], exc: BaseException) -> None:
+    """Call ``undo`` (what ``resume_channel`` returned); where it raises, note it on ``exc``.
+
+    ``put_back`` (the wrapper's own, taken before the call) then puts the rows back: an
+    override's function that raises (one that takes arguments, or fails part way) left the
+    channel restoring the refused file's rows.
+    """
     try:
         undo()
     except Exception as again:
+        put_back()
         exc.add_note(
-            f"putting the channel's waiting tasks back failed too ({type(again).__name__}: "
-            f"{again}); its next reset may restore the refused file's"
+            "putting the channel's waiting tasks back failed too: the function resume_channel "
+            f"returned raised {type(again).__name__}: {again}; gymcurric put back the rows the "
+            "channel's next reset restores, and anything else the override changed stays as "
+            "the refused load left it"
         )

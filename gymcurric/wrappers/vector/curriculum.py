@@ -322,8 +322,8 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         with ``waiting=None`` for a file without a channel's rows: the next reset then restores
         nothing (an earlier load's rows are dropped), and the other arguments are ignored. An
         override of yours returns what this method returns, for a refused load to undo it (one
-        that returns None is put back with :meth:`curriculum_channel_put_back`, and the refusal
-        gets a note saying so).
+        that returns None, or a function that raises, is put back with
+        :meth:`curriculum_channel_put_back`, and the refusal gets a note saying so).
 
         Returns:
             A function that puts back what the next reset was to restore before this call,
@@ -355,7 +355,7 @@ class SampleCurriculumTask(MainEpisodes, VectorWrapper, gym.utils.RecordConstruc
         What :meth:`resume_channel` returns, taken before it changes anything. Under a name no
         other wrapper has: ``load_curriculum_state`` takes it before it calls
         ``resume_channel``, and calls it where an override of yours returned no such function
-        and the load is then refused.
+        (or one that raises) and the load is then refused.
         """
         before = self._resume
 

@@ -5,7 +5,8 @@ subclass's override included) before it arms a sub-env or loads the curriculum, 
 function it returns where they refuse the file. An override that returns None (it calls
 ``super()`` and drops its return) left the channel restoring the refused file's rows without a
 word: the wrapper's own put-back, taken before the call, now puts them back, and the refusal
-gets a note saying so.
+gets a note saying so. So does an override whose returned function raises (the note was
+added, but the rows stayed).
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ def _waiting_of(path: Any) -> list[int]:
         return f["channel_waiting"].tolist()
 
 
-@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
-def test_a_resume_channel_that_returns_none_is_put_back_with_a_note(tmp_path, refuses):
-    # the refusal was raised and the channel kept the refused file's rows, silently
+def _refused_load(tmp_path: Any, cls: type, refuses: str) -> list[str]:
+    """A load through ``cls`` that the curriculum or sub-env 1 refuses; the refusal's notes.
+
+    Asserts that the channel's waiting rows and the sub-envs' armed tasks are as before it.
+    """
     cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(ReturnsNone, cur, refused=range(8) if refuses == "sub-env" else ())
+    envs = channel_envs(cls, cur, refused=range(8) if refuses == "sub-env" else ())
     try:
         envs.reset(seed=0)
         first = save_curriculum_state(tmp_path / "first.npz", cur, env=envs)
@@ -85,12 +88,40 @@ def test_a_resume_channel_that_returns_none_is_put_back_with_a_note(tmp_path, re
             with pytest.raises(SubEnvCallError, match="sub-env 1: resume_curriculum_task") as err:
                 load_curriculum_state(refused, loader, env=envs)
             notes = getattr(err.value, "__notes__", [])
-        name = f"{ReturnsNone.__module__}.{ReturnsNone.__qualname__}.resume_channel"
-        assert any(f"{name} returned None" in n and "put back" in n for n in notes), notes
         assert envs.channel_waiting() == waiting  # was the refused file's
         assert _armed(envs) == armed
+        return list(notes)
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
+def test_a_resume_channel_that_returns_none_is_put_back_with_a_note(tmp_path, refuses):
+    # the refusal was raised and the channel kept the refused file's rows, silently
+    notes = _refused_load(tmp_path, ReturnsNone, refuses)
+    name = f"{ReturnsNone.__module__}.{ReturnsNone.__qualname__}.resume_channel"
+    assert any(f"{name} returned None" in n and "put back" in n for n in notes), notes
+
+
+class UndoRaises(SampleCurriculumTask):
+    """A user's subclass whose ``resume_channel`` returns a function that raises."""
+
+    def resume_channel(self, *args: Any, **kwargs: Any) -> Any:
+        super().resume_channel(*args, **kwargs)
+
+        def undo() -> None:
+            raise RuntimeError("cannot undo")
+
+        return undo
+
+
+@pytest.mark.parametrize("refuses", ["curriculum", "sub-env"])
+def test_a_resume_channel_whose_put_back_raises_is_put_back_with_a_note(tmp_path, refuses):
+    # the note was added, but the channel kept restoring the refused file's rows
+    notes = _refused_load(tmp_path, UndoRaises, refuses)
+    assert any(
+        "RuntimeError: cannot undo" in n and "gymcurric put back the rows" in n for n in notes
+    ), notes
 
 
 def test_a_resume_channel_that_returns_none_still_loads(tmp_path):
