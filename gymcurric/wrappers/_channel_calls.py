@@ -44,22 +44,37 @@ def channel_look_alikes(env: Any) -> list[tuple[str, list[str]]]:
     """The vector envs of ``env`` that define channel methods, where gymcurric's wrapper is not.
 
     Each as ``(module.QualName of its class, the names it defines)``, outermost first: an SB3
-    ``VecEnv`` given as ``env`` and each layer of :func:`vector_layers`. Empty where the chain
-    has gymcurric's vector ``SampleCurriculumTask`` (a subclass of yours included), which then
-    holds the channel (a vector wrapper of yours above it may define methods of these names
-    for its own purposes), and for a single env.
+    ``VecEnv`` given as ``env`` and each one under it (``VecEnvWrapper.venv``: a VecEnv of
+    yours under ``VecMonitor`` or ``VecNormalize``), then each layer of :func:`vector_layers`.
+    Empty where the chain has gymcurric's vector ``SampleCurriculumTask`` (a subclass of yours
+    included), which then holds the channel (a vector wrapper of yours above it may define
+    methods of these names for its own purposes), and for a single env.
     """
     if isinstance(env, gym.Env) or vector_curriculum_wrapper(env) is not None:
         return []
-    layers = vector_layers(env)
-    if not layers or layers[0] is not env:  # an SB3 VecEnv (over a Gymnasium vector env)
-        layers = [env, *layers]
+    layers = [*_sb3_layers(env), *vector_layers(env)]
     found = []
     for layer in layers:
         names = [n for n in CHANNEL_METHODS if _defines(layer, n)]
         if names:
             cls = type(layer)
             found.append((f"{cls.__module__}.{cls.__qualname__}", names))
+    return found
+
+
+def _sb3_layers(env: Any) -> list[Any]:
+    """An SB3 ``VecEnv`` ``env`` and each one under it, down its ``venv`` chain (else ``[]``).
+
+    Down to the first Gymnasium env or vector env (that of an SB3 ``VecEnv`` of yours that
+    keeps one as ``env`` is in :func:`vector_layers`), read from each instance's own
+    attributes: an SB3 ``VecEnvWrapper`` forwards a missing name to the env it wraps.
+    """
+    found: list[Any] = []
+    while env is not None and not isinstance(env, gym.Env | gym.vector.VectorEnv):
+        if any(env is seen for seen in found):  # a cycle: stop
+            break
+        found.append(env)
+        env = getattr(env, "__dict__", {}).get("venv")
     return found
 
 
