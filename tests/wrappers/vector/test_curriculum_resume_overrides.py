@@ -202,3 +202,21 @@ def test_an_older_resume_channel_override_is_named_and_nothing_is_lost(tmp_path,
     finally:
         envs.close()
         plain.close()
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_an_override_is_raised_as_itself(tmp_path, raised):
+    # only an Exception of an override is a ConfigError: an interrupt is not the override's bug
+    class Interrupted(SampleCurriculumTask):
+        def resume_channel(self, *args: Any, **kwargs: Any) -> Any:
+            raise raised
+
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(Interrupted, cur)
+    try:
+        envs.reset(seed=0)
+        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
+        with pytest.raises(raised):
+            load_curriculum_state(path, cur, env=envs)
+    finally:
+        envs.close()
