@@ -21,16 +21,10 @@ import gymnasium as gym
 from gymcurric.errors import ConfigError, GymcurricError, GymcurricWarning
 from gymcurric.wrappers._curriculum_envs import vector_curriculum_wrapper, vector_layers
 
-__all__ = [
-    "CHANNEL_METHODS",
-    "channel_look_alikes",
-    "override_of",
-    "resume_channel",
-    "warn_channel_look_alikes",
-]
+__all__ = ["resume_channel", "warn_channel_look_alikes"]
 
 #: The vector curriculum wrapper's methods that save and restore its channel's rows.
-CHANNEL_METHODS = (
+_CHANNEL_METHODS = (
     "channel_waiting",
     "channel_spares",
     "channel_slots",
@@ -40,7 +34,7 @@ CHANNEL_METHODS = (
 )
 
 
-def channel_look_alikes(env: Any) -> list[tuple[str, list[str]]]:
+def _channel_look_alikes(env: Any) -> list[tuple[str, list[str]]]:
     """The vector envs of ``env`` that define channel methods, where gymcurric's wrapper is not.
 
     Each as ``(module.QualName of its class, the names it defines)``, outermost first: an SB3
@@ -55,7 +49,7 @@ def channel_look_alikes(env: Any) -> list[tuple[str, list[str]]]:
     layers = [*_sb3_layers(env), *vector_layers(env)]
     found = []
     for layer in layers:
-        names = [n for n in CHANNEL_METHODS if _defines(layer, n)]
+        names = [n for n in _CHANNEL_METHODS if _defines(layer, n)]
         if names:
             cls = type(layer)
             found.append((f"{cls.__module__}.{cls.__qualname__}", names))
@@ -89,7 +83,7 @@ def _defines(layer: Any, name: str) -> bool:
 
 
 def warn_channel_look_alikes(env: Any, source: str) -> None:
-    """Warn (:class:`~gymcurric.errors.GymcurricWarning`) of each :func:`channel_look_alikes`.
+    """Warn (:class:`~gymcurric.errors.GymcurricWarning`) of each :func:`_channel_look_alikes`.
 
     ``source`` is the function (``save_curriculum_state`` / ``load_curriculum_state``). A
     warning, not an error: a vector wrapper of yours may define methods of these names for
@@ -99,7 +93,7 @@ def warn_channel_look_alikes(env: Any, source: str) -> None:
     if env is None:
         return
     did = "saves" if source.startswith("save") else "restores"
-    for cls, names in channel_look_alikes(env):
+    for cls, names in _channel_look_alikes(env):
         listed = ", ".join(f"{n}()" for n in names)
         warnings.warn(
             GymcurricWarning(
@@ -114,7 +108,7 @@ def warn_channel_look_alikes(env: Any, source: str) -> None:
         )
 
 
-def override_of(vec: Any, name: str) -> str | None:
+def _override_of(vec: Any, name: str) -> str | None:
     """Who defines ``vec``'s method ``name`` in place of gymcurric's (None: gymcurric's own).
 
     ``module.QualName.name`` of the subclass that overrides it, or ``the name set on the
@@ -169,7 +163,7 @@ def resume_channel(
         undo = vec.resume_channel(waiting, spares, slots=slots, stale=stale, refill_due=refill_due)
     except Exception as exc:
         put_back()  # an override may have changed the rows before it raised
-        owner = override_of(vec, "resume_channel")
+        owner = _override_of(vec, "resume_channel")
         if owner is None or isinstance(exc, GymcurricError):
             raise
         raise _override_failed(owner, where, waiting is None, exc) from exc
@@ -177,7 +171,7 @@ def resume_channel(
         return lambda exc: _call_undo(undo, put_back, exc)
     if vec.channel is None:  # nothing to put back (gymcurric's returns None then)
         return _nothing
-    owner = override_of(vec, "resume_channel") or f"{type(vec).__qualname__}.resume_channel"
+    owner = _override_of(vec, "resume_channel") or f"{type(vec).__qualname__}.resume_channel"
 
     def put_back_rows(exc: BaseException) -> None:
         put_back()

@@ -15,18 +15,10 @@ import numpy as np
 from gymcurric._checks import check_one_per_env, check_task_id, no_slot_reason
 from gymcurric.errors import ConfigError
 
-__all__ = [
-    "SOURCE",
-    "check_slots_fit",
-    "checked_rows",
-    "refill_due_mark",
-    "slot_rows",
-    "stale_marks",
-    "task_rows",
-]
+__all__ = ["check_slots_fit", "checked_rows"]
 
 #: The source errors about the rows name (resume_channel's, and the reset's that restores them).
-SOURCE = "vector.SampleCurriculumTask.resume_channel"
+_SOURCE = "vector.SampleCurriculumTask.resume_channel"
 
 
 def checked_rows(
@@ -42,28 +34,28 @@ def checked_rows(
     ``(waiting, spares, slots, stale, refill_due)``: ints, bools and None where not given; a
     ConfigError names the first list without one row per sub-env, or entry refused.
     """
-    check_one_per_env("waiting", waiting, num_envs, source=SOURCE)
+    check_one_per_env("waiting", waiting, num_envs, source=_SOURCE)
     for name, rows in (("spares", spares), ("slots", slots), ("stale", stale)):
         if rows is not None:
-            check_one_per_env(name, rows, num_envs, source=SOURCE)
-    ids = [check_task_id(f"waiting[{i}]", t, source=SOURCE) for i, t in enumerate(waiting)]
-    spare_ids = None if spares is None else task_rows("spares", spares, SOURCE)
-    slot_ids = None if slots is None else slot_rows(slots, spares, SOURCE)
+            check_one_per_env(name, rows, num_envs, source=_SOURCE)
+    ids = [check_task_id(f"waiting[{i}]", t, source=_SOURCE) for i, t in enumerate(waiting)]
+    spare_ids = None if spares is None else _task_rows("spares", spares, _SOURCE)
+    slot_ids = None if slots is None else _slot_rows(slots, spares, _SOURCE)
     for i, row in enumerate(slot_ids or []):  # a task without its slot: refused as in a file
         tasks = [ids[i], *(spare_ids[i] if spare_ids is not None else [])]
         for j, (task, at) in enumerate(zip(tasks, row, strict=True)):
             if task >= 0 and at == -1:
-                raise ConfigError(f"slots[{i}][{j}]", at, no_slot_reason(task, i), source=SOURCE)
+                raise ConfigError(f"slots[{i}][{j}]", at, no_slot_reason(task, i), source=_SOURCE)
     return (
         ids,
         spare_ids,
         slot_ids,
-        None if stale is None else stale_marks(stale, SOURCE),
-        None if refill_due is None else refill_due_mark(refill_due, SOURCE),
+        None if stale is None else _stale_marks(stale, _SOURCE),
+        None if refill_due is None else _refill_due_mark(refill_due, _SOURCE),
     )
 
 
-def task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[list[int]]:
+def _task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[list[int]]:
     """Per-sub-env rows of task ids (-1: none) as ints, or a ConfigError naming the entry."""
     return [
         [check_task_id(f"{name}[{i}][{j}]", t, source=source) for j, t in enumerate(row)]
@@ -71,7 +63,7 @@ def task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[lis
     ]
 
 
-def slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[list[int]]:
+def _slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[list[int]]:
     """Per sub-env the pool slots of its waiting task and spares (-1: none), as ints.
 
     A ConfigError names a row without one slot per task, or an entry that is not an int
@@ -93,7 +85,7 @@ def slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[
     return out
 
 
-def stale_marks(stale: Sequence[Any], source: str) -> list[bool]:
+def _stale_marks(stale: Sequence[Any], source: str) -> list[bool]:
     """Per sub-env whether its waiting task is stale, as bools, or a ConfigError naming one.
 
     A bool or a numpy bool; anything else (``1``, ``"no"``) is refused, not taken as its truth.
@@ -105,10 +97,10 @@ def stale_marks(stale: Sequence[Any], source: str) -> list[bool]:
     return [bool(mark) for mark in stale]
 
 
-def refill_due_mark(refill_due: Any, source: str) -> bool:
+def _refill_due_mark(refill_due: Any, source: str) -> bool:
     """Whether the channel's refill was due, as a bool, or a ConfigError naming it.
 
-    A bool or a numpy bool, as a stale mark (:func:`stale_marks`): ``"no"`` or ``0`` is
+    A bool or a numpy bool, as a stale mark (:func:`_stale_marks`): ``"no"`` or ``0`` is
     refused, not taken as its truth (``bool("no")`` made the refill due).
     """
     if not isinstance(refill_due, bool | np.bool_):
@@ -130,4 +122,4 @@ def check_slots_fit(slots: list[list[int]] | None, curriculum: Any) -> None:
         for j, at in enumerate(row):
             if at >= capacity:
                 why = f"a pool slot from -1 to {capacity - 1} (the curriculum's pool)"
-                raise ConfigError(f"slots[{i}][{j}]", at, f"expected {why}", source=SOURCE)
+                raise ConfigError(f"slots[{i}][{j}]", at, f"expected {why}", source=_SOURCE)
