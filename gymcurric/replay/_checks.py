@@ -99,9 +99,9 @@ def as_tensor_like(
     Tensors must be dense (:data:`STRIDED`) and match dtype and device exactly (no silent casts
     or transfers); numpy arrays and Python numbers are accepted when numpy's ``same_kind``
     casting allows it (float64 rewards into float32, int64 actions into int32) and are copied
-    over. Returns a tensor ready for ``copy_``
-    (a CPU tensor sharing memory with a numpy input; a tensor that requires grad detached: the
-    ring stores data, and a copy of it would put the ring's tensors in the autograd graph).
+    over. Returns a tensor ready for ``copy_`` (a CPU tensor sharing memory with a numpy input;
+    a tensor that requires grad detached: the ring stores data, and a copy of it would put the
+    ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not STRIDED:

@@ -3,6 +3,7 @@
 Used by ``test_curriculum.py`` (a resumed run gives the uninterrupted task sequence) and
 ``test_shared_backend.py`` (a shared backend gives the local sequence and resumes across
 backends): :func:`resume_configs` names the curricula both run with :func:`stateless_outcome`.
+``test_transport.py`` takes :func:`fixed_space` too.
 """
 
 from __future__ import annotations

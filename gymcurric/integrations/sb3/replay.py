@@ -235,10 +235,10 @@ class RingReplayBuffer(ReplayBuffer):
         Every argument is converted and checked before anything changes: a refused step raises
         a :class:`~gymcurric.errors.ConfigError` naming the parameter and what was received
         (a sparse tensor, ``None``, an array of another shape or of strings or objects, and
-        with ``handle_timeout_termination`` infos that are not dicts, one per env or one for
-        all as SB3 broadcasts it) and leaves the buffer and its ring as they were. Without
-        timeout handling ``infos`` are not read, as in SB3. The buffer keeps no reference to
-        the arguments.
+        with ``handle_timeout_termination`` infos that are not a list of dicts, one per env or
+        a single one for all as SB3 broadcasts it) and leaves the buffer and its ring as they
+        were. Without timeout handling ``infos`` are not read, as in SB3. The buffer keeps no
+        reference to the arguments.
 
         Raises:
             ConfigError: an argument that cannot be stored (see above).
@@ -374,7 +374,7 @@ class RingReplayBuffer(ReplayBuffer):
         return arr.astype(dtype, copy=False)
 
     def _bad_infos(self, infos: Any) -> ConfigError:
-        """The error of an ``infos`` argument that is not dicts, one per env or one for all."""
+        """The error of an ``infos`` that is not a list of dicts, one per env or one for all."""
         return ConfigError(
             "infos",
             _described(infos),
