@@ -102,7 +102,11 @@ def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> 
         ...
         gymcurric.errors.ConfigError: resume: invalid value for 'task_ids': [3] (expected 2 ...
     """
-    if len(values) != num_envs:
+    try:
+        size = len(values)
+    except TypeError:  # not a list (an int, None): a ConfigError too, not a bare TypeError
+        size = None
+    if size != num_envs:
         raise ConfigError(name, values, f"expected {num_envs} values, one per env", source=source)
 
 

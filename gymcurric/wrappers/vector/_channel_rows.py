@@ -40,7 +40,7 @@ def checked_rows(
             check_one_per_env(name, rows, num_envs, source=_SOURCE)
     ids = [check_task_id(f"waiting[{i}]", t, source=_SOURCE) for i, t in enumerate(waiting)]
     spare_ids = None if spares is None else _task_rows("spares", spares, _SOURCE)
-    slot_ids = None if slots is None else _slot_rows(slots, spares, _SOURCE)
+    slot_ids = None if slots is None else _slot_rows(slots, spare_ids, _SOURCE)
     for i, row in enumerate(slot_ids or []):  # a task without its slot: refused as in a file
         tasks = [ids[i], *(spare_ids[i] if spare_ids is not None else [])]
         for j, (task, at) in enumerate(zip(tasks, row, strict=True)):
@@ -59,22 +59,42 @@ def _task_rows(name: str, rows: Sequence[Sequence[Any]], source: str) -> list[li
     """Per-sub-env rows of task ids (-1: none) as ints, or a ConfigError naming the entry."""
     return [
         [check_task_id(f"{name}[{i}][{j}]", t, source=source) for j, t in enumerate(row)]
-        for i, row in enumerate(rows)
+        for i, row in enumerate(_listed(name, rows, "task ids (-1: none)", source))
     ]
 
 
-def _slot_rows(slots: Sequence[Sequence[Any]], spares: Any, source: str) -> list[list[int]]:
+def _listed(name: str, rows: Sequence[Any], what: str, source: str) -> list[list[Any]]:
+    """Each row of ``rows`` as a list, or a ConfigError naming the first that is not a list.
+
+    A row that is an int or None (``spares=[5, 6]``) raised a bare ``TypeError`` in the loops.
+    """
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(list(row))
+        except TypeError:
+            why = f"expected a list of {what} per sub-env"
+            raise ConfigError(f"{name}[{i}]", row, why, source=source) from None
+    return out
+
+
+def _slot_rows(
+    slots: Sequence[Sequence[Any]], spares: list[list[int]] | None, source: str
+) -> list[list[int]]:
     """Per sub-env the pool slots of its waiting task and spares (-1: none), as ints.
+
+    ``spares`` are the rows :func:`_task_rows` returned (None: no spares given).
 
     A ConfigError names a row without one slot per task, or an entry that is not an int
     (the rule of a task id: not a bool or a float; :func:`~gymcurric._checks.check_task_id`).
     """
     out = []
-    for i, row in enumerate(slots):
+    listed = _listed("slots", slots, "pool slots (-1: none)", source)
+    for i, (given, row) in enumerate(zip(slots, listed, strict=True)):
         cols = 1 + (0 if spares is None else len(spares[i]))
         if len(row) != cols:
             why = f"expected {cols} pool slots: the waiting task's, then one per spare"
-            raise ConfigError(f"slots[{i}]", row, why, source=source)
+            raise ConfigError(f"slots[{i}]", given, why, source=source)
         why = "expected a pool slot (an int >= 0), -1 for none"
         out.append(
             [

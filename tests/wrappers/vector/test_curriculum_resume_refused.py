@@ -367,6 +367,33 @@ def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
         envs.close()
 
 
+@pytest.mark.parametrize(
+    ("rows", "key"),
+    [
+        ({"waiting": 5}, "waiting"),
+        ({"stale": None, "slots": 3}, "slots"),
+        ({"spares": [5, 6]}, "spares[0]"),
+        ({"spares": [[5], None]}, "spares[1]"),
+        ({"slots": [5, 6]}, "slots[0]"),
+    ],
+)
+def test_resume_channel_refuses_rows_that_are_not_lists_naming_them(rows, key):
+    # an int or None where a list of rows (or a row) goes raised a bare TypeError
+    cur = Curriculum(SPACE, seed=0)
+    envs = channel_envs(cur)
+    try:
+        envs.reset(seed=0)
+        waiting, slots = envs.channel_waiting(), envs.channel_slots()
+        given = {"waiting": waiting, "spares": None, "slots": None, **rows}
+        with pytest.raises(ConfigError) as err:
+            envs.resume_channel(given.pop("waiting"), given.pop("spares"), **given)
+        assert err.value.key == key
+        assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
+        assert (envs.channel_waiting(), envs.channel_slots()) == (waiting, slots)  # unchanged
+    finally:
+        envs.close()
+
+
 class ResumingRefused(LookAlike):
     """A look-alike whose ``resuming`` setter refuses True: its ``pending_task_id`` is set."""
 
