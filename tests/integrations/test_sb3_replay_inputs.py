@@ -16,6 +16,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from gymcurric.integrations.sb3.replay import RingReplayBuffer
+from tests.integrations.replay_states import assert_same
 
 pytestmark = pytest.mark.sb3
 
@@ -43,17 +44,6 @@ def steps(count=9, nan_at=None, dtype=np.float32):
         out.append((obs, nxt, action, np.arange(N, dtype=np.float32) + k, done, infos))
         obs = nxt
     return out
-
-
-def assert_same(a, b, where="state"):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_same(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, torch.Tensor):
-        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=where)
-    else:
-        assert a == b, where
 
 
 def assert_same_buffers(buf, twin):

@@ -15,6 +15,7 @@ from gymnasium import spaces
 
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.replay import RingReplayBuffer
+from tests.integrations.replay_states import assert_same
 
 pytestmark = pytest.mark.sb3
 
@@ -116,19 +117,6 @@ def snapshot(buf):
             "counters": (buf.pos, buf.full, buf.size(), buf.ring.total_steps, buf.ring.side_lost),
         }
     )
-
-
-def assert_same(a, b, where="state"):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            assert_same(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, torch.Tensor):
-        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=where)
-    elif isinstance(a, np.ndarray):
-        np.testing.assert_array_equal(a, b, err_msg=where)
-    else:
-        assert a == b, where
 
 
 def feed(bufs, steps, situation):
