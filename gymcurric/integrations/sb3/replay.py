@@ -166,7 +166,10 @@ class RingReplayBuffer(ReplayBuffer):
         # the host for the stream-break check, mirrored on the ring's device when not the CPU
         self._next_np = np.zeros((n_envs, *self.obs_shape), dtype=observation_space.dtype)
         self._next_dev: torch.Tensor | None = None
-        if self.ring.device.type != "cpu":
+        # a float32 action goes in as a CPU tensor view only when the ring is on the CPU: a
+        # ring on another device refuses CPU tensors and copies numpy arrays itself
+        self._cpu_ring = self.ring.device.type == "cpu"
+        if not self._cpu_ring:
             self._next_dev = torch.zeros(
                 (n_envs, *self.obs_shape), dtype=obs_dtype, device=self.ring.device
             )
@@ -186,6 +189,8 @@ class RingReplayBuffer(ReplayBuffer):
         self.__dict__.update(state)
         if "dones" not in state:
             self.dones = np.zeros((self.buffer_size, self.n_envs), dtype=bool)
+        if "_cpu_ring" not in state:
+            self._cpu_ring = self.ring.device.type == "cpu"
         if "_action_dtype" not in state:
             self._discrete_obs = isinstance(self.observation_space, spaces.Discrete)
             self._action_dtype = np.dtype(self._maybe_cast_dtype(self.action_space.dtype))
@@ -263,7 +268,7 @@ class RingReplayBuffer(ReplayBuffer):
             and action.shape == act_shape
         ):
             action = self._checked("action", action, self._action_dtype, act_shape, True)
-        if action.dtype == np.float32:
+        if action.dtype == np.float32 and self._cpu_ring:
             try:
                 stored_action: np.ndarray | torch.Tensor = torch.from_numpy(action)
             except ValueError:  # negative strides
