@@ -8,7 +8,8 @@ Parts, each a subprocess with its own time limit, so that one that fails or hang
 and the others still run:
 
 1. ``tests``: pytest over the suites that hold CUDA cases (``tests/replay``,
-   ``tests/semantics``, ``tests/wrappers/vector/test_semantic.py``), CPU and CUDA cases alike;
+   ``tests/semantics``, ``tests/wrappers/vector/test_semantic.py``,
+   ``tests/integrations/test_sb3_replay_cuda.py``), CPU and CUDA cases alike;
    a junit XML gives the counts and the failures.
 2. ``replay-numpy`` / ``replay-tensor``: ``benchmarks/replay.py --device cuda --obs pixel``,
    the ring against the minimal ring, per-env flags as numpy arrays / as device tensors. Goal:
@@ -55,7 +56,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 
-TEST_PATHS = ["tests/replay", "tests/semantics", "tests/wrappers/vector/test_semantic.py"]
+TEST_PATHS = [
+    "tests/replay",
+    "tests/semantics",
+    "tests/wrappers/vector/test_semantic.py",
+    "tests/integrations/test_sb3_replay_cuda.py",
+]
 QUICK_TEST_PATHS = ["tests/replay/test_ring_ops.py"]
 GOALS = {"replay": 1.5, "semantic": 0.8, "curriculum": 0.9}
 
