@@ -104,16 +104,7 @@ def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]
             rows = [z["channel_waiting"][:, None], z["channel_spares"]] if vec == "async" else []
             gone = [t for t in np.hstack(rows or [[]]).ravel().tolist() if t >= 0]
             gone = [t for t in gone if cur.slot_of(int(t)) is None]
-        # the episodes that start next: in the reset step, the done step, the masked reset
-        if MODES[mode] == AutoresetMode.NEXT_STEP:
-            ids, rewards, _ = step(envs)
-            assert rewards == [0.0] * N  # the reset step
-            starts = ids
-        elif MODES[mode] == AutoresetMode.SAME_STEP:
-            starts = [int(t) for t in envs.unwrapped.get_attr("task_id")]
-        else:
-            envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-            starts = envs.task_ids.tolist()
+        starts = next_starts(envs, mode)
         trace = stream(envs, mode, STEPS)
         rejections = sum(envs.unwrapped.get_attr("rejections"))
         state = final_state(cur, envs)
@@ -135,3 +126,15 @@ def resumed(mode: str, space: str, vec: str, path: str, steps: int = STEPS) -> d
     finally:
         envs.close()
         cur.close()
+
+
+def next_starts(envs: Any, mode: str) -> list[int]:
+    """The tasks of the episodes that start next: reset step, done step or masked reset."""
+    if MODES[mode] == AutoresetMode.NEXT_STEP:
+        ids, rewards, _ = step(envs)
+        assert rewards == [0.0] * N  # the reset step
+        return ids
+    if MODES[mode] == AutoresetMode.SAME_STEP:
+        return [int(t) for t in envs.unwrapped.get_attr("task_id")]
+    envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})
+    return envs.task_ids.tolist()

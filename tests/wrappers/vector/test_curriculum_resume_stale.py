@@ -48,7 +48,7 @@ from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..checkpoint_files import members, rewrite
-from .resume_harness import MODES, N, build, final_state, resumed, step, stream
+from .resume_harness import MODES, N, build, final_state, next_starts, resumed, step, stream
 
 STEPS = 30
 DUE = "channel_refill_due"
@@ -108,19 +108,8 @@ def uninterrupted(mode: str, where: str, space: str, vec: str, path: Path) -> di
         disabled = _disable_a_waiting_task(cur, envs, vec)
         save_curriculum_state(path, cur, env=envs)
         saved = {k: v.tolist() for k, v in members(path).items() if k.startswith("channel_")}
-        # the episodes that start next: at the reset, in the reset step, the done step, the
-        # user's masked reset
-        if where == "after_reset":
-            starts = envs.task_ids.tolist()
-        elif MODES[mode] == AutoresetMode.NEXT_STEP:
-            ids, rewards, _ = step(envs)
-            assert rewards == [0.0] * N  # the reset step
-            starts = ids
-        elif MODES[mode] == AutoresetMode.SAME_STEP:
-            starts = [int(t) for t in envs.unwrapped.get_attr("task_id")]
-        else:
-            envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-            starts = envs.task_ids.tolist()
+        # the episodes that start next: at the reset, else as the harness finds them
+        starts = envs.task_ids.tolist() if where == "after_reset" else next_starts(envs, mode)
         trace = stream(envs, mode, STEPS)
         rejections = sum(envs.unwrapped.get_attr("rejections"))
         state = final_state(cur, envs)
