@@ -24,33 +24,16 @@ from gymcurric.integrations.sb3.datapack import (
 )
 from gymcurric.wrappers.datapack import PresentDatapack
 from tests.datapacks.packs import record
-from tests.wrappers.vector.datapack_stubs import LockedSampler, WithSampler, own_sampler_below_none
+from tests.wrappers.vector.datapack_stubs import (
+    ENV_ID,
+    Events,
+    LockedSampler,
+    WithSampler,
+    own_sampler_below_none,
+    packs,
+)
 
-ENV_ID = "gymcurric/HazardGrid-v0"
 FORKSERVER = {"start_method": "forkserver"}
-
-
-def packs(n: int = 8) -> list[DataPack]:
-    """HazardGrid datapacks with distinct sizes, hazards and short, different time limits."""
-    return [
-        DataPack.from_dict(
-            record(
-                f"p{i}",
-                env_id=ENV_ID,
-                tier=i % 3,
-                task_params={
-                    "size": 4 + i % 3,
-                    "goal_distance": 1 + i % 2,  # random actions sometimes reach it
-                    "num_hazards": i % 4,
-                    "max_steps": 3 + i % 4,
-                },
-                seed=50 + i,
-                enrichment={"affordances": [{"name": "reach"}]},
-                supervision_hints={"safety_critical": False},
-            )
-        )
-        for i in range(n)
-    ]
 
 
 def safe_packs() -> list[DataPack]:
@@ -68,26 +51,6 @@ def safe_packs() -> list[DataPack]:
         )
         for i in range(4)
     ]
-
-
-class Events:
-    """Spy curriculum + stub sampler sharing one event list (draws and reports, in order)."""
-
-    def __init__(self, records: list[DataPack]) -> None:
-        self.records, self.i, self.events = records, 0, []
-        self.curriculum = self
-
-    def sample_batch(self, n: int) -> list[DataPack]:
-        out = [self.records[(self.i + k) % len(self.records)] for k in range(n)]
-        self.i += n
-        self.events.append(("draw", [p.pack_id for p in out]))
-        return out
-
-    def update_diagnostics(self, **kwargs):
-        self.events.append(("report", kwargs))
-
-    def get_diagnostics(self):
-        return {"draws": self.i}
 
 
 def rollout(venv: VecPresentDatapack, steps: int = 40, seed: int = 0):
