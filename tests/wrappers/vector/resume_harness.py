@@ -3,13 +3,14 @@
 Shared by ``test_curriculum_resume.py`` (which describes the runs), its ``_outer``, ``_stale``
 and ``_used`` variants and ``tests/wrappers/test_curriculum_resave.py``: :func:`build` makes
 the curriculum and the vector env of a ``(mode, space, vec)`` case, :func:`uninterrupted` runs
-one to its checkpoint and on, :func:`resumed` loads a checkpoint into a fresh one and goes on.
-Importable in a new interpreter (``tests.new_interpreter``).
+one to its checkpoint and on, :func:`resumed` loads a checkpoint into a fresh one (or one that
+ran first) and goes on. Importable in a new interpreter (``tests.new_interpreter``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,22 @@ def uninterrupted(mode: str, space: str, vec: str, path: Path) -> dict[str, Any]
         cur.close()
 
 
-def resumed(mode: str, space: str, vec: str, path: str, steps: int = STEPS) -> dict[str, Any]:
-    """A fresh run (another seed) that loads the checkpoint, resets once and steps on."""
+def resumed(
+    mode: str,
+    space: str,
+    vec: str,
+    path: str,
+    steps: int = STEPS,
+    before_load: Callable[[Any], object] | None = None,
+) -> dict[str, Any]:
+    """A fresh run (another seed) that loads the checkpoint, resets once and steps on.
+
+    ``before_load(envs)``, where given, runs the new envs before the load (envs that already ran).
+    """
     cur, envs = build(mode, space, vec, seed=7)
     try:
+        if before_load is not None:
+            before_load(envs)
         load_curriculum_state(path, cur, env=envs)
         envs.reset(seed=123)  # the checkpoint's tasks and generator win over the seed
         starts = envs.task_ids.tolist()

@@ -26,7 +26,7 @@ from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from tests.new_interpreter import call_in_new_interpreter
 
 from ..checkpoint_files import rewrite
-from .resume_harness import MODES, build, final_state, step, stream
+from .resume_harness import MODES, build, resumed, step
 from .resume_harness import uninterrupted as run_and_save
 
 STEPS = 20
@@ -38,21 +38,16 @@ CASES = [
 ]
 
 
+def run_until_every_episode_ends(envs: Any) -> None:
+    """Reset ``envs`` (seed 7) and step them until a step ends every episode."""
+    envs.reset(seed=7)
+    while not all(step(envs)[2]):  # the step's curriculum work is pending now
+        pass
+
+
 def resumed_into_used_envs(mode: str, space: str, vec: str, path: str) -> dict[str, Any]:
     """Envs (another seed) that run until a step ends every episode, then load and reset."""
-    cur, envs = build(mode, space, vec, seed=7)
-    try:
-        envs.reset(seed=7)
-        while not all(step(envs)[2]):  # the step's curriculum work is pending now
-            pass
-        load_curriculum_state(path, cur, env=envs)
-        envs.reset(seed=123)
-        starts = envs.task_ids.tolist()
-        trace = stream(envs, mode, STEPS)
-        return {"starts": starts, "trace": trace, "state": final_state(cur, envs)}
-    finally:
-        envs.close()
-        cur.close()
+    return resumed(mode, space, vec, path, STEPS, before_load=run_until_every_episode_ends)
 
 
 def resume_all(cases: list[list[str]]) -> list[Any]:
