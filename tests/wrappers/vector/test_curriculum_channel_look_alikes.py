@@ -102,17 +102,20 @@ def test_a_look_alike_channel_is_named_by_a_save_and_a_load(tmp_path, kind, cls)
         envs.close()
 
 
+def _save_and_load(path: Any, cur: Curriculum, envs: Any) -> None:
+    """Reset ``envs`` (seed 0), save a checkpoint through them and load it back; close them."""
+    try:
+        envs.reset(seed=0)
+        load_curriculum_state(save_curriculum_state(path, cur, env=envs), cur, env=envs)
+    finally:
+        envs.close()
+
+
 @pytest.mark.parametrize("kind", ["under ours", "subclass of ours"])
 def test_a_chain_with_gymcurrics_vector_wrapper_does_not_warn(tmp_path, kind):
     # pyproject's filterwarnings makes a GymcurricWarning fail the test
     cur = Curriculum(SPACE, seed=0)
-    envs = _build(kind, cur)
-    try:
-        envs.reset(seed=0)
-        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        load_curriculum_state(path, cur, env=envs)
-    finally:
-        envs.close()
+    _save_and_load(tmp_path / "c.npz", cur, _build(kind, cur))
 
 
 def test_a_single_env_and_a_plain_vector_env_do_not_warn(tmp_path):
@@ -120,10 +123,4 @@ def test_a_single_env_and_a_plain_vector_env_do_not_warn(tmp_path):
     env = SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)
     env.reset(seed=0)
     load_curriculum_state(save_curriculum_state(tmp_path / "a.npz", cur, env=env), cur, env=env)
-    envs = SyncVectorEnv(_sub_envs(cur))
-    try:
-        envs.reset(seed=0)
-        path = save_curriculum_state(tmp_path / "b.npz", cur, env=envs)
-        load_curriculum_state(path, cur, env=envs)
-    finally:
-        envs.close()
+    _save_and_load(tmp_path / "b.npz", cur, SyncVectorEnv(_sub_envs(cur)))
