@@ -21,11 +21,10 @@ from gymnasium.vector import SyncVectorEnv
 from gymcurric.errors import ConfigError, DataError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, save_curriculum_state
 from gymcurric.wrappers.vector import SampleCurriculumTask
-from tests.curriculum_stubs import TaskStubEnv
 from tests.sub_env_faults import SPACE, channel_resume_refuses, step_and_flush
+from tests.wrappers.vector.refused_loads import RefusesTheFile, save_without_channel_rows
 
 
 class ReturnsNone(SampleCurriculumTask):
@@ -33,13 +32,6 @@ class ReturnsNone(SampleCurriculumTask):
 
     def resume_channel(self, *args: Any, **kwargs: Any) -> None:
         super().resume_channel(*args, **kwargs)
-
-
-class RefusesTheFile:
-    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
-
-    def load_state_dict(self, state: Any) -> None:
-        raise DataError("from another configuration")
 
 
 def channel_envs(cls: type, cur: Curriculum, refused: Any = ()) -> Any:
@@ -172,14 +164,9 @@ def test_an_older_resume_channel_override_is_named_and_nothing_is_lost(tmp_path,
     # a file without a channel's rows (resume_channel(None, ...)), or any file (the keywords),
     # raised the override's raw TypeError
     cur = Curriculum(SPACE, seed=0)
-    plain = SampleCurriculumTask(
-        SyncVectorEnv([lambda: SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)] * 2), cur
-    )
     envs = channel_envs(cls, cur)
     try:
-        plain.reset(seed=1)
-        step_and_flush(plain, 3)
-        path = save_curriculum_state(tmp_path / "no_rows.npz", cur, env=plain)
+        path = save_without_channel_rows(tmp_path / "no_rows.npz", cur)
         envs.reset(seed=0)
         step_and_flush(envs, 6)
         rows = [envs.channel_waiting(), envs.channel_spares()]
@@ -201,7 +188,6 @@ def test_an_older_resume_channel_override_is_named_and_nothing_is_lost(tmp_path,
         assert envs.task_ids.tolist() == rows[0]  # and are restored
     finally:
         envs.close()
-        plain.close()
 
 
 @pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])

@@ -12,6 +12,7 @@ still put back.
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import Any
 
@@ -24,7 +25,6 @@ from gymcurric.tasks import Curriculum
 from gymcurric.wrappers import SampleCurriculumTask as SingleSampleCurriculumTask
 from gymcurric.wrappers import load_curriculum_state, resume_env_tasks, save_curriculum_state
 from gymcurric.wrappers._sub_envs import call_sub_envs
-from gymcurric.wrappers.vector import SampleCurriculumTask
 from tests.curriculum_stubs import TaskStubEnv
 from tests.sub_env_faults import (
     SPACE,
@@ -35,15 +35,13 @@ from tests.sub_env_faults import (
     step_and_flush,
 )
 from tests.wrappers.checkpoint_files import rewrite
+from tests.wrappers.vector.refused_loads import (
+    RefusesTheFile,
+    refuse_a_load_that_cannot_be_put_back,
+    save_without_channel_rows,
+)
 
 NAMES = ("pending_task_id", "resuming")
-
-
-class RefusesTheFile:
-    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
-
-    def load_state_dict(self, state):
-        raise DataError("from another configuration")
 
 
 def _state(cur):
@@ -54,6 +52,17 @@ def _state(cur):
 
 def _armed(envs):
     return [r for _, r in envs.env.call("curriculum_task_ids")]
+
+
+@contextlib.contextmanager
+def _reset_channel_envs(spares=0):
+    """:func:`channel_envs` of a new curriculum, reset (seed 0); closed after the block."""
+    envs = channel_envs(Curriculum(SPACE, seed=0), spares=spares)
+    try:
+        envs.reset(seed=0)
+        yield envs
+    finally:
+        envs.close()
 
 
 def test_a_channel_that_refuses_the_file_leaves_the_curriculum_and_sub_envs_as_they_were(
@@ -180,10 +189,7 @@ def test_resume_channel_refuses_slots_it_cannot_restore(spares, slots, key):
     # taken (int() of each), they failed the next reset half-way through restoring the
     # channel (IndexError, OverflowError; its waiting tasks withdrawn), or were restored as
     # something else (True as slot 1, -2 as "none")
-    cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(cur, spares=spares)
-    try:
-        envs.reset(seed=0)
+    with _reset_channel_envs(spares) as envs:
         waiting, rows = envs.channel_waiting(), envs.channel_spares() if spares else None
         with pytest.raises(ConfigError) as err:
             envs.resume_channel(waiting, rows, slots=slots, stale=[False, False])
@@ -193,8 +199,6 @@ def test_resume_channel_refuses_slots_it_cannot_restore(spares, slots, key):
         envs.resume_channel(waiting, rows, slots=good, stale=[False, False])  # the same rows
         envs.reset()
         assert envs.task_ids.tolist() == waiting  # each sub-env took its restored task
-    finally:
-        envs.close()
 
 
 def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp_path):
@@ -202,14 +206,9 @@ def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp
     # rows to be restored: the next reset ran A's waiting tasks beside B's curriculum, and a
     # save before it wrote them into B's checkpoint
     cur = Curriculum(SPACE, seed=0)
-    plain = SampleCurriculumTask(
-        SyncVectorEnv([lambda: SingleSampleCurriculumTask(TaskStubEnv("stub"), cur)] * 2), cur
-    )
     envs = channel_envs(cur)
     try:
-        plain.reset(seed=1)
-        step_and_flush(plain, 3)
-        without = save_curriculum_state(tmp_path / "without.npz", cur, env=plain)
+        without = save_without_channel_rows(tmp_path / "without.npz", cur)
         envs.reset(seed=0)
         step_and_flush(envs, 6)
         with_rows = save_curriculum_state(tmp_path / "with.npz", cur, env=envs)
@@ -221,19 +220,16 @@ def test_a_file_without_channel_rows_clears_the_restore_an_earlier_load_left(tmp
         assert envs.channel_waiting() == live  # the channel's own again
     finally:
         envs.close()
-        plain.close()
 
 
 def test_slots_beyond_the_pool_are_refused_at_the_reset_before_anything_changes():
     # taken, the reset raised IndexError from curriculum.count after the sub-envs had reset
     # and the channel's waiting tasks were replaced; the pool is known only at the reset
     # (a load sets the channel's rows before it loads the curriculum)
-    cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(cur)
-    try:
-        envs.reset(seed=0)
+    with _reset_channel_envs() as envs:
         waiting, good = envs.channel_waiting(), envs.channel_slots()
         envs.resume_channel(waiting, slots=[[10**6], [0]], stale=[False, False])
+        cur = envs.curriculum
         before = _state(cur)
         with pytest.raises(ConfigError, match=r"slots\[0\]\[0\]") as err:
             envs.reset()
@@ -243,8 +239,6 @@ def test_slots_beyond_the_pool_are_refused_at_the_reset_before_anything_changes(
         envs.resume_channel(waiting, slots=good, stale=[False, False])
         envs.reset()  # still a working env, restoring what it was given
         assert envs.task_ids.tolist() == waiting
-    finally:
-        envs.close()
 
 
 def look_alike(pending, resuming):
@@ -297,10 +291,7 @@ def test_a_refused_load_puts_a_single_look_alike_back_as_it_was(tmp_path):
 )
 def test_resume_channel_refuses_stale_marks_that_are_not_bools(stale, key):
     # taken as bool(x): "no" marked a waiting task stale, withdrawn at the next refill
-    cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(cur)
-    try:
-        envs.reset(seed=0)
+    with _reset_channel_envs() as envs:
         waiting, slots = envs.channel_waiting(), envs.channel_slots()
         with pytest.raises(ConfigError, match="expected a bool") as err:
             envs.resume_channel(waiting, slots=slots, stale=stale)
@@ -308,8 +299,6 @@ def test_resume_channel_refuses_stale_marks_that_are_not_bools(stale, key):
         assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
         envs.resume_channel(waiting, slots=slots, stale=[np.True_, False])  # numpy's bool
         assert envs.channel_stale() == [True, False]
-    finally:
-        envs.close()
 
 
 @pytest.mark.parametrize("spares", [0, 1])
@@ -348,10 +337,7 @@ def test_a_task_with_slot_minus_one_is_refused_by_a_file_and_by_resume_channel(t
 def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
     # taken as bool(x), as the stale marks were: "no" (and 1) made the next refill due, which
     # withdraws the stale tasks a step earlier than the uninterrupted run
-    cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(cur)
-    try:
-        envs.reset(seed=0)
+    with _reset_channel_envs() as envs:
         waiting, slots = envs.channel_waiting(), envs.channel_slots()
         rows = {"slots": slots, "stale": [False, False]}
         with pytest.raises(ConfigError, match="expected a bool") as err:
@@ -363,8 +349,6 @@ def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
         assert envs.channel_refill_due() is True
         envs.resume_channel(waiting, **rows, refill_due=None)  # a file from before it
         assert envs.channel_refill_due() is None
-    finally:
-        envs.close()
 
 
 @pytest.mark.parametrize(
@@ -379,10 +363,7 @@ def test_resume_channel_refuses_a_refill_due_that_is_not_a_bool(refill_due):
 )
 def test_resume_channel_refuses_rows_that_are_not_lists_naming_them(rows, key):
     # an int or None where a list of rows (or a row) goes raised a bare TypeError
-    cur = Curriculum(SPACE, seed=0)
-    envs = channel_envs(cur)
-    try:
-        envs.reset(seed=0)
+    with _reset_channel_envs() as envs:
         waiting, slots = envs.channel_waiting(), envs.channel_slots()
         given = {"waiting": waiting, "spares": None, "slots": None, **rows}
         with pytest.raises(ConfigError) as err:
@@ -390,8 +371,6 @@ def test_resume_channel_refuses_rows_that_are_not_lists_naming_them(rows, key):
         assert err.value.key == key
         assert err.value.source == "vector.SampleCurriculumTask.resume_channel"
         assert (envs.channel_waiting(), envs.channel_slots()) == (waiting, slots)  # unchanged
-    finally:
-        envs.close()
 
 
 class ResumingRefused(LookAlike):
@@ -461,11 +440,6 @@ def test_a_wrapper_that_cannot_be_put_back_leaves_a_look_alike_put_back(tmp_path
         return AsyncVectorEnv(fns, context="fork") if vec == "async" else SyncVectorEnv(fns)
 
     with shared_curriculum_envs(make) as (cur, envs):
-        envs.reset(seed=0)
-        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        with pytest.raises(DataError, match="from another configuration") as err:
-            load_curriculum_state(path, RefusesTheFile(), env=envs)
-        notes = getattr(err.value.__cause__, "__notes__", [])
-        assert any("putting the envs back failed too" in n for n in notes), notes
+        refuse_a_load_that_cannot_be_put_back(tmp_path, cur, envs)
         got = [call_sub_envs(envs, "get_wrapper_attr", n, indices=[0])[0] for n in NAMES]
         assert got == [7, False]  # sub-env 1 refused to be put back; the look-alike is

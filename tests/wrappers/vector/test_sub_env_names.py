@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from gymcurric.errors import ConfigError, DataError, SubEnvCallError
+from gymcurric.errors import ConfigError, SubEnvCallError
 from gymcurric.tasks import Curriculum
 from gymcurric.tasks.channel import TaskChannel
 from gymcurric.wrappers import (
@@ -39,6 +39,7 @@ from tests.sub_env_faults import (
     shadowing_present_datapack,
 )
 from tests.wrappers.vector.datapack_stubs import ENV_ID, Events, packs
+from tests.wrappers.vector.refused_loads import refuse_a_load_that_cannot_be_put_back
 
 STUB = gym.envs.registration.EnvSpec(
     "gymcurric-test/TaskStub-v0", entry_point="tests.curriculum_stubs:TaskStubEnv"
@@ -348,25 +349,13 @@ def test_task_ids_numpy_cannot_read_as_one_are_a_config_error(task_ids, key):
         envs.close()
 
 
-class RefusesTheFile:
-    """A curriculum whose ``load_state_dict`` refuses every file (another configuration's)."""
-
-    def load_state_dict(self, state):
-        raise DataError("from another configuration")
-
-
 @pytest.mark.parametrize("vec", ["async", "sync"])
 def test_a_refused_load_whose_sub_envs_cannot_be_put_back_raises_the_refusal(tmp_path, vec):
     # the error of putting the sub-envs back replaced the curriculum's DataError
     cur = Curriculum(SPACE, seed=0, backend="shared")
     envs = vector([partial(resume_refuses, cur), partial(resume_refuses, cur, [None])], vec)
     try:
-        envs.reset(seed=0)
-        path = save_curriculum_state(tmp_path / "c.npz", cur, env=envs)
-        with pytest.raises(DataError, match="from another configuration") as err:
-            load_curriculum_state(path, RefusesTheFile(), env=envs)
-        notes = getattr(err.value.__cause__, "__notes__", [])
-        assert any("putting the envs back failed too" in n for n in notes), notes
+        refuse_a_load_that_cannot_be_put_back(tmp_path, cur, envs)
         assert armed(envs)[0] is None  # put back; sub-env 1 refused to be
     finally:
         envs.close()
