@@ -24,7 +24,7 @@ def python_blocks(path: Path = README) -> list[str]:
 
 
 # slow: snippets whose path another default test runs (Ray: tests/integrations/test_ray_*)
-SLOW_SNIPPETS = {"curriculum.md:2"}
+SLOW_SNIPPETS = {"curriculum_resume_ray.md:0"}
 SNIPPETS = [
     pytest.param(
         code,
