@@ -65,19 +65,22 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 #: the layout of dense tensors, the only one the ring takes: the quick tests of the pushes
-#: compare it by identity (``value.layout is STRIDED``), anything else takes the general checks
+#: compare it by identity (``value.layout is STRIDED``) and read ``value.is_nested`` (a nested
+#: tensor of the older kind has this layout too), anything else takes the general checks
 STRIDED = torch.strided
 
 
 def not_dense(name: str, value: torch.Tensor) -> ConfigError:
-    """The error of a tensor of another layout than :data:`STRIDED` (sparse, mkldnn, jagged...).
+    """The error of a tensor that is not dense: another layout than :data:`STRIDED` (sparse,
+    mkldnn, jagged...) or nested (``torch.nested.nested_tensor`` makes strided ones).
 
-    Such tensors pass the dtype, shape and device tests but not torch's copies into the ring's
-    dense rows (``TypeError``, ``RuntimeError``, ``NotImplementedError``); checked first.
+    Such tensors pass the dtype and device tests but not torch's copies into the ring's dense
+    rows (``TypeError``, ``RuntimeError``, ``NotImplementedError``), and a strided nested tensor
+    has no shape (reading it raises ``RuntimeError``); checked first.
     """
     return ConfigError(
         name,
-        f"tensor of layout {value.layout}",
+        f"tensor of layout {value.layout}" if value.layout is not STRIDED else "nested tensor",
         "expected a dense (strided) tensor",
         source="ReplayRing",
     )
@@ -96,15 +99,15 @@ def as_tensor_like(
 ) -> torch.Tensor:
     """Check a write of ``value`` into a ``shape``/``dtype`` slot on ``device``.
 
-    Tensors must be dense (:data:`STRIDED`) and match dtype and device exactly (no silent casts
-    or transfers); numpy arrays and Python numbers are accepted when numpy's ``same_kind``
-    casting allows it (float64 rewards into float32, int64 actions into int32) and are copied
-    over. Returns a tensor ready for ``copy_`` (a CPU tensor sharing memory with a numpy input;
-    a tensor that requires grad detached: the ring stores data, and a copy of it would put the
-    ring's tensors in the autograd graph).
+    Tensors must be dense (:data:`STRIDED`, not nested) and match dtype and device exactly (no
+    silent casts or transfers); numpy arrays and Python numbers are accepted when numpy's
+    ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32) and
+    are copied over. Returns a tensor ready for ``copy_`` (a CPU tensor sharing memory with a
+    numpy input; a tensor that requires grad detached: the ring stores data, and a copy of it
+    would put the ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
-        if value.layout is not STRIDED:
+        if value.layout is not STRIDED or value.is_nested:
             raise not_dense(name, value)
         if value.device != device:
             raise ConfigError(
@@ -176,7 +179,7 @@ def host_flags(name: str, value: Any, num_envs: int) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype == np.bool_ and value.shape == (num_envs,):
         return value
     if isinstance(value, torch.Tensor):
-        if value.layout is not STRIDED:
+        if value.layout is not STRIDED or value.is_nested:
             raise not_dense(name, value)
         if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
             raise ConfigError(
@@ -220,7 +223,7 @@ def device_flags(
         if value is None:
             continue
         if isinstance(value, torch.Tensor) and value.device == device:
-            if value.layout is not STRIDED:
+            if value.layout is not STRIDED or value.is_nested:
                 raise not_dense(name, value)
             if value.dtype != torch.bool or tuple(value.shape) != (num_envs,):
                 raise ConfigError(
@@ -305,7 +308,7 @@ def check_indices(name: str, value: Any, high: int) -> None:
     """Integer indices in ``[0, high)``; checked on the host (device tensors are trusted:
     reading them would sync)."""
     if isinstance(value, torch.Tensor):
-        if value.layout is not STRIDED:
+        if value.layout is not STRIDED or value.is_nested:
             raise not_dense(name, value)
         if value.device.type != "cpu":
             return

@@ -5,9 +5,11 @@ value on the host: one copy per given field, the packed row (reward, cost, ``con
 copy of ``is_first`` and one add for ``episode_id``. On a GPU such a push is bound by the host
 (launches and Python), so this module does the checks of ``push_step`` with as little Python
 as it can (issue 24): the usual inputs (dense tensors already on the device, numpy arrays of
-the field's dtype and shape, numpy or device bool flags) pass identity and shape tests, anything
-else goes through the general checks of :meth:`RingStorage.checked_tensor` and
-:func:`~gymcurric.replay._checks.device_flags`, which raise the errors.
+the field's dtype and shape, numpy or device bool flags) pass identity and shape tests and
+attribute reads (no Python call; ``not value.is_nested`` comes before the ``shape`` of a tensor,
+which a nested one cannot give), anything else goes through the general checks of
+:meth:`RingStorage.checked_tensor` and :func:`~gymcurric.replay._checks.device_flags`, which
+raise the errors.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class DeviceWriter:
             if (
                 value.dtype is dtype
                 and value.layout is STRIDED  # sparse & co.: the general checks refuse them
+                and not value.is_nested  # strided ones too (their .shape raises)
                 and value.shape == shape
                 and value.device == self.device
                 and not value.requires_grad  # the general checks detach it
@@ -104,6 +107,7 @@ class DeviceWriter:
             type(value) is torch.Tensor
             and value.dtype is torch.float32
             and value.layout is STRIDED
+            and not value.is_nested
             and value.shape == self.flag_shape
             and value.device == self.device
             and not value.requires_grad
@@ -166,6 +170,8 @@ class DeviceWriter:
             and truncated.dtype is torch.bool
             and terminated.layout is STRIDED
             and truncated.layout is STRIDED
+            and not terminated.is_nested
+            and not truncated.is_nested
             and terminated.shape == shape
             and truncated.shape == shape
             and terminated.device == device
@@ -234,6 +240,7 @@ class DeviceWriter:
                         else kind is torch.Tensor
                         and final_obs.dtype is obs_dtype
                         and final_obs.layout is STRIDED
+                        and not final_obs.is_nested
                         and final_obs.device == device
                     )
                     if not (usual and final_obs.shape == obs_shape):  # the general checks raise

@@ -74,12 +74,23 @@ class _Episode:
 
 
 def _array(where: str, key: str, value: Any) -> np.ndarray:
-    """``value`` (array ``key`` of an episode) as a numpy array; a sparse tensor is refused."""
-    if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
-        raise DataError(
-            f"{where}: array {key!r} is a tensor of layout {value.layout}; expected a dense "
-            "(strided) tensor or a numpy array"
-        )
+    """``value`` (array ``key`` of an episode) as a numpy array.
+
+    A sparse or nested tensor is refused; one with torch's negative or conjugate bit (a view
+    numpy cannot read) gives its values.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.layout is not torch.strided or value.is_nested:
+            kind = (
+                f"a tensor of layout {value.layout}"
+                if value.layout is not torch.strided
+                else "a nested tensor"
+            )
+            raise DataError(
+                f"{where}: array {key!r} is {kind}; expected a dense (strided) tensor or a "
+                "numpy array"
+            )
+        value = value.resolve_conj().resolve_neg()  # no-ops without the bits
     return np.asarray(value)
 
 
@@ -135,7 +146,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
 
     Raises:
         DataError: an episode lacks an array, has inconsistent lengths or holds a sparse
-            tensor (names the datapack).
+            or nested tensor (names the datapack).
         ConfigError: an array does not fit the ring's field (shape or dtype kind).
 
     Examples:

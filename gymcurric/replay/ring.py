@@ -271,13 +271,13 @@ class ReplayRing:
             t: optional explicit step index; must equal :attr:`total_steps`.
             **extra: one value per user field, ``[num_envs, *shape]``.
 
-        Tensors must be dense (strided: sparse, mkldnn or jagged ones are refused) and already
-        have the field's dtype and the ring's device; numpy arrays are cast when the kind is
-        kept (float64 -> float32) and copied over.
+        Tensors must be dense (strided and not nested: sparse, mkldnn, jagged and nested ones
+        are refused) and already have the field's dtype and the ring's device; numpy arrays are
+        cast when the kind is kept (float64 -> float32) and copied over.
 
         Raises:
-            ConfigError: a missing/unknown field, ``reward=None``, or a wrong layout, shape,
-                dtype or device (naming the field and what was received), or
+            ConfigError: a missing/unknown field, ``reward=None``, or a wrong layout (nested
+                included), shape, dtype or device (naming the field and what was received), or
                 ``t != total_steps``.
         """
         if t is not None or extra.keys() != self._user_field_set:

@@ -343,6 +343,7 @@ class RingStorage:
                     else kind is torch.Tensor
                     and final_obs.dtype is obs_dtype
                     and final_obs.layout is STRIDED  # sparse & co.: the general checks raise
+                    and not final_obs.is_nested  # strided ones too (their .shape raises)
                     and final_obs.device == self.device
                 )
                 if not (usual and final_obs.shape == obs_shape):  # the general checks raise

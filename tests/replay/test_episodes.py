@@ -126,3 +126,36 @@ def test_a_sparse_array_of_an_episode_is_refused_naming_it(key):
         extend_from_episodes(r, [ep])
     after = r.state_dict()["tensors"]
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("key", ["obs", "next_obs", "action", "reward", "cost"])
+def test_a_nested_array_of_an_episode_is_refused_naming_it(key):
+    # torch.nested.nested_tensor's default kind is strided: the layout test let it through to
+    # np.asarray, a raw RuntimeError (it has no shape)
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    r = ring(1)
+    extend_from_episodes(r, [ep])
+    before = {k: v.clone() for k, v in r.state_dict()["tensors"].items()}
+    ep[key] = torch.nested.nested_tensor(list(torch.as_tensor(ep[key])))
+    with pytest.raises(DataError, match=rf"episode 0: array '{key}' is a nested tensor; expected"):
+        extend_from_episodes(r, [ep])
+    after = r.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_episode_tensors_with_the_negative_bit_are_read_as_their_values():
+    # np.asarray refuses a tensor with torch's negative bit (a view, e.g. z.conj().imag): a raw
+    # RuntimeError; the pushes store such tensors as their values (test_ring_odd_inputs.py)
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    views = {}
+    for key in ("obs", "next_obs", "reward", "cost"):  # the float arrays (action: int64)
+        value = torch.as_tensor(ep[key])
+        views[key] = torch.complex(torch.zeros_like(value), -value).conj().imag
+        assert views[key].is_neg() and torch.equal(views[key], value)
+    plain, odd = ring(1), ring(1)
+    extend_from_episodes(plain, [ep])
+    extend_from_episodes(odd, [dict(ep, **views)])
+    assert all(torch.equal(plain[name], odd[name]) for name in plain.fields)

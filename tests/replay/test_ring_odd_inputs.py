@@ -154,38 +154,57 @@ def test_numpy_arrays_of_an_equal_dtype_that_is_another_object_are_stored_the_sa
     assert_same(run(device, unpickled), run(device, lambda step: step))
 
 
-@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
-def test_sparse_tensors_are_refused_by_the_other_entry_points(device, layout):
-    # besides push_step (test_ring_push_paths.py): the final-observation write, the episode
-    # starts and the draws' next_obs and indices took a sparse tensor on to a raw torch error
+def refused_by_the_other_entry_points(device, convert):
+    """The ``(argument, ConfigError)`` of each entry point besides ``push_step`` given
+    ``convert(value)``; the ring is asserted unchanged (and with no episode start marked)."""
     ring = run(device, lambda step: step)
     before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
-
-    def sparse(value):  # CSR needs two dimensions: the masks and indices are COO
-        dense = torch.as_tensor(value, device=device)
-        csr = layout == "sparse_csr" and dense.dim() == 2
-        return dense.to_sparse_csr() if csr else dense.to_sparse()
-
     obs, mask, rows = np.ones((E, 3), np.float32), np.array([False, True]), np.array([0, 1])
     newest = (ring.head - 1) % ring.capacity
     calls = [
-        ("final_obs", lambda: ring.attach_final_obs(newest, sparse(obs), mask)),
-        ("mask", lambda: ring.attach_final_obs(newest, obs, sparse(mask))),
-        ("mask", lambda: ring.start_episodes_at_next_push(sparse(mask))),
-        ("next_obs", lambda: ring.sample_transitions(4, gen(device), next_obs=sparse(obs))),
-        ("next_obs", lambda: ring.transitions_at(rows, rows, next_obs=sparse(obs))),
-        ("t_index", lambda: ring.transitions_at(sparse(rows), rows)),
-        ("env_index", lambda: ring.transitions_at(rows, sparse(rows))),
+        ("final_obs", lambda: ring.attach_final_obs(newest, convert(obs), mask)),
+        ("mask", lambda: ring.attach_final_obs(newest, obs, convert(mask))),
+        ("mask", lambda: ring.start_episodes_at_next_push(convert(mask))),
+        ("next_obs", lambda: ring.sample_transitions(4, gen(device), next_obs=convert(obs))),
+        ("next_obs", lambda: ring.transitions_at(rows, rows, next_obs=convert(obs))),
+        ("t_index", lambda: ring.transitions_at(convert(rows), rows)),
+        ("env_index", lambda: ring.transitions_at(rows, convert(rows))),
     ]
+    errors = []
     for name, call in calls:
         with pytest.raises(ConfigError, match=r"expected a dense \(strided\) tensor") as refused:
             call()
-        assert refused.value.key == name
-        assert refused.value.value.startswith("tensor of layout torch.sparse_")
+        errors.append((name, refused.value))
     after = ring.state_dict()["tensors"]
     assert all(torch.equal(before[k], after[k]) for k in before)
     # nor did they mark episode starts: the next push continues every env's episode
     row = ring.head
     ring.push_step(**{**plain(8), "terminated": np.zeros(E, bool)})
     assert not ring["is_first"][row].any()
+    return errors
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_sparse_tensors_are_refused_by_the_other_entry_points(device, layout):
+    # besides push_step (test_ring_push_paths.py): the final-observation write, the episode
+    # starts and the draws' next_obs and indices took a sparse tensor on to a raw torch error
+    def sparse(value):  # CSR needs two dimensions: the masks and indices are COO
+        dense = torch.as_tensor(value, device=device)
+        csr = layout == "sparse_csr" and dense.dim() == 2
+        return dense.to_sparse_csr() if csr else dense.to_sparse()
+
+    for name, err in refused_by_the_other_entry_points(device, sparse):
+        assert err.key == name
+        assert err.value.startswith("tensor of layout torch.sparse_")
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_nested_tensors_are_refused_by_the_other_entry_points(device):
+    # torch.nested.nested_tensor's default kind is strided: the layout tests let it through to
+    # a raw RuntimeError where its shape was read (it has none)
+    def nested(value):
+        return torch.nested.nested_tensor(list(torch.as_tensor(value, device=device)))
+
+    for name, err in refused_by_the_other_entry_points(device, nested):
+        assert (err.key, err.value) == (name, "nested tensor")

@@ -316,6 +316,50 @@ SPARSE = [
     *((name, "sparse_coo") for name in ("terminated", "truncated", "is_first")),
     *((name, "sparse_csr") for name in ("obs", "action", "final_obs", "aux")),
 ]
+#: every argument of a push, user field and flags included
+ARGUMENTS = [
+    *("obs", "action", "reward", "cost", "final_obs", "aux"),
+    *("terminated", "truncated", "is_first"),
+]
+
+
+def refused_pushes(name, convert, flags_as, ended, pushed):
+    """The errors of a push with ``convert(dense)`` as argument ``name``, on both indexes.
+
+    ``dense`` has the field's own dtype and shape; the ring (empty, or full: the push would
+    overwrite a row) is asserted unchanged after each refused push.
+    """
+    errors = []
+    for strategy in ("host", "device"):
+        ring = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy=strategy)
+        for k in range(pushed):  # 6: the ring is full, the push would overwrite a row
+            given, kw = arguments(k, "numpy")
+            ring.push_step(*given, **kw)
+        before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+        given, kw = arguments(pushed + 1, "numpy")
+        step = dict(zip(("obs", "action", "reward"), given, strict=True), **kw)
+        step.update(
+            terminated=np.array([ended, False, False, False]),
+            truncated=np.zeros(E, bool),
+            cost=np.full(E, 0.5, np.float32),
+            # given only when it is the refused one (device flags without it take the quick
+            # path of DeviceWriter.push); all True is valid at the first push too
+            is_first=np.ones(E, bool) if name == "is_first" else None,
+        )
+        if flags_as == "tensor":
+            for flag in ("terminated", "truncated", "is_first"):
+                if step[flag] is not None:
+                    step[flag] = torch.from_numpy(step[flag])
+        dense = torch.as_tensor(step[name])
+        dense = dense.to(torch.float32) if name == "reward" else dense  # given as float64
+        step[name] = convert(dense)
+        with pytest.raises(ConfigError) as refused:
+            ring.push_step(step.pop("obs"), step.pop("action"), step.pop("reward"), **step)
+        errors.append(refused.value)
+        after = ring.state_dict()["tensors"]
+        assert all(torch.equal(before[k], after[k]) for k in before), strategy
+        assert (ring.total_steps, ring.head) == (pushed, pushed % 5), strategy
+    return errors
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
@@ -330,38 +374,33 @@ def test_sparse_tensors_are_refused_and_leave_the_ring_as_it_was(
     # a raw TypeError, RuntimeError or NotImplementedError in torch's copies (on the host index
     # a final_obs after its row was written: the oldest row of a full ring overwritten), or,
     # as a final_obs at a step where no episode ended, was accepted on both indexes
-    messages = []
-    for strategy in ("host", "device"):
-        ring = ReplayRing(5, E, FIELDS, side_capacity=6, index_strategy=strategy)
-        for k in range(pushed):  # 6: the ring is full, the push would overwrite a row
-            given, kw = arguments(k, "numpy")
-            ring.push_step(*given, **kw)
-        before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
-        given, kw = arguments(pushed + 1, "numpy")
-        step = dict(zip(("obs", "action", "reward"), given, strict=True), **kw)
-        step.update(
-            terminated=np.array([ended, False, False, False]),
-            truncated=np.zeros(E, bool),
-            cost=np.full(E, 0.5, np.float32),
-            # given only when it is the sparse one (device flags without it take the quick
-            # path of DeviceWriter.push); all True is valid at the first push too
-            is_first=np.ones(E, bool) if name == "is_first" else None,
-        )
-        if flags_as == "tensor":
-            for flag in ("terminated", "truncated", "is_first"):
-                if step[flag] is not None:
-                    step[flag] = torch.from_numpy(step[flag])
-        # the field's own dtype and shape: only the layout is wrong
-        dense = torch.as_tensor(step[name])
-        dense = dense.to(torch.float32) if name == "reward" else dense  # given as float64
-        step[name] = dense.to_sparse() if layout == "sparse_coo" else dense.to_sparse_csr()
-        with pytest.raises(ConfigError) as refused:
-            ring.push_step(step.pop("obs"), step.pop("action"), step.pop("reward"), **step)
-        err = refused.value
-        assert (err.key, err.value) == (name, f"tensor of layout torch.{layout}"), strategy
+    def sparse(dense):
+        return dense.to_sparse() if layout == "sparse_coo" else dense.to_sparse_csr()
+
+    errors = refused_pushes(name, sparse, flags_as, ended, pushed)
+    for err in errors:
+        assert (err.key, err.value) == (name, f"tensor of layout torch.{layout}")
         assert "expected a dense (strided) tensor" in str(err)
-        messages.append(str(err))
-        after = ring.state_dict()["tensors"]
-        assert all(torch.equal(before[k], after[k]) for k in before), strategy
-        assert (ring.total_steps, ring.head) == (pushed, pushed % 5)
-    assert messages[0] == messages[1]
+    assert str(errors[0]) == str(errors[1])
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("name", ARGUMENTS)
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "no_end"])
+@pytest.mark.parametrize("pushed", [0, 6])
+def test_nested_tensors_are_refused_and_leave_the_ring_as_it_was(name, flags_as, ended, pushed):
+    # torch.nested.nested_tensor's default kind is strided, with the dtype and device the
+    # checks compare, but it has no shape: reading it was a raw RuntimeError in every check of
+    # both indexes (the quick tests of DeviceWriter and of a final_obs where no episode ended
+    # read .shape, the general ones tuple(.shape)); refused as sparse tensors are
+    def nested(dense):
+        value = torch.nested.nested_tensor(list(dense))
+        assert value.is_nested and value.layout is torch.strided
+        return value
+
+    errors = refused_pushes(name, nested, flags_as, ended, pushed)
+    for err in errors:
+        assert (err.key, err.value, err.source) == (name, "nested tensor", "ReplayRing")
+        assert "expected a dense (strided) tensor" in str(err)
+    assert str(errors[0]) == str(errors[1])
