@@ -7,6 +7,7 @@
   change the episode starts of the next step.
 - The stream check compares the observation with the previous step's next observation; NaNs at
   the same places are the same observation (no stream break, no side-store slot, no new episode).
+- Float tensors with torch's negative bit (views numpy cannot read) are stored as their values.
 """
 
 import numpy as np
@@ -152,3 +153,27 @@ def test_nans_at_other_places_still_break_the_stream():
     next_obs = buf.transitions_at(np.array([1]), np.array([0])).next_observations
     assert torch.isnan(next_obs[0, 1]) and float(next_obs[0, 0]) == 2.0  # SB3's next obs kept
     buf.ring.check_invariants()
+
+
+def test_tensors_with_the_negative_bit_are_stored_as_their_values():
+    # a float tensor may be a view with torch's negative bit (z.conj().imag): numpy cannot read
+    # it, so add() refused it ('a tensor numpy can read'); the ring's pushes store such
+    # tensors as their values (tests/replay/test_ring_odd_inputs.py), and so does add()
+    def negative_bit(value):
+        value = torch.as_tensor(value)
+        view = torch.complex(torch.zeros_like(value), -value).conj().imag
+        assert view.is_neg() and torch.equal(view, value)
+        return view
+
+    buf, twin = make(), make()
+    for obs, nxt, action, reward, done, infos in steps():
+        twin.add(obs, nxt, action, reward, done, infos)
+        given = (negative_bit(v) for v in (obs, nxt, action, reward))
+        buf.add(*given, done, infos)
+    assert_same_buffers(buf, twin)
+    # float64 ones too (cast as numpy arrays of float64 are)
+    buf, twin = make(), make()
+    for obs, nxt, action, reward, done, infos in steps():
+        twin.add(obs, nxt, action, reward.astype(np.float64), done, infos)
+        buf.add(obs, nxt, action, negative_bit(reward.astype(np.float64)), done, infos)
+    assert_same_buffers(buf, twin)

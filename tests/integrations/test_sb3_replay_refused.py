@@ -7,6 +7,7 @@ the buffer as it was, and the buffer then goes on exactly as a twin that never s
 """
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -30,6 +31,18 @@ def sparse(*shape):
     return torch.ones(shape).to_sparse()
 
 
+def nested(*shape):
+    """A nested tensor of the older, strided kind (no shape: reading one raised RuntimeError)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The PyTorch API of nested tensors")
+        return torch.nested.nested_tensor(list(torch.ones(shape)))
+
+
+def conjugate(*shape):
+    """A complex view with torch's conjugate bit, which numpy cannot read."""
+    return torch.ones(shape, dtype=torch.complex64).conj()
+
+
 #: bad values per parameter, with a piece of the message that names what was received
 BAD = {
     "obs": {
@@ -38,6 +51,8 @@ BAD = {
         "objects": (np.full((N, 3), None, dtype=object), "dtype object"),
         "strings": (np.full((N, 3), "a"), "dtype <U1"),
         "sparse": (sparse(N, 3), "layout torch.sparse_coo"),
+        "nested": (nested(N, 3), "'nested tensor'"),
+        "conjugate": (conjugate(N, 3), "array of dtype complex64"),
         "ragged": ([[0.0, 1.0, 2.0], [0.0]], "list of length 2"),
     },
     "action": {
@@ -46,6 +61,8 @@ BAD = {
         "objects": (np.full((N, 2), None, dtype=object), "dtype object"),
         "strings": (np.full((N, 2), "a"), "dtype <U1"),
         "sparse": (sparse(N, 2), "layout torch.sparse_coo"),
+        "nested": (nested(N, 2), "'nested tensor'"),
+        "conjugate": (conjugate(N, 2), "array of dtype complex64"),
         "ragged": ([[0.0, 1.0], [0.0]], "list of length 2"),
     },
     "reward": {
@@ -54,6 +71,8 @@ BAD = {
         "objects": (np.array([None, None]), "dtype object"),
         "strings": (np.array(["a", "b"]), "dtype <U1"),
         "sparse": (sparse(N), "layout torch.sparse_coo"),
+        "nested": (nested(N), "'nested tensor'"),
+        "conjugate": (conjugate(N), "array of dtype complex64"),
         "ragged": ([[1.0], []], "list of length 2"),
     },
     "done": {
@@ -62,6 +81,8 @@ BAD = {
         "objects": (np.array([None, None]), "dtype object"),
         "strings": (np.array(["a", "b"]), "dtype <U1"),
         "sparse": (sparse(N), "layout torch.sparse_coo"),
+        "nested": (nested(N), "'nested tensor'"),
+        "conjugate": (conjugate(N), "array of dtype complex64"),
         "ragged": ([[True], []], "list of length 2"),
     },
     "infos": {
@@ -70,6 +91,8 @@ BAD = {
         "objects": ([None, None], "list of length 2"),
         "strings": ("ab", "'ab'"),
         "sparse": (sparse(N), "tensor of dtype torch.float32 and shape (2,)"),
+        "nested": (nested(N), "nested tensor of dtype torch.float32 on cpu"),
+        "conjugate": (conjugate(N), "tensor of dtype torch.complex64 and shape (2,)"),
         "ragged": ([{}, {"TimeLimit.truncated": np.ones(2, bool)}], "list of length 2"),
     },
 }

@@ -38,6 +38,8 @@ def _described(value: Any) -> Any:
     if isinstance(value, str):
         return value if len(value) <= 40 else f"str of length {len(value)}"
     if isinstance(value, torch.Tensor):
+        if value.is_nested:  # no shape
+            return f"nested tensor of dtype {value.dtype} on {value.device}"
         return f"tensor of dtype {value.dtype} and shape {tuple(value.shape)} on {value.device}"
     if isinstance(value, np.ndarray):
         return f"array of dtype {value.dtype} and shape {value.shape}"
@@ -239,11 +241,12 @@ class RingReplayBuffer(ReplayBuffer):
 
         Every argument is converted and checked before anything changes: a refused step raises
         a :class:`~gymcurric.errors.ConfigError` naming the parameter and what was received
-        (a sparse tensor, ``None``, an array of another shape or of strings or objects, and
-        with ``handle_timeout_termination`` infos that are not a list of dicts, one per env or
-        a single one for all as SB3 broadcasts it) and leaves the buffer and its ring as they
-        were. Without timeout handling ``infos`` are not read, as in SB3. The buffer keeps no
-        reference to the arguments.
+        (a sparse or nested tensor, ``None``, an array of another shape or of strings, objects
+        or complex numbers, and with ``handle_timeout_termination`` infos that are not a list
+        of dicts, one per env or a single one for all as SB3 broadcasts it) and leaves the
+        buffer and its ring as they were. Tensors with torch's negative bit (views numpy cannot
+        read) are stored as their values. Without timeout handling ``infos`` are not read, as
+        in SB3. The buffer keeps no reference to the arguments.
 
         Raises:
             ConfigError: an argument that cannot be stored (see above).
@@ -334,19 +337,28 @@ class RingReplayBuffer(ReplayBuffer):
         assignment, except that actions keep their kind (floats for a discrete action space are
         refused, as the ring refuses them). With ``reshape``, any shape of the same size is
         taken, as SB3 reshapes actions, rewards, dones and observations of Discrete spaces.
+        A tensor must be dense (not sparse, not nested) and one numpy can read (on the CPU,
+        not requiring grad); one with torch's negative or conjugate bit gives its values.
         """
         if reshape and type(value) is np.ndarray and value.dtype == dtype:
             try:  # SB3's usual form of Discrete actions and observations: [n_envs]
                 return value.reshape(shape)
             except ValueError:  # another size: refused below
                 pass
-        if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
-            raise ConfigError(
-                name,
-                f"tensor of layout {value.layout}",
-                "expected a dense (strided) tensor or a numpy array",
-                source=_SOURCE,
-            )
+        if isinstance(value, torch.Tensor):
+            if value.layout is not torch.strided or value.is_nested:
+                raise ConfigError(
+                    name,
+                    f"tensor of layout {value.layout}"
+                    if value.layout is not torch.strided
+                    else "nested tensor",
+                    "expected a dense (strided) tensor or a numpy array",
+                    source=_SOURCE,
+                )
+            # numpy cannot read a tensor with torch's negative or conjugate bit (views such as
+            # z.conj().imag, z.conj()): their values, as the ring's pushes store them (no-ops
+            # without the bits; a complex one is then refused as any complex array is)
+            value = value.resolve_conj().resolve_neg()
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError, RuntimeError) as err:  # CUDA tensors, ragged lists...
