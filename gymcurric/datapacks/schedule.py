@@ -459,17 +459,18 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
     Raises:
-        ConfigError: unreadable file, bad syntax, unknown key or bad value (naming the file);
-            a key given twice in one mapping (naming the file, the dotted key and, in YAML,
-            both lines), in either config format; also JSON/YAML over the input limits of
-            :mod:`gymcurric._parsing` (nesting depth, YAML size and alias expansion).
+        ConfigError: unreadable file (missing, or not UTF-8 text), bad syntax, unknown key or
+            bad value (naming the file); a key given twice in one mapping (naming the file,
+            the dotted key and, in YAML, both lines), in either config format; also JSON/YAML
+            over the input limits of :mod:`gymcurric._parsing` (nesting depth, YAML size and
+            alias expansion).
     """
     from gymcurric.datapacks._unique_keys import check_json_unique, load_yaml_unique
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
     try:
         if p.suffix in (".yaml", ".yml"):

@@ -354,8 +354,8 @@ def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
 # ------------------------------------------------------------------------------- files
 def _read(path: Path) -> Any:
     try:
-        text = path.read_text()
-    except OSError as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
     if path.suffix.lower() in (".yaml", ".yml"):
         try:

@@ -263,6 +263,15 @@ def test_bad_file_syntax(tmp_path):
         load_curriculum_config(g)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_config_that_is_not_utf8_is_a_config_error_naming_the_file(tmp_path, suffix):
+    f = tmp_path / f"cur{suffix}"
+    f.write_bytes(b"stages:\n  - name: w\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError, match=r"cannot read.*utf-8") as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value) == ("path", str(f))
+
+
 def test_mean_return_metric_and_rule():
     from gymcurric.datapacks import StageSpec, TransitionRule
 

@@ -96,6 +96,11 @@ def test_load_config_names_the_file(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.yaml")
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"run:\n  name: w\xe9\n")  # not UTF-8: named, not a UnicodeDecodeError
+    with pytest.raises(ConfigError, match=r"cannot read.*utf-8") as info:
+        load_config(latin1)
+    assert info.value.value == str(latin1)
     lst = tmp_path / "list.yaml"
     lst.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="mapping"):
