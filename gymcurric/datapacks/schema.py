@@ -13,7 +13,7 @@ whose ``enrichment`` keeps Stage 2.4's tag lists (``novelty_tags``, ``fragility_
       "env_id": "gymcurric/HazardNav-v0",      # required string
       "tier": 2,                               # required: 0 redundant, 1 context-novel, 2 frontier
       "task_params": {"hazard_radius": 0.3},   # JSON object, default {}
-      "seed": 7,                               # int or null
+      "seed": 7,                               # int >= 0 or null
       "trust_score": 0.9,                      # [0, 1], default 1.0
       "sampling_weight": 1.0,                  # >= 0, default 1.0
       "objective_vector": [1.0, 0.2],          # numbers, default []
@@ -106,7 +106,7 @@ class DataPack:
             the specification's records name none).
         tier: 0 redundant, 1 context-novel, 2 frontier.
         task_params: the task dict passed as ``reset(options={"task": ...})`` (read-only).
-        seed: the reset seed, or ``None``.
+        seed: the reset seed (an integer >= 0), or ``None``.
         trust_score: how much the data is trusted, in [0, 1].
         sampling_weight: the curator's base weight, >= 0.
         objective_vector: per-objective values (never changed by gymcurric).
@@ -173,6 +173,7 @@ class DataPack:
         read_num({"trust_score": self.trust_score}, "trust_score", at, 1.0, 0.0, 1.0)
         read_num({"sampling_weight": self.sampling_weight}, "sampling_weight", at, 1.0, 0.0)
         read_num({"mpl_gain": self.mpl_gain}, "mpl_gain", at, 0.0)
+        read_int({"seed": self.seed}, "seed", at, None, lo=0)  # a reset seed: Gymnasium's >= 0
         inner = self.enrichment.supervision_hints
         if inner is not None and self.supervision_hints is not inner:
             if not _hints_agree(self.supervision_hints, inner):
@@ -229,7 +230,7 @@ class DataPack:
             env_id=read_str(data, "env_id", at, default=None),
             tier=read_int(data, "tier", at, None, allowed=TIERS),
             task_params=params,  # frozen (once) by __post_init__
-            seed=read_int(data, "seed", at, None),
+            seed=read_int(data, "seed", at, None, lo=0),
             trust_score=read_num(data, "trust_score", at, 1.0, 0.0, 1.0),
             sampling_weight=read_num(data, "sampling_weight", at, 1.0, 0.0),
             objective_vector=tuple(float(v) for v in objv),

@@ -92,6 +92,7 @@ def test_records_are_immutable():
         ({"task_params": [1]}, "task_params", "[1]"),
         ({"objective_vector": [1, "x"]}, "objective_vector", "[1, 'x']"),
         ({"seed": 1.5}, "seed", "1.5"),
+        ({"seed": -1}, "seed", "-1"),  # a reset seed; Gymnasium refuses a negative one
         ({"timestamp": [2026]}, "timestamp", "[2026]"),
         ({"enrichment": {"fragility": "brittle"}}, "enrichment.fragility", "'brittle'"),
         ({"enrichment": {"novelty": 2}}, "enrichment.novelty", "2"),
@@ -205,6 +206,8 @@ def test_direct_construction_is_checked_and_frozen():
         ({"tier": True}, "tier"),
         ({"trust_score": 2.0}, "trust_score"),
         ({"sampling_weight": -1.0}, "sampling_weight"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
     ):
         args = {"pack_id": "x", "task_type": "reach", "env_id": "E-v0", "tier": 1, **kw}
         with pytest.raises(DataError, match=f"field '{field}'"):
