@@ -161,12 +161,22 @@ def test_sample_strategy_with_a_spec_format_config_is_the_stages_default(tmp_pat
         (["--strategy", "greedy"], "greedy"),
         (["--stage", "nope"], "nope"),
         (["--batch-size", "0"], "batch_size"),
+        (["--seed", "-1"], "'seed': -1"),
+        (["--run-dir", "{blocker}"], "'run_dir': '{blocker}' (cannot write the sampling log"),
+        (["--config", "{latin1}"], "cannot read"),
     ],
 )
 def test_sample_usage_errors_exit_2(tmp_path, capsys, extra, message):
     d = write_packs(tmp_path / "s")
-    assert cli.main(["datapacks", "sample", str(d), *extra]) == 2
-    assert message in capsys.readouterr().err
+    blocker = tmp_path / "a_file"  # a run dir that is a file
+    blocker.write_text("kept")
+    latin1 = tmp_path / "cur.json"  # a config that is not UTF-8
+    latin1.write_bytes(b'{"window": "\xe9"}')
+    paths = {"blocker": blocker, "latin1": latin1}
+    extra = [a.format(**paths) for a in extra]
+    assert cli.main(["datapacks", "sample", str(d), *extra]) == 2  # not a traceback
+    assert message.format(**paths) in capsys.readouterr().err
+    assert blocker.read_text() == "kept"
 
 
 def test_sample_invalid_dir_exits_2_naming_the_line(tmp_path, capsys):

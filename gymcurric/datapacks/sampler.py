@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric.datapacks.curriculum import DataPackCurriculum
 from gymcurric.datapacks.schema import TIERS, DataPack
 from gymcurric.datapacks.spec_config import SPEC_DEFAULTS
@@ -121,7 +122,7 @@ class DataPackRLSampler:
         self._urgency_reference = FrontierPrioritizedStrategy(
             **(SPEC_DEFAULTS["frontier_prioritized"] if spec else {})
         )
-        self.seed = int(seed)
+        self.seed = _checked_seed(seed, "DataPackRLSampler")
         self.rng = np.random.default_rng(self.seed)
         self.logs: list[dict[str, Any]] = []
         self._sample_id = 0
@@ -241,7 +242,7 @@ class DataPackRLSampler:
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the generator (same seed if ``None``) and clear logs and totals."""
         if seed is not None:
-            self.seed = int(seed)
+            self.seed = _checked_seed(seed, "DataPackRLSampler.reset")
         self.rng = np.random.default_rng(self.seed)
         self.logs.clear()
         self._sample_id = 0
@@ -252,13 +253,26 @@ class DataPackRLSampler:
         self._written = 0
 
     def write_logs(self, run_dir: str | os.PathLike[str]) -> Path:
-        """Append the log entries not yet written to ``run_dir/datapack_samples.jsonl``."""
+        """Append the log entries not yet written to ``run_dir/datapack_samples.jsonl``.
+
+        Raises:
+            ConfigError: ``run_dir`` cannot be created or written (e.g. it is a file), naming
+                it; the entries then count as not written.
+        """
         path = Path(run_dir) / LOG_FILENAME
-        path.parent.mkdir(parents=True, exist_ok=True)
         start = self._written
-        with path.open("a", encoding="utf-8") as f:
-            for entry in self.logs[start:]:
-                f.write(json.dumps(entry) + "\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as f:
+                for entry in self.logs[start:]:
+                    f.write(json.dumps(entry) + "\n")
+        except OSError as exc:
+            raise ConfigError(
+                "run_dir",
+                str(run_dir),
+                f"cannot write the sampling log {LOG_FILENAME} there ({exc})",
+                source="DataPackRLSampler.write_logs",
+            ) from exc
         self._written = len(self.logs)
         return path
 
@@ -347,6 +361,12 @@ class DataPackRLSampler:
         families = ((t.tags[rows, None] & self._bits) != 0).sum(axis=0)
         kinds = ((t.kinds[rows, None] & self._kind_bits) != 0).sum(axis=0)
         return families, kinds
+
+
+def _checked_seed(seed: Any, source: str) -> int:
+    """``seed`` as an int, or a :class:`ConfigError` naming it (a bool, a float, < 0)."""
+    check_int("seed", seed, minimum=0, allow_numpy=True, source=source)
+    return int(seed)
 
 
 def _shares(counts: np.ndarray, total: int) -> dict[str, float]:

@@ -136,6 +136,32 @@ def test_write_logs_appends_only_new_entries(tmp_path):
     assert [e["sample_id"] for e in lines] == [0, 1, 2]
 
 
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", True, None])
+def test_a_bad_seed_is_a_config_error_naming_it(seed):
+    with pytest.raises(ConfigError, match=r"'seed'") as info:
+        DataPackRLSampler(_packs(), seed=seed)
+    assert info.value.value == seed
+    s = DataPackRLSampler(_packs(), seed=np.int64(4))  # numpy integers are seeds too
+    assert s.seed == 4 and isinstance(s.seed, int)
+    if seed is not None:  # reset(seed=None) keeps the seed
+        with pytest.raises(ConfigError, match=r"'seed'"):
+            s.reset(seed=seed)
+        assert s.seed == 4
+
+
+def test_write_logs_into_an_unwritable_place_names_the_run_dir(tmp_path):
+    s = DataPackRLSampler(_packs(), seed=0)
+    s.sample_batch(3)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("kept")
+    with pytest.raises(ConfigError, match="cannot write the sampling log") as info:
+        s.write_logs(blocker)
+    assert (info.value.key, info.value.value) == ("run_dir", str(blocker))
+    assert blocker.read_text() == "kept"
+    path = s.write_logs(tmp_path / "run")  # nothing was counted as written by the failed call
+    assert [json.loads(x)["sample_id"] for x in path.read_text().splitlines()] == [0]
+
+
 def test_sampler_never_mutates_datapacks():
     packs = _packs()
     before = copy.deepcopy([p.to_dict() for p in packs])
