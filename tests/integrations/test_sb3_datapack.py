@@ -227,6 +227,11 @@ def test_clear_errors():
         VecPresentDatapack(ok, Events(packs()), success_fn=3)
     with pytest.raises(ConfigError, match="VecEnv"):
         VecPresentDatapack("not a venv", Events(packs()))  # type: ignore[arg-type]
+    for n_envs in (0, -1, 1.5, True):  # refused before any sub-env is built
+        with pytest.raises(ConfigError, match=r"make_datapack_vec_env: .*'n_envs'"):
+            make_datapack_vec_env(ENV_ID, Events(packs()), n_envs=n_envs, vec_env_cls=SubprocVecEnv)
+    with pytest.raises(ConfigError, match=r"make_datapack_vec_env: .*'sampler'"):
+        make_datapack_vec_env(ENV_ID, object(), n_envs=2, vec_env_cls=SubprocVecEnv)
     venv = VecPresentDatapack(ok, Events(packs()))  # make_vec_env's wrapper_class route works too
     venv.reset()
     assert [p.pack_id for p in venv.datapacks] == ["p0", "p1"]

@@ -43,6 +43,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from gymcurric._checks import check_int
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
@@ -293,6 +294,9 @@ def make_datapack_vec_env(
     """
     if not isinstance(env_id, str):
         raise ConfigError("env_id", env_id, "expected a registered env id", source=_SRC)
+    # checked before any sub-env (or worker process) is built
+    check_int("n_envs", n_envs, source="make_datapack_vec_env")
+    check_datapack_args(sampler, success_fn, mpl_fn, source="make_datapack_vec_env")
 
     def wrap(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
         out: gym.Env[Any, Any] = PresentDatapack(env, None)

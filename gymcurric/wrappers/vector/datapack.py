@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 
+from gymcurric._checks import check_int
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
@@ -321,6 +322,9 @@ def make_datapack_vec(
         mpl_fn: see :class:`PresentDatapack`.
         **env_kwargs: passed to the env constructor.
     """
+    # checked before any sub-env (or worker process) is built
+    check_int("num_envs", num_envs, source="make_datapack_vec")
+    check_datapack_args(sampler, success_fn, mpl_fn, source="make_datapack_vec")
     if vectorization_mode not in ("sync", "async"):
         raise ConfigError(
             "vectorization_mode",

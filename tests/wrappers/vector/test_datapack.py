@@ -290,6 +290,12 @@ def test_arguments_are_validated():
         PresentDatapack(envs.env, object())
     with pytest.raises(ConfigError, match="vectorization_mode"):
         make_datapack_vec(ENV_ID, sampler, vectorization_mode="vector")
+    for num_envs in (0, -1, 1.5, True):  # refused before any sub-env is built
+        with pytest.raises(ConfigError, match=r"make_datapack_vec: .*'num_envs'"):
+            make_datapack_vec(ENV_ID, sampler, num_envs=num_envs, vectorization_mode="async")
+    for kwargs in ({"sampler": object()}, {"sampler": sampler, "mpl_fn": 2}):
+        with pytest.raises(ConfigError, match=r"make_datapack_vec: "):
+            make_datapack_vec(ENV_ID, **kwargs, num_envs=2, vectorization_mode="async")
     envs.close()
 
 
