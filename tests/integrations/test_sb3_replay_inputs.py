@@ -7,7 +7,8 @@
   change the episode starts of the next step.
 - The stream check compares the observation with the previous step's next observation; NaNs at
   the same places are the same observation (no stream break, no side-store slot, no new episode).
-- Float tensors with torch's negative bit (views numpy cannot read) are stored as their values.
+- Float tensors with torch's negative bit (views numpy cannot read) and tensors that require
+  grad are stored as their values, as the ring's pushes store them.
 """
 
 import numpy as np
@@ -177,3 +178,28 @@ def test_tensors_with_the_negative_bit_are_stored_as_their_values():
         twin.add(obs, nxt, action, reward.astype(np.float64), done, infos)
         buf.add(obs, nxt, action, negative_bit(reward.astype(np.float64)), done, infos)
     assert_same_buffers(buf, twin)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tensors_that_require_grad_are_stored_as_their_values(dtype):
+    # numpy cannot read a tensor that requires grad: add() refused it ('a tensor numpy can
+    # read') while the ring's pushes store such tensors as data (detached); so does add() now,
+    # for every numeric argument, a negative-bit view and an nn.Parameter included
+    def grad(value, k):
+        value = torch.tensor(np.asarray(value), dtype=dtype, requires_grad=True)
+        if k % 3 == 1:  # a view with torch's negative bit, in the graph
+            value = torch.complex(torch.zeros_like(value), -value).conj().imag
+            assert value.is_neg()
+        elif k % 3 == 2:
+            value = torch.nn.Parameter(value.detach())
+        assert value.requires_grad
+        return value
+
+    buf, twin = make(), make()
+    for k, (obs, nxt, action, reward, done, infos) in enumerate(steps()):
+        twin.add(obs, nxt, action, reward, done, infos)
+        given = [grad(v, k) for v in (obs, nxt, action, reward, done)]
+        buf.add(*given, infos)
+    assert_same_buffers(buf, twin)
+    assert not any(t.requires_grad for t in buf.ring.state_dict()["tensors"].values())
+    assert not buf.sample(8).observations.requires_grad

@@ -245,7 +245,8 @@ class RingReplayBuffer(ReplayBuffer):
         or complex numbers, and with ``handle_timeout_termination`` infos that are not a list
         of dicts, one per env or a single one for all as SB3 broadcasts it) and leaves the
         buffer and its ring as they were. Tensors with torch's negative bit (views numpy cannot
-        read) are stored as their values. Without timeout handling ``infos`` are not read, as
+        read) and tensors that require grad are stored as their values (detached), as the
+        ring's pushes store them. Without timeout handling ``infos`` are not read, as
         in SB3. The buffer keeps no reference to the arguments.
 
         Raises:
@@ -337,8 +338,8 @@ class RingReplayBuffer(ReplayBuffer):
         assignment, except that actions keep their kind (floats for a discrete action space are
         refused, as the ring refuses them). With ``reshape``, any shape of the same size is
         taken, as SB3 reshapes actions, rewards, dones and observations of Discrete spaces.
-        A tensor must be dense (not sparse, not nested) and one numpy can read (on the CPU,
-        not requiring grad); one with torch's negative or conjugate bit gives its values.
+        A tensor must be dense (not sparse, not nested), on the CPU and of a dtype numpy has;
+        one that requires grad or has torch's negative or conjugate bit gives its values.
         """
         if reshape and type(value) is np.ndarray and value.dtype == dtype:
             try:  # SB3's usual form of Discrete actions and observations: [n_envs]
@@ -355,6 +356,8 @@ class RingReplayBuffer(ReplayBuffer):
                     "expected a dense (strided) tensor or a numpy array",
                     source=_SOURCE,
                 )
+            if value.requires_grad:  # its values: the ring's pushes store data (detached)
+                value = value.detach()
             # numpy cannot read a tensor with torch's negative or conjugate bit (views such as
             # z.conj().imag, z.conj()): their values, as the ring's pushes store them (no-ops
             # without the bits; a complex one is then refused as any complex array is)
