@@ -68,12 +68,13 @@ def _check_depth(data: Any, source: str) -> None:
         stack.extend((child, depth) for child in children if isinstance(child, dict | list))
 
 
-def loads_json(text: str, *, source: str = "") -> Any:
+def loads_json(text: str, *, source: str = "", object_pairs_hook: Any = None) -> Any:
     """``json.loads(text)`` with nesting bounded by :data:`MAX_JSON_DEPTH`.
 
     Args:
         text: the JSON document.
         source: the file (and line) it came from, named in the error.
+        object_pairs_hook: passed to ``json.loads`` (it must return a ``dict``).
 
     Raises:
         json.JSONDecodeError: invalid JSON (left to the caller, which knows how to name the
@@ -90,7 +91,7 @@ def loads_json(text: str, *, source: str = "") -> Any:
 recurse); at most 64 levels of lists / objects are accepted
     """
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=object_pairs_hook)
     except RecursionError:
         raise _depth_error(source) from None
     _check_depth(data, source)

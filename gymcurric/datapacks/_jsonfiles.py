@@ -2,7 +2,10 @@
 
 A ``.json`` file holds one record or a list of records; a ``.jsonl`` file one record per
 non-blank line. A directory is read file by file in sorted name order. Nothing is validated here
-beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place.
+beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place,
+and one with a key given twice in an object (which ``json`` would read as the later value
+without a word) carries the error in :attr:`RawRecord.twice`, for the reader to report once
+it has read the record's id.
 """
 
 from __future__ import annotations
@@ -25,6 +28,57 @@ class RawRecord(NamedTuple):
     source: str
     line: int | None
     where: str  # "file, line N", "file, record i" or "file"
+    #: a key given twice in one of the record's objects (``data`` has the later value): the
+    #: error to report for the record once its id is read
+    twice: DataError | None = None
+
+
+class _Twice(dict[str, Any]):
+    """A JSON object in which a key was given twice: ``(key, first value, later value)``."""
+
+    twice: tuple[str, Any, Any]
+
+
+def _pairs(flag: list[bool]) -> Any:
+    """An ``object_pairs_hook`` that marks objects with a key given twice (``flag[0]`` set)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        seen: dict[str, Any] = {}
+        marked = _Twice(out)
+        for key, value in pairs:
+            if key in seen:
+                marked.twice = (key, seen[key], value)
+                break
+            seen[key] = value
+        flag[0] = True
+        return marked
+
+    return hook
+
+
+def _twice_error(data: Any, where: str) -> DataError | None:
+    """The first key given twice in ``data``'s objects (document order), named by its path."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Twice):
+            key, first, later = node.twice
+            field = f"{path}.{key}" if path else key
+            return DataError(
+                f"{where}: field {field!r}: given twice in one JSON object, whose reader keeps "
+                f"only the later; got {first!r}, then {later!r}"
+            )
+        if isinstance(node, dict):
+            items = [(v, f"{path}.{k}" if path else k) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
 
 
 def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]:
@@ -49,23 +103,29 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
     except (OSError, UnicodeDecodeError) as exc:
         yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
         return
+    flag = [False]  # set when an object had a key given twice
+    hook = _pairs(flag)
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             where = f"{src}, line {lineno}"
             try:
-                data = loads_json(line, source=where)
+                data = loads_json(line, source=where, object_pairs_hook=hook)
             except DataError as exc:  # nested too deeply
                 data = exc
             except json.JSONDecodeError as exc:
                 data = DataError(
                     f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got {line[:80]!r}"
                 )
-            yield RawRecord(data, src, lineno, where)
+            if flag[0]:
+                flag[0] = False
+                yield RawRecord(data, src, lineno, where, _twice_error(data, where))
+            else:
+                yield RawRecord(data, src, lineno, where)
         return
     try:
-        data = loads_json(text, source=src)
+        data = loads_json(text, source=src, object_pairs_hook=hook)
     except DataError as exc:  # nested too deeply
         yield RawRecord(exc, src, None, src)
         return
@@ -76,7 +136,8 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
         )
         return
     if not isinstance(data, list):
-        yield RawRecord(data, src, None, src)
+        yield RawRecord(data, src, None, src, _twice_error(data, src) if flag[0] else None)
         return
     for i, item in enumerate(data):
-        yield RawRecord(item, src, None, f"{src}, record {i}")
+        where = f"{src}, record {i}"
+        yield RawRecord(item, src, None, where, _twice_error(item, where) if flag[0] else None)

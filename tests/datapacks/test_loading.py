@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from gymcurric.datapacks import load_datapacks, load_episode
+from gymcurric.datapacks import load_datapacks, load_episode, validate_datapacks
 from gymcurric.errors import DataError
 
 from .packs import minimal, record
@@ -55,6 +55,33 @@ def test_json_list_record_named_by_index(tmp_path):
     f.write_text(json.dumps([minimal("a", 0), minimal("b", 1, trust_score="high")]))
     with pytest.raises(DataError, match=r"x\.json, record 1: field 'trust_score'.*got 'high'"):
         load_datapacks(f)
+
+
+def test_a_key_given_twice_in_a_record_is_named_not_silently_dropped(tmp_path):
+    # json.loads keeps the later of two equal keys without a word
+    f = tmp_path / "x.jsonl"
+    twice = '{"pack_id": "b", "task_type": "t", "tier": 0, "tier": 2}'
+    nested = '{"pack_id": "c", "task_type": "t", "tier": 0, "enrichment": {"affordances": '
+    nested += '[{"name": "grasp", "demonstrated": true, "demonstrated": false}]}}'
+    _write_jsonl(f, [minimal("a", 0), twice, nested])
+    packs, errors = validate_datapacks(f)
+    assert [p.pack_id for p in packs] == ["a"]
+    assert errors == [
+        f"{f}, line 2: field 'tier': given twice in one JSON object, whose reader keeps only "
+        "the later; got 0, then 2",
+        f"{f}, line 3: field 'enrichment.affordances[0].demonstrated': given twice in one JSON "
+        "object, whose reader keeps only the later; got True, then False",
+    ]
+    with pytest.raises(DataError, match=r"line 2: field 'tier': given twice"):
+        load_datapacks(f)
+    g = tmp_path / "list.json"  # in a JSON list: the record index, the others still load
+    g.write_text(f"[{json.dumps(minimal('d', 0))}, {twice}]")
+    packs, errors = validate_datapacks(g)
+    assert [p.pack_id for p in packs] == ["d"]
+    assert len(errors) == 1 and errors[0].startswith(f"{g}, record 1: field 'tier': given twice")
+    h = tmp_path / "one.json"
+    h.write_text(twice)
+    assert validate_datapacks(h)[1][0].startswith(f"{h}: field 'tier': given twice")
 
 
 def test_duplicate_pack_ids_name_both_files(tmp_path):

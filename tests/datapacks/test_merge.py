@@ -102,6 +102,25 @@ def test_every_merge_problem_is_reported_with_file_line_and_id(tmp_path, capsys)
     }
 
 
+def test_a_key_given_twice_in_an_enrichment_is_its_one_error(tmp_path):
+    _, stage1, enrichments = _split(3)
+    d = _write(tmp_path / "stage1", "datapacks.jsonl", stage1)
+    e = _write(tmp_path / "stage2", "enrichments.jsonl", enrichments)
+    lines = (e / "enrichments.jsonl").read_text().splitlines()
+    assert lines[1].endswith("}}")
+    twice = ', "novelty_tags": [{"novelty_score": 0.5}]}}'  # pack_001's novelty_tags, again
+    lines[1] = lines[1][:-2] + twice
+    (e / "enrichments.jsonl").write_text("\n".join(lines) + "\n")
+    packs, errors = validate_datapacks(d, enrichment_dir=e)
+    assert [p.pack_id for p in packs] == ["pack_000", "pack_002"]
+    assert len(errors) == 1, errors  # not also "pack_001 has no enrichment"
+    assert errors[0].startswith(
+        f"{e / 'enrichments.jsonl'}, line 2: field 'enrichment.novelty_tags': given twice in "
+        "one JSON "
+        "object, whose reader keeps only the later; got "
+    ) and errors[0].endswith(", then [{'novelty_score': 0.5}]")
+
+
 def test_a_conflicting_inline_enrichment_is_an_error_an_equal_one_is_not(tmp_path):
     _, stage1, enrichments = _split(2)
     stage1[0]["enrichment"] = {"coherence_score": 0.5, "extra_note": "kept"}
