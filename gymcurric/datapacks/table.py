@@ -37,6 +37,7 @@ than ``none``), ``risk`` (``risk`` > 0 or ``risk_tags``), ``affordance``, ``effi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -168,7 +169,23 @@ class DatapackTable:
     """
 
     def __init__(self, packs: Sequence[DataPack]) -> None:
+        if isinstance(packs, str | os.PathLike):
+            raise ConfigError(
+                "packs",
+                str(packs),
+                "expected DataPack records, not a path (read a folder with load_datapacks)",
+                source="DatapackTable",
+            )
         self.records: tuple[DataPack, ...] = tuple(packs)
+        for i, p in enumerate(self.records):
+            if not isinstance(p, DataPack):
+                raise ConfigError(
+                    "packs",
+                    p,
+                    f"item {i} is a {type(p).__name__}, expected a DataPack "
+                    "(DataPack.from_dict reads a record; load_datapacks a folder)",
+                    source="DatapackTable",
+                )
         n = len(self.records)
         ids = [p.pack_id for p in self.records]
         self._index = {pid: i for i, pid in enumerate(ids)}

@@ -194,6 +194,22 @@ def test_table_rejects_duplicates_and_unknown_tags():
         DatapackTable([p]).codes("colour")
 
 
+def test_table_and_sampler_refuse_what_is_not_datapack_records(tmp_path):
+    from gymcurric.datapacks import DataPackRLSampler
+    from gymcurric.errors import ConfigError
+
+    p = DataPack.from_dict(minimal("a", 0))
+    for packs, value in (
+        ("packs/", "packs/"),  # a folder's path: load_datapacks reads it
+        (tmp_path, str(tmp_path)),
+        ([p, minimal("b", 1)], minimal("b", 1)),  # a raw record, not a DataPack
+    ):
+        for build in (DatapackTable, DataPackRLSampler):
+            with pytest.raises(ConfigError, match=r"DatapackTable: .*'packs'") as info:
+                build(packs)
+            assert info.value.value == value
+
+
 def test_direct_construction_is_checked_and_frozen():
     params = {"a": [1, 2]}
     p = DataPack("x", "reach", "E-v0", 2, task_params=params, extra={"k": {"v": 1}})
