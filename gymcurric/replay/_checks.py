@@ -86,6 +86,30 @@ def not_dense(name: str, value: torch.Tensor) -> ConfigError:
     )
 
 
+def described(value: Any) -> str:
+    """``value`` for an error message: a tensor's dtype and device, else its type (and length)."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor of dtype {value.dtype} on {value.device}"
+    try:
+        return f"{type(value).__name__} of length {len(value)}"
+    except TypeError:
+        return f"a {type(value).__name__}"
+
+
+def unreadable(name: str, value: Any, expected: str) -> ConfigError:
+    """The error of a ``value`` numpy cannot read as an array (``np.asarray`` raised on it).
+
+    A ragged list, a list of tensors numpy cannot read (on a GPU, requiring grad, with torch's
+    negative bit), a tensor without data (``meta``)...: named, not a raw numpy or torch error.
+    """
+    return ConfigError(
+        name,
+        described(value),
+        f"{expected}: a numpy array, or a list or tensor numpy can read",
+        source="ReplayRing",
+    )
+
+
 def dtype_from_name(name: str, where: str) -> torch.dtype:
     """Inverse of :func:`dtype_name`."""
     dt = getattr(torch, name, None)
@@ -131,7 +155,10 @@ def as_tensor_like(
                 source="ReplayRing",
             )
         return value.detach() if value.requires_grad else value
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as err:  # ragged lists, lists of GPU tensors...
+        raise unreadable(name, value, f"expected numbers of shape {shape}") from err
     if arr.shape != shape:
         raise ConfigError(
             name, f"array of shape {arr.shape}", f"expected shape {shape}", source="ReplayRing"
@@ -188,8 +215,14 @@ def host_flags(name: str, value: Any, num_envs: int) -> np.ndarray:
                 f"expected dtype torch.bool and shape ({num_envs},)",
                 source="ReplayRing",
             )
-        return value.cpu().numpy()
-    arr = np.asarray(value)
+        try:
+            return value.cpu().numpy()
+        except NotImplementedError as err:  # a meta tensor has no data to copy
+            raise unreadable(name, value, f"expected bool of shape ({num_envs},)") from err
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as err:  # ragged lists, lists of GPU tensors...
+        raise unreadable(name, value, f"expected bool of shape ({num_envs},)") from err
     if arr.dtype != np.bool_ or arr.shape != (num_envs,):
         raise ConfigError(
             name,
@@ -306,14 +339,20 @@ def check_generator(generator: Any, device: torch.device) -> None:
 
 def check_indices(name: str, value: Any, high: int) -> None:
     """Integer indices in ``[0, high)``; checked on the host (device tensors are trusted:
-    reading them would sync)."""
+    reading them would sync). A CPU tensor with torch's negative or conjugate bit, or one that
+    requires grad, is checked by its values (numpy cannot read it as it is)."""
     if isinstance(value, torch.Tensor):
         if value.layout is not STRIDED or value.is_nested:
             raise not_dense(name, value)
+        if value.device.type == "meta":  # no data: neither checked nor usable
+            raise unreadable(name, value, "expected integer indices")
         if value.device.type != "cpu":
             return
-        value = value.numpy()
-    a = np.asarray(value)
+        value = value.detach().resolve_conj().resolve_neg().numpy()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as err:  # ragged lists...
+        raise unreadable(name, value, "expected integer indices") from err
     if a.size and a.dtype.kind not in "iu":
         raise ConfigError(name, a.dtype, "expected integer indices", source="ReplayRing")
     if a.size and (a.min() < 0 or a.max() >= high):

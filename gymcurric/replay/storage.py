@@ -24,6 +24,7 @@ from gymcurric.replay._checks import (
     host_flags,
     numpy_dtype,
     reward_required,
+    unreadable,
 )
 from gymcurric.replay.specs import PACKED_COLUMNS, STANDARD_FIELDS, FieldSpec
 
@@ -291,7 +292,10 @@ class RingStorage:
             if isinstance(value, torch.Tensor):
                 # resolve_neg: numpy() refuses a tensor with the negative bit (a view)
                 value = self.checked_tensor(name, value).resolve_neg().numpy()
-            arr = np.asarray(value)
+            try:
+                arr = np.asarray(value)
+            except (TypeError, ValueError, RuntimeError) as err:  # ragged lists...
+                raise unreadable(name, value, f"expected numbers of shape ({num_envs},)") from err
             if arr.shape != (num_envs,) or arr.dtype.kind not in "biuf":
                 raise ConfigError(
                     name,

@@ -208,3 +208,80 @@ def test_nested_tensors_are_refused_by_the_other_entry_points(device):
 
     for name, err in refused_by_the_other_entry_points(device, nested):
         assert (err.key, err.value) == (name, "nested tensor")
+
+
+def test_index_tensors_numpy_cannot_read_are_checked_by_their_values(device):
+    # check_indices read a CPU index tensor with .numpy(): one with torch's negative bit was a
+    # raw RuntimeError (the draw takes it as its values), one that requires grad too (it is
+    # refused as float indices are)
+    ring = run(device, lambda step: step)
+    rows, envs = np.array([1, 2, 3]), np.array([0, 1, 1])
+
+    def negative_bit(value):  # int tensors get the bit only from torch's own views
+        view = torch._neg_view(-torch.as_tensor(value, device=device))
+        assert view.is_neg() and torch.equal(view, torch.as_tensor(value, device=device))
+        return view
+
+    want = ring.transitions_at(rows, envs)
+    for got in (
+        ring.transitions_at(negative_bit(rows), envs),
+        ring.transitions_at(rows, negative_bit(envs)),
+    ):
+        for name in ("obs", "action", "reward", "next_obs", "done", "valid", "t_index"):
+            assert torch.equal(getattr(got, name), getattr(want, name)), name
+    if device.type == "cpu":  # indices on a GPU are trusted (reading them would sync)
+        floats = torch.tensor([1.0, 2.0], requires_grad=True)
+        for call in (
+            lambda: ring.transitions_at(floats, envs[:2]),
+            lambda: ring.transitions_at(rows[:2], floats),
+        ):
+            with pytest.raises(ConfigError, match="expected integer indices"):
+                call()
+
+
+def test_values_numpy_cannot_read_are_refused_by_the_other_entry_points(device):
+    # np.asarray (or a copy to the host) raised a raw ValueError on a ragged list,
+    # RuntimeError on a list of tensors that require grad, NotImplementedError on a tensor
+    # without data (meta): refused naming the parameter, the ring left as it was
+    ring = run(device, lambda step: step)
+    before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+    obs, mask, rows = np.ones((E, 3), np.float32), np.array([False, True]), np.array([0, 1])
+    ragged_obs = [[1.0, 2.0, 3.0], [1.0]]
+    grad_obs = list(torch.ones(E, 3, requires_grad=True))
+    meta_mask = torch.ones(E, dtype=torch.bool, device="meta")
+    newest = (ring.head - 1) % ring.capacity
+    calls = [
+        ("final_obs", "list of length 2", lambda: ring.attach_final_obs(newest, ragged_obs, mask)),
+        ("final_obs", "list of length 2", lambda: ring.attach_final_obs(newest, grad_obs, mask)),
+        ("mask", "list of length 2", lambda: ring.attach_final_obs(newest, obs, [True, [False]])),
+        ("mask", "on meta", lambda: ring.attach_final_obs(newest, obs, meta_mask)),
+        ("mask", "list of length 2", lambda: ring.start_episodes_at_next_push([[True], []])),
+        ("mask", "on meta", lambda: ring.start_episodes_at_next_push(meta_mask)),
+        (
+            "next_obs",
+            "list of length 2",
+            lambda: ring.sample_transitions(4, gen(device), next_obs=grad_obs),
+        ),
+        (
+            "next_obs",
+            "list of length 2",
+            lambda: ring.transitions_at(rows, rows, next_obs=ragged_obs),
+        ),
+        ("t_index", "list of length 2", lambda: ring.transitions_at([[0], [0, 1]], rows)),
+        ("env_index", "list of length 2", lambda: ring.transitions_at(rows, [[0], [0, 1]])),
+        (
+            "t_index",
+            "on meta",
+            lambda: ring.transitions_at(torch.tensor(rows, device="meta"), rows),
+        ),
+    ]
+    for name, received, call in calls:
+        with pytest.raises(ConfigError, match="numpy can read") as refused:
+            call()
+        assert refused.value.key == name
+        assert received in refused.value.value
+    after = ring.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    row = ring.head  # nor did they mark episode starts
+    ring.push_step(**{**plain(8), "terminated": np.zeros(E, bool)})
+    assert not ring["is_first"][row].any()

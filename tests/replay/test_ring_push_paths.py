@@ -404,3 +404,33 @@ def test_nested_tensors_are_refused_and_leave_the_ring_as_it_was(name, flags_as,
         assert (err.key, err.value, err.source) == (name, "nested tensor", "ReplayRing")
         assert "expected a dense (strided) tensor" in str(err)
     assert str(errors[0]) == str(errors[1])
+
+
+@pytest.mark.parametrize("name", ARGUMENTS)
+@pytest.mark.parametrize("kind", ["ragged", "tensors"])
+@pytest.mark.parametrize("flags_as", ["numpy", "tensor"])
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "no_end"])
+def test_lists_numpy_cannot_read_are_refused_and_leave_the_ring_as_it_was(
+    name, kind, flags_as, ended
+):
+    # the general checks read a list with np.asarray: a ragged one was a raw ValueError, a list
+    # of tensors numpy cannot read (requiring grad, or with torch's negative bit) a raw
+    # RuntimeError, on both indexes and for every argument
+    given = []
+
+    def unreadable(dense):
+        if kind == "ragged" or dense.dtype == torch.bool:  # a bool tensor has no such views
+            value = [dense.tolist()[0], []]
+        elif dense.is_floating_point():
+            value = list(dense.clone().requires_grad_(True))
+        else:
+            value = list(torch._neg_view(-dense))  # the int actions: torch's negative bit
+        given.append(value)
+        return value
+
+    errors = refused_pushes(name, unreadable, flags_as, ended, 6)
+    for value, err in zip(given, errors, strict=True):
+        assert (err.key, err.source) == (name, "ReplayRing")
+        assert err.value == f"list of length {len(value)}"
+        assert "numpy can read" in str(err)
+    assert str(errors[0]) == str(errors[1])
