@@ -521,7 +521,23 @@ class CurriculumSchedule:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurriculumSchedule:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`: ``from_dict(s.to_dict()) == s``, through JSON too.
+
+        Raises:
+            ConfigError: a missing or unknown key, or strategy parameters its strategy refuses.
+        """
+        src = "CurriculumSchedule"
         d = dict(data)
-        d["filter_constraints"] = FilterConstraints(**d["filter_constraints"])
-        return cls(**d)
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key in names:
+            if key not in d:
+                raise ConfigError(key, None, f"missing; expected the keys {names}", source=src)
+        # the strategy's own form: JSON made tier_ratios' / tier_weights' int keys strings
+        params = make_strategy(d["strategy"], d["strategy_params"], source=src).to_dict()
+        del params["strategy"]
+        d["strategy_params"] = params
+        try:
+            d["filter_constraints"] = FilterConstraints(**d["filter_constraints"])
+            return cls(**d)
+        except TypeError as exc:  # an unknown key
+            raise ConfigError("schedule", dict(data), str(exc), source=src) from exc

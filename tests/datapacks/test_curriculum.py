@@ -46,6 +46,21 @@ def test_default_stages_and_schedule():
     assert CurriculumSchedule.from_dict(d).to_dict() == d
 
 
+def test_a_schedule_comes_back_equal_from_its_json_form():
+    # JSON turns tier_ratios' / tier_weights' int keys into strings: from_dict restores them
+    cur = DataPackCurriculum()
+    for episode in (0, 500, 2500, 7500):  # every default stage and strategy
+        sch = cur.get_schedule(episode)
+        back = CurriculumSchedule.from_dict(json.loads(json.dumps(sch.to_dict())))
+        assert back == sch, (back.strategy_params, sch.strategy_params)
+    d = sch.to_dict()
+    del d["filter_constraints"]
+    with pytest.raises(ConfigError, match=r"CurriculumSchedule: .*'filter_constraints'"):
+        CurriculumSchedule.from_dict(d)
+    with pytest.raises(ConfigError, match=r"CurriculumSchedule: .*'strategy': 'greedy'"):
+        CurriculumSchedule.from_dict({**sch.to_dict(), "strategy": "greedy"})
+
+
 def test_advance_by_rule_needs_a_full_window():
     cur = DataPackCurriculum(_cfg())
     for i in range(9):
