@@ -76,8 +76,9 @@ class _Episode:
 def _array(where: str, key: str, value: Any) -> np.ndarray:
     """``value`` (array ``key`` of an episode) as a numpy array.
 
-    A sparse or nested tensor is refused; one with torch's negative or conjugate bit (a view
-    numpy cannot read) gives its values.
+    A sparse or nested tensor is refused, as is what numpy cannot read (a ragged list, a tensor
+    on a GPU or of a dtype numpy lacks); a tensor that requires grad or has torch's negative or
+    conjugate bit (a view numpy cannot read) gives its values, as the ring's pushes store them.
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not torch.strided or value.is_nested:
@@ -90,8 +91,32 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
                 f"{where}: array {key!r} is {kind}; expected a dense (strided) tensor or a "
                 "numpy array"
             )
-        value = value.resolve_conj().resolve_neg()  # no-ops without the bits
-    return np.asarray(value)
+        value = value.detach().resolve_conj().resolve_neg()  # no-ops without grad and bits
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as err:
+        got = (
+            f"a tensor of dtype {value.dtype} on {value.device}"
+            if isinstance(value, torch.Tensor)
+            else f"a {type(value).__name__}"
+        )
+        raise DataError(
+            f"{where}: array {key!r} is {got} that numpy cannot read; expected a numpy array "
+            "or a CPU tensor of a numpy dtype"
+        ) from err
+
+
+def _numbers(where: str, key: str, value: np.ndarray) -> np.ndarray:
+    """``value`` (rewards or costs, written into float64 rows) if it holds numbers.
+
+    Complex ones lost their imaginary part (a ``ComplexWarning``), objects became NaN, and
+    strings were parsed row by row until one failed (a raw ``ValueError``, rows written).
+    """
+    if value.dtype.kind not in "biuf":
+        raise DataError(
+            f"{where}: array {key!r} has dtype {value.dtype}; expected numbers (bool, int or float)"
+        )
+    return value
 
 
 def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
@@ -106,7 +131,7 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
         if key not in arrays:
             raise DataError(f"{where}: array {key!r} is missing; got keys {sorted(arrays)}")
     action = _array(where, "action", arrays["action"])
-    reward = _array(where, "reward", arrays["reward"])
+    reward = _numbers(where, "reward", _array(where, "reward", arrays["reward"]))
     T = len(action)
     if T < 1 or reward.shape != (T,):
         raise DataError(
@@ -126,7 +151,7 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
             f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
             f"{np.dtype(obs_dtype)} observations"
         )
-    cost = _array(where, "cost", arrays.get("cost", np.zeros(T)))
+    cost = _numbers(where, "cost", _array(where, "cost", arrays.get("cost", np.zeros(T))))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
     term = _array(where, "terminated", arrays.get("terminated", False)).reshape(-1)
@@ -145,8 +170,9 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         An :class:`EpisodeLoadReport`.
 
     Raises:
-        DataError: an episode lacks an array, has inconsistent lengths or holds a sparse
-            or nested tensor (names the datapack).
+        DataError: an episode lacks an array, has inconsistent lengths, holds a sparse or
+            nested tensor or an array numpy cannot read, or rewards or costs that are not
+            numbers (names the datapack).
         ConfigError: an array does not fit the ring's field (shape or dtype kind).
 
     Examples:

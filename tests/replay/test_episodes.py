@@ -159,3 +159,69 @@ def test_episode_tensors_with_the_negative_bit_are_read_as_their_values():
     extend_from_episodes(plain, [ep])
     extend_from_episodes(odd, [dict(ep, **views)])
     assert all(torch.equal(plain[name], odd[name]) for name in plain.fields)
+
+
+def test_episode_tensors_that_require_grad_are_read_as_their_values():
+    # np.asarray refuses a tensor that requires grad: a raw RuntimeError, while the pushes
+    # store such tensors as data (test_ring_odd_inputs.py)
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    grad = {k: torch.tensor(ep[k], requires_grad=True) for k in ("obs", "reward", "cost")}
+    grad["next_obs"] = torch.nn.Parameter(torch.as_tensor(ep["next_obs"]))
+    plain, odd = ring(1), ring(1)
+    extend_from_episodes(plain, [ep])
+    extend_from_episodes(odd, [dict(ep, **grad)])
+    assert all(torch.equal(plain[name], odd[name]) for name in plain.fields)
+    assert not any(t.requires_grad for t in odd.state_dict()["tensors"].values())
+
+
+UNREADABLE = {
+    "bfloat16": (lambda v: torch.as_tensor(v).to(torch.bfloat16), "torch.bfloat16 on cpu"),
+    "meta": (lambda v: torch.as_tensor(v).to("meta"), "on meta"),
+    "ragged": (lambda v: [list(np.atleast_1d(v[0])), []], "a list that numpy cannot read"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNREADABLE))
+@pytest.mark.parametrize("key", ["obs", "next_obs", "action", "reward", "cost"])
+def test_an_array_numpy_cannot_read_is_refused_naming_it(key, kind):
+    # np.asarray raised a raw TypeError (a dtype numpy lacks, a tensor without data or on a
+    # GPU) or ValueError (a ragged list)
+    convert, received = UNREADABLE[kind]
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    r = ring(1)
+    extend_from_episodes(r, [ep])
+    before = {k: v.clone() for k, v in r.state_dict()["tensors"].items()}
+    with pytest.raises(DataError, match=rf"episode 0: array '{key}' is .*numpy cannot read") as e:
+        extend_from_episodes(r, [dict(ep, **{key: convert(ep[key])})])
+    assert received in str(e.value)
+    after = r.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+NOT_NUMBERS = {
+    # a complex view with torch's conjugate bit is read as its values (0a808db), and complex
+    # values were then stored as their real part (a ComplexWarning)
+    "conjugate": lambda v: torch.as_tensor(v).to(torch.complex64).conj(),
+    "complex": lambda v: np.asarray(v) + 1j,
+    "objects": lambda v: np.asarray(v).astype(object),  # None would have been stored as NaN
+    # parsed row by row: rows were written before the one that failed (a raw ValueError)
+    "strings": lambda v: np.array([*map(str, v[:-1]), "x"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_NUMBERS))
+@pytest.mark.parametrize("key", ["reward", "cost"])
+def test_rewards_and_costs_that_are_not_numbers_are_refused_naming_them(key, kind):
+    ep = episode(0, 3, True)
+    value = NOT_NUMBERS[kind](ep[key])
+    r = ring(1)
+    before = {k: v.clone() for k, v in r.state_dict()["tensors"].items()}
+    with pytest.raises(
+        DataError, match=rf"episode 0: array '{key}' has dtype .*; expected numbers"
+    ):
+        extend_from_episodes(r, [dict(ep, **{key: value})])
+    after = r.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert r.total_steps == 0
