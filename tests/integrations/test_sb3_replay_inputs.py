@@ -203,3 +203,24 @@ def test_tensors_that_require_grad_are_stored_as_their_values(dtype):
     assert_same_buffers(buf, twin)
     assert not any(t.requires_grad for t in buf.ring.state_dict()["tensors"].values())
     assert not buf.sample(8).observations.requires_grad
+
+
+def test_read_only_actions_are_stored_without_wrapping_them_in_a_tensor(monkeypatch):
+    # a float32 action array that is read-only (np.asarray of a JAX array, np.broadcast_to)
+    # was wrapped with torch.from_numpy, which warns ('The given NumPy array is not writable
+    # ... undefined behavior'; once per process, so the wrapping itself is checked)
+    from_numpy = torch.from_numpy
+
+    def writable_only(array):
+        assert array.flags.writeable, "torch.from_numpy of a read-only array"
+        return from_numpy(array)
+
+    buf, twin = make(), make()
+    monkeypatch.setattr(torch, "from_numpy", writable_only)
+    for obs, nxt, action, reward, done, infos in steps():
+        twin.add(obs, nxt, action, reward, done, infos)
+        read_only = action.copy()
+        read_only.flags.writeable = False
+        buf.add(obs, nxt, read_only, reward, done, infos)
+    monkeypatch.undo()
+    assert_same_buffers(buf, twin)

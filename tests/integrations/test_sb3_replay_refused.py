@@ -230,3 +230,29 @@ def test_other_forms_of_good_inputs_are_stored_as_numpy_float32_ones():
         one.add(obs, nxt, np.array([1, 2]), np.ones(N, np.float32), np.zeros(N, bool), [{}, {}])
         other.add(obs.tolist(), nxt.reshape(N, 1), [[1], [2]], [1, 1], [0, 0], [{}, {}])
     assert_same(snapshot(one), snapshot(other))
+
+
+@pytest.mark.parametrize("situation", SITUATIONS)
+@pytest.mark.parametrize(
+    "flag",
+    [torch.ones(N), torch.ones(1, device="meta")],
+    ids=["tensor_of_several_values", "meta_tensor"],
+)
+def test_a_timeout_flag_that_bool_cannot_read_is_refused(flag, situation):
+    # infos[e]["TimeLimit.truncated"] is read with bool(): a tensor of several values (or of no
+    # data) raised a raw RuntimeError; refused as other infos SB3 cannot read
+    steps = good_steps(situation)
+    buf, twin = make(), make()
+    feed([buf, twin], steps[:REFUSED_AT], situation)
+    if situation == "marked_done":
+        for b in (buf, twin):
+            b.dones[(b.pos - 1) % b.buffer_size] = True
+    before = snapshot(buf)
+    args = list(steps[REFUSED_AT])
+    args[5] = [{"TimeLimit.truncated": flag}, {}]
+    with pytest.raises(ConfigError, match="expected a list of 2 dicts") as info:
+        buf.add(*args)
+    assert (info.value.key, info.value.value) == ("infos", "list of length 2")
+    assert_same(snapshot(buf), before)
+    feed([buf, twin], steps[REFUSED_AT:], "continues")
+    assert_twins(buf, twin)

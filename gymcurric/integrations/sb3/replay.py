@@ -272,7 +272,9 @@ class RingReplayBuffer(ReplayBuffer):
             and action.shape == act_shape
         ):
             action = self._checked("action", action, self._action_dtype, act_shape, True)
-        if action.dtype == np.float32 and self._cpu_ring:
+        if action.dtype == np.float32 and self._cpu_ring and action.flags.writeable:
+            # (torch.from_numpy warns on a read-only array, e.g. np.asarray of a JAX array:
+            # the ring's checks take those as they are and copy them)
             try:
                 stored_action: np.ndarray | torch.Tensor = torch.from_numpy(action)
             except ValueError:  # negative strides
@@ -288,7 +290,8 @@ class RingReplayBuffer(ReplayBuffer):
         if self.handle_timeout_termination:
             try:
                 truncated = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos])
-            except (AttributeError, TypeError, ValueError) as err:
+            except (AttributeError, TypeError, ValueError, RuntimeError) as err:
+                # RuntimeError: bool() of a tensor of several values (or of no data: meta)
                 raise self._bad_infos(infos) from err
             if truncated.shape != (n,) and truncated.shape != (1,):
                 raise self._bad_infos(infos)
