@@ -434,11 +434,15 @@ class RingStorage:
         return tensors
 
     def restore(self, tensors: Mapping[str, torch.Tensor]) -> None:
-        """Copy checked :meth:`state_tensors` in; ``row_has_side`` follows (exactly)."""
+        """Copy checked :meth:`state_tensors` in; ``row_has_side`` follows (exactly).
+
+        A state tensor that requires grad gives its values: a copy of it would put the ring's
+        tensors in its autograd graph, and a later copy then raised half-way through.
+        """
         if isinstance(self.current_episode, torch.Tensor):
             self.current_episode = self.episode_state  # not the newest row: copies go here
         for name, target in self.state_tensors().items():
-            target.copy_(tensors[name])
+            target.copy_(tensors[name].detach())
         self.side_owner[-1:].fill_(-1)  # the trash entries (states may hold anything there)
         self.side_slot_table[-1:].fill_(-1)
         self.row_has_side = (self.side_slot >= 0).any(dim=1).cpu().numpy()

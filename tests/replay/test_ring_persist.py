@@ -487,3 +487,23 @@ def test_a_file_of_the_other_byte_order_loads(tmp_path):
     assert torch.equal(back["obs"], ring["obs"]) and torch.equal(
         back["episode_id"], ring["episode_id"]
     )
+
+
+def test_a_state_whose_tensors_require_grad_is_loaded_as_its_values(device):
+    # restore copied each state tensor into the ring's: one that requires grad put the ring's
+    # tensors in its autograd graph, and a later copy raised a raw RuntimeError ('a leaf
+    # Variable that requires grad ...') half-way through the load, the ring partly overwritten
+    ring = filled(device)
+    state = ring.state_dict()
+    graded = {
+        k: v.clone().requires_grad_(True) if v.is_floating_point() else v
+        for k, v in state["tensors"].items()
+    }
+    clone, plain = other_ring(device), other_ring(device)
+    clone.load_state_dict({**state, "tensors": graded})
+    plain.load_state_dict(state)
+    assert same_snapshot(snapshot(clone), snapshot(plain))
+    assert not any(t.requires_grad for t in clone.state_dict()["tensors"].values())
+    for one in (clone, plain):
+        push(one, 20, term=[True, False], final=torch.ones(2, 3, device=device))
+    assert same_snapshot(snapshot(clone), snapshot(plain))
