@@ -19,6 +19,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric._optional import import_optional
+from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
 from gymcurric.semantics.hf import (
     dtype_chain,
@@ -56,6 +57,11 @@ class CaptionEmbedder:
             ``"float16"``.
         max_length: longest caption in tokens (longer ones are truncated).
 
+    Raises:
+        ConfigError: a bad argument, or a CLIP/SigLIP folder (``kind`` is named: those are
+            loaded with ``kind="auto"``, ``"clip"`` or ``"siglip"``).
+        OSError: the folder or cached hub id cannot be read (transformers' own error).
+
     Attributes:
         dim: 384 for MiniLM.
         status: e.g. ``"ok: caption '/.../model' dtype=float32 device=cpu"``.
@@ -74,6 +80,16 @@ class CaptionEmbedder:
         check_int("max_length", max_length, reason="must be a positive int")
         path = default_caption_model() if model_name is None else resolve_model_path(model_name)
         self.model_device = resolve_device(device)
+        model_type = getattr(
+            transformers.AutoConfig.from_pretrained(path, local_files_only=True), "model_type", ""
+        )
+        if model_type in ("clip", "siglip", "siglip2"):  # its text tower is no sentence encoder
+            raise ConfigError(
+                "kind",
+                "caption",
+                f"{path!r} holds a {model_type} model, not a sentence-embedding model; "
+                "use kind='auto' (or 'clip'/'siglip') for CLIP/SigLIP models",
+            )
         self.max_length = max_length
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model: Any = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,16 +118,42 @@ class _UnreadableModel(ConfigError):
     """A model folder that cannot say what it holds (fail-soft loading degrades, not raises)."""
 
 
-def _looks_local(name: str) -> bool:
-    """A path no hub id can be (absolute, ``./``, ``../`` or ``~``): a folder, not a hub id."""
-    return os.path.isabs(name) or name.startswith((".", "~"))
+# a hub id as huggingface_hub validates one: "name" or "namespace/name", ASCII [A-Za-z0-9_.-],
+# neither part starting or ending with "-" or ".", at most 96 characters, no "--" or ".."
+_HUB_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
+_CALLERS = "a model folder or a cached hub id (str or os.PathLike), an Embedder, a callable or None"
+
+
+def _check_name(model_name: Any) -> None:
+    """ConfigError for a ``model_name`` of the wrong type, empty, or a missing path.
+
+    A name that is no existing path and that no hub id can be (absolute, ``./``, ``../``,
+    ``~``, a backslash, two or more ``/``, ...) is a missing folder: :class:`_UnreadableModel`
+    (fail-soft loading degrades). A name a hub id can be (``"org/name"``) goes to the hub loader.
+    """
+    if not isinstance(model_name, str | os.PathLike):
+        raise ConfigError("model_name", model_name, f"expected {_CALLERS}")
+    name = os.fspath(model_name)
+    if not isinstance(name, str) or not name:
+        empty = "an empty name; " if isinstance(name, str) else ""
+        raise ConfigError("model_name", model_name, f"{empty}expected {_CALLERS}")
+    hub_id = bool(len(name) <= 96 and _HUB_ID.fullmatch(name) and not name.endswith(".git"))
+    if not (hub_id and "--" not in name and ".." not in name) and not os.path.exists(name):
+        tilde = " (a leading ~ is not expanded)" if name.startswith("~") else ""
+        raise _UnreadableModel("model_name", name, f"no such folder{tilde}")
 
 
 def detect_kind(model_name: str | os.PathLike[str]) -> str:
     """``"clip"``, ``"siglip"`` or ``"caption"`` from a local folder's ``config.json``.
 
     A hub id (not a folder) is read through transformers' cache (offline).
+
+    Raises:
+        ConfigError: ``model_name`` is not a str or path, or is a path that does not exist
+            (a name no hub id can be); a folder without a readable ``config.json``.
+        OSError: a hub id that is not in the local cache (transformers' own error).
     """
+    _check_name(model_name)
     folder = Path(os.fspath(model_name))
     if folder.is_dir():
         config_file = folder / "config.json"
@@ -180,9 +207,14 @@ def load_embedder(
             :class:`~gymcurric.semantics.caption.CaptionEmbedder`.
 
     Raises:
-        ConfigError: bad ``kind``, or a model that is not of the requested kind.
+        ConfigError: bad ``kind``; a ``model_name`` of another type (e.g. an int) or empty; a
+            missing folder (a name that does not exist and that no hub id can be: absolute,
+            ``./``, ``../``, ``~``, two or more ``/``); a model that is not of the requested
+            kind (``kind="caption"`` on a CLIP/SigLIP folder, ``"siglip"`` on a CLIP one); a
+            keyword the model's kind does not take (``preprocess``, ``graphs``,
+            ``text_max_length``: CLIP/SigLIP only; ``max_length``: caption models only).
         DependencyNotInstalled: torch/transformers missing (``pip install "gymcurric[semantic]"``).
-        OSError: the model cannot be read (a missing folder, an uncached hub id, no safetensors).
+        OSError: the model cannot be read (a hub id not in the local cache, no safetensors).
     """
     if kind not in _KINDS:
         raise ConfigError("kind", kind, f"expected one of {_KINDS}")
@@ -196,8 +228,11 @@ def load_embedder(
         if kind not in ("auto", "caption"):
             raise ConfigError("model_name", None, f"kind={kind!r} needs a model folder")
         kind = "caption"
-    elif kind == "auto":
-        kind = detect_kind(model_name)
+    else:
+        _check_name(model_name)
+        if kind == "auto":
+            kind = detect_kind(model_name)
+    _check_keywords(kind, kwargs)
     if kind == "caption":
         from gymcurric.semantics.caption import CaptionEmbedder
 
@@ -208,6 +243,25 @@ def load_embedder(
 
     assert model_name is not None
     return HFVisionLanguageEmbedder(model_name, kind=kind, device=device, dtype=dtype, **kwargs)
+
+
+_KEYWORDS = {"caption": ("max_length",), "vlm": ("text_max_length", "preprocess", "graphs")}
+
+
+def _check_keywords(kind: str, kwargs: dict[str, Any]) -> None:
+    """ConfigError naming a keyword that the embedder of ``kind`` does not take."""
+    for key in kwargs:
+        if key in _KEYWORDS["caption" if kind == "caption" else "vlm"]:
+            continue
+        if key in _KEYWORDS["caption"] or key in _KEYWORDS["vlm"]:
+            family = "caption" if key in _KEYWORDS["caption"] else "CLIP/SigLIP"
+            raise ConfigError(key, kwargs[key], f"{family} models only, not kind={kind!r}")
+        raise ConfigError(
+            key,
+            kwargs[key],
+            "not a load_embedder keyword (caption models take max_length; CLIP/SigLIP models "
+            "text_max_length, preprocess and graphs)",
+        )
 
 
 def intended_modality(model_name: Any, kind: str = "auto") -> Modality | None:
@@ -242,10 +296,13 @@ def load_embedder_soft(
 ) -> Embedder:
     """:func:`load_embedder`, but a model that cannot be loaded gives a :class:`FailedEmbedder`.
 
-    Bad arguments (:class:`~gymcurric.errors.ConfigError`: an unknown ``kind``, a bad
-    ``device`` or ``dtype``) still raise; anything else (a missing folder, a folder without a
-    readable ``config.json``, an uncached hub id, a corrupt checkpoint, missing torch or
-    transformers) is caught, and the returned embedder's ``status`` says
+    Bad arguments, programming mistakes rather than an unavailable model, still raise
+    :class:`~gymcurric.errors.ConfigError`: an unknown ``kind``, a bad ``device`` or ``dtype``,
+    a ``model_name`` that is no str, path, embedder, callable or None (``42``) or is empty, a
+    model of another kind than ``kind`` asks for (``kind="caption"`` on a CLIP/SigLIP folder),
+    a keyword the model's kind does not take. A model that cannot be had (a missing folder, a
+    folder without a readable ``config.json``, an uncached hub id, a corrupt checkpoint,
+    missing torch or transformers) is caught, and the returned embedder's ``status`` says
     ``"failed: load ...: <error>"``. Its ``modality`` is the requested model's, as far as the
     arguments and the folder tell (:func:`intended_modality`), so that wrappers still know
     whether states would have been captions or frames.
@@ -259,10 +316,7 @@ def load_embedder_soft(
 
     if kind not in _KINDS:
         raise ConfigError("kind", kind, f"expected one of {_KINDS}")
-    if isinstance(name, str) and _looks_local(name) and not os.path.exists(name):
-        # a path no hub id can be: say so without importing torch and transformers
-        return failed("no such folder")
-    try:
+    try:  # a missing folder is refused before torch and transformers are imported
         return load_embedder(model_name, kind, device=device, dtype=dtype, **kwargs)
     except _UnreadableModel as exc:
         return failed(exc.reason)
