@@ -315,20 +315,37 @@ def _annotate(image: Any, row: dict[str, Any], scale: float, dest: Path) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the probe; 0 on success (2 on a bad model or frames folder, via ConfigError)."""
+    """Run the probe; 0 on success, 2 (via ConfigError) on bad prompts, model or frames folder.
+
+    A caption model embeds no frames: it is a bad model here, as an empty prompt is a bad one.
+    """
+    src = "gymcurric probe"
+    for flag, prompts in (("--safe", args.safe), ("--unsafe", args.unsafe)):
+        if not all(isinstance(p, str) and p.strip() for p in prompts):  # as ShapingConfig
+            raise ConfigError(flag, prompts, "expected non-empty strings", source=src)
     files = _frame_files(args.frames)
     from PIL import Image
 
+    from gymcurric.semantics.base import embedder_modality
     from gymcurric.semantics.embedders import load_embedder
 
     try:
         embedder = load_embedder(args.model, kind=args.kind, device=args.device, dtype=args.dtype)
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, ConfigError):
+    except ConfigError as exc:
+        if exc.key not in ("model_name", "kind", "device", "dtype"):
             raise
+        flag = "--model" if exc.key == "model_name" else f"--{exc.key}"
+        raise ConfigError(flag, exc.value, exc.reason, source=src) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError("--model", args.model, f"could not be loaded: {exc}", source=src) from exc
+    if embedder_modality(embedder) != "image":
         raise ConfigError(
-            "--model", args.model, f"could not be loaded: {exc}", source="gymcurric probe"
-        ) from exc
+            "--model",
+            args.model,
+            f"is a caption (sentence-embedding) model ({getattr(embedder, 'status', '')}), "
+            "which embeds no frames; the probe needs a CLIP/SigLIP model",
+            source=src,
+        )
     images: list[Any] = []
     for p in files:
         with Image.open(p) as im:

