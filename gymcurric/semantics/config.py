@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -46,6 +47,9 @@ Source = Literal["auto", "frames", "captions"]
 @dataclass(frozen=True)
 class ShapingConfig:
     """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
+
+    Numbers and counts may be numpy scalars (``np.float32(0.1)``, ``np.int64(1000)``), kept as
+    the Python float or int of the same value; bools and strings are refused.
 
     Attributes:
         safe_prompts: texts describing states to nudge towards.
@@ -119,17 +123,30 @@ class ShapingConfig:
             )
 
         def number(name: str, lo: float, hi: float, *, lo_open: bool = False) -> None:
-            value = getattr(self, name)
+            value = given = getattr(self, name)
+            # a numpy scalar (not a bool): its value as a Python int or float
+            if isinstance(value, numbers.Real) and not isinstance(value, int | float | np.bool_):
+                value = int(value) if isinstance(value, numbers.Integral) else float(value)
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             ok = ok and math.isfinite(value) and (value > lo if lo_open else value >= lo)
             if not ok or value > hi:
                 bound = f"({lo}" if lo_open else f"[{lo}"
-                raise ConfigError(name, value, f"expected a number in {bound}, {hi}]", source=src)
+                raise ConfigError(name, given, f"expected a number in {bound}, {hi}]", source=src)
+            if value is not given:
+                object.__setattr__(self, name, value)
 
         def integer(name: str, lo: int) -> None:
+            value = getattr(self, name)
             check_int(
-                name, getattr(self, name), minimum=lo, source=src, reason=f"expected an int ≥ {lo}"
+                name,
+                value,
+                minimum=lo,
+                source=src,
+                allow_numpy=True,
+                reason=f"expected an int ≥ {lo}",
             )
+            if not isinstance(value, int):  # a numpy integer: its value, as a Python int
+                object.__setattr__(self, name, int(value))
 
         number("beta_start", 0.0, 1e6)
         number("beta_end_fraction", 0.0, 1.0, lo_open=True)
