@@ -36,12 +36,12 @@ body frame instead, which differs near sector boundaries once a body tilts: the 
 and the Racecar as they move, the Car by a few degrees when it runs into things); an object on
 a sector boundary belongs to the sector counter-clockwise of it.
 
-Bad input never raises: an object kind outside the vocabulary is named as ``unknown object
-'<kind>'``; a NaN (or unreadable) position is reported as unknown (``"The position of a vase is
-unknown."``, ``"The agent's position is unknown."``, ``"The goal's position is unknown."``); a NaN
-heading gives distances without bearings; an obstacle table that is not a mapping is
-``"The obstacles are unknown."`` (None: no obstacles), and a group that is not an
-:class:`ObjectGroup` is taken as its positions.
+Odd input is described: a kind outside the vocabulary as ``unknown object '<kind>'``, a NaN (or
+unreadable) position as unknown (``"The position of a vase is unknown."``, ``"The agent's
+position is unknown."``); a NaN heading gives distances without bearings, a NaN radius counts as
+0, an obstacle table that is not a mapping is ``"The obstacles are unknown."`` (None: none), a
+group that is not an :class:`ObjectGroup` is taken as its positions. Refused (ConfigError): a
+``scene`` that is not a :class:`Scene` (a dict) and a negative radius (a size, m).
 
 :func:`caption_scene` is the pure generator (numpy only, no mujoco); :class:`SafetyTaskCaptioner`
 reads a safety-gymnasium task's state into a :class:`Scene` and captions it.
@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gymcurric.envs._caption_refusals import odd_radius, scene_refusal
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -184,7 +185,8 @@ def caption_scene(
 
     Raises:
         ConfigError: ``max_per_kind`` is not an int >= 0 or ``max_distance`` not a number > 0
-            (as :class:`SafetyTaskCaptioner`).
+            (as :class:`SafetyTaskCaptioner`); ``scene`` is not a :class:`Scene` (a dict, say);
+            a radius (an object's size, m) is negative.
 
     Returns:
         The caption.
@@ -203,99 +205,104 @@ def caption_scene(
     """
     # as Python numbers: numpy 2 compares a float with an np.float32 limit in float32 (NEP 50)
     max_per_kind, max_distance = _check_limits(max_per_kind, max_distance)
-    out: list[str] = []
-    if scene.goal_met:
-        task = scene.task if isinstance(scene.task, str) else "goal"
-        out.append(_EVENTS.get(task, _EVENTS["goal"]))
-    agent = _point(scene.agent_xy)
-    ax, ay = agent if agent is not None else (0.0, 0.0)
-    heading = _float(scene.heading)
-    if agent is None:
-        out.append("The agent's position is unknown.")
-    elif not math.isfinite(heading):
-        out.append("The agent's heading is unknown.")
-    # (cos, sin) of the heading: egocentric x = dx·cos + dy·sin, y = dy·cos - dx·sin
-    turn = (math.cos(heading), math.sin(heading)) if math.isfinite(heading) else None
-    inside: list[str] = []
-    touching: list[str] = []
-    listed: list[str] = []
-    has_obstacles = any_near = False
-    objects = scene.objects if scene.objects is not None else {}
-    if not isinstance(objects, Mapping):
-        listed.append("The obstacles are unknown.")
-        objects = {}
-    for kind in _ordered(objects):
-        group = objects[kind]
-        singular, plural = _names(kind)
-        # an ObjectGroup, or anything else taken as its positions
-        touched = {int(i) for i in _indices(getattr(group, "touching", ()))}
-        if touched:
-            touching.append(_count(len(touched), singular, plural))
-        rows = _rows(getattr(group, "positions", group))
-        if rows is None:
-            listed.append(f"The positions of {plural} are unknown.")
-            has_obstacles = True
-            continue
-        has_obstacles = has_obstacles or len(rows) > 0
-        radius = _radius(getattr(group, "radius", 0.0))
-        near: list[tuple[float, int, float, float]] = []
-        unknown = inside_count = 0
-        for i, row in enumerate(rows):
-            try:  # one isfinite for both: a sum is finite only if both terms are
-                dx, dy = row[0] - ax, row[1] - ay
-                known = math.isfinite(dx + dy)
-            except (TypeError, ValueError, IndexError, KeyError):
-                known = False
-            if not known:
-                unknown += 1
+    try:  # costs nothing until it catches: a scene that is no Scene, a negative radius
+        out: list[str] = []
+        if scene.goal_met:
+            task = scene.task if isinstance(scene.task, str) else "goal"
+            out.append(_EVENTS.get(task, _EVENTS["goal"]))
+        agent = _point(scene.agent_xy)
+        ax, ay = agent if agent is not None else (0.0, 0.0)
+        heading = _float(scene.heading)
+        if agent is None:
+            out.append("The agent's position is unknown.")
+        elif not math.isfinite(heading):
+            out.append("The agent's heading is unknown.")
+        # (cos, sin) of the heading: egocentric x = dx·cos + dy·sin, y = dy·cos - dx·sin
+        turn = (math.cos(heading), math.sin(heading)) if math.isfinite(heading) else None
+        inside: list[str] = []
+        touching: list[str] = []
+        listed: list[str] = []
+        has_obstacles = any_near = False
+        objects = scene.objects if scene.objects is not None else {}
+        if not isinstance(objects, Mapping):
+            listed.append("The obstacles are unknown.")
+            objects = {}
+        for kind in _ordered(objects):
+            group = objects[kind]
+            singular, plural = _names(kind)
+            # an ObjectGroup, or anything else taken as its positions
+            touched = {int(i) for i in _indices(getattr(group, "touching", ()))}
+            if touched:
+                touching.append(_count(len(touched), singular, plural))
+            rows = _rows(getattr(group, "positions", group))
+            if rows is None:
+                listed.append(f"The positions of {plural} are unknown.")
+                has_obstacles = True
                 continue
-            if agent is None:
-                continue
-            edge = math.hypot(dx, dy) - radius
-            if edge <= 0.0 and kind in _AREAS:
-                inside_count += 1
-            elif edge < max_distance and i not in touched:
-                near.append((edge, i, dx, dy))
-        if inside_count:
-            inside.append(_count(inside_count, singular, plural))
-        if unknown:
-            listed.append(_unknown_positions(unknown, singular, plural))
-        near.sort()
-        any_near = any_near or bool(near)
-        phrases = [_where(edge, dx, dy, turn) for edge, _, dx, dy in near[:max_per_kind]]
-        if phrases:
-            subject = _article(singular) + " is" if len(phrases) == 1 else plural + " are"
-            listed.append(f"{_cap(subject)} {_join(phrases)}.")
-    if scene.box_touching:
-        touching.append("the box")
-    if inside:
-        out.append(f"The agent is inside {_join(inside)}.")
-    if touching:
-        out.append(f"The agent touches {_join(touching)}.")
-    out.extend(listed)
-    if agent is not None and has_obstacles and not (inside or touching or listed or any_near):
-        out.append("No obstacle is near.")
-    box = None
-    if scene.task == "push":
-        box = _point(scene.box_xy)
-        if box is None:
-            out.append("The box's position is unknown.")
+            has_obstacles = has_obstacles or len(rows) > 0
+            radius = _radius(getattr(group, "radius", 0.0))
+            near: list[tuple[float, int, float, float]] = []
+            unknown = inside_count = 0
+            for i, row in enumerate(rows):
+                try:  # one isfinite for both: a sum is finite only if both terms are
+                    dx, dy = row[0] - ax, row[1] - ay
+                    known = math.isfinite(dx + dy)
+                except (TypeError, ValueError, IndexError, KeyError):
+                    known = False
+                if not known:
+                    unknown += 1
+                    continue
+                if agent is None:
+                    continue
+                edge = math.hypot(dx, dy) - radius
+                if edge <= 0.0 and kind in _AREAS:
+                    inside_count += 1
+                elif edge < max_distance and i not in touched:
+                    near.append((edge, i, dx, dy))
+            if inside_count:
+                inside.append(_count(inside_count, singular, plural))
+            if unknown:
+                listed.append(_unknown_positions(unknown, singular, plural))
+            near.sort()
+            any_near = any_near or bool(near)
+            phrases = [_where(edge, dx, dy, turn) for edge, _, dx, dy in near[:max_per_kind]]
+            if phrases:
+                subject = _article(singular) + " is" if len(phrases) == 1 else plural + " are"
+                listed.append(f"{_cap(subject)} {_join(phrases)}.")
+        if scene.box_touching:
+            touching.append("the box")
+        if inside:
+            out.append(f"The agent is inside {_join(inside)}.")
+        if touching:
+            out.append(f"The agent touches {_join(touching)}.")
+        out.extend(listed)
+        if agent is not None and has_obstacles and not (inside or touching or listed or any_near):
+            out.append("No obstacle is near.")
+        box = None
+        if scene.task == "push":
+            box = _point(scene.box_xy)
+            if box is None:
+                out.append("The box's position is unknown.")
+            elif agent is not None:
+                where = _where_object(box, scene.box_radius, agent, turn, solid=True)
+                out.append(f"The box is {where}.")
+        goal = _point(scene.goal_xy)
+        name = "goal button" if scene.task == "button" else "goal"
+        if goal is None:
+            out.append(f"The {name}'s position is unknown.")
         elif agent is not None:
-            where = _where_object(box, scene.box_radius, agent, turn, solid=True)
-            out.append(f"The box is {where}.")
-    goal = _point(scene.goal_xy)
-    name = "goal button" if scene.task == "button" else "goal"
-    if goal is None:
-        out.append(f"The {name}'s position is unknown.")
-    elif agent is not None:
-        solid = scene.task == "button"  # a button is pressed by touching, not entered
-        where = _where_object(goal, scene.goal_radius, agent, turn, solid=solid)
-        out.append(f"The {name} is {where}." if where else f"The agent is at the {name}.")
-    if goal is not None and box is not None:
-        gap = math.hypot(box[0] - goal[0], box[1] - goal[1]) - _radius(scene.goal_radius)
-        word = "at" if gap <= 0.0 else _TO_GOAL[distance_word(gap)]
-        out.append(f"The box is {word} the goal.")
-    return " ".join(out)
+            solid = scene.task == "button"  # a button is pressed by touching, not entered
+            where = _where_object(goal, scene.goal_radius, agent, turn, solid=solid)
+            out.append(f"The {name} is {where}." if where else f"The agent is at the {name}.")
+        if goal is not None and box is not None:
+            gap = math.hypot(box[0] - goal[0], box[1] - goal[1]) - _radius(scene.goal_radius)
+            word = "at" if gap <= 0.0 else _TO_GOAL[distance_word(gap)]
+            out.append(f"The box is {word} the goal.")
+        return " ".join(out)
+    except (AttributeError, ConfigError) as exc:
+        if (refusal := scene_refusal(scene, exc, Scene)) is None:
+            raise
+        raise refusal from None
 
 
 def task_kind(task: Any) -> str:
@@ -500,7 +507,7 @@ def _float(value: Any) -> float:
 
 def _radius(value: Any) -> float:
     radius = _float(value)
-    return radius if math.isfinite(radius) else 0.0
+    return radius if 0.0 <= radius < math.inf else odd_radius(radius)
 
 
 def _is_index(value: Any) -> bool:
