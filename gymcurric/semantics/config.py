@@ -49,7 +49,8 @@ class ShapingConfig:
     """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
 
     Numbers and counts may be numpy scalars (``np.float32(0.1)``, ``np.int64(1000)``), kept as
-    the Python float or int of the same value; bools and strings are refused.
+    the Python float or int of the same value (``np.float64``, a float, as given); bools and
+    strings are refused.
 
     Attributes:
         safe_prompts: texts describing states to nudge towards.
