@@ -33,8 +33,8 @@ from numpy.typing import NDArray
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
-from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.multiplier_checks import check_count, check_finite
 
 __all__ = ["CostRolloutBuffer", "CostRolloutBufferSamples", "discounted_gae"]
 
@@ -137,8 +137,15 @@ class CostRolloutBuffer(RolloutBuffer):
                 "Dict observations are not supported by the Lagrangian algorithms yet; "
                 "flatten them (gymnasium.wrappers.FlattenObservation)",
             )
-        self.cost_gamma = gamma if cost_gamma is None else float(cost_gamma)
-        self.cost_gae_lambda = gae_lambda if cost_gae_lambda is None else float(cost_gae_lambda)
+        src = "CostRolloutBuffer"
+        self.cost_gamma = (
+            gamma if cost_gamma is None else check_finite("cost_gamma", cost_gamma, source=src)
+        )
+        self.cost_gae_lambda = (
+            gae_lambda
+            if cost_gae_lambda is None
+            else check_finite("cost_gae_lambda", cost_gae_lambda, source=src)
+        )
         for name, v in (
             ("cost_gamma", self.cost_gamma),
             ("cost_gae_lambda", self.cost_gae_lambda),
@@ -147,8 +154,7 @@ class CostRolloutBuffer(RolloutBuffer):
                 raise ConfigError(
                     name, v, "expected a number in [0, 1]", source="CostRolloutBuffer"
                 )
-        check_int("n_costs", n_costs, source="CostRolloutBuffer")
-        self.n_costs = n_costs
+        self.n_costs = n_costs = check_count("n_costs", n_costs, source=src)
         self.cost_shape: tuple[int, ...] = (n_costs,) if n_costs > 1 else ()
         self.penalty: Any = 0.0
         self.normalize_advantage = True

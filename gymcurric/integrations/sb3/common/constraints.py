@@ -10,10 +10,10 @@ With one constraint every array keeps the scalar layout (costs of shape ``(n_env
 limit), whether the limit came as a number or as a sequence of one; with ``K > 1`` costs have a
 trailing axis of size ``K`` and the limit is an array.
 
-A step whose cost is missing, of the wrong length or not a real number raises
-:class:`~gymcurric.errors.ConfigError`; a NaN or infinite one raises
-:class:`~gymcurric.errors.NonFiniteValueError`, as a scalar ``info["cost"]`` always has. Both
-name the info key, the sub-envs and the values received.
+A step whose cost is missing, of the wrong length or not a real number (None included, which
+NumPy would read as NaN) raises :class:`~gymcurric.errors.ConfigError`; a NaN or infinite one
+raises :class:`~gymcurric.errors.NonFiniteValueError`, as a scalar ``info["cost"]`` always
+has. Both name the info key, the sub-envs and the values received.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.integrations.sb3.common.multiplier_checks import as_real
 
 __all__ = [
     "CostLimits",
@@ -41,7 +42,8 @@ class checked_schedule:  # lower case: used like SB3's schedule helpers
 
     Args:
         name: the parameter name, for errors.
-        value: a number or a callable.
+        value: a real number (a NumPy scalar is kept as the Python float of the same value;
+            a bool or a string is refused) or a callable.
         minimum: the smallest allowed value.
         source: the class name, for errors.
 
@@ -51,14 +53,18 @@ class checked_schedule:  # lower case: used like SB3's schedule helpers
     """
 
     def __init__(self, name: str, value: Any, *, minimum: float = 0.0, source: str = "") -> None:
+        if not callable(value):
+            real = as_real(value)
+            if real is None:
+                raise ConfigError(
+                    name,
+                    value,
+                    "expected a number or a schedule progress_remaining -> float",
+                    source=source,
+                )
+            if type(value) is not int and type(value) is not float:
+                value = real  # a NumPy scalar (np.float32(5)): its Python float
         self.name, self.value, self.minimum, self.source = name, value, minimum, source
-        if not callable(value) and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ConfigError(
-                name,
-                value,
-                "expected a number or a schedule progress_remaining -> float",
-                source=source,
-            )
         self(1.0)  # validate now, not a rollout later
 
     def __call__(self, progress_remaining: float) -> float:
@@ -246,14 +252,29 @@ def _read_key(infos: Sequence[dict[str, Any]], key: str, source: str) -> np.ndar
             f"info[{key!r}]", values, "expected one real number per sub-env", source=source
         )
     if not np.all(np.isfinite(costs)):
-        raise NonFiniteValueError(
-            f"{source}: non-finite info[{key!r}] {costs.tolist()}; wrap the env in "
-            "gymcurric.wrappers.AnnotateCost(nonfinite=...) to replace them"
+        # only here, off the path of finite costs: NumPy reads None as NaN
+        _refuse_none(values, f"info[{key!r}]", values, "sub-envs {} reported None", source)
+        bad = np.flatnonzero(~np.isfinite(costs)).tolist()
+        hint = (
+            "; wrap the env in gymcurric.wrappers.AnnotateCost(nonfinite=...) to replace them"
             if key == "cost"
-            else f"{source}: non-finite info[{key!r}] {costs.tolist()} (sub-envs "
-            f"{np.flatnonzero(~np.isfinite(costs)).tolist()})"
+            else ""
+        )
+        raise NonFiniteValueError(
+            f"{source}: non-finite info[{key!r}] {costs.tolist()} (sub-envs {bad}){hint}"
         )
     return costs
+
+
+def _refuse_none(entries: Any, key: str, value: Any, what: str, source: str) -> None:
+    """A ``ConfigError`` if an entry is None (NumPy reads it as NaN): it is not a real number.
+
+    ``what`` is formatted with the indices of the None entries.
+    """
+    flat = np.asarray(entries, dtype=object).ravel().tolist()
+    nones = [i for i, v in enumerate(flat) if v is None]
+    if nones:
+        raise ConfigError(key, value, f"{what.format(nones)}, not a real number", source=source)
 
 
 def _read_vectors(infos: Sequence[dict[str, Any]], n_costs: int, source: str) -> np.ndarray:
@@ -280,6 +301,9 @@ def _read_vectors(infos: Sequence[dict[str, Any]], n_costs: int, source: str) ->
                 source=source,
             )
         if not np.all(np.isfinite(row)):
+            _refuse_none(
+                value, "info['costs']", value, f"sub-env {i}: entries {{}} are None", source
+            )
             raise NonFiniteValueError(
                 f"{source}: non-finite info['costs'] {row.tolist()} from sub-env {i} (entries "
                 f"{np.flatnonzero(~np.isfinite(row)).tolist()})"

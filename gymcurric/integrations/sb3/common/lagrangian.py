@@ -43,7 +43,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch.nn import functional as F
 
-from gymcurric._checks import check_int
+from gymcurric._checks import is_int
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.constraints import (
@@ -53,6 +53,11 @@ from gymcurric.integrations.sb3.common.constraints import (
     read_costs,
     record_per_constraint,
 )
+from gymcurric.integrations.sb3.common.multiplier_checks import (
+    check_count,
+    check_finite,
+    check_flag,
+)
 from gymcurric.integrations.sb3.common.multipliers import (
     COST_CAP,
     Multiplier,
@@ -60,7 +65,11 @@ from gymcurric.integrations.sb3.common.multipliers import (
     make_multiplier,
     pid_kwargs_per_update,
 )
-from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy, policy_from_name
+from gymcurric.integrations.sb3.common.policies import (
+    CostActorCriticPolicy,
+    check_cost_net_arch,
+    policy_from_name,
+)
 from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
@@ -95,6 +104,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
     #: Updates of any network skipped because a number was not finite, the cost critic's
     #: included (``train/nonfinite_skipped``; the definition is in docs/safe_rl.md).
     nonfinite_skipped: int = 0
+    #: Whether a risk value that is not a real number was warned about (set only then).
+    _risk_warned: bool = False
 
     def _init_lagrangian(
         self,
@@ -152,31 +163,35 @@ class LagrangianMixin(OnPolicyAlgorithm):
                     f"only applies to multiplier='pid' (multiplier is {multiplier!r})",
                     source=src,
                 )
-            check_int(
+            pid_epoch_steps = check_count(
                 "pid_epoch_steps",
                 pid_epoch_steps,
                 source=src,
-                optional=True,
                 reason="expected an int >= 1 or None",
             )
         self.pid_epoch_steps = pid_epoch_steps
-        check_int("cost_window", cost_window, source=src)
+        cost_window = check_count("cost_window", cost_window, source=src)
         self.cost_window = cost_window
-        self.update_cost_critic = bool(update_cost_critic)
-        if cost_max_grad_norm is not None and not cost_max_grad_norm > 0:
-            raise ConfigError(
-                "cost_max_grad_norm", cost_max_grad_norm, "expected > 0 or None", source=src
-            )
+        self.update_cost_critic = check_flag("update_cost_critic", update_cost_critic, source=src)
+        if cost_max_grad_norm is not None:
+            norm = check_finite("cost_max_grad_norm", cost_max_grad_norm, source=src)
+            if not norm > 0:
+                raise ConfigError(
+                    "cost_max_grad_norm", cost_max_grad_norm, "expected > 0 or None", source=src
+                )
+            if type(cost_max_grad_norm) is not int:  # a Python int stays as it was saved
+                cost_max_grad_norm = norm
         self.cost_max_grad_norm = cost_max_grad_norm
-        check_int(
+        self.cost_n_epochs = check_count(
             "cost_n_epochs",
             cost_n_epochs,
             source=src,
             optional=True,
             reason="expected an int >= 1 or None",
         )
-        self.cost_n_epochs = cost_n_epochs
-        self.center_cost_advantage = bool(center_cost_advantage)
+        self.center_cost_advantage = check_flag(
+            "center_cost_advantage", center_cost_advantage, source=src
+        )
         # The episode costs J_c is computed from (pickled with the model by SB3's save): floats,
         # or K-tuples of floats with K > 1 constraints.
         self.ep_cost_buffer: deque[Any] = deque(maxlen=cost_window)
@@ -200,15 +215,22 @@ class LagrangianMixin(OnPolicyAlgorithm):
 
     # ------------------------------------------------------------------ set-up and save/load
     def _setup_model(self) -> None:
+        src = type(self).__name__
+        given = self.policy_kwargs.get("n_costs", self.n_costs)
+        if not (is_int(given, allow_numpy=True) and given == self.n_costs):
+            raise ConfigError(
+                "policy_kwargs['n_costs']",
+                given,
+                f"cost_limit has {_limits(self.n_costs)}, one per constraint, so the cost "
+                f"critic has {self.n_costs} output{'s' if self.n_costs != 1 else ''}: leave "
+                f"n_costs out (it follows cost_limit) or set it to {self.n_costs}",
+                source=src,
+            )
+        if "cost_net_arch" in self.policy_kwargs:
+            check_cost_net_arch(
+                "policy_kwargs['cost_net_arch']", self.policy_kwargs["cost_net_arch"], source=src
+            )
         if self.n_costs > 1:  # K cost-critic outputs, K cost GAEs (K = 1: as before)
-            given = self.policy_kwargs.get("n_costs", self.n_costs)
-            if given != self.n_costs:
-                raise ConfigError(
-                    "policy_kwargs['n_costs']",
-                    given,
-                    f"cost_limit has {self.n_costs} limits",
-                    source=type(self).__name__,
-                )
             self.policy_kwargs = {**self.policy_kwargs, "n_costs": self.n_costs}
             self.rollout_buffer_kwargs = {**self.rollout_buffer_kwargs, "n_costs": self.n_costs}
         super()._setup_model()  # the base algorithm's policy and rollout buffer
@@ -236,7 +258,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "policy",
                 type(self.policy).__name__,
                 f"its cost critic has {getattr(self.policy, 'n_costs', 1)} outputs, but "
-                f"cost_limit has {self.n_costs} limits",
+                f"cost_limit has {_limits(self.n_costs)}",
                 source=type(self).__name__,
             )
         init, lr = self.lagrange_init(1.0), self.lagrange_lr(1.0)
@@ -374,7 +396,10 @@ class LagrangianMixin(OnPolicyAlgorithm):
             self._update_info_buffer(infos, dones)
             self._running_cost += costs
             if self.risk_modulation is not None:
-                self._rollout_risks.extend(float(i["risk"]) for i in infos if "risk" in i)
+                try:  # numbers take no extra work; the list is complete before it is added
+                    self._rollout_risks.extend([float(i["risk"]) for i in infos if "risk" in i])
+                except (TypeError, ValueError):
+                    self._rollout_risks.extend(self._unreadable_risks(infos))
             if dones.any():
                 self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():
@@ -431,6 +456,35 @@ class LagrangianMixin(OnPolicyAlgorithm):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _unreadable_risks(self, infos: list[dict[str, Any]]) -> list[float]:
+        """This step's risk values with NaN for each one that is not a real number; warn once.
+
+        A risk value ``float()`` cannot read (None, ``"high"``) is an anomaly, as a NaN one is:
+        read as NaN, it makes the rollout's ``M`` 1 (and every rollout's while it is in the
+        reference window), where it used to stop the rollout with a TypeError or ValueError.
+        """
+        out: list[float] = []
+        bad: list[tuple[int, Any]] = []
+        for idx, info in enumerate(infos):
+            if "risk" not in info:
+                continue
+            try:
+                out.append(float(info["risk"]))
+            except (TypeError, ValueError):
+                out.append(float("nan"))
+                bad.append((idx, info["risk"]))
+        if bad and not self._risk_warned:
+            self._risk_warned = True
+            shown = ", ".join(f"sub-env {idx}: {value!r}" for idx, value in bad)
+            warnings.warn(
+                f"{type(self).__name__}: info['risk'] is not a real number ({shown}); read as "
+                "NaN, an anomaly: the risk modulation M is 1 while it is in the reference "
+                "window (warned once)",
+                GymcurricWarning,
+                stacklevel=3,
+            )
+        return out
 
     def dump_logs(self, iteration: int = 0) -> None:
         """SB3's logs plus ``rollout/ep_cost_mean`` (the episodes λ is updated from).
@@ -574,3 +628,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
         for i in range(k if k > 1 else 0):
             ev = explained_variance(values[..., i].ravel(), returns[..., i].ravel())
             record(f"train/cost_explained_variance_{i}", float(ev))
+
+
+def _limits(k: int) -> str:
+    """``"1 limit"``, ``"2 limits"``: the words of the n_costs errors."""
+    return f"{k} limit{'s' if k != 1 else ''}"

@@ -1,20 +1,36 @@
 """The argument checks of the Lagrange multipliers (:mod:`.multipliers`) and their callers.
 
-Numbers (:func:`check_finite`) and ``multiplier_kwargs`` (:func:`check_multiplier_kwargs`,
-against :data:`MULTIPLIER_KWARGS`). Each ``ConfigError`` names the parameter, the value the
-caller received and the caller (``source``: an algorithm's class name, ``"MultiplierSet"``);
-:func:`as_caller_error` turns a multiplier constructor's refusal of a value into the caller's.
+Numbers (:func:`check_finite`, :func:`check_count`), flags (:func:`check_flag`) and
+``multiplier_kwargs`` (:func:`check_multiplier_kwargs`, against :data:`MULTIPLIER_KWARGS`).
+A number is a :class:`numbers.Real` (a count a :class:`numbers.Integral`), NumPy scalars
+included and returned as the Python float or int of the same value; a bool or a string is not
+one (``"0.1"`` was read by ``float()`` before, ``np.float32(5)`` refused by some callers).
+Each ``ConfigError`` names the parameter, the value the caller received and the caller
+(``source``: an algorithm's class name, ``"MultiplierSet"``); :func:`as_caller_error` turns a
+multiplier constructor's refusal of a value into the caller's.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
 
-__all__ = ["MULTIPLIER_KWARGS", "as_caller_error", "check_finite", "check_multiplier_kwargs"]
+__all__ = [
+    "MULTIPLIER_KWARGS",
+    "as_caller_error",
+    "as_real",
+    "check_count",
+    "check_finite",
+    "check_flag",
+    "check_multiplier_kwargs",
+]
 
 #: The ``multiplier_kwargs`` each multiplier kind takes (``init`` and ``lr`` have their own
 #: arguments: ``lagrange_init``, ``lagrange_lr``).
@@ -25,17 +41,79 @@ MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
 }
 
 
+def as_real(value: Any) -> float | None:
+    """``value`` as a Python float if it is a real number (NumPy's included), else None.
+
+    Examples:
+        >>> as_real(3), as_real(np.float32(0.5)), as_real(np.int64(2))
+        (3.0, 0.5, 2.0)
+        >>> as_real(True), as_real("0.1"), as_real(None), as_real(np.bool_(True))
+        (None, None, None, None)
+    """
+    if type(value) is float:  # the common case, as cheap as before
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def check_finite(name: str, value: Any, *, minimum: float | None = None, source: str) -> float:
-    """``value`` as a finite float (``>= minimum`` when given), else a ``ConfigError``."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(name, value, "expected a real number", source=source) from None
+    """``value`` as a finite float (``>= minimum`` when given), else a ``ConfigError``.
+
+    A real number (:func:`as_real`: NumPy scalars included, bools and strings not).
+    """
+    # a float (every call of a multiplier's update) takes no more work than float() did
+    out = value if type(value) is float else as_real(value)
+    if out is None:
+        raise ConfigError(name, value, "expected a real number", source=source)
     if not math.isfinite(out):
         raise ConfigError(name, value, "expected a finite number", source=source)
     if minimum is not None and out < minimum:
         raise ConfigError(name, value, f"expected a number >= {minimum:g}", source=source)
     return out
+
+
+def check_count(
+    name: str,
+    value: Any,
+    *,
+    minimum: int = 1,
+    source: str,
+    optional: bool = False,
+    reason: str | None = None,
+) -> Any:
+    """``value`` as a Python int ``>= minimum``, else :func:`~gymcurric._checks.check_int`'s error.
+
+    NumPy integers are taken (returned as the int of the same value), None where ``optional``.
+
+    Examples:
+        >>> check_count("cost_window", np.int64(20), source="doc")
+        20
+    """
+    check_int(
+        name,
+        value,
+        minimum=minimum,
+        source=source,
+        optional=optional,
+        allow_numpy=True,
+        reason=reason,
+    )
+    return None if value is None else int(value)
+
+
+def check_flag(name: str, value: Any, *, source: str) -> bool:
+    """``value`` as a bool (a NumPy bool included), else a ``ConfigError``.
+
+    ``bool("no")`` is True: a string or a number is refused rather than read that way.
+
+    Examples:
+        >>> check_flag("update_cost_critic", np.bool_(False), source="doc")
+        False
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigError(name, value, "expected True or False", source=source)
+    return bool(value)
 
 
 def check_multiplier_kwargs(kind: Any, kwargs: Any, *, source: str | None) -> dict[str, Any]:

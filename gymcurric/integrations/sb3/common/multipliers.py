@@ -29,11 +29,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch as th
 
-from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.multiplier_checks import (
     MULTIPLIER_KWARGS,
     as_caller_error,
+    check_count,
     check_finite,
     check_multiplier_kwargs,
 )
@@ -309,8 +309,7 @@ class PIDLagrangeMultiplier:
         self.ki = check_finite("ki", ki, minimum=0.0, source=src)
         self.kd = check_finite("kd", kd, minimum=0.0, source=src)
         init = check_finite("lagrange_init", init, minimum=0.0, source=src)
-        check_int("d_delay", d_delay, source=src)
-        self.d_delay = d_delay
+        self.d_delay = check_count("d_delay", d_delay, source=src)
         for name, a in (("p_ema_alpha", p_ema_alpha), ("d_ema_alpha", d_ema_alpha)):
             if not 0.0 <= check_finite(name, a, source=src) < 1.0:
                 raise ConfigError(name, a, "expected a number in [0, 1)", source=src)
@@ -321,7 +320,7 @@ class PIDLagrangeMultiplier:
         self.p_term = 0.0
         self.cost_ema = 0.0
         self.d_term = 0.0
-        self.cost_history: deque[float] = deque([0.0], maxlen=d_delay)
+        self.cost_history: deque[float] = deque([0.0], maxlen=self.d_delay)
         self._value = 0.0  # OmniSafe: the penalty is 0 until the first update
         self._input = _InputSaturation("PIDLagrangeMultiplier")
 
@@ -419,8 +418,10 @@ def pid_kwargs_per_update(
         (0.001, 100, 0.95)
     """
     src = "pid_kwargs_per_update"
-    for name, steps in (("epoch_steps", epoch_steps), ("update_steps", update_steps)):
-        check_int(name, steps, source=src, reason="expected an int >= 1 (env steps)")
+    epoch_steps, update_steps = (
+        check_count(name, steps, source=src, reason="expected an int >= 1 (env steps)")
+        for name, steps in (("epoch_steps", epoch_steps), ("update_steps", update_steps))
+    )
     params = inspect.signature(PIDLagrangeMultiplier).parameters
     given = dict(kwargs or {})
     unknown = sorted(set(given) - set(params))
@@ -473,7 +474,7 @@ class MultiplierSet:
         source: str | None = None,
     ) -> None:
         src = source or "MultiplierSet"
-        check_int("n_costs", n, source=src)
+        n = check_count("n_costs", n, source=src)
         self.multipliers = [
             make_multiplier(kind, init=init, lr=lr, kwargs=kwargs, source=src) for _ in range(n)
         ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,14 +14,16 @@ from stable_baselines3.common.torch_layers import NatureCNN, create_mlp
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
-from gymcurric._checks import check_int
+from gymcurric._checks import is_int
 from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.multiplier_checks import check_count
 
 __all__ = [
     "CnnPolicy",
     "CostActorCriticCnnPolicy",
     "CostActorCriticPolicy",
     "MlpPolicy",
+    "check_cost_net_arch",
     "policy_from_name",
 ]
 
@@ -44,7 +46,8 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         observation_space: the observation space.
         action_space: the action space.
         lr_schedule: learning-rate schedule (both optimisers).
-        cost_net_arch: hidden layers of the cost critic (default: the value net's).
+        cost_net_arch: hidden layers of the cost critic, a list of positive ints as SB3's
+            ``net_arch`` (``[]``: a linear cost critic; default: the value net's).
         n_costs: the number of constraints ``K``: the cost critic has ``K`` outputs on one
             shared MLP, ``V_c^k(obs)`` for each constraint (1, the default, builds exactly the
             single-output critic of before issue 25).
@@ -61,9 +64,13 @@ class CostActorCriticPolicy(ActorCriticPolicy):
         n_costs: int = 1,
         **kwargs: Any,
     ) -> None:
-        self.cost_net_arch = None if cost_net_arch is None else list(cost_net_arch)
-        check_int("n_costs", n_costs, source=type(self).__name__)
-        self.n_costs = n_costs
+        src = type(self).__name__
+        self.cost_net_arch = (
+            None
+            if cost_net_arch is None
+            else check_cost_net_arch("cost_net_arch", cost_net_arch, source=src)
+        )
+        self.n_costs = check_count("n_costs", n_costs, source=src)
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -125,6 +132,23 @@ class CostActorCriticCnnPolicy(CostActorCriticPolicy):
 
 MlpPolicy = CostActorCriticPolicy
 CnnPolicy = CostActorCriticCnnPolicy
+
+
+def check_cost_net_arch(name: str, value: Any, *, source: str) -> list[int]:
+    """``value`` as a list of ints ``>= 1`` (the cost critic's hidden layers), or a ConfigError.
+
+    SB3's convention for ``net_arch``: a list (a tuple or a 1-D array is taken too) of layer
+    widths, ``[]`` for none; a bare int is not one (SB3 fails on it with a TypeError), and
+    neither is a width below 1 (``[0]`` built a layer of no units).
+
+    Examples:
+        >>> check_cost_net_arch("cost_net_arch", (64, np.int64(32)), source="doc")
+        [64, 32]
+    """
+    ok = isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+    if not ok or not all(is_int(v, allow_numpy=True) for v in value):
+        raise ConfigError(name, value, "expected a list of positive ints", source=source)
+    return [int(v) for v in value]
 
 
 def policy_from_name(

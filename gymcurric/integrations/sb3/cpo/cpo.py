@@ -23,6 +23,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.critic_fit import fit_reward_critic
 from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.common.multiplier_checks import as_real, check_count
 from gymcurric.integrations.sb3.cpo.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.integrations.sb3.cpo.step import CPOStep, LineSearchResult, cpo_step, line_search
 from gymcurric.safety.modulation import RiskModulation
@@ -209,19 +210,16 @@ class CPO(LagrangianMixin, TRPO):
             )
         _check_positive("target_kl", target_kl, src)
         _check_positive("cg_damping", cg_damping, src, allow_zero=True)
-        if not 0.0 < line_search_shrinking_factor < 1.0:
+        shrink = as_real(line_search_shrinking_factor)
+        if shrink is None or not 0.0 < shrink < 1.0:
             raise ConfigError(
                 "line_search_shrinking_factor",
                 line_search_shrinking_factor,
                 "expected a number in (0, 1)",
                 source=src,
             )
-        for name, value in (
-            ("line_search_max_iter", line_search_max_iter),
-            ("cg_max_steps", cg_max_steps),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(name, value, "expected an int >= 1", source=src)
+        line_search_max_iter = check_count("line_search_max_iter", line_search_max_iter, source=src)
+        cg_max_steps = check_count("cg_max_steps", cg_max_steps, source=src)
         self.constraint_scale = constraint_scale
         # The shared cost code (rollouts, cost critic, J_c window, save/load). Its multiplier is
         # held at 0: CPO solves for its own multipliers in every update.
@@ -536,12 +534,8 @@ class CPO(LagrangianMixin, TRPO):
 
 
 def _check_positive(name: str, value: Any, source: str, *, allow_zero: bool = False) -> None:
-    ok = (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and (value >= 0 if allow_zero else value > 0)
-    )
+    real = as_real(value)  # NumPy scalars too; not a bool or a string
+    ok = real is not None and math.isfinite(real) and (real >= 0 if allow_zero else real > 0)
     if not ok:
         reason = "expected a finite number >= 0" if allow_zero else "expected a finite number > 0"
         raise ConfigError(name, value, reason, source=source)

@@ -15,6 +15,7 @@ from torch.nn import functional as F
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer, CostRolloutBufferSamples
 from gymcurric.integrations.sb3.common.lagrangian import FloatOrSchedule, LagrangianMixin
+from gymcurric.integrations.sb3.common.multiplier_checks import as_real
 from gymcurric.integrations.sb3.common.multipliers import COST_CAP
 from gymcurric.integrations.sb3.common.policies import CnnPolicy, CostActorCriticPolicy, MlpPolicy
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
@@ -320,8 +321,8 @@ class P3O(LagrangianMixin, PPO):
             ("kappa_growth", growth, 1.0, False),
             ("kappa_tol", 0.0 if tol is None else tol, 0.0, False),
         ):
-            ok = not isinstance(value, bool) and isinstance(value, int | float)
-            if not ok or not math.isfinite(value) or value < low or (strict and value == low):
+            real = as_real(value)  # NumPy scalars too; not a bool or a string
+            if real is None or not math.isfinite(real) or real < low or (strict and real == low):
                 where = ">" if strict else ">="
                 raise ConfigError(
                     name, value, f"expected a finite number {where} {low:g}", source=src

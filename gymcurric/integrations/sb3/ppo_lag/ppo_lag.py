@@ -52,14 +52,16 @@ class PPOLag(LagrangianMixin, PPO):
 
     Logs SB3's PPO keys plus ``rollout/ep_cost_mean``, ``train/lagrange_multiplier``,
     ``train/cost_limit``, ``train/cost_value_loss``, ``train/cost_explained_variance``,
-    ``train/cost_clipped`` (per-step costs saturated so far), ``train/lagrange_input_clipped``
-    and ``train/lagrange_input_skipped`` (``J_c`` saturated, NaN ``J_c`` refused). With
-    ``K > 1`` constraints the first five are also logged per constraint with a suffix ``_k``
-    (``train/lagrange_multiplier_0``, ``rollout/ep_cost_mean_1``, ...) and the unsuffixed key
-    is their sum. ``save``/``load`` keep λ (each λ_k), its optimiser state, the cost critic and
-    its optimiser, and the window of episode costs. :attr:`lagrange_multiplier` is a float
-    with one constraint and an array of the ``K`` λ_k with several;
-    :attr:`lagrange_multipliers` is always an array.
+    ``train/cost_advantage_std`` (the spread of ``A_c``), ``train/cost_clipped`` (per-step
+    costs saturated so far), ``train/lagrange_input_clipped`` and
+    ``train/lagrange_input_skipped`` (``J_c`` saturated, NaN ``J_c`` refused). With ``K > 1``
+    constraints the first six are also logged per constraint with a suffix ``_k``
+    (``train/lagrange_multiplier_0``, ``rollout/ep_cost_mean_1``,
+    ``train/cost_advantage_std_0``, ...) and the unsuffixed key is their total (the sum; for
+    the explained variance and the advantage std, that of the summed cost). ``save``/``load``
+    keep λ (each λ_k), its optimiser state, the cost critic and its optimiser, and the window
+    of episode costs. :attr:`lagrange_multiplier` is a float with one constraint and an array
+    of the ``K`` λ_k with several; :attr:`lagrange_multipliers` is always an array.
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"`` or a :class:`CostActorCriticPolicy` subclass.

@@ -18,8 +18,8 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
-from gymcurric._checks import check_int
 from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.common.multiplier_checks import as_real, check_count
 from gymcurric.integrations.sb3.common.policies import policy_from_name
 from gymcurric.integrations.sb3.common.ppo_update import guarded_ppo_train
 from gymcurric.integrations.sb3.simmer.vec_simmer import VecSimmer
@@ -258,10 +258,12 @@ class PPOSimmer(PPO):
             raise ConfigError(
                 "cost_observation", cost_observation, "expected 'max' or 'mean'", source=src
             )
-        check_int("cost_window", cost_window, source=src)
-        ok = not isinstance(safety_budget, bool) and isinstance(safety_budget, int | float)
-        if not ok or not 0 < safety_budget < float("inf"):
+        cost_window = check_count("cost_window", cost_window, source=src)
+        budget = as_real(safety_budget)  # NumPy scalars too; not a bool or a string
+        if budget is None or not 0 < budget < float("inf"):
             raise ConfigError("safety_budget", safety_budget, "expected a number > 0", source=src)
+        if type(safety_budget) is not int:
+            safety_budget = budget  # a Python int is kept as given
         levels = levels_or_default(budget_levels, float(safety_budget), src)
         if levels[-1] > safety_budget:
             raise ConfigError(
@@ -282,7 +284,7 @@ class PPOSimmer(PPO):
                 source=src,
             )
         if reference_steps is not None:
-            check_int("reference_steps", reference_steps, source=src)
+            reference_steps = check_count("reference_steps", reference_steps, source=src)
         #: the env steps the reference schedule spans (None: see ``reference_horizon``)
         self.reference_steps = reference_steps
         #: the span in use: ``reference_steps``, or the total of the learn() that started the run

@@ -11,6 +11,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.integrations.sb3.common.multiplier_checks import as_real
 from gymcurric.wrappers.saute import (
     SAUTE_OBS_KEY,
     SauteSettings,
@@ -116,8 +117,8 @@ class VecSimmer(VecEnvWrapper):
         return self.saute.safety_budget
 
     def _checked_budget(self, budget: Any) -> float:
-        ok = not isinstance(budget, bool) and isinstance(budget, int | float | np.floating)
-        if not ok or not math.isfinite(budget) or not 0.0 <= budget <= self.safety_budget:
+        real = as_real(budget)  # NumPy scalars too; not a bool or a string
+        if real is None or not math.isfinite(real) or not 0.0 <= real <= self.safety_budget:
             raise ConfigError(
                 "budget",
                 budget,
