@@ -216,6 +216,16 @@ def _datapack_sampler(cfg: TrainConfig, source: str) -> Any:
     )
 
 
+def _check_datapack_tasks(factory: Any, sampler: Any) -> None:
+    from gymcurric.wrappers.datapack import check_datapack_tasks
+
+    env = factory()
+    try:
+        check_datapack_tasks(env, sampler.table.records)
+    finally:
+        env.close()
+
+
 def build_run(
     cfg: TrainConfig,
     run_dir: Path | None = None,
@@ -235,6 +245,8 @@ def build_run(
     try:
         sampler = _datapack_sampler(cfg, source)
         factory = build_env_fn(cfg, curriculum, sampler, source)
+        if sampler is not None:  # a task the env refuses: named now, not in a worker mid-run
+            _check_datapack_tasks(factory, sampler)
         kwargs: dict[str, Any] = {}
         vec_cls: Any = DummyVecEnv
         if cfg.env.vectorization == "subproc":

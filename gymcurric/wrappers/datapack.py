@@ -10,7 +10,8 @@ rewards, observations, objective vectors and the datapacks themselves are never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -20,7 +21,7 @@ from gymnasium.core import ActType, ObsType
 
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
-from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
+from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.episode_sums import EpisodeSums
 
@@ -29,6 +30,7 @@ __all__ = [
     "MplFn",
     "PresentDatapack",
     "check_datapack_args",
+    "check_datapack_tasks",
     "datapack_info",
     "draw_datapacks",
     "report_episode",
@@ -75,7 +77,9 @@ class PresentDatapack(
     with ``seed=`` the seed passed to ``reset`` if any, else the datapack's ``seed`` if set, else
     ``None``, and ``options={**options, "task": <the datapack's task_params as a dict>}`` (other
     options are passed through). Observations, rewards and step infos are passed through
-    unchanged.
+    unchanged. A :class:`~gymcurric.errors.TaskError` of the env refusing the task is raised
+    naming the datapack's file and id and the key as ``task_params.<key>``
+    (:func:`check_datapack_tasks` finds such datapacks before any reset).
 
     When the episode ends (terminated or truncated) and the sampler has a curriculum, the
     wrapper calls ``curriculum.update_diagnostics(success=..., error=..., mpl=...,
@@ -229,9 +233,12 @@ class PresentDatapack(
             pack = self._next_pack()
             if seed is None and pack.seed is not None:
                 seed = int(pack.seed)
-            obs, info = self.env.reset(
-                seed=seed, options={**opts, "task": _json_task(pack.task_params)}
-            )
+            try:
+                obs, info = self.env.reset(
+                    seed=seed, options={**opts, "task": _json_task(pack.task_params)}
+                )
+            except TaskError as exc:  # the env refuses the task: say which datapack, where
+                raise _refused(exc, pack) from exc
         if "datapack" in info:
             raise InfoKeyConflictError(
                 f"{self.env} already sets info['datapack'] at reset ({info['datapack']!r}); "
@@ -287,6 +294,53 @@ class PresentDatapack(
             mpl_fn=self._mpl_fn,
             reporter="PresentDatapack",
         )
+
+
+def _refused(exc: TaskError, pack: DataPack) -> TaskError:
+    """``exc`` (an env refusing ``pack``'s task) naming the datapack, its file and the field.
+
+    The env's error names its task key and the value; among thousands of datapacks the user
+    also needs the one that holds it: ``FILE: datapack 'ID': task_params refused by SOURCE:
+    invalid value for 'task_params.KEY': VALUE (REASON)``.
+    """
+    where = f"{pack.source}: " if pack.source else ""
+    by = f" by {exc.source}" if exc.source else ""
+    if exc.key is None:  # a TaskError(message) without fields
+        return type(exc)(f"{where}datapack {pack.pack_id!r}: task_params refused{by}: {exc}")
+    return type(exc)(
+        f"task_params.{exc.key}",
+        exc.value,
+        exc.reason,
+        source=f"{where}datapack {pack.pack_id!r}: task_params refused{by}",
+    )
+
+
+def check_datapack_tasks(env: gym.Env[Any, Any], packs: Iterable[DataPack]) -> None:
+    """Refuse, before any episode, a datapack whose ``task_params`` ``env`` would refuse.
+
+    Asks the env's ``validate_task(task)`` (gymcurric's envs have one; for an env without it
+    nothing is checked) once per distinct task. A refusal found only at a reset comes from a
+    worker process mid-run when the env runs in one, and a worker that dies there can leave
+    the run waiting for it; checked here, it names the datapack at once.
+
+    Raises:
+        TaskError: as :class:`PresentDatapack`'s reset would raise it: the datapack's file and
+            id, ``task_params.<key>`` and the value.
+    """
+    validate = getattr(env.unwrapped, "validate_task", None)
+    if not callable(validate):
+        return
+    seen: set[str] = set()
+    for pack in packs:
+        task = _json_task(pack.task_params)
+        key = json.dumps(task, sort_keys=True, default=repr)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            validate(task)
+        except TaskError as exc:
+            raise _refused(exc, pack) from exc
 
 
 def check_datapack_args(

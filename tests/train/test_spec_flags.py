@@ -10,7 +10,7 @@ import pytest
 
 from gymcurric import cli
 from tests.datapacks.spec import SPEC_YAML, spec_record
-from tests.train.run_harness import run_config
+from tests.train.run_harness import run_config, write_packs
 
 pytestmark = pytest.mark.sb3
 
@@ -109,6 +109,28 @@ def test_a_stage1_datapack_without_enrichment_fails_the_run_naming_it(tmp_path, 
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "datapacks.jsonl, line 1" in err and "no enrichment" in err and "pack_000" in err
+
+
+@pytest.mark.parametrize("vectorization", ["dummy", "subproc"])
+def test_a_task_the_env_refuses_fails_before_training_naming_the_datapack(
+    tmp_path, capsys, vectorization
+):
+    # under subproc the refusal came from a worker's autoreset mid-run: the worker died and
+    # the run waited for it forever; now the tasks are checked before any env is stepped
+    packs = write_packs(tmp_path, n=4)
+    lines = (packs / "packs.jsonl").read_text().splitlines()
+    typo = json.loads(lines[2])
+    typo["task_params"]["sizee"] = typo["task_params"].pop("size")
+    lines[2] = json.dumps(typo)
+    (packs / "packs.jsonl").write_text("\n".join(lines) + "\n")
+    _, _, _, base = _spec_files(tmp_path)
+    argv = ["train", "--config", str(base), "--datapack-dir", str(packs)]
+    argv += [f"env.vectorization={vectorization}", f"run.out_dir={tmp_path / 'runs'}"]
+    for extra in (["--dry-run"], []):
+        assert cli.main([*argv, *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"{packs / 'packs.jsonl'}: datapack 'p2': task_params refused by " in err, err
+        assert "invalid value for 'task_params.sizee': 8 (unknown task key" in err, err
 
 
 def test_train_on_spec_files_stops_after_the_episodes(tmp_path, capsys):

@@ -1,4 +1,5 @@
 import json
+import re
 from functools import partial
 
 import gymnasium as gym
@@ -11,9 +12,12 @@ from gymcurric.datapacks import (
     DataPackCurriculum,
     DataPackCurriculumConfig,
     DataPackRLSampler,
+    load_datapacks,
 )
-from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.errors import ConfigError, InfoKeyConflictError, TaskError
 from gymcurric.wrappers import PresentDatapack, datapack_info
+from gymcurric.wrappers.datapack import check_datapack_tasks
+from gymcurric.wrappers.vector.datapack import make_datapack_vec
 from tests.datapacks.packs import record
 
 ENV_ID = "gymcurric/HazardGrid-v0"
@@ -232,6 +236,30 @@ def test_explicit_task_draws_nothing_and_is_not_reported():
     assert infos[0]["datapack"] is None and env.datapack is None
     assert env.unwrapped.task["size"] == 5
     assert sampler.i == 0 and sampler.curriculum.calls == []
+
+
+def test_a_task_the_env_refuses_names_the_datapack_and_its_file(tmp_path):
+    bad = tmp_path / "packs.jsonl"
+    bad.write_text(json.dumps(record("typo", env_id=ENV_ID, task_params={"sizee": 5})) + "\n")
+    (pack,) = load_datapacks(bad)
+    env = PresentDatapack(gym.make(ENV_ID), StubSampler([pack]))
+    with pytest.raises(TaskError) as info:
+        env.reset()
+    err = info.value  # still the env's TaskError (key, value, reason), now saying where
+    assert (err.key, err.value) == ("task_params.sizee", 5) and "unknown task key" in err.reason
+    assert str(err).startswith(f"{bad}: datapack 'typo': task_params refused by HazardGridEnv")
+    # through a vector env (as gymcurric train runs it), the message is the same
+    envs = make_datapack_vec(ENV_ID, StubSampler([pack]), num_envs=2)
+    with pytest.raises(TaskError, match=rf"^{re.escape(str(bad))}: datapack 'typo': "):
+        envs.reset(seed=0)
+    envs.close()
+    # ... and check_datapack_tasks finds it before any reset, from the env's validate_task
+    env = gym.make(ENV_ID)
+    with pytest.raises(TaskError) as info:
+        check_datapack_tasks(env, [*packs(), pack])
+    assert str(info.value) == str(err)
+    check_datapack_tasks(env, packs())  # tasks the env takes
+    check_datapack_tasks(gym.make("CartPole-v1"), [pack])  # no validate_task: nothing checked
 
 
 def test_info_key_conflict_raises():
