@@ -295,6 +295,10 @@ class DataPackRLSampler:
     ) -> None:
         """Restore a :meth:`state_dict`; sampling continues exactly.
 
+        A state that does not fit (a key missing, a seed, generator state or count of the
+        wrong kind) is a :class:`~gymcurric.errors.ConfigError` naming the key, and leaves the
+        sampler as it was.
+
         Args:
             state: a :meth:`state_dict`.
             sampling_log: the sampling log written up to ``state`` (the path of its
@@ -306,14 +310,13 @@ class DataPackRLSampler:
                 the resume only (``tag_coverage`` is then a share of those), with a
                 :class:`~gymcurric.errors.GymcurricWarning`.
         """
-        self.seed = int(state["seed"])
-        self.rng.bit_generator.state = state["rng"]
-        self._sample_id = int(state["sample_id"])
-        self._tier_counts[:] = state["tier_counts"]
-        families = np.asarray(state["family_counts"])
-        if "kind_counts" in state and families.size == len(TAG_FAMILIES):
+        seed, rng, sample_id, tiers, families, kinds = _checked_state(state)
+        # checked whole first: a state that does not fit leaves the sampler as it was
+        self.seed, self.rng, self._sample_id = seed, rng, sample_id
+        self._tier_counts[:] = tiers
+        if kinds is not None and families.size == len(TAG_FAMILIES):
             self._family_counts[:] = families
-            self._kind_counts[:] = state["kind_counts"]
+            self._kind_counts[:] = kinds
             self._kinds_counted = int(state.get("kinds_counted", self._tier_counts.sum()))
             return
         recounted = self._recount(sampling_log)
@@ -361,6 +364,47 @@ class DataPackRLSampler:
         families = ((t.tags[rows, None] & self._bits) != 0).sum(axis=0)
         kinds = ((t.kinds[rows, None] & self._kind_bits) != 0).sum(axis=0)
         return families, kinds
+
+
+def _checked_state(
+    state: Any,
+) -> tuple[int, np.random.Generator, int, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The parts of a sampler ``state_dict``, checked (``ConfigError`` naming the key)."""
+    src = "DataPackRLSampler.load_state_dict"
+    if not isinstance(state, Mapping):
+        raise ConfigError("state", state, "expected a mapping (a state_dict)", source=src)
+    key = "seed"
+    try:
+        seed = _checked_seed(state["seed"], src)
+        key = "rng"
+        rng = np.random.default_rng(seed)
+        rng.bit_generator.state = state["rng"]
+        key = "sample_id"
+        check_int(key, state[key], minimum=0, allow_numpy=True, source=src)
+        sample_id = int(state[key])
+        counts: list[np.ndarray | None] = []
+        for key, size in (
+            ("tier_counts", len(TIERS)),
+            ("family_counts", None),  # older states counted fewer families
+            ("kind_counts", len(TAG_KINDS)),
+        ):
+            if key == "kind_counts" and key not in state:
+                counts.append(None)
+                continue
+            arr = np.asarray(state[key])
+            if arr.ndim != 1 or arr.size != (size or min(arr.size, len(TAG_FAMILIES))):
+                raise ValueError(f"expected {size or f'at most {len(TAG_FAMILIES)}'} counts")
+            counts.append(arr.astype(np.int64))
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        value = state.get(key) if isinstance(state, Mapping) else None
+        raise ConfigError(
+            key, value, f"does not fit a DataPackRLSampler state ({exc!r})", source=src
+        ) from exc
+    tiers, families, kinds = counts
+    assert tiers is not None and families is not None
+    return seed, rng, sample_id, tiers, families, kinds
 
 
 def _checked_seed(seed: Any, source: str) -> int:

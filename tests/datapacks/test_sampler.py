@@ -162,6 +162,30 @@ def test_write_logs_into_an_unwritable_place_names_the_run_dir(tmp_path):
     assert [json.loads(x)["sample_id"] for x in path.read_text().splitlines()] == [0]
 
 
+def test_a_state_that_does_not_fit_is_refused_leaving_the_sampler_as_it_was():
+    s = DataPackRLSampler(_packs(), seed=3)
+    s.sample_batch(4)
+    before = copy.deepcopy(s.state_dict())
+    good = s.state_dict()
+    for bad, key in (
+        ({"x": 1}, "'seed'"),
+        ({**good, "seed": -2}, "'seed'"),
+        ({**good, "rng": {"bit_generator": "nope"}}, "'rng'"),
+        ({**good, "sample_id": "a"}, "'sample_id'"),
+        ({**good, "tier_counts": [1, 2]}, "'tier_counts'"),
+        ({**good, "kind_counts": [1]}, "'kind_counts'"),
+    ):
+        with pytest.raises(ConfigError, match=key):
+            s.load_state_dict(bad)
+        after = s.state_dict()
+        assert after["seed"] == 3 and after["rng"] == before["rng"], bad
+        assert after["sample_id"] == 1
+        for k in ("tier_counts", "family_counts", "kind_counts"):
+            assert np.array_equal(after[k], before[k]), (bad, k)
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        s.load_state_dict(None)
+
+
 def test_sampler_never_mutates_datapacks():
     packs = _packs()
     before = copy.deepcopy([p.to_dict() for p in packs])
