@@ -234,7 +234,8 @@ class StageSpec:
         try:
             params = make_strategy(self.strategy, self.strategy_params, source=src).to_dict()
         except ConfigError as exc:
-            key = exc.key if exc.key == "strategy" else f"strategy_params.{exc.key}"
+            top = exc.key in ("strategy", "strategy_params")
+            key = exc.key if top else f"strategy_params.{exc.key}"
             raise ConfigError(key, exc.value, exc.reason, source=src) from exc
         del params["strategy"]
         object.__setattr__(self, "strategy_params", params)  # explicit, with defaults

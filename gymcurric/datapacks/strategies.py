@@ -382,6 +382,13 @@ def make_strategy(
     cls = STRATEGIES.get(name)
     if cls is None:
         raise ConfigError("strategy", name, f"expected one of {sorted(STRATEGIES)}", source=source)
+    if params is not None and not isinstance(params, Mapping):
+        raise ConfigError(
+            "strategy_params",
+            params,
+            f"expected a mapping of {name}'s parameter names to values",
+            source=source,
+        )
     params = dict(params or {})
     params.pop("strategy", None)
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

@@ -252,6 +252,14 @@ def test_config_round_trip_and_files(tmp_path):
             r"'stages\[0\]\.filters\.max_tier': 4",
         ),
         ({"stages": [{"name": "a", "colour": 1}]}, r"'stages\[0\]\.colour'"),
+        (
+            {"stages": [{"name": "a", "strategy_params": 5}]},
+            r"'stages\[0\]\.strategy_params': 5 \(expected a mapping",
+        ),
+        (
+            {"stages": [{"name": "a", "strategy_params": ["shuffle"]}]},
+            r"'stages\[0\]\.strategy_params': \['shuffle'\] \(expected a mapping",
+        ),
         ({"stages": [{"name": "a"}, {"name": "a"}]}, "names unique"),
         ({"stages": [{"name": "a", "weight_multipliers": {"shiny": 2}}]}, "shiny"),
         ({"window": 1}, "'window': 1"),
