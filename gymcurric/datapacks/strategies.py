@@ -73,6 +73,15 @@ def _ratios(
     return out
 
 
+def _flags(strategy: Any, names: tuple[str, ...], owner: str) -> None:
+    """Refuse a switch that is not true or false (a quoted ``"false"`` would read as on)."""
+    for name in names:
+        value = getattr(strategy, name)
+        if not isinstance(value, bool | np.bool_):
+            raise ConfigError(name, value, "expected true or false", source=owner)
+        object.__setattr__(strategy, name, bool(value))
+
+
 def _unit(name: str, value: Any, owner: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise ConfigError(name, value, "expected a number in [0, 1]", source=owner)
@@ -189,6 +198,7 @@ class BalancedStrategy(SamplingStrategy):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        _flags(self, ("use_trust_weighting", "shuffle"), owner)
         ratios = _ratios("tier_ratios", self.tier_ratios, TIERS, owner, total=1.0)
         object.__setattr__(self, "tier_ratios", {t: ratios.get(t, 0.0) for t in TIERS})
         keys = tuple(self.stratify_by) if not isinstance(self.stratify_by, str) else None
@@ -262,6 +272,7 @@ class FrontierPrioritizedStrategy(SamplingStrategy):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        _flags(self, ("shuffle",), owner)
         _unit("urgency_threshold", self.urgency_threshold, owner)
         _unit("urgent_ratio", self.urgent_ratio, owner)
         tw = _ratios("tier_weights", self.tier_weights, TIERS, owner, total=None)
@@ -334,6 +345,7 @@ class TagAwareStrategy(SamplingStrategy):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        _flags(self, ("allow_overlap", "fallback_to_baseline", "shuffle"), owner)
         if isinstance(self.tag_quotas, Mapping):
             for key in self.tag_quotas:
                 check_selector(key, f"tag_quotas[{key!r}]", owner)

@@ -279,6 +279,13 @@ def test_small_family_uses_all_then_falls_back():
         ("tag_aware", {"tag_quotas": {"shiny": 1.0}}, "shiny"),
         ("tag_aware", {"tag_quotas": {"baseline": 0.5}}, "must sum to 1"),
         ("random", {}, "'strategy': 'random'"),
+        # a quoted "false" is a string, and truthy: it would have turned the switch on
+        ("balanced", {"use_trust_weighting": "false"}, "'use_trust_weighting': 'false'"),
+        ("balanced", {"shuffle": 1}, "'shuffle': 1 \\(expected true or false"),
+        ("frontier_prioritized", {"shuffle": None}, "'shuffle': None"),
+        ("tag_aware", {"allow_overlap": "no"}, "'allow_overlap': 'no'"),
+        ("tag_aware", {"fallback_to_baseline": 0}, "'fallback_to_baseline': 0"),
+        ("balanced", [("shuffle", True)], "'strategy_params'.*expected a mapping"),
     ],
 )
 def test_bad_config_is_a_clear_error(name, params, match):
