@@ -27,6 +27,9 @@ from gymcurric.errors import ConfigError
 
 __all__ = ["DataPackCurriculum"]
 
+#: the per-episode rings of a state_dict's "arrays"
+_RINGS = ("error", "success", "mpl", "return", "aff_ok", "aff_n")
+
 
 class DataPackCurriculum:
     """Staged curriculum over datapacks (warmup → skill_building → frontier → fine_tuning).
@@ -365,10 +368,7 @@ class DataPackCurriculum:
         """Everything needed to continue exactly (arrays copied)."""
         return {
             "config": self.config.to_dict(),
-            "arrays": {
-                k: getattr(self, f"_{k}").copy()
-                for k in ("error", "success", "mpl", "return", "aff_ok", "aff_n")
-            },
+            "arrays": {k: getattr(self, f"_{k}").copy() for k in _RINGS},
             "episode": self.episode,
             "stage_index": self.stage_index,
             "stage_start": self.stage_start,
@@ -382,18 +382,58 @@ class DataPackCurriculum:
         """Restore a :meth:`state_dict` taken from a curriculum with the same config.
 
         Raises:
-            ConfigError: the state was taken under a different config.
+            ConfigError: the state was taken under a different config, or does not fit (a key
+                missing, a ring of the wrong length, a stage index out of range, ...): naming
+                the key; the curriculum is then left as it was.
         """
-        if state["config"] != self.config.to_dict():
+        src = "DataPackCurriculum.load_state_dict"
+        if not isinstance(state, Mapping):
+            raise ConfigError("state", state, "expected a mapping (a state_dict)", source=src)
+        if state.get("config") != self.config.to_dict():
             raise ConfigError(
                 "state['config']",
                 "<differs>",
                 "state_dict was taken under a different DataPackCurriculumConfig",
             )
-        for k, v in state["arrays"].items():
-            getattr(self, f"_{k}")[:] = v
-        self.episode, self.stage_index = int(state["episode"]), int(state["stage_index"])
-        self.stage_start = int(state["stage_start"])
-        self._tag_ok, self._tag_n = dict(state["tag_ok"]), dict(state["tag_n"])
-        self._satisfied = set(state["satisfied"])
-        self.transitions = [dict(t) for t in state["transitions"]]
+        key = "arrays"
+        try:  # everything checked before anything changes
+            arrays = {}
+            for k, v in dict(state[key]).items():
+                if k not in _RINGS:
+                    raise ValueError(f"unknown ring {k!r}; expected among {list(_RINGS)}")
+                arr = np.asarray(v, np.float64)
+                shape = getattr(self, f"_{k}").shape
+                if arr.shape != shape:
+                    raise ValueError(f"ring {k!r} of shape {arr.shape}, expected {shape}")
+                arrays[k] = arr
+            counts = {}
+            for key in ("episode", "stage_index", "stage_start"):
+                check_int(key, state[key], minimum=0, allow_numpy=True, source=src)
+                counts[key] = int(state[key])
+            key = "stage_index"
+            if counts[key] >= len(self.config.stages):
+                raise ValueError(f"the config has {len(self.config.stages)} stages")
+            key = "tag_ok"
+            tag_ok = {str(t): int(n) for t, n in dict(state[key]).items()}
+            key = "tag_n"
+            tag_n = {str(t): int(n) for t, n in dict(state[key]).items()}
+            key = "satisfied"
+            satisfied = {str(t) for t in state[key]}
+            key = "transitions"
+            transitions = [dict(t) for t in state[key]]
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                key,
+                state.get(key),
+                f"does not fit a DataPackCurriculum state ({exc!r})",
+                source=src,
+            ) from exc
+        for k, arr in arrays.items():
+            getattr(self, f"_{k}")[:] = arr
+        self.episode, self.stage_index = counts["episode"], counts["stage_index"]
+        self.stage_start = counts["stage_start"]
+        self._tag_ok, self._tag_n = tag_ok, tag_n
+        self._satisfied = satisfied
+        self.transitions = transitions

@@ -219,6 +219,32 @@ def test_same_history_same_schedule_and_state_round_trip():
         DataPackCurriculum().load_state_dict(a.state_dict())
 
 
+def test_a_state_that_does_not_fit_is_refused_leaving_the_curriculum_as_it_was():
+    cur = DataPackCurriculum(_cfg())
+    for _ in range(12):
+        cur.update_diagnostics(success=True, mpl=1.0, tag_results={"grasp": True})
+    before = cur.state_dict()
+    good = cur.state_dict()
+    arrays = dict(good["arrays"])
+    for bad, key in (
+        ({k: v for k, v in good.items() if k != "episode"}, "'episode'"),
+        ({**good, "arrays": {**arrays, "error": np.zeros(3)}}, "'arrays'"),
+        ({**good, "arrays": {**arrays, "colour": arrays["error"]}}, "'arrays'"),
+        ({**good, "stage_index": 7}, "'stage_index'"),
+        ({**good, "episode": "x"}, "'episode'"),
+        ({**good, "tag_ok": [1]}, "'tag_ok'"),
+        ({**good, "transitions": 5}, "'transitions'"),
+    ):
+        with pytest.raises(ConfigError, match=key):
+            cur.load_state_dict(bad)
+        after = cur.state_dict()
+        assert json.dumps(after, default=np.ndarray.tolist) == json.dumps(
+            before, default=np.ndarray.tolist
+        ), bad
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        cur.load_state_dict(None)
+
+
 def test_config_round_trip_and_files(tmp_path):
     cfg = DataPackCurriculumConfig()
     d = json.loads(json.dumps(cfg.to_dict()))
