@@ -174,8 +174,9 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
     The path in ``pack.episode`` is relative to the directory of the file the record came from.
 
     Raises:
-        DataError: the pack has no episode, the file is missing or not a valid ``.npz``, or an
-            array holds Python objects (``allow_pickle=False``); the message names the file.
+        DataError: the pack has no episode, the file is missing or not a valid ``.npz`` (a
+            ``.npy`` or text file included), or an array holds Python objects
+            (``allow_pickle=False``); the message names the file.
     """
     if pack.episode is None:
         raise DataError(
@@ -184,6 +185,12 @@ def load_episode(pack: DataPack) -> dict[str, np.ndarray]:
         )
     base = Path(pack.source).parent if pack.source else Path()
     file = base / pack.episode
+    if file.is_file() and not zipfile.is_zipfile(file):
+        # np.load would return a .npy's one array, or call a text file "pickled data"
+        raise DataError(
+            f"{file}: field 'episode' of datapack {pack.pack_id!r}: not a .npz archive (a zip "
+            f"of named arrays, as np.savez writes); got {pack.episode!r}"
+        )
     out: dict[str, np.ndarray] = {}
     try:
         with np.load(file, allow_pickle=False) as npz:

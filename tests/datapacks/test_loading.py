@@ -208,3 +208,22 @@ def test_a_damaged_episode_file_is_a_data_error_naming_it(tmp_path, damage):
     (pack,) = load_datapacks(tmp_path)
     with pytest.raises(DataError, match=r"ep\.npz.*'a'"):
         load_episode(pack)
+
+
+@pytest.mark.parametrize(
+    ("name", "write"),
+    [
+        ("ep.npy", lambda p: np.save(p, np.zeros(3))),  # one array, not an archive of them
+        ("ep.npz", lambda p: p.write_text("obs,reward\n0,1\n")),  # numpy: 'pickled data'
+    ],
+)
+def test_an_episode_that_is_not_an_npz_archive_is_named(tmp_path, name, write):
+    write(tmp_path / name)
+    (tmp_path / "a.json").write_text(json.dumps(minimal("a", 0, episode=name)))
+    (pack,) = load_datapacks(tmp_path)
+    with pytest.raises(DataError) as info:
+        load_episode(pack)
+    assert str(info.value) == (
+        f"{tmp_path / name}: field 'episode' of datapack 'a': not a .npz archive (a zip of "
+        f"named arrays, as np.savez writes); got {name!r}"
+    )
