@@ -240,6 +240,17 @@ def test_clear_errors():
     own.close()
 
 
+def test_a_numpy_integer_n_envs_builds_as_before():
+    # a count read from an array (np.int64) built before the count was checked; still does
+    venv = make_datapack_vec_env(ENV_ID, Events(packs()), n_envs=np.int64(2))
+    assert venv.num_envs == 2
+    venv.reset()
+    assert [p.pack_id for p in venv.datapacks] == ["p0", "p1"]
+    venv.close()
+    with pytest.raises(ConfigError, match=r"'n_envs': np.int64\(0\)"):
+        make_datapack_vec_env(ENV_ID, Events(packs()), n_envs=np.int64(0))
+
+
 def test_callback_logs_the_stage_during_learn(tmp_path):
     cur = DataPackCurriculum(DataPackCurriculumConfig(window=4))
     sampler = DataPackRLSampler(safe_packs(), curriculum=cur, seed=0)

@@ -294,8 +294,8 @@ def make_datapack_vec_env(
     """
     if not isinstance(env_id, str):
         raise ConfigError("env_id", env_id, "expected a registered env id", source=_SRC)
-    # checked before any sub-env (or worker process) is built
-    check_int("n_envs", n_envs, source="make_datapack_vec_env")
+    # checked before any sub-env (or worker process) is built; numpy integers count too
+    check_int("n_envs", n_envs, source="make_datapack_vec_env", allow_numpy=True)
     check_datapack_args(sampler, success_fn, mpl_fn, source="make_datapack_vec_env")
 
     def wrap(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
@@ -304,7 +304,7 @@ def make_datapack_vec_env(
 
     venv = make_vec_env(
         _MakeEnv(env_id, dict(env_kwargs or {})),
-        n_envs=n_envs,
+        n_envs=int(n_envs),
         seed=seed,
         vec_env_cls=vec_env_cls or DummyVecEnv,
         vec_env_kwargs=vec_env_kwargs,

@@ -322,8 +322,8 @@ def make_datapack_vec(
         mpl_fn: see :class:`PresentDatapack`.
         **env_kwargs: passed to the env constructor.
     """
-    # checked before any sub-env (or worker process) is built
-    check_int("num_envs", num_envs, source="make_datapack_vec")
+    # checked before any sub-env (or worker process) is built; numpy integers count too
+    check_int("num_envs", num_envs, source="make_datapack_vec", allow_numpy=True)
     check_datapack_args(sampler, success_fn, mpl_fn, source="make_datapack_vec")
     if vectorization_mode not in ("sync", "async"):
         raise ConfigError(
@@ -334,7 +334,7 @@ def make_datapack_vec(
         )
     envs = gym.make_vec(
         env_id,
-        num_envs=num_envs,
+        num_envs=int(num_envs),
         vectorization_mode=vectorization_mode,
         vector_kwargs=vector_kwargs,
         wrappers=[partial(_SinglePresentDatapack, sampler=None)],

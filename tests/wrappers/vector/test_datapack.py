@@ -299,6 +299,16 @@ def test_arguments_are_validated():
     envs.close()
 
 
+def test_a_numpy_integer_count_builds_as_before():
+    # a count read from an array (np.int64) built before the count was checked; still does
+    envs = make_datapack_vec(ENV_ID, Events(packs()), num_envs=np.int64(2))
+    assert envs.num_envs == 2 and type(envs.num_envs) is int
+    envs.reset(seed=0)
+    envs.close()
+    with pytest.raises(ConfigError, match=r"'num_envs': np.int64\(0\)"):
+        make_datapack_vec(ENV_ID, Events(packs()), num_envs=np.int64(0))
+
+
 def test_success_fn_and_mpl_fn_see_the_sub_env_final_info():
     seen = []
 
