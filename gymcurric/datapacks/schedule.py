@@ -533,10 +533,12 @@ class CurriculumSchedule:
         for key in names:
             if key not in d:
                 raise ConfigError(key, None, f"missing; expected the keys {names}", source=src)
-        # the strategy's own form: JSON made tier_ratios' / tier_weights' int keys strings
-        params = make_strategy(d["strategy"], d["strategy_params"], source=src).to_dict()
-        del params["strategy"]
-        d["strategy_params"] = params
+        # the strategy's own form: JSON made tier_ratios' / tier_weights' int keys strings;
+        # only the parameters given (a schedule built with some of them keeps those)
+        given = d["strategy_params"]
+        params = make_strategy(d["strategy"], given, source=src).to_dict()
+        if given is not None:
+            d["strategy_params"] = {k: params[k] for k in given if k != "strategy"}
         try:
             d["filter_constraints"] = FilterConstraints(**d["filter_constraints"])
             return cls(**d)

@@ -61,6 +61,18 @@ def test_a_schedule_comes_back_equal_from_its_json_form():
         CurriculumSchedule.from_dict({**sch.to_dict(), "strategy": "greedy"})
 
 
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"shuffle": False}, {"tier_ratios": {0: 0.5, 1: 0.5, 2: 0.0}}, None],
+)
+def test_a_schedule_built_with_some_parameters_comes_back_with_those(params):
+    # from_dict restores the parameters given, in the strategy's form, and adds no defaults
+    sch = CurriculumSchedule("s", 0, "balanced", params, {}, FilterConstraints())
+    for d in (sch.to_dict(), json.loads(json.dumps(sch.to_dict()))):
+        back = CurriculumSchedule.from_dict(d)
+        assert back == sch, back.strategy_params
+
+
 def test_advance_by_rule_needs_a_full_window():
     cur = DataPackCurriculum(_cfg())
     for i in range(9):
