@@ -310,14 +310,15 @@ class DataPackRLSampler:
                 the resume only (``tag_coverage`` is then a share of those), with a
                 :class:`~gymcurric.errors.GymcurricWarning`.
         """
-        seed, rng, sample_id, tiers, families, kinds = _checked_state(state)
+        seed, rng, sample_id, tiers, families, kinds, kinds_counted = _checked_state(state)
         # checked whole first: a state that does not fit leaves the sampler as it was
         self.seed, self.rng, self._sample_id = seed, rng, sample_id
         self._tier_counts[:] = tiers
         if kinds is not None and families.size == len(TAG_FAMILIES):
             self._family_counts[:] = families
             self._kind_counts[:] = kinds
-            self._kinds_counted = int(state.get("kinds_counted", self._tier_counts.sum()))
+            total = self._tier_counts.sum()
+            self._kinds_counted = int(total if kinds_counted is None else kinds_counted)
             return
         recounted = self._recount(sampling_log)
         if recounted is not None:
@@ -368,7 +369,7 @@ class DataPackRLSampler:
 
 def _checked_state(
     state: Any,
-) -> tuple[int, np.random.Generator, int, np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[int, np.random.Generator, int, np.ndarray, np.ndarray, np.ndarray | None, int | None]:
     """The parts of a sampler ``state_dict``, checked (``ConfigError`` naming the key)."""
     src = "DataPackRLSampler.load_state_dict"
     if not isinstance(state, Mapping):
@@ -382,6 +383,9 @@ def _checked_state(
         key = "sample_id"
         check_int(key, state[key], minimum=0, allow_numpy=True, source=src)
         sample_id = int(state[key])
+        key = "kinds_counted"  # absent in older states
+        check_int(key, state.get(key), minimum=0, allow_numpy=True, source=src, optional=True)
+        kinds_counted = None if state.get(key) is None else int(state[key])
         counts: list[np.ndarray | None] = []
         for key, size in (
             ("tier_counts", len(TIERS)),
@@ -404,7 +408,7 @@ def _checked_state(
         ) from exc
     tiers, families, kinds = counts
     assert tiers is not None and families is not None
-    return seed, rng, sample_id, tiers, families, kinds
+    return seed, rng, sample_id, tiers, families, kinds, kinds_counted
 
 
 def _checked_seed(seed: Any, source: str) -> int:

@@ -186,6 +186,27 @@ def test_a_state_that_does_not_fit_is_refused_leaving_the_sampler_as_it_was():
         s.load_state_dict(None)
 
 
+@pytest.mark.parametrize("bad", ["x", -1, 2.5, True])
+def test_a_bad_kinds_counted_is_refused_before_anything_changes(bad):
+    # kinds_counted was read last, after the seed, generator and counts had been replaced
+    s = DataPackRLSampler(_packs(), seed=3)
+    s.sample_batch(4)
+    before = copy.deepcopy(s.state_dict())
+    other = DataPackRLSampler(_packs(), seed=9)
+    other.sample_batch(7)
+    with pytest.raises(ConfigError, match=r"load_state_dict: .*'kinds_counted'"):
+        s.load_state_dict({**other.state_dict(), "kinds_counted": bad})
+    after = s.state_dict()
+    assert (after["seed"], after["rng"], after["sample_id"]) == (3, before["rng"], 1)
+    assert after["kinds_counted"] == before["kinds_counted"]
+    for k in ("tier_counts", "family_counts", "kind_counts"):
+        assert np.array_equal(after[k], before[k]), k
+    state = other.state_dict()
+    del state["kinds_counted"]  # absent (an older state): the batches counted
+    s.load_state_dict(state)
+    assert s.state_dict()["kinds_counted"] == 7
+
+
 def test_sampler_never_mutates_datapacks():
     packs = _packs()
     before = copy.deepcopy([p.to_dict() for p in packs])
