@@ -104,14 +104,14 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
         yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
         return
     flag = [False]  # set when an object had a key given twice
-    hook = _pairs(flag)
+    decoder = json.JSONDecoder(object_pairs_hook=_pairs(flag))  # one per file, not per record
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             where = f"{src}, line {lineno}"
             try:
-                data = loads_json(line, source=where, object_pairs_hook=hook)
+                data = loads_json(line, source=where, decoder=decoder)
             except DataError as exc:  # nested too deeply
                 data = exc
             except json.JSONDecodeError as exc:
@@ -125,7 +125,7 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
                 yield RawRecord(data, src, lineno, where)
         return
     try:
-        data = loads_json(text, source=src, object_pairs_hook=hook)
+        data = loads_json(text, source=src, decoder=decoder)
     except DataError as exc:  # nested too deeply
         yield RawRecord(exc, src, None, src)
         return

@@ -84,6 +84,26 @@ def test_a_key_given_twice_in_a_record_is_named_not_silently_dropped(tmp_path):
     assert validate_datapacks(h)[1][0].startswith(f"{h}: field 'tier': given twice")
 
 
+def test_records_are_read_with_one_json_decoder_per_file(tmp_path, monkeypatch):
+    # the key-given-twice hook needs a decoder of its own: built once per file, not per record
+    built = []
+
+    class Counting(json.JSONDecoder):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(json, "JSONDecoder", Counting)
+    f = tmp_path / "x.jsonl"
+    _write_jsonl(f, [minimal(f"p{i}", i % 3) for i in range(50)])
+    assert len(load_datapacks(f)) == 50
+    assert len(built) == 1
+    bom = tmp_path / "bom.jsonl"  # a UTF-8 BOM is still named as json.loads names it
+    bom.write_text("\ufeff" + json.dumps(minimal("a", 0)) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bom\.jsonl, line 1: invalid JSON \(Unexpected UTF-8 BOM"):
+        load_datapacks(bom)
+
+
 def test_duplicate_pack_ids_name_both_files(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(minimal("same", 0)))
     _write_jsonl(tmp_path / "b.jsonl", [minimal("same", 1)])
