@@ -101,6 +101,15 @@ class DataPackRLSampler:
             raise ConfigError(
                 "datapacks", 0, "expected at least one datapack", source="DataPackRLSampler"
             )
+        if strategy_params is not None and not isinstance(strategy_params, Mapping):
+            # as make_strategy refuses it, before the specification's defaults are merged in
+            whose = f"{strategy}'s" if isinstance(strategy, str) else "the strategy's"
+            raise ConfigError(
+                "strategy_params",
+                strategy_params,
+                f"expected a mapping of {whose} parameter names to values",
+                source="DataPackRLSampler",
+            )
         # the specification's conventions: its default parameters, and its urgency (§2.2.2)
         spec = curriculum is not None and curriculum.config.conventions == "specification"
         if isinstance(strategy, str):

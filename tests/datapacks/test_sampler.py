@@ -207,6 +207,30 @@ def test_a_bad_kinds_counted_is_refused_before_anything_changes(bad):
     assert s.state_dict()["kinds_counted"] == 7
 
 
+@pytest.mark.parametrize("params", [[("shuffle", True)], 5])
+@pytest.mark.parametrize("how", ["specification", "strategy object"])
+def test_strategy_params_that_are_not_a_mapping_are_a_config_error_on_every_path(params, how):
+    # refused as make_strategy refuses it: also before the specification's defaults are
+    # merged in, and beside a strategy given as an object (a raw TypeError on both paths)
+    import yaml
+
+    from gymcurric.datapacks import DataPackCurriculum, make_strategy
+
+    from .spec import SPEC_YAML
+
+    if how == "specification":
+        kwargs = {
+            "curriculum": DataPackCurriculum(yaml.safe_load(SPEC_YAML)),
+            "strategy": "tag_aware",
+        }
+        reason = "expected a mapping of tag_aware's parameter names"
+    else:
+        kwargs = {"strategy": make_strategy("balanced")}
+        reason = "expected a mapping of the strategy's parameter names"
+    with pytest.raises(ConfigError, match=rf"DataPackRLSampler: .*'strategy_params'.*{reason}"):
+        DataPackRLSampler(_packs(), strategy_params=params, **kwargs)
+
+
 def test_sampler_never_mutates_datapacks():
     packs = _packs()
     before = copy.deepcopy([p.to_dict() for p in packs])
