@@ -22,7 +22,7 @@ from gymcurric.datapacks.schedule import (
     load_curriculum_config,
 )
 from gymcurric.datapacks.schema import DataPack
-from gymcurric.datapacks.table import DatapackTable
+from gymcurric.datapacks.table import DatapackTable, datapack_records
 from gymcurric.errors import ConfigError
 
 __all__ = ["DataPackCurriculum"]
@@ -39,7 +39,8 @@ class DataPackCurriculum:
             config format (gymcurric's, or the specification's with ``stages`` by name), or the
             path of a YAML / JSON file; default :class:`DataPackCurriculumConfig`.
         datapacks: the datapacks it schedules (the specification's second argument), kept as
-            :attr:`datapacks`; the schedule does not depend on them.
+            :attr:`datapacks`; the schedule does not depend on them. ``DataPack`` records (or
+            a :class:`DatapackTable`): a path or a raw dict record is a ``ConfigError``.
 
     Examples:
         >>> cur = DataPackCurriculum()
@@ -72,7 +73,11 @@ class DataPackCurriculum:
         self.config = config
         if isinstance(datapacks, DatapackTable):
             datapacks = datapacks.records
-        self.datapacks: tuple[DataPack, ...] = tuple(datapacks or ())
+        self.datapacks: tuple[DataPack, ...] = (
+            ()
+            if datapacks is None
+            else datapack_records(datapacks, "datapacks", "DataPackCurriculum")
+        )
         w = self.config.ring_size
         self._error = np.zeros(w)
         self._success = np.zeros(w)

@@ -140,6 +140,32 @@ def check_selector(name: Any, key: str, source: str | None) -> str:
     return name
 
 
+def datapack_records(packs: Any, key: str, source: str) -> tuple[DataPack, ...]:
+    """``packs`` as a tuple of :class:`DataPack`, or a ``ConfigError`` naming ``key``.
+
+    A path (a folder to read with ``load_datapacks``) or an item that is not a ``DataPack``
+    (a raw dict record) is refused.
+    """
+    if isinstance(packs, str | os.PathLike):
+        raise ConfigError(
+            key,
+            str(packs),
+            "expected DataPack records, not a path (read a folder with load_datapacks)",
+            source=source,
+        )
+    records = tuple(packs)
+    for i, p in enumerate(records):
+        if not isinstance(p, DataPack):
+            raise ConfigError(
+                key,
+                p,
+                f"item {i} is a {type(p).__name__}, expected a DataPack "
+                "(DataPack.from_dict reads a record; load_datapacks a folder)",
+                source=source,
+            )
+    return records
+
+
 class DatapackTable:
     """Datapack records plus read-only numpy columns for vectorised sampling.
 
@@ -169,23 +195,7 @@ class DatapackTable:
     """
 
     def __init__(self, packs: Sequence[DataPack]) -> None:
-        if isinstance(packs, str | os.PathLike):
-            raise ConfigError(
-                "packs",
-                str(packs),
-                "expected DataPack records, not a path (read a folder with load_datapacks)",
-                source="DatapackTable",
-            )
-        self.records: tuple[DataPack, ...] = tuple(packs)
-        for i, p in enumerate(self.records):
-            if not isinstance(p, DataPack):
-                raise ConfigError(
-                    "packs",
-                    p,
-                    f"item {i} is a {type(p).__name__}, expected a DataPack "
-                    "(DataPack.from_dict reads a record; load_datapacks a folder)",
-                    source="DatapackTable",
-                )
+        self.records: tuple[DataPack, ...] = datapack_records(packs, "packs", "DatapackTable")
         n = len(self.records)
         ids = [p.pack_id for p in self.records]
         self._index = {pid: i for i, pid in enumerate(ids)}

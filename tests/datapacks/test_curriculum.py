@@ -73,6 +73,22 @@ def test_a_schedule_built_with_some_parameters_comes_back_with_those(params):
         assert back == sch, back.strategy_params
 
 
+def test_the_curriculum_refuses_what_is_not_datapack_records(tmp_path):
+    # as DatapackTable and the sampler do: a path was kept as a tuple of its characters
+    p = DataPack.from_dict(minimal("a", 0))
+    for packs, value in (
+        ("packs/", "packs/"),
+        (tmp_path, str(tmp_path)),
+        ([p, minimal("b", 1)], minimal("b", 1)),
+    ):
+        with pytest.raises(ConfigError, match=r"DataPackCurriculum: .*'datapacks'") as info:
+            DataPackCurriculum(None, packs)
+        assert info.value.value == value
+    assert DataPackCurriculum(None, [p]).datapacks == (p,)
+    assert DataPackCurriculum(None, DatapackTable([p])).datapacks == (p,)
+    assert DataPackCurriculum(None, []).datapacks == DataPackCurriculum().datapacks == ()
+
+
 def test_advance_by_rule_needs_a_full_window():
     cur = DataPackCurriculum(_cfg())
     for i in range(9):
