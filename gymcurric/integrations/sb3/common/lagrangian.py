@@ -226,7 +226,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 f"n_costs out (it follows cost_limit) or set it to {self.n_costs}",
                 source=src,
             )
-        if "cost_net_arch" in self.policy_kwargs:
+        if self.policy_kwargs.get("cost_net_arch") is not None:  # None: the value net's
             check_cost_net_arch(
                 "policy_kwargs['cost_net_arch']", self.policy_kwargs["cost_net_arch"], source=src
             )
