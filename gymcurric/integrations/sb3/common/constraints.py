@@ -120,7 +120,10 @@ class CostLimits:
 
 
 def _is_sequence(value: Any) -> bool:
-    return isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+    """A list, tuple or array of one or more dimensions (a 0-d array is one number)."""
+    if isinstance(value, np.ndarray):
+        return value.ndim > 0
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def parse_constraints(

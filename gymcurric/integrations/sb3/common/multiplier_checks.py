@@ -3,7 +3,8 @@
 Numbers (:func:`check_finite`, :func:`check_count`), flags (:func:`check_flag`) and
 ``multiplier_kwargs`` (:func:`check_multiplier_kwargs`, against :data:`MULTIPLIER_KWARGS`).
 A number is a :class:`numbers.Real` (a count a :class:`numbers.Integral`), NumPy scalars
-included and returned as the Python float or int of the same value; a bool or a string is not
+(and 0-d arrays, for a real number) included and returned as the Python float or int of the
+same value; a bool or a string is not
 one (``"0.1"`` was read by ``float()`` before, ``np.float32(5)`` refused by some callers).
 Each ``ConfigError`` names the parameter, the value the caller received and the caller
 (``source``: an algorithm's class name, ``"MultiplierSet"``); :func:`as_caller_error` turns a
@@ -44,9 +45,11 @@ MULTIPLIER_KWARGS: dict[str, tuple[str, ...]] = {
 def as_real(value: Any) -> float | None:
     """``value`` as a Python float if it is a real number (NumPy's included), else None.
 
+    A 0-d int or float array (``np.load(...)["x"]``) is one too, as ``float()`` read it.
+
     Examples:
-        >>> as_real(3), as_real(np.float32(0.5)), as_real(np.int64(2))
-        (3.0, 0.5, 2.0)
+        >>> as_real(3), as_real(np.float32(0.5)), as_real(np.int64(2)), as_real(np.array(0.5))
+        (3.0, 0.5, 2.0, 0.5)
         >>> as_real(True), as_real("0.1"), as_real(None), as_real(np.bool_(True))
         (None, None, None, None)
     """
@@ -54,6 +57,8 @@ def as_real(value: Any) -> float | None:
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return float(value)  # a 0-d array (np.load(...)["x"]), as float() read it before
     return None
 
 

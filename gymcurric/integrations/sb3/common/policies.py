@@ -145,7 +145,10 @@ def check_cost_net_arch(name: str, value: Any, *, source: str) -> list[int]:
         >>> check_cost_net_arch("cost_net_arch", (64, np.int64(32)), source="doc")
         [64, 32]
     """
-    ok = isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+    if isinstance(value, np.ndarray):
+        ok = value.ndim == 1  # np.array(64) is a bare int
+    else:
+        ok = isinstance(value, Sequence) and not isinstance(value, str | bytes)
     if not ok or not all(is_int(v, allow_numpy=True) for v in value):
         raise ConfigError(name, value, "expected a list of positive ints", source=source)
     return [int(v) for v in value]
