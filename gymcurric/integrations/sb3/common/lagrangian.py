@@ -43,7 +43,6 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch.nn import functional as F
 
-from gymcurric._checks import is_int
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.integrations.sb3.common.buffers import CostRolloutBuffer
 from gymcurric.integrations.sb3.common.constraints import (
@@ -67,9 +66,11 @@ from gymcurric.integrations.sb3.common.multipliers import (
 )
 from gymcurric.integrations.sb3.common.policies import (
     CostActorCriticPolicy,
-    check_cost_net_arch,
+    check_policy_kwargs,
+    limit_words,
     policy_from_name,
 )
+from gymcurric.integrations.sb3.common.risk_values import unreadable_risks
 from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
@@ -215,21 +216,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
 
     # ------------------------------------------------------------------ set-up and save/load
     def _setup_model(self) -> None:
-        src = type(self).__name__
-        given = self.policy_kwargs.get("n_costs", self.n_costs)
-        if not (is_int(given, allow_numpy=True) and given == self.n_costs):
-            raise ConfigError(
-                "policy_kwargs['n_costs']",
-                given,
-                f"cost_limit has {_limits(self.n_costs)}, one per constraint, so the cost "
-                f"critic has {self.n_costs} output{'s' if self.n_costs != 1 else ''}: leave "
-                f"n_costs out (it follows cost_limit) or set it to {self.n_costs}",
-                source=src,
-            )
-        if self.policy_kwargs.get("cost_net_arch") is not None:  # None: the value net's
-            check_cost_net_arch(
-                "policy_kwargs['cost_net_arch']", self.policy_kwargs["cost_net_arch"], source=src
-            )
+        check_policy_kwargs(self.policy_kwargs, self.n_costs, source=type(self).__name__)
         if self.n_costs > 1:  # K cost-critic outputs, K cost GAEs (K = 1: as before)
             self.policy_kwargs = {**self.policy_kwargs, "n_costs": self.n_costs}
             self.rollout_buffer_kwargs = {**self.rollout_buffer_kwargs, "n_costs": self.n_costs}
@@ -258,7 +245,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 "policy",
                 type(self.policy).__name__,
                 f"its cost critic has {getattr(self.policy, 'n_costs', 1)} outputs, but "
-                f"cost_limit has {_limits(self.n_costs)}",
+                f"cost_limit has {limit_words(self.n_costs)}",
                 source=type(self).__name__,
             )
         init, lr = self.lagrange_init(1.0), self.lagrange_lr(1.0)
@@ -399,7 +386,9 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 try:  # numbers take no extra work; the list is complete before it is added
                     self._rollout_risks.extend([float(i["risk"]) for i in infos if "risk" in i])
                 except (TypeError, ValueError):
-                    self._rollout_risks.extend(self._unreadable_risks(infos))
+                    src, warned = type(self).__name__, self._risk_warned
+                    risks, self._risk_warned = unreadable_risks(infos, src, warned=warned)
+                    self._rollout_risks.extend(risks)
             if dones.any():
                 self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():
@@ -456,35 +445,6 @@ class LagrangianMixin(OnPolicyAlgorithm):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
-
-    def _unreadable_risks(self, infos: list[dict[str, Any]]) -> list[float]:
-        """This step's risk values with NaN for each one that is not a real number; warn once.
-
-        A risk value ``float()`` cannot read (None, ``"high"``) is an anomaly, as a NaN one is:
-        read as NaN, it makes the rollout's ``M`` 1 (and every rollout's while it is in the
-        reference window), where it used to stop the rollout with a TypeError or ValueError.
-        """
-        out: list[float] = []
-        bad: list[tuple[int, Any]] = []
-        for idx, info in enumerate(infos):
-            if "risk" not in info:
-                continue
-            try:
-                out.append(float(info["risk"]))
-            except (TypeError, ValueError):
-                out.append(float("nan"))
-                bad.append((idx, info["risk"]))
-        if bad and not self._risk_warned:
-            self._risk_warned = True
-            shown = ", ".join(f"sub-env {idx}: {value!r}" for idx, value in bad)
-            warnings.warn(
-                f"{type(self).__name__}: info['risk'] is not a real number ({shown}); read as "
-                "NaN, an anomaly: the risk modulation M is 1 while it is in the reference "
-                "window (warned once)",
-                GymcurricWarning,
-                stacklevel=3,
-            )
-        return out
 
     def dump_logs(self, iteration: int = 0) -> None:
         """SB3's logs plus ``rollout/ep_cost_mean`` (the episodes λ is updated from).
@@ -628,8 +588,3 @@ class LagrangianMixin(OnPolicyAlgorithm):
         for i in range(k if k > 1 else 0):
             ev = explained_variance(values[..., i].ravel(), returns[..., i].ravel())
             record(f"train/cost_explained_variance_{i}", float(ev))
-
-
-def _limits(k: int) -> str:
-    """``"1 limit"``, ``"2 limits"``: the words of the n_costs errors."""
-    return f"{k} limit{'s' if k != 1 else ''}"

@@ -24,6 +24,8 @@ __all__ = [
     "CostActorCriticPolicy",
     "MlpPolicy",
     "check_cost_net_arch",
+    "check_policy_kwargs",
+    "limit_words",
     "policy_from_name",
 ]
 
@@ -152,6 +154,32 @@ def check_cost_net_arch(name: str, value: Any, *, source: str) -> list[int]:
     if not ok or not all(is_int(v, allow_numpy=True) for v in value):
         raise ConfigError(name, value, "expected a list of positive ints", source=source)
     return [int(v) for v in value]
+
+
+def check_policy_kwargs(policy_kwargs: Mapping[str, Any], n_costs: int, *, source: str) -> None:
+    """A Lagrangian agent's ``policy_kwargs['n_costs']`` and ``['cost_net_arch']``, at set-up.
+
+    ``n_costs`` (given or not) must be the number of limits; ``cost_net_arch`` (None: the value
+    net's layers) must pass :func:`check_cost_net_arch`. A ConfigError names the key.
+    """
+    given = policy_kwargs.get("n_costs", n_costs)
+    if not (is_int(given, allow_numpy=True) and given == n_costs):
+        raise ConfigError(
+            "policy_kwargs['n_costs']",
+            given,
+            f"cost_limit has {limit_words(n_costs)}, one per constraint, so the cost critic has "
+            f"{n_costs} output{'s' if n_costs != 1 else ''}: leave n_costs out (it follows "
+            f"cost_limit) or set it to {n_costs}",
+            source=source,
+        )
+    arch = policy_kwargs.get("cost_net_arch")
+    if arch is not None:
+        check_cost_net_arch("policy_kwargs['cost_net_arch']", arch, source=source)
+
+
+def limit_words(k: int) -> str:
+    """``"1 limit"``, ``"2 limits"``: the words of the n_costs errors."""
+    return f"{k} limit{'s' if k != 1 else ''}"
 
 
 def policy_from_name(
