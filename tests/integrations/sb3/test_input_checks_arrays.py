@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from gymcurric.errors import ConfigError
-from gymcurric.integrations.sb3 import PPOLag, PPOPIDLag
+from gymcurric.integrations.sb3 import CPO, PPOLag, PPOPIDLag
 from gymcurric.integrations.sb3.common.multiplier_checks import as_real
 from gymcurric.integrations.sb3.common.policies import check_cost_net_arch
 from tests.integrations.sb3.hazard_runs import SMALL, hazard_vec
@@ -61,3 +61,19 @@ def test_a_0d_cost_net_arch_is_a_config_error():
     with pytest.raises(ConfigError) as info:
         ppolag(policy_kwargs={"cost_net_arch": np.array(64)})
     assert info.value.key == "policy_kwargs['cost_net_arch']"
+
+
+def test_cpo_keeps_numpy_numbers_as_python_floats():
+    # docs/safe_rl.md: NumPy scalars are taken as the Python float of the same value; an
+    # np.float32 kept as given compares in float32 with a Python float (NEP 50)
+    small = {"n_steps": 32, "batch_size": 32, "device": "cpu"}
+    given = {
+        "target_kl": np.float32(0.01),
+        "cg_damping": np.array(0.1),
+        "line_search_shrinking_factor": np.float32(0.8),
+    }
+    cpo = CPO("MlpPolicy", hazard_vec(1), seed=0, **given, **small)
+    for name, value in given.items():
+        assert type(getattr(cpo, name)) is float and getattr(cpo, name) == float(value)
+    plain = CPO("MlpPolicy", hazard_vec(1), target_kl=0.01, cg_damping=0, seed=0, **small)
+    assert type(plain.cg_damping) is int and plain.target_kl == 0.01  # Python numbers as given

@@ -208,8 +208,8 @@ class CPO(LagrangianMixin, TRPO):
                 "solved in closed form each update); use PPOLag or TRPOLag for the risk hook",
                 source=src,
             )
-        _check_positive("target_kl", target_kl, src)
-        _check_positive("cg_damping", cg_damping, src, allow_zero=True)
+        target_kl = _check_positive("target_kl", target_kl, src)
+        cg_damping = _check_positive("cg_damping", cg_damping, src, allow_zero=True)
         shrink = as_real(line_search_shrinking_factor)
         if shrink is None or not 0.0 < shrink < 1.0:
             raise ConfigError(
@@ -218,6 +218,8 @@ class CPO(LagrangianMixin, TRPO):
                 "expected a number in (0, 1)",
                 source=src,
             )
+        if type(line_search_shrinking_factor) is not float:  # NumPy's: its Python float
+            line_search_shrinking_factor = shrink
         line_search_max_iter = check_count("line_search_max_iter", line_search_max_iter, source=src)
         cg_max_steps = check_count("cg_max_steps", cg_max_steps, source=src)
         self.constraint_scale = constraint_scale
@@ -533,9 +535,11 @@ class CPO(LagrangianMixin, TRPO):
         )
 
 
-def _check_positive(name: str, value: Any, source: str, *, allow_zero: bool = False) -> None:
+def _check_positive(name: str, value: Any, source: str, *, allow_zero: bool = False) -> Any:
+    """``value`` (a Python int or float as given, a NumPy number as its Python float)."""
     real = as_real(value)  # NumPy scalars too; not a bool or a string
     ok = real is not None and math.isfinite(real) and (real >= 0 if allow_zero else real > 0)
     if not ok:
         reason = "expected a finite number >= 0" if allow_zero else "expected a finite number > 0"
         raise ConfigError(name, value, reason, source=source)
+    return value if type(value) is int or type(value) is float else real
