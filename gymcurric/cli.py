@@ -98,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except GymcurricError as exc:
         print(f"gymcurric {args.command}: error: {exc}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):  # e.g. a failed sub-env's traceback
+            print(note, file=sys.stderr)
         return 2
 
 

@@ -14,7 +14,8 @@ Hierarchy::
     ├── InfoKeyConflictError (KeyError)  a wrapper would overwrite an existing info key
     ├── NonFiniteValueError (ValueError) NaN/Inf reward or cost where raising was asked for
     └── WorkerError (RuntimeError)       a worker process died or failed
-        └── SubEnvCallError              a sub-env's method raised (its worker goes on)
+        ├── SubEnvCallError              a sub-env's method raised (its worker goes on)
+        └── SubEnvError                  a sub-env's step/reset raised, or its worker died
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "InfoKeyConflictError",
     "NonFiniteValueError",
     "SubEnvCallError",
+    "SubEnvError",
     "TaskError",
     "WorkerError",
 ]
@@ -179,6 +181,56 @@ class SubEnvCallError(WorkerError):
         more = (self.worker_traceback, self.in_worker, self.stage)
         # the state (notes included) replaces what __init__ sets: each note once
         return (type(self), (*args, *more), self.__dict__)
+
+
+class SubEnvError(WorkerError):
+    """A sub-env of a vector env failed: its ``step`` or ``reset`` raised, or its worker died.
+
+    Raised in the main process by gymcurric's SB3 vector envs
+    (:class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv`,
+    :class:`~gymcurric.integrations.sb3.CheckedDummyVecEnv`). The vector env cannot be stepped
+    again, only closed. The original exception is the ``__cause__`` where it could be sent from
+    the worker (a :class:`GymcurricError` is raised as itself instead, with a note naming the
+    sub-env).
+
+    Attributes:
+        index: the sub-env's index in the vector env.
+        command: what the sub-env was doing, e.g. ``"step()"``, ``"reset()"``,
+            ``"building the env"``.
+        error_type: the exception's type, ``module.QualName``; None where the worker died
+            without a word (a signal, ``os._exit``).
+        error_message: its message, or how the worker ended (``"killed by signal SIGKILL"``).
+        worker_traceback: the exception's traceback, formatted where it was raised ("" if none).
+        in_worker: whether the sub-env runs in a worker process (False for ``DummyVecEnv``).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        command: str,
+        error_type: str | None,
+        error_message: str,
+        worker_traceback: str = "",
+        in_worker: bool = True,
+    ) -> None:
+        self.index = index
+        self.command = command
+        self.error_type = error_type
+        self.error_message = error_message
+        self.worker_traceback = worker_traceback
+        self.in_worker = in_worker
+        if error_type is None:
+            what = f"its worker process died during {command}: {error_message}"
+        else:
+            what = f"{command} raised {error_type}: {error_message}"
+        super().__init__(f"sub-env {index}: {what} (the vector env cannot go on)")
+        if worker_traceback:
+            where = "the sub-env's process" if in_worker else "the sub-env"
+            self.add_note(f"In {where}:\n{worker_traceback.rstrip()}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        args = (self.index, self.command, self.error_type, self.error_message)
+        return (type(self), (*args, self.worker_traceback, self.in_worker), self.__dict__)
 
 
 class GymcurricWarning(UserWarning):

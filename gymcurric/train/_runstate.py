@@ -520,7 +520,8 @@ def restore_venv(venv: Any, saved: dict[str, Any], arrays: dict[str, np.ndarray]
             log.replay(state["episode"], arrays)
             for wrapper, (_, attrs) in zip(chain, state["wrappers"], strict=True):
                 restore_vars(wrapper, attrs, arrays)
-        if type(base).__name__ == saved["base"][0]:
+        # a checkpoint from before the Checked vector envs names SB3's DummyVecEnv
+        if saved["base"][0] in {cls.__name__ for cls in type(base).__mro__}:
             restore_vars(base, saved["base"][1], arrays)
         exact = True
     for layer, (_, attrs) in zip(layers, saved["layers"], strict=True):

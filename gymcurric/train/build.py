@@ -2,7 +2,8 @@
 
 Per env, inside out: ``gym.make(id, **kwargs)`` → ``AnnotateCost`` → ``SampleCurriculumTask`` or
 ``PresentDatapack`` (they set each episode's task at reset) → the optional per-env wrappers
-(Saute, semantic shaping, risk). Then the SB3 vector env (``DummyVecEnv`` or ``SubprocVecEnv``)
+(Saute, semantic shaping, risk). Then the SB3 vector env (``DummyVecEnv`` or ``SubprocVecEnv``,
+gymcurric's ``Checked`` ones: a sub-env's error or a dead worker ends the run naming the sub-env)
 → ``VecCostMonitor`` (episode return, length and cost) → ``VecNormalize`` when asked →
 ``VecSimmer`` for ``agent.algo=pposimmer`` (with the agent's Sauté settings).
 """
@@ -237,9 +238,13 @@ def build_run(
     With ``run_dir``, the episode monitor writes ``run_dir / monitor_name``.
     """
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    from gymcurric.integrations.sb3 import VecCostMonitor
+    from gymcurric.integrations.sb3 import (
+        CheckedDummyVecEnv,
+        CheckedSubprocVecEnv,
+        VecCostMonitor,
+    )
 
     curriculum = build_curriculum(cfg, source)
     try:
@@ -248,9 +253,10 @@ def build_run(
         if sampler is not None:  # a task the env refuses: named now, not in a worker mid-run
             _check_datapack_tasks(factory, sampler)
         kwargs: dict[str, Any] = {}
-        vec_cls: Any = DummyVecEnv
+        # a sub-env that raises, or a worker that dies, is an error naming it, not a hang
+        vec_cls: Any = CheckedDummyVecEnv
         if cfg.env.vectorization == "subproc":
-            vec_cls = SubprocVecEnv
+            vec_cls = CheckedSubprocVecEnv
             if cfg.env.start_method:
                 kwargs["vec_env_kwargs"] = {"start_method": cfg.env.start_method}
         venv = make_vec_env(

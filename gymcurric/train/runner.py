@@ -263,11 +263,26 @@ def _learn(
         # --episodes: the run ends within one vector step of that many datapack episodes
         stop = StopAtEpisodes(built.sampler.curriculum, cfg.datapacks.episodes)
         cbs.append(stop)
-    for n in _chunks(cfg, int(model.num_timesteps)):
-        if stop is not None and stop.reached:
-            break
-        model.learn(n, callback=cbs, reset_num_timesteps=False, progress_bar=False)
-        _save_checkpoint(model, built, cfg, run_dir, history)
+    try:
+        for n in _chunks(cfg, int(model.num_timesteps)):
+            if stop is not None and stop.reached:
+                break
+            model.learn(n, callback=cbs, reset_num_timesteps=False, progress_bar=False)
+            _save_checkpoint(model, built, cfg, run_dir, history)
+    except BaseException:  # a sub-env's error (SubEnvError), a dead worker, Ctrl-C, ...
+        _close_logs(model, built, run_dir)  # on disk; the last checkpoint stays as it was
+        raise
+
+
+def _close_logs(model: Any, built: Built, run_dir: Path) -> None:
+    """Write, flush and close the run's logs, keeping the error that ends it (best effort)."""
+    try:
+        if built.sampler is not None:  # which datapacks were played up to the error
+            built.sampler.write_logs(run_dir / "datapacks")
+        _flush_logs(model)
+        model.logger.close()
+    except Exception as exc:  # the run's own error is the one to raise
+        warnings.warn(f"closing the run's logs failed: {exc!r}", GymcurricWarning, stacklevel=2)
 
 
 def _configure_logger(model: Any, run_dir: Path, *, append: bool = False) -> None:

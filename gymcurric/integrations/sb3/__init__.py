@@ -9,6 +9,10 @@ from gymcurric._optional import import_optional
 
 import_optional("stable_baselines3", "sb3", purpose="by gymcurric.integrations.sb3")
 
+from gymcurric.integrations.sb3.checked_vec_env import (  # noqa: E402
+    CheckedDummyVecEnv,
+    CheckedSubprocVecEnv,
+)
 from gymcurric.integrations.sb3.common import (  # noqa: E402
     CostActorCriticPolicy,
     CostRolloutBuffer,
@@ -59,6 +63,9 @@ __all__ = [
     "RegretRolloutBuffer",
     "RiskModulation",
     "TRPOLag",
+    # vector envs whose failing sub-envs are errors naming them
+    "CheckedDummyVecEnv",
+    "CheckedSubprocVecEnv",
     # hooks and callbacks
     "CurriculumCallback",
     "DatapackCallback",

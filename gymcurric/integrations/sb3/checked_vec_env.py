@@ -1,0 +1,424 @@
+"""SB3 vector envs in which a failing sub-env ends the run with an error naming it, never a hang.
+
+SB3's ``SubprocVecEnv`` worker exits on an exception raised by its env: the traceback goes to
+the worker's stderr, the main process reads ``EOFError`` from the pipe and learns neither which
+sub-env failed nor why. And it can wait for ever:
+
+- ``close()`` after a ``step_wait`` that raised waits for an answer from every worker (its
+  ``waiting`` flag stays set), also from those whose answer it has already read: they wait for
+  their next command, the main process for their answer. ``gymcurric train`` closes its envs
+  whatever happens, so a worker's error hung the run.
+- under the ``fork`` start method each worker inherits the pipe ends of the workers started
+  after it: a worker that dies (an exception, a ``SIGKILL``, the OOM killer) leaves its pipe
+  open in a sibling, and ``recv`` never sees its end.
+
+:class:`CheckedSubprocVecEnv` is SB3's vector env with its own worker loop and pipe ends. The
+worker catches what its env raises (in ``step``, ``reset``, ``env_method``, ..., or while the
+env is built) and sends it back: type, message, traceback and, where it pickles, the exception.
+The main process waits on each pipe and on its worker's process sentinel
+(``multiprocessing.connection.wait``), so a worker's death ends the wait, whoever holds a copy
+of its pipe. Either is raised as a :class:`~gymcurric.errors.SubEnvError` naming the sub-env's
+index, what it was doing and the error (or the signal / exit code); a
+:class:`~gymcurric.errors.GymcurricError` is raised as itself, with a note naming the sub-env.
+The vector env is then broken (other workers' answers to the same command are unread):
+anything but ``close()`` raises, and ``close()`` ends the workers without waiting for answers
+(each gets ``close``, a few seconds to finish, then ``terminate`` / ``kill``).
+
+:class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
+``reset``, with the original exception as the ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any, NamedTuple, NoReturn
+
+import gymnasium as gym
+from stable_baselines3.common.env_util import is_wrapped
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper, VecEnvObs
+from stable_baselines3.common.vec_env.patch_gym import _patch_env
+
+from gymcurric.errors import GymcurricError, SubEnvError, WorkerError
+
+__all__ = ["CheckedDummyVecEnv", "CheckedSubprocVecEnv"]
+
+#: Seconds the workers of a broken vector env get to close before they are terminated.
+CLOSE_GRACE_S = 5.0
+
+
+class _Failure(NamedTuple):
+    """What a worker sends back in place of an answer: its env raised."""
+
+    command: str
+    error_type: str
+    message: str
+    traceback: str
+    blob: bytes | None  # the exception, pickled (None where it does not pickle)
+
+
+def _failure(command: str, exc: BaseException) -> _Failure:
+    try:
+        blob: bytes | None = pickle.dumps(exc)
+    except Exception:
+        blob = None
+    kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    return _Failure(command, kind, _message(exc), traceback.format_exc(), blob)
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception as failed:
+        return f"<str() of the error raised {type(failed).__name__}>"
+
+
+def _loaded(blob: bytes | None) -> BaseException | None:
+    if blob is None:
+        return None
+    try:
+        error = pickle.loads(blob)
+    except Exception:
+        return None
+    return error if isinstance(error, BaseException) else None
+
+
+def _error(
+    index: int,
+    command: str,
+    error_type: str,
+    message: str,
+    text: str,
+    original: BaseException | None,
+    in_worker: bool,
+) -> Exception:
+    """The error to raise for sub-env ``index``: ``original`` itself where it is gymcurric's."""
+    if isinstance(original, GymcurricError):
+        where = "in its worker process" if in_worker else "in this process"
+        note = f"sub-env {index}: {command} raised this ({error_type}) {where}; the vector "
+        note += "env cannot go on"
+        if in_worker and text:
+            note += f". In the sub-env's process:\n{text.rstrip()}"
+        original.add_note(note)
+        return original
+    error = SubEnvError(index, command, error_type, message, text, in_worker)
+    if original is not None:
+        error.__cause__ = original
+    return error
+
+
+class _Served:
+    """A worker's env and the commands of SB3's ``SubprocVecEnv`` protocol on it."""
+
+    def __init__(self, env: gym.Env[Any, Any]) -> None:
+        self.env = env
+        self.reset_info: dict[str, Any] | None = {}
+        self.doing = ""
+
+    def run(self, cmd: str, data: Any) -> Any:
+        env = self.env
+        self.doing = f"{cmd}()"
+        if cmd == "step":
+            observation, reward, terminated, truncated, info = env.step(data)
+            done = terminated or truncated
+            info["TimeLimit.truncated"] = truncated and not terminated
+            if done:  # save the final observation where the user can get it, then reset
+                info["terminal_observation"] = observation
+                self.doing = "reset() after an episode's end (in step())"
+                observation, self.reset_info = env.reset()
+            return (observation, reward, done, info, self.reset_info)
+        if cmd == "reset":
+            maybe_options = {"options": data[1]} if data[1] else {}
+            observation, self.reset_info = env.reset(seed=data[0], **maybe_options)
+            return (observation, self.reset_info)
+        if cmd == "render":
+            return env.render()
+        if cmd == "get_spaces":
+            return (env.observation_space, env.action_space)
+        if cmd in ("env_method", "get_attr", "has_attr", "set_attr"):
+            name = data[0] if cmd in ("env_method", "set_attr") else data
+            self.doing = f"{cmd}({name!r})"
+        if cmd == "env_method":
+            return env.get_wrapper_attr(data[0])(*data[1], **data[2])
+        if cmd == "get_attr":
+            return env.get_wrapper_attr(data)
+        if cmd == "has_attr":
+            try:
+                env.get_wrapper_attr(data)
+            except AttributeError:
+                return False
+            return True
+        if cmd == "set_attr":
+            return setattr(env, data[0], data[1])
+        if cmd == "is_wrapped":
+            return is_wrapped(env, data)
+        raise NotImplementedError(f"`{cmd}` is not implemented in the worker")
+
+
+def _worker(remote: Connection, parent_remote: Connection, env_fn: CloudpickleWrapper) -> None:
+    """A sub-env's process: SB3's worker loop, answering a failure instead of dying of it."""
+    parent_remote.close()
+    served: _Served | None = None
+    failed: _Failure | None = None
+    try:
+        served = _Served(_patch_env(env_fn.var()))
+    except KeyboardInterrupt:
+        return
+    except Exception as exc:  # the answer to every command but close
+        failed = _failure("building the env", exc)
+    while True:
+        try:
+            cmd, data = remote.recv()
+        except (EOFError, OSError, KeyboardInterrupt):  # the main process is gone
+            break
+        if cmd == "close":
+            if served is not None:
+                served.env.close()  # an error here ends the worker with its traceback, as SB3's
+            remote.close()
+            break
+        try:
+            reply = failed if served is None else served.run(cmd, data)
+        except KeyboardInterrupt:
+            break
+        except Exception as exc:
+            reply = _failure(served.doing if served else cmd, exc)
+        try:
+            remote.send(reply)
+        except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+            break
+        except Exception as exc:  # the answer does not pickle
+            remote.send(_failure(f"sending the answer of {cmd}()", exc))
+
+
+def _command_name(message: Any) -> str:
+    """``step()``, ``env_method('describe')``: what a command sent to a worker asks."""
+    try:
+        cmd, data = message
+        if cmd in ("env_method", "set_attr"):
+            return f"{cmd}({data[0]!r})"
+        return f"{cmd}({data!r})" if cmd in ("get_attr", "has_attr") else f"{cmd}()"
+    except (TypeError, ValueError, IndexError, KeyError):
+        return "a command"
+
+
+def _ended(process: Any) -> str:
+    """How a worker process ended (waiting a moment for its exit code)."""
+    process.join(1.0)
+    code = process.exitcode
+    if code is None:
+        return "it closed its pipe"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"it exited with code {code}"
+
+
+class _Remote:
+    """The main process's end of one worker's pipe, as SB3's methods use it (send, recv)."""
+
+    def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
+        self.venv, self.index, self.conn, self.process = venv, index, conn, process
+        self.command = "starting"
+
+    def send(self, message: Any) -> None:
+        self.venv.check_usable()
+        self.command = _command_name(message)
+        try:
+            self.conn.send(message)
+        except OSError as exc:  # BrokenPipeError, ConnectionResetError: the worker is gone
+            raise self._died() from exc
+
+    def recv(self) -> Any:
+        self.venv.check_usable()
+        # the sentinel too: under fork a sibling may hold the pipe open after the worker died
+        ready = wait([self.conn, self.process.sentinel])
+        if self.conn not in ready and not self.conn.poll(0):
+            raise self._died()
+        try:
+            message = self.conn.recv()
+        except (EOFError, OSError) as exc:
+            raise self._died() from exc
+        if isinstance(message, _Failure):
+            original = _loaded(message.blob)
+            error = _error(
+                self.index,
+                message.command,
+                message.error_type,
+                message.message,
+                message.traceback,
+                original,
+                True,
+            )
+            raise self.venv.broken(error)
+        return message
+
+    def _died(self) -> Exception:
+        pid = self.process.pid
+        how = f"{_ended(self.process)} (pid {pid})"
+        return self.venv.broken(SubEnvError(self.index, self.command, None, how))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class CheckedSubprocVecEnv(SubprocVecEnv):
+    """SB3's ``SubprocVecEnv``, where a sub-env that raises or dies is an error, not a hang.
+
+    A drop-in (it is one): the same arguments, methods and pipe protocol. A sub-env's exception
+    (in ``step``, ``reset``, ``env_method``, ... or while it is built) comes back from its
+    worker and is raised here as a :class:`~gymcurric.errors.SubEnvError` naming the sub-env's
+    index and the exception's type, message and traceback (a
+    :class:`~gymcurric.errors.GymcurricError` as itself, with a note naming the sub-env); a
+    worker that dies (a signal, the OOM killer) is one too, naming how it ended, under every
+    start method. Afterwards only :meth:`close` works; it does not wait for the workers'
+    answers, and ends any worker that does not close within :data:`CLOSE_GRACE_S`.
+
+    Args:
+        env_fns: the sub-envs' factories.
+        start_method: ``fork``, ``forkserver`` or ``spawn`` (default: forkserver where
+            available, else spawn, as SB3).
+    """
+
+    def __init__(
+        self, env_fns: list[Callable[[], gym.Env[Any, Any]]], start_method: str | None = None
+    ) -> None:
+        self.waiting = False
+        self.closed = False
+        self.failure: Exception | None = None
+        if start_method is None:
+            forkserver = "forkserver" in mp.get_all_start_methods()
+            start_method = "forkserver" if forkserver else "spawn"
+        ctx = mp.get_context(start_method)
+        self.processes: list[Any] = []
+        self.remotes: list[_Remote] = []
+        try:
+            for index, env_fn in enumerate(env_fns):
+                # one pipe at a time: a forked worker inherits no later worker's end
+                remote, work_remote = ctx.Pipe()
+                args = (work_remote, remote, CloudpickleWrapper(env_fn))
+                process = ctx.Process(target=_worker, args=args, daemon=True)  # type: ignore[attr-defined]
+                try:
+                    process.start()
+                finally:
+                    work_remote.close()
+                self.processes.append(process)
+                self.remotes.append(_Remote(self, index, remote, process))
+            self.remotes[0].send(("get_spaces", None))
+            observation_space, action_space = self.remotes[0].recv()
+        except BaseException:
+            self.failure = self.failure or WorkerError("the vector env could not be started")
+            self.close()
+            raise
+        VecEnv.__init__(self, len(env_fns), observation_space, action_space)
+
+    def check_usable(self) -> None:
+        """Raise where a sub-env failed before: the vector env can only be closed."""
+        if self.failure is not None:
+            raise WorkerError(
+                f"the vector env cannot be used after this error (close it): {self.failure}"
+            )
+
+    def broken(self, error: Exception) -> Exception:
+        """Record the first failure (the vector env is broken from now on); returns ``error``."""
+        if self.failure is None:
+            self.failure = error
+        return error
+
+    def close(self) -> None:
+        """Close the workers: with a failure, without waiting for answers (a hang otherwise)."""
+        if self.closed:
+            return
+        if self.failure is None and self.waiting:
+            try:
+                for remote in self.remotes:
+                    remote.recv()
+            except Exception:  # broken now (self.failure): closed below without waiting
+                pass
+        self.waiting = False
+        healthy = self.failure is None
+        self.closed = True
+        for remote in self.remotes:
+            try:
+                while not healthy and remote.conn.poll(0):  # a worker blocked sending its answer
+                    remote.conn.recv_bytes()  # (not loaded: it may not unpickle)
+                remote.conn.send(("close", None))
+            except (OSError, EOFError):
+                pass  # gone already
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for process in self.processes:
+            process.join(None if healthy else max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(1.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for remote in self.remotes:
+            remote.close()
+
+
+class _Guarded:
+    """A sub-env during a :class:`CheckedDummyVecEnv` step or reset: its errors name it."""
+
+    __slots__ = ("env", "in_step", "index")
+
+    def __init__(self, env: gym.Env[Any, Any], index: int, in_step: bool) -> None:
+        self.env, self.index, self.in_step = env, index, in_step
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def step(self, action: Any) -> Any:
+        try:
+            return self.env.step(action)
+        except Exception as exc:
+            self._raise("step()", exc)
+
+    def reset(self, **kwargs: Any) -> Any:
+        what = "reset() after an episode's end (in step())" if self.in_step else "reset()"
+        try:
+            return self.env.reset(**kwargs)
+        except Exception as exc:
+            self._raise(what, exc)
+
+    def _raise(self, command: str, exc: Exception) -> NoReturn:
+        kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        text = "".join(traceback.format_exception(exc))
+        error = _error(self.index, command, kind, _message(exc), text, exc, False)
+        if error is exc:  # gymcurric's own, with a note
+            raise exc
+        raise error from exc
+
+
+class CheckedDummyVecEnv(DummyVecEnv):
+    """SB3's ``DummyVecEnv``, where an exception in a sub-env's ``step`` / ``reset`` names it.
+
+    A :class:`~gymcurric.errors.SubEnvError` naming the sub-env's index, what it did and the
+    exception (its ``__cause__``); a :class:`~gymcurric.errors.GymcurricError` is raised as
+    itself, with a note naming the sub-env.
+    """
+
+    def step_wait(self) -> Any:
+        """SB3's ``step_wait``; an exception of a sub-env (or its autoreset) names it."""
+        return self._guarded(super().step_wait, True)
+
+    def reset(self) -> VecEnvObs:
+        """SB3's ``reset``; an exception of a sub-env names it."""
+        return self._guarded(super().reset, False)
+
+    def _guarded(self, call: Callable[[], Any], in_step: bool) -> Any:
+        envs = self.envs
+        self.envs = [_Guarded(env, i, in_step) for i, env in enumerate(envs)]  # type: ignore[misc]
+        try:
+            return call()
+        finally:
+            self.envs = envs

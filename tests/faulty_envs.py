@@ -1,0 +1,74 @@
+"""A HazardGrid whose sub-env fails mid-run: raises, or its process is killed by a signal.
+
+Shared by ``tests/train/test_worker_failures.py`` (``gymcurric train`` in a new interpreter)
+and ``tests/integrations/test_sb3_checked_vec_env.py`` (the vector envs themselves). Importing
+this module registers :data:`ENV_ID`; a config names it as ``tests.faulty_envs:`` + ENV_ID, so
+that ``gym.make`` imports it in any worker process (spawn and forkserver included).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import gymnasium as gym
+
+from gymcurric.envs.grid import HazardGridEnv
+from gymcurric.errors import TaskError
+
+ENV_ID = "gymcurric-tests/FaultyGrid-v0"
+#: What ``gymcurric train`` and ``gym.make`` take: the module, then the id it registers.
+MAKE_ID = f"tests.faulty_envs:{ENV_ID}"
+MESSAGE = "the faulty sub-env gives up at its step {}"
+
+
+class FaultyGrid(HazardGridEnv):
+    """HazardGrid whose sub-env ``fail_rank`` fails at its step ``fail_at``.
+
+    A sub-env's rank is its first reset's seed less ``seed0`` (SB3's ``make_vec_env`` seeds
+    sub-env ``i`` with ``seed + i``). ``fail_mode``: ``"raise"`` (a ``ValueError`` of
+    :data:`MESSAGE`), ``"kill"`` (its process kills itself with ``SIGKILL``), ``"task"`` (the
+    reset after ``fail_at`` steps raises a :class:`~gymcurric.errors.TaskError`).
+    """
+
+    def __init__(
+        self,
+        fail_at: int = 10,
+        fail_rank: int = 1,
+        fail_mode: str = "raise",
+        seed0: int = 0,
+        **task: Any,
+    ) -> None:
+        super().__init__(**task)
+        self.fail_at, self.fail_rank, self.fail_mode, self.seed0 = (
+            fail_at,
+            fail_rank,
+            fail_mode,
+            seed0,
+        )
+        self.rank: int | None = None
+        self.steps_taken = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if self.rank is None and seed is not None:
+            self.rank = seed - self.seed0
+        if self._failing() and self.fail_mode == "task" and self.steps_taken >= self.fail_at:
+            raise TaskError("num_hazards", 99, "too crowded to place", source="FaultyGrid.reset")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        self.steps_taken += 1
+        if self._failing() and self.steps_taken == self.fail_at:
+            if self.fail_mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.fail_mode == "raise":
+                raise ValueError(MESSAGE.format(self.steps_taken))
+        return super().step(action)
+
+    def _failing(self) -> bool:
+        return self.rank == self.fail_rank
+
+
+if ENV_ID not in gym.registry:
+    gym.register(ENV_ID, entry_point=FaultyGrid)

@@ -1,0 +1,105 @@
+"""``gymcurric train`` whose sub-env fails mid-run: it ends with an error naming it, never hangs.
+
+Run as users run it, in a new interpreter with a time limit: under ``subproc`` a worker's
+exception (or its death by a signal) hung the run for ever; now it exits 2 within seconds,
+naming the sub-env and the error, with the logs flushed and the last checkpoint loadable.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gymcurric import cli
+from tests.faulty_envs import MAKE_ID, MESSAGE
+from tests.train.run_harness import run_cli, run_config
+
+# 2 sub-envs x n_steps 64: the checkpoint at 128 steps is written before sub-env 1's step 100
+FAIL_AT = 100
+LIMIT_S = 180  # a hang fails the test (subprocess.TimeoutExpired) instead of hanging it
+
+
+def _config(tmp_path: Path, vectorization: str, **env: Any) -> Path:
+    kwargs = {"fail_at": FAIL_AT, "fail_rank": 1, "size": 8, "max_steps": 40}
+    kwargs.update(env.pop("kwargs", {}))
+    cfg = run_config(
+        512,
+        env={"id": MAKE_ID, "vectorization": vectorization, "kwargs": kwargs, **env},
+        curriculum={"enabled": False},
+        run={"checkpoint_every": 128},
+    )
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    return path
+
+
+def _train(tmp_path: Path, vectorization: str, **env: Any) -> Any:
+    config = _config(tmp_path, vectorization, **env)
+    args = ["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]
+    return run_cli(*args, check=False, timeout=LIMIT_S)
+
+
+def _check_what_was_written(run: Path) -> None:
+    """The checkpoint before the error is complete and loads; the logs are flushed."""
+    from stable_baselines3 import PPO
+
+    from gymcurric.train._checkpoint import recover
+
+    ckpt, manifest = recover(run)
+    assert manifest["num_timesteps"] == 128
+    assert PPO.load(ckpt / "model.zip", device="cpu").num_timesteps == 128
+    with open(run / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["time/total_timesteps"] for r in rows)
+    assert not (run / "summary.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_a_sub_env_that_raises_under_subproc_ends_the_run_naming_it(tmp_path, start_method):
+    out = _train(tmp_path, "subproc", start_method=start_method)
+    assert out.returncode == 2, out.stderr
+    first = (
+        "gymcurric train: error: sub-env 1: step() raised builtins.ValueError: "
+        f"{MESSAGE.format(FAIL_AT)} (the vector env cannot go on)"
+    )
+    assert out.stderr.startswith(first), out.stderr
+    # the worker's traceback, down to the env's own line
+    assert "In the sub-env's process:\nTraceback" in out.stderr
+    assert "faulty_envs.py" in out.stderr and "raise ValueError(MESSAGE" in out.stderr
+    _check_what_was_written(tmp_path / "run")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_a_worker_killed_by_a_signal_ends_the_run_naming_it(tmp_path, start_method):
+    out = _train(tmp_path, "subproc", start_method=start_method, kwargs={"fail_mode": "kill"})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "gymcurric train: error: sub-env 1: its worker process died during step(): "
+        "killed by signal SIGKILL (pid "
+    ), out.stderr
+    _check_what_was_written(tmp_path / "run")
+
+
+def test_a_sub_env_that_raises_under_dummy_ends_the_run_naming_it(tmp_path, capsys):
+    config = _config(tmp_path, "dummy", kwargs={"fail_at": 70})  # in the second rollout
+    assert cli.main(["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "gymcurric train: error: sub-env 1: step() raised builtins.ValueError: "
+        f"{MESSAGE.format(70)} (the vector env cannot go on)\nIn the sub-env:\nTraceback"
+    ), err
+    assert "faulty_envs.py" in err
+    _check_what_was_written(tmp_path / "run")
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_no_directory(tmp_path, capsys):
+    config = _config(tmp_path, "dummy", kwargs={"fail_at": 5})
+    assert cli.main(["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2
+    assert "sub-env 1: step() raised builtins.ValueError" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
