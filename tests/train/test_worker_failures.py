@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from gymcurric import cli
@@ -103,3 +104,25 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_no_directory(tmp_pa
     assert cli.main(["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2
     assert "sub-env 1: step() raised builtins.ValueError" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkpoint_naming_sb3s_dummy_vec_env_restores_onto_the_checked_one():
+    # checkpoints written before the Checked vector envs name their base "DummyVecEnv"
+    from gymcurric.train._runstate import capture_venv, restore_venv
+    from gymcurric.train.build import build_run
+
+    cfg = run_config(curriculum={"enabled": False})
+    first, second = build_run(cfg), build_run(cfg)
+    try:
+        first.venv.reset()
+        arrays: dict[str, Any] = {}
+        saved = capture_venv(first.venv, arrays)
+        assert saved["base"][0] == "CheckedDummyVecEnv"
+        saved["base"][0] = "DummyVecEnv"
+        assert restore_venv(second.venv, saved, arrays)
+        # the base's own state (its observation buffer) came back too
+        obs = first.venv.unwrapped.buf_obs[None]
+        assert obs.any() and np.array_equal(second.venv.unwrapped.buf_obs[None], obs)
+    finally:
+        first.close()
+        second.close()
