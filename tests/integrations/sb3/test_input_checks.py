@@ -7,7 +7,6 @@ The audit's cases: a risk value or a cost that is not a number at rollout time,
 """
 
 import math
-import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -17,7 +16,7 @@ pytest.importorskip("stable_baselines3")
 
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
+from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3 import CPO, P3O, PPOLag, PPOPIDLag, PPOSimmer, TRPOLag
 from gymcurric.integrations.sb3.common.constraints import read_costs
 from gymcurric.integrations.sb3.common.multipliers import (
@@ -71,28 +70,25 @@ RISK = {"min_episodes": 0, "reference_window": 20}
 
 
 @pytest.mark.parametrize("bad", [None, "high", [0.1, 0.2]])
-def test_a_risk_value_that_is_not_a_number_is_an_anomaly_as_nan_is(bad):
-    # before: float(None) stopped the rollout with a raw TypeError ("high": ValueError)
+def test_a_risk_value_that_is_not_a_number_is_refused_naming_the_sub_env(bad):
+    # before: float(None) stopped the rollout with a raw TypeError ("high": ValueError); read
+    # as NaN instead, it would have turned the risk hook off (M = 1) for as long as it stayed
+    # in the reference window: a modulated run training as plain PPOLag without a word
     model = silent(ppolag(vec_with("risk", [0.5, bad]), risk_modulation=RISK))
-    with pytest.warns(GymcurricWarning, match=r"info\['risk'\].*sub-env 1: ") as caught:
+    with pytest.raises(ConfigError) as err:
         model.learn(2 * SMALL["n_steps"] * 2)
-    assert any(f"sub-env 1: {bad!r})" in str(w.message) for w in caught)
-    assert logged(model)["risk/modulation_scale"] == 1.0
-    # the same as a NaN risk value: M = 1 and the same λ, bit for bit
-    nan = silent(ppolag(vec_with("risk", [0.5, math.nan]), risk_modulation=RISK))
-    nan.learn(2 * SMALL["n_steps"] * 2)
-    assert nan.lagrange_multiplier == model.lagrange_multiplier
-    assert np.array_equal(np.array(nan._risk_reference), np.array(model._risk_reference), True)
+    assert err.value.key == "info['risk']" and err.value.source == "PPOLag"
+    assert err.value.value == bad
+    assert f"sub-env 1: {bad!r})" in str(err.value) and "sub-env 0" not in str(err.value)
 
 
-def test_the_unreadable_risk_warning_is_given_once():
+def test_every_unreadable_risk_is_named_and_a_nan_risk_stays_an_anomaly():
     model = silent(ppolag(vec_with("risk", [None, "x"]), risk_modulation=RISK))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.raises(ConfigError, match=r"sub-env 0: None, sub-env 1: 'x'"):
         model.learn(2 * SMALL["n_steps"] * 2)
-    risk = [w for w in caught if "info['risk']" in str(w.message)]
-    assert len(risk) == 1
-    assert "sub-env 0: None, sub-env 1: 'x'" in str(risk[0].message)
+    nan = silent(ppolag(vec_with("risk", [0.5, math.nan]), risk_modulation=RISK))
+    nan.learn(2 * SMALL["n_steps"] * 2)  # a NaN is an anomaly, not an error
+    assert logged(nan)["risk/modulation_scale"] == 1.0
 
 
 # ----------------------------------------------------------------------- 2. a None cost

@@ -70,7 +70,7 @@ from gymcurric.integrations.sb3.common.policies import (
     limit_words,
     policy_from_name,
 )
-from gymcurric.integrations.sb3.common.risk_values import unreadable_risks
+from gymcurric.integrations.sb3.common.risk_values import refuse_unreadable_risks
 from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
@@ -105,8 +105,6 @@ class LagrangianMixin(OnPolicyAlgorithm):
     #: Updates of any network skipped because a number was not finite, the cost critic's
     #: included (``train/nonfinite_skipped``; the definition is in docs/safe_rl.md).
     nonfinite_skipped: int = 0
-    #: Whether a risk value that is not a real number was warned about (set only then).
-    _risk_warned: bool = False
 
     def _init_lagrangian(
         self,
@@ -386,9 +384,8 @@ class LagrangianMixin(OnPolicyAlgorithm):
                 try:  # numbers take no extra work; the list is complete before it is added
                     self._rollout_risks.extend([float(i["risk"]) for i in infos if "risk" in i])
                 except (TypeError, ValueError):
-                    src, warned = type(self).__name__, self._risk_warned
-                    risks, self._risk_warned = unreadable_risks(infos, src, warned=warned)
-                    self._rollout_risks.extend(risks)
+                    refuse_unreadable_risks(infos, type(self).__name__)
+                    raise  # float() refused a value the check above passed: not expected
             if dones.any():
                 self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():

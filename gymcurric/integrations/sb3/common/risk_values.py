@@ -1,52 +1,44 @@
 """Risk values the Lagrangian agents' risk hook cannot read: the error path of one step.
 
 :class:`~gymcurric.integrations.sb3.common.lagrangian.LagrangianMixin` reads every step's
-``info["risk"]`` with ``float()``; only when that raises does it call :func:`unreadable_risks`,
-so a step of numbers does no work here.
+``info["risk"]`` with ``float()``; only when that raises does it call
+:func:`refuse_unreadable_risks`, so a step of numbers does no work here.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from gymcurric.errors import GymcurricWarning
+from gymcurric.errors import ConfigError
 
-__all__ = ["unreadable_risks"]
+__all__ = ["refuse_unreadable_risks"]
 
 
-def unreadable_risks(
-    infos: list[dict[str, Any]], source: str, *, warned: bool
-) -> tuple[list[float], bool]:
-    """This step's risk values with NaN for each one that is not a real number; warn once.
+def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
+    """Raise a ``ConfigError`` naming each sub-env whose ``info["risk"]`` is not a real number.
 
-    A risk value ``float()`` cannot read (None, ``"high"``) is an anomaly, as a NaN one is:
-    read as NaN, it makes the rollout's ``M`` 1 (and every rollout's while it is in the
-    reference window), where it used to stop the rollout with a TypeError or ValueError.
-    Unless ``warned``, a :class:`~gymcurric.errors.GymcurricWarning` from ``source`` (the
-    agent's class name) names the sub-envs and the values.
+    A value ``float()`` cannot read (None, ``"high"``, a list) is a wiring mistake in the
+    annotation, not a numerical anomaly: read as NaN it would turn the risk hook off (M = 1)
+    for as long as it stays in the reference window, and a run meant to modulate λ would
+    quietly train as plain PPOLag. A NaN or infinite value stays an anomaly (M = 1).
 
-    Returns:
-        The values, and whether the warning has now been given (once per model).
+    Raises:
+        ConfigError: from ``source`` (the agent's class name), keyed ``info['risk']``.
     """
-    out: list[float] = []
     bad: list[tuple[int, Any]] = []
     for idx, info in enumerate(infos):
         if "risk" not in info:
             continue
         try:
-            out.append(float(info["risk"]))
+            float(info["risk"])
         except (TypeError, ValueError):
-            out.append(float("nan"))
             bad.append((idx, info["risk"]))
-    if bad and not warned:
-        warned = True
+    if bad:  # float() raised for one of them; the caller saw it
         shown = ", ".join(f"sub-env {idx}: {value!r}" for idx, value in bad)
-        warnings.warn(
-            f"{source}: info['risk'] is not a real number ({shown}); read as "
-            "NaN, an anomaly: the risk modulation M is 1 while it is in the reference "
-            "window (warned once)",
-            GymcurricWarning,
-            stacklevel=3,
+        raise ConfigError(
+            "info['risk']",
+            bad[0][1],
+            f"expected a real number ({shown}); a NaN or infinite risk is read as an anomaly "
+            "(M = 1), anything else is a mistake in the annotation",
+            source=source,
         )
-    return out, warned
