@@ -370,9 +370,13 @@ def _read(path: Path) -> Any:
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {exc}") from exc
     try:
-        return loads_json(text, source=str(path))  # DataError if nested too deeply
+        data = loads_json(text, source=str(path))  # DataError if nested too deeply
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    from gymcurric.datapacks._unique_keys import check_json_unique
+
+    check_json_unique(text, source=str(path))  # json keeps the later of two keys silently
+    return data
 
 
 def _yaml_load(text: str, source: str = "") -> Any:

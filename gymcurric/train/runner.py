@@ -76,7 +76,7 @@ def default_run_name(cfg: TrainConfig) -> str:
 
 def _atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -189,13 +189,13 @@ def _run_state(model: Any, built: Built, cfg: TrainConfig, arrays: dict[str, Any
 def _write_state(folder: Path, tree: Any, arrays: dict[str, np.ndarray]) -> None:
     with open(folder / "state.npz", "wb") as f:
         np.savez(f, **arrays)  # type: ignore[arg-type]
-    (folder / "state.json").write_text(json.dumps(tree, allow_nan=False) + "\n")
+    (folder / "state.json").write_text(json.dumps(tree, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def _read_state(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     path = folder / "state.json"
     try:
-        tree = json.loads(path.read_text())
+        tree = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise DataError(f"{path}: not a gymcurric run state ({exc})") from exc
     if not isinstance(tree, dict) or tree.get("format") != _STATE_FORMAT:
@@ -473,7 +473,7 @@ def load_run_config(path: Path, total_steps: int | None = None) -> TrainConfig:
     if not cfg_file.is_file():
         raise DataError(f"{path}: not a gymcurric run directory (no config.json)")
     try:
-        data = loads_json(cfg_file.read_text(), source=str(cfg_file))
+        data = loads_json(cfg_file.read_text(encoding="utf-8"), source=str(cfg_file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{cfg_file}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict):

@@ -143,3 +143,16 @@ def test_a_key_given_twice_in_a_yaml_config_is_refused_with_both_lines(tmp_path)
     from gymcurric.train.config import _yaml_load
 
     assert _yaml_load(merged.read_text())["run"]["total_steps"] == 300
+
+
+def test_a_key_given_twice_in_a_json_config_is_refused_naming_it(tmp_path):
+    # json.loads kept the later of two keys without a word: a run of 200 steps, not 100
+    from gymcurric.errors import ConfigError
+
+    path = tmp_path / "run.json"
+    path.write_text('{"run": {"total_steps": 100, "total_steps": 200}, "agent": {"algo": "ppo"}}')
+    with pytest.raises(ConfigError, match="given twice in one JSON object") as exc:
+        load_config(path)
+    assert exc.value.key == "total_steps" and exc.value.source == str(path)
+    path.write_text('{"run": {"total_steps": 100}, "agent": {"algo": "ppo"}}')
+    assert load_config(path).run.total_steps == 100
