@@ -279,12 +279,10 @@ def probe_separation(
 def _frame_files(folder: str) -> list[Path]:
     path = Path(folder)
     if not path.is_dir():
-        raise ConfigError("--frames", folder, "is not a directory", source="gymcurric probe")
+        raise ConfigError("--frames", folder, "is not a directory")
     files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
-        raise ConfigError(
-            "--frames", folder, f"holds no image files {IMAGE_SUFFIXES}", source="gymcurric probe"
-        )
+        raise ConfigError("--frames", folder, f"holds no image files {IMAGE_SUFFIXES}")
     return files
 
 
@@ -318,11 +316,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the probe; 0 on success, 2 (via ConfigError) on bad prompts, model or frames folder.
 
     A caption model embeds no frames: it is a bad model here, as an empty prompt is a bad one.
+    The errors name the option but not the command, which ``gymcurric``'s error line names.
     """
-    src = "gymcurric probe"
     for flag, prompts in (("--safe", args.safe), ("--unsafe", args.unsafe)):
         if not all(isinstance(p, str) and p.strip() for p in prompts):  # as ShapingConfig
-            raise ConfigError(flag, prompts, "expected non-empty strings", source=src)
+            raise ConfigError(flag, prompts, "expected non-empty strings")
     files = _frame_files(args.frames)
     from PIL import Image
 
@@ -335,16 +333,15 @@ def run(args: argparse.Namespace) -> int:
         if exc.key not in ("model_name", "kind", "device", "dtype"):
             raise
         flag = "--model" if exc.key == "model_name" else f"--{exc.key}"
-        raise ConfigError(flag, exc.value, exc.reason, source=src) from None
+        raise ConfigError(flag, exc.value, exc.reason) from None
     except (OSError, ValueError) as exc:
-        raise ConfigError("--model", args.model, f"could not be loaded: {exc}", source=src) from exc
+        raise ConfigError("--model", args.model, f"could not be loaded: {exc}") from exc
     if embedder_modality(embedder) != "image":
         raise ConfigError(
             "--model",
             args.model,
             f"is a caption (sentence-embedding) model ({getattr(embedder, 'status', '')}), "
             "which embeds no frames; the probe needs a CLIP/SigLIP model",
-            source=src,
         )
     images: list[Any] = []
     for p in files:

