@@ -44,13 +44,28 @@ Mode = Literal["additive", "potential"]
 Source = Literal["auto", "frames", "captions"]
 
 
+def _items(value: Any) -> Sequence[Any] | None:
+    """The items of a list-like value, or None: a sequence (not a str) as is.
+
+    A 1-D numpy array gives its items as Python objects (``np.str_`` → ``str``, ``np.bool_`` →
+    ``bool``).
+    """
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.ndim == 1 else None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return None
+    return value
+
+
 @dataclass(frozen=True)
 class ShapingConfig:
     """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
 
     Numbers and counts may be numpy scalars (``np.float32(0.1)``, ``np.int64(1000)``), kept as
     the Python float or int of the same value (``np.float64``, a float, as given); bools and
-    strings are refused.
+    strings are refused. Lists (prompts, ``probe_states``, ``probe_unsafe``) may be any
+    sequence or a 1-D numpy array (of str, or of bools, numpy's too), kept as a tuple of
+    Python str/bool; a bare string is refused.
 
     Attributes:
         safe_prompts: texts describing states to nudge towards.
@@ -111,11 +126,12 @@ class ShapingConfig:
         src = "ShapingConfig"
         for name in ("safe_prompts", "unsafe_prompts"):
             value = getattr(self, name)
-            if isinstance(value, str) or not isinstance(value, Sequence):
+            items = _items(value)
+            if items is None:
                 raise ConfigError(name, value, "expected a list of strings", source=src)
-            if not value or not all(isinstance(p, str) and p.strip() for p in value):
+            if not items or not all(isinstance(p, str) and p.strip() for p in items):
                 raise ConfigError(name, value, "expected non-empty strings", source=src)
-            object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, tuple(items))
         if self.mode not in ("additive", "potential"):
             raise ConfigError("mode", self.mode, "expected 'additive' or 'potential'", source=src)
         if self.source not in ("auto", "frames", "captions"):
@@ -171,14 +187,17 @@ class ShapingConfig:
         self._check_probe(src)
 
     def _check_probe(self, src: str) -> None:
-        states, unsafe = self.probe_states, self.probe_unsafe
-        for name, value in (("probe_states", states), ("probe_unsafe", unsafe)):
-            if isinstance(value, str) or not isinstance(value, Sequence):
-                raise ConfigError(name, value, "expected a list", source=src)
+        states, unsafe = _items(self.probe_states), _items(self.probe_unsafe)
+        for name, items in (("probe_states", states), ("probe_unsafe", unsafe)):
+            if items is None:
+                raise ConfigError(name, getattr(self, name), "expected a list", source=src)
+        assert states is not None and unsafe is not None
         if not all(isinstance(s, str) and s.strip() for s in states):
-            raise ConfigError("probe_states", states, "expected non-empty strings", source=src)
+            raise ConfigError(
+                "probe_states", self.probe_states, "expected non-empty strings", source=src
+            )
         if not all(isinstance(u, bool | np.bool_) for u in unsafe):
-            raise ConfigError("probe_unsafe", unsafe, "expected bools", source=src)
+            raise ConfigError("probe_unsafe", self.probe_unsafe, "expected bools", source=src)
         if len(unsafe) != len(states):
             raise ConfigError(
                 "probe_unsafe",

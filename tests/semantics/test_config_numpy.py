@@ -1,4 +1,8 @@
-"""ShapingConfig takes numpy scalars as the Python numbers of the same value."""
+"""ShapingConfig takes numpy scalars as the Python numbers of the same value.
+
+Its lists take 1-D numpy arrays (or any sequences) of str or bools, kept as the tuples a list
+gives.
+"""
 
 from __future__ import annotations
 
@@ -55,4 +59,62 @@ def test_python_numbers_are_kept_as_given():
 def test_strings_bools_and_out_of_range_numpy_values_are_refused(name, bad):
     with pytest.raises(ConfigError) as info:
         ShapingConfig(**{name: bad})
+    assert info.value.key == name and info.value.value is bad
+
+
+STATES = ["The agent is inside a hazard.", "The path to the goal is clear."]
+
+
+@pytest.mark.parametrize(
+    "unsafe",
+    [
+        np.array([True, False]),
+        [np.True_, np.False_],
+        (True, False),
+        np.array([True, False], object),
+    ],
+)
+def test_probe_unsafe_takes_any_sequence_or_array_of_bools(unsafe):
+    cfg = ShapingConfig(probe_states=STATES, probe_unsafe=unsafe)
+    assert cfg.probe_unsafe == (True, False)
+    assert all(type(u) is bool for u in cfg.probe_unsafe)
+    assert cfg.to_dict() == ShapingConfig(probe_states=STATES, probe_unsafe=[True, False]).to_dict()
+    json.dumps(cfg.to_dict())
+
+
+@pytest.mark.parametrize("name", ["safe_prompts", "unsafe_prompts", "probe_states"])
+def test_string_lists_take_arrays_and_sequences_of_str(name):
+    extra = {"probe_unsafe": [True, False]} if name == "probe_states" else {}
+    for given in (np.array(STATES), tuple(STATES), STATES):
+        cfg = ShapingConfig(**{name: given}, **extra)
+        assert getattr(cfg, name) == tuple(STATES)
+        assert all(type(s) is str for s in getattr(cfg, name))
+    same = ShapingConfig(**{name: STATES}, **extra)
+    assert ShapingConfig(**{name: np.array(STATES)}, **extra).to_dict() == same.to_dict()
+
+
+def test_lists_given_as_lists_are_stored_as_before():
+    safe, states = ["a clear path"], [*STATES]
+    cfg = ShapingConfig(safe_prompts=safe, probe_states=states, probe_unsafe=[True, False])
+    assert cfg.safe_prompts[0] is safe[0] and cfg.probe_states[1] is states[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [
+        ("safe_prompts", "The path is clear."),
+        ("safe_prompts", np.str_("The path is clear.")),
+        ("safe_prompts", np.array("The path is clear.")),
+        ("probe_states", "The agent is inside a hazard."),
+        ("probe_states", np.array([STATES])),
+        ("probe_unsafe", np.array([1, 0])),
+        ("probe_unsafe", np.array([[True, False]])),
+        ("probe_unsafe", np.array(True)),
+        ("probe_unsafe", "10"),
+    ],
+)
+def test_bare_strings_non_bools_and_other_shapes_are_refused(name, bad):
+    fields = {"probe_states": STATES, "probe_unsafe": [True, False], name: bad}
+    with pytest.raises(ConfigError) as info:
+        ShapingConfig(**fields)
     assert info.value.key == name and info.value.value is bad
