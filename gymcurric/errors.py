@@ -7,7 +7,8 @@ Hierarchy::
 
     GymcurricError
     ├── ConfigError (ValueError)         invalid parameter / config value
-    │   └── TaskError                    a task dict an env refuses
+    │   ├── TaskError                    a task dict an env refuses
+    │   └── UnreadableModelError         a model folder that is missing or says not what it holds
     ├── DataError (ValueError)           malformed file contents (datapacks, checkpoints)
     ├── DependencyNotInstalled (ImportError)
     ├── EnvUnavailableError (RuntimeError)  an env id that exists but cannot run here
@@ -34,6 +35,7 @@ __all__ = [
     "SubEnvCallError",
     "SubEnvError",
     "TaskError",
+    "UnreadableModelError",
     "WorkerError",
 ]
 
@@ -99,6 +101,16 @@ def _rebuild_config_error(
 
 class TaskError(ConfigError):
     """An env refused a task dict passed as ``reset(options={"task": ...})``."""
+
+
+class UnreadableModelError(ConfigError):
+    """A model folder that does not exist, or whose ``config.json`` says not what it holds.
+
+    A name that is no existing path and that no hub id can be, a folder without a
+    ``config.json``, or one whose ``config.json`` cannot be read or names no ``model_type``.
+    Raised by :func:`~gymcurric.semantics.embedders.load_embedder` before torch is imported;
+    :func:`~gymcurric.semantics.embedders.load_embedder_soft` returns a failed embedder instead.
+    """
 
 
 class DataError(GymcurricError, ValueError):

@@ -55,7 +55,8 @@ class CaptionEmbedder:
         dtype: ``"float32"`` (default: MiniLM is small and fp32 keeps the margins exact),
             ``"auto"`` (the chain of :mod:`gymcurric.semantics.hf`), ``"bfloat16"``,
             ``"float16"``.
-        max_length: longest caption in tokens (longer ones are truncated).
+        max_length: longest caption in tokens (longer ones are truncated); a numpy integer
+            is kept as the Python int of the same value.
 
     Raises:
         ConfigError: a bad argument, or a CLIP/SigLIP folder (``kind`` is named: those are
@@ -77,7 +78,7 @@ class CaptionEmbedder:
         dtype: str | Any = "float32",
         max_length: int = 128,
     ) -> None:
-        check_int("max_length", max_length, reason="must be a positive int")
+        check_int("max_length", max_length, allow_numpy=True, reason="must be a positive int")
         path = default_caption_model() if model_name is None else resolve_model_path(model_name)
         self.model_device = resolve_device(device)
         model_type = getattr(
@@ -90,7 +91,7 @@ class CaptionEmbedder:
                 f"{path!r} holds a {model_type} model, not a sentence-embedding model; "
                 "use kind='auto' (or 'clip'/'siglip') for CLIP/SigLIP models",
             )
-        self.max_length = max_length
+        self.max_length = max_length if isinstance(max_length, int) else int(max_length)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model: Any = None
         self.dtype: Any = None  # set with the model by load_first_working_dtype

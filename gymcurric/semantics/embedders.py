@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, UnreadableModelError
 from gymcurric.semantics.base import (
     Embedder,
     FailedEmbedder,
@@ -46,7 +46,7 @@ class CallableEmbedder:
     Args:
         images: ``images(frames) -> (n, d)`` for ``(n, H, W, 3)`` uint8 frames, or ``None``.
         texts: ``texts(list_of_str) -> (n, d)``, or ``None``.
-        dim: the embedding size, if known.
+        dim: the embedding size, if known (a numpy integer: the Python int of its value).
         modality: ``"image"`` (states are frames) or ``"text"`` (states are captions); by
             default ``"text"`` when only ``texts`` is given.
 
@@ -80,10 +80,12 @@ class CallableEmbedder:
             modality = "text" if images is None else "image"
         if modality not in ("image", "text"):
             raise ConfigError("modality", modality, "expected 'image' or 'text'")
-        check_int("dim", dim, optional=True, reason="must be a positive int or None")
+        check_int(
+            "dim", dim, optional=True, allow_numpy=True, reason="must be a positive int or None"
+        )
         self._images, self._texts = images, texts
         self.modality: Modality = modality
-        self.dim = dim or 0
+        self.dim = 0 if dim is None else dim if isinstance(dim, int) else int(dim)
         name = getattr(images or texts, "__name__", type(images or texts).__name__)
         self.status = f"ok: callable {name}"
 
@@ -114,10 +116,6 @@ class CallableEmbedder:
         return f"CallableEmbedder({self.status}, modality={self.modality!r})"
 
 
-class _UnreadableModel(ConfigError):
-    """A model folder that cannot say what it holds (fail-soft loading degrades, not raises)."""
-
-
 # a hub id as huggingface_hub validates one: "name" or "namespace/name", ASCII [A-Za-z0-9_.-],
 # neither part starting or ending with "-" or ".", at most 96 characters, no "--" or ".."
 _HUB_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
@@ -128,8 +126,9 @@ def _check_name(model_name: Any) -> None:
     """ConfigError for a ``model_name`` of the wrong type, empty, or a missing path.
 
     A name that is no existing path and that no hub id can be (absolute, ``./``, ``../``,
-    ``~``, a backslash, two or more ``/``, ...) is a missing folder: :class:`_UnreadableModel`
-    (fail-soft loading degrades). A name a hub id can be (``"org/name"``) goes to the hub loader.
+    ``~``, a backslash, two or more ``/``, ...) is a missing folder:
+    :class:`~gymcurric.errors.UnreadableModelError` (fail-soft loading degrades). A name a hub
+    id can be (``"org/name"``) goes to the hub loader.
     """
     if not isinstance(model_name, str | os.PathLike):
         raise ConfigError("model_name", model_name, f"expected {_CALLERS}")
@@ -140,7 +139,7 @@ def _check_name(model_name: Any) -> None:
     hub_id = bool(len(name) <= 96 and _HUB_ID.fullmatch(name) and not name.endswith(".git"))
     if not (hub_id and "--" not in name and ".." not in name) and not os.path.exists(name):
         tilde = " (a leading ~ is not expanded)" if name.startswith("~") else ""
-        raise _UnreadableModel("model_name", name, f"no such folder{tilde}")
+        raise UnreadableModelError("model_name", name, f"no such folder{tilde}")
 
 
 def detect_kind(model_name: str | os.PathLike[str]) -> str:
@@ -149,8 +148,9 @@ def detect_kind(model_name: str | os.PathLike[str]) -> str:
     A hub id (not a folder) is read through transformers' cache (offline).
 
     Raises:
-        ConfigError: ``model_name`` is not a str or path, or is a path that does not exist
-            (a name no hub id can be); a folder without a readable ``config.json``.
+        ConfigError: ``model_name`` is not a str or path; an
+            :class:`~gymcurric.errors.UnreadableModelError` where it is a path that does not
+            exist (a name no hub id can be) or a folder without a readable ``config.json``.
         OSError: a hub id that is not in the local cache (transformers' own error).
     """
     _check_name(model_name)
@@ -158,17 +158,17 @@ def detect_kind(model_name: str | os.PathLike[str]) -> str:
     if folder.is_dir():
         config_file = folder / "config.json"
         if not config_file.is_file():
-            raise _UnreadableModel("model_name", str(model_name), "folder has no config.json")
+            raise UnreadableModelError("model_name", str(model_name), "folder has no config.json")
         model_type: Any
         try:
             config = json.loads(config_file.read_text())
             model_type = config.get("model_type", "") if isinstance(config, dict) else None
         except (OSError, ValueError) as exc:
-            raise _UnreadableModel(
+            raise UnreadableModelError(
                 "model_name", str(model_name), f"unreadable config.json: {exc}"
             ) from None
         if not isinstance(model_type, str):
-            raise _UnreadableModel(
+            raise UnreadableModelError(
                 "model_name", str(model_name), "config.json holds no 'model_type' string"
             )
     else:
@@ -212,7 +212,9 @@ def load_embedder(
             ``./``, ``../``, ``~``, two or more ``/``); a model that is not of the requested
             kind (``kind="caption"`` on a CLIP/SigLIP folder, ``"siglip"`` on a CLIP one); a
             keyword the model's kind does not take (``preprocess``, ``graphs``,
-            ``text_max_length``: CLIP/SigLIP only; ``max_length``: caption models only).
+            ``text_max_length``: CLIP/SigLIP only; ``max_length``: caption models only). A
+            missing folder, or one without a readable ``config.json``, is the subclass
+            :class:`~gymcurric.errors.UnreadableModelError`.
         DependencyNotInstalled: torch/transformers missing (``pip install "gymcurric[semantic]"``).
         OSError: the model cannot be read (a hub id not in the local cache, no safetensors).
     """
@@ -318,7 +320,7 @@ def load_embedder_soft(
         raise ConfigError("kind", kind, f"expected one of {_KINDS}")
     try:  # a missing folder is refused before torch and transformers are imported
         return load_embedder(model_name, kind, device=device, dtype=dtype, **kwargs)
-    except _UnreadableModel as exc:
+    except UnreadableModelError as exc:
         return failed(exc.reason)
     except ConfigError:
         raise

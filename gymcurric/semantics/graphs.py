@@ -118,7 +118,8 @@ class StaticGraphRunner:
         device: where the buffers live and ``fn`` runs.
         capture: capture CUDA graphs (default: when ``device`` is a CUDA device). ``True`` on
             another device is refused.
-        max_slots: the most batch sizes (buckets, per row shape) kept at once (≥ 1).
+        max_slots: the most batch sizes (buckets, per row shape) kept at once (≥ 1; a numpy
+            integer is taken as the Python int of its value, as ``warmup``).
         warmup: eager runs on a side stream before a capture (≥ 1).
 
     Attributes:
@@ -149,11 +150,12 @@ class StaticGraphRunner:
             raise ConfigError(
                 "capture", capture, f"CUDA graphs need a CUDA device, not {self.device}"
             )
-        check_int("max_slots", max_slots, source="StaticGraphRunner", reason="expected ≥ 1")
-        check_int("warmup", warmup, source="StaticGraphRunner", reason="expected ≥ 1")
+        for name, value in (("max_slots", max_slots), ("warmup", warmup)):
+            src = "StaticGraphRunner"
+            check_int(name, value, source=src, allow_numpy=True, reason="expected ≥ 1")
         self.capture = is_cuda if capture is None else bool(capture)
         self.mode = "cuda" if self.capture else "eager"
-        self.max_slots, self.warmup = max_slots, warmup
+        self.max_slots, self.warmup = int(max_slots), int(warmup)  # numpy integers too
         self.captures = 0
         self._slots: OrderedDict[SlotKey, _Slot] = OrderedDict()
 

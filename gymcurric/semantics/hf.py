@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gymcurric._checks import check_int
 from gymcurric._optional import import_optional
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
@@ -197,7 +198,8 @@ class HFVisionLanguageEmbedder:
             results always come back to the host as numpy.
         dtype: ``"auto"`` (the chain above) or ``"float32"``/``"bfloat16"``/``"float16"``.
         text_max_length: token length of SigLIP's ``max_length`` padding (default: the
-            tokenizer's ``model_max_length`` capped by the text model's position embeddings).
+            tokenizer's ``model_max_length`` capped by the text model's position embeddings);
+            a positive int (a numpy integer is taken as the Python int of its value).
         preprocess: ``"torch"`` (default): resize, crop and normalise frames with torch on
             ``device``, reproducing the model's HF image processor from its settings (same
             pixel values to within a couple of grey levels after resizing; see
@@ -254,6 +256,13 @@ class HFVisionLanguageEmbedder:
             raise ConfigError("preprocess", preprocess, "expected 'torch' or 'hf'")
         if not isinstance(graphs, bool):
             raise ConfigError("graphs", graphs, "expected a bool")
+        check_int(
+            "text_max_length",
+            text_max_length,
+            optional=True,
+            allow_numpy=True,
+            reason="must be a positive int or None",
+        )
         if graphs and preprocess != "torch":
             raise ConfigError(
                 "graphs",
