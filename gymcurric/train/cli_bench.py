@@ -69,8 +69,7 @@ def find_root(root: str | None) -> Path:
         "--root",
         root or str(candidates[0]),
         "no benchmarks/ folder and BENCHMARKS.md here: run from a source checkout of gymcurric",
-        source="gymcurric bench",
-    )
+    )  # no source: the CLI's error line names the command
 
 
 def latest_path(root: Path, name: str) -> Path:
@@ -103,9 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
-        raise ConfigError(
-            "names", unknown, f"expected some of {sorted(BENCHES)}", source="gymcurric bench"
-        )
+        raise ConfigError("names", unknown, f"expected some of {sorted(BENCHES)}")
     names = args.names or [n for n, b in BENCHES.items() if b[3] or args.all]
     root = find_root(args.root)
     failed = 0

@@ -82,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
             "name",
             args.name,
             f"no such demo; expected one of {sorted(configs)}",
-            source="gymcurric demo",
-        )
+        )  # no source: the CLI's error line names the command
     from gymcurric.train._progress import run_with_progress
     from gymcurric.train.build import round_to_steps
     from gymcurric.train.cli_train import announce_rounding, print_summary

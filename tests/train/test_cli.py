@@ -109,7 +109,8 @@ def test_demo_list_and_unknown_name(capsys):
     out = capsys.readouterr().out
     assert "hazardnav-ppolag" in out and "(default)" in out and "safety-pointgoal1" in out
     assert cli.main(["demo", "no-such-demo"]) == 2
-    assert "no-such-demo" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no-such-demo" in err and err.count("gymcurric demo") == 1, err  # named once
 
 
 def test_demo_runs_a_shipped_config_without_overwriting(tmp_path):
@@ -139,6 +140,8 @@ def test_bench_list_and_unknown_names(capsys):
     out = capsys.readouterr().out
     assert all(name in out for name in BENCHES)
     assert cli.main(["bench", "no-such-bench"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-bench" in err and err.count("gymcurric bench") == 1, err  # named once
 
 
 def test_bench_records_the_latest_run_and_leaves_benchmarks_md_alone(tmp_path, capsys):
