@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -21,6 +22,8 @@ ENV_ID = "gymcurric-tests/FaultyGrid-v0"
 #: What ``gymcurric train`` and ``gym.make`` take: the module, then the id it registers.
 MAKE_ID = f"tests.faulty_envs:{ENV_ID}"
 MESSAGE = "the faulty sub-env gives up at its step {}"
+#: Seconds the ``"sleep"`` mode's step takes.
+SLEEP_S = 1.5
 
 
 class FaultyGrid(HazardGridEnv):
@@ -29,7 +32,8 @@ class FaultyGrid(HazardGridEnv):
     A sub-env's rank is its first reset's seed less ``seed0`` (SB3's ``make_vec_env`` seeds
     sub-env ``i`` with ``seed + i``). ``fail_mode``: ``"raise"`` (a ``ValueError`` of
     :data:`MESSAGE`), ``"kill"`` (its process kills itself with ``SIGKILL``), ``"task"`` (the
-    reset after ``fail_at`` steps raises a :class:`~gymcurric.errors.TaskError`).
+    reset after ``fail_at`` steps raises a :class:`~gymcurric.errors.TaskError`), ``"sleep"``
+    (its step ``fail_at`` takes :data:`SLEEP_S` seconds, then goes on).
     """
 
     def __init__(
@@ -64,6 +68,8 @@ class FaultyGrid(HazardGridEnv):
                 os.kill(os.getpid(), signal.SIGKILL)
             if self.fail_mode == "raise":
                 raise ValueError(MESSAGE.format(self.steps_taken))
+            if self.fail_mode == "sleep":
+                time.sleep(SLEEP_S)
         return super().step(action)
 
     def _failing(self) -> bool:

@@ -7,6 +7,9 @@ call that could hang runs in a thread with a time limit, so a regression fails, 
 
 from __future__ import annotations
 
+import cProfile
+import pstats
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +20,11 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import SubprocVecEnv
 
 from gymcurric.errors import ConfigError, SubEnvError, TaskError, WorkerError
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
-from tests.faulty_envs import MAKE_ID, MESSAGE
+from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S
 
 LIMIT_S = 60.0
 
@@ -127,3 +131,127 @@ def test_a_healthy_checked_subproc_env_works_as_sb3s():
     finally:
         within(env.close)
     assert all(p.exitcode == 0 for p in env.processes)
+
+
+def test_it_is_sb3s_subproc_vec_env():
+    assert issubclass(CheckedSubprocVecEnv, SubprocVecEnv)
+
+
+def test_close_after_a_step_interrupted_between_two_answers_reads_only_the_unread_one():
+    # Ctrl-C (or any exception) in step_wait after it read sub-env 0's answer: close() waited
+    # for that answer again, and sub-env 0's worker for its next command
+    env = venv("fork", fail_rank=-1)
+    within(lambda: steps(env, 1))
+    env.step_async(np.zeros(2, dtype=np.int64))
+    within(env.remotes[0].recv)  # what step_wait read before it was interrupted
+    within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def test_an_interrupt_while_waiting_for_a_worker_leaves_an_env_that_closes():
+    # sub-env 1's step 2 sleeps; the interrupt comes while step_wait waits for it
+    env = venv("fork", fail_at=2, fail_rank=1, fail_mode="sleep")
+    within(lambda: steps(env, 1))
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, SLEEP_S / 3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step(np.zeros(2, dtype=np.int64))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    within(env.close, 20.0)
+    assert all(not p.is_alive() for p in env.processes)
+    with pytest.raises(WorkerError, match="closed"):
+        env.step(np.zeros(2, dtype=np.int64))
+
+
+def _calls_per_step(env: Any, n: int = 20) -> float:
+    """Python calls (cProfile's count, not a timing) per ``env.step`` in this process."""
+    actions = np.zeros(env.num_envs, dtype=np.int64)
+    env.reset()
+    env.step(actions)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        env.step(actions)
+    profile.disable()
+    return pstats.Stats(profile).total_calls / n  # type: ignore[attr-defined]
+
+
+def test_a_step_costs_a_few_python_calls_per_sub_env_more_than_sb3s():
+    # waiting on each pipe with multiprocessing.connection.wait cost ~40 calls per sub-env
+    kwargs = {"n_envs": 4, "seed": 0, "vec_env_kwargs": {"start_method": "fork"}}
+    kwargs["env_kwargs"] = {"size": 8, "max_steps": 40, "fail_rank": -1}
+    sb3 = make_vec_env(MAKE_ID, vec_env_cls=SubprocVecEnv, **kwargs)  # type: ignore[arg-type]
+    checked = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)  # type: ignore[arg-type]
+    try:
+        extra = _calls_per_step(checked) - _calls_per_step(sb3)
+    finally:
+        sb3.close()
+        checked.close()
+    assert extra <= 8 * 4, extra
+
+
+def _trace(cls: Any, **vec_kwargs: Any) -> list[Any]:
+    """What a vector env of 2 healthy sub-envs answers: resets (seeds, options), 90 steps (two
+    episode ends each: terminal_observation, TimeLimit.truncated, reset_infos) and queries."""
+    env = make_vec_env(
+        MAKE_ID,
+        n_envs=2,
+        seed=3,
+        vec_env_cls=cls,
+        vec_env_kwargs=vec_kwargs,
+        env_kwargs={"size": 8, "max_steps": 40, "fail_rank": -1},
+    )
+    rng = np.random.default_rng(0)
+    try:
+        out: list[Any] = [env.reset(), env.reset_infos]
+        for i in range(90):
+            out += [*env.step(rng.integers(0, 4, 2)), env.reset_infos]
+            if i == 50:
+                env.seed(11)
+                env.set_options([{"task": None}, {}])
+                out += [env.reset(), env.reset_infos]
+        env.set_attr("fail_at", 7, indices=[1])
+        out += [env.get_attr("fail_at"), env.get_attr("steps_taken", indices=1)]
+        out += [env.env_method("_failing", indices=[0]), env.env_is_wrapped(type(None))]
+        return out
+    finally:
+        env.close()
+
+
+def _same(a: Any, b: Any, where: str = "") -> None:
+    assert type(a) is type(b), (where, a, b)
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), (where, a, b)
+        for key in a:  # not the Monitor's episode wall time
+            if not (key == "t" and where.endswith(".episode")):
+                _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), (where, a, b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and np.array_equal(a, b), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+@pytest.mark.parametrize("kind", ["fork", "dummy"])
+def test_a_healthy_checked_env_answers_exactly_as_sb3s(kind):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    infos = [i for part in _trace(DummyVecEnv) if isinstance(part, list | tuple) for i in part]
+    assert any("terminal_observation" in i for i in infos if isinstance(i, dict))  # episodes end
+    if kind == "dummy":
+        _same(_trace(DummyVecEnv), _trace(CheckedDummyVecEnv))
+    else:
+        _same(
+            _trace(SubprocVecEnv, start_method=kind),
+            _trace(CheckedSubprocVecEnv, start_method=kind),
+        )

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import select
 import signal
 import time
 import traceback
@@ -222,30 +223,63 @@ def _ended(process: Any) -> str:
 
 
 class _Remote:
-    """The main process's end of one worker's pipe, as SB3's methods use it (send, recv)."""
+    """The main process's end of one worker's pipe, as SB3's methods use it (send, recv).
+
+    ``pending``: a command was sent whose answer is unread; ``close()`` reads those answers
+    only, not every worker's as SB3's does (after a ``step_wait`` interrupted part way, it
+    waited for answers already read). ``in_sync``: False once a ``recv`` was interrupted while
+    it read a message (the rest of it is unread: nothing more is read from the pipe).
+    """
 
     def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
         self.venv, self.index, self.conn, self.process = venv, index, conn, process
-        self.command = "starting"
+        self.message: Any = None  # the last command sent (named on an error only)
+        self.pending = False
+        self.in_sync = True
+        self.fd = conn.fileno()
+        # the sentinel too: a worker's death ends the wait, whoever holds its pipe open; a
+        # poll object (one call per wait) where there is one, else multiprocessing's wait
+        self.poller = select.poll() if hasattr(select, "poll") else None
+        if self.poller is not None:
+            self.poller.register(self.fd, select.POLLIN)
+            self.poller.register(process.sentinel, select.POLLIN)
+
+    @property
+    def command(self) -> str:
+        """What the last command asked, e.g. ``step()`` (``starting`` before any)."""
+        return "starting" if self.message is None else _command_name(self.message)
 
     def send(self, message: Any) -> None:
-        self.venv.check_usable()
-        self.command = _command_name(message)
+        venv = self.venv
+        if venv.failure is not None or venv.closed:
+            venv.check_usable()
+        self.message = message
         try:
             self.conn.send(message)
         except OSError as exc:  # BrokenPipeError, ConnectionResetError: the worker is gone
             raise self._died() from exc
+        self.pending = True
 
     def recv(self) -> Any:
-        self.venv.check_usable()
-        # the sentinel too: under fork a sibling may hold the pipe open after the worker died
-        ready = wait([self.conn, self.process.sentinel])
-        if self.conn not in ready and not self.conn.poll(0):
+        venv = self.venv
+        if venv.failure is not None or venv.closed:
+            venv.check_usable()
+        if self.poller is not None:
+            ready = self.poller.poll()
+            died = len(ready) == 1 and ready[0][0] != self.fd
+        else:
+            died = self.conn not in wait([self.conn, self.process.sentinel])
+        if died and not self.conn.poll(0):
             raise self._died()
         try:
             message = self.conn.recv()
         except (EOFError, OSError) as exc:
             raise self._died() from exc
+        except BaseException:  # Ctrl-C part way through a message: the pipe is out of step
+            self.in_sync = False
+            venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
+            raise
+        self.pending = False
         if isinstance(message, _Failure):
             original = _loaded(message.blob)
             error = _error(
@@ -320,7 +354,9 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)
 
     def check_usable(self) -> None:
-        """Raise where a sub-env failed before: the vector env can only be closed."""
+        """Raise where a sub-env failed before (it can only be closed), or it is closed."""
+        if self.closed:
+            raise WorkerError("the vector env is closed")
         if self.failure is not None:
             raise WorkerError(
                 f"the vector env cannot be used after this error (close it): {self.failure}"
@@ -336,16 +372,19 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         """Close the workers: with a failure, without waiting for answers (a hang otherwise)."""
         if self.closed:
             return
-        if self.failure is None and self.waiting:
-            try:
-                for remote in self.remotes:
+        try:  # the answers not read yet (all of them after step_async, as SB3's close)
+            for remote in self.remotes:
+                if self.failure is None and remote.pending:
                     remote.recv()
-            except Exception:  # broken now (self.failure): closed below without waiting
-                pass
+        except Exception:  # broken now (self.failure): closed below without waiting
+            pass
         self.waiting = False
         healthy = self.failure is None
         self.closed = True
         for remote in self.remotes:
+            if not remote.in_sync:  # its worker sees the pipe's end (or is terminated)
+                remote.close()
+                continue
             try:
                 while not healthy and remote.conn.poll(0):  # a worker blocked sending its answer
                     remote.conn.recv_bytes()  # (not loaded: it may not unpickle)
