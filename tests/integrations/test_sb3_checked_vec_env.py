@@ -170,6 +170,31 @@ def test_an_interrupt_while_waiting_for_a_worker_leaves_an_env_that_closes():
         env.step(np.zeros(2, dtype=np.int64))
 
 
+class _InterruptedRead:
+    """A pipe end whose ``recv`` is interrupted (as Ctrl-C part way through a message)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+    def recv(self) -> Any:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_inside_a_message_breaks_the_env_and_close_reads_that_pipe_no_more():
+    env = venv("fork", fail_rank=-1)
+    within(lambda: steps(env, 1))
+    env.remotes[1].conn = _InterruptedRead(env.remotes[1].conn)
+    with pytest.raises(KeyboardInterrupt):
+        env.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(WorkerError, match="sub-env 1: interrupted reading its answer"):
+        env.step(np.zeros(2, dtype=np.int64))
+    within(env.close, 20.0)
+    assert all(not p.is_alive() for p in env.processes)
+
+
 def _calls_per_step(env: Any, n: int = 20) -> float:
     """Python calls (cProfile's count, not a timing) per ``env.step`` in this process."""
     actions = np.zeros(env.num_envs, dtype=np.int64)
