@@ -75,6 +75,21 @@ class FaultyGrid(HazardGridEnv):
     def _failing(self) -> bool:
         return self.rank == self.fail_rank
 
+    def unloadable(self) -> Unloadable:
+        """A value that pickles in the worker and cannot be unpickled in the main process."""
+        return Unloadable()
+
+
+def _refuse() -> None:
+    raise ValueError("an Unloadable cannot be loaded")
+
+
+class Unloadable:
+    """Pickles as a call of :func:`_refuse`, which raises when it is unpickled."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_refuse, ())
+
 
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point=FaultyGrid)

@@ -195,6 +195,18 @@ def test_an_interrupt_inside_a_message_breaks_the_env_and_close_reads_that_pipe_
     assert all(not p.is_alive() for p in env.processes)
 
 
+def test_an_answer_that_does_not_unpickle_here_is_an_error_naming_the_sub_env():
+    env = venv("fork", fail_rank=-1)
+    with pytest.raises(SubEnvError) as caught:
+        within(lambda: env.env_method("unloadable", indices=[1]))
+    assert str(caught.value).startswith(
+        "sub-env 1: loading its answer to env_method('unloadable') in the main process raised "
+        "builtins.ValueError: an Unloadable cannot be loaded"
+    ), caught.value
+    within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
 def _calls_per_step(env: Any, n: int = 20) -> float:
     """Python calls (cProfile's count, not a timing) per ``env.step`` in this process."""
     actions = np.zeros(env.num_envs, dtype=np.int64)

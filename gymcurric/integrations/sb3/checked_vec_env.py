@@ -275,6 +275,11 @@ class _Remote:
             message = self.conn.recv()
         except (EOFError, OSError) as exc:
             raise self._died() from exc
+        except Exception as exc:  # the answer came whole but does not unpickle here
+            self.pending = False
+            kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            what = f"loading its answer to {self.command} in the main process"
+            raise venv.broken(SubEnvError(self.index, what, kind, _message(exc))) from exc
         except BaseException:  # Ctrl-C part way through a message: the pipe is out of step
             self.in_sync = False
             venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
