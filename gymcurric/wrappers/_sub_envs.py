@@ -60,7 +60,9 @@ __all__ = [
     "SubEnvCall",
     "call_sub_envs",
     "call_sub_envs_each",
+    "error_text",
     "gymcurric_call",
+    "load_pickled_error",
     "sub_env_query",
     "sub_envs_lacking",
     "wrapper_method",
@@ -278,7 +280,7 @@ def _unshare_since(key: int) -> None:
 def _failed(stage: str, exc: Exception) -> tuple[Any, ...]:
     """The answer for ``exc``, raised at ``stage`` (``call``, ``send``; ``load``: in main)."""
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return ("error", stage, name, _message(exc), traceback.format_exc(), _SentError(exc))
+    return ("error", stage, name, error_text(exc), traceback.format_exc(), _SentError(exc))
 
 
 def _staged_call(env: gym.Env[Any, Any]) -> SubEnvCall:
@@ -289,7 +291,7 @@ def _staged_call(env: gym.Env[Any, Any]) -> SubEnvCall:
     return call
 
 
-def _message(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     """``str(exc)``, or a stand-in where that raises (it would end the worker here)."""
     try:
         return str(exc)
@@ -314,17 +316,17 @@ class _SentError:
             self.blob: bytes | None = pickle.dumps(exc)  # one the pipe cannot send ends the worker
         except Exception:
             self.blob = None
-        self.error = _load_error(self.blob)
+        self.error = load_pickled_error(self.blob)
         if self.error is not None:  # the traceback and chain do not pickle
             self.error.__traceback__ = exc.__traceback__
             self.error.__cause__, self.error.__context__ = exc.__cause__, exc.__context__
             self.error.__suppress_context__ = exc.__suppress_context__
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_load_error, (self.blob,))
+        return (load_pickled_error, (self.blob,))
 
 
-def _load_error(blob: bytes | None) -> BaseException | None:
+def load_pickled_error(blob: bytes | None) -> BaseException | None:
     """The exception pickled as ``blob``, or None where it does not load as one."""
     if blob is None:
         return None
@@ -444,7 +446,7 @@ def _values(
                 continue
             except Exception as exc:
                 kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-                answer = ("error", "load", kind, _message(exc), "", exc)  # exc: the cause
+                answer = ("error", "load", kind, error_text(exc), "", exc)  # exc: the cause
         elif answer[0] == "ok":
             values.append(answer[1])
             continue

@@ -47,6 +47,7 @@ from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper, Ve
 from stable_baselines3.common.vec_env.patch_gym import _patch_env
 
 from gymcurric.errors import GymcurricError, SubEnvError, WorkerError
+from gymcurric.wrappers._sub_envs import error_text, load_pickled_error
 
 __all__ = ["CheckedDummyVecEnv", "CheckedSubprocVecEnv"]
 
@@ -70,24 +71,7 @@ def _failure(command: str, exc: BaseException) -> _Failure:
     except Exception:
         blob = None
     kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return _Failure(command, kind, _message(exc), traceback.format_exc(), blob)
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception as failed:
-        return f"<str() of the error raised {type(failed).__name__}>"
-
-
-def _loaded(blob: bytes | None) -> BaseException | None:
-    if blob is None:
-        return None
-    try:
-        error = pickle.loads(blob)
-    except Exception:
-        return None
-    return error if isinstance(error, BaseException) else None
+    return _Failure(command, kind, error_text(exc), traceback.format_exc(), blob)
 
 
 def _error(
@@ -279,14 +263,14 @@ class _Remote:
             self.pending = False
             kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
             what = f"loading its answer to {self.command} in the main process"
-            raise venv.broken(SubEnvError(self.index, what, kind, _message(exc))) from exc
+            raise venv.broken(SubEnvError(self.index, what, kind, error_text(exc))) from exc
         except BaseException:  # Ctrl-C part way through a message: the pipe is out of step
             self.in_sync = False
             venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
             raise
         self.pending = False
         if isinstance(message, _Failure):
-            original = _loaded(message.blob)
+            original = load_pickled_error(message.blob)
             error = _error(
                 self.index,
                 message.command,
@@ -437,7 +421,7 @@ class _Guarded:
     def _raise(self, command: str, exc: Exception) -> NoReturn:
         kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
         text = "".join(traceback.format_exception(exc))
-        error = _error(self.index, command, kind, _message(exc), text, exc, False)
+        error = _error(self.index, command, kind, error_text(exc), text, exc, False)
         if error is exc:  # gymcurric's own, with a note
             raise exc
         raise error from exc
