@@ -151,6 +151,17 @@ def feed(bufs, steps, situation):
             buf.add(*args)
 
 
+def twins_before_the_refusal(situation):
+    """``situation``'s steps and two buffers fed the steps before ``REFUSED_AT`` alike."""
+    steps = good_steps(situation)
+    buf, twin = make(), make()
+    feed([buf, twin], steps[:REFUSED_AT], situation)
+    if situation == "marked_done":
+        for b in (buf, twin):
+            b.dones[(b.pos - 1) % b.buffer_size] = True
+    return steps, buf, twin
+
+
 def assert_twins(buf, twin):
     assert_same(snapshot(buf), snapshot(twin))
     rows = np.repeat(np.arange(buf.size()), N)
@@ -171,12 +182,7 @@ def assert_twins(buf, twin):
 @pytest.mark.parametrize("param", PARAMS)
 def test_a_refused_add_leaves_the_buffer_as_it_was(param, bad, situation):
     value, received = BAD[param][bad]
-    steps = good_steps(situation)
-    buf, twin = make(), make()
-    feed([buf, twin], steps[:REFUSED_AT], situation)
-    if situation == "marked_done":
-        for b in (buf, twin):
-            b.dones[(b.pos - 1) % b.buffer_size] = True
+    steps, buf, twin = twins_before_the_refusal(situation)
     before = snapshot(buf)
     args = list(steps[REFUSED_AT])
     args[PARAMS.index(param)] = value
@@ -241,12 +247,7 @@ def test_other_forms_of_good_inputs_are_stored_as_numpy_float32_ones():
 def test_a_timeout_flag_that_bool_cannot_read_is_refused(flag, situation):
     # infos[e]["TimeLimit.truncated"] is read with bool(): a tensor of several values (or of no
     # data) raised a raw RuntimeError; refused as other infos SB3 cannot read
-    steps = good_steps(situation)
-    buf, twin = make(), make()
-    feed([buf, twin], steps[:REFUSED_AT], situation)
-    if situation == "marked_done":
-        for b in (buf, twin):
-            b.dones[(b.pos - 1) % b.buffer_size] = True
+    steps, buf, twin = twins_before_the_refusal(situation)
     before = snapshot(buf)
     args = list(steps[REFUSED_AT])
     args[5] = [{"TimeLimit.truncated": flag}, {}]
