@@ -19,9 +19,11 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
 
     reward = ``level`` every step (so the return is ``level * len`` and each reward tells which
     task produced it), ``info["cost"] = 0.5``, ``info["is_success"] = level % 2 == 0`` on the
-    last step. ``{"reject": True}`` raises :class:`TaskError`, ``{"nan": True}`` gives NaN
-    rewards, ``{"nan_cost": True}`` NaN costs, ``{"cost": c}`` the cost ``c`` as given. With
-    ``fixed_task`` (factory mode) the env ignores options and runs that task.
+    last step (under ``success_key``; with ``is_success_none`` also ``info["is_success"] =
+    None``, SB3's "not reported"). ``{"reject": True}`` raises :class:`TaskError`,
+    ``{"nan": True}`` gives NaN rewards, ``{"nan_cost": True}`` NaN costs, ``{"cost": c}`` the
+    cost ``c`` as given. With ``fixed_task`` (factory mode) the env ignores options and runs
+    that task.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -34,6 +36,7 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
         reset_info: dict[str, Any] | None = None,
         success_key: str = "is_success",
         cost: bool = True,
+        is_success_none: bool = False,
     ) -> None:
         if fixed_task is not None and fixed_task.get("reject"):
             raise TaskError("reject", True, "this stub refuses the task", source="TaskStubEnv")
@@ -42,6 +45,7 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
         self.name, self.fixed_task = name, fixed_task
         self.reset_info = reset_info or {}
         self.success_key, self.cost = success_key, cost
+        self.is_success_none = is_success_none
         self.task: dict[str, Any] = {"level": 0}
         self.t = 0
         self.closed = False
@@ -69,6 +73,8 @@ class TaskStubEnv(gym.Env[np.ndarray, int]):
             cost = self.task.get("cost", 0.5)  # {"cost": 0} reports an int
             info["cost"] = float("nan") if self.task.get("nan_cost") else cost
         if done:
+            if self.is_success_none:
+                info["is_success"] = None
             info[self.success_key] = int(self.task.get("level", 0)) % 2 == 0
         return np.full(1, self.t, np.float32), reward, done, False, info
 

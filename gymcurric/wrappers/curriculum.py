@@ -29,7 +29,8 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
 from gymcurric.tasks.spaces import copy_task
 from gymcurric.tasks.transport import TaskTransport, transport_for
-from gymcurric.wrappers.episode_sums import EpisodeSums, success_of
+from gymcurric.wrappers._success import success_of
+from gymcurric.wrappers.episode_sums import EpisodeSums
 
 __all__ = ["SampleCurriculumTask", "EnvFactory", "SuccessFn", "task_key"]
 
@@ -64,9 +65,10 @@ class SampleCurriculumTask(
     episode ends (terminated or truncated) it calls
     ``curriculum.update(task_id, return_, success, cost)`` with the sum of the rewards, the
     success of the last step (``success_fn(info)`` if given, else ``info["is_success"]``, else
-    ``info["success"]``, else ``None``: the curriculum then scores the return) and the sum of
-    ``info["cost"]`` (``None`` when the env reports no cost). Observations, rewards and step
-    infos are passed through unchanged. An episode cut short by a reset is not reported.
+    ``info["success"]``, a key whose value is ``None`` counting as absent, else ``None``: the
+    curriculum then scores the return) and the sum of ``info["cost"]`` (``None`` when the env
+    reports no cost). Observations, rewards and step infos are passed through unchanged. An
+    episode cut short by a reset is not reported.
 
     * **Explicit tasks**: ``reset(options={"task": {...}})`` runs that task unchanged; the
       episode gets ``task_id == -1`` and is *not* reported (the curriculum did not choose it:

@@ -22,6 +22,7 @@ from gymnasium.core import ActType, ObsType
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError, TaskError
+from gymcurric.wrappers._success import success_of
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.episode_sums import EpisodeSums
 
@@ -86,7 +87,8 @@ class PresentDatapack(
     tag_results=...)`` with:
 
     * ``success``: ``success_fn(info)`` on the last step's info if given, else
-      ``info["is_success"]``, else ``info["success"]``, else ``False``;
+      ``info["is_success"]``, else ``info["success"]``, else ``False`` (a key whose value is
+      ``None`` counts as absent);
     * ``error``: whether the episode's summed ``info["cost"]`` is positive (``False`` when the
       env reports no cost);
     * ``mpl``: ``mpl_fn(info)`` if given, else ``None``;
@@ -468,10 +470,7 @@ def report_episode(
     :class:`PresentDatapack` and its vector twins (through :class:`DatapackEpisodes`), so all
     report the same outcome.
     """
-    if success_fn is not None:
-        raw = success_fn(info)
-    else:
-        raw = info.get("is_success", info.get("success"))
+    raw = success_fn(info) if success_fn is not None else success_of(info)
     success = bool(raw) if raw is not None else False
     mpl = mpl_fn(info) if mpl_fn is not None else None
     tags = {a.name: success for a in pack.enrichment.affordances}

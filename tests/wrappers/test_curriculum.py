@@ -74,6 +74,9 @@ def test_picks_a_task_at_every_reset_without_options_and_reports_the_episode():
         ({"success_fn": lambda info: 0.25}, {}, 0.25),
         ({}, {"success_key": "success"}, True),
         ({}, {"success_key": "other"}, None),
+        # is_success None is "not reported" (SB3): success is read, not taken for a failure
+        ({}, {"success_key": "success", "is_success_none": True}, True),
+        ({}, {"success_key": "other", "is_success_none": True}, None),
     ],
 )
 def test_success_sources(kwargs, env_kwargs, expected_success):

@@ -19,6 +19,7 @@ from gymcurric.wrappers import PresentDatapack, datapack_info
 from gymcurric.wrappers.datapack import check_datapack_tasks
 from gymcurric.wrappers.vector.datapack import make_datapack_vec
 from tests.datapacks.packs import record
+from tests.wrappers.vector.datapack_stubs import SuccessUnreported
 
 ENV_ID = "gymcurric/HazardGrid-v0"
 
@@ -226,6 +227,18 @@ def test_success_from_info_is_success():
     env = PresentDatapack(gym.make(ENV_ID), sampler)
     _, infos = run_episode(env, actions=[0])
     assert sampler.curriculum.calls[-1]["success"] is bool(infos[-1]["is_success"])
+
+
+@pytest.mark.parametrize(("success", "reported"), [(True, True), (False, False), (None, False)])
+def test_is_success_none_is_not_reported_and_success_is_read(success, reported):
+    # SB3 / Gymnasium: None means "not reported", so info["success"] is read, as if is_success
+    # were absent (it was read as a failure)
+    sampler = StubSampler(packs())
+    env = PresentDatapack(SuccessUnreported(gym.make(ENV_ID), success), sampler)
+    for _ in range(2):
+        run_episode(env, actions=[0])
+    assert [c["success"] for c in sampler.curriculum.calls] == [reported, reported]
+    assert all(c["tag_results"] == {"reach": reported} for c in sampler.curriculum.calls)
 
 
 def test_explicit_task_draws_nothing_and_is_not_reported():

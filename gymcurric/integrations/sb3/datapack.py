@@ -13,7 +13,8 @@ wrapper has (``set_wrapper_attr`` through
 the sub-env's wrapper chain, for ``DummyVecEnv`` and ``SubprocVecEnv`` alike, and an error there
 ends no worker), computes each episode's outcome from the vector stream (return from
 the rewards, cost from the summed ``info["cost"]``, success from the final step's
-``info["is_success"]``) and reports it with ``curriculum.update_diagnostics``.
+``info["is_success"]``, else ``info["success"]``, as the single-env wrapper reads it) and
+reports it with ``curriculum.update_diagnostics``.
 
 One episode ahead. SB3 vector envs reset a sub-env *inside* the ``step_wait`` that ends its
 episode (the final observation goes to ``info["terminal_observation"]``), before the main

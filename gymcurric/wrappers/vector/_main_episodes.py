@@ -18,7 +18,8 @@ from gymnasium.vector import AutoresetMode
 
 from gymcurric.safety.costs import check_vector_cost_dtype
 from gymcurric.tasks.channel import TaskChannel
-from gymcurric.wrappers.episode_sums import EpisodeSums, successes_of
+from gymcurric.wrappers._success import successes_of
+from gymcurric.wrappers.episode_sums import EpisodeSums
 
 __all__ = ["MainEpisodes"]
 

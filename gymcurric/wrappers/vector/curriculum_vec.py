@@ -53,7 +53,8 @@ def make_curriculum_vec(
             ``False`` keeps the sums in the sub-envs. Gymnasium types each step's info array
             by the first sub-env that reports the key, so an env that mixes ``int`` and
             ``float`` costs (or ``bool`` and ``float`` successes) in one step loses the
-            fractions there; such envs should report floats, or use ``False``.
+            fractions there (and an ``is_success`` of ``None``, "not reported", beside a
+            ``bool`` one becomes ``False``); such envs should report floats, or use ``False``.
         overlap: apply each step's curriculum work while the workers step (the default;
             see the vector ``SampleCurriculumTask``), or, with ``False``, just before the
             step. Both give the same tasks and curriculum state, bit for bit.

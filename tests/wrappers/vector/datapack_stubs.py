@@ -86,3 +86,33 @@ def user_sampler_above(env):
 def own_sampler_below_none(env):
     """``env`` under PresentDatapack with its own sampler, under a user wrapper with none."""
     return WithSampler(SinglePresentDatapack(env, LockedSampler(packs())), None)
+
+
+class SuccessUnreported(gym.Wrapper):
+    """Each step's ``is_success`` is None (SB3's "not reported") and ``success`` is ``success``.
+
+    With ``success=None`` the info has no ``success`` key: no success is reported at all. The
+    reset info's ``is_success`` is None too: a vector env types each info array by the first
+    sub-env holding the key, so a reset's ``False`` beside an ending sub-env's ``None`` in one
+    ``NEXT_STEP`` step would turn that ``None`` into ``False`` before any wrapper sees it.
+    """
+
+    def __init__(self, env, success=True):
+        super().__init__(env)
+        self.success = success
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return obs, {**info, "is_success": None}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = {**info, "is_success": None}
+        if self.success is not None:
+            info["success"] = self.success
+        return obs, reward, terminated, truncated, info
+
+
+def success_unreported(env, success=True):
+    """``env`` under PresentDatapack (no sampler), under :class:`SuccessUnreported`."""
+    return SuccessUnreported(SinglePresentDatapack(env, None), success)

@@ -14,6 +14,7 @@ from tests.wrappers.vector.vector_runs import (
     SPACE,
     STUB,
     check_reports,
+    level,
     run,
     run_disabled,
     task_id_stream,
@@ -357,6 +358,34 @@ def test_episodes_accounted_in_main_equal_the_sub_envs_reports(mode):
     for key, arr in in_main.items():
         assert np.array_equal(arr, reported[key], equal_nan=True), key
         assert np.array_equal(arr, kept[key], equal_nan=True), key
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_is_success_none_accounted_in_main_reads_success(mode, monkeypatch):
+    # is_success None is SB3's "not reported": the episode's success is info["success"], as
+    # the sub-env wrapper reads it (accounted in main, it was None: no success at all)
+    cur = Curriculum(SPACE, seed=0, backend="shared")
+    recorded = []
+    record = cur.record
+    monkeypatch.setattr(
+        cur, "record", lambda ids, *rest: (recorded.append((ids, rest[1])), record(ids, *rest))
+    )
+    envs = make_curriculum_vec(
+        STUB, cur, 2, vectorization_mode="async",
+        vector_kwargs={"autoreset_mode": mode, "context": "fork"},
+        success_key="success", is_success_none=True,
+    )  # fmt: skip
+    try:
+        assert envs._channel.episodes_in_main
+        finished = run(envs, steps=30)
+        envs.flush_curriculum()
+        check_reports(cur, finished)
+    finally:
+        envs.close()
+        cur.close()
+    pairs = [(int(t), s) for ids, succ in recorded for t, s in zip(ids, succ, strict=True)]
+    assert len(pairs) == len(finished)
+    assert all(s == float(level(t) % 2 == 0) for t, s in pairs), pairs
 
 
 def test_explicit_task_episodes_are_not_accounted_in_main():

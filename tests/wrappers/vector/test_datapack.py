@@ -21,6 +21,7 @@ from tests.wrappers.vector.datapack_stubs import (
     Events,
     own_sampler_below_none,
     packs,
+    success_unreported,
     user_sampler_above,
 )
 
@@ -322,6 +323,21 @@ def test_success_fn_and_mpl_fn_see_the_sub_env_final_info():
     envs.close()
     assert seen and all("is_success" in i and "datapack" not in i for i in seen)
     assert all(r["success"] is True and r["mpl"] == 1.5 for r in sampler.reports())
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("success", "reported"), [(True, True), (None, False)])
+def test_is_success_none_in_a_sub_env_is_not_reported(mode, success, reported):
+    # a sub-env's is_success None (SB3's "not reported") falls back to its success, as for a
+    # single env; the vector info holds it in an object array ([None, None])
+    sampler = Events(packs())
+    fns = [lambda: success_unreported(gym.make(ENV_ID), success) for _ in range(2)]
+    envs = PresentDatapack(gym.vector.SyncVectorEnv(fns, autoreset_mode=mode), sampler)
+    envs.reset(seed=0)
+    for _ in range(20):
+        envs.step(np.zeros(2, dtype=np.int64))
+    envs.close()
+    assert sampler.reports() and all(r["success"] is reported for r in sampler.reports())
 
 
 def test_sub_env_info():
