@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric.errors import ConfigError, GymcurricWarning
+from gymcurric.errors import ConfigError, DataError, GymcurricWarning
 
 __all__ = [
     "HELP",
@@ -286,6 +287,36 @@ def _frame_files(folder: str) -> list[Path]:
     return files
 
 
+def _check_out(out: str) -> None:
+    """Refuse an ``--out`` that cannot be a writable folder, before the model is loaded.
+
+    Nothing is created here: the folder is made when the report is written. (As root, a
+    read-only folder passes :func:`os.access`; the write itself then fails, see :func:`run`.)
+    """
+    path = Path(out)
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == Path(p.anchor))
+    if not existing.is_dir():
+        what = "is a file" if existing == path else f"cannot be created: {existing} is a file"
+        raise ConfigError("--out", out, f"{what}; expected a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is" if existing == path else f"cannot be created: {existing} is"
+        raise ConfigError("--out", out, f"{what} not writable")
+
+
+def _read_frame(image_type: Any, path: Path) -> Any:
+    """The frame at ``path`` as an RGB image; DataError naming the file if it does not decode."""
+    try:
+        with image_type.open(path) as im:
+            return im.convert("RGB")
+    except image_type.UnidentifiedImageError:
+        reason = "not an image file, or one in a format PIL cannot read"
+    except (OSError, SyntaxError, ValueError, image_type.DecompressionBombError) as exc:
+        reason = str(exc) or type(exc).__name__  # e.g. "image file is truncated"
+    raise DataError(
+        f"--frames: {path}: cannot read the frame ({reason}); remove or replace the file"
+    )
+
+
 def _annotate(image: Any, row: dict[str, Any], scale: float, dest: Path) -> None:
     from PIL import Image, ImageDraw
 
@@ -316,12 +347,17 @@ def run(args: argparse.Namespace) -> int:
     """Run the probe; 0 on success, 2 (via ConfigError) on bad prompts, model or frames folder.
 
     A caption model embeds no frames: it is a bad model here, as an empty prompt is a bad one.
+    A frame that does not decode is a DataError naming the file; an ``--out`` that is a file or
+    under one is refused before the model loads, and one that fails while being written (the
+    report is then printed on stdout all the same, and the files written stay) a ConfigError.
     The errors name the option but not the command, which ``gymcurric``'s error line names.
     """
     for flag, prompts in (("--safe", args.safe), ("--unsafe", args.unsafe)):
         if not all(isinstance(p, str) and p.strip() for p in prompts):  # as ShapingConfig
             raise ConfigError(flag, prompts, "expected non-empty strings")
     files = _frame_files(args.frames)
+    if args.out:
+        _check_out(args.out)
     from PIL import Image
 
     from gymcurric.semantics.base import embedder_modality
@@ -343,10 +379,7 @@ def run(args: argparse.Namespace) -> int:
             f"is a caption (sentence-embedding) model ({getattr(embedder, 'status', '')}), "
             "which embeds no frames; the probe needs a CLIP/SigLIP model",
         )
-    images: list[Any] = []
-    for p in files:
-        with Image.open(p) as im:
-            images.append(im.convert("RGB"))
+    images: list[Any] = [_read_frame(Image, p) for p in files]
     arrays = [np.asarray(im) for im in images]
     frame_emb = np.concatenate(
         [embedder.embed_images(arrays[i : i + _BATCH]) for i in range(0, len(arrays), _BATCH)]
@@ -365,14 +398,32 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        scale = max((abs(r["margin"]) for r in report["per_frame"]), default=0.0)
-        for im, row, p in zip(images, report["per_frame"], files, strict=True):
-            dest = out / f"{p.stem}_probe.png"
-            _annotate(im, row, scale, dest)
-            row["annotated"] = dest.name
-        report["out"] = str(out)
-        (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        report_started = False
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            scale = max((abs(r["margin"]) for r in report["per_frame"]), default=0.0)
+            for im, row, p in zip(images, report["per_frame"], files, strict=True):
+                dest = out / f"{p.stem}_probe.png"
+                _annotate(im, row, scale, dest)
+                row["annotated"] = dest.name
+            report["out"] = str(out)
+            report_started = True
+            (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            # the model's work is not lost: the report still goes to stdout (without "out";
+            # "annotated" on the frames written), and nothing written before is removed
+            report.pop("out", None)
+            json.dump(report, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            done = sum("annotated" in r for r in report["per_frame"])
+            raise ConfigError(
+                "--out",
+                args.out,
+                f"could not be written: {exc.strerror or exc}: {exc.filename or out}; "
+                f"{done} of {len(files)} annotated frames were written there, report.json "
+                f"was not written{' completely' if report_started else ''}; the report is "
+                "on stdout",
+            ) from exc
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
