@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -16,7 +18,10 @@ from gymcurric.datapacks import (
     DataPackCurriculumConfig,
     DataPackRLSampler,
 )
-from gymcurric.errors import ConfigError
+from gymcurric.datapacks.loading import load_datapacks
+from gymcurric.errors import ConfigError, TaskError
+from gymcurric.integrations.sb3 import CheckedDummyVecEnv
+from gymcurric.integrations.sb3 import datapack as datapack_module
 from gymcurric.integrations.sb3.datapack import (
     DatapackCallback,
     VecPresentDatapack,
@@ -334,3 +339,42 @@ def test_own_sampler_under_a_user_wrapper_is_refused_with_the_env_left_working(
         hidden.reset()
     finally:
         hidden.close()
+
+
+def _stream(vec_env_cls, steps=30):
+    """Every step's observations, rewards and dones of a seeded run, and the sampler's log."""
+    sampler = DataPackRLSampler(packs(), curriculum=DataPackCurriculum(), seed=3)
+    venv = make_datapack_vec_env(ENV_ID, sampler, n_envs=2, seed=5, vec_env_cls=vec_env_cls)
+    base = type(venv.venv)
+    rng = np.random.default_rng(2)
+    out = [venv.reset().copy()]
+    for _ in range(steps):
+        obs, rewards, dones, _ = venv.step(rng.integers(0, 4, 2))
+        out += [obs.copy(), rewards.copy(), dones.copy()]
+    venv.close()
+    return base, out, [[p["pack_id"] for p in e["sampled_episodes"]] for e in sampler.logs]
+
+
+def test_the_default_vector_env_is_gymcurrics_checked_one_and_steps_as_sb3s_did():
+    # as gymcurric train builds it: a sub-env's error names it (SB3's DummyVecEnv, the old
+    # default, let it escape raw); an explicit vec_env_cls is used as given
+    checked, stream, log = _stream(None)
+    plain, old_stream, old_log = _stream(DummyVecEnv)
+    assert checked is CheckedDummyVecEnv and issubclass(checked, DummyVecEnv)
+    assert plain is DummyVecEnv
+    assert len(stream) == len(old_stream) and log == old_log
+    assert all(np.array_equal(a, b) for a, b in zip(stream, old_stream, strict=True))
+
+
+def test_a_task_the_env_refuses_is_named_before_any_sub_env_is_built(tmp_path, monkeypatch):
+    bad = tmp_path / "packs.jsonl"
+    bad.write_text(json.dumps(record("typo", env_id=ENV_ID, task_params={"sizee": 5})) + "\n")
+    sampler = DataPackRLSampler([*packs(), *load_datapacks(bad)], seed=0)
+    built = []
+    monkeypatch.setattr(datapack_module, "make_vec_env", lambda *a, **k: built.append(a))
+    for vec_env_cls in (None, DummyVecEnv, SubprocVecEnv):  # the check does not depend on it
+        with pytest.raises(TaskError) as info:
+            make_datapack_vec_env(ENV_ID, sampler, n_envs=2, vec_env_cls=vec_env_cls)
+        assert str(info.value).startswith(f"{bad}: datapack 'typo': task_params refused by")
+        assert (info.value.key, info.value.value) == ("task_params.sizee", 5)
+    assert built == []

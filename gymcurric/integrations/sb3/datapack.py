@@ -48,6 +48,7 @@ from gymcurric._checks import check_int
 from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3.checked_vec_env import CheckedDummyVecEnv
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import (
@@ -55,6 +56,7 @@ from gymcurric.wrappers.datapack import (
     MplFn,
     PresentDatapack,
     check_datapack_args,
+    check_datapack_tasks,
     draw_datapacks,
 )
 
@@ -279,12 +281,24 @@ def make_datapack_vec_env(
 ) -> VecPresentDatapack:
     """SB3's ``make_vec_env``, every sub-env in ``PresentDatapack(env, None)``, plus the wrapper.
 
+    Built as ``gymcurric train`` builds it: first the sampler's datapacks (``sampler.table``, as
+    a :class:`~gymcurric.datapacks.DataPackRLSampler` holds them; a sampler without one is not
+    checked) are checked against one env built here with
+    :func:`~gymcurric.wrappers.datapack.check_datapack_tasks`, so a task the env refuses is an
+    error naming the datapack and its file before any sub-env is built or stepped; then the
+    vector env is gymcurric's :class:`~gymcurric.integrations.sb3.CheckedDummyVecEnv` unless
+    ``vec_env_cls`` says otherwise (a failing sub-env is then an error naming it, never a
+    hang).
+
     Args:
         env_id: the registered env id; the env must accept ``reset(options={"task": ...})``.
         sampler: the sampler, kept in this process.
         n_envs: number of sub-envs.
         seed: ``make_vec_env``'s seed (sub-env ``i`` gets ``seed + i`` at the first reset).
-        vec_env_cls: ``DummyVecEnv`` (default) or ``SubprocVecEnv``.
+        vec_env_cls: the vector env class, used as given; ``None`` (default):
+            :class:`~gymcurric.integrations.sb3.CheckedDummyVecEnv` (a ``DummyVecEnv``). For
+            worker processes pass :class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv`
+            (or SB3's ``SubprocVecEnv``).
         vec_env_kwargs: e.g. ``{"start_method": "forkserver"}``.
         env_kwargs: passed to the env constructor.
         success_fn: see :class:`VecPresentDatapack`.
@@ -292,6 +306,11 @@ def make_datapack_vec_env(
         monitor_kwargs: passed to SB3's ``Monitor`` (which sits inside ``PresentDatapack``).
         wrapper: an extra single-env wrapper applied outside ``PresentDatapack`` (e.g. a cost
             annotator), or ``None``.
+
+    Raises:
+        ConfigError: a bad argument (naming it and the value).
+        TaskError: a datapack whose ``task_params`` the env refuses (its file, its id,
+            ``task_params.<key>`` and the value), before any sub-env is built.
     """
     if not isinstance(env_id, str):
         raise ConfigError("env_id", env_id, "expected a registered env id", source=_SRC)
@@ -303,16 +322,30 @@ def make_datapack_vec_env(
         out: gym.Env[Any, Any] = PresentDatapack(env, None)
         return wrapper(out) if wrapper is not None else out
 
+    make_env = _MakeEnv(env_id, dict(env_kwargs or {}))
+    _check_sampler_tasks(make_env, sampler)
     venv = make_vec_env(
-        _MakeEnv(env_id, dict(env_kwargs or {})),
+        make_env,
         n_envs=int(n_envs),
         seed=seed,
-        vec_env_cls=vec_env_cls or DummyVecEnv,
+        vec_env_cls=vec_env_cls or CheckedDummyVecEnv,
         vec_env_kwargs=vec_env_kwargs,
         monitor_kwargs=monitor_kwargs,
         wrapper_class=wrap,
     )
     return VecPresentDatapack(venv, sampler, success_fn=success_fn, mpl_fn=mpl_fn)
+
+
+def _check_sampler_tasks(make_env: _MakeEnv, sampler: Any) -> None:
+    """:func:`check_datapack_tasks` for the datapacks ``sampler.table`` holds, on one env."""
+    records = getattr(getattr(sampler, "table", None), "records", None)
+    if not records:  # a sampler without a table (or an empty one): nothing to check
+        return
+    env = make_env()
+    try:
+        check_datapack_tasks(env, records)
+    finally:
+        env.close()
 
 
 def datapack_log_values(diagnostics: dict[str, Any]) -> dict[str, float | str]:
