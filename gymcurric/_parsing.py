@@ -1,8 +1,8 @@
 """Bounded JSON / YAML parsing for the files users hand to gymcurric.
 
 Every reader of a user file (datapacks, curriculum configs, training configs) parses through
-these two functions, which refuse hostile or broken input with a :class:`DataError` naming the
-file instead of a raw ``RecursionError`` or a memory blow-up:
+:func:`loads_json` and :func:`load_yaml`, which refuse hostile or broken input with a
+:class:`DataError` naming the file instead of a raw ``RecursionError`` or a memory blow-up:
 
 * JSON nested deeper than :data:`MAX_JSON_DEPTH` levels (Python's parser recurses and gave up
   with ``RecursionError`` on 100,000 ``[``; no datapack or config comes near 64 levels);
@@ -12,11 +12,18 @@ file instead of a raw ``RecursionError`` or a memory blow-up:
   result (validation, ``json.dumps``, an error message's ``repr``) then visits every one of
   9**9 strings: a 300-byte file took 11 s and 1.4 GB before failing. The expansion is counted
   while the document is composed, before any Python object is built.
+
+``json`` and PyYAML both keep the later of two equal keys without a word, so a config with two
+``warmup:`` stages (or two ``lr:`` lines) would silently lose the first. Config readers refuse
+that with :func:`loads_json_unique` and :func:`load_yaml_unique` (a :class:`ConfigError` naming
+the file, the key and, for YAML, both lines); the datapack record reader marks such objects with
+:func:`twice_marking_hook` and reports them per record.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from gymcurric.errors import ConfigError, DataError
@@ -25,8 +32,12 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_YAML_BYTES",
     "MAX_YAML_NODES",
+    "TwiceKeyedDict",
     "load_yaml",
+    "load_yaml_unique",
     "loads_json",
+    "loads_json_unique",
+    "twice_marking_hook",
     "unique_keys_loader",
 ]
 
@@ -102,6 +113,85 @@ recurse); at most 64 levels of lists / objects are accepted
     except RecursionError:
         raise _depth_error(source) from None
     _check_depth(data, source)
+    return data
+
+
+class TwiceKeyedDict(dict[str, Any]):
+    """A JSON object in which a key was given twice; ``twice`` is ``(key, first, later value)``.
+
+    The dict itself holds the later value, as ``json`` would.
+    """
+
+    twice: tuple[str, Any, Any]
+
+
+def twice_marking_hook(
+    found: list[TwiceKeyedDict | None],
+) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An ``object_pairs_hook`` that marks each object with a key given twice.
+
+    Such an object is returned as a :class:`TwiceKeyedDict` (the first key given twice, in the
+    object's order); ``found[0]``, when ``None``, is set to the first one decoded (an inner
+    object is decoded before the one that holds it). The caller resets ``found[0]`` to ``None``
+    between documents. An object without a repeated key costs one ``dict`` and a length
+    comparison, as many records are read through it.
+    """
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        seen: dict[str, Any] = {}
+        marked = TwiceKeyedDict(out)
+        for key, value in pairs:
+            if key in seen:
+                marked.twice = (key, seen[key], value)
+                break
+            seen[key] = value
+        if found[0] is None:
+            found[0] = marked
+        return marked
+
+    return hook
+
+
+_JSON_TWICE = (
+    "duplicate key: given twice in one JSON object, whose reader keeps only the later; give it once"
+)
+
+
+def loads_json_unique(text: str, *, source: str = "") -> Any:
+    """:func:`loads_json` (bounded), refusing a key given twice in one object; one parse.
+
+    The errors come in the order of two separate passes: invalid JSON, then nesting too deep,
+    then the first object (in decoding order) with a key given twice.
+
+    Args:
+        text: the JSON document.
+        source: the file it came from, named in the errors.
+
+    Raises:
+        json.JSONDecodeError: invalid JSON (left to the caller, which knows how to name the
+            line).
+        DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
+        ConfigError: a key given twice in one object (``source`` and the key; JSON's parser
+            gives no line to name).
+
+    Examples:
+        >>> loads_json_unique('{"a": {"b": 1}}')
+        {'a': {'b': 1}}
+        >>> loads_json_unique('{"lr": 1, "lr": 2}', source="run.json")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: run.json: invalid value for 'lr': 'lr' (duplicate key: \
+given twice in one JSON object, whose reader keeps only the later; give it once)
+    """
+    found: list[TwiceKeyedDict | None] = [None]
+    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))
+    data = loads_json(text, source=source, decoder=decoder)
+    if found[0] is not None:
+        key = found[0].twice[0]
+        raise ConfigError(key, key, _JSON_TWICE, source=source)
     return data
 
 
@@ -236,3 +326,16 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
                     self.check_unique(value_node, dotted(path, key), seen)
 
     return UniqueKeyLoader
+
+
+def load_yaml_unique(text: str, *, source: str = "") -> Any:
+    """:func:`load_yaml` (bounded) with PyYAML's safe loader, refusing duplicate keys.
+
+    Raises:
+        ConfigError: a key given twice in one mapping (``source``, the dotted key, both lines).
+        DataError, yaml.YAMLError, ImportError: as :func:`load_yaml`.
+    """
+    import yaml
+
+    loader = unique_keys_loader(yaml.SafeLoader, source=source)
+    return load_yaml(text, source=source, loader=loader)  # a SafeLoader: safe

@@ -66,6 +66,27 @@ def test_json_depth_is_bounded_with_a_clear_error():
         loads_json("{not json", source="x.json")
 
 
+def test_json_keys_given_twice_are_refused_after_the_syntax_and_depth_errors():
+    # one parse does what a bounded parse and then a second, duplicate-checking parse did
+    from gymcurric._parsing import MAX_JSON_DEPTH, loads_json_unique
+
+    assert loads_json_unique(NESTED_OK, source="ok.json") == json.loads(NESTED_OK)
+    with pytest.raises(ConfigError) as info:  # the inner object is decoded first
+        loads_json_unique('{"a": 1, "b": {"c": 1, "d": 0, "c": 2}, "a": 3}', source="x.json")
+    assert (info.value.key, info.value.value, info.value.source) == ("c", "c", "x.json")
+    assert str(info.value) == (
+        "x.json: invalid value for 'c': 'c' (duplicate key: given twice in one JSON object, "
+        "whose reader keeps only the later; give it once)"
+    )
+    with pytest.raises(json.JSONDecodeError):  # invalid JSON first, wherever the duplicate is
+        loads_json_unique('{"a": 1, "a": 2} x', source="x.json")
+    deep = "[" * MAX_JSON_DEPTH + '{"a": 1, "a": 2}' + "]" * MAX_JSON_DEPTH
+    with pytest.raises(DataError, match=rf"x\.json: .*nest.*{MAX_JSON_DEPTH}"):  # then depth
+        loads_json_unique(deep, source="x.json")
+    with pytest.raises(json.JSONDecodeError, match="BOM"):  # as json.loads
+        loads_json_unique('\ufeff{"a": 1}')
+
+
 def test_yaml_size_aliases_and_depth_are_bounded():
     from gymcurric._parsing import MAX_YAML_BYTES, MAX_YAML_NODES, load_yaml
 

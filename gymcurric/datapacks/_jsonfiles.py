@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gymcurric._parsing import loads_json
+from gymcurric._parsing import TwiceKeyedDict, loads_json, twice_marking_hook
 from gymcurric.errors import DataError
 
 SUFFIXES = (".json", ".jsonl")
@@ -33,38 +33,12 @@ class RawRecord(NamedTuple):
     twice: DataError | None = None
 
 
-class _Twice(dict[str, Any]):
-    """A JSON object in which a key was given twice: ``(key, first value, later value)``."""
-
-    twice: tuple[str, Any, Any]
-
-
-def _pairs(flag: list[bool]) -> Any:
-    """An ``object_pairs_hook`` that marks objects with a key given twice (``flag[0]`` set)."""
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) == len(pairs):
-            return out
-        seen: dict[str, Any] = {}
-        marked = _Twice(out)
-        for key, value in pairs:
-            if key in seen:
-                marked.twice = (key, seen[key], value)
-                break
-            seen[key] = value
-        flag[0] = True
-        return marked
-
-    return hook
-
-
 def _twice_error(data: Any, where: str) -> DataError | None:
     """The first key given twice in ``data``'s objects (document order), named by its path."""
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, _Twice):
+        if isinstance(node, TwiceKeyedDict):
             key, first, later = node.twice
             field = f"{path}.{key}" if path else key
             return DataError(
@@ -103,8 +77,8 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
     except (OSError, UnicodeDecodeError) as exc:
         yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
         return
-    flag = [False]  # set when an object had a key given twice
-    decoder = json.JSONDecoder(object_pairs_hook=_pairs(flag))  # one per file, not per record
+    found: list[TwiceKeyedDict | None] = [None]  # set when an object had a key given twice
+    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))  # one per file
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -118,8 +92,8 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
                 data = DataError(
                     f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got {line[:80]!r}"
                 )
-            if flag[0]:
-                flag[0] = False
+            if found[0] is not None:
+                found[0] = None
                 yield RawRecord(data, src, lineno, where, _twice_error(data, where))
             else:
                 yield RawRecord(data, src, lineno, where)
@@ -135,9 +109,10 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
             DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), src, None, where
         )
         return
+    marked = found[0] is not None  # an object in the file had a key given twice
     if not isinstance(data, list):
-        yield RawRecord(data, src, None, src, _twice_error(data, src) if flag[0] else None)
+        yield RawRecord(data, src, None, src, _twice_error(data, src) if marked else None)
         return
     for i, item in enumerate(data):
         where = f"{src}, record {i}"
-        yield RawRecord(item, src, None, where, _twice_error(item, where) if flag[0] else None)
+        yield RawRecord(item, src, None, where, _twice_error(item, where) if marked else None)

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import loads_json
+from gymcurric._parsing import load_yaml_unique, loads_json_unique
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
@@ -466,8 +466,6 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
             over the input limits of :mod:`gymcurric._parsing` (nesting depth, YAML size and
             alias expansion).
     """
-    from gymcurric.datapacks._unique_keys import check_json_unique, load_yaml_unique
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -481,10 +479,13 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
             # yaml.safe_load, bounded in size, depth and aliases; duplicate keys refused
             data = load_yaml_unique(text, source=str(p))
         else:
-            data = loads_json(text)
-            check_json_unique(text, source=str(p))
-    except ConfigError:  # a duplicate key, named already
-        raise
+            # bounded, duplicate keys refused; read without a source so that a limit's
+            # DataError does not name the file twice once wrapped below
+            data = loads_json_unique(text)
+    except ConfigError as exc:  # a duplicate key: YAML's names the file already, JSON's not
+        if exc.source:
+            raise
+        raise ConfigError(exc.key, exc.value, exc.reason, source=str(p)) from None
     except DataError as exc:  # an input limit (the file is named below)
         raise ConfigError("file", str(p), str(exc), source=str(p)) from exc
     except ValueError as exc:  # json.JSONDecodeError

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import load_yaml, loads_json, unique_keys_loader
+from gymcurric._parsing import load_yaml, loads_json_unique, unique_keys_loader
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
 __all__ = [
@@ -370,13 +370,11 @@ def _read(path: Path) -> Any:
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {exc}") from exc
     try:
-        data = loads_json(text, source=str(path))  # DataError if nested too deeply
+        # DataError if nested too deeply; ConfigError for a key given twice (json would keep
+        # the later silently)
+        return loads_json_unique(text, source=str(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
-    from gymcurric.datapacks._unique_keys import check_json_unique
-
-    check_json_unique(text, source=str(path))  # json keeps the later of two keys silently
-    return data
 
 
 def _yaml_load(text: str, source: str = "") -> Any:

@@ -156,3 +156,21 @@ def test_a_key_given_twice_in_a_json_config_is_refused_naming_it(tmp_path):
     assert exc.value.key == "total_steps" and exc.value.source == str(path)
     path.write_text('{"run": {"total_steps": 100}, "agent": {"algo": "ppo"}}')
     assert load_config(path).run.total_steps == 100
+
+
+def test_a_json_config_is_decoded_once(tmp_path, monkeypatch):
+    # the duplicate-key check decoded the text a second time (json.loads with a hook)
+    decoded = []
+    decode = json.JSONDecoder.decode
+
+    def counting(self, text, *args, **kwargs):
+        decoded.append(text)
+        return decode(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONDecoder, "decode", counting)
+    path = tmp_path / "run.json"
+    # spaced unlike json.dumps: apply_overrides copies the parsed dict through a JSON round trip
+    text = '{"run": {"total_steps":100}, "agent": {"algo":"ppo"}}'
+    path.write_text(text)
+    assert load_config(path).run.total_steps == 100
+    assert decoded.count(text) == 1
