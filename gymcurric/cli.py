@@ -11,13 +11,19 @@ does not break the others. A subcommand module defines::
 and imports its heavy dependencies (torch, transformers, SB3, ...) inside ``run``.
 Exit codes: 0 success, 1 the command ran and found a problem (e.g. an invalid datapack),
 2 bad command-line usage or configuration, or a missing extra (the message names the
-``pip install "gymcurric[...]"`` to run).
+``pip install "gymcurric[...]"`` to run), 141 stdout was closed before the output was all
+written (``gymcurric datapacks sample DIR | head -n 1``): the command stops there without a
+word, with the status a shell gives ``cat``, ``seq`` or ``git`` killed by SIGPIPE (128 + 13),
+so that ``set -o pipefail`` sees a cut-off output the same way from every tool; 0 would say
+that all of it was delivered.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -35,6 +41,9 @@ COMMANDS: dict[str, str] = {
     "probe": "gymcurric.semantics.probe",
 }
 
+
+#: The exit code when stdout was closed early: a shell's status for a process killed by SIGPIPE.
+EXIT_STDOUT_CLOSED = 128 + 13
 
 # name -> the extra the command needs (named when one of its modules is missing)
 COMMAND_EXTRAS: dict[str, str] = {
@@ -74,8 +83,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe or socket whose reading end is gone (``| head`` has exited).
+
+    A BrokenPipeError can come from elsewhere too (a worker's pipe, a subprocess): only one
+    from stdout ends the command quietly.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a file
+        return False
+    if not hasattr(select, "poll"):  # pragma: no cover - Windows: no way to ask
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull, so the interpreter's last flush at exit raises nothing.
+
+    The recipe of the Python docs (``signal``: "Note on SIGPIPE").
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        _silence_stdout()
+        return EXIT_STDOUT_CLOSED
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     # ``key=value`` overrides may come before or after options (argparse alone would only
     # take them in one run): leftovers go to a command's ``overrides`` when it has one

@@ -46,3 +46,78 @@ def test_python_dash_m_runs_the_same_entry_point():
     )
     assert out.returncode == 0, out.stderr
     assert "usage: gymcurric" in out.stdout
+
+
+# -- stdout closed early (``gymcurric ... | head -n 1``) ------------------------------------------
+
+
+def _packs(folder):
+    import json
+
+    from tests.datapacks.packs import record
+
+    folder.mkdir()
+    hints = {"safety_critical": False}  # no stage: every stage may draw them
+    lines = [json.dumps(record(f"p{i}", tier=i % 3, supervision_hints=hints)) for i in range(30)]
+    (folder / "packs.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _run_with_stdout_closed(argv, read_first_line=False):
+    """``python -m gymcurric ARGV`` whose stdout pipe has no reader (or loses it after a line)."""
+    import os
+
+    cmd = [sys.executable, "-m", "gymcurric", *argv]
+    if read_first_line:  # `| head -n 1`: the reader goes after one line of a long output
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline()
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err.decode()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head -n 0`: nothing will ever be read
+    try:
+        done = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write_end)
+    return done.returncode, done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["datapacks", "sample", "PACKS", "--batch-size", "8"],
+     ["datapacks", "validate", "BAD"],  # one line per problem on stdout
+     ["demo", "--list"]],
+)  # fmt: skip
+def test_a_closed_stdout_ends_the_command_quietly_with_141(tmp_path, argv):
+    if argv[0] == "demo" and cli._load(cli.COMMANDS["demo"]) is None:
+        pytest.skip("gymcurric demo is not part of this install")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "packs.jsonl").write_text("{not json\n" * 50)
+    places = {"PACKS": str(_packs(tmp_path / "packs")), "BAD": str(bad)}
+    code, err = _run_with_stdout_closed([places.get(a, a) for a in argv])
+    assert code == 141, err  # cli.EXIT_STDOUT_CLOSED
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception" not in err
+
+
+def test_a_reader_that_stops_after_one_line_ends_the_command_quietly(tmp_path):
+    # ~300 kB of JSON: far more than a pipe holds, so the writer meets the closed pipe
+    argv = ["datapacks", "sample", str(_packs(tmp_path / "packs")), "--batch-size", "3000"]
+    code, err = _run_with_stdout_closed(argv, read_first_line=True)
+    assert code == 141 and err == "", err
+
+
+def test_a_broken_pipe_that_is_not_stdout_still_raises():
+    # a worker's or subprocess's pipe breaking is an error to see, not a `| head`
+    code = (
+        "import sys\n"
+        "import gymcurric.datapacks.cli as dp\n"
+        "def boom(args):\n"
+        "    raise BrokenPipeError(32, 'a worker pipe')\n"
+        "dp.run = boom\n"
+        "from gymcurric.cli import main\n"
+        "sys.exit(main(['datapacks', 'validate-log', 'x']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "BrokenPipeError: [Errno 32] a worker pipe" in done.stderr
