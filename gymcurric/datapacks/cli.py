@@ -11,7 +11,8 @@ Usage::
 ``validate`` prints one line per problem (file, line or record, field, value) and exits 1 if
 there is any, 0 otherwise. ``sample`` prints the sampler's JSON log entry for one batch (exit 0);
 a bad directory, config, strategy or stage exits 2 with the error. ``validate-log`` checks a
-``datapack_samples.jsonl`` against the shipped JSON Schema (one line per problem, exit 1 if any).
+``datapack_samples.jsonl`` against the shipped JSON Schema (one line per problem, exit 1 if any;
+a log without a record is one).
 
 ``--enrichment-dir`` merges Stage 2.4 enrichments into the datapacks by ``pack_id``
 (:mod:`gymcurric.datapacks.merge`); ``--config`` takes either curriculum config format.

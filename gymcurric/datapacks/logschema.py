@@ -123,6 +123,9 @@ def validate_sampling_log(path: str | os.PathLike[str]) -> list[str]:
     """Check every line of a JSONL sampling log against the schema; the problems, in order.
 
     Each message names the file, the line, the field (a JSON path) and the value received.
+    A log without a record (an empty file, or blank lines only) is a problem too: the sampler
+    writes one entry per batch, so such a log says the run drew none (it stopped before its
+    first batch, or wrote its log somewhere else).
 
     Raises:
         DataError: the file cannot be read.
@@ -132,6 +135,12 @@ def validate_sampling_log(path: str | os.PathLike[str]) -> list[str]:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{p}: cannot read the sampling log ({exc})") from exc
+    if not any(line.strip() for line in lines):
+        what = "is empty" if not lines else "holds only whitespace"
+        return [
+            f"{p}: no records: the file {what} (a sampling log holds one entry per batch "
+            "drawn: did the run draw none, or write its log elsewhere?)"
+        ]
     schema = sampling_log_schema()
     errors: list[str] = []
     for lineno, line in enumerate(lines, start=1):

@@ -103,6 +103,19 @@ def test_the_schema_catches_what_is_wrong(tmp_path):
     assert cli.main(["datapacks", "validate-log", str(path)]) == 0
 
 
+@pytest.mark.parametrize(("text", "what"), [("", "is empty"), (" \n\n\t\n", "only whitespace")])
+def test_a_log_without_records_is_an_error_naming_the_file(tmp_path, capsys, text, what):
+    # it used to read "valid: 0 errors": a run that drew no batch (or wrote its log elsewhere)
+    # leaves such a file, and the validator is where that should show
+    log = tmp_path / LOG_FILENAME
+    log.write_text(text)
+    [error] = validate_sampling_log(log)
+    assert error.startswith(f"{log}: no records: the file ") and what in error
+    assert cli.main(["datapacks", "validate-log", str(log)]) == 1
+    out, err = capsys.readouterr()
+    assert out == error + "\n" and err == f"{log}: invalid: 1 error\n"
+
+
 def test_the_shipped_schema_with_jsonschema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     schema = sampling_log_schema()
