@@ -33,6 +33,7 @@ __all__ = [
     "MAX_YAML_BYTES",
     "MAX_YAML_NODES",
     "TwiceKeyedDict",
+    "is_blank_config",
     "load_yaml",
     "load_yaml_unique",
     "loads_json",
@@ -48,6 +49,25 @@ MAX_YAML_BYTES = 1 << 20
 #: Most nodes a YAML document may hold with every alias expanded (scalars, lists and mappings
 #: each count one).
 MAX_YAML_NODES = 100_000
+
+
+def is_blank_config(text: str) -> bool:
+    r"""Whether a config file's text holds no settings: only whitespace and comment lines.
+
+    A comment line starts (after spaces) with ``#`` (YAML's) or ``//`` (not JSON, but a file of
+    them holds no settings either). ``yaml.safe_load`` reads such a file as ``None`` (and a
+    whitespace-only one with a tab as a syntax error), ``json`` refuses it ("Expecting
+    value"): the config readers call it an empty file instead, naming it, rather than fall back
+    to their defaults or report a syntax error.
+
+    Examples:
+        >>> is_blank_config(""), is_blank_config("  # later\n// to do"), is_blank_config("{}")
+        (True, True, False)
+    """
+    return all(
+        not line or line.startswith(("#", "//"))
+        for line in (raw.strip().lstrip("\ufeff").strip() for raw in text.splitlines())
+    )
 
 
 def _where(source: str) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import load_yaml_unique, loads_json_unique
+from gymcurric._parsing import is_blank_config, load_yaml_unique, loads_json_unique
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
@@ -459,18 +459,24 @@ class DataPackCurriculumConfig:
 def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumConfig:
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
+    An empty file (only whitespace or comments, or an empty YAML document) is an error, not
+    the shipped default: that default is what no file gives (``DataPackCurriculum()``,
+    ``build_sampler(dir)``, ``gymcurric train`` without ``--curriculum-config``).
+
     Raises:
-        ConfigError: unreadable file (missing, or not UTF-8 text), bad syntax, unknown key or
-            bad value (naming the file); a key given twice in one mapping (naming the file,
-            the dotted key and, in YAML, both lines), in either config format; also JSON/YAML
-            over the input limits of :mod:`gymcurric._parsing` (nesting depth, YAML size and
-            alias expansion).
+        ConfigError: unreadable file (missing, or not UTF-8 text), an empty file, bad syntax,
+            unknown key or bad value (naming the file); a key given twice in one mapping
+            (naming the file, the dotted key and, in YAML, both lines), in either config
+            format; also JSON/YAML over the input limits of :mod:`gymcurric._parsing` (nesting
+            depth, YAML size and alias expansion).
     """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
+    if is_blank_config(text):
+        raise _empty_file(p)
     try:
         if p.suffix in (".yaml", ".yml"):
             from gymcurric._optional import import_optional
@@ -494,7 +500,20 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         if type(exc).__module__.startswith("yaml"):
             raise ConfigError("file", str(p), f"invalid YAML ({exc})", source=str(p)) from exc
         raise
-    return DataPackCurriculumConfig.from_dict(data if data is not None else {}, source=str(p))
+    if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
+        raise _empty_file(p)
+    return DataPackCurriculumConfig.from_dict(data, source=str(p))
+
+
+def _empty_file(path: Path) -> ConfigError:
+    return ConfigError(
+        "file",
+        str(path),
+        "the file is empty: it holds no settings (only whitespace, comments or an empty YAML "
+        "document); write the curriculum config in it, or give no file for the shipped "
+        "four-stage default",
+        source=str(path),
+    )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import load_yaml, loads_json_unique, unique_keys_loader
+from gymcurric._parsing import is_blank_config, load_yaml, loads_json_unique, unique_keys_loader
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
 __all__ = [
@@ -357,6 +357,8 @@ def _read(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
+    if is_blank_config(text):
+        raise _empty_file(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
@@ -366,15 +368,28 @@ def _read(path: Path) -> Any:
                 'pip install "gymcurric[train]" (or write the config as JSON)'
             ) from exc
         try:
-            return _yaml_load(text, source=str(path))
+            data = _yaml_load(text, source=str(path))
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {exc}") from exc
-    try:
-        # DataError if nested too deeply; ConfigError for a key given twice (json would keep
-        # the later silently)
-        return loads_json_unique(text, source=str(path))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    else:
+        try:
+            # DataError if nested too deeply; ConfigError for a key given twice (json would
+            # keep the later silently)
+            data = loads_json_unique(text, source=str(path))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
+        raise _empty_file(path)
+    return data
+
+
+def _empty_file(path: Path) -> ConfigError:
+    return ConfigError(
+        "--config",
+        str(path),
+        "the file is empty: it holds no settings (only whitespace, comments or an empty YAML "
+        "document); write the training config in it, or give no --config for the defaults",
+    )
 
 
 def _yaml_load(text: str, source: str = "") -> Any:
@@ -451,15 +466,17 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
     """Read a YAML/JSON config (or start from defaults), apply overrides, validate.
 
+    ``path=None`` starts from the defaults; a file that holds no settings (only whitespace or
+    comments) is an error naming it, not the defaults.
+
     Raises:
-        ConfigError: a bad key or value; the message names the file and the dotted key.
+        ConfigError: a bad key or value; the message names the file and the dotted key. An
+            empty file, naming it.
         DataError: the file is not valid YAML/JSON.
         DependencyNotInstalled: a YAML file without pyyaml (``pip install "gymcurric[train]"``).
     """
     source = str(path) if path is not None else "defaults"
     data: Any = {} if path is None else _read(Path(path))
-    if data is None:
-        data = {}
     if not isinstance(data, Mapping):
         raise ConfigError("config", data, "the file must hold a mapping", source=source)
     if overrides:

@@ -419,3 +419,33 @@ def test_a_json_curriculum_config_is_decoded_once(tmp_path, monkeypatch):
     g.write_text('{"window": 20}')
     assert load_curriculum_config(g).window == 20
     assert decoded.count('{"window": 20}') == 1
+
+
+EMPTY_CONFIGS = [
+    ("cur.yaml", ""),
+    ("cur.yml", "# the stages come later\n\n   \n"),
+    ("cur.yaml", "  \n\t\n"),  # a tab: a YAML syntax error before
+    ("cur.yaml", "---\n# nothing\n"),  # an empty YAML document
+    ("cur.json", ""),
+    ("cur.json", " \n\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), EMPTY_CONFIGS)
+def test_an_empty_curriculum_config_file_is_an_error_naming_it(tmp_path, name, text):
+    # it loaded the shipped default without a word, hiding the mistake (a JSON one was
+    # "invalid JSON (Expecting value ...)")
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="the file is empty") as info:
+        load_curriculum_config(path)
+    assert (info.value.key, info.value.value, info.value.source) == ("file", str(path), str(path))
+    with pytest.raises(ConfigError, match="the file is empty"):
+        DataPackCurriculum(path)
+
+
+def test_no_curriculum_config_file_is_the_shipped_default(tmp_path):
+    assert DataPackCurriculum().config == DataPackCurriculumConfig()
+    path = tmp_path / "cur.yaml"
+    path.write_text("{}\n")  # an explicit empty mapping holds settings: none changed
+    assert load_curriculum_config(path) == DataPackCurriculumConfig()

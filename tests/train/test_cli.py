@@ -196,3 +196,22 @@ def test_a_bucketed_space_without_a_pool_names_the_key_to_set(tmp_path, capsys):
     # the key named is the one that fixes it
     fixed = ["curriculum.config.pool.capacity=4"]
     assert cli.main(["train", "--config", str(path), "--dry-run", *fixed]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--config", "--curriculum-config"])
+def test_an_empty_config_file_exits_2_naming_it(tmp_path, capsys, flag):
+    # an empty file ran the defaults (the shipped datapack curriculum) without a word
+    packs = write_packs(tmp_path)
+    path = _write(tmp_path, run_config())
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# to do\n")
+    args = ["train", "--config", str(path), "--dry-run", "--datapack-dir", str(packs)]
+    assert cli.main([*args, "curriculum.enabled=false"]) == 0  # no file: the defaults
+    capsys.readouterr()
+    if flag == "--config":
+        args[2] = str(empty)
+    else:
+        args += ["--curriculum-config", str(empty)]
+    assert cli.main([*args, "curriculum.enabled=false"]) == 2
+    err = capsys.readouterr().err
+    assert str(empty) in err and "the file is empty" in err and "Traceback" not in err

@@ -174,3 +174,17 @@ def test_a_json_config_is_decoded_once(tmp_path, monkeypatch):
     path.write_text(text)
     assert load_config(path).run.total_steps == 100
     assert decoded.count(text) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("run.yaml", ""), ("run.yml", "# todo\n  \n"), ("run.yaml", "---\n"), ("run.json", " \n")],
+)
+def test_an_empty_config_file_is_an_error_naming_it(tmp_path, name, text):
+    # it trained with the defaults without a word (a JSON one was "not valid JSON")
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="the file is empty") as info:
+        load_config(path)
+    assert (info.value.key, info.value.value) == ("--config", str(path))
+    assert load_config(None) == TrainConfig()  # no file: the defaults
