@@ -115,7 +115,19 @@ def _silence_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
     try:
-        code = _main(argv)
+        try:
+            code = _main(argv)
+        except BrokenPipeError:
+            raise
+        except SystemExit:  # argparse's --help (and usage errors): its output too, as a return
+            sys.stdout.flush()
+            raise
+        except BaseException:
+            # the command's own error (its traceback, exit 1) is the one to see: output left in
+            # the buffer must not meet the closed pipe at exit (exit 120, "Exception ignored")
+            if _stdout_closed():
+                _silence_stdout()
+            raise
         sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
     except BrokenPipeError:
         if not _stdout_closed():

@@ -63,13 +63,18 @@ def _packs(folder):
     return folder
 
 
-def _run_with_stdout_closed(argv, read_first_line=False):
-    """``python -m gymcurric ARGV`` whose stdout pipe has no reader (or loses it after a line)."""
+def _run_with_stdout_closed(argv, read_first_line=False, buffered=False, cmd=None):
+    """``python -m gymcurric ARGV`` whose stdout pipe has no reader (or loses it after a line).
+
+    ``buffered``: without ``PYTHONUNBUFFERED`` (which the test environment may set), as a user
+    runs it: the output waits in stdout's buffer until a flush, at the latest at exit.
+    """
     import os
 
-    cmd = [sys.executable, "-m", "gymcurric", *argv]
+    cmd = cmd or [sys.executable, "-m", "gymcurric", *argv]
+    env = {k: v for k, v in os.environ.items() if not (buffered and k == "PYTHONUNBUFFERED")}
     if read_first_line:  # `| head -n 1`: the reader goes after one line of a long output
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         assert proc.stdout is not None and proc.stdout.readline()
         proc.stdout.close()
         _, err = proc.communicate(timeout=120)
@@ -77,7 +82,7 @@ def _run_with_stdout_closed(argv, read_first_line=False):
     read_end, write_end = os.pipe()
     os.close(read_end)  # `| head -n 0`: nothing will ever be read
     try:
-        done = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, timeout=120)
+        done = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, timeout=120, env=env)
     finally:
         os.close(write_end)
     return done.returncode, done.stderr.decode()
@@ -121,3 +126,29 @@ def test_a_broken_pipe_that_is_not_stdout_still_raises():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "BrokenPipeError: [Errno 32] a worker pipe" in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["datapacks", "--help"]])
+def test_a_closed_stdout_during_help_ends_quietly_with_141(argv):
+    # argparse prints the help into stdout's buffer and exits (SystemExit) before main's flush:
+    # the closed pipe was met at interpreter exit ("Exception ignored ... BrokenPipeError", 120)
+    code, err = _run_with_stdout_closed(argv, buffered=True)
+    assert code == 141 and err == "", (code, err)
+
+
+def test_an_error_with_stdout_closed_keeps_its_traceback_and_exit_code():
+    # the command's own error is the one to see: exit 1 and its traceback, and the output left
+    # in stdout's buffer does not add a BrokenPipeError (and exit 120) at interpreter exit
+    code = (
+        "import sys\n"
+        "import gymcurric.datapacks.cli as dp\n"
+        "def boom(args):\n"
+        "    print('some output')\n"
+        "    raise RuntimeError('the real error')\n"
+        "dp.run = boom\n"
+        "from gymcurric.cli import main\n"
+        "sys.exit(main(['datapacks', 'validate-log', 'x']))\n"
+    )
+    status, err = _run_with_stdout_closed([], buffered=True, cmd=[sys.executable, "-c", code])
+    assert status == 1 and "RuntimeError: the real error" in err, (status, err)
+    assert "BrokenPipeError" not in err and "Exception ignored" not in err, err
