@@ -1,9 +1,13 @@
 """benchmarks/safety_gym.py runs end to end on the built-in env (structure only, no timings)."""
 
+import contextlib
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,17 +76,12 @@ def test_safety_gym_benchmark_quick(tmp_path):
         assert next(csv.reader(f)) == ["timesteps", "return", "cost"]
     before = (tmp_path / "summary.csv").read_text()
     (tmp_path / "summary.csv").unlink()
-    subprocess.run(
-        [
-            *(sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--algos", *ALGOS),
-            *("--envs", "gymcurric/HazardNav-v0", "--steps", "128", "--seeds", "0"),
-            *("--summarize-only", "--out", str(tmp_path)),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # the script's main() here: the run above already started it as a script
+    argv = [
+        *("--algos", *ALGOS, "--envs", "gymcurric/HazardNav-v0", "--steps", "128"),
+        *("--seeds", "0", "--summarize-only", "--out", str(tmp_path)),
+    ]
+    assert load_script("safety_gym").main(argv) == 0
     assert (tmp_path / "summary.csv").read_text() == before
 
 
@@ -155,18 +154,12 @@ def test_omnisafe_style_settings_reach_the_models(tmp_path):
         assert [int(r["timesteps"]) for r in csv.DictReader(f)] == [64, 128]
 
 
-def test_bad_cost_limit_anneal_is_refused_before_any_run(tmp_path):
-    res = subprocess.run(
-        [
-            *(sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--steps", "0"),
-            *("--cost-limit-start", "75", "--cost-limit-anneal", "1.5", "--out", str(tmp_path)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 2
-    assert "--cost-limit-anneal must be in (0, 1], got 1.5" in res.stderr
+def test_bad_cost_limit_anneal_is_refused_before_any_run(tmp_path, capsys):
+    argv = ["--steps", "0", "--cost-limit-start", "75", "--cost-limit-anneal", "1.5"]
+    with pytest.raises(SystemExit) as exited:  # main() here: argparse's exit, as in the script
+        load_script("safety_gym").main([*argv, "--out", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "--cost-limit-anneal must be in (0, 1], got 1.5" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 
@@ -255,13 +248,26 @@ def test_a_run_csv_interrupted_while_written_keeps_the_previous_complete_file(tm
     assert (tmp_path / "ppolag__X__s0_episodes.csv").read_text().splitlines()[1] == "64,1.0,2.0"
 
 
-def test_workers_exit_when_the_main_process_is_killed(tmp_path):
-    """--jobs workers (children of the forkserver) stop training once the main process dies."""
-    import contextlib
-    import os
-    import signal
-    import time
+def live_processes_in_group(pgid: int) -> list[int]:
+    """The pids of process group ``pgid`` that have not exited (zombies left out), from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == pgid and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
 
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_workers_exit_when_the_main_process_is_killed(tmp_path):
+    """--jobs workers (children of the forkserver) stop training once the main process dies:
+    every process of the run (its own session) ends, so none can write another row."""
     cmd = [
         sys.executable, str(ROOT / "benchmarks" / "safety_gym.py"), "--algos", "ppolag",
         "--envs", "gymcurric/HazardNav-v0", "--steps", "10000000", "--seeds", "0",
@@ -284,11 +290,16 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
         while rows() < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert rows() >= 3, "the worker never wrote its CSV"
+        assert len(live_processes_in_group(proc.pid)) >= 2  # the main process and its worker
         proc.kill()  # SIGKILL: the main process gets no chance to shut the pool down
         proc.wait(timeout=30)
-        time.sleep(6)  # the watchdog polls every 2 s
+        deadline = time.monotonic() + 60  # the watchdog polls every 2 s
+        while live_processes_in_group(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = live_processes_in_group(proc.pid)
+        assert not left, f"processes of the run kept running after it was killed: {left}"
         before = rows()
-        time.sleep(3)
+        time.sleep(0.5)
         assert rows() == before, "a worker kept training after the main process was killed"
     finally:
         with contextlib.suppress(ProcessLookupError):
