@@ -111,6 +111,60 @@ SLOW_COMBOS = {"shared-normalize-unshaped", "datapacks-normalize-unshaped", "cpo
                "pposimmer-q"}  # fmt: skip
 
 
+DEFAULT_COMBOS = [name for name in COMBOS if name not in SLOW_COMBOS]
+# `gymcurric resume RUN` for each run in turn, in one new interpreter: each run's own output
+# between markers, and its exit code
+RESUME_EACH = """
+    import sys, traceback
+    from gymcurric import cli
+    for run in {runs!r}:
+        print("@@ run", run, flush=True)
+        try:
+            code = cli.main(["resume", run])
+        except SystemExit as exc:
+            code = exc.code
+        except Exception:
+            traceback.print_exc()
+            code = "raised"
+        sys.stdout.flush()
+        print("@@ exit", code, flush=True)
+"""
+
+
+def _train_full_and_interrupted(combo, folder, monkeypatch):
+    cfg = _combo_cfg(combo, 768, folder)
+    train(cfg, run_dir=folder / "full")
+    # stopped partway through the second chunk: it has written rows past the checkpoint
+    _train_interrupted(cfg, folder / "part", 400, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def resumed_together(tmp_path_factory):
+    """The default combos trained here (whole, and interrupted), then every interrupted run
+    resumed by the CLI in one new interpreter: ``{combo: (folder, exit code, its output)}``.
+
+    One interpreter for the six resumes instead of six: each still resumes from files only,
+    in another process than the one that trained it.
+    """
+    folders = {combo: tmp_path_factory.mktemp(combo) for combo in DEFAULT_COMBOS}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for combo, folder in folders.items():
+            _train_full_and_interrupted(combo, folder, monkeypatch)
+    runs = [str(folder / "part") for folder in folders.values()]
+    out = run_script(RESUME_EACH.format(runs=runs), check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    outputs = {}
+    for chunk in out.stdout.split("@@ run ")[1:]:
+        run, rest = chunk.split("\n", 1)
+        text, code = rest.rsplit("@@ exit ", 1)
+        outputs[run] = (code.strip(), text)
+    assert list(outputs) == runs, out.stdout + out.stderr
+    return {
+        combo: (folder, *outputs[str(folder / "part")], out.stderr)
+        for combo, folder in folders.items()
+    }
+
+
 @pytest.mark.parametrize(
     "combo",
     [
@@ -119,16 +173,18 @@ SLOW_COMBOS = {"shared-normalize-unshaped", "datapacks-normalize-unshaped", "cpo
         *(pytest.param(name, marks=pytest.mark.slow) for name in FULL),
     ],
 )  # fmt: skip
-def test_dummy_resume_in_a_new_interpreter_is_exact(tmp_path, combo, monkeypatch):
-    cfg = _combo_cfg(combo, 768, tmp_path)
-    train(cfg, run_dir=tmp_path / "full")
-    # stopped partway through the second chunk: it has written rows past the checkpoint
-    _train_interrupted(cfg, tmp_path / "part", 400, monkeypatch)
+def test_dummy_resume_in_a_new_interpreter_is_exact(tmp_path, combo, monkeypatch, request):
+    if combo in DEFAULT_COMBOS:  # resumed with the other default combos (one interpreter)
+        tmp_path, code, stdout, stderr = request.getfixturevalue("resumed_together")[combo]
+        assert code == "0", f"exit {code}\n{stdout}\n{stderr}"
+    else:
+        _train_full_and_interrupted(combo, tmp_path, monkeypatch)
     # nothing a pickle could carry: the checkpoint is JSON, npz and SB3's model.zip
     names = {p.name for p in (tmp_path / "part/checkpoint").iterdir()}
     assert not {n for n in names if n.endswith(".pkl")} - {"vecnormalize.pkl"}
-    out = run_cli("resume", str(tmp_path / "part"))
-    assert "768" in out.stdout
+    if combo not in DEFAULT_COMBOS:
+        stdout = run_cli("resume", str(tmp_path / "part")).stdout
+    assert "768" in stdout
     full, part = tmp_path / "full", tmp_path / "part"
     assert same_params(full / "model.zip", part / "model.zip")
     assert progress_rows(full / "progress.csv") == progress_rows(part / "progress.csv")
