@@ -51,21 +51,26 @@ MAX_YAML_BYTES = 1 << 20
 MAX_YAML_NODES = 100_000
 
 
-def is_blank_config(text: str) -> bool:
-    r"""Whether a config file's text holds no settings: only whitespace and comment lines.
+def is_blank_config(text: str, *, yaml: bool) -> bool:
+    r"""Whether a config file's text holds nothing: only whitespace and, in YAML, comment lines.
 
-    A comment line starts (after spaces) with ``#`` (YAML's) or ``//`` (not JSON, but a file of
-    them holds no settings either). ``yaml.safe_load`` reads such a file as ``None`` (and a
-    whitespace-only one with a tab as a syntax error), ``json`` refuses it ("Expecting
-    value"): the config readers call it an empty file instead, naming it, rather than fall back
-    to their defaults or report a syntax error.
+    A YAML comment line starts (after spaces) with ``#``; ``yaml.safe_load`` reads a file of
+    them as ``None`` (and a whitespace-only one with a tab as a syntax error). JSON has no
+    comments: a JSON file is blank only when it holds nothing but whitespace (``json`` refuses
+    it, "Expecting value"), and one of ``#`` or ``//`` lines stays invalid JSON, reported as
+    such, as it is when settings follow them. The config readers call a blank file an empty
+    one, naming it, rather than fall back to their defaults or report a syntax error.
 
     Examples:
-        >>> is_blank_config(""), is_blank_config("  # later\n// to do"), is_blank_config("{}")
-        (True, True, False)
+        >>> is_blank_config("  # later\n\n", yaml=True), is_blank_config("{}", yaml=True)
+        (True, False)
+        >>> is_blank_config(" \n", yaml=False), is_blank_config("# later", yaml=False)
+        (True, False)
     """
+    if not yaml:
+        return not text.replace("\ufeff", "").strip()
     return all(
-        not line or line.startswith(("#", "//"))
+        not line or line.startswith("#")
         for line in (raw.strip().lstrip("\ufeff").strip() for raw in text.splitlines())
     )
 

@@ -459,7 +459,7 @@ class DataPackCurriculumConfig:
 def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumConfig:
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
-    An empty file (only whitespace or comments, or an empty YAML document) is an error, not
+    An empty file (only whitespace or YAML comments, or an empty YAML document) is an error, not
     the shipped default: that default is what no file gives (``DataPackCurriculum()``,
     ``build_sampler(dir)``, ``gymcurric train`` without ``--curriculum-config``).
 
@@ -475,10 +475,11 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
-    if is_blank_config(text):
+    is_yaml = p.suffix in (".yaml", ".yml")
+    if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(p)
     try:
-        if p.suffix in (".yaml", ".yml"):
+        if is_yaml:
             from gymcurric._optional import import_optional
 
             import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
@@ -509,7 +510,7 @@ def _empty_file(path: Path) -> ConfigError:
     return ConfigError(
         "file",
         str(path),
-        "the file is empty: it holds no settings (only whitespace, comments or an empty YAML "
+        "the file is empty: it holds no settings (only whitespace, YAML comments or an empty YAML "
         "document); write the curriculum config in it, or give no file for the shipped "
         "four-stage default",
         source=str(path),

@@ -357,9 +357,10 @@ def _read(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
-    if is_blank_config(text):
+    is_yaml = path.suffix.lower() in (".yaml", ".yml")
+    if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(path)
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if is_yaml:
         try:
             import yaml
         except ImportError as exc:  # pyyaml ships with the train extra
@@ -387,7 +388,7 @@ def _empty_file(path: Path) -> ConfigError:
     return ConfigError(
         "--config",
         str(path),
-        "the file is empty: it holds no settings (only whitespace, comments or an empty YAML "
+        "the file is empty: it holds no settings (only whitespace, YAML comments or an empty YAML "
         "document); write the training config in it, or give no --config for the defaults",
     )
 
@@ -467,7 +468,7 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     """Read a YAML/JSON config (or start from defaults), apply overrides, validate.
 
     ``path=None`` starts from the defaults; a file that holds no settings (only whitespace or
-    comments) is an error naming it, not the defaults.
+    YAML comments) is an error naming it, not the defaults.
 
     Raises:
         ConfigError: a bad key or value; the message names the file and the dotted key. An

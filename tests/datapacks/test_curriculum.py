@@ -444,6 +444,25 @@ def test_an_empty_curriculum_config_file_is_an_error_naming_it(tmp_path, name, t
         DataPackCurriculum(path)
 
 
+@pytest.mark.parametrize("comment", ["// to do", "# to do"])
+def test_comment_lines_are_not_an_empty_curriculum_config_where_they_are_not_comments(
+    tmp_path, comment
+):
+    # JSON has no comments, and YAML reads "// ..." as text: such a file was "the file is
+    # empty: it holds ... only comments", while the same lines before a setting were invalid
+    g = tmp_path / "cur.json"
+    for text in (f"{comment}\n", f'{comment}\n{{"window": 20}}\n'):
+        g.write_text(text)
+        with pytest.raises(ConfigError, match=r"invalid JSON \(Expecting value") as info:
+            load_curriculum_config(g)
+        assert (info.value.key, info.value.source) == ("file", str(g))
+    f = tmp_path / "cur.yaml"
+    f.write_text("// to do\n")
+    with pytest.raises(ConfigError, match="expected a mapping") as info:
+        load_curriculum_config(f)
+    assert (info.value.value, info.value.source) == ("// to do", str(f))
+
+
 def test_no_curriculum_config_file_is_the_shipped_default(tmp_path):
     assert DataPackCurriculum().config == DataPackCurriculumConfig()
     path = tmp_path / "cur.yaml"

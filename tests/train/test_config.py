@@ -188,3 +188,20 @@ def test_an_empty_config_file_is_an_error_naming_it(tmp_path, name, text):
         load_config(path)
     assert (info.value.key, info.value.value) == ("--config", str(path))
     assert load_config(None) == TrainConfig()  # no file: the defaults
+
+
+@pytest.mark.parametrize("comment", ["// to do", "# to do"])
+def test_comment_lines_are_not_called_an_empty_file_where_they_are_not_comments(tmp_path, comment):
+    # JSON has no comments, and YAML reads "// ..." as text: such a file was "the file is
+    # empty: it holds ... only comments", while the same lines before a setting were "not
+    # valid JSON"; it is what the format makes of it, as before empty files were refused
+    path = tmp_path / "run.json"
+    for text in (f"{comment}\n", f'{comment}\n{{"run": {{"seed": 1}}}}\n'):
+        path.write_text(text)
+        with pytest.raises(DataError, match=r"run\.json:1: not valid JSON: Expecting value"):
+            load_config(path)
+    path = tmp_path / "run.yaml"
+    path.write_text("// to do\n")
+    with pytest.raises(ConfigError, match="the file must hold a mapping") as info:
+        load_config(path)
+    assert info.value.value == "// to do"
