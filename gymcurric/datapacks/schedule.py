@@ -501,8 +501,8 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         if type(exc).__module__.startswith("yaml"):
             raise ConfigError("file", str(p), f"invalid YAML ({exc})", source=str(p)) from exc
         raise
-    if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
-        raise _empty_file(p)
+    if data is None and is_yaml:  # an empty YAML document ("---", "~", "null"): no settings
+        raise _empty_file(p)  # (JSON's null is a value: not a mapping, as from_dict says)
     return DataPackCurriculumConfig.from_dict(data, source=str(p))
 
 

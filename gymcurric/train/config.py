@@ -372,16 +372,15 @@ def _read(path: Path) -> Any:
             data = _yaml_load(text, source=str(path))
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {exc}") from exc
-    else:
-        try:
-            # DataError if nested too deeply; ConfigError for a key given twice (json would
-            # keep the later silently)
-            data = loads_json_unique(text, source=str(path))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
-    if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
-        raise _empty_file(path)
-    return data
+        if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
+            raise _empty_file(path)
+        return data
+    try:
+        # DataError if nested too deeply; ConfigError for a key given twice (json would keep
+        # the later silently); JSON's null is a value, not an empty file: not a mapping
+        return loads_json_unique(text, source=str(path))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
 
 
 def _empty_file(path: Path) -> ConfigError:

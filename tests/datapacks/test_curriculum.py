@@ -463,6 +463,16 @@ def test_comment_lines_are_not_an_empty_curriculum_config_where_they_are_not_com
     assert (info.value.value, info.value.source) == ("// to do", str(f))
 
 
+def test_a_json_null_curriculum_config_is_not_a_mapping_rather_than_an_empty_file(tmp_path):
+    # it was "the file is empty: it holds no settings (only whitespace, YAML comments or an
+    # empty YAML document)", none of which a JSON file holding null is
+    g = tmp_path / "cur.json"
+    g.write_text("null\n")
+    with pytest.raises(ConfigError, match="expected a mapping") as info:
+        load_curriculum_config(g)
+    assert (info.value.value, info.value.source) == (None, str(g))
+
+
 def test_no_curriculum_config_file_is_the_shipped_default(tmp_path):
     assert DataPackCurriculum().config == DataPackCurriculumConfig()
     path = tmp_path / "cur.yaml"

@@ -205,3 +205,13 @@ def test_comment_lines_are_not_called_an_empty_file_where_they_are_not_comments(
     with pytest.raises(ConfigError, match="the file must hold a mapping") as info:
         load_config(path)
     assert info.value.value == "// to do"
+
+
+def test_a_json_null_config_is_not_a_mapping_rather_than_an_empty_file(tmp_path):
+    # it was "the file is empty: it holds no settings (only whitespace, YAML comments or an
+    # empty YAML document)", none of which a JSON file holding null is
+    path = tmp_path / "run.json"
+    path.write_text("null\n")
+    with pytest.raises(ConfigError, match="the file must hold a mapping") as info:
+        load_config(path)
+    assert (info.value.key, info.value.value, info.value.source) == ("config", None, str(path))
