@@ -59,7 +59,9 @@ def is_blank_config(text: str, *, yaml: bool) -> bool:
     comments: a JSON file is blank only when it holds nothing but whitespace (``json`` refuses
     it, "Expecting value"), and one of ``#`` or ``//`` lines stays invalid JSON, reported as
     such, as it is when settings follow them. The config readers call a blank file an empty
-    one, naming it, rather than fall back to their defaults or report a syntax error.
+    one, naming it, rather than fall back to their defaults or report a syntax error. A YAML
+    text over :data:`MAX_YAML_BYTES` is not blank (:func:`load_yaml` refuses it as too large),
+    so that no list of its lines is built (8 bytes a line, more than the line itself).
 
     Examples:
         >>> is_blank_config("  # later\n\n", yaml=True), is_blank_config("{}", yaml=True)
@@ -69,7 +71,7 @@ def is_blank_config(text: str, *, yaml: bool) -> bool:
     """
     if not yaml:
         return not text.replace("\ufeff", "").strip()
-    return all(
+    return len(text) <= MAX_YAML_BYTES and all(  # characters: at most as many as bytes
         not line or line.startswith("#")
         for line in (raw.strip().lstrip("\ufeff").strip() for raw in text.splitlines())
     )

@@ -174,3 +174,25 @@ def test_train_config_nesting_is_bounded(tmp_path, name):
     path.write_text(DEEP)
     with pytest.raises(DataError, match=rf"{name}.*nest"):
         load_config(path)
+
+
+@pytest.mark.parametrize("line", ["\n", "# c\n"])
+def test_a_huge_yaml_text_is_not_split_into_a_list_of_lines_to_find_it_blank(line):
+    # the blank-file check built a list of every line first (8 bytes a line, plus the
+    # comment's own string): a 4 MiB YAML file of newlines took 32 MiB, 8x the text, before
+    # load_yaml refused it as over MAX_YAML_BYTES
+    import tracemalloc
+
+    from gymcurric._parsing import MAX_YAML_BYTES, is_blank_config, load_yaml
+
+    text = line * (4 * MAX_YAML_BYTES // len(line))
+    assert is_blank_config(line * 10, yaml=True)
+    tracemalloc.start()
+    try:
+        blank = is_blank_config(text, yaml=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not blank and peak < MAX_YAML_BYTES  # it is too large: load_yaml says so
+    with pytest.raises(DataError, match=rf"big\.yaml: .*at most {MAX_YAML_BYTES:,} bytes"):
+        load_yaml(text, source="big.yaml")
