@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import warnings
 from collections.abc import Sequence
@@ -343,13 +344,42 @@ def _annotate(image: Any, row: dict[str, Any], scale: float, dest: Path) -> None
     canvas.save(dest)
 
 
+def _stat_of(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _drop_partial(path: Path, before: os.stat_result | None, exc: OSError) -> str:
+    """Remove ``path`` if ``exc`` cut it off mid-write; what to add to the error if it stays.
+
+    ``before``: its stat before this write (``None``: there was no file). An error with a file
+    name failed to open it; one without came after it was created or emptied (e.g. a full
+    disk), and only then does the file differ from ``before``: what is there is part of the
+    new file, nothing earlier, so removing it loses nothing.
+    """
+    now = _stat_of(path)
+    if exc.filename is not None or now is None or not stat.S_ISREG(now.st_mode):
+        return ""
+    key = (now.st_ino, now.st_size, now.st_mtime_ns)
+    if before is not None and key == (before.st_ino, before.st_size, before.st_mtime_ns):
+        return ""  # not opened yet: left as it was
+    try:
+        path.unlink()
+    except OSError:
+        return f" (a cut-off {path.name} is left there)"
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the probe; 0 on success, 2 (via ConfigError) on bad prompts, model or frames folder.
 
     A caption model embeds no frames: it is a bad model here, as an empty prompt is a bad one.
     A frame that does not decode is a DataError naming the file; an ``--out`` that is a file or
     under one is refused before the model loads, and one that fails while being written (the
-    report is then printed on stdout all the same, and the files written stay) a ConfigError.
+    report is then printed on stdout all the same, and the files written stay; the one the
+    error cut off is removed, and named) a ConfigError.
     The errors name the option but not the command, which ``gymcurric``'s error line names.
     """
     for flag, prompts in (("--safe", args.safe), ("--unsafe", args.unsafe)):
@@ -398,17 +428,20 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.out:
         out = Path(args.out)
-        report_started = False
+        # the file (or folder) being written, the one an error is about, and its stat before
+        writing, before = out, None
         try:
             out.mkdir(parents=True, exist_ok=True)
             scale = max((abs(r["margin"]) for r in report["per_frame"]), default=0.0)
             for im, row, p in zip(images, report["per_frame"], files, strict=True):
                 dest = out / f"{p.stem}_probe.png"
+                writing, before = dest, _stat_of(dest)
                 _annotate(im, row, scale, dest)
                 row["annotated"] = dest.name
             report["out"] = str(out)
-            report_started = True
-            (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+            writing = out / "report.json"
+            before = _stat_of(writing)
+            writing.write_text(json.dumps(report, indent=2) + "\n")
         except OSError as exc:
             # the model's work is not lost: the report still goes to stdout (without "out";
             # "annotated" on the frames written), and nothing written before is removed
@@ -419,10 +452,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "--out",
                 args.out,
-                f"could not be written: {exc.strerror or exc}: {exc.filename or out}; "
-                f"{done} of {len(files)} annotated frames were written there, report.json "
-                f"was not written{' completely' if report_started else ''}; the report is "
-                "on stdout",
+                f"could not be written: {exc.strerror or exc}: {exc.filename or writing}"
+                f"{_drop_partial(writing, before, exc)}; {done} of {len(files)} annotated "
+                "frames were written there, report.json was not written; the report is on stdout",
             ) from exc
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -103,3 +103,65 @@ def test_a_failed_write_keeps_the_report_and_what_was_written(tmp_path, capsys):
         with Image.open(out_dir / f"f{i}_probe.png") as im:
             assert im.width >= 256
     assert (out_dir / "earlier.txt").read_text() == "kept"
+
+
+def _uniform_frames(folder, n):
+    folder.mkdir()
+    for i in range(n):  # flat frames: small PNGs, so a long report.json outgrows them
+        Image.fromarray(np.full((24, 20, 3), 7 * i % 255, np.uint8)).save(folder / f"f{i:02d}.png")
+    return folder
+
+
+def _probe_with_file_size_limit(model, frames, out, limit):
+    """``python -m gymcurric probe ... --out OUT`` whose files may not grow past ``limit``.
+
+    A write past the limit fails with EFBIG after the file was opened (as a full disk fails),
+    leaving the bytes written up to the limit.
+    """
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    argv = ["probe", "--model", str(model), "--frames", str(frames), "--out", str(out)]
+    argv += ["--safe", "a clear path", "--unsafe", "a hazard"]
+    done = subprocess.run(
+        [sys.executable, "-m", "gymcurric", *argv],
+        capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE needs a POSIX system")
+@pytest.mark.parametrize("cut", ["a_frame", "report_json"])
+def test_a_write_cut_off_midway_names_the_file_and_leaves_no_partial_file(tmp_path, capsys, cut):
+    # a full disk fails a write after its file was opened: the error named the --out folder,
+    # not the file, and the file stayed there cut off (a PNG that does not decode, a
+    # report.json that does not parse) beside the message "N of M ... were written"
+    model = cached_tiny("clip")
+    frames = _uniform_frames(tmp_path / "frames", 40)
+    whole = tmp_path / "run_1"  # as long a name as "run_2": report.json holds it
+    assert probe(model, frames, "--out", whole) == 0
+    capsys.readouterr()
+    pngs = {p.name: p.stat().st_size for p in whole.glob("*_probe.png")}
+    report_size = (whole / "report.json").stat().st_size
+    assert max(pngs.values()) < report_size  # the sizes the two cuts rely on
+    if cut == "a_frame":
+        failed = max(sorted(pngs), key=pngs.get)  # the first of the largest
+        limit = pngs[failed] - 1
+    else:
+        failed, limit = "report.json", report_size - 1
+    out = tmp_path / "run_2"
+    code, stdout, err = _probe_with_file_size_limit(model, frames, out, limit)
+    assert code == 2, err
+    _one_line_error(err, "'--out'", str(out / failed), "the report is on stdout")
+    assert json.loads(stdout)["frames"]["n"] == 40
+    assert not (out / failed).exists()
+    assert not (out / "report.json").exists()
+    for png in out.glob("*_probe.png"):  # what is left is whole
+        with Image.open(png) as im:
+            im.load()
