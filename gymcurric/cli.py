@@ -100,6 +100,12 @@ def _stdout_closed() -> bool:
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
+def _flush_stdout() -> None:
+    """Flush stdout; it is ``None`` when the command started with it closed (``>&-``)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
 def _silence_stdout() -> None:
     """Point stdout at devnull, so the interpreter's last flush at exit raises nothing.
 
@@ -120,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             raise
         except SystemExit:  # argparse's --help (and usage errors): its output too, as a return
-            sys.stdout.flush()
+            _flush_stdout()
             raise
         except BaseException:
             # the command's own error (its traceback, exit 1) is the one to see: output left in
@@ -128,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if _stdout_closed():
                 _silence_stdout()
             raise
-        sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
+        _flush_stdout()  # output still buffered meets a closed pipe here, not at exit
     except BrokenPipeError:
         if not _stdout_closed():
             raise

@@ -152,3 +152,18 @@ def test_an_error_with_stdout_closed_keeps_its_traceback_and_exit_code():
     status, err = _run_with_stdout_closed([], buffered=True, cmd=[sys.executable, "-c", code])
     assert status == 1 and "RuntimeError: the real error" in err, (status, err)
     assert "BrokenPipeError" not in err and "Exception ignored" not in err, err
+
+
+@pytest.mark.parametrize("argv", [["datapacks", "sample", "PACKS"], ["--help"]])
+def test_a_stdout_closed_from_the_start_is_no_error(tmp_path, argv):
+    # `gymcurric ... >&-`: Python starts with sys.stdout None, print() writes nothing and the
+    # command succeeds as before main flushed stdout (it raised AttributeError there, exit 1)
+    import os
+
+    argv = [str(_packs(tmp_path / "packs")) if a == "PACKS" else a for a in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "gymcurric", *argv],
+        stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
