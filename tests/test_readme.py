@@ -6,11 +6,11 @@ is fenced ```py instead.
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.snippet_server import SnippetServer
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -41,18 +41,73 @@ def test_readme_has_snippets_and_stays_a_landing_page():
     assert len(README.read_text().splitlines()) <= 300
 
 
-@pytest.mark.parametrize("code", SNIPPETS)
-def test_snippet_runs_as_a_script(code, tmp_path):
-    """Each snippet runs as a script in a new interpreter, as a user pastes it into a file."""
-    script = tmp_path / "snippet.py"  # snippets may write files (checkpoints): in tmp_path
+@pytest.fixture(scope="module")
+def snippet_server(tmp_path_factory):
+    """One warm interpreter (torch and SB3 imported) that forks a process per snippet."""
+    server = SnippetServer(tmp_path_factory.mktemp("snippet-server") / "server.log", {**os.environ})
+    yield server
+    server.close()
+
+
+def run_as_script(server: SnippetServer, code: str, folder: Path) -> tuple[int, str, str]:
+    script = folder / "snippet.py"  # snippets may write files (checkpoints): in their folder
     script.write_text(code)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
-    assert out.returncode == 0, f"the snippet failed as a script:\n{code}\n{out.stderr}"
+    return server.run(script, timeout=240)
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_snippet_runs_as_a_script(code, tmp_path, snippet_server):
+    """Each snippet runs as a script in a process of its own, as a user pastes it into a file."""
+    returncode, _, stderr = run_as_script(snippet_server, code, tmp_path)
+    assert returncode == 0, f"the snippet failed as a script:\n{code}\n{stderr}"
+
+
+# the runner itself: a snippet is __main__ in its own folder, and what makes a script fail
+# (an exception, sys.exit, an environment used without `import gymcurric`) fails it there too
+RUNNER_CASES = {
+    "passes": ("import sys\nprint('out'); print('err', file=sys.stderr)\n", 0, "err"),
+    "raises": ("raise ValueError('boom')\n", 1, "ValueError: boom"),
+    "exits": ("import sys\nsys.exit(3)\n", 3, ""),
+    "exits with a message": ("import sys\nsys.exit('bye')\n", 1, "bye"),
+    "forgets import gymcurric": (
+        "import gymnasium as gym\ngym.make('gymcurric/HazardNav-v0')\n",
+        1,
+        "gymcurric",
+    ),
+    "is main in its folder": (
+        "import os, sys\nfrom pathlib import Path\n"
+        "here = Path(__file__).resolve().parent\n"
+        "assert __name__ == '__main__' and Path(sys.argv[0]).resolve() == here / 'snippet.py'\n"
+        "assert Path.cwd().resolve() == here and Path(sys.path[0]).resolve() == here\n"
+        "assert 'gymcurric' not in sys.modules\n",
+        0,
+        "",
+    ),
+    # a new interpreter's shutdown order: threads joined, atexit, then the objects collected
+    "shuts down": (
+        "import atexit, threading, time\n"
+        "class Held:\n    def __del__(self):\n        print('del', flush=True)\n"
+        "held = Held()\natexit.register(print, 'atexit')\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n",
+        0,
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RUNNER_CASES)
+def test_the_snippet_runner_fails_what_a_script_run_fails(case, tmp_path, snippet_server):
+    code, expected, in_stderr = RUNNER_CASES[case]
+    returncode, stdout, stderr = run_as_script(snippet_server, code, tmp_path)
+    assert returncode == expected, stderr
+    assert in_stderr in stderr
+    if case == "passes":
+        assert stdout == "out\n"
+    if case == "shuts down":
+        assert stdout == "thread\natexit\ndel\n"
+
+
+def test_each_snippet_process_draws_its_own_unseeded_numbers(tmp_path, snippet_server):
+    code = "import numpy as np\nprint(np.random.random())\n"
+    first = run_as_script(snippet_server, code, tmp_path)[1]
+    assert first != run_as_script(snippet_server, code, tmp_path)[1]
