@@ -11,6 +11,8 @@ task; ids live in int64 arrays: channel slots, checkpoints).
 
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 from typing import Any, Literal, overload
 
@@ -19,10 +21,12 @@ import numpy as np
 from gymcurric.errors import ConfigError
 
 __all__ = [
+    "MAX_TIMEOUT_S",
     "as_task_id",
     "check_int",
     "check_one_per_env",
     "check_task_id",
+    "check_timeout",
     "is_int",
     "no_slot_reason",
 ]
@@ -90,6 +94,27 @@ def check_int(
             none = "None or " if optional else ""
             reason = f"expected {none}an int >= {minimum}"
         raise ConfigError(name, value, reason, source=source)
+
+
+#: The longest timeout :func:`check_timeout` accepts (seconds): ``select.poll`` waits at most
+#: 2**31 - 1 ms; None means no limit.
+MAX_TIMEOUT_S = 1e6
+
+
+def check_timeout(timeout: Any, key: str = "timeout", *, source: str | None = None) -> float | None:
+    """``timeout`` as a float: a positive, finite number of seconds, or None (no limit).
+
+    Raises:
+        ConfigError: anything else (a bool, a string, 0, a negative number, NaN, inf, more
+            than :data:`MAX_TIMEOUT_S`), naming ``key`` and the value.
+    """
+    if timeout is None:
+        return None
+    number = isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
+    if not (number and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        reason = f"expected seconds > 0 and <= {MAX_TIMEOUT_S:g}, or None (no limit)"
+        raise ConfigError(key, timeout, reason, source=source)
+    return float(timeout)
 
 
 def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> None:

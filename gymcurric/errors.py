@@ -16,7 +16,7 @@ Hierarchy::
     ├── NonFiniteValueError (ValueError) NaN/Inf reward or cost where raising was asked for
     └── WorkerError (RuntimeError)       a worker process died or failed
         ├── SubEnvCallError              a sub-env's method raised (its worker goes on)
-        └── SubEnvError                  a sub-env's step/reset raised, or its worker died
+        └── SubEnvError                  a sub-env's step/reset raised, its worker died or hung
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ class SubEnvCallError(WorkerError):
 
 
 class SubEnvError(WorkerError):
-    """A sub-env of a vector env failed: its ``step`` or ``reset`` raised, or its worker died.
+    """A sub-env of a vector env failed: its ``step`` or ``reset`` raised, its worker died or hung.
 
     Raised in the main process by gymcurric's SB3 vector envs
     (:class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv`,
@@ -211,9 +211,12 @@ class SubEnvError(WorkerError):
             ``"building the env"``.
         error_type: the exception's type, ``module.QualName``; None where the worker died
             without a word (a signal, ``os._exit``).
-        error_message: its message, or how the worker ended (``"killed by signal SIGKILL"``).
+        error_message: its message, or how the worker ended (``"killed by signal SIGKILL"``),
+            or ``"no reply within 0.5 s (the worker is alive: hung?)"`` (``timeout``).
         worker_traceback: the exception's traceback, formatted where it was raised ("" if none).
         in_worker: whether the sub-env runs in a worker process (False for ``DummyVecEnv``).
+        timeout: the seconds waited for an answer that did not come while the worker lived
+            (``CheckedSubprocVecEnv(timeout=...)``: a hung sub-env); None otherwise.
     """
 
     def __init__(
@@ -224,6 +227,7 @@ class SubEnvError(WorkerError):
         error_message: str,
         worker_traceback: str = "",
         in_worker: bool = True,
+        timeout: float | None = None,
     ) -> None:
         self.index = index
         self.command = command
@@ -231,18 +235,24 @@ class SubEnvError(WorkerError):
         self.error_message = error_message
         self.worker_traceback = worker_traceback
         self.in_worker = in_worker
-        if error_type is None:
+        self.timeout = timeout
+        if timeout is not None:  # the message ends in a parenthesis already
+            what = f"{command}: {error_message}; the vector env cannot go on"
+        elif error_type is None:
             what = f"its worker process died during {command}: {error_message}"
         else:
             what = f"{command} raised {error_type}: {error_message}"
-        super().__init__(f"sub-env {index}: {what} (the vector env cannot go on)")
+        if timeout is None:
+            what += " (the vector env cannot go on)"
+        super().__init__(f"sub-env {index}: {what}")
         if worker_traceback:
             where = "the sub-env's process" if in_worker else "the sub-env"
             self.add_note(f"In {where}:\n{worker_traceback.rstrip()}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         args = (self.index, self.command, self.error_type, self.error_message)
-        return (type(self), (*args, self.worker_traceback, self.in_worker), self.__dict__)
+        more = (self.worker_traceback, self.in_worker, self.timeout)
+        return (type(self), (*args, *more), self.__dict__)
 
 
 class GymcurricWarning(UserWarning):

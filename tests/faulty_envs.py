@@ -24,6 +24,8 @@ MAKE_ID = f"tests.faulty_envs:{ENV_ID}"
 MESSAGE = "the faulty sub-env gives up at its step {}"
 #: Seconds the ``"sleep"`` mode's step takes.
 SLEEP_S = 1.5
+#: Seconds the ``"hang"`` mode's step takes: for ever, as far as a test is concerned.
+HANG_S = 60.0
 
 
 class FaultyGrid(HazardGridEnv):
@@ -33,7 +35,8 @@ class FaultyGrid(HazardGridEnv):
     sub-env ``i`` with ``seed + i``). ``fail_mode``: ``"raise"`` (a ``ValueError`` of
     :data:`MESSAGE`), ``"kill"`` (its process kills itself with ``SIGKILL``), ``"task"`` (the
     reset after ``fail_at`` steps raises a :class:`~gymcurric.errors.TaskError`), ``"sleep"``
-    (its step ``fail_at`` takes :data:`SLEEP_S` seconds, then goes on).
+    (its step ``fail_at`` takes :data:`SLEEP_S` seconds, then goes on), ``"hang"`` (it takes
+    :data:`HANG_S` seconds). Every sub-env's construction takes ``build_s`` seconds.
     """
 
     def __init__(
@@ -42,9 +45,11 @@ class FaultyGrid(HazardGridEnv):
         fail_rank: int = 1,
         fail_mode: str = "raise",
         seed0: int = 0,
+        build_s: float = 0.0,
         **task: Any,
     ) -> None:
         super().__init__(**task)
+        time.sleep(build_s)
         self.fail_at, self.fail_rank, self.fail_mode, self.seed0 = (
             fail_at,
             fail_rank,
@@ -68,8 +73,8 @@ class FaultyGrid(HazardGridEnv):
                 os.kill(os.getpid(), signal.SIGKILL)
             if self.fail_mode == "raise":
                 raise ValueError(MESSAGE.format(self.steps_taken))
-            if self.fail_mode == "sleep":
-                time.sleep(SLEEP_S)
+            if self.fail_mode in ("sleep", "hang"):
+                time.sleep(SLEEP_S if self.fail_mode == "sleep" else HANG_S)
         return super().step(action)
 
     def _failing(self) -> bool:

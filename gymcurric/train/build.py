@@ -257,8 +257,10 @@ def build_run(
         vec_cls: Any = CheckedDummyVecEnv
         if cfg.env.vectorization == "subproc":
             vec_cls = CheckedSubprocVecEnv
+            vec_kwargs: dict[str, Any] = {"timeout": cfg.env.step_timeout}
             if cfg.env.start_method:
-                kwargs["vec_env_kwargs"] = {"start_method": cfg.env.start_method}
+                vec_kwargs["start_method"] = cfg.env.start_method
+            kwargs["vec_env_kwargs"] = vec_kwargs
         venv = make_vec_env(
             factory, n_envs=cfg.env.num_envs, seed=cfg.run.seed, vec_env_cls=vec_cls, **kwargs
         )

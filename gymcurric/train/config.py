@@ -12,7 +12,7 @@ Example:
     >>> cfg.agent.algo, cfg.env.num_envs
     ('ppo', 4)
     >>> apply_overrides(cfg.to_dict(), ["agent.algo=ppolag", "env.num_envs=2"])["env"]
-    {'id': 'gymcurric/HazardGrid-v0', 'kwargs': {}, 'num_envs': 2, 'vectorization': 'dummy', 'start_method': None}
+    {'id': 'gymcurric/HazardGrid-v0', 'kwargs': {}, 'num_envs': 2, 'vectorization': 'dummy', 'start_method': None, 'step_timeout': None}
 """  # noqa: E501
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, check_timeout
 from gymcurric._parsing import is_blank_config, load_yaml, loads_json_unique, unique_keys_loader
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
@@ -60,6 +60,11 @@ class EnvSection:
             ``SubprocVecEnv``, one process per env).
         start_method: ``fork``, ``forkserver`` or ``spawn`` for ``subproc`` (None: the
             platform default).
+        step_timeout: for ``subproc``, the seconds a worker may take to answer a step (or a
+            reset, or any other command) before the run ends with an error naming the hung
+            sub-env (``CheckedSubprocVecEnv(timeout=...)``); None (the default) waits for ever.
+            A worker's first answer, which waits for it to start and build its env, has no
+            limit.
     """
 
     id: str = "gymcurric/HazardNav-v0"
@@ -67,11 +72,21 @@ class EnvSection:
     num_envs: int = 4
     vectorization: Literal["dummy", "subproc"] = "dummy"
     start_method: Literal["fork", "forkserver", "spawn"] | None = None
+    step_timeout: float | None = None
 
     def _check(self, key: str, source: str | None) -> None:
         check_int(f"{key}.num_envs", self.num_envs, source=source)
         if not self.id:
             raise ConfigError(f"{key}.id", self.id, "expected an env id", source=source)
+        check_timeout(self.step_timeout, f"{key}.step_timeout", source=source)
+        if self.step_timeout is not None and self.vectorization != "subproc":
+            raise ConfigError(
+                f"{key}.step_timeout",
+                self.step_timeout,
+                f"only subproc workers can be timed out; {key}.vectorization is "
+                f"{self.vectorization!r} (set it to 'subproc', or step_timeout to null)",
+                source=source,
+            )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ call that could hang runs in a thread with a time limit, so a regression fails, 
 from __future__ import annotations
 
 import cProfile
+import pickle
 import pstats
 import signal
 import threading
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import SubprocVecEnv
 
 from gymcurric.errors import ConfigError, SubEnvError, TaskError, WorkerError
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
+from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S
 
 LIMIT_S = 60.0
@@ -48,12 +50,12 @@ def within(call: Callable[[], Any], limit: float = LIMIT_S) -> Any:
     return out.get("value")
 
 
-def venv(kind: str, **env_kwargs: Any) -> Any:
+def venv(kind: str, timeout: float | None = None, **env_kwargs: Any) -> Any:
     """Two FaultyGrid sub-envs (seeds 0, 1: ranks 0, 1) in a checked vector env."""
     cls: Any = CheckedDummyVecEnv
     vec_kwargs: dict[str, Any] = {}
     if kind != "dummy":
-        cls, vec_kwargs = CheckedSubprocVecEnv, {"start_method": kind}
+        cls, vec_kwargs = CheckedSubprocVecEnv, {"start_method": kind, "timeout": timeout}
     return within(
         lambda: make_vec_env(
             MAKE_ID,
@@ -222,16 +224,22 @@ def _calls_per_step(env: Any, n: int = 20) -> float:
 
 def test_a_step_costs_a_few_python_calls_per_sub_env_more_than_sb3s():
     # waiting on each pipe with multiprocessing.connection.wait cost ~40 calls per sub-env
-    kwargs = {"n_envs": 4, "seed": 0, "vec_env_kwargs": {"start_method": "fork"}}
+    kwargs: dict[str, Any] = {"n_envs": 4, "seed": 0, "vec_env_kwargs": {"start_method": "fork"}}
     kwargs["env_kwargs"] = {"size": 8, "max_steps": 40, "fail_rank": -1}
-    sb3 = make_vec_env(MAKE_ID, vec_env_cls=SubprocVecEnv, **kwargs)  # type: ignore[arg-type]
-    checked = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)  # type: ignore[arg-type]
+    sb3 = make_vec_env(MAKE_ID, vec_env_cls=SubprocVecEnv, **kwargs)
+    checked = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)
+    kwargs["vec_env_kwargs"] = {"start_method": "fork", "timeout": 30.0}
+    timed = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)
     try:
-        extra = _calls_per_step(checked) - _calls_per_step(sb3)
+        calls = _calls_per_step(checked)
+        extra = calls - _calls_per_step(sb3)
+        with_timeout = _calls_per_step(timed)
     finally:
         sb3.close()
         checked.close()
+        timed.close()
     assert extra <= 8 * 4, extra
+    assert with_timeout <= calls + 1, (with_timeout, calls)  # the poll's argument: no call more
 
 
 def _trace(cls: Any, **vec_kwargs: Any) -> list[Any]:
@@ -292,3 +300,65 @@ def test_a_healthy_checked_env_answers_exactly_as_sb3s(kind):
             _trace(SubprocVecEnv, start_method=kind),
             _trace(CheckedSubprocVecEnv, start_method=kind),
         )
+
+
+# ------------------------------------------------------------------ a worker that hangs
+
+
+def test_a_step_that_hangs_past_the_timeout_names_the_sub_env_and_close_ends_its_worker():
+    env = venv("fork", timeout=0.5, fail_at=2, fail_rank=1, fail_mode="hang")
+    within(lambda: steps(env, 1))
+    with pytest.raises(SubEnvError) as caught:
+        within(lambda: env.step(np.zeros(2, dtype=np.int64)))  # sub-env 1 sleeps HANG_S
+    err = caught.value
+    assert str(err) == (
+        "sub-env 1: step(): no reply within 0.5 s (the worker is alive: hung?); "
+        "the vector env cannot go on"
+    )
+    assert (err.index, err.command, err.error_type, err.timeout) == (1, "step()", None, 0.5)
+    again = pickle.loads(pickle.dumps(err))
+    assert (str(again), again.timeout, again.error_type) == (str(err), 0.5, None)
+    with pytest.raises(WorkerError, match="cannot be used after this error"):
+        env.step(np.zeros(2, dtype=np.int64))
+    # at once: not after the CLOSE_GRACE_S (5 s) that a worker which reads commands gets
+    within(env.close, CLOSE_GRACE_S - 1)
+    assert not any(p.is_alive() for p in env.processes)
+    assert [p.exitcode for p in env.processes] == [0, -signal.SIGTERM]
+
+
+def test_a_healthy_run_with_a_timeout_answers_exactly_as_one_without():
+    _same(
+        _trace(CheckedSubprocVecEnv, start_method="fork"),
+        _trace(CheckedSubprocVecEnv, start_method="fork", timeout=30.0),
+    )
+
+
+def test_a_workers_first_answer_may_take_longer_than_the_timeout():
+    # building an env (imports, a simulator) is not a hang: each sub-env takes 1 s here
+    env = venv("fork", timeout=0.3, build_s=1.0, fail_rank=-1)
+    try:
+        within(lambda: steps(env, 3))
+    finally:
+        within(env.close)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), 1e7, True, "5", [1]])
+def test_a_bad_timeout_is_a_config_error_naming_it_before_any_worker_starts(bad):
+    with pytest.raises(ConfigError) as caught:
+        CheckedSubprocVecEnv([], start_method="fork", timeout=bad)
+    assert caught.value.key == "timeout" and caught.value.value is bad
+    expected = f"CheckedSubprocVecEnv: invalid value for 'timeout': {bad!r} (expected seconds"
+    assert str(caught.value).startswith(expected), caught.value
+
+
+def test_the_timeout_holds_where_select_has_no_poll():
+    # multiprocessing's wait (Windows, macOS without poll) ends on the timeout as well
+    env = venv("fork", timeout=0.5, fail_at=2, fail_rank=1, fail_mode="hang")
+    for remote in env.remotes:
+        remote.poller = None
+    within(lambda: steps(env, 1))
+    with pytest.raises(SubEnvError, match=r"sub-env 1: step\(\): no reply within 0.5 s"):
+        within(lambda: env.step(np.zeros(2, dtype=np.int64)))
+    within(env.close, CLOSE_GRACE_S - 1)
+    assert not any(p.is_alive() for p in env.processes)

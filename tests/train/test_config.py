@@ -33,6 +33,16 @@ def test_defaults_round_trip_through_json():
         ({"datapacks": {"enabled": True}}, "datapacks.dir", None),
         ({"bogus": 1}, "bogus", 1),
         ({"env": []}, "env", []),
+        ({"env": {"vectorization": "subproc", "step_timeout": 0}}, "env.step_timeout", 0),
+        ({"env": {"vectorization": "subproc", "step_timeout": -2}}, "env.step_timeout", -2),
+        ({"env": {"vectorization": "subproc", "step_timeout": "5"}}, "env.step_timeout", "5"),
+        ({"env": {"vectorization": "subproc", "step_timeout": True}}, "env.step_timeout", True),
+        (
+            {"env": {"vectorization": "subproc", "step_timeout": float("inf")}},
+            "env.step_timeout",
+            float("inf"),
+        ),
+        ({"env": {"vectorization": "dummy", "step_timeout": 5}}, "env.step_timeout", 5),
     ],
 )
 def test_bad_values_name_the_dotted_key_and_the_value(data, key, value):
@@ -41,6 +51,31 @@ def test_bad_values_name_the_dotted_key_and_the_value(data, key, value):
     assert exc.value.key == key
     assert exc.value.value == value
     assert "my.yaml" in str(exc.value)
+
+
+def test_step_timeout_is_for_subproc_workers_and_reaches_the_vector_env():
+    from gymcurric.train.build import build_run
+
+    with pytest.raises(ConfigError, match="only subproc workers can be timed out"):
+        TrainConfig.from_dict({"env": {"step_timeout": 5}})  # dummy by default
+    assert TrainConfig().env.step_timeout is None
+    cfg = TrainConfig.from_dict(
+        {
+            "env": {
+                "id": "gymcurric/HazardGrid-v0",
+                "num_envs": 1,
+                "vectorization": "subproc",
+                "start_method": "fork",
+                "step_timeout": 2.5,
+            },
+            "curriculum": {"enabled": False},
+        }
+    )
+    built = build_run(cfg)
+    try:
+        assert built.venv.unwrapped.timeout == 2.5
+    finally:
+        built.close()
 
 
 def test_cross_section_rules():

@@ -87,6 +87,19 @@ def test_a_worker_killed_by_a_signal_ends_the_run_naming_it(tmp_path, start_meth
     _check_what_was_written(tmp_path / "run")
 
 
+@pytest.mark.slow
+def test_a_sub_env_that_hangs_past_env_step_timeout_ends_the_run_naming_it(tmp_path):
+    # without a timeout the run waited for the hung worker for ever
+    kwargs = {"fail_mode": "hang"}
+    out = _train(tmp_path, "subproc", start_method="fork", step_timeout=2, kwargs=kwargs)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "gymcurric train: error: sub-env 1: step(): no reply within 2 s (the worker is alive: "
+        "hung?); the vector env cannot go on"
+    ), out.stderr
+    _check_what_was_written(tmp_path / "run")
+
+
 def test_a_sub_env_that_raises_under_dummy_ends_the_run_naming_it(tmp_path, capsys):
     config = _config(tmp_path, "dummy", kwargs={"fail_at": 70})  # in the second rollout
     assert cli.main(["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2

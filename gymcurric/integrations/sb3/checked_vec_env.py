@@ -24,12 +24,19 @@ The vector env is then broken (other workers' answers to the same command are un
 anything but ``close()`` raises, and ``close()`` ends the workers without waiting for answers
 (each gets ``close``, a few seconds to finish, then ``terminate`` / ``kill``).
 
+A worker that hangs (a ``step`` that never returns, a deadlocked simulator) neither answers
+nor dies: with ``timeout``, the wait for each answer ends after that many seconds (the same
+``poll`` call, given a time limit: nothing more per step), raising a
+:class:`~gymcurric.errors.SubEnvError` that says so; ``close()`` terminates the hung worker
+at once.
+
 :class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
 ``reset``, with the original exception as the ``__cause__``.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import pickle
 import select
@@ -46,6 +53,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper, VecEnvObs
 from stable_baselines3.common.vec_env.patch_gym import _patch_env
 
+from gymcurric._checks import check_timeout
 from gymcurric.errors import GymcurricError, SubEnvError, WorkerError
 from gymcurric.wrappers._sub_envs import error_text, load_pickled_error
 
@@ -213,6 +221,9 @@ class _Remote:
     only, not every worker's as SB3's does (after a ``step_wait`` interrupted part way, it
     waited for answers already read). ``in_sync``: False once a ``recv`` was interrupted while
     it read a message (the rest of it is unread: nothing more is read from the pipe).
+    ``hung``: its worker, alive, did not answer within the vector env's ``timeout``.
+    ``wait_ms`` / ``wait_s``: how long ``recv`` waits (None: no limit); the worker's first
+    answer, which waits for it to start and build its env, has no limit.
     """
 
     def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
@@ -220,6 +231,9 @@ class _Remote:
         self.message: Any = None  # the last command sent (named on an error only)
         self.pending = False
         self.in_sync = True
+        self.hung = False
+        self.wait_ms: int | None = None
+        self.wait_s: float | None = None
         self.fd = conn.fileno()
         # the sentinel too: a worker's death ends the wait, whoever holds its pipe open; a
         # poll object (one call per wait) where there is one, else multiprocessing's wait
@@ -248,11 +262,15 @@ class _Remote:
         venv = self.venv
         if venv.failure is not None or venv.closed:
             venv.check_usable()
+        ready: list[Any]
         if self.poller is not None:
-            ready = self.poller.poll()
+            ready = self.poller.poll(self.wait_ms)
             died = len(ready) == 1 and ready[0][0] != self.fd
         else:
-            died = self.conn not in wait([self.conn, self.process.sentinel])
+            ready = wait([self.conn, self.process.sentinel], self.wait_s)
+            died = self.conn not in ready
+        if not ready:  # neither an answer nor the worker's end within the timeout
+            raise self._hung()
         if died and not self.conn.poll(0):
             raise self._died()
         try:
@@ -269,6 +287,7 @@ class _Remote:
             venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
             raise
         self.pending = False
+        self.wait_ms, self.wait_s = venv.wait_ms, venv.timeout  # after the first answer
         if isinstance(message, _Failure):
             original = load_pickled_error(message.blob)
             error = _error(
@@ -282,6 +301,12 @@ class _Remote:
             )
             raise self.venv.broken(error)
         return message
+
+    def _hung(self) -> Exception:
+        self.hung = True
+        what = f"no reply within {self.wait_s:g} s (the worker is alive: hung?)"
+        error = SubEnvError(self.index, self.command, None, what, timeout=self.wait_s)
+        return self.venv.broken(error)
 
     def _died(self) -> Exception:
         pid = self.process.pid
@@ -301,21 +326,41 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
     index and the exception's type, message and traceback (a
     :class:`~gymcurric.errors.GymcurricError` as itself, with a note naming the sub-env); a
     worker that dies (a signal, the OOM killer) is one too, naming how it ended, under every
-    start method. Afterwards only :meth:`close` works; it does not wait for the workers'
-    answers, and ends any worker that does not close within :data:`CLOSE_GRACE_S`.
+    start method. With ``timeout``, so is a worker that does not answer in time (a hung
+    sub-env). Afterwards only :meth:`close` works; it does not wait for the workers' answers,
+    terminates a hung worker at once and ends any other that does not close within
+    :data:`CLOSE_GRACE_S`.
 
     Args:
         env_fns: the sub-envs' factories.
         start_method: ``fork``, ``forkserver`` or ``spawn`` (default: forkserver where
             available, else spawn, as SB3).
+        timeout: seconds to wait for each answer of a worker (a ``step``, ``reset``,
+            ``env_method``, ...), measured from the moment the main process waits for it;
+            None (the default) waits for ever, as SB3. A worker's first answer, which waits
+            for it to start and build its env, has no limit. An answer that does not come in
+            time is a :class:`~gymcurric.errors.SubEnvError` (``sub-env 1: step(): no reply
+            within 0.5 s (the worker is alive: hung?); ...``) and the vector env is broken.
+            With a timeout, :meth:`close` of a healthy env also ends a worker that takes
+            longer than ``max(timeout, CLOSE_GRACE_S)`` to close.
+
+    Raises:
+        ConfigError: ``timeout`` is not a positive, finite number of seconds (at most 1e6) or
+            None.
     """
 
     def __init__(
-        self, env_fns: list[Callable[[], gym.Env[Any, Any]]], start_method: str | None = None
+        self,
+        env_fns: list[Callable[[], gym.Env[Any, Any]]],
+        start_method: str | None = None,
+        *,
+        timeout: float | None = None,
     ) -> None:
         self.waiting = False
         self.closed = False
         self.failure: Exception | None = None
+        self.timeout = check_timeout(timeout, source=type(self).__name__)
+        self.wait_ms = None if self.timeout is None else math.ceil(self.timeout * 1000)
         if start_method is None:
             forkserver = "forkserver" in mp.get_all_start_methods()
             start_method = "forkserver" if forkserver else "spawn"
@@ -358,19 +403,25 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         return error
 
     def close(self) -> None:
-        """Close the workers: with a failure, without waiting for answers (a hang otherwise)."""
+        """Close the workers: with a failure, without waiting for answers (a hang otherwise).
+
+        A hung worker (no answer within ``timeout``) is terminated at once.
+        """
         if self.closed:
             return
         try:  # the answers not read yet (all of them after step_async, as SB3's close)
             for remote in self.remotes:
                 if self.failure is None and remote.pending:
-                    remote.recv()
+                    remote.recv()  # with a timeout, a hung worker ends this wait
         except Exception:  # broken now (self.failure): closed below without waiting
             pass
         self.waiting = False
         healthy = self.failure is None
         self.closed = True
         for remote in self.remotes:
+            if remote.hung:  # it would not read a close command: it is ended now
+                remote.process.terminate()
+                continue
             if not remote.in_sync:  # its worker sees the pipe's end (or is terminated)
                 remote.close()
                 continue
@@ -380,9 +431,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 remote.conn.send(("close", None))
             except (OSError, EOFError):
                 pass  # gone already
-        deadline = time.monotonic() + CLOSE_GRACE_S
+        grace: float | None = CLOSE_GRACE_S
+        if healthy:  # waited for, as SB3's; with a timeout, not for ever
+            grace = None if self.timeout is None else max(self.timeout, CLOSE_GRACE_S)
+        deadline = time.monotonic() + (grace or 0.0)
         for process in self.processes:
-            process.join(None if healthy else max(0.0, deadline - time.monotonic()))
+            process.join(None if grace is None else max(0.0, deadline - time.monotonic()))
         for process in self.processes:
             if process.is_alive():
                 process.terminate()
