@@ -27,9 +27,15 @@ observation, which VecEnv wrappers below this one (``VecFrameStack``, ``VecNorma
 statistics, ``VecMonitor``) would already have seen: not done.
 
 Draws made together (the sub-envs whose episode ended in one vector step, in index order) come
-from one ``sample_batch(k)`` call, so the sampler's log has one entry per such step. The same
-sampler seed, env seeds and actions give the same datapack sequence per sub-env for
-``DummyVecEnv`` and ``SubprocVecEnv``.
+from one ``sample_batch(k)`` call, so the sampler's log has one entry per such step.
+
+Same run under either vectorization. Rewards leave this wrapper as float32, the dtype SB3's
+``DummyVecEnv`` gives them (``SubprocVecEnv`` gives float64, which made the reported returns,
+hence the curriculum's ``mean_return``, the sampler's log and possibly the stages and draws,
+differ in the last bits). So the same sampler seed, env seeds and actions give the same
+observations, rewards, dones, datapack sequence per sub-env, reports and sampler log for
+``DummyVecEnv`` and ``SubprocVecEnv`` (and gymcurric's checked versions of both), with any
+start method.
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ class VecPresentDatapack(VecEnvWrapper):
     docstring). When a sub-env's episode ends, ``sampler.curriculum.update_diagnostics`` gets
     the same outcome the single-env :class:`gymcurric.wrappers.PresentDatapack` reports
     (``success``, ``error`` = positive summed cost, ``mpl``, ``tag_results``, ``return_``), in
-    sub-env index order, so stages advance during ``learn()``. Observations, rewards and infos
-    pass through unchanged; an episode cut short by ``reset()`` is not reported.
+    sub-env index order, so stages advance during ``learn()``. Observations and infos pass
+    through unchanged, rewards as float32 (``DummyVecEnv``'s dtype, so that ``SubprocVecEnv``
+    gives the same stream); an episode cut short by ``reset()`` is not reported.
 
     The sub-envs must each be wrapped in ``PresentDatapack(env, sampler=None)``
     (:func:`make_datapack_vec_env` does it); otherwise :class:`~gymcurric.errors.ConfigError`.
@@ -230,6 +237,11 @@ class VecPresentDatapack(VecEnvWrapper):
     def step_wait(self) -> VecEnvStepReturn:
         """Step; report the ended episodes; draw the presets of the sub-envs that auto-reset."""
         obs, rewards, dones, infos = self.venv.step_wait()
+        # SB3 gives DummyVecEnv's rewards as float32 (its buffer's dtype) and SubprocVecEnv's as
+        # float64 (np.stack of the workers' Python floats): one dtype, DummyVecEnv's, so both
+        # return the same rewards and report the same returns (the curriculum's mean_return,
+        # the sampler's log, and the stages and draws that follow from them)
+        rewards = np.asarray(rewards, dtype=np.float32)
         costs = [info.get("cost") for info in infos]
         self._episodes.add(rewards, [0.0 if c is None else float(c) for c in costs], self._all)
         self.datapacks = list(self._episodes.packs)
