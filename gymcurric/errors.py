@@ -141,15 +141,19 @@ class WorkerError(GymcurricError, RuntimeError):
 
 
 class SubEnvCallError(WorkerError):
-    """A method gymcurric called on a sub-env of a vector env raised there.
+    """A method called on a sub-env of a vector env raised there; the vector env goes on.
 
-    Raised in the main process, with the sub-env's worker (if it has one) still running: the
-    vector env can be stepped again or closed. The original exception is the ``__cause__``
-    where it could be sent from the worker; the fields keep what is known of it in any case.
+    Raised for the methods gymcurric calls on sub-envs, and by
+    :class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv`'s ``env_method``, ``get_attr``,
+    ``set_attr``, ``has_attr`` and ``env_is_wrapped``. Raised in the main process, with the
+    sub-env's worker (if it has one) still running: the vector env can be stepped again or
+    closed. The original exception is the ``__cause__`` where it could be sent from the
+    worker; the fields keep what is known of it in any case.
 
     Attributes:
         index: the sub-env's index in the vector env.
-        method: the method's name, e.g. ``"describe"``.
+        method: the method's name, e.g. ``"describe"``; or, for what is not a method call,
+            what was asked, e.g. ``"get_attr('task_id')"``.
         error_type: the original exception's type, ``module.QualName``.
         error_message: its message (``str(error)``).
         worker_traceback: its traceback, formatted in the sub-env's process.
@@ -176,10 +180,11 @@ class SubEnvCallError(WorkerError):
         self.worker_traceback = worker_traceback
         self.in_worker = in_worker
         self.stage = stage
+        call = method if method.endswith(")") else f"{method}()"
         what = {
-            "send": f"the value {method}() returned cannot be sent to the main process:",
-            "load": f"the value {method}() returned does not load in the main process:",
-        }.get(stage, f"{method}() raised")
+            "send": f"the value {call} returned cannot be sent to the main process:",
+            "load": f"the value {call} returned does not load in the main process:",
+        }.get(stage, f"{call} raised")
         goes_on = "the sub-env's worker goes on: " if in_worker else ""
         super().__init__(
             f"sub-env {index}: {what} {error_type}: {error_message} ({goes_on}the vector env "

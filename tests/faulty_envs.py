@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -79,6 +80,25 @@ class FaultyGrid(HazardGridEnv):
 
     def _failing(self) -> bool:
         return self.rank == self.fail_rank
+
+    def answer(self, error: str = "value") -> int | None:
+        """This sub-env's rank; the failing one raises a ``ValueError`` (or a ``TaskError``)."""
+        if self._failing():
+            if error == "task":
+                raise TaskError("task", {"rank": self.rank}, "not here", source="FaultyGrid")
+            raise ValueError(f"sub-env of rank {self.rank} will not answer")
+        return self.rank
+
+    @property
+    def touchy(self) -> int:
+        """0; reading it in the failing sub-env raises a ``RuntimeError``."""
+        if self._failing():
+            raise RuntimeError("do not read touchy here")
+        return 0
+
+    def unsendable(self) -> Any:
+        """A value that does not pickle (a lock)."""
+        return threading.Lock()
 
     def unloadable(self) -> Unloadable:
         """A value that pickles in the worker and cannot be unpickled in the main process."""

@@ -49,7 +49,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("gymcurric/wrappers/_sub_envs.py", "_cache"),  # what it holds, by key
         ("gymcurric/wrappers/_sub_envs.py", "_lock"),  # held while it registers one
         # SB3's SubprocVecEnv worker converts gym / shimmy envs with it; the checked one does too
-        ("gymcurric/integrations/sb3/checked_vec_env.py", "_patch_env"),
+        ("gymcurric/integrations/sb3/_subproc_worker.py", "_patch_env"),
     }
 )
 

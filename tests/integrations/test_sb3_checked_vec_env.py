@@ -8,6 +8,7 @@ call that could hang runs in a thread with a time limit, so a regression fails, 
 from __future__ import annotations
 
 import cProfile
+import os
 import pickle
 import pstats
 import signal
@@ -23,7 +24,7 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import SubprocVecEnv
 
-from gymcurric.errors import ConfigError, SubEnvError, TaskError, WorkerError
+from gymcurric.errors import ConfigError, SubEnvCallError, SubEnvError, TaskError, WorkerError
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S
@@ -197,14 +198,25 @@ def test_an_interrupt_inside_a_message_breaks_the_env_and_close_reads_that_pipe_
     assert all(not p.is_alive() for p in env.processes)
 
 
-def test_an_answer_that_does_not_unpickle_here_is_an_error_naming_the_sub_env():
+@pytest.mark.parametrize(
+    ("method", "stage", "what"),
+    [
+        ("unloadable", "load", "does not load in the main process: builtins.ValueError: an "),
+        ("unsendable", "send", "cannot be sent to the main process: builtins.TypeError: cannot "),
+    ],
+)
+def test_a_value_that_cannot_cross_the_pipe_is_a_call_error_and_the_env_goes_on(
+    method, stage, what
+):
+    # the answer was read whole (or never sent): the pipe is in step, the worker serving
     env = venv("fork", fail_rank=-1)
-    with pytest.raises(SubEnvError) as caught:
-        within(lambda: env.env_method("unloadable", indices=[1]))
-    assert str(caught.value).startswith(
-        "sub-env 1: loading its answer to env_method('unloadable') in the main process raised "
-        "builtins.ValueError: an Unloadable cannot be loaded"
-    ), caught.value
+    with pytest.raises(SubEnvCallError) as caught:
+        within(lambda: env.env_method(method, indices=[1]))
+    assert str(caught.value).startswith(f"sub-env 1: the value {method}() returned {what}")
+    assert (caught.value.index, caught.value.method, caught.value.stage) == (1, method, stage)
+    assert env.failure is None
+    within(lambda: steps(env, 2))
+    assert within(lambda: env.get_attr("steps_taken")) == [2, 2]
     within(env.close, 20.0)
     assert [p.exitcode for p in env.processes] == [0, 0]
 
@@ -361,4 +373,97 @@ def test_the_timeout_holds_where_select_has_no_poll():
     with pytest.raises(SubEnvError, match=r"sub-env 1: step\(\): no reply within 0.5 s"):
         within(lambda: env.step(np.zeros(2, dtype=np.int64)))
     within(env.close, CLOSE_GRACE_S - 1)
+    assert not any(p.is_alive() for p in env.processes)
+
+
+# ------------------------------------------- a call that raises in a sub-env: the env goes on
+
+
+def test_env_method_that_raises_in_one_sub_env_is_a_call_error_and_the_env_goes_on():
+    # sub-env 0 raises: sub-env 1's answer is read before the error is raised (unread, the
+    # next call would have read it as its own answer). SB3's worker exited on the exception.
+    env = venv("fork", fail_rank=0)
+    try:
+        within(lambda: steps(env, 2))
+        with pytest.raises(SubEnvCallError) as caught:
+            within(lambda: env.env_method("answer"))
+        err = caught.value
+        assert (err.index, err.method, err.error_type, err.stage, err.in_worker) == (
+            0,
+            "answer",
+            "builtins.ValueError",
+            "call",
+            True,
+        )
+        assert str(err).startswith(
+            "sub-env 0: answer() raised builtins.ValueError: sub-env of rank 0 will not answer "
+            "(the sub-env's worker goes on: the vector env can be stepped or closed)"
+        ), err
+        assert isinstance(err.__cause__, ValueError) and "faulty_envs.py" in err.worker_traceback
+        assert env.failure is None and all(p.is_alive() for p in env.processes)
+        assert within(lambda: env.env_method("answer", indices=[1])) == [1]
+        assert within(lambda: env.get_attr("steps_taken")) == [2, 2]
+        within(lambda: env.step(np.zeros(2, dtype=np.int64)))
+        assert within(lambda: env.get_attr("steps_taken")) == [3, 3]
+    finally:
+        within(env.close)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_get_attr_has_attr_and_set_attr_that_raise_are_call_errors_naming_what_was_asked():
+    env = venv("fork", fail_rank=1)
+    try:
+        within(lambda: steps(env, 1))
+        raised = r"^sub-env 1: {} raised builtins\.{}: "
+        with pytest.raises(
+            SubEnvCallError, match=raised.format(r"get_attr\('touchy'\)", "RuntimeError")
+        ):
+            within(lambda: env.get_attr("touchy"))
+        with pytest.raises(
+            SubEnvCallError, match=raised.format(r"has_attr\('touchy'\)", "RuntimeError")
+        ):
+            within(lambda: env.has_attr("touchy"))
+        # a property without a setter on the outermost wrapper (SB3's Monitor)
+        match = raised.format(r"set_attr\('render_mode'\)", "AttributeError")
+        with pytest.raises(SubEnvCallError, match=match):
+            within(lambda: env.set_attr("render_mode", "human", indices=[1]))
+        assert within(lambda: env.get_attr("touchy", indices=[0])) == [0]
+        within(lambda: env.set_attr("fail_at", 99))
+        assert within(lambda: env.get_attr("fail_at")) == [99, 99]
+        within(lambda: env.step(np.zeros(2, dtype=np.int64)))
+    finally:
+        within(env.close)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_a_call_that_raises_in_several_sub_envs_names_the_first_and_notes_the_others():
+    env = venv("fork", fail_rank=-1)
+    try:
+        within(lambda: steps(env, 1))  # the first reset gives each sub-env its rank
+        with pytest.raises(SubEnvCallError, match=r"^sub-env 0: get_attr\('no_such_name'\)") as c:
+            within(lambda: env.get_attr("no_such_name"))
+        assert c.value.__notes__[-1] == "Sub-envs [1] raised too"
+        # a gymcurric error is raised as itself, with a note naming the sub-env
+        within(lambda: env.env_method("set_wrapper_attr", "fail_rank", 1, indices=[1]))
+        with pytest.raises(TaskError, match="not here") as caught:
+            within(lambda: env.env_method("answer", "task"))
+        assert caught.value.__notes__[0].startswith(
+            "raised by answer() of sub-env 1; its worker goes on. In the sub-env's process:\n"
+        )
+        assert within(lambda: env.env_method("answer", indices=[0])) == [0]
+    finally:
+        within(env.close)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_a_worker_that_died_before_a_call_still_breaks_the_env():
+    env = venv("fork", fail_rank=-1)
+    within(lambda: steps(env, 1))
+    os.kill(env.processes[1].pid, signal.SIGKILL)
+    env.processes[1].join(10.0)
+    with pytest.raises(SubEnvError, match=r"sub-env 1: its worker process died during env_m"):
+        within(lambda: env.env_method("answer"))
+    with pytest.raises(WorkerError, match="cannot be used after this error"):
+        env.step(np.zeros(2, dtype=np.int64))
+    within(env.close, 20.0)
     assert not any(p.is_alive() for p in env.processes)

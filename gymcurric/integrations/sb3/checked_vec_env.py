@@ -13,16 +13,26 @@ sub-env failed nor why. And it can wait for ever:
   open in a sibling, and ``recv`` never sees its end.
 
 :class:`CheckedSubprocVecEnv` is SB3's vector env with its own worker loop and pipe ends. The
-worker catches what its env raises (in ``step``, ``reset``, ``env_method``, ..., or while the
-env is built) and sends it back: type, message, traceback and, where it pickles, the exception.
-The main process waits on each pipe and on its worker's process sentinel
-(``multiprocessing.connection.wait``), so a worker's death ends the wait, whoever holds a copy
-of its pipe. Either is raised as a :class:`~gymcurric.errors.SubEnvError` naming the sub-env's
-index, what it was doing and the error (or the signal / exit code); a
-:class:`~gymcurric.errors.GymcurricError` is raised as itself, with a note naming the sub-env.
+worker (``_subproc_worker``) catches what its env raises (in ``step``, ``reset``,
+``env_method``, ..., or while the env is built) and sends it back: type, message, traceback
+and, where it pickles, the exception. The main process waits on each pipe and on its
+worker's process sentinel (``select.poll``, else ``multiprocessing.connection.wait``), so a
+worker's death ends the wait, whoever holds a copy of its pipe. Either is raised as a
+:class:`~gymcurric.errors.SubEnvError` naming the sub-env's index, what it was doing and the
+error (or the signal / exit code); a :class:`~gymcurric.errors.GymcurricError` is raised as
+itself, with a note naming the sub-env.
 The vector env is then broken (other workers' answers to the same command are unread):
 anything but ``close()`` raises, and ``close()`` ends the workers without waiting for answers
 (each gets ``close``, a few seconds to finish, then ``terminate`` / ``kill``).
+
+A sub-env's exception in ``env_method``, ``get_attr``, ``set_attr``, ``has_attr`` or
+``env_is_wrapped`` (or a value of theirs that cannot be sent, or loaded here) breaks nothing:
+the worker goes on, its env as the call left it. It is raised as a
+:class:`~gymcurric.errors.SubEnvCallError` naming the sub-env and the method (a
+:class:`~gymcurric.errors.GymcurricError` as itself, with a note) once the other sub-envs'
+answers to the call are read, so the pipes stay in step and the vector env can be stepped
+again. (SB3's worker exits on such an exception.) A worker that dies or hangs during a call
+breaks the vector env as during a step.
 
 A worker that hangs (a ``step`` that never returns, a deadlocked simulator) neither answers
 nor dies: with ``timeout``, the wait for each answer ends after that many seconds (the same
@@ -36,50 +46,34 @@ at once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
-import pickle
 import select
 import signal
 import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 import gymnasium as gym
-from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper, VecEnvObs
-from stable_baselines3.common.vec_env.patch_gym import _patch_env
+from stable_baselines3.common.vec_env.base_vec_env import (
+    CloudpickleWrapper,
+    VecEnvIndices,
+    VecEnvObs,
+)
 
 from gymcurric._checks import check_timeout
-from gymcurric.errors import GymcurricError, SubEnvError, WorkerError
+from gymcurric.errors import GymcurricError, SubEnvCallError, SubEnvError, WorkerError
+from gymcurric.integrations.sb3._subproc_worker import CALLS, Failure, worker
 from gymcurric.wrappers._sub_envs import error_text, load_pickled_error
 
 __all__ = ["CheckedDummyVecEnv", "CheckedSubprocVecEnv"]
 
 #: Seconds the workers of a broken vector env get to close before they are terminated.
 CLOSE_GRACE_S = 5.0
-
-
-class _Failure(NamedTuple):
-    """What a worker sends back in place of an answer: its env raised."""
-
-    command: str
-    error_type: str
-    message: str
-    traceback: str
-    blob: bytes | None  # the exception, pickled (None where it does not pickle)
-
-
-def _failure(command: str, exc: BaseException) -> _Failure:
-    try:
-        blob: bytes | None = pickle.dumps(exc)
-    except Exception:
-        blob = None
-    kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return _Failure(command, kind, error_text(exc), traceback.format_exc(), blob)
 
 
 def _error(
@@ -106,87 +100,34 @@ def _error(
     return error
 
 
-class _Served:
-    """A worker's env and the commands of SB3's ``SubprocVecEnv`` protocol on it."""
+def _call_error(
+    index: int,
+    message: Any,
+    error_type: str,
+    text: str,
+    worker_traceback: str,
+    original: BaseException | None,
+    stage: str,
+) -> Exception:
+    """The error of a call (``message``, one of ``CALLS``) that failed in sub-env ``index``.
 
-    def __init__(self, env: gym.Env[Any, Any]) -> None:
-        self.env = env
-        self.reset_info: dict[str, Any] | None = {}
-        self.doing = ""
-
-    def run(self, cmd: str, data: Any) -> Any:
-        env = self.env
-        self.doing = f"{cmd}()"
-        if cmd == "step":
-            observation, reward, terminated, truncated, info = env.step(data)
-            done = terminated or truncated
-            info["TimeLimit.truncated"] = truncated and not terminated
-            if done:  # save the final observation where the user can get it, then reset
-                info["terminal_observation"] = observation
-                self.doing = "reset() after an episode's end (in step())"
-                observation, self.reset_info = env.reset()
-            return (observation, reward, done, info, self.reset_info)
-        if cmd == "reset":
-            maybe_options = {"options": data[1]} if data[1] else {}
-            observation, self.reset_info = env.reset(seed=data[0], **maybe_options)
-            return (observation, self.reset_info)
-        if cmd == "render":
-            return env.render()
-        if cmd == "get_spaces":
-            return (env.observation_space, env.action_space)
-        if cmd in ("env_method", "get_attr", "has_attr", "set_attr"):
-            name = data[0] if cmd in ("env_method", "set_attr") else data
-            self.doing = f"{cmd}({name!r})"
-        if cmd == "env_method":
-            return env.get_wrapper_attr(data[0])(*data[1], **data[2])
-        if cmd == "get_attr":
-            return env.get_wrapper_attr(data)
-        if cmd == "has_attr":
-            try:
-                env.get_wrapper_attr(data)
-            except AttributeError:
-                return False
-            return True
-        if cmd == "set_attr":
-            return setattr(env, data[0], data[1])
-        if cmd == "is_wrapped":
-            return is_wrapped(env, data)
-        raise NotImplementedError(f"`{cmd}` is not implemented in the worker")
-
-
-def _worker(remote: Connection, parent_remote: Connection, env_fn: CloudpickleWrapper) -> None:
-    """A sub-env's process: SB3's worker loop, answering a failure instead of dying of it."""
-    parent_remote.close()
-    served: _Served | None = None
-    failed: _Failure | None = None
-    try:
-        served = _Served(_patch_env(env_fn.var()))
-    except KeyboardInterrupt:
-        return
-    except Exception as exc:  # the answer to every command but close
-        failed = _failure("building the env", exc)
-    while True:
-        try:
-            cmd, data = remote.recv()
-        except (EOFError, OSError, KeyboardInterrupt):  # the main process is gone
-            break
-        if cmd == "close":
-            if served is not None:
-                served.env.close()  # an error here ends the worker with its traceback, as SB3's
-            remote.close()
-            break
-        try:
-            reply = failed if served is None else served.run(cmd, data)
-        except KeyboardInterrupt:
-            break
-        except Exception as exc:
-            reply = _failure(served.doing if served else cmd, exc)
-        try:
-            remote.send(reply)
-        except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
-            break
-        except Exception as exc:  # the answer does not pickle
-            remote.send(_failure(f"sending the answer of {cmd}()", exc))
+    Its worker goes on: ``original`` itself with a note where it is gymcurric's, else a
+    :class:`~gymcurric.errors.SubEnvCallError` naming the method (``describe`` for
+    ``env_method('describe')``, else the command: ``get_attr('task_id')``).
+    """
+    cmd, data = message
+    method = data[0] if cmd == "env_method" else _command_name(message)
+    if stage == "call" and isinstance(original, GymcurricError):
+        call = f"{method}()" if cmd == "env_method" else method
+        note = f"raised by {call} of sub-env {index}; its worker goes on"
+        if worker_traceback:
+            note += f". In the sub-env's process:\n{worker_traceback.rstrip()}"
+        original.add_note(note)
+        return original
+    error = SubEnvCallError(index, method, error_type, text, worker_traceback, True, stage)
+    if original is not None:
+        error.__cause__ = original
+    return error
 
 
 def _command_name(message: Any) -> str:
@@ -280,6 +221,11 @@ class _Remote:
         except Exception as exc:  # the answer came whole but does not unpickle here
             self.pending = False
             kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            if self.message[0] in CALLS:  # read whole: the pipe is in step, the worker goes on
+                error = _call_error(
+                    self.index, self.message, kind, error_text(exc), "", exc, "load"
+                )
+                raise error from exc
             what = f"loading its answer to {self.command} in the main process"
             raise venv.broken(SubEnvError(self.index, what, kind, error_text(exc))) from exc
         except BaseException:  # Ctrl-C part way through a message: the pipe is out of step
@@ -288,8 +234,18 @@ class _Remote:
             raise
         self.pending = False
         self.wait_ms, self.wait_s = venv.wait_ms, venv.timeout  # after the first answer
-        if isinstance(message, _Failure):
+        if isinstance(message, Failure):
             original = load_pickled_error(message.blob)
+            if message.goes_on:
+                raise _call_error(
+                    self.index,
+                    self.message,
+                    message.error_type,
+                    message.message,
+                    message.traceback,
+                    original,
+                    message.stage,
+                )
             error = _error(
                 self.index,
                 message.command,
@@ -372,7 +328,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 # one pipe at a time: a forked worker inherits no later worker's end
                 remote, work_remote = ctx.Pipe()
                 args = (work_remote, remote, CloudpickleWrapper(env_fn))
-                process = ctx.Process(target=_worker, args=args, daemon=True)  # type: ignore[attr-defined]
+                process = ctx.Process(target=worker, args=args, daemon=True)  # type: ignore[attr-defined]
                 try:
                     process.start()
                 finally:
@@ -386,6 +342,62 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             self.close()
             raise
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        """SB3's ``env_method``; one that raises in a sub-env ends no worker (``_ask``)."""
+        return self._ask("env_method", (method_name, method_args, method_kwargs), indices)
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """SB3's ``get_attr``; one that raises in a sub-env ends no worker (``_ask``)."""
+        return self._ask("get_attr", attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """SB3's ``set_attr``; one that raises in a sub-env ends no worker (``_ask``)."""
+        self._ask("set_attr", (attr_name, value), indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        """SB3's ``has_attr``; one that raises in a sub-env ends no worker (``_ask``)."""
+        return all(self._ask("has_attr", attr_name, None))
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """SB3's ``env_is_wrapped``; one that raises in a sub-env ends no worker (``_ask``)."""
+        return self._ask("is_wrapped", wrapper_class, indices)
+
+    def _ask(self, cmd: str, data: Any, indices: VecEnvIndices) -> list[Any]:
+        """Send ``(cmd, data)`` (one of SB3's calls) to the sub-envs of ``indices``: their answers.
+
+        Every answer is read before an error is raised, so the pipes stay in step: a sub-env
+        whose call raised (its worker goes on) is raised as a
+        :class:`~gymcurric.errors.SubEnvCallError` (the first such; a note names the others)
+        and the vector env stays usable. A worker that died or hung breaks it, raised at once.
+        """
+        remotes: list[_Remote] = self._get_target_remotes(indices)
+        for remote in remotes:
+            remote.send((cmd, data))
+        answers: list[Any] = []
+        failed: list[tuple[int, Exception]] = []
+        for remote in remotes:
+            try:
+                answers.append(remote.recv())
+            except Exception as exc:
+                if self.failure is not None:  # broken (a death, a hang): close() drains
+                    raise
+                failed.append((remote.index, exc))
+                answers.append(None)
+        if failed:
+            error = failed[0][1]
+            if len(failed) > 1:
+                error.add_note(f"Sub-envs {[i for i, _ in failed[1:]]} raised too")
+            raise error
+        return answers
 
     def check_usable(self) -> None:
         """Raise where a sub-env failed before (it can only be closed), or it is closed."""
@@ -409,12 +421,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         """
         if self.closed:
             return
-        try:  # the answers not read yet (all of them after step_async, as SB3's close)
-            for remote in self.remotes:
-                if self.failure is None and remote.pending:
-                    remote.recv()  # with a timeout, a hung worker ends this wait
-        except Exception:  # broken now (self.failure): closed below without waiting
-            pass
+        for remote in self.remotes:  # the answers not read yet (after step_async: all, as SB3)
+            if self.failure is None and remote.pending:
+                # a call's error (read: the worker goes on), or broken now (self.failure:
+                # closed below without waiting); with a timeout, a hung worker ends the wait
+                with contextlib.suppress(Exception):
+                    remote.recv()
         self.waiting = False
         healthy = self.failure is None
         self.closed = True
