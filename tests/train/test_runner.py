@@ -337,3 +337,35 @@ def test_a_regret_curriculum_gets_its_scores_from_the_runner(tmp_path):
     assert "curriculum/rollout_score_mean" in header and "curriculum/exploratory_frac" in header
     # robust PLR on plain PPO: the buffer that leaves new tasks' steps out of training
     assert PPO.load(tmp_path / "r" / "model.zip").rollout_buffer_class is RegretRolloutBuffer
+
+
+@pytest.mark.slow
+def test_datapack_runs_are_the_same_under_dummy_and_subproc(tmp_path):
+    # SubprocVecEnv's float64 rewards (DummyVecEnv's are float32) changed the returns reported
+    # to the datapack curriculum, rollout/ep_rew_mean and VecNormalize's statistics
+    from tests.train.run_harness import monitor_rows, progress_rows, same_params
+
+    packs = write_packs(tmp_path)
+    runs = {}
+    for vec in ("dummy", "subproc"):
+        cfg = run_config(
+            256,
+            curriculum={"enabled": False},
+            datapacks={"enabled": True, "dir": str(packs)},
+            env={"num_envs": 3, "vectorization": vec},
+            agent={"normalize": True, "kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}},
+        )
+        runs[vec] = run = tmp_path / vec
+        train(cfg, run_dir=run)
+    logs = {
+        vec: [
+            {k: v for k, v in json.loads(line).items() if k != "timestamp"}
+            for line in (run / "datapacks" / "datapack_samples.jsonl").read_text().splitlines()
+        ]
+        for vec, run in runs.items()
+    }
+    assert logs["dummy"] == logs["subproc"] and logs["dummy"]
+    dummy, sub = runs["dummy"], runs["subproc"]
+    assert progress_rows(dummy / "progress.csv") == progress_rows(sub / "progress.csv")
+    assert monitor_rows(dummy) == monitor_rows(sub)
+    assert same_params(dummy / "model.zip", sub / "model.zip")
