@@ -11,7 +11,13 @@ joined, atexit handlers (multiprocessing's clean-up, ``weakref.finalize``) run, 
 script's objects collected (their ``__del__``); only the teardown of the preloaded modules, which
 took a new interpreter about 0.7 s of CPU with torch loaded, is skipped (``os._exit``). A script
 that forgets ``import gymcurric`` still fails: the server checks that gymcurric, Safety-Gymnasium
-and their environments are not loaded before it forks.
+and their environments are not loaded before it forks. On Linux the server ends with the test
+process that started it, and a script's process with the server (``PR_SET_PDEATHSIG``), so a
+killed or interrupted test run leaves neither behind, even while a script hangs.
+
+Known differences from a new interpreter: a submodule the preload imported is reachable as an
+attribute without its import (``torch.utils.tensorboard``: SB3's logger imports it), and the
+preloaded libraries' warning filters are in place. A snippet imports what it uses by name.
 
 Protocol (one JSON line each way): ``[script, stdout_file, stderr_file]`` in; the child's pid,
 then its exit code, out. ``SnippetServer`` is the client.
@@ -49,6 +55,22 @@ def _exit_code(exc: SystemExit) -> int:
         return exc.code
     print(exc.code, file=sys.stderr)
     return 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when ``parent`` (the process that started it) ends.
+
+    Without it a server waiting on a hanging script outlives a killed test run, and the script
+    with it.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the call above
+        os._exit(1)
 
 
 def _run_child(script: str, out_file: str, err_file: str) -> int:
@@ -96,8 +118,10 @@ def _shut_down(code: int) -> None:
         os._exit(code)
 
 
-def serve() -> None:
+def serve(parent: int) -> None:
     """The server's loop: preload, then fork one child per request until stdin closes."""
+    _die_with_parent(parent)
+    server = os.getpid()
     for name in PRELOAD:
         importlib.import_module(name)
     loaded = [m for m in sys.modules if m.split(".")[0] in NOT_PRELOADED]
@@ -111,6 +135,7 @@ def serve() -> None:
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
+            _die_with_parent(server)
             _shut_down(_run_child(script, out_file, err_file))
         print(json.dumps(pid), flush=True)
         _, status = os.waitpid(pid, 0)
@@ -122,9 +147,10 @@ class SnippetServer:
 
     def __init__(self, log: Path, env: dict[str, str]) -> None:
         self._log = log
+        start = f"from tests.snippet_server import serve; serve({os.getpid()})"
         with log.open("w") as err:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", "from tests.snippet_server import serve; serve()"],
+                [sys.executable, "-c", start],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,

@@ -4,8 +4,13 @@ A ```python block is a runnable script; a fragment that is not (it uses names fr
 is fenced ```py instead.
 """
 
+import contextlib
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +116,57 @@ def test_each_snippet_process_draws_its_own_unseeded_numbers(tmp_path, snippet_s
     code = "import numpy as np\nprint(np.random.random())\n"
     first = run_as_script(snippet_server, code, tmp_path)[1]
     assert first != run_as_script(snippet_server, code, tmp_path)[1]
+
+
+# a test run killed while a snippet hangs: the client (pytest) gets SIGKILL, nothing cleans up
+KILLED_CLIENT = """
+import os, sys
+from pathlib import Path
+from tests.snippet_server import SnippetServer
+folder = Path(sys.argv[1])
+SnippetServer(folder / "server.log", dict(os.environ)).run(folder / "snippet.py", timeout=600)
+"""
+HANGING_SNIPPET = """
+import os, time
+with open("pids.part", "w") as f:
+    f.write(f"{os.getppid()} {os.getpid()}")
+os.replace("pids.part", "pids")
+time.sleep(600)
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` has not ended (a zombie waiting to be reaped has), from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
+def test_a_killed_test_run_leaves_no_server_or_snippet_behind(tmp_path):
+    (tmp_path / "snippet.py").write_text(HANGING_SNIPPET)
+    client = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CLIENT, str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]  # server, snippet
+        client.kill()
+        client.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(map(running, pids)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [pid for pid in pids if running(pid)]
+        assert not left, f"server and snippet {pids}: still running after the client died: {left}"
+    finally:
+        client.kill()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
