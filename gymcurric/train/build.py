@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from gymcurric.errors import ConfigError
 from gymcurric.train.config import TrainConfig
@@ -257,7 +258,10 @@ def build_run(
         vec_cls: Any = CheckedDummyVecEnv
         if cfg.env.vectorization == "subproc":
             vec_cls = CheckedSubprocVecEnv
+            # float32 rewards, as DummyVecEnv's (SB3's SubprocVecEnv gives float64): the same
+            # seeded run under either (VecCostMonitor's returns, VecNormalize's statistics)
             vec_kwargs: dict[str, Any] = {"timeout": cfg.env.step_timeout}
+            vec_kwargs["reward_dtype"] = np.float32
             if cfg.env.start_method:
                 vec_kwargs["start_method"] = cfg.env.start_method
             kwargs["vec_env_kwargs"] = vec_kwargs

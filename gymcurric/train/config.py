@@ -57,7 +57,8 @@ class EnvSection:
         kwargs: keyword arguments of ``gym.make``.
         num_envs: parallel copies (>= 1).
         vectorization: ``"dummy"`` (SB3 ``DummyVecEnv``, one process) or ``"subproc"`` (SB3
-            ``SubprocVecEnv``, one process per env).
+            ``SubprocVecEnv``, one process per env). Subproc rewards are float32, as dummy's
+            (the same seeded run without a curriculum).
         start_method: ``fork``, ``forkserver`` or ``spawn`` for ``subproc`` (None: the
             platform default).
         step_timeout: for ``subproc``, the seconds a worker may take to answer a step (or a

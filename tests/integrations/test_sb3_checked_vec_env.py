@@ -242,16 +242,21 @@ def test_a_step_costs_a_few_python_calls_per_sub_env_more_than_sb3s():
     checked = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)
     kwargs["vec_env_kwargs"] = {"start_method": "fork", "timeout": 30.0}
     timed = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)
+    kwargs["vec_env_kwargs"] = {"start_method": "fork", "reward_dtype": np.float32}
+    cast = make_vec_env(MAKE_ID, vec_env_cls=CheckedSubprocVecEnv, **kwargs)
     try:
         calls = _calls_per_step(checked)
         extra = calls - _calls_per_step(sb3)
         with_timeout = _calls_per_step(timed)
+        with_cast = _calls_per_step(cast)
     finally:
         sb3.close()
         checked.close()
         timed.close()
+        cast.close()
     assert extra <= 8 * 4, extra
     assert with_timeout <= calls + 1, (with_timeout, calls)  # the poll's argument: no call more
+    assert with_cast <= calls + 1, (with_cast, calls)  # one astype per step
 
 
 def _trace(cls: Any, **vec_kwargs: Any) -> list[Any]:
@@ -343,6 +348,38 @@ def test_a_healthy_run_with_a_timeout_answers_exactly_as_one_without():
         _trace(CheckedSubprocVecEnv, start_method="fork"),
         _trace(CheckedSubprocVecEnv, start_method="fork", timeout=30.0),
     )
+
+
+def test_with_reward_dtype_float32_a_checked_env_steps_exactly_as_sb3s_dummy_vec_env():
+    # SB3's DummyVecEnv gives float32 rewards (its buffer), SubprocVecEnv float64 (np.stack)
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    def run(cls: Any, **vec_kwargs: Any) -> list[Any]:
+        env_kwargs = {"size": 8, "max_steps": 40, "fail_rank": -1}
+        env = make_vec_env(
+            MAKE_ID, 2, seed=3, vec_env_cls=cls, vec_env_kwargs=vec_kwargs, env_kwargs=env_kwargs
+        )
+        rng = np.random.default_rng(0)
+        try:
+            out = [env.reset()]
+            for _ in range(90):  # two episode ends each
+                out += env.step(rng.integers(0, 4, 2))[:3]
+            return out
+        finally:
+            env.close()
+
+    dummy = run(DummyVecEnv)
+    assert run(CheckedSubprocVecEnv, start_method="fork")[2].dtype == np.float64  # as SB3's
+    _same(dummy, run(CheckedSubprocVecEnv, start_method="fork", reward_dtype=np.float32))
+    assert dummy[2].dtype == np.float32 and any(np.any(r != 0) for r in dummy[2::3])
+
+
+@pytest.mark.parametrize("bad", [np.int64, "abc", bool, [1]])
+def test_a_bad_reward_dtype_is_a_config_error_naming_it_before_any_worker_starts(bad):
+    with pytest.raises(ConfigError) as caught:
+        CheckedSubprocVecEnv([], start_method="fork", reward_dtype=bad)
+    assert caught.value.key == "reward_dtype" and caught.value.value is bad
+    assert "expected a floating numpy dtype" in str(caught.value)
 
 
 def test_a_workers_first_answer_may_take_longer_than_the_timeout():

@@ -369,3 +369,26 @@ def test_datapack_runs_are_the_same_under_dummy_and_subproc(tmp_path):
     assert progress_rows(dummy / "progress.csv") == progress_rows(sub / "progress.csv")
     assert monitor_rows(dummy) == monitor_rows(sub)
     assert same_params(dummy / "model.zip", sub / "model.zip")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["gymcurric/HazardNav-v0", "gymcurric/HazardGrid-v0"])
+def test_runs_without_datapacks_are_the_same_under_dummy_and_subproc(tmp_path, env_id):
+    # SB3's SubprocVecEnv gives float64 rewards, DummyVecEnv float32: VecCostMonitor's returns
+    # (monitor.csv, rollout/ep_rew_mean) and VecNormalize's statistics differed in the last bits
+    from tests.train.run_harness import monitor_rows, progress_rows, same_params
+
+    runs = {}
+    for vec in ("dummy", "subproc"):
+        cfg = run_config(
+            256,
+            curriculum={"enabled": False},
+            env={"id": env_id, "kwargs": {"max_steps": 30}, "num_envs": 3, "vectorization": vec},
+            agent={"normalize": True, "kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}},
+        )
+        runs[vec] = run = tmp_path / vec
+        train(cfg, run_dir=run)
+    dummy, sub = runs["dummy"], runs["subproc"]
+    assert monitor_rows(dummy) == monitor_rows(sub) and monitor_rows(dummy)
+    assert progress_rows(dummy / "progress.csv") == progress_rows(sub / "progress.csv")
+    assert same_params(dummy / "model.zip", sub / "model.zip")

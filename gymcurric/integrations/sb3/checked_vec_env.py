@@ -58,15 +58,24 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 import gymnasium as gym
+import numpy as np
+from numpy.typing import DTypeLike
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import (
     CloudpickleWrapper,
     VecEnvIndices,
     VecEnvObs,
+    VecEnvStepReturn,
 )
 
 from gymcurric._checks import check_timeout
-from gymcurric.errors import GymcurricError, SubEnvCallError, SubEnvError, WorkerError
+from gymcurric.errors import (
+    ConfigError,
+    GymcurricError,
+    SubEnvCallError,
+    SubEnvError,
+    WorkerError,
+)
 from gymcurric.integrations.sb3._subproc_worker import CALLS, Failure, worker
 from gymcurric.wrappers._sub_envs import error_text, load_pickled_error
 
@@ -153,6 +162,20 @@ def _ended(process: Any) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"it exited with code {code}"
+
+
+def _reward_dtype(value: Any, source: str) -> np.dtype[Any] | None:
+    """``reward_dtype`` as a floating numpy dtype, or None."""
+    if value is None:
+        return None
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind != "f":
+        reason = "expected a floating numpy dtype (e.g. numpy.float32) or None"
+        raise ConfigError("reward_dtype", value, reason, source=source)
+    return dtype
 
 
 class _Remote:
@@ -299,10 +322,15 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             within 0.5 s (the worker is alive: hung?); ...``) and the vector env is broken.
             With a timeout, :meth:`close` of a healthy env also ends a worker that takes
             longer than ``max(timeout, CLOSE_GRACE_S)`` to close.
+        reward_dtype: a floating dtype for the rewards ``step_wait`` returns, e.g.
+            ``np.float32``, what SB3's ``DummyVecEnv`` gives (its reward buffer's dtype), so
+            that both vectorizations give the same run (``gymcurric train`` sets it). None (the
+            default) answers as SB3's ``SubprocVecEnv``: ``np.stack`` of the sub-envs' rewards,
+            float64 for Python floats.
 
     Raises:
         ConfigError: ``timeout`` is not a positive, finite number of seconds (at most 1e6) or
-            None.
+            None; ``reward_dtype`` is not a floating dtype or None.
     """
 
     def __init__(
@@ -311,11 +339,13 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         start_method: str | None = None,
         *,
         timeout: float | None = None,
+        reward_dtype: DTypeLike | None = None,
     ) -> None:
         self.waiting = False
         self.closed = False
         self.failure: Exception | None = None
         self.timeout = check_timeout(timeout, source=type(self).__name__)
+        self.reward_dtype = _reward_dtype(reward_dtype, type(self).__name__)
         self.wait_ms = None if self.timeout is None else math.ceil(self.timeout * 1000)
         if start_method is None:
             forkserver = "forkserver" in mp.get_all_start_methods()
@@ -342,6 +372,13 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             self.close()
             raise
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """SB3's ``step_wait``; with ``reward_dtype``, the rewards in that dtype."""
+        observations, rewards, dones, infos = super().step_wait()
+        if self.reward_dtype is not None:
+            rewards = rewards.astype(self.reward_dtype)
+        return observations, rewards, dones, infos
 
     def env_method(
         self,
