@@ -162,6 +162,10 @@ def resumed_together(tmp_path_factory):
         text, marker, code = rest.rpartition("@@ exit ")
         cut_off = f"none: the child ended ({out.returncode}) during this run"
         outputs[run] = (code.strip(), text) if marker else (cut_off, rest)
+    if out.returncode != 0 and all(code == "0" for code, _ in outputs.values()):
+        # the interpreter failed at its end, as each run's own `gymcurric resume` process would
+        ended = f"0, then the child exited {out.returncode}"
+        outputs = {run: (ended, text + out.stdout[-2000:]) for run, (_, text) in outputs.items()}
     return {
         combo: (folder, *outputs[str(folder / "part")], out.stderr)
         for combo, folder in folders.items()
