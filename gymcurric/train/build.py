@@ -161,7 +161,10 @@ def build_env_fn(
 
 class _EnvFactory:
     def __init__(self, cfg: TrainConfig, curriculum: Any, sampler: Any, source: str) -> None:
-        self.cfg, self.curriculum, self.sampler, self.source = cfg, curriculum, sampler, source
+        self.cfg, self.curriculum, self.source = cfg, curriculum, source
+        # whether there is one only: it draws in the main process (VecPresentDatapack), and a
+        # subproc worker gets this factory pickled (the sampler, its table, in every worker)
+        self.datapacks = sampler is not None
 
     def __call__(self) -> gym.Env:
         import gymcurric  # noqa: F401  (registers the ids in a fresh worker process)
@@ -181,7 +184,7 @@ class _EnvFactory:
             env = AnnotateCost(env, nonfinite=cfg.cost.nonfinite)
         if self.curriculum is not None:
             env = SampleCurriculumTask(env, self.curriculum)
-        if self.sampler is not None:
+        if self.datapacks:
             from gymcurric.wrappers.datapack import PresentDatapack
 
             # shows the datapacks VecPresentDatapack draws in the main process

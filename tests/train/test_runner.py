@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -392,3 +393,23 @@ def test_runs_without_datapacks_are_the_same_under_dummy_and_subproc(tmp_path, e
     assert monitor_rows(dummy) == monitor_rows(sub) and monitor_rows(dummy)
     assert progress_rows(dummy / "progress.csv") == progress_rows(sub / "progress.csv")
     assert same_params(dummy / "model.zip", sub / "model.zip")
+
+
+class _Unsendable:
+    def __reduce__(self) -> Any:
+        raise TypeError("the datapack sampler is not sent to the workers")
+
+
+def test_the_sub_env_factory_does_not_carry_the_datapack_sampler():
+    # a subproc worker gets the factory pickled; the sampler draws in the main process only
+    import cloudpickle
+
+    from gymcurric.train.build import build_env_fn
+    from gymcurric.wrappers.datapack import PresentDatapack
+
+    factory = build_env_fn(run_config(curriculum={"enabled": False}), None, _Unsendable())
+    env = cloudpickle.loads(cloudpickle.dumps(factory))()
+    try:
+        assert isinstance(env, PresentDatapack)
+    finally:
+        env.close()
