@@ -160,7 +160,9 @@ class SubEnvCallError(WorkerError):
         in_worker: whether the sub-env runs in a worker process (``AsyncVectorEnv``,
             ``SubprocVecEnv``); False for ``SyncVectorEnv`` / ``DummyVecEnv``.
         stage: ``"call"``: the method raised; ``"send"``: its value cannot be pickled to be
-            sent to the main process; ``"load"``: it was sent and does not load there.
+            sent to the main process; ``"load"``: it was sent and does not load there;
+            ``"args"``: its arguments (or the value to set) do not load in the sub-env's
+            process (a class only the main process has), so it was not called.
     """
 
     def __init__(
@@ -184,6 +186,7 @@ class SubEnvCallError(WorkerError):
         what = {
             "send": f"the value {call} returned cannot be sent to the main process:",
             "load": f"the value {call} returned does not load in the main process:",
+            "args": f"the arguments of {call} do not load in the sub-env's process:",
         }.get(stage, f"{call} raised")
         goes_on = "the sub-env's worker goes on: " if in_worker else ""
         super().__init__(

@@ -116,5 +116,21 @@ class Unloadable:
         return (_refuse, ())
 
 
+def _load_in(pid: int) -> LoadsInOneProcess:
+    if os.getpid() != pid:
+        raise ValueError(f"a LoadsInOneProcess of process {pid} does not load in {os.getpid()}")
+    return LoadsInOneProcess()
+
+
+class LoadsInOneProcess:
+    """Pickles in any process; loads only in the one that made it (a class a worker lacks)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_load_in, (self.pid,))
+
+
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point=FaultyGrid)

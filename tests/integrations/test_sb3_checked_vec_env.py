@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import SubprocVecEnv
 from gymcurric.errors import ConfigError, SubEnvCallError, SubEnvError, TaskError, WorkerError
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
-from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S
+from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S, LoadsInOneProcess
 
 LIMIT_S = 60.0
 
@@ -217,6 +217,47 @@ def test_a_value_that_cannot_cross_the_pipe_is_a_call_error_and_the_env_goes_on(
     assert env.failure is None
     within(lambda: steps(env, 2))
     assert within(lambda: env.get_attr("steps_taken")) == [2, 2]
+    within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_call_arguments_that_do_not_load_in_the_worker_are_a_call_error_and_the_env_goes_on():
+    # a class only the main process has (e.g. defined in a notebook, under spawn): the worker
+    # read the command whole, did nothing, and goes on (it died of it before)
+    env = venv("fork", fail_rank=-1)
+    within(lambda: steps(env, 1))
+    with pytest.raises(SubEnvCallError) as caught:
+        within(lambda: env.set_attr("fail_at", LoadsInOneProcess(), indices=[1]))
+    err = caught.value
+    assert (err.index, err.method, err.stage) == (1, "set_attr('fail_at')", "args")
+    assert str(err).startswith(
+        "sub-env 1: the arguments of set_attr('fail_at') do not load in the sub-env's process: "
+        "builtins.ValueError: a LoadsInOneProcess of process"
+    ), err
+    with pytest.raises(SubEnvCallError) as caught:
+        within(lambda: env.env_method("answer", LoadsInOneProcess()))
+    err = caught.value
+    assert (err.index, err.method, err.stage, err.__notes__[-1]) == (
+        0,
+        "answer",
+        "args",
+        "Sub-envs [1] raised too",
+    )
+    assert env.failure is None
+    within(lambda: steps(env, 2))
+    assert within(lambda: env.get_attr("fail_at")) == [10, 10]  # not set: the pipes in step
+    within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_step_arguments_that_do_not_load_in_the_worker_break_the_env_and_close_ends_it():
+    env = venv("fork", fail_rank=-1)
+    within(lambda: steps(env, 1))
+    with pytest.raises(SubEnvError) as caught:
+        within(lambda: env.step([LoadsInOneProcess(), LoadsInOneProcess()]))
+    assert str(caught.value).startswith(
+        "sub-env 0: step() (its arguments do not load in its worker) raised builtins.ValueError"
+    ), caught.value
     within(env.close, 20.0)
     assert [p.exitcode for p in env.processes] == [0, 0]
 

@@ -31,8 +31,9 @@ CALLS = frozenset(("env_method", "get_attr", "has_attr", "set_attr", "is_wrapped
 class Failure(NamedTuple):
     """What a worker sends back in place of an answer: its env raised.
 
-    ``goes_on``: the worker goes on serving (a call's failure: :data:`CALLS`); ``stage``:
-    ``"call"`` (it raised) or ``"send"`` (its value does not pickle), as
+    ``goes_on``: the worker goes on serving (a call's failure: :data:`CALLS`, or a command
+    that did not load); ``stage``: ``"call"`` (it raised), ``"send"`` (its value does not
+    pickle) or ``"args"`` (the command, its arguments, did not load in the worker), as
     :class:`~gymcurric.errors.SubEnvCallError` names them.
     """
 
@@ -122,6 +123,11 @@ def worker(remote: Connection, parent_remote: Connection, env_fn: CloudpickleWra
             cmd, data = remote.recv()
         except (EOFError, OSError, KeyboardInterrupt):  # the main process is gone
             break
+        except Exception as exc:  # read whole, does not load here (a class only the main
+            # process has): nothing was done, the pipe is in step; the main process knows
+            # which command it sent, and whether it goes on (CALLS)
+            remote.send(failure("loading the command in the worker", exc, True, "args"))
+            continue
         if cmd == "close":
             if served is not None:
                 served.env.close()  # an error here ends the worker with its traceback, as SB3's

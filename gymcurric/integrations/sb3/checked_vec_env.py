@@ -26,7 +26,8 @@ anything but ``close()`` raises, and ``close()`` ends the workers without waitin
 (each gets ``close``, a few seconds to finish, then ``terminate`` / ``kill``).
 
 A sub-env's exception in ``env_method``, ``get_attr``, ``set_attr``, ``has_attr`` or
-``env_is_wrapped`` (or a value of theirs that cannot be sent, or loaded here) breaks nothing:
+``env_is_wrapped`` (or a value of theirs that cannot be sent, or loaded here, or arguments
+that do not load in the worker) breaks nothing:
 the worker goes on, its env as the call left it. It is raised as a
 :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env and the method (a
 :class:`~gymcurric.errors.GymcurricError` as itself, with a note) once the other sub-envs'
@@ -259,7 +260,7 @@ class _Remote:
         self.wait_ms, self.wait_s = venv.wait_ms, venv.timeout  # after the first answer
         if isinstance(message, Failure):
             original = load_pickled_error(message.blob)
-            if message.goes_on:
+            if message.goes_on and self.message[0] in CALLS:
                 raise _call_error(
                     self.index,
                     self.message,
@@ -269,9 +270,12 @@ class _Remote:
                     original,
                     message.stage,
                 )
+            command = message.command
+            if message.stage == "args":  # a step's or reset's: the others' answers are unread
+                command = f"{self.command} (its arguments do not load in its worker)"
             error = _error(
                 self.index,
-                message.command,
+                command,
                 message.error_type,
                 message.message,
                 message.traceback,
