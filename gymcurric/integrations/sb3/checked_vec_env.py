@@ -417,8 +417,10 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
 
         Every answer is read before an error is raised, so the pipes stay in step: a sub-env
         whose call raised (its worker goes on) is raised as a
-        :class:`~gymcurric.errors.SubEnvCallError` (the first such; a note names the others)
-        and the vector env stays usable. A worker that died or hung breaks it, raised at once.
+        :class:`~gymcurric.errors.SubEnvCallError` (a
+        :class:`~gymcurric.errors.GymcurricError` as itself, with a note; the first such, a
+        note names the others) and the vector env stays usable (``failure`` stays None). A
+        worker that died or hung breaks it, raised at once.
         """
         remotes: list[_Remote] = self._get_target_remotes(indices)
         for remote in remotes:
