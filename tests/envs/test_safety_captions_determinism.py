@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,26 @@ def make(env_id: str, **kwargs: Any) -> Any:
     return make_safety_env(env_id, caption=True, **kwargs)
 
 
+@pytest.fixture(scope="module")
+def goal1() -> Iterator[Any]:
+    """One SafetyPointGoal1 env for the tests here, each resetting it with a seed first.
+
+    A re-reset with a seed repeats the captions
+    (``test_a_re_reset_with_the_same_seed_repeats_the_captions_and_another_seed_does_not``), so
+    this saves the builds (about a second each) without changing what a test sees. Asked for with
+    ``request.getfixturevalue`` inside a test, after ``safety_installed`` has run.
+    """
+    env = make("SafetyPointGoal1-v0")
+    yield env
+    env.close()
+
+
 @pytest.mark.parametrize("env_id", ["SafetyPointGoal1-v0", "SafetyCarPush2-v0"])
-def test_two_envs_stepped_in_turn_caption_alike(env_id: str) -> None:
-    first, second = make(env_id), make(env_id)
+def test_two_envs_stepped_in_turn_caption_alike(env_id: str, request: Any) -> None:
+    # two instances all the same: one may be the module's, the other is new
+    shared = env_id == "SafetyPointGoal1-v0"
+    first = request.getfixturevalue("goal1") if shared else make(env_id)
+    second = make(env_id)
     _, a = first.reset(seed=4)
     _, b = second.reset(seed=4)
     captions = [(a["caption"], b["caption"])]
@@ -65,7 +83,8 @@ def test_two_envs_stepped_in_turn_caption_alike(env_id: str) -> None:
         captions.append((first.step(action)[4]["caption"], second.step(action)[4]["caption"]))
     assert all(x == y for x, y in captions), captions
     assert len({x for x, _ in captions}) > 1  # the captions follow the state
-    first.close()
+    if not shared:
+        first.close()
     second.close()
 
 
@@ -95,7 +114,7 @@ def test_captions_on_do_not_change_the_trajectory() -> None:
     off.close()
 
 
-def test_a_vector_env_captions_each_sub_env_as_its_own_seed() -> None:
+def test_a_vector_env_captions_each_sub_env_as_its_own_seed(request: Any) -> None:
     env_id = "SafetyPointGoal1-v0"
     vec = gym.vector.SyncVectorEnv([lambda: make(env_id) for _ in range(2)])
     _, infos = vec.reset(seed=[6, 8])
@@ -106,10 +125,9 @@ def test_a_vector_env_captions_each_sub_env_as_its_own_seed() -> None:
         assert not (terminated.any() or truncated.any())
         vector.append(list(infos["caption"]))
     vec.close()
+    single = request.getfixturevalue("goal1")  # a separate env, reset with each seed
     for i, seed in enumerate((6, 8)):
-        single = make(env_id)
         assert [row[i] for row in vector] == rollout(single, seed, steps=10)
-        single.close()
 
 
 @pytest.mark.slow
