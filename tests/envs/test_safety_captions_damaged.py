@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -23,11 +24,28 @@ from tests.envs.caption_truth import SECTORS, Ambiguous, expected_caption
 pytestmark = [pytest.mark.safety, pytest.mark.usefixtures("safety_installed")]
 
 
-def make(env_id: str, seed: int = 3) -> tuple[Any, Any, str]:
-    """A captioning env reset with ``seed``, its task, and the caption at reset."""
+@pytest.fixture(scope="module")
+def envs() -> Iterator[dict[str, Any]]:
+    """The captioning envs of this module by id, each built once (by ``make``), closed at the end.
+
+    A test resets its env with a seed before damaging it; Safety-Gymnasium's reset builds a new
+    MuJoCo model and data, so what a test damaged is whole again for the next, and the state is
+    the one a new env reset with that seed has (a re-reset repeats the captions:
+    ``test_safety_captions_determinism.py``).
+    """
+    made: dict[str, Any] = {}
+    yield made
+    for env in made.values():
+        env.close()
+
+
+def make(envs: dict[str, Any], env_id: str, seed: int = 3) -> tuple[Any, Any, str]:
+    """The module's env ``env_id`` reset with ``seed``, its task, and the caption at reset."""
     from gymcurric.envs.safety_gymnasium import make_safety_env
 
-    env = make_safety_env(env_id, caption=True)
+    if env_id not in envs:
+        envs[env_id] = make_safety_env(env_id, caption=True)
+    env = envs[env_id]
     _, info = env.reset(seed=seed)
     return env, env.unwrapped.raw_env.task, info["caption"]  # type: ignore[attr-defined]
 
@@ -78,9 +96,9 @@ def word(edge: float) -> str:
     ],
 )  # fmt: skip
 def test_a_nan_object_position_in_the_mujoco_state_is_said_unknown(
-    env_id: str, damage: Any, body: str, unknown: str
+    env_id: str, damage: Any, body: str, unknown: str, envs: dict[str, Any]
 ) -> None:
-    env, task, before = make(env_id)
+    env, task, before = make(envs, env_id)
     agent = task.agent.pos.copy()
     damage(task, body)
     assert not np.isfinite(task.data.xpos[task.model.body(body).id][:2]).all()
@@ -96,22 +114,22 @@ def test_a_nan_object_position_in_the_mujoco_state_is_said_unknown(
     if body == "push_box":
         assert "The box is" not in text  # neither the box's place nor its distance to the goal
         assert sentence(text, "The goal is") == sentence(before, "The goal is") != ""
-    env.close()
 
 
-def test_a_nan_agent_position_gives_no_distances_and_never_raises() -> None:
-    env, task, _ = make("SafetyPointGoal1-v0")
+def test_a_nan_agent_position_gives_no_distances_and_never_raises(envs: dict[str, Any]) -> None:
+    env, task, _ = make(envs, "SafetyPointGoal1-v0")
     nan_into_qpos(task, "agent")
     assert not np.isfinite(task.agent.pos).all()
     text = SafetyTaskCaptioner(task).caption()
     assert text.startswith("The agent's position is unknown."), text
     for said in ("close", "near", "far", "ahead", "behind", "left", "right", "The goal"):
         assert said not in text, text
-    env.close()
 
 
-def test_a_nan_heading_written_into_xmat_gives_true_distances_without_bearings() -> None:
-    env, task, before = make("SafetyPointGoal1-v0")
+def test_a_nan_heading_written_into_xmat_gives_true_distances_without_bearings(
+    envs: dict[str, Any],
+) -> None:
+    env, task, before = make(envs, "SafetyPointGoal1-v0")
     data = task.data
     data.xmat[task.model.body("agent").id] = np.nan  # the data itself, no mj_forward
     text = SafetyTaskCaptioner(task).caption()
@@ -126,11 +144,10 @@ def test_a_nan_heading_written_into_xmat_gives_true_distances_without_bearings()
         for bearing in sorted(SECTORS, key=len, reverse=True):
             stripped = stripped.replace(" " + bearing, "")
         assert stripped in text, (stripped, text)
-    env.close()
 
 
-def test_a_nan_written_into_xpos_after_a_step_is_said_unknown() -> None:
-    env, task, _ = make("SafetyPointGoal2-v0")
+def test_a_nan_written_into_xpos_after_a_step_is_said_unknown(envs: dict[str, Any]) -> None:
+    env, task, _ = make(envs, "SafetyPointGoal2-v0")
     env.step(np.zeros(2))
     xpos = task.data.xpos
     xpos[task.model.body("vase0").id] = np.nan
@@ -139,7 +156,6 @@ def test_a_nan_written_into_xpos_after_a_step_is_said_unknown() -> None:
     assert "The positions of two vases are unknown." in text, text
     xpos[task.model.body("agent").id] = np.nan
     assert SafetyTaskCaptioner(task).caption().startswith("The agent's position is unknown.")
-    env.close()
 
 
 @pytest.mark.parametrize(
@@ -148,11 +164,11 @@ def test_a_nan_written_into_xpos_after_a_step_is_said_unknown() -> None:
      ("SafetyPointGoal1-v0", [np.nan, 0.0])],
 )  # fmt: skip
 def test_nan_into_the_simulator_then_a_step_never_raises_and_stays_truthful(
-    env_id: str, action: Any
+    env_id: str, action: Any, envs: dict[str, Any]
 ) -> None:
     # MuJoCo's mj_step resets the data when it meets a NaN (qpos, or ctrl from the action):
     # the step's caption must describe the state the simulator is then in, not raise
-    env, task, _ = make(env_id)
+    env, task, _ = make(envs, env_id)
     if action is None:
         nan_into_qpos(task, "vase0")
     _, _, _, _, info = env.step(np.zeros(2) if action is None else np.array(action))
@@ -161,8 +177,6 @@ def test_nan_into_the_simulator_then_a_step_never_raises_and_stays_truthful(
         assert info["caption"] == expected_caption(task, "goal", bool(info.get("goal_met")))
     except Ambiguous:  # pragma: no cover - the seeds above are not on a boundary
         pytest.fail("the state is on a bin or sector boundary: choose a seed that is not")
-    finally:
-        env.close()
 
 
 def test_an_object_type_outside_the_vocabulary_is_named_with_its_true_place() -> None:
@@ -211,8 +225,10 @@ def test_an_object_type_outside_the_vocabulary_is_named_with_its_true_place() ->
     env.close()
 
 
-def test_a_lost_goal_button_is_said_unknown_and_every_button_is_an_obstacle() -> None:
-    env, task, before = make("SafetyPointButton1-v0")
+def test_a_lost_goal_button_is_said_unknown_and_every_button_is_an_obstacle(
+    envs: dict[str, Any],
+) -> None:
+    env, task, before = make(envs, "SafetyPointButton1-v0")
     assert "The goal button is" in before
     for lost in (None, 99, -1, 1.5):
         task.buttons.goal_button = lost
@@ -222,4 +238,3 @@ def test_a_lost_goal_button_is_said_unknown_and_every_button_is_an_obstacle() ->
         edges = [task.agent.dist_xy(xy) - task.buttons.size for xy in task.buttons.pos]
         expected = min(3, sum(e < 1.0 for e in edges))
         assert listed.count(",") + listed.count(" and ") + bool(listed) == expected, text
-    env.close()
