@@ -60,6 +60,10 @@ def _exit_code(exc: SystemExit) -> int:
 def _die_with_parent(parent: int) -> None:
     """Linux: SIGKILL this process when ``parent`` (the process that started it) ends.
 
+    Strictly, when the *thread* that started it ends: start a ``SnippetServer`` from a thread
+    that outlives its use (pytest's main thread, where fixtures run; pytest-timeout's
+    ``thread`` method ends the whole process, which is what should end the server then).
+
     Without it a server waiting on a hanging script outlives a killed test run, and the script
     with it.
     """
