@@ -459,6 +459,9 @@ class DataPackCurriculumConfig:
 def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumConfig:
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
+    The suffix is matched in any case (``cur.YAML`` is YAML), as ``gymcurric train --config``
+    matches it; a file with any other suffix is read as JSON.
+
     An empty file (only whitespace or YAML comments, or an empty YAML document) is an error, not
     the shipped default: that default is what no file gives (``DataPackCurriculum()``,
     ``build_sampler(dir)``, ``gymcurric train`` without ``--curriculum-config``).
@@ -475,7 +478,7 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
-    is_yaml = p.suffix in (".yaml", ".yml")
+    is_yaml = p.suffix.lower() in (".yaml", ".yml")
     if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(p)
     try:

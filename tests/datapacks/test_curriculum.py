@@ -340,6 +340,15 @@ def test_bad_file_syntax(tmp_path):
         load_curriculum_config(g)
 
 
+@pytest.mark.parametrize("name", ["cur.YAML", "cur.Yml", "cur.yMl"])
+def test_a_yaml_suffix_in_any_case_is_read_as_yaml(tmp_path, name):
+    # it was read as JSON ("invalid JSON"), while the training config reader lowercases it
+    pytest.importorskip("yaml")
+    f = tmp_path / name
+    f.write_text("window: 20\n")
+    assert load_curriculum_config(f).window == 20
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_config_that_is_not_utf8_is_a_config_error_naming_the_file(tmp_path, suffix):
     f = tmp_path / f"cur{suffix}"
