@@ -16,8 +16,8 @@ Every reader of a user file (datapacks, curriculum configs, training configs) pa
 ``json`` and PyYAML both keep the later of two equal keys without a word, so a config with two
 ``warmup:`` stages (or two ``lr:`` lines) would silently lose the first. Config readers refuse
 that with :func:`loads_json_unique` and :func:`load_yaml_unique` (a :class:`ConfigError` naming
-the file, the key and, for YAML, both lines); the datapack record reader marks such objects with
-:func:`twice_marking_hook` and reports them per record.
+the file, the key's dotted path and, for YAML, both lines); the datapack record reader marks
+such objects with :func:`twice_marking_hook` and reports them per record.
 """
 
 from __future__ import annotations
@@ -201,25 +201,55 @@ def loads_json_unique(text: str, *, source: str = "") -> Any:
         json.JSONDecodeError: invalid JSON (left to the caller, which knows how to name the
             line).
         DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
-        ConfigError: a key given twice in one object (``source`` and the key; JSON's parser
-            gives no line to name).
+        ConfigError: a key given twice in one object (``source`` and the key's dotted path,
+            ``stages[0].a``, as for YAML; JSON's parser gives no line to name).
 
     Examples:
         >>> loads_json_unique('{"a": {"b": 1}}')
         {'a': {'b': 1}}
-        >>> loads_json_unique('{"lr": 1, "lr": 2}', source="run.json")
+        >>> loads_json_unique('{"run": {"lr": 1, "lr": 2}}', source="run.json")
         Traceback (most recent call last):
         ...
-        gymcurric.errors.ConfigError: run.json: invalid value for 'lr': 'lr' (duplicate key: \
-given twice in one JSON object, whose reader keeps only the later; give it once)
+        gymcurric.errors.ConfigError: run.json: invalid value for 'run.lr': 'lr' (duplicate \
+key: given twice in one JSON object, whose reader keeps only the later; give it once)
     """
     found: list[TwiceKeyedDict | None] = [None]
     decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))
     data = loads_json(text, source=source, decoder=decoder)
-    if found[0] is not None:
-        key = found[0].twice[0]
-        raise ConfigError(key, key, _JSON_TWICE, source=source)
+    if found[0] is not None:  # only then is the parsed document walked for the key's path
+        key, path = _twice_path(data, found[0])
+        raise ConfigError(path, key, _JSON_TWICE, source=source)
     return data
+
+
+def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
+    """The key given twice in ``marked`` and its dotted path in ``data`` (``stages[0].a``).
+
+    The notation is :func:`unique_keys_loader`'s for YAML. ``json``'s hook sees no path, so the
+    parsed document is walked (iteratively, in document order) for the marked object. Where the
+    reader dropped that object (it was the first value of a key given twice in an object that
+    holds it), the first marked object still in ``data`` is named instead: its key is given
+    twice too.
+    """
+    first: tuple[str, str] | None = None
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, TwiceKeyedDict):
+            key = node.twice[0]
+            here = (key, f"{path}.{key}" if path else key)
+            if node is marked:
+                return here
+            first = first or here
+        if isinstance(node, dict):
+            items = [(v, f"{path}.{k}" if path else k) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed([item for item in items if isinstance(item[0], dict | list)]))
+    # an object that dropped ``marked`` is marked itself and in ``data``, so ``first`` is set
+    return first or (marked.twice[0], marked.twice[0])
 
 
 def _bounded_loader(base: type[Any], source: str) -> type[Any]:

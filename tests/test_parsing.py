@@ -73,9 +73,10 @@ def test_json_keys_given_twice_are_refused_after_the_syntax_and_depth_errors():
     assert loads_json_unique(NESTED_OK, source="ok.json") == json.loads(NESTED_OK)
     with pytest.raises(ConfigError) as info:  # the inner object is decoded first
         loads_json_unique('{"a": 1, "b": {"c": 1, "d": 0, "c": 2}, "a": 3}', source="x.json")
-    assert (info.value.key, info.value.value, info.value.source) == ("c", "c", "x.json")
+    # named by its dotted path as a YAML duplicate is (the key alone, 'c', before)
+    assert (info.value.key, info.value.value, info.value.source) == ("b.c", "c", "x.json")
     assert str(info.value) == (
-        "x.json: invalid value for 'c': 'c' (duplicate key: given twice in one JSON object, "
+        "x.json: invalid value for 'b.c': 'c' (duplicate key: given twice in one JSON object, "
         "whose reader keeps only the later; give it once)"
     )
     with pytest.raises(json.JSONDecodeError):  # invalid JSON first, wherever the duplicate is
@@ -85,6 +86,29 @@ def test_json_keys_given_twice_are_refused_after_the_syntax_and_depth_errors():
         loads_json_unique(deep, source="x.json")
     with pytest.raises(json.JSONDecodeError, match="BOM"):  # as json.loads
         loads_json_unique('\ufeff{"a": 1}')
+
+
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ('{"lr": 1, "lr": 2}', "lr"),
+        ('{"stages": [{"name": "a"}, {"name": "b", "w": 1, "w": 2}]}', "stages[1].w"),
+        ('[[0, {"x": {"y": 1, "y": 2}}]]', "[0][1].x.y"),
+        # the object with "c" twice is dropped (the first "b"): the one that dropped it is named
+        ('{"a": 0, "b": {"c": 1, "c": 2}, "b": 3}', "b"),
+    ],
+)
+def test_a_json_key_given_twice_is_named_by_its_path_as_in_yaml(text, key):
+    from gymcurric._parsing import load_yaml_unique, loads_json_unique
+
+    with pytest.raises(ConfigError) as info:
+        loads_json_unique(text, source="x.json")
+    assert (info.value.key, info.value.value) == (key, key.rpartition(".")[2].rpartition("]")[2])
+    if key == "stages[1].w":  # the same document in YAML: the same notation
+        pytest.importorskip("yaml")
+        with pytest.raises(ConfigError) as yaml_info:
+            load_yaml_unique(text, source="x.yaml")
+        assert yaml_info.value.key == key
 
 
 def test_yaml_size_aliases_and_depth_are_bounded():

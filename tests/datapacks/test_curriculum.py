@@ -412,6 +412,10 @@ def test_duplicate_keys_are_config_errors_in_gymcurric_format_too(tmp_path, text
         load_curriculum_config(g)
     assert (info.value.key, info.value.source) == ("window", str(g))
     assert str(info.value).startswith(f"{g}: ")
+    # named by its dotted path, as in YAML (the key alone, 'max_tier', before)
+    g.write_text('{"stages": [{"name": "a", "filters": {"max_tier": 1, "max_tier": 2}}]}')
+    with pytest.raises(ConfigError, match=r"'stages\[0\]\.filters\.max_tier': 'max_tier'"):
+        load_curriculum_config(g)
 
 
 def test_a_json_curriculum_config_is_decoded_once(tmp_path, monkeypatch):

@@ -188,7 +188,8 @@ def test_a_key_given_twice_in_a_json_config_is_refused_naming_it(tmp_path):
     path.write_text('{"run": {"total_steps": 100, "total_steps": 200}, "agent": {"algo": "ppo"}}')
     with pytest.raises(ConfigError, match="given twice in one JSON object") as exc:
         load_config(path)
-    assert exc.value.key == "total_steps" and exc.value.source == str(path)
+    # the dotted path, as for YAML (the key alone, "total_steps", before)
+    assert exc.value.key == "run.total_steps" and exc.value.source == str(path)
     path.write_text('{"run": {"total_steps": 100}, "agent": {"algo": "ppo"}}')
     assert load_config(path).run.total_steps == 100
 
