@@ -460,7 +460,8 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
     The suffix is matched in any case (``cur.YAML`` is YAML), as ``gymcurric train --config``
-    matches it; a file with any other suffix is read as JSON.
+    matches it; a file with any other suffix is read as JSON. The file is UTF-8 text; one
+    leading byte order mark (BOM) is accepted in either format.
 
     An empty file (only whitespace or YAML comments, or an empty YAML document) is an error, not
     the shipped default: that default is what no file gives (``DataPackCurriculum()``,
@@ -475,7 +476,8 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML
+        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
     is_yaml = p.suffix.lower() in (".yaml", ".yml")

@@ -370,7 +370,8 @@ def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
 # ------------------------------------------------------------------------------- files
 def _read(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
     is_yaml = path.suffix.lower() in (".yaml", ".yml")
@@ -483,7 +484,8 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     """Read a YAML/JSON config (or start from defaults), apply overrides, validate.
 
     ``path=None`` starts from the defaults; a file that holds no settings (only whitespace or
-    YAML comments) is an error naming it, not the defaults.
+    YAML comments) is an error naming it, not the defaults. The file is UTF-8 text; one leading
+    byte order mark (BOM) is accepted in either format.
 
     Raises:
         ConfigError: a bad key or value; the message names the file and the dotted key. An

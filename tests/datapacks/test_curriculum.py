@@ -349,6 +349,18 @@ def test_a_yaml_suffix_in_any_case_is_read_as_yaml(tmp_path, name):
     assert load_curriculum_config(f).window == 20
 
 
+@pytest.mark.parametrize(
+    "name,text", [("cur.json", '{"window": 20}'), ("cur.yaml", "window: 20\n")]
+)
+def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, name, text):
+    # a JSON one was refused ("Unexpected UTF-8 BOM") while a YAML one was read
+    if name.endswith(".yaml"):
+        pytest.importorskip("yaml")
+    f = tmp_path / name
+    f.write_text("\ufeff" + text, encoding="utf-8")
+    assert load_curriculum_config(f).window == 20
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_config_that_is_not_utf8_is_a_config_error_naming_the_file(tmp_path, suffix):
     f = tmp_path / f"cur{suffix}"

@@ -194,6 +194,17 @@ def test_a_key_given_twice_in_a_json_config_is_refused_naming_it(tmp_path):
     assert load_config(path).run.total_steps == 100
 
 
+@pytest.mark.parametrize(
+    "name,text",
+    [("run.json", '{"run": {"total_steps": 100}}'), ("run.yaml", "run:\n  total_steps: 100\n")],
+)
+def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, name, text):
+    # a JSON one was refused ("not valid JSON: Unexpected UTF-8 BOM"), a YAML one read
+    path = tmp_path / name
+    path.write_text("\ufeff" + text, encoding="utf-8")
+    assert load_config(path).run.total_steps == 100
+
+
 def test_a_json_config_is_decoded_once(tmp_path, monkeypatch):
     # the duplicate-key check decoded the text a second time (json.loads with a hook)
     decoded = []
