@@ -23,7 +23,7 @@ such objects with :func:`twice_marking_hook` and reports them per record.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gymcurric.errors import ConfigError, DataError
@@ -38,6 +38,7 @@ __all__ = [
     "load_yaml_unique",
     "loads_json",
     "loads_json_unique",
+    "twice_marked",
     "twice_marking_hook",
     "unique_keys_loader",
 ]
@@ -222,32 +223,39 @@ key: given twice in one JSON object, whose reader keeps only the later; give it 
     return data
 
 
-def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
-    """The key given twice in ``marked`` and its dotted path in ``data`` (``stages[0].a``).
-
-    The notation is :func:`unique_keys_loader`'s for YAML. ``json``'s hook sees no path, so the
-    parsed document is walked (iteratively, in document order) for the marked object. Where the
-    reader dropped that object (it was the first value of a key given twice in an object that
-    holds it), the first marked object still in ``data`` is named instead: its key is given
-    twice too.
+def twice_marked(data: Any) -> Iterator[tuple[TwiceKeyedDict, str]]:
+    """The objects of ``data`` marked by :func:`twice_marking_hook`, each with the dotted path of
+    its key given twice (``stages[0].a``, :func:`unique_keys_loader`'s notation for YAML), in
+    document order. ``json``'s hook sees no path, so the parsed document is walked (iteratively).
     """
-    first: tuple[str, str] | None = None
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         node, path = stack.pop()
         if isinstance(node, TwiceKeyedDict):
             key = node.twice[0]
-            here = (key, f"{path}.{key}" if path else key)
-            if node is marked:
-                return here
-            first = first or here
+            yield node, f"{path}.{key}" if path else key
         if isinstance(node, dict):
             items = [(v, f"{path}.{k}" if path else k) for k, v in node.items()]
         elif isinstance(node, list):
             items = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
         else:
             continue
-        stack.extend(reversed([item for item in items if isinstance(item[0], dict | list)]))
+        stack.extend(reversed(items))
+
+
+def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
+    """The key given twice in ``marked`` and its dotted path in ``data`` (:func:`twice_marked`).
+
+    Where the reader dropped that object (it was the first value of a key given twice in an
+    object that holds it), the first marked object still in ``data`` is named instead: its key is
+    given twice too.
+    """
+    first: tuple[str, str] | None = None
+    for node, field in twice_marked(data):
+        here = (node.twice[0], field)
+        if node is marked:
+            return here
+        first = first or here
     # an object that dropped ``marked`` is marked itself and in ``data``, so ``first`` is set
     return first or (marked.twice[0], marked.twice[0])
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gymcurric._parsing import TwiceKeyedDict, loads_json, twice_marking_hook
+from gymcurric._parsing import TwiceKeyedDict, loads_json, twice_marked, twice_marking_hook
 from gymcurric.errors import DataError
 
 SUFFIXES = (".json", ".jsonl")
@@ -35,23 +35,12 @@ class RawRecord(NamedTuple):
 
 def _twice_error(data: Any, where: str) -> DataError | None:
     """The first key given twice in ``data``'s objects (document order), named by its path."""
-    stack: list[tuple[Any, str]] = [(data, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, TwiceKeyedDict):
-            key, first, later = node.twice
-            field = f"{path}.{key}" if path else key
-            return DataError(
-                f"{where}: field {field!r}: given twice in one JSON object, whose reader keeps "
-                f"only the later; got {first!r}, then {later!r}"
-            )
-        if isinstance(node, dict):
-            items = [(v, f"{path}.{k}" if path else k) for k, v in node.items()]
-        elif isinstance(node, list):
-            items = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
-        else:
-            continue
-        stack.extend(reversed(items))
+    for node, field in twice_marked(data):
+        _, first, later = node.twice
+        return DataError(
+            f"{where}: field {field!r}: given twice in one JSON object, whose reader keeps "
+            f"only the later; got {first!r}, then {later!r}"
+        )
     return None
 
 
