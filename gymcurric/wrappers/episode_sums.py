@@ -6,7 +6,8 @@ in the main process (``episodes_in_main``) and feeds it a vector step at a time.
 report the same sums, in float64, added in the same order, so the curriculum state is the same
 bit for bit either way. What counts: the reward of every step of the episode, ``info["cost"]``
 where a step's info has it (the episode has no cost when none has), and the success of the
-last step, ``info["is_success"]``, else ``info["success"]`` (:func:`success_of`).
+last step, ``info["is_success"]``, else ``info["success"]`` (read by
+``gymcurric/wrappers/_success.py``, with a ``None`` value counted as absent).
 """
 
 from __future__ import annotations
@@ -16,46 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EpisodeSums", "success_of", "successes_of"]
-
-_SUCCESS_KEYS = (("success", "_success"), ("is_success", "_is_success"))
-
-
-def success_of(info: dict[str, Any]) -> Any:
-    """An episode's success from its last step's info: ``is_success``, else ``success``."""
-    return info.get("is_success", info.get("success"))
-
-
-def successes_of(infos: dict[str, Any], envs: npt.NDArray[np.intp]) -> Any:
-    """:func:`success_of` for ``envs`` of a vector env's infos.
-
-    A float64 array (NaN: none) when every value found is a bool; else a list of the values
-    (``None``: none) for the curriculum to check one by one.
-    """
-    found: list[tuple[np.ndarray, np.ndarray | None]] = []  # (values, mask; None: all)
-    plain = True
-    for key, mask_key in _SUCCESS_KEYS:  # the later key wins, as success_of
-        values = infos.get(key)
-        if values is None:
-            continue
-        values = np.asarray(values)
-        mask = infos.get(mask_key)
-        found.append((values[envs], None if mask is None else np.asarray(mask, dtype=bool)[envs]))
-        plain = plain and values.dtype == np.bool_
-    if plain:
-        out = np.empty(len(envs))
-        out.fill(np.nan)
-        for values, has in found:
-            if has is None:
-                out[:] = values
-            else:
-                out[has] = values[has]
-        return out
-    objs: list[Any] = [None] * len(envs)
-    for values, has in found:
-        for j in range(len(envs)) if has is None else np.flatnonzero(has):
-            objs[j] = values[j].item() if isinstance(values[j], np.generic) else values[j]
-    return objs
+__all__ = ["EpisodeSums"]
 
 
 class EpisodeSums:
