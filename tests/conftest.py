@@ -29,3 +29,19 @@ def safety_installed() -> None:
     from tests.safety_support import needs_safety
 
     needs_safety()
+
+
+@pytest.fixture
+def json_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text ``json.JSONDecoder.decode`` reads during the test, in order."""
+    import json
+
+    decoded: list[str] = []
+    decode = json.JSONDecoder.decode
+
+    def counting(self, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        decoded.append(text)
+        return decode(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONDecoder, "decode", counting)
+    return decoded

@@ -430,20 +430,12 @@ def test_duplicate_keys_are_config_errors_in_gymcurric_format_too(tmp_path, text
         load_curriculum_config(g)
 
 
-def test_a_json_curriculum_config_is_decoded_once(tmp_path, monkeypatch):
+def test_a_json_curriculum_config_is_decoded_once(tmp_path, json_decodes):
     # the duplicate-key check decoded the text a second time (json.loads with a hook)
-    decoded = []
-    decode = json.JSONDecoder.decode
-
-    def counting(self, text, *args, **kwargs):
-        decoded.append(text)
-        return decode(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(json.JSONDecoder, "decode", counting)
     g = tmp_path / "cur.json"
     g.write_text('{"window": 20}')
     assert load_curriculum_config(g).window == 20
-    assert decoded.count('{"window": 20}') == 1
+    assert json_decodes.count('{"window": 20}') == 1
 
 
 EMPTY_CONFIGS = [

@@ -205,22 +205,14 @@ def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, na
     assert load_config(path).run.total_steps == 100
 
 
-def test_a_json_config_is_decoded_once(tmp_path, monkeypatch):
+def test_a_json_config_is_decoded_once(tmp_path, json_decodes):
     # the duplicate-key check decoded the text a second time (json.loads with a hook)
-    decoded = []
-    decode = json.JSONDecoder.decode
-
-    def counting(self, text, *args, **kwargs):
-        decoded.append(text)
-        return decode(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(json.JSONDecoder, "decode", counting)
     path = tmp_path / "run.json"
     # spaced unlike json.dumps: apply_overrides copies the parsed dict through a JSON round trip
     text = '{"run": {"total_steps":100}, "agent": {"algo":"ppo"}}'
     path.write_text(text)
     assert load_config(path).run.total_steps == 100
-    assert decoded.count(text) == 1
+    assert json_decodes.count(text) == 1
 
 
 @pytest.mark.parametrize(
