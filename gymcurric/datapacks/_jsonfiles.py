@@ -1,7 +1,8 @@
 """Raw JSON / JSONL records of a file or a directory, each with where it was read.
 
 A ``.json`` file holds one record or a list of records; a ``.jsonl`` file one record per
-non-blank line. A directory is read file by file in sorted name order. Nothing is validated here
+non-blank line. The suffix is read in any case (``.JSON``, ``.Jsonl``), as the config readers
+read ``.YAML``. A directory is read file by file in sorted name order. Nothing is validated here
 beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place,
 and one with a key given twice in an object (which ``json`` would read as the later value
 without a word) carries the error in :attr:`RawRecord.twice`, for the reader to report once
@@ -45,16 +46,21 @@ def _twice_error(data: Any, where: str) -> DataError | None:
 
 
 def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]:
-    """The ``.json`` / ``.jsonl`` files under ``path`` (or ``path`` itself), sorted."""
+    """The ``.json`` / ``.jsonl`` files (any case) under ``path`` (or ``path`` itself), sorted."""
     root = Path(path)
     if root.is_file():
         return [root]
     if not root.is_dir():
         raise DataError(f"{root}: no such file or directory")
     pattern = "**/*" if recursive else "*"
-    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in SUFFIXES)
+    files = sorted(
+        p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() in SUFFIXES
+    )
     if not files:
-        raise DataError(f"{root}: no .json or .jsonl {what} files found")
+        scope = "subfolders searched too" if recursive else "subfolders not searched"
+        raise DataError(
+            f"{root}: no .json or .jsonl {what} files found (suffix in any case; {scope})"
+        )
     return files
 
 
@@ -68,7 +74,7 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
         return
     found: list[TwiceKeyedDict | None] = [None]  # set when an object had a key given twice
     decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))  # one per file
-    if path.suffix == ".jsonl":
+    if path.suffix.lower() == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue

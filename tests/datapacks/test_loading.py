@@ -112,10 +112,47 @@ def test_duplicate_pack_ids_name_both_files(tmp_path):
 
 
 def test_empty_or_missing_directory(tmp_path):
-    with pytest.raises(DataError, match=r"no \.json or \.jsonl"):
+    (tmp_path / "notes.txt").write_text("{}")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.json").write_text(json.dumps(minimal("a", 0)))
+    with pytest.raises(DataError) as caught:
         load_datapacks(tmp_path)
+    assert str(caught.value) == (  # the folder, the suffixes looked for, and where
+        f"{tmp_path}: no .json or .jsonl datapack files found (suffix in any case; "
+        "subfolders not searched)"
+    )
+    (tmp_path / "sub" / "a.json").unlink()
+    with pytest.raises(DataError, match=r"no \.json .*; subfolders searched too\)$"):
+        load_datapacks(tmp_path, recursive=True)
     with pytest.raises(DataError, match="no such file"):
         load_datapacks(tmp_path / "nope")
+
+
+def test_record_file_suffixes_are_read_in_any_case(tmp_path):
+    # .JSON / .JSONL (which some exporters and Windows tools write) were skipped as if absent,
+    # so a folder of them was "no .json or .jsonl files", as the config readers take .YAML
+    _write_jsonl(tmp_path / "a.JSONL", [minimal("a1", 0), minimal("a2", 1)])
+    (tmp_path / "b.Json").write_text(json.dumps([minimal("b1", 2)]))
+    assert [p.pack_id for p in load_datapacks(tmp_path)] == ["a1", "a2", "b1"]
+    # a single file given by name is read by its suffix too: one record per line
+    assert [p.pack_id for p in load_datapacks(tmp_path / "a.JSONL")] == ["a1", "a2"]
+    bad = tmp_path / "bad.JsonL"
+    _write_jsonl(bad, [minimal("c1", 0), "{not json"])
+    _, errors = validate_datapacks(tmp_path)
+    assert [e.split(": invalid")[0] for e in errors] == [f"{bad}, line 2"]
+
+
+def test_a_leading_bom_is_refused_naming_file_and_line(tmp_path):
+    # deliberate (as json.loads): a BOM is an encoding mistake in a UTF-8 record file
+    for name in ("bom.jsonl", "bom.json", "BOM.JSON"):
+        f = tmp_path / name
+        f.write_text("\ufeff" + json.dumps(minimal("a", 0)) + "\n", encoding="utf-8")
+        with pytest.raises(DataError) as caught:
+            load_datapacks(f)
+        assert str(caught.value).startswith(
+            f"{f}, line 1: invalid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig), column 1)"
+        )
+        f.unlink()
 
 
 def test_episode_arrays_are_loaded_read_only(tmp_path):
