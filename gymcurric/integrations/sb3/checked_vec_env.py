@@ -50,12 +50,9 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing as mp
-import select
-import signal
 import time
 import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 import gymnasium as gym
@@ -70,99 +67,15 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from gymcurric._checks import check_timeout
-from gymcurric.errors import (
-    ConfigError,
-    GymcurricError,
-    SubEnvCallError,
-    SubEnvError,
-    WorkerError,
-)
-from gymcurric.integrations.sb3._subproc_worker import CALLS, Failure, worker
-from gymcurric.wrappers._sub_envs import error_text, load_pickled_error
+from gymcurric.errors import ConfigError, WorkerError
+from gymcurric.integrations.sb3._subproc_remote import Remote, sub_env_error
+from gymcurric.integrations.sb3._subproc_worker import worker
+from gymcurric.wrappers._sub_envs import error_text
 
 __all__ = ["CheckedDummyVecEnv", "CheckedSubprocVecEnv"]
 
 #: Seconds the workers of a broken vector env get to close before they are terminated.
 CLOSE_GRACE_S = 5.0
-
-
-def _error(
-    index: int,
-    command: str,
-    error_type: str,
-    message: str,
-    text: str,
-    original: BaseException | None,
-    in_worker: bool,
-) -> Exception:
-    """The error to raise for sub-env ``index``: ``original`` itself where it is gymcurric's."""
-    if isinstance(original, GymcurricError):
-        where = "in its worker process" if in_worker else "in this process"
-        note = f"sub-env {index}: {command} raised this ({error_type}) {where}; the vector "
-        note += "env cannot go on"
-        if in_worker and text:
-            note += f". In the sub-env's process:\n{text.rstrip()}"
-        original.add_note(note)
-        return original
-    error = SubEnvError(index, command, error_type, message, text, in_worker)
-    if original is not None:
-        error.__cause__ = original
-    return error
-
-
-def _call_error(
-    index: int,
-    message: Any,
-    error_type: str,
-    text: str,
-    worker_traceback: str,
-    original: BaseException | None,
-    stage: str,
-) -> Exception:
-    """The error of a call (``message``, one of ``CALLS``) that failed in sub-env ``index``.
-
-    Its worker goes on: ``original`` itself with a note where it is gymcurric's, else a
-    :class:`~gymcurric.errors.SubEnvCallError` naming the method (``describe`` for
-    ``env_method('describe')``, else the command: ``get_attr('task_id')``).
-    """
-    cmd, data = message
-    method = data[0] if cmd == "env_method" else _command_name(message)
-    if stage == "call" and isinstance(original, GymcurricError):
-        call = f"{method}()" if cmd == "env_method" else method
-        note = f"raised by {call} of sub-env {index}; its worker goes on"
-        if worker_traceback:
-            note += f". In the sub-env's process:\n{worker_traceback.rstrip()}"
-        original.add_note(note)
-        return original
-    error = SubEnvCallError(index, method, error_type, text, worker_traceback, True, stage)
-    if original is not None:
-        error.__cause__ = original
-    return error
-
-
-def _command_name(message: Any) -> str:
-    """``step()``, ``env_method('describe')``: what a command sent to a worker asks."""
-    try:
-        cmd, data = message
-        if cmd in ("env_method", "set_attr"):
-            return f"{cmd}({data[0]!r})"
-        return f"{cmd}({data!r})" if cmd in ("get_attr", "has_attr") else f"{cmd}()"
-    except (TypeError, ValueError, IndexError, KeyError):
-        return "a command"
-
-
-def _ended(process: Any) -> str:
-    """How a worker process ended (waiting a moment for its exit code)."""
-    process.join(1.0)
-    code = process.exitcode
-    if code is None:
-        return "it closed its pipe"
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"it exited with code {code}"
 
 
 def _reward_dtype(value: Any, source: str) -> np.dtype[Any] | None:
@@ -177,127 +90,6 @@ def _reward_dtype(value: Any, source: str) -> np.dtype[Any] | None:
         reason = "expected a floating numpy dtype (e.g. numpy.float32) or None"
         raise ConfigError("reward_dtype", value, reason, source=source)
     return dtype
-
-
-class _Remote:
-    """The main process's end of one worker's pipe, as SB3's methods use it (send, recv).
-
-    ``pending``: a command was sent whose answer is unread; ``close()`` reads those answers
-    only, not every worker's as SB3's does (after a ``step_wait`` interrupted part way, it
-    waited for answers already read). ``in_sync``: False once a ``recv`` was interrupted while
-    it read a message (the rest of it is unread: nothing more is read from the pipe).
-    ``hung``: its worker, alive, did not answer within the vector env's ``timeout``.
-    ``wait_ms`` / ``wait_s``: how long ``recv`` waits (None: no limit); the worker's first
-    answer, which waits for it to start and build its env, has no limit.
-    """
-
-    def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
-        self.venv, self.index, self.conn, self.process = venv, index, conn, process
-        self.message: Any = None  # the last command sent (named on an error only)
-        self.pending = False
-        self.in_sync = True
-        self.hung = False
-        self.wait_ms: int | None = None
-        self.wait_s: float | None = None
-        self.fd = conn.fileno()
-        # the sentinel too: a worker's death ends the wait, whoever holds its pipe open; a
-        # poll object (one call per wait) where there is one, else multiprocessing's wait
-        self.poller = select.poll() if hasattr(select, "poll") else None
-        if self.poller is not None:
-            self.poller.register(self.fd, select.POLLIN)
-            self.poller.register(process.sentinel, select.POLLIN)
-
-    @property
-    def command(self) -> str:
-        """What the last command asked, e.g. ``step()`` (``starting`` before any)."""
-        return "starting" if self.message is None else _command_name(self.message)
-
-    def send(self, message: Any) -> None:
-        venv = self.venv
-        if venv.failure is not None or venv.closed:
-            venv.check_usable()
-        self.message = message
-        try:
-            self.conn.send(message)
-        except OSError as exc:  # BrokenPipeError, ConnectionResetError: the worker is gone
-            raise self._died() from exc
-        self.pending = True
-
-    def recv(self) -> Any:
-        venv = self.venv
-        if venv.failure is not None or venv.closed:
-            venv.check_usable()
-        ready: list[Any]
-        if self.poller is not None:
-            ready = self.poller.poll(self.wait_ms)
-            died = len(ready) == 1 and ready[0][0] != self.fd
-        else:
-            ready = wait([self.conn, self.process.sentinel], self.wait_s)
-            died = self.conn not in ready
-        if not ready:  # neither an answer nor the worker's end within the timeout
-            raise self._hung()
-        if died and not self.conn.poll(0):
-            raise self._died()
-        try:
-            message = self.conn.recv()
-        except (EOFError, OSError) as exc:
-            raise self._died() from exc
-        except Exception as exc:  # the answer came whole but does not unpickle here
-            self.pending = False
-            kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-            if self.message[0] in CALLS:  # read whole: the pipe is in step, the worker goes on
-                error = _call_error(
-                    self.index, self.message, kind, error_text(exc), "", exc, "load"
-                )
-                raise error from exc
-            what = f"loading its answer to {self.command} in the main process"
-            raise venv.broken(SubEnvError(self.index, what, kind, error_text(exc))) from exc
-        except BaseException:  # Ctrl-C part way through a message: the pipe is out of step
-            self.in_sync = False
-            venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
-            raise
-        self.pending = False
-        self.wait_ms, self.wait_s = venv.wait_ms, venv.timeout  # after the first answer
-        if isinstance(message, Failure):
-            original = load_pickled_error(message.blob)
-            if message.goes_on and self.message[0] in CALLS:
-                raise _call_error(
-                    self.index,
-                    self.message,
-                    message.error_type,
-                    message.message,
-                    message.traceback,
-                    original,
-                    message.stage,
-                )
-            command = message.command
-            if message.stage == "args":  # a step's or reset's: the others' answers are unread
-                command = f"{self.command} (its arguments do not load in its worker)"
-            error = _error(
-                self.index,
-                command,
-                message.error_type,
-                message.message,
-                message.traceback,
-                original,
-                True,
-            )
-            raise self.venv.broken(error)
-        return message
-
-    def _hung(self) -> Exception:
-        self.hung = True
-        what = f"no reply within {self.wait_s:g} s (the worker is alive: hung?)"
-        error = SubEnvError(self.index, self.command, None, what, timeout=self.wait_s)
-        return self.venv.broken(error)
-
-    def _died(self) -> Exception:
-        pid = self.process.pid
-        how = f"{_ended(self.process)} (pid {pid})"
-        return self.venv.broken(SubEnvError(self.index, self.command, None, how))
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class CheckedSubprocVecEnv(SubprocVecEnv):
@@ -356,7 +148,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             start_method = "forkserver" if forkserver else "spawn"
         ctx = mp.get_context(start_method)
         self.processes: list[Any] = []
-        self.remotes: list[_Remote] = []
+        self.remotes: list[Remote] = []
         try:
             for index, env_fn in enumerate(env_fns):
                 # one pipe at a time: a forked worker inherits no later worker's end
@@ -368,7 +160,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 finally:
                     work_remote.close()
                 self.processes.append(process)
-                self.remotes.append(_Remote(self, index, remote, process))
+                self.remotes.append(Remote(self, index, remote, process))
             self.remotes[0].send(("get_spaces", None))
             observation_space, action_space = self.remotes[0].recv()
         except BaseException:
@@ -422,7 +214,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         note names the others) and the vector env stays usable (``failure`` stays None). A
         worker that died or hung breaks it, raised at once.
         """
-        remotes: list[_Remote] = self._get_target_remotes(indices)
+        remotes: list[Remote] = self._get_target_remotes(indices)
         for remote in remotes:
             remote.send((cmd, data))
         answers: list[Any] = []
@@ -530,7 +322,7 @@ class _Guarded:
     def _raise(self, command: str, exc: Exception) -> NoReturn:
         kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
         text = "".join(traceback.format_exception(exc))
-        error = _error(self.index, command, kind, error_text(exc), text, exc, False)
+        error = sub_env_error(self.index, command, kind, error_text(exc), text, exc, False)
         if error is exc:  # gymcurric's own, with a note
             raise exc
         raise error from exc
