@@ -16,12 +16,16 @@ key               shape        meaning
                                  written as truncated (it bootstraps)
 ================= ============ ==========================================================
 
-Episodes are streamed into the ring's ``num_envs`` columns (each episode goes to the column
+Episodes are dealt into the ring's ``num_envs`` columns (each episode goes to the column
 with the fewest queued steps) and written in lock-step rows with the same-step layout: the final
 observation of each episode goes to the side store and the next episode of the column starts
 with ``is_first``. When the input ends, the steps that cannot fill a whole row are dropped; a
 column cut in the middle of an episode keeps the next observation of its last written step (so
 that step bootstraps, like a truncation).
+
+All or nothing: every episode is read and checked (arrays, lengths, and that its observations
+and actions fit the ring's fields) before the first row is written, so an episode that is
+refused leaves the ring as it was, and the episodes are held in memory together meanwhile.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from gymcurric.errors import DataError
-from gymcurric.replay._checks import numpy_dtype
+from gymcurric.errors import ConfigError, DataError
+from gymcurric.replay._checks import as_tensor_like, numpy_dtype
 
 if TYPE_CHECKING:  # ring.py imports this module (ReplayRing.extend_from_episodes)
     from gymcurric.replay.ring import ReplayRing
@@ -119,7 +123,7 @@ def _numbers(where: str, key: str, value: np.ndarray) -> np.ndarray:
     return value
 
 
-def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
+def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     where = f"episode {index}"
     arrays = item
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
@@ -146,11 +150,19 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
             f"{where}: 'obs' must have T + 1 = {T + 1} rows (the final observation last), or "
             f"T rows plus 'next_obs'; got {len(obs)} rows"
         )
+    obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
     if obs_dtype is not None and not np.can_cast(obs.dtype, obs_dtype, "same_kind"):
         raise DataError(
             f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
             f"{np.dtype(obs_dtype)} observations"
         )
+    # numpy broadcast a (1,) row into the ring's (2,) observations without a word
+    if obs.shape[1:] != tuple(ring.specs["obs"].shape):
+        raise DataError(
+            f"{where}: 'obs' rows have shape {obs.shape[1:]}; the ring's observations have "
+            f"shape {tuple(ring.specs['obs'].shape)}"
+        )
+    _check_action(where, action, ring)
     cost = _numbers(where, "cost", _array(where, "cost", arrays.get("cost", np.zeros(T))))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
@@ -158,8 +170,24 @@ def _as_episode(item: Any, index: int, obs_dtype: Any) -> _Episode:
     return _Episode(obs, action, reward, cost, bool(term[-1]) if term.size else False)
 
 
+def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
+    """Refuse ``action`` rows that ``push_step`` would refuse (the ring's own check, one row).
+
+    Rows of the wrong shape were a raw ``ValueError`` of ``np.stack`` (or a ``ConfigError``
+    without the episode's name), raised after the rows of earlier episodes were written.
+    """
+    spec = ring.specs["action"]
+    try:
+        as_tensor_like("action", action[0], tuple(spec.shape), spec.dtype, ring.device)
+    except ConfigError as err:
+        raise ConfigError(err.key, err.value, err.reason, source=where) from None
+
+
 def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLoadReport:
     """Append recorded episodes to ``ring`` (see the module docstring for the array layout).
+
+    All or nothing: every episode is read and checked before the first row is written (so
+    they are all in memory together), and a refused one leaves the ring unchanged.
 
     Args:
         ring: the ring to fill (its user fields, if any, are written as zeros).
@@ -171,9 +199,11 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
 
     Raises:
         DataError: an episode lacks an array, has inconsistent lengths, holds a sparse or
-            nested tensor or an array numpy cannot read, or rewards or costs that are not
-            numbers (names the datapack).
-        ConfigError: an array does not fit the ring's field (shape or dtype kind).
+            nested tensor or an array numpy cannot read, rewards or costs that are not
+            numbers, or observations that do not fit the ring's (dtype kind, shape) (names
+            the datapack, or the episode's index).
+        ConfigError: an episode's actions do not fit the ring's action field (shape or dtype
+            kind; names the datapack, or the episode's index).
 
     Examples:
         >>> import numpy as np, torch
@@ -195,6 +225,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     }
     obs_shape = (E, *ring.specs["obs"].shape)
     obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
+    # checked before the first write: a refused episode leaves the ring as it was
+    checked = [_as_episode(item, index, ring) for index, item in enumerate(episodes)]
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     n_episodes = rows = 0
 
@@ -234,8 +266,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             **zeros_extra,
         )
 
-    for index, item in enumerate(episodes):
-        ep = _as_episode(item, index, obs_dtype)
+    for ep in checked:
         n_episodes += 1
         e = int(np.argmin(queued))
         queues[e].append([ep, 0])

@@ -225,3 +225,47 @@ def test_rewards_and_costs_that_are_not_numbers_are_refused_naming_them(key, kin
     after = r.state_dict()["tensors"]
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert r.total_steps == 0
+
+
+def _raises_at_third(ep):
+    yield ep
+    yield ep
+    raise DataError("packs/c.json: datapack 'c': cannot load its episode")
+
+
+REFUSED_THIRD = {  # the third episode of three (or the input itself) refused, and how
+    "reward rows": (lambda ep: dict(ep, reward=ep["reward"][:1]),
+                    DataError, r"^episode 2: 'action' must have T >= 1 rows and 'reward'"),
+    "obs rows broadcast": (lambda ep: dict(ep, obs=ep["obs"][:, :1]),  # (1,) into (2,)
+                           DataError, r"^episode 2: 'obs' rows have shape \(1,\); the ring's "
+                           r"observations have shape \(2,\)$"),
+    "obs rows too wide": (lambda ep: dict(ep, obs=np.zeros((4, 3), np.float32)),
+                          DataError, r"^episode 2: 'obs' rows have shape \(3,\)"),
+    "action rows": (lambda ep: dict(ep, action=np.zeros((3, 2), np.int64)),
+                    ConfigError, r"^episode 2: invalid value for 'action': 'array of shape \(2,\)"),
+    "action dtype": (lambda ep: dict(ep, action=ep["action"].astype(np.float32)),
+                     ConfigError, r"^episode 2: invalid value for 'action': .*float32.*kind"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [*sorted(REFUSED_THIRD), "input raises"])
+def test_a_refused_episode_leaves_the_ring_as_it_was(case):
+    # the rows of the episodes before it were written (a half-extended ring), a wrong obs or
+    # action shape was a raw ValueError of numpy, and a (1,) obs row was broadcast silently
+    ep = episode(0, 3, True)
+    r = ring(num_envs=2)
+    assert extend_from_episodes(r, [episode(5, 4, False), episode(6, 4, True)]).rows == 4
+    before = {k: v.clone() for k, v in r.state_dict()["tensors"].items()}
+    steps, head = r.total_steps, r.head
+    if case == "input raises":
+        with pytest.raises(DataError, match="cannot load its episode"):
+            extend_from_episodes(r, _raises_at_third(ep))
+    else:
+        bad, error, message = REFUSED_THIRD[case]
+        with pytest.raises(error, match=message):
+            extend_from_episodes(r, [ep, ep, bad(ep)])
+    assert (r.total_steps, r.head) == (steps, head)
+    after = r.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    r.check_invariants()
+    assert extend_from_episodes(r, [ep, ep]).rows == 3  # and it takes good episodes after
