@@ -23,16 +23,18 @@ such objects with :func:`twice_marking_hook` and reports them per record.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gymcurric.errors import ConfigError, DataError
+from gymcurric.errors import ConfigError, DataError, GymcurricError
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_YAML_BYTES",
     "MAX_YAML_NODES",
     "TwiceKeyedDict",
+    "drop_bom",
     "is_blank_config",
     "load_yaml",
     "load_yaml_unique",
@@ -78,6 +80,30 @@ def is_blank_config(text: str, *, yaml: bool) -> bool:
     )
 
 
+def drop_bom(text: str, *, source: str = "") -> str:
+    r"""A config file's text without its one leading UTF-8 byte order mark (BOM), if any.
+
+    Windows editors write one; PyYAML skips one and ``json`` refuses it, so the config readers
+    drop it for both formats. A second one is refused by name rather than skipped by YAML and
+    called an "Unexpected UTF-8 BOM (decode using utf-8-sig)" by JSON.
+
+    Raises:
+        DataError: more than one leading BOM (naming ``source`` and how many).
+
+    Examples:
+        >>> drop_bom("\ufeff{}"), drop_bom("{}")
+        ('{}', '{}')
+    """
+    out = text.removeprefix("\ufeff")
+    if out.startswith("\ufeff"):
+        count = len(text) - len(text.lstrip("\ufeff"))
+        raise DataError(
+            f"{_where(source)}starts with {count} UTF-8 byte order marks (BOM); one is accepted, "
+            "remove the others"
+        )
+    return out
+
+
 def _where(source: str) -> str:
     return f"{source}: " if source else ""
 
@@ -120,7 +146,8 @@ def loads_json(text: str, *, source: str = "", decoder: json.JSONDecoder | None 
     Raises:
         json.JSONDecodeError: invalid JSON (left to the caller, which knows how to name the
             line).
-        DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
+        DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels, or an integer with more
+            digits than Python reads (``sys.get_int_max_str_digits()``, 4,300 by default).
 
     Examples:
         >>> loads_json('{"a": [1, 2]}')
@@ -140,6 +167,13 @@ recurse); at most 64 levels of lists / objects are accepted
             data = decoder.decode(text)
     except RecursionError:
         raise _depth_error(source) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer past Python's digit limit (its message names sys)
+        raise DataError(
+            f"{_where(source)}an integer too long to read ({str(exc).partition(';')[0]}; "
+            f"Python reads at most {sys.get_int_max_str_digits():,} digits)"
+        ) from None
     _check_depth(data, source)
     return data
 
@@ -228,19 +262,23 @@ def twice_marked(data: Any) -> Iterator[tuple[TwiceKeyedDict, str]]:
     its key given twice (``stages[0].a``, :func:`unique_keys_loader`'s notation for YAML), in
     document order. ``json``'s hook sees no path, so the parsed document is walked (iteratively).
     """
-    stack: list[tuple[Any, str]] = [(data, "")]
+    stack: list[tuple[Any, str | None]] = [(data, None)]  # None: the document itself
     while stack:
         node, path = stack.pop()
         if isinstance(node, TwiceKeyedDict):
-            key = node.twice[0]
-            yield node, f"{path}.{key}" if path else key
+            yield node, _dotted(path, node.twice[0])
         if isinstance(node, dict):
-            items = [(v, f"{path}.{k}" if path else k) for k, v in node.items()]
+            items = [(v, _dotted(path, k)) for k, v in node.items()]
         elif isinstance(node, list):
-            items = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+            items = [(v, f"{path or ''}[{i}]") for i, v in enumerate(node)]
         else:
             continue
         stack.extend(reversed(items))
+
+
+def _dotted(path: str | None, key: Any) -> str:
+    """``path.key``, or ``key`` at the top of the document (an empty key still adds its dot)."""
+    return str(key) if path is None else f"{path}.{key}"
 
 
 def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
@@ -263,7 +301,7 @@ def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
 def _bounded_loader(base: type[Any], source: str) -> type[Any]:
     """A subclass of the PyYAML loader ``base`` that bounds depth and alias expansion."""
     from yaml.events import AliasEvent
-    from yaml.nodes import MappingNode, SequenceNode
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     class BoundedLoader(base):
         def __init__(self, stream: str) -> None:
@@ -304,6 +342,19 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
             self._expanded[id(node)] = size
             return node
 
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep)
+            except ValueError as exc:  # a constructor's own: a date out of range, a long int
+                if isinstance(exc, GymcurricError):  # ours, from an inner node: named already
+                    raise
+                got = str(node.value) if isinstance(node, ScalarNode) else node.tag
+                got = got if len(got) <= 40 else f"{got[:40]}... ({len(got):,} characters)"
+                raise DataError(
+                    f"{_where(source)}line {node.start_mark.line + 1}: cannot read {got!r} "
+                    f"({str(exc).partition(';')[0]})"
+                ) from None
+
     return BoundedLoader
 
 
@@ -317,8 +368,10 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
 
     Raises:
         DataError: more than :data:`MAX_YAML_BYTES` bytes, nesting deeper than
-            :data:`MAX_JSON_DEPTH`, a recursive alias, or more than :data:`MAX_YAML_NODES`
-            nodes once aliases are expanded.
+            :data:`MAX_JSON_DEPTH`, a recursive alias, more than :data:`MAX_YAML_NODES`
+            nodes once aliases are expanded, or a value PyYAML's constructor refuses with a
+            ``ValueError`` (``2020-02-30``, an integer past Python's digit limit), naming its
+            line.
         yaml.YAMLError: invalid YAML (left to the caller).
         ImportError: PyYAML is not installed.
 
@@ -355,21 +408,18 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
     """
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-    def dotted(path: str, key: Any) -> str:
-        return f"{path}.{key}" if path else str(key)
-
     class UniqueKeyLoader(base):
         def construct_document(self, node: Any) -> Any:
-            self.check_unique(node, "", set())
+            self.check_unique(node, None, set())  # None: the document itself
             return super().construct_document(node)
 
-        def check_unique(self, node: Any, path: str, seen: set[int]) -> None:
+        def check_unique(self, node: Any, path: str | None, seen: set[int]) -> None:
             if id(node) in seen:  # an alias: checked where it is anchored
                 return
             seen.add(id(node))
             if isinstance(node, SequenceNode):
                 for i, child in enumerate(node.value):
-                    self.check_unique(child, f"{path}[{i}]", seen)
+                    self.check_unique(child, f"{path or ''}[{i}]", seen)
             elif isinstance(node, MappingNode):
                 lines: dict[Any, int] = {}
                 for key_node, value_node in node.value:
@@ -380,7 +430,7 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
                     line = key_node.start_mark.line + 1
                     if key in lines:
                         raise ConfigError(
-                            dotted(path, key),
+                            _dotted(path, key),
                             key,
                             "duplicate key: given at line "
                             f"{lines[key]} and line {line} in one YAML mapping, whose reader "
@@ -388,7 +438,7 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
                             source=source,
                         )
                     lines[key] = line
-                    self.check_unique(value_node, dotted(path, key), seen)
+                    self.check_unique(value_node, _dotted(path, key), seen)
 
     return UniqueKeyLoader
 

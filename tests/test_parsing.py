@@ -8,6 +8,7 @@ Deeply nested JSON gave an uncaught ``RecursionError``; a few hundred bytes of Y
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,9 @@ def test_json_keys_given_twice_are_refused_after_the_syntax_and_depth_errors():
         ('[[0, {"x": {"y": 1, "y": 2}}]]', "[0][1].x.y"),
         # the object with "c" twice is dropped (the first "b"): the one that dropped it is named
         ('{"a": 0, "b": {"c": 1, "c": 2}, "b": 3}', "b"),
+        # an empty key keeps its place in the path: 'x' alone named a top-level key not there
+        ('{"": {"x": 1, "x": 2}}', ".x"),
+        ('{"a": {"": [{"x": 1, "x": 2}]}}', "a.[0].x"),
     ],
 )
 def test_a_json_key_given_twice_is_named_by_its_path_as_in_yaml(text, key):
@@ -104,11 +108,38 @@ def test_a_json_key_given_twice_is_named_by_its_path_as_in_yaml(text, key):
     with pytest.raises(ConfigError) as info:
         loads_json_unique(text, source="x.json")
     assert (info.value.key, info.value.value) == (key, key.rpartition(".")[2].rpartition("]")[2])
-    if key == "stages[1].w":  # the same document in YAML: the same notation
+    if key in ("stages[1].w", ".x", "a.[0].x"):  # the same document in YAML: the same notation
         pytest.importorskip("yaml")
         with pytest.raises(ConfigError) as yaml_info:
             load_yaml_unique(text, source="x.yaml")
         assert yaml_info.value.key == key
+
+
+@pytest.mark.parametrize(
+    "text,got",
+    [
+        ("a:\n  b: 2020-02-30\n", "line 2: cannot read '2020-02-30' (day is out of range"),
+        ("a: [" + "9" * 5000 + "]\n", "line 1: cannot read '99999"),
+    ],
+)
+def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(text, got):
+    # a raw ValueError from PyYAML's constructor before (a traceback from gymcurric train)
+    from gymcurric._parsing import load_yaml, load_yaml_unique
+
+    for load in (load_yaml, load_yaml_unique):
+        with pytest.raises(DataError, match="^" + re.escape(f"x.yaml: {got}")):
+            load(text, source="x.yaml")
+
+
+def test_a_json_integer_past_pythons_digit_limit_is_a_data_error_naming_the_file():
+    # a raw ValueError ("use sys.set_int_max_str_digits()") before
+    from gymcurric._parsing import loads_json, loads_json_unique
+
+    text = '{"a": [' + "9" * (sys.get_int_max_str_digits() + 1) + "]}"
+    for load in (loads_json, loads_json_unique):
+        with pytest.raises(DataError, match=r"^x\.json: an integer too long to read \(") as info:
+            load(text, source="x.json")
+        assert "sys.set_int_max_str_digits" not in str(info.value)
 
 
 def test_yaml_size_aliases_and_depth_are_bounded():
@@ -136,12 +167,20 @@ def test_the_shipped_configs_still_load():
 
 # ------------------------------------------------------------------------------- datapacks
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
-def test_deep_json_datapack_is_a_data_error(tmp_path, suffix):
+@pytest.mark.parametrize(
+    "text,got",
+    [
+        (DEEP, "nest"),
+        # an integer past Python's digit limit: a raw ValueError (validate's traceback) before
+        ('{"pack_id": ' + "9" * 5000 + "}", "an integer too long"),
+    ],
+)
+def test_deep_json_datapack_is_a_data_error(tmp_path, suffix, text, got):
     folder = tmp_path / "packs"
     folder.mkdir()
     (folder / "ok.jsonl").write_text(json.dumps(record("p0")) + "\n")
-    (folder / f"deep{suffix}").write_text(DEEP + "\n")
-    with pytest.raises(DataError, match=rf"deep{suffix}.*nest"):
+    (folder / f"deep{suffix}").write_text(text + "\n")
+    with pytest.raises(DataError, match=rf"deep{suffix}.*{got}"):
         load_datapacks(folder)
     packs, errors = validate_datapacks(folder)
     assert [p.pack_id for p in packs] == ["p0"]

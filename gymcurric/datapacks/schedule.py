@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import is_blank_config, load_yaml_unique, loads_json_unique
+from gymcurric._parsing import drop_bom, is_blank_config, load_yaml_unique, loads_json_unique
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
@@ -461,7 +461,7 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
 
     The suffix is matched in any case (``cur.YAML`` is YAML), as ``gymcurric train --config``
     matches it; a file with any other suffix is read as JSON. The file is UTF-8 text; one
-    leading byte order mark (BOM) is accepted in either format.
+    leading byte order mark (BOM) is accepted in either format, not two.
 
     An empty file (only whitespace or YAML comments, or an empty YAML document) is an error, not
     the shipped default: that default is what no file gives (``DataPackCurriculum()``,
@@ -476,10 +476,14 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """
     p = Path(path)
     try:
-        # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML
-        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("path", str(p), f"cannot read ({exc})") from exc
+    try:
+        # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML
+        text = drop_bom(text)
+    except DataError as exc:  # a second one
+        raise ConfigError("file", str(p), str(exc), source=str(p)) from None
     is_yaml = p.suffix.lower() in (".yaml", ".yml")
     if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(p)

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gymcurric._checks import check_int, check_timeout
-from gymcurric._parsing import is_blank_config, load_yaml, loads_json_unique, unique_keys_loader
+from gymcurric._parsing import (
+    drop_bom,
+    is_blank_config,
+    load_yaml,
+    loads_json_unique,
+    unique_keys_loader,
+)
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
 __all__ = [
@@ -370,10 +376,12 @@ def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
 # ------------------------------------------------------------------------------- files
 def _read(path: Path) -> Any:
     try:
-        # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML
-        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # missing, a folder, not UTF-8 text
         raise ConfigError("--config", str(path), f"cannot read it: {exc}") from exc
+    # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML; a
+    # DataError naming the file for a second one
+    text = drop_bom(text, source=str(path))
     is_yaml = path.suffix.lower() in (".yaml", ".yml")
     if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(path)
@@ -485,12 +493,13 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
 
     ``path=None`` starts from the defaults; a file that holds no settings (only whitespace or
     YAML comments) is an error naming it, not the defaults. The file is UTF-8 text; one leading
-    byte order mark (BOM) is accepted in either format.
+    byte order mark (BOM) is accepted in either format (more than one is a ``DataError``).
 
     Raises:
         ConfigError: a bad key or value; the message names the file and the dotted key. An
             empty file, naming it.
-        DataError: the file is not valid YAML/JSON.
+        DataError: the file is not valid YAML/JSON, or a value in it cannot be read (a YAML date
+            out of range, an integer of more digits than Python reads).
         DependencyNotInstalled: a YAML file without pyyaml (``pip install "gymcurric[train]"``).
     """
     source = str(path) if path is not None else "defaults"

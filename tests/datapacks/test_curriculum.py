@@ -359,6 +359,30 @@ def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, na
     f = tmp_path / name
     f.write_text("\ufeff" + text, encoding="utf-8")
     assert load_curriculum_config(f).window == 20
+    # a second one is refused by name: YAML read it, JSON said "decode using utf-8-sig"
+    f.write_text("\ufeff\ufeff" + text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"starts with 2 UTF-8 byte order marks") as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value, info.value.source) == ("file", str(f), str(f))
+
+
+@pytest.mark.parametrize(
+    "name,text,got",
+    [
+        ("cur.yaml", "window: 2020-02-30\n", "cannot read '2020-02-30'"),
+        ("cur.json", '{"window": ' + "9" * 5000 + "}", "an integer too long to read"),
+    ],
+)
+def test_a_value_the_parser_cannot_build_is_named_as_such(tmp_path, name, text, got):
+    # YAML's was called "invalid JSON"; JSON's told to call sys.set_int_max_str_digits()
+    if name.endswith(".yaml"):
+        pytest.importorskip("yaml")
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=got) as info:
+        load_curriculum_config(f)
+    assert "invalid JSON" not in str(info.value) and "sys.set_int" not in str(info.value)
+    assert info.value.source == str(f)
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

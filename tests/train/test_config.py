@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -203,6 +204,25 @@ def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, na
     path = tmp_path / name
     path.write_text("\ufeff" + text, encoding="utf-8")
     assert load_config(path).run.total_steps == 100
+    # a second one is refused by name: YAML read it, JSON said "decode using utf-8-sig"
+    path.write_text("\ufeff\ufeff" + text, encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}: starts with 2 UTF-8 byte"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    "name,text,got",
+    [
+        ("run.yaml", "run:\n  seed: 2020-02-30\n", ": line 2: cannot read '2020-02-30'"),
+        ("run.json", '{"run": {"seed": ' + "9" * 5000 + "}}", ": an integer too long to read"),
+    ],
+)
+def test_a_value_the_parser_cannot_build_is_a_data_error_naming_the_file(tmp_path, name, text, got):
+    # a raw ValueError (a traceback from gymcurric train) before
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DataError, match="^" + re.escape(f"{path}{got}")):
+        load_config(path)
 
 
 def test_a_json_config_is_decoded_once(tmp_path, json_decodes):
