@@ -224,7 +224,8 @@ class SubEnvError(WorkerError):
         worker_traceback: the exception's traceback, formatted where it was raised ("" if none).
         in_worker: whether the sub-env runs in a worker process (False for ``DummyVecEnv``).
         timeout: the seconds waited for an answer that did not come while the worker lived
-            (``CheckedSubprocVecEnv(timeout=...)``: a hung sub-env); None otherwise.
+            (``CheckedSubprocVecEnv(timeout=...)``: a hung sub-env; ``build_timeout=...``: one
+            hung while it was built, ``command`` ``"building the env"``); None otherwise.
     """
 
     def __init__(

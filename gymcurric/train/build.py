@@ -264,6 +264,7 @@ def build_run(
             # float32 rewards, as DummyVecEnv's (SB3's SubprocVecEnv gives float64): the same
             # seeded run under either (VecCostMonitor's returns, VecNormalize's statistics)
             vec_kwargs: dict[str, Any] = {"timeout": cfg.env.step_timeout}
+            vec_kwargs["build_timeout"] = cfg.env.build_timeout
             vec_kwargs["reward_dtype"] = np.float32
             if cfg.env.start_method:
                 vec_kwargs["start_method"] = cfg.env.start_method

@@ -12,7 +12,7 @@ Example:
     >>> cfg.agent.algo, cfg.env.num_envs
     ('ppo', 4)
     >>> apply_overrides(cfg.to_dict(), ["agent.algo=ppolag", "env.num_envs=2"])["env"]
-    {'id': 'gymcurric/HazardGrid-v0', 'kwargs': {}, 'num_envs': 2, 'vectorization': 'dummy', 'start_method': None, 'step_timeout': None}
+    {'id': 'gymcurric/HazardGrid-v0', 'kwargs': {}, 'num_envs': 2, 'vectorization': 'dummy', 'start_method': None, 'step_timeout': None, 'build_timeout': None}
 """  # noqa: E501
 
 from __future__ import annotations
@@ -70,8 +70,13 @@ class EnvSection:
         step_timeout: for ``subproc``, the seconds a worker may take to answer a step (or a
             reset, or any other command) before the run ends with an error naming the hung
             sub-env (``CheckedSubprocVecEnv(timeout=...)``); None (the default) waits for ever.
-            A worker's first answer, which waits for it to start and build its env, has no
-            limit.
+            A worker's first answer, which waits for it to start and build its env, is limited
+            by ``build_timeout`` instead.
+        build_timeout: for ``subproc``, the seconds each worker may take to start and build its
+            env (the env's constructor, imports included) before the run ends with an error
+            naming the sub-env (``CheckedSubprocVecEnv(build_timeout=...)``); every sub-env is
+            then built before training starts. None (the default) waits for ever. Separate from
+            ``step_timeout``: building often takes far longer than a step.
     """
 
     id: str = "gymcurric/HazardNav-v0"
@@ -80,20 +85,23 @@ class EnvSection:
     vectorization: Literal["dummy", "subproc"] = "dummy"
     start_method: Literal["fork", "forkserver", "spawn"] | None = None
     step_timeout: float | None = None
+    build_timeout: float | None = None
 
     def _check(self, key: str, source: str | None) -> None:
         check_int(f"{key}.num_envs", self.num_envs, source=source)
         if not self.id:
             raise ConfigError(f"{key}.id", self.id, "expected an env id", source=source)
-        check_timeout(self.step_timeout, f"{key}.step_timeout", source=source)
-        if self.step_timeout is not None and self.vectorization != "subproc":
-            raise ConfigError(
-                f"{key}.step_timeout",
-                self.step_timeout,
-                f"only subproc workers can be timed out; {key}.vectorization is "
-                f"{self.vectorization!r} (set it to 'subproc', or step_timeout to null)",
-                source=source,
-            )
+        for name in ("step_timeout", "build_timeout"):
+            value = getattr(self, name)
+            check_timeout(value, f"{key}.{name}", source=source)
+            if value is not None and self.vectorization != "subproc":
+                raise ConfigError(
+                    f"{key}.{name}",
+                    value,
+                    f"only subproc workers can be timed out; {key}.vectorization is "
+                    f"{self.vectorization!r} (set it to 'subproc', or {name} to null)",
+                    source=source,
+                )
 
 
 @dataclass(frozen=True)

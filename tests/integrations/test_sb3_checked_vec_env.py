@@ -12,8 +12,6 @@ import os
 import pickle
 import pstats
 import signal
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,27 +26,7 @@ from gymcurric.errors import ConfigError, SubEnvCallError, SubEnvError, TaskErro
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S, LoadsInOneProcess
-
-LIMIT_S = 60.0
-
-
-def within(call: Callable[[], Any], limit: float = LIMIT_S) -> Any:
-    """``call()`` in a thread: its value or its exception, or a failure after ``limit`` s."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = call()
-        except BaseException as exc:
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(limit)
-    assert not thread.is_alive(), f"{call} still waits after {limit} s (a hang)"
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
+from tests.integrations.checked_vec_env_support import within
 
 
 def venv(kind: str, timeout: float | None = None, **env_kwargs: Any) -> Any:

@@ -44,6 +44,9 @@ def test_defaults_round_trip_through_json():
             float("inf"),
         ),
         ({"env": {"vectorization": "dummy", "step_timeout": 5}}, "env.step_timeout", 5),
+        ({"env": {"vectorization": "subproc", "build_timeout": 0}}, "env.build_timeout", 0),
+        ({"env": {"vectorization": "subproc", "build_timeout": "60"}}, "env.build_timeout", "60"),
+        ({"env": {"vectorization": "dummy", "build_timeout": 60}}, "env.build_timeout", 60),
     ],
 )
 def test_bad_values_name_the_dotted_key_and_the_value(data, key, value):
@@ -54,12 +57,12 @@ def test_bad_values_name_the_dotted_key_and_the_value(data, key, value):
     assert "my.yaml" in str(exc.value)
 
 
-def test_step_timeout_is_for_subproc_workers_and_reaches_the_vector_env():
+def test_step_and_build_timeouts_are_for_subproc_workers_and_reach_the_vector_env():
     from gymcurric.train.build import build_run
 
     with pytest.raises(ConfigError, match="only subproc workers can be timed out"):
         TrainConfig.from_dict({"env": {"step_timeout": 5}})  # dummy by default
-    assert TrainConfig().env.step_timeout is None
+    assert TrainConfig().env.step_timeout is None and TrainConfig().env.build_timeout is None
     cfg = TrainConfig.from_dict(
         {
             "env": {
@@ -68,13 +71,14 @@ def test_step_timeout_is_for_subproc_workers_and_reaches_the_vector_env():
                 "vectorization": "subproc",
                 "start_method": "fork",
                 "step_timeout": 2.5,
+                "build_timeout": 60,
             },
             "curriculum": {"enabled": False},
         }
     )
     built = build_run(cfg)
     try:
-        assert built.venv.unwrapped.timeout == 2.5
+        assert (built.venv.unwrapped.timeout, built.venv.unwrapped.build_timeout) == (2.5, 60.0)
     finally:
         built.close()
 

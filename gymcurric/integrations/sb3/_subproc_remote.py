@@ -109,9 +109,12 @@ class Remote:
     only, not every worker's as SB3's does (after a ``step_wait`` interrupted part way, it
     waited for answers already read). ``in_sync``: False once a ``recv`` was interrupted while
     it read a message (the rest of it is unread: nothing more is read from the pipe).
-    ``hung``: its worker, alive, did not answer within the vector env's ``timeout``.
-    ``wait_ms`` / ``wait_s``: how long ``recv`` waits (None: no limit); the worker's first
-    answer, which waits for it to start and build its env, has no limit.
+    ``hung``: its worker, alive, did not answer in time (``timeout``, ``build_timeout``), or
+    was still building its env when the vector env's construction failed: ``close()``
+    terminates it at once.
+    ``wait_ms`` / ``wait_s``: how long ``recv`` waits (None: no limit): the vector env's
+    ``build_timeout`` for the worker's first answer, which waits for it to start and build its
+    env (``built``: that answer came), its ``timeout`` for the others.
     """
 
     def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
@@ -120,8 +123,9 @@ class Remote:
         self.pending = False
         self.in_sync = True
         self.hung = False
-        self.wait_ms: int | None = None
-        self.wait_s: float | None = None
+        self.built = False
+        self.wait_ms: int | None = venv.build_wait_ms
+        self.wait_s: float | None = venv.build_timeout
         self.fd = conn.fileno()
         # the sentinel too: a worker's death ends the wait, whoever holds its pipe open; a
         # poll object (one call per wait) where there is one, else multiprocessing's wait
@@ -178,6 +182,7 @@ class Remote:
             venv.broken(WorkerError(f"sub-env {self.index}: interrupted reading its answer"))
             raise
         self.pending = False
+        self.built = True
         self.wait_ms, self.wait_s = venv.wait_ms, venv.timeout  # after the first answer
         if isinstance(message, Failure):
             original = load_pickled_error(message.blob)
@@ -208,8 +213,11 @@ class Remote:
 
     def _hung(self) -> Exception:
         self.hung = True
-        what = f"no reply within {self.wait_s:g} s (the worker is alive: hung?)"
-        error = SubEnvError(self.index, self.command, None, what, timeout=self.wait_s)
+        command, what = self.command, "hung?"
+        if not self.built:  # its first answer: the worker had yet to build its env
+            command, what = "building the env", "hung while building its env?"
+        what = f"no reply within {self.wait_s:g} s (the worker is alive: {what})"
+        error = SubEnvError(self.index, command, None, what, timeout=self.wait_s)
         return self.venv.broken(error)
 
     def _died(self) -> Exception:

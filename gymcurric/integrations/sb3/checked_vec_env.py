@@ -39,7 +39,9 @@ A worker that hangs (a ``step`` that never returns, a deadlocked simulator) neit
 nor dies: with ``timeout``, the wait for each answer ends after that many seconds (the same
 ``poll`` call, given a time limit: nothing more per step), raising a
 :class:`~gymcurric.errors.SubEnvError` that says so; ``close()`` terminates the hung worker
-at once.
+at once. An env that hangs while it is built (in its factory) is such a worker too: with
+``build_timeout``, the constructor waits that long for each sub-env to be built, then raises
+(naming the sub-env, "building the env") once every worker it started is ended.
 
 :class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
 ``reset``, with the original exception as the ``__cause__``.
@@ -113,11 +115,21 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         timeout: seconds to wait for each answer of a worker (a ``step``, ``reset``,
             ``env_method``, ...), measured from the moment the main process waits for it;
             None (the default) waits for ever, as SB3. A worker's first answer, which waits
-            for it to start and build its env, has no limit. An answer that does not come in
+            for it to start and build its env, is limited by ``build_timeout`` instead (building
+            often takes far longer than a step). An answer that does not come in
             time is a :class:`~gymcurric.errors.SubEnvError` (``sub-env 1: step(): no reply
             within 0.5 s (the worker is alive: hung?); ...``) and the vector env is broken.
             With a timeout, :meth:`close` of a healthy env also ends a worker that takes
             longer than ``max(timeout, CLOSE_GRACE_S)`` to close.
+        build_timeout: seconds each worker may take to start and build its env (its
+            factory's call, imports included: allow for ``spawn`` and a loaded machine),
+            measured from the moment the main process waits for it. With it, the constructor
+            waits for every sub-env to be built (in parallel; without it, for sub-env 0 only, as
+            SB3), and one that does not answer in time is a
+            :class:`~gymcurric.errors.SubEnvError` (``sub-env 1: building the env: no reply
+            within 60 s (the worker is alive: hung while building its env?); ...``), raised
+            once every worker is ended (a worker still building is terminated at once). None
+            (the default) waits for ever, as SB3.
         reward_dtype: a floating dtype for the rewards ``step_wait`` returns, e.g.
             ``np.float32``, what SB3's ``DummyVecEnv`` gives (its reward buffer's dtype), so
             that both vectorizations give the same run (``gymcurric train`` sets it). None (the
@@ -125,8 +137,8 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             float64 for Python floats.
 
     Raises:
-        ConfigError: ``timeout`` is not a positive, finite number of seconds (at most 1e6) or
-            None; ``reward_dtype`` is not a floating dtype or None.
+        ConfigError: ``timeout`` or ``build_timeout`` is not a positive, finite number of
+            seconds (at most 1e6) or None; ``reward_dtype`` is not a floating dtype or None.
     """
 
     def __init__(
@@ -135,6 +147,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         start_method: str | None = None,
         *,
         timeout: float | None = None,
+        build_timeout: float | None = None,
         reward_dtype: DTypeLike | None = None,
     ) -> None:
         self.waiting = False
@@ -143,6 +156,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         self.timeout = check_timeout(timeout, source=type(self).__name__)
         self.reward_dtype = _reward_dtype(reward_dtype, type(self).__name__)
         self.wait_ms = None if self.timeout is None else math.ceil(self.timeout * 1000)
+        self.build_timeout = check_timeout(
+            build_timeout, "build_timeout", source=type(self).__name__
+        )
+        self.build_wait_ms = None
+        if self.build_timeout is not None:
+            self.build_wait_ms = math.ceil(self.build_timeout * 1000)
         if start_method is None:
             forkserver = "forkserver" in mp.get_all_start_methods()
             start_method = "forkserver" if forkserver else "spawn"
@@ -161,10 +180,18 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                     work_remote.close()
                 self.processes.append(process)
                 self.remotes.append(Remote(self, index, remote, process))
-            self.remotes[0].send(("get_spaces", None))
-            observation_space, action_space = self.remotes[0].recv()
+            # with a build_timeout, every worker's build (in parallel) is waited for here: a
+            # hang is named now, not at the first reset
+            first = self.remotes if self.build_timeout is not None else self.remotes[:1]
+            for asked in first:
+                asked.send(("get_spaces", None))
+            spaces = [asked.recv() for asked in first]
+            observation_space, action_space = spaces[0]
         except BaseException:
             self.failure = self.failure or WorkerError("the vector env could not be started")
+            for started in self.remotes:  # still building (no env to close yet; it may hang)
+                with contextlib.suppress(OSError):
+                    started.hung |= started.pending and not started.conn.poll(0)
             self.close()
             raise
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)

@@ -1,0 +1,62 @@
+"""Helpers of the CheckedSubprocVecEnv tests: a time limit on a call, and env factories.
+
+``make_grid`` is what a worker calls (under any start method: it is found by its module's
+name); it leaves a file named by its process id in ``pid_dir``, so that a test can check that
+every worker it started was ended and reaped, also where the vector env was never built.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from tests.faulty_envs import MAKE_ID
+
+#: Seconds a call may take before the test fails instead of hanging.
+LIMIT_S = 60.0
+
+
+def within(call: Callable[[], Any], limit: float = LIMIT_S) -> Any:
+    """``call()`` in a thread: its value or its exception, or a failure after ``limit`` s."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as exc:
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert not thread.is_alive(), f"{call} still waits after {limit} s (a hang)"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def make_grid(pid_dir: str, **env_kwargs: Any) -> gym.Env[Any, Any]:
+    """A healthy FaultyGrid (``env_kwargs``: e.g. ``build_s``), its process's id noted first."""
+    Path(pid_dir, str(os.getpid())).touch()
+    return gym.make(MAKE_ID, size=8, max_steps=40, fail_rank=-1, **env_kwargs)
+
+
+def grid_factories(pid_dir: Path, build_s: list[float]) -> list[Callable[[], Any]]:
+    """One ``make_grid`` factory per entry of ``build_s``, the seconds its env takes to build."""
+    return [functools.partial(make_grid, str(pid_dir), build_s=s) for s in build_s]
+
+
+def ended(pids: list[int]) -> bool:
+    """Whether none of the processes ``pids`` (children of this one) runs or is a zombie."""
+    return not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def worker_pids(pid_dir: Path) -> list[int]:
+    """The process ids that ``make_grid`` noted in ``pid_dir``."""
+    return sorted(int(path.name) for path in pid_dir.iterdir())
