@@ -1,12 +1,14 @@
 """CheckedSubprocVecEnv from start to close: a hang while building, an interrupted wait, fds.
 
 An env that hung in its constructor blocked the vector env's construction for ever (a worker's
-first answer had no time limit). Every call that could hang runs in a thread with a time limit,
+first answer had no time limit). After a Ctrl-C while it waited for an answer, the next command
+read that answer as its own. Every call that could hang runs in a thread with a time limit,
 so a regression fails, not hangs.
 """
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import numpy as np
@@ -14,10 +16,12 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from gymcurric.errors import ConfigError, SubEnvError
+from stable_baselines3.common.env_util import make_vec_env
+
+from gymcurric.errors import ConfigError, SubEnvError, WorkerError
 from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
-from tests.faulty_envs import HANG_S
+from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
 from tests.integrations.checked_vec_env_support import ended, grid_factories, within, worker_pids
 
 # ------------------------------------------------------------ an env that hangs while built
@@ -97,3 +101,64 @@ def test_a_bad_build_timeout_is_a_config_error_naming_it_before_any_worker_start
     assert caught.value.key == "build_timeout" and caught.value.value is bad
     expected = f"CheckedSubprocVecEnv: invalid value for 'build_timeout': {bad!r} (expected"
     assert str(caught.value).startswith(expected), caught.value
+
+
+# ------------------------------------------------ a wait interrupted: the answer comes later
+
+
+def _subproc(**env_kwargs: Any) -> Any:
+    """Two FaultyGrid sub-envs (ranks 0, 1) in a CheckedSubprocVecEnv under fork."""
+    env_kwargs = {"size": 8, "max_steps": 40, **env_kwargs}
+    vec_kwargs = {"start_method": "fork"}
+    return within(
+        lambda: make_vec_env(
+            MAKE_ID,
+            2,
+            seed=0,
+            vec_env_cls=CheckedSubprocVecEnv,
+            vec_env_kwargs=vec_kwargs,
+            env_kwargs=env_kwargs,
+        )
+    )
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def test_a_command_after_an_interrupted_wait_raises_instead_of_reading_the_late_answer():
+    # sub-env 1's step 2 takes SLEEP_S; Ctrl-C comes while step_wait waits for it. Its answer
+    # came later and the next command read it as its own: get_attr answered a step's tuple
+    env = _subproc(fail_at=2, fail_rank=1, fail_mode="sleep")
+    actions = np.zeros(2, dtype=np.int64)
+    within(lambda: (env.reset(), env.step(actions)))
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, SLEEP_S / 3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step(actions)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    undefined = r"interrupted while waiting for its answer to step\(\); the vector env is in "
+    undefined += "an undefined state"
+    with pytest.raises(WorkerError, match=undefined):
+        within(lambda: env.get_attr("steps_taken"))
+    with pytest.raises(WorkerError, match=undefined):
+        within(lambda: env.step(actions))
+    within(env.close, 20.0)  # without waiting for the late answer
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_a_command_to_a_worker_whose_answer_is_unread_raises():
+    # however the read was skipped (an interrupt between two reads of step_wait's): the next
+    # step read sub-env 1's old answer as its new one
+    env = _subproc(fail_rank=-1)
+    actions = np.zeros(2, dtype=np.int64)
+    within(lambda: (env.reset(), env.step(actions)))
+    env.step_async(actions)
+    within(env.remotes[0].recv)  # what step_wait read before it was interrupted
+    with pytest.raises(WorkerError, match=r"^sub-env 1: its answer to step\(\) is unread; "):
+        within(lambda: env.step(actions))
+    within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]

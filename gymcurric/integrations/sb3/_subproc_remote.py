@@ -105,10 +105,13 @@ def how_it_ended(process: Any) -> str:
 class Remote:
     """The main process's end of one worker's pipe, as SB3's methods use it (send, recv).
 
-    ``pending``: a command was sent whose answer is unread; ``close()`` reads those answers
+    ``pending``: a command was sent whose answer is unread (sending another then is an error:
+    its answer would be read as the new command's, after a Ctrl-C for example, which also
+    breaks the vector env where it ends the wait for an answer); ``close()`` reads those answers
     only, not every worker's as SB3's does (after a ``step_wait`` interrupted part way, it
     waited for answers already read). ``in_sync``: False once a ``recv`` was interrupted while
-    it read a message (the rest of it is unread: nothing more is read from the pipe).
+    it read a message (the rest of it is unread: nothing more is read from the pipe), or a
+    ``send`` while it wrote one (close() sends nothing more: the worker reads the pipe's end).
     ``hung``: its worker, alive, did not answer in time (``timeout``, ``build_timeout``), or
     was still building its env when the vector env's construction failed: ``close()``
     terminates it at once.
@@ -143,11 +146,20 @@ class Remote:
         venv = self.venv
         if venv.failure is not None or venv.closed:
             venv.check_usable()
+        if self.pending:  # a wait interrupted between two reads: read now, it would pass for
+            # this command's answer
+            raise venv.broken(self._undefined(f"its answer to {self.command} is unread"))
         self.message = message
         try:
             self.conn.send(message)
         except OSError as exc:  # BrokenPipeError, ConnectionResetError: the worker is gone
             raise self._died() from exc
+        except BaseException as exc:
+            if isinstance(exc, Exception):  # it does not pickle: nothing was sent
+                raise
+            self.in_sync = False  # Ctrl-C: the command may be half sent
+            venv.broken(self._undefined(f"interrupted sending it {self.command}"))
+            raise
         self.pending = True
 
     def recv(self) -> Any:
@@ -155,12 +167,17 @@ class Remote:
         if venv.failure is not None or venv.closed:
             venv.check_usable()
         ready: list[Any]
-        if self.poller is not None:
-            ready = self.poller.poll(self.wait_ms)
-            died = len(ready) == 1 and ready[0][0] != self.fd
-        else:
-            ready = wait([self.conn, self.process.sentinel], self.wait_s)
-            died = self.conn not in ready
+        try:
+            if self.poller is not None:
+                ready = self.poller.poll(self.wait_ms)
+                died = len(ready) == 1 and ready[0][0] != self.fd
+            else:
+                ready = wait([self.conn, self.process.sentinel], self.wait_s)
+                died = self.conn not in ready
+        except BaseException:  # Ctrl-C: the answer comes later, unread (close() reads none)
+            what = f"interrupted while waiting for its answer to {self.command}"
+            venv.broken(self._undefined(what))
+            raise
         if not ready:  # neither an answer nor the worker's end within the timeout
             raise self._hung()
         if died and not self.conn.poll(0):
@@ -219,6 +236,13 @@ class Remote:
         what = f"no reply within {self.wait_s:g} s (the worker is alive: {what})"
         error = SubEnvError(self.index, command, None, what, timeout=self.wait_s)
         return self.venv.broken(error)
+
+    def _undefined(self, what: str) -> WorkerError:
+        """The error for a command and answer out of step (an interrupted wait or send)."""
+        return WorkerError(
+            f"sub-env {self.index}: {what}; the vector env is in an undefined state (a later "
+            "answer would be read as another command's): close it"
+        )
 
     def _died(self) -> Exception:
         pid = self.process.pid

@@ -43,6 +43,12 @@ at once. An env that hangs while it is built (in its factory) is such a worker t
 ``build_timeout``, the constructor waits that long for each sub-env to be built, then raises
 (naming the sub-env, "building the env") once every worker it started is ended.
 
+A Ctrl-C (``KeyboardInterrupt``) while the main process waits for an answer leaves that answer
+to come later, unread: the vector env is broken (the next command raises a
+:class:`~gymcurric.errors.WorkerError` saying so, instead of reading that answer as its own);
+``close()`` ends the workers without waiting for it. So is a command sent to a worker whose
+last answer is unread, however that happened.
+
 :class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
 ``reset``, with the original exception as the ``__cause__``.
 """
