@@ -3,8 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from typing import Literal
 
 HELP = "continue a run directory from its last checkpoint (exactly, for dummy envs)"
+
+
+def _step_timeout(text: str) -> float | None:
+    """``--step-timeout``'s value: seconds, or ``none`` for no limit (as the config's null)."""
+    from gymcurric._checks import MAX_TIMEOUT_S, check_timeout
+
+    if text.strip().lower() in ("none", "null"):
+        return None
+    try:
+        return check_timeout(float(text), "--step-timeout")
+    except ValueError:  # not a number; or 0, negative, nan, inf, too large (a ConfigError)
+        raise argparse.ArgumentTypeError(
+            f"expected seconds > 0 and <= {MAX_TIMEOUT_S:g}, or 'none' (no limit); got {text!r}"
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,25 +31,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="train until this many steps (default: the config's)",
     )
+    parser.add_argument(
+        "--step-timeout",
+        type=_step_timeout,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="replace the run's env.step_timeout (subproc runs): the seconds a worker may take "
+        "to answer, or 'none' for no limit; written into the run's config.json, so a later "
+        "resume keeps it (default: the config's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Resume and print the summary."""
     from pathlib import Path
 
+    from gymcurric.errors import ConfigError
     from gymcurric.train._checkpoint import latest_steps
     from gymcurric.train._progress import run_with_progress
     from gymcurric.train.build import round_to_steps
     from gymcurric.train.cli_train import announce_rounding, print_summary
     from gymcurric.train.runner import load_run_config, resume
 
-    asked = load_run_config(Path(args.run_dir), args.total_steps)
+    # absent unless given (argparse.SUPPRESS): None is "no limit", not "keep the config's"
+    step_timeout: float | Literal["keep"] | None = getattr(args, "step_timeout", "keep")
+    try:
+        asked = load_run_config(Path(args.run_dir), args.total_steps, step_timeout)
+    except ConfigError as err:  # a run that cannot take it (not subproc): name the option
+        if err.key != "step_timeout":
+            raise
+        raise ConfigError("--step-timeout", err.value, err.reason, source=err.source) from None
     cfg = announce_rounding(asked, round_to_steps(asked, str(Path(args.run_dir))))
     result = run_with_progress(
         cfg.run.progress_bar,
         cfg.run.total_steps,
         latest_steps(Path(args.run_dir)),
-        lambda cb: resume(args.run_dir, total_steps=args.total_steps, progress=cb),
+        lambda cb: resume(
+            args.run_dir, total_steps=args.total_steps, step_timeout=step_timeout, progress=cb
+        ),
     )
     print_summary(result)
     return 0

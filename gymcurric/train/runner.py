@@ -27,6 +27,7 @@ VecNormalize statistics, curriculum and counters still continue).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -36,7 +37,7 @@ import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -460,13 +461,23 @@ def train(
         raise
 
 
-def load_run_config(path: Path, total_steps: int | None = None) -> TrainConfig:
+def load_run_config(
+    path: Path,
+    total_steps: int | None = None,
+    step_timeout: float | Literal["keep"] | None = "keep",
+) -> TrainConfig:
     """The config a run directory was trained with (``total_steps`` replaced when given).
+
+    ``step_timeout`` replaces ``env.step_timeout`` (seconds, or None for no limit) unless it
+    is ``"keep"``.
 
     Raises:
         DataError: no ``config.json``, or one that is damaged (naming the file).
-        ConfigError: a ``config.json`` whose values are invalid (naming the file and key).
+        ConfigError: a ``config.json`` whose values are invalid (naming the file and key); a
+            ``step_timeout`` that is not seconds > 0 or None, or one for a run whose
+            ``env.vectorization`` is not ``subproc``.
     """
+    from gymcurric._checks import check_timeout
     from gymcurric._parsing import loads_json
 
     cfg_file = path / "config.json"
@@ -480,28 +491,46 @@ def load_run_config(path: Path, total_steps: int | None = None) -> TrainConfig:
         raise DataError(f"{cfg_file}: not a gymcurric run config (no 'run' section)")
     if total_steps is not None:
         data["run"]["total_steps"] = int(total_steps)
-    return TrainConfig.from_dict(data, source=str(cfg_file))
+    cfg = TrainConfig.from_dict(data, source=str(cfg_file))
+    if isinstance(step_timeout, str) and step_timeout == "keep":
+        return cfg
+    check_timeout(step_timeout, "step_timeout")
+    if step_timeout is not None and cfg.env.vectorization != "subproc":
+        raise ConfigError(
+            "step_timeout",
+            step_timeout,
+            "only subproc workers can be timed out; this run's env.vectorization is "
+            f"{cfg.env.vectorization!r}",
+            source=str(cfg_file),
+        )
+    env = dataclasses.replace(cfg.env, step_timeout=check_timeout(step_timeout))
+    return dataclasses.replace(cfg, env=env)
 
 
 def resume(
     run_dir: str | Path,
     *,
     total_steps: int | None = None,
+    step_timeout: float | Literal["keep"] | None = "keep",
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Continue the run in ``run_dir`` from its newest complete checkpoint (to ``total_steps``).
 
     Works in a new process: everything is rebuilt from ``config.json`` and the checkpoint.
-    The logs are first cut back to the checkpoint, so no row is written twice.
+    The logs are first cut back to the checkpoint, so no row is written twice. A new
+    ``total_steps`` or ``step_timeout`` (``env.step_timeout``: seconds, or None for no limit;
+    ``"keep"`` keeps the run's) is written into ``config.json``, so a later resume keeps it.
 
     Raises:
         DataError: the directory has no config or no complete checkpoint, or a checkpoint file
             is damaged (the message names it).
+        ConfigError: a bad ``step_timeout`` (see :func:`load_run_config`).
     """
     import torch
 
     path = Path(run_dir)
-    cfg = round_to_steps(load_run_config(path, total_steps), str(path / "config.json"))
+    asked = load_run_config(path, total_steps, step_timeout)
+    cfg = round_to_steps(asked, str(path / "config.json"))
     ckpt, manifest = recover(path)
     tree, arrays = _read_state(ckpt)
     cut_logs(path, manifest["logs"])

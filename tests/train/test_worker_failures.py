@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,92 @@ def test_a_checkpoint_naming_sb3s_dummy_vec_env_restores_onto_the_checked_one():
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.slow
+def test_resume_step_timeout_times_out_a_run_that_hung(tmp_path):
+    # a run that hung without env.step_timeout could only be resumed with a limit by editing
+    # its config.json by hand: `resume --step-timeout` sets it, and config.json keeps it
+    from gymcurric.train.runner import load_run_config
+
+    env = {"start_method": "fork", "kwargs": {"fail_mode": "hang"}}
+    config = _config(tmp_path, "subproc", **env)
+    run = tmp_path / "run"
+    # the first part ends before sub-env 1's step 100 (64 steps each), without a limit
+    argv = ["train", "--config", str(config), "--run-dir", str(run), "run.total_steps=128"]
+    assert cli.main(argv) == 0
+    assert load_run_config(run).env.step_timeout is None
+    # the resumed workers count their steps from 0 again: sub-env 1 hangs at its step 100
+    args = ["resume", str(run), "--step-timeout", "2", "--total-steps", "512"]
+    out = run_cli(*args, check=False, timeout=LIMIT_S)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "gymcurric resume: error: sub-env 1: step(): no reply within 2 s (the worker is alive: "
+        "hung?); the vector env cannot go on"
+    ), out.stderr
+    assert json.loads((run / "config.json").read_text())["env"]["step_timeout"] == 2.0
+    assert load_run_config(run).env.step_timeout == 2.0  # what a later resume runs with
+    assert load_run_config(run, step_timeout=None).env.step_timeout is None  # --step-timeout none
+
+
+@pytest.mark.parametrize(
+    ("value", "vectorization", "message"),
+    [
+        ("0", "subproc", r"argument --step-timeout: expected seconds > 0 and <= 1e\+06, or "
+         r"'none' \(no limit\); got '0'"),
+        ("nan", "subproc", "argument --step-timeout: expected seconds > 0 .*; got 'nan'"),
+        ("soon", "subproc", "argument --step-timeout: expected seconds > 0 .*; got 'soon'"),
+        ("5", "dummy", r"{config}: invalid value for '--step-timeout': 5.0 \(only subproc "
+         r"workers can be timed out; this run's env.vectorization is 'dummy'\)$"),
+    ],
+)  # fmt: skip
+def test_resume_step_timeout_refuses_what_the_config_key_refuses(
+    tmp_path, capsys, value, vectorization, message
+):
+    # checked before anything is built; the run's config.json is left as it was
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = run_config(env={"vectorization": vectorization}, curriculum={"enabled": False})
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    before = (run / "config.json").read_text()
+    try:
+        code = cli.main(["resume", str(run), "--step-timeout", value])
+    except SystemExit as exit_:  # argparse's usage error
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(f"gymcurric resume: error: {message.format(config=run / 'config.json')}",
+                        err), err  # fmt: skip
+    assert (run / "config.json").read_text() == before
+
+
+def _subproc_run(tmp_path: Path) -> Path:
+    """A run directory holding only the config.json of a subproc run (enough for the checks)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = run_config(env={"vectorization": "subproc"}, curriculum={"enabled": False})
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    return run
+
+
+@pytest.mark.parametrize(("value", "expected"), [("7.5", 7.5), ("none", None), ("NULL", None)])
+def test_resume_step_timeout_reaches_resume(tmp_path, monkeypatch, value, expected):
+    # the resume itself (which writes config.json before training) is the slow test above
+    from gymcurric.train import runner
+
+    calls = []
+
+    def resume(run_dir, **kwargs):
+        calls.append(kwargs)
+        raise KeyboardInterrupt  # stop here: nothing to train
+
+    monkeypatch.setattr(runner, "resume", resume)
+    run = _subproc_run(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["resume", str(run), "--step-timeout", value])
+    assert calls[0]["step_timeout"] == expected
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["resume", str(run)])
+    assert calls[1]["step_timeout"] == "keep"
+    assert runner.load_run_config(run, step_timeout=expected).env.step_timeout == expected
+    assert runner.load_run_config(run, step_timeout=3).env.step_timeout == 3.0
