@@ -9,6 +9,7 @@ so a regression fails, not hangs.
 from __future__ import annotations
 
 import signal
+import threading
 from typing import Any
 
 import numpy as np
@@ -161,4 +162,33 @@ def test_a_command_to_a_worker_whose_answer_is_unread_raises():
     with pytest.raises(WorkerError, match=r"^sub-env 1: its answer to step\(\) is unread; "):
         within(lambda: env.step(actions))
     within(env.close, 20.0)
+    assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+# ------------------------------------------------------- a call whose value does not pickle
+
+
+def test_set_attr_with_a_value_that_does_not_pickle_names_it_and_the_env_goes_on():
+    # pickle's raw TypeError ("cannot pickle '_thread.lock' object") named neither
+    env = _subproc(fail_rank=-1)
+    try:
+        within(lambda: env.reset())
+        lock = threading.Lock()
+        with pytest.raises(ConfigError) as caught:
+            within(lambda: env.set_attr("fail_at", lock, indices=[1]))
+        err = caught.value
+        assert (err.key, err.value, err.source) == (
+            "value",
+            lock,
+            "CheckedSubprocVecEnv.set_attr('fail_at')",
+        )
+        assert "(a _thread.lock that does not pickle (TypeError: cannot pickle" in str(err)
+        assert isinstance(err.__cause__, TypeError) and env.failure is None
+        with pytest.raises(ConfigError, match=r"env_method\('answer'\): invalid value for 'met"):
+            within(lambda: env.env_method("answer", lock))
+        within(lambda: env.set_attr("fail_at", 7, indices=[1]))
+        within(lambda: env.step(np.zeros(2, dtype=np.int64)))
+        assert within(lambda: env.get_attr("fail_at")) == [10, 7]
+    finally:
+        within(env.close, 20.0)
     assert [p.exitcode for p in env.processes] == [0, 0]

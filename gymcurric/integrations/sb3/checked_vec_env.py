@@ -27,7 +27,8 @@ anything but ``close()`` raises, and ``close()`` ends the workers without waitin
 
 A sub-env's exception in ``env_method``, ``get_attr``, ``set_attr``, ``has_attr`` or
 ``env_is_wrapped`` (or a value of theirs that cannot be sent, or loaded here, or arguments
-that do not load in the worker) breaks nothing:
+that do not load in the worker) breaks nothing (nor do arguments that do not pickle here: a
+:class:`~gymcurric.errors.ConfigError` naming them and their type, nothing sent):
 the worker goes on, its env as the call left it. It is raised as a
 :class:`~gymcurric.errors.SubEnvCallError` naming the sub-env and the method (a
 :class:`~gymcurric.errors.GymcurricError` as itself, with a note) once the other sub-envs'
@@ -84,6 +85,22 @@ __all__ = ["CheckedDummyVecEnv", "CheckedSubprocVecEnv"]
 
 #: Seconds the workers of a broken vector env get to close before they are terminated.
 CLOSE_GRACE_S = 5.0
+
+
+def _unsendable(cmd: str, data: Any, exc: Exception, owner: str) -> ConfigError:
+    """The error for a call whose arguments do not pickle (nothing was sent: the env goes on)."""
+    if cmd == "set_attr":
+        key, value, call = "value", data[1], f"set_attr({data[0]!r})"
+    elif cmd == "env_method":
+        key, value, call = "method_args", (data[1], data[2]), f"env_method({data[0]!r})"
+    else:  # is_wrapped's class, or a name (get_attr, has_attr)
+        key, value, call = "wrapper_class" if cmd == "is_wrapped" else "attr_name", data, cmd
+    what, it = f"a {type(value).__module__}.{type(value).__qualname__} that does", "it"
+    if cmd == "env_method":  # (args, kwargs): its type says nothing
+        what, it = "arguments that do", "they"
+    reason = f"{what} not pickle ({type(exc).__name__}: {error_text(exc)}), so {it} cannot be "
+    reason += "sent to the sub-envs' worker processes; nothing was sent, the vector env goes on"
+    return ConfigError(key, value, reason, source=f"{owner}.{call}")
 
 
 def _reward_dtype(value: Any, source: str) -> np.dtype[Any] | None:
@@ -224,7 +241,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         return self._ask("get_attr", attr_name, indices)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """SB3's ``set_attr``; one that raises in a sub-env ends no worker (``_ask``)."""
+        """SB3's ``set_attr``; one that raises in a sub-env ends no worker (``_ask``).
+
+        Raises:
+            ConfigError: ``value`` does not pickle (it is sent to each worker process), naming
+                the attribute and the value's type; nothing was set, the vector env goes on.
+        """
         self._ask("set_attr", (attr_name, value), indices)
 
     def has_attr(self, attr_name: str) -> bool:
@@ -245,11 +267,22 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         :class:`~gymcurric.errors.SubEnvCallError` (a
         :class:`~gymcurric.errors.GymcurricError` as itself, with a note; the first such, a
         note names the others) and the vector env stays usable (``failure`` stays None). A
-        worker that died or hung breaks it, raised at once.
+        worker that died or hung breaks it, raised at once. Arguments that do not pickle
+        (nothing is sent) are a :class:`~gymcurric.errors.ConfigError` naming them.
         """
         remotes: list[Remote] = self._get_target_remotes(indices)
-        for remote in remotes:
-            remote.send((cmd, data))
+        sent = 0
+        try:
+            for remote in remotes:
+                remote.send((cmd, data))
+                sent += 1
+        except Exception as exc:
+            if self.failure is not None or self.closed:  # broken (a dead worker, ...)
+                raise
+            for remote in remotes[:sent]:  # their answers unwanted, read: the pipes in step
+                with contextlib.suppress(Exception):
+                    remote.recv()
+            raise _unsendable(cmd, data, exc, type(self).__name__) from exc
         answers: list[Any] = []
         failed: list[tuple[int, Exception]] = []
         for remote in remotes:
