@@ -50,6 +50,9 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("gymcurric/wrappers/_sub_envs.py", "_lock"),  # held while it registers one
         # SB3's SubprocVecEnv worker converts gym / shimmy envs with it; the checked one does too
         ("gymcurric/integrations/sb3/_subproc_worker.py", "_patch_env"),
+        # a worker's Popen holds two pipe fds until it is collected (or Process.close(), which
+        # makes exitcode unreadable): CheckedSubprocVecEnv.close() closes them
+        ("gymcurric/integrations/sb3/checked_vec_env.py", "_popen"),
     }
 )
 

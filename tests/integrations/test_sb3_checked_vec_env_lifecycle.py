@@ -2,12 +2,15 @@
 
 An env that hung in its constructor blocked the vector env's construction for ever (a worker's
 first answer had no time limit). After a Ctrl-C while it waited for an answer, the next command
-read that answer as its own. Every call that could hang runs in a thread with a time limit,
-so a regression fails, not hangs.
+read that answer as its own. A value that does not pickle was pickle's raw TypeError. A closed
+vector env kept two fds per worker open until garbage collection. Every call that could hang
+runs in a thread with a time limit, so a regression fails, not hangs.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import signal
 import threading
 from typing import Any
@@ -192,3 +195,42 @@ def test_set_attr_with_a_value_that_does_not_pickle_names_it_and_the_env_goes_on
     finally:
         within(env.close, 20.0)
     assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+# ------------------------------------------------------------------ nothing left open
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def no_gc():
+    """No garbage collection during the test: what close() leaves open stays open."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc fds")
+
+
+@needs_proc
+def test_close_leaves_no_fd_open(no_gc):
+    # each worker's Popen kept its 2 pipe fds until the vector env's reference cycle was
+    # collected
+    before = _open_fds()
+    env = _subproc(fail_rank=-1)
+    within(lambda: (env.reset(), env.step(np.zeros(2, dtype=np.int64))))
+    within(env.close)
+    assert _open_fds() == before
+    assert [p.exitcode for p in env.processes] == [0, 0]  # still readable
+
+
+@needs_proc
+def test_a_failed_build_leaves_no_fd_open(tmp_path, no_gc):
+    before = _open_fds()
+    _build_hang(tmp_path, "fork", [HANG_S, HANG_S], 1.0)
+    assert _open_fds() == before

@@ -318,7 +318,8 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
     def close(self) -> None:
         """Close the workers: with a failure, without waiting for answers (a hang otherwise).
 
-        A hung worker (no answer within ``timeout``) is terminated at once.
+        A hung worker (no answer within ``timeout``) is terminated at once. Every worker is
+        joined, and the pipes to it closed (its ``exitcode`` stays readable).
         """
         if self.closed:
             return
@@ -357,6 +358,11 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             if process.is_alive():
                 process.kill()
                 process.join()
+            # its two pipe fds (the sentinel), which only garbage collection closed otherwise:
+            # the vector env and its Remotes are a reference cycle. Process.close() would
+            # close them too, and make exitcode unreadable.
+            if process._popen is not None:
+                process._popen.close()
         for remote in self.remotes:
             remote.close()
 
