@@ -301,7 +301,7 @@ def _twice_path(data: Any, marked: TwiceKeyedDict) -> tuple[str, str]:
 def _bounded_loader(base: type[Any], source: str) -> type[Any]:
     """A subclass of the PyYAML loader ``base`` that bounds depth and alias expansion."""
     from yaml.events import AliasEvent
-    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+    from yaml.nodes import MappingNode, SequenceNode
 
     class BoundedLoader(base):
         def __init__(self, stream: str) -> None:
@@ -344,18 +344,39 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
-                return super().construct_object(node, deep)
+                data = super().construct_object(node, deep)
+            except GymcurricError:  # ours, from an inner node: named already
+                raise
             except ValueError as exc:  # a constructor's own: a date out of range, a long int
-                if isinstance(exc, GymcurricError):  # ours, from an inner node: named already
-                    raise
-                got = str(node.value) if isinstance(node, ScalarNode) else node.tag
-                got = got if len(got) <= 40 else f"{got[:40]}... ({len(got):,} characters)"
-                raise DataError(
-                    f"{_where(source)}line {node.start_mark.line + 1}: cannot read {got!r} "
-                    f"({str(exc).partition(';')[0]})"
-                ) from None
+                raise _unreadable(node, source, str(exc).partition(";")[0]) from None
+            except (LookupError, AttributeError, TypeError):
+                # a scalar its explicit tag cannot read: PyYAML's constructors fail on
+                # `!!bool maybe` (KeyError), `!!int ''` (IndexError), `!!timestamp x`
+                # (AttributeError) with a message that says nothing of the value
+                tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+                raise _unreadable(node, source, f"not a valid {tag} value") from None
+            # a hexadecimal, binary, octal or sexagesimal integer is built without Python's
+            # digit limit (only base 10 has one), and then cannot be printed: refused as a
+            # decimal one of as many digits is
+            limit = sys.get_int_max_str_digits()  # 0: no limit
+            long = type(data) is int and limit and data.bit_length() > 3 * limit  # log2(10) > 3
+            if long and abs(data) >= 10**limit:
+                why = f"an integer of more than {limit:,} decimal digits, the most Python reads"
+                raise _unreadable(node, source, why)
+            return data
 
     return BoundedLoader
+
+
+def _unreadable(node: Any, source: str, why: str) -> DataError:
+    """A value PyYAML's constructor cannot build (or Python cannot print), naming its line."""
+    from yaml.nodes import ScalarNode
+
+    got = str(node.value) if isinstance(node, ScalarNode) else str(node.tag)
+    got = got if len(got) <= 40 else f"{got[:40]}... ({len(got):,} characters)"
+    return DataError(
+        f"{_where(source)}line {node.start_mark.line + 1}: cannot read {got!r} ({why})"
+    )
 
 
 def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -> Any:
@@ -369,9 +390,9 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
     Raises:
         DataError: more than :data:`MAX_YAML_BYTES` bytes, nesting deeper than
             :data:`MAX_JSON_DEPTH`, a recursive alias, more than :data:`MAX_YAML_NODES`
-            nodes once aliases are expanded, or a value PyYAML's constructor refuses with a
-            ``ValueError`` (``2020-02-30``, an integer past Python's digit limit), naming its
-            line.
+            nodes once aliases are expanded, or a value PyYAML's constructor cannot build
+            (``2020-02-30``, an integer past Python's digit limit in any base, ``!!bool
+            maybe``, ``!!int ''``, ``!!timestamp x``), naming its line.
         yaml.YAMLError: invalid YAML (left to the caller).
         ImportError: PyYAML is not installed.
 

@@ -120,6 +120,14 @@ def test_a_json_key_given_twice_is_named_by_its_path_as_in_yaml(text, key):
     [
         ("a:\n  b: 2020-02-30\n", "line 2: cannot read '2020-02-30' (day is out of range"),
         ("a: [" + "9" * 5000 + "]\n", "line 1: cannot read '99999"),
+        # a KeyError, an IndexError and an AttributeError from PyYAML's constructors before
+        ("a: !!bool maybe\n", "line 1: cannot read 'maybe' (not a valid !!bool value)"),
+        ("a:\n  - !!float ''\n", "line 2: cannot read '' (not a valid !!float value)"),
+        ("a: !!timestamp soon\n", "line 1: cannot read 'soon' (not a valid !!timestamp value)"),
+        # not base 10: built past Python's digit limit, then a ValueError wherever printed
+        ("a: 0x" + "f" * 3600 + "\n", "line 1: cannot read '0xfff"),
+        ("a: -0b" + "1" * 14300 + "\n", "line 1: cannot read '-0b111"),
+        ("a: " + ":".join(["59"] * 2500) + "\n", "line 1: cannot read '59:59"),
     ],
 )
 def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(text, got):
@@ -129,6 +137,20 @@ def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(te
     for load in (load_yaml, load_yaml_unique):
         with pytest.raises(DataError, match="^" + re.escape(f"x.yaml: {got}")):
             load(text, source="x.yaml")
+
+
+def test_a_yaml_integer_in_another_base_is_read_up_to_pythons_digit_limit():
+    from gymcurric._parsing import load_yaml
+
+    limit = sys.get_int_max_str_digits()
+    assert load_yaml(f"a: {hex(10**limit - 1)}\nb: 0b101\nc: 1:30\nd: 017\n") == {
+        "a": 10**limit - 1,
+        "b": 5,
+        "c": 90,
+        "d": 15,
+    }
+    with pytest.raises(DataError, match=f"more than {limit:,} decimal digits"):
+        load_yaml(f"a: {hex(10**limit)}\n")
 
 
 def test_a_json_integer_past_pythons_digit_limit_is_a_data_error_naming_the_file():

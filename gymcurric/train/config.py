@@ -279,7 +279,9 @@ class TrainConfig:
     def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> TrainConfig:
         """Validate ``data`` and build the config; errors name the dotted key and ``source``."""
         cfg = _build(cls, data, "", source)
-        _check_finite(cfg.to_dict(), "", source)
+        plain = cfg.to_dict()
+        _check_plain(plain, "", source)  # an override's date in env.kwargs, say
+        _check_finite(plain, "", source)
         if cfg.curriculum.enabled and cfg.datapacks.enabled:
             raise ConfigError(
                 "datapacks.enabled",
@@ -302,6 +304,43 @@ class TrainConfig:
 
 
 # ------------------------------------------------------------------------------- validation
+_PLAIN = (str, int, float, bool, type(None))
+_YAML_READS = {
+    "date": "an unquoted date",
+    "datetime": "an unquoted timestamp",
+    "bytes": "!!binary",
+    "set": "!!set",
+}
+
+
+def _check_plain(data: Any, prefix: str, source: str | None) -> None:
+    """Every key and value one that JSON holds (``config.json`` is written with ``json``).
+
+    YAML reads an unquoted ``2024-05-01`` as a date, ``!!binary`` as bytes and ``!!set`` as a
+    set, which no setting is and ``json`` cannot write (a raw ``TypeError`` otherwise).
+    """
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if not isinstance(key, _PLAIN):
+                raise ConfigError(f"{prefix}{key}", key, _not_plain(key, "key"), source=source)
+            _check_plain(value, f"{prefix}{key}.", source)
+    elif isinstance(data, list | tuple):
+        for i, value in enumerate(data):
+            _check_plain(value, f"{prefix}{i}.", source)
+    elif not isinstance(data, _PLAIN):
+        shown = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
+        raise ConfigError(prefix.rstrip("."), shown, _not_plain(data, "value"), source=source)
+
+
+def _not_plain(data: Any, what: str) -> str:
+    name = type(data).__name__
+    read = f" (YAML reads {_YAML_READS[name]} as one)" if name in _YAML_READS else ""
+    plain = "a string" if what == "key" else "a string, number, boolean, null, list or mapping"
+    return (
+        f"a {what} of type {name}{read}; a config {what} is {plain}: quote it in YAML for a string"
+    )
+
+
 def _check_finite(data: Any, prefix: str, source: str | None) -> None:
     """NaN is never a setting; nor is an infinite or non-positive learning rate."""
     if isinstance(data, Mapping):
@@ -504,16 +543,17 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     byte order mark (BOM) is accepted in either format (more than one is a ``DataError``).
 
     Raises:
-        ConfigError: a bad key or value; the message names the file and the dotted key. An
-            empty file, naming it.
+        ConfigError: a bad key or value (a YAML date, ``!!binary`` or ``!!set`` included); the
+            message names the file and the dotted key. An empty file, naming it.
         DataError: the file is not valid YAML/JSON, or a value in it cannot be read (a YAML date
-            out of range, an integer of more digits than Python reads).
+            out of range, an integer of more digits than Python reads, ``!!bool maybe``).
         DependencyNotInstalled: a YAML file without pyyaml (``pip install "gymcurric[train]"``).
     """
     source = str(path) if path is not None else "defaults"
     data: Any = {} if path is None else _read(Path(path))
     if not isinstance(data, Mapping):
         raise ConfigError("config", data, "the file must hold a mapping", source=source)
+    _check_plain(data, "", source)  # before apply_overrides' json round trip
     if overrides:
         source = f"{source} + overrides"
     return TrainConfig.from_dict(apply_overrides(data, overrides), source=source)

@@ -371,6 +371,9 @@ def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, na
     [
         ("cur.yaml", "window: 2020-02-30\n", "cannot read '2020-02-30'"),
         ("cur.json", '{"window": ' + "9" * 5000 + "}", "an integer too long to read"),
+        # a raw KeyError; and a ValueError where the error printed the 4,800-digit int
+        ("cur.yaml", "window: !!bool maybe\n", "cannot read 'maybe' \\(not a valid !!bool"),
+        ("cur.yaml", "window: 0x" + "f" * 4000 + "\n", "more than 4,300 decimal digits"),
     ],
 )
 def test_a_value_the_parser_cannot_build_is_named_as_such(tmp_path, name, text, got):

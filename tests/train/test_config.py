@@ -219,6 +219,11 @@ def test_a_config_starting_with_a_utf8_bom_is_read_in_either_format(tmp_path, na
     [
         ("run.yaml", "run:\n  seed: 2020-02-30\n", ": line 2: cannot read '2020-02-30'"),
         ("run.json", '{"run": {"seed": ' + "9" * 5000 + "}}", ": an integer too long to read"),
+        # a KeyError and an IndexError from PyYAML's constructors before
+        ("run.yaml", "run:\n  seed: !!bool maybe\n", ": line 2: cannot read 'maybe' (not a valid"),
+        ("run.yaml", "run:\n  seed: !!int ''\n", ": line 2: cannot read '' (not a valid !!int"),
+        # built without Python's digit limit (not base 10), then json.dumps raised a ValueError
+        ("run.yaml", "run:\n  seed: 0x" + "f" * 4000 + "\n", ": line 2: cannot read '0xfff"),
     ],
 )
 def test_a_value_the_parser_cannot_build_is_a_data_error_naming_the_file(tmp_path, name, text, got):
@@ -227,6 +232,35 @@ def test_a_value_the_parser_cannot_build_is_a_data_error_naming_the_file(tmp_pat
     path.write_text(text)
     with pytest.raises(DataError, match="^" + re.escape(f"{path}{got}")):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    "text,key,got",
+    [
+        ("run:\n  name: 2024-05-01\n", "run.name", "a value of type date"),
+        ("env:\n  kwargs:\n    start: 2024-05-01 10:00:00\n", "env.kwargs.start", "datetime"),
+        ("env:\n  kwargs:\n    blob: !!binary aGk=\n", "env.kwargs.blob", "bytes (YAML reads"),
+        ("env:\n  kwargs:\n    ids: !!set {a}\n", "env.kwargs.ids", "set (YAML reads !!set"),
+        ("env:\n  kwargs:\n    2024-05-01: 1\n", "env.kwargs.2024-05-01", "a key of type date"),
+    ],
+)
+def test_a_yaml_value_json_cannot_write_is_a_config_error_naming_the_key(tmp_path, text, key, got):
+    # a raw TypeError ("Object of type date is not JSON serializable") from gymcurric train before
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(got)) as info:
+        load_config(path)
+    assert (info.value.key, info.value.source) == (key, str(path))
+
+
+@pytest.mark.parametrize("override", ["env.kwargs.start=2024-05-01", "agent.kwargs.ids=!!set {a}"])
+def test_an_override_json_cannot_write_is_a_config_error_naming_the_key(override):
+    # a kwargs mapping takes any value: the date reached config.json's json.dumps, a raw
+    # TypeError from `gymcurric train` (--dry-run too)
+    key = override.partition("=")[0]
+    with pytest.raises(ConfigError, match=r"a value of type (date|set)") as info:
+        load_config(None, [override])
+    assert (info.value.key, info.value.source) == (key, "defaults + overrides")
 
 
 def test_a_json_config_is_decoded_once(tmp_path, json_decodes):
