@@ -101,6 +101,19 @@ def test_a_sub_env_that_hangs_past_env_step_timeout_ends_the_run_naming_it(tmp_p
     _check_what_was_written(tmp_path / "run")
 
 
+@pytest.mark.slow
+def test_an_env_that_hangs_while_built_past_env_build_timeout_ends_the_run_naming_it(tmp_path):
+    # without a limit the run waited for ever in the vector env's constructor
+    kwargs = {"build_s": 60.0}  # every sub-env's constructor sleeps for a minute
+    out = _train(tmp_path, "subproc", start_method="fork", build_timeout=2, kwargs=kwargs)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "gymcurric train: error: sub-env 0: building the env: no reply within 2 s (the worker "
+        "is alive: hung while building its env?); the vector env cannot go on"
+    ), out.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_sub_env_that_raises_under_dummy_ends_the_run_naming_it(tmp_path, capsys):
     config = _config(tmp_path, "dummy", kwargs={"fail_at": 70})  # in the second rollout
     assert cli.main(["train", "--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2
