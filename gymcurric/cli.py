@@ -15,18 +15,23 @@ Exit codes: 0 success, 1 the command ran and found a problem (e.g. an invalid da
 written (``gymcurric datapacks sample DIR | head -n 1``): the command stops there without a
 word, with the status a shell gives ``cat``, ``seq`` or ``git`` killed by SIGPIPE (128 + 13),
 so that ``set -o pipefail`` sees a cut-off output the same way from every tool; 0 would say
-that all of it was delivered.
+that all of it was delivered. 74 (``EX_IOERR`` of ``sysexits.h``) stdout could not be written
+for another reason (``gymcurric ... > /dev/full``, a full disk, an I/O error): the command
+stops with one line on stderr, ``gymcurric COMMAND: error: cannot write to stdout (...)``,
+and no traceback; not 1, which a script would read as the command's own finding.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any, TextIO
 
 from gymcurric._optional import missing_extra
 from gymcurric.errors import GymcurricError
@@ -44,6 +49,8 @@ COMMANDS: dict[str, str] = {
 
 #: The exit code when stdout was closed early: a shell's status for a process killed by SIGPIPE.
 EXIT_STDOUT_CLOSED = 128 + 13
+#: The exit code when stdout could not be written otherwise (a full disk): ``EX_IOERR``.
+EXIT_STDOUT_FAILED = 74
 
 # name -> the extra the command needs (named when one of its modules is missing)
 COMMAND_EXTRAS: dict[str, str] = {
@@ -118,29 +125,101 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
-    try:
+class _WatchedStdout:
+    """``sys.stdout`` while a command runs: remembers a write or flush that failed.
+
+    So that a full disk (``> /dev/full``) is told from the same ``OSError`` of another file (a
+    checkpoint's, which keeps its traceback): only an error of stdout itself ends the command
+    with :data:`EXIT_STDOUT_FAILED`. A closed pipe is not recorded: it has its own handling.
+    Everything else is the stream's own.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
         try:
-            code = _main(argv)
+            return self.stream.write(text)
         except BrokenPipeError:
             raise
-        except SystemExit:  # argparse's --help (and usage errors): its output too, as a return
-            _flush_stdout()
+        except OSError as exc:
+            self.failed = exc
             raise
-        except BaseException:
-            # the command's own error (its traceback, exit 1) is the one to see: output left in
-            # the buffer must not meet the closed pipe at exit (exit 120, "Exception ignored")
-            if _stdout_closed():
-                _silence_stdout()
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
             raise
-        _flush_stdout()  # output still buffered meets a closed pipe here, not at exit
-    except BrokenPipeError:
-        if not _stdout_closed():
+        except OSError as exc:
+            self.failed = exc
             raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _stdout_failed(argv: Sequence[str] | None, error: OSError) -> int:
+    """Say that stdout could not be written, in one line; the exit code to return."""
+    # what is left in the buffer must not fail again at exit (exit 120); a stream without a
+    # file (replaced in-process) has no such exit
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         _silence_stdout()
-        return EXIT_STDOUT_CLOSED
-    return code
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    prog = f"gymcurric {command}" if command in COMMANDS else "gymcurric"
+    with contextlib.suppress(OSError):  # stderr is no better: the exit code says it
+        print(f"{prog}: error: cannot write to stdout ({error})", file=sys.stderr)
+    return EXIT_STDOUT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``gymcurric ARGS``; returns the exit code (also used by the console script)."""
+    stdout = sys.stdout
+    watched = None if stdout is None else _WatchedStdout(stdout)
+    if watched is not None:
+        sys.stdout = watched  # a stream as far as callers can see
+    try:
+        try:
+            try:
+                code = _main(argv)
+            except BrokenPipeError:
+                raise
+            except SystemExit:  # argparse's --help (and usage errors): its output too, as a
+                _flush_stdout()  # return
+                raise
+            except BaseException as exc:
+                if watched is not None and watched.failed is exc:
+                    raise  # stdout's own error: reported below
+                # the command's own error (its traceback, exit 1) is the one to see: output left
+                # in the buffer must not meet a closed pipe or a full disk at exit (exit 120,
+                # "Exception ignored"), so it goes now, or is dropped
+                try:
+                    _flush_stdout()
+                except OSError:
+                    _silence_stdout()
+                raise
+            _flush_stdout()  # output still buffered meets a closed pipe here, not at exit
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise
+            _silence_stdout()
+            return EXIT_STDOUT_CLOSED
+        except OSError as exc:
+            if watched is None or watched.failed is not exc:
+                raise
+            return _stdout_failed(argv, exc)
+        except SystemExit:  # argparse's help, whose write error argparse passes over in silence
+            if watched is None or watched.failed is None:
+                raise
+            return _stdout_failed(argv, watched.failed)
+        if watched is not None and watched.failed is not None:  # a command passed over it
+            return _stdout_failed(argv, watched.failed)
+        return code
+    finally:
+        if watched is not None and sys.stdout is watched:
+            sys.stdout = stdout
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -167,3 +168,67 @@ def test_a_stdout_closed_from_the_start_is_no_error(tmp_path, argv):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+
+
+# -- stdout that cannot be written (``gymcurric ... > /dev/full``: a full disk) -------------------
+
+FULL = "/dev/full"  # every write fails with ENOSPC
+
+
+def _run_with_stdout_full(argv, buffered, cmd=None):
+    """``python -m gymcurric ARGV > /dev/full``; ``buffered`` as in _run_with_stdout_closed."""
+    import os
+
+    cmd = cmd or [sys.executable, "-m", "gymcurric", *argv]
+    env = {k: v for k, v in os.environ.items() if not (buffered and k == "PYTHONUNBUFFERED")}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open(FULL, "w") as full:
+        done = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, timeout=120, env=env)
+    return done.returncode, done.stderr.decode()
+
+
+@pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize(
+    ("argv", "prog"),
+    [(["datapacks", "sample", "PACKS", "--batch-size", "8"], "gymcurric datapacks"),
+     (["datapacks", "validate", "BAD"], "gymcurric datapacks"),  # exit 1 when written
+     (["demo", "--list"], "gymcurric demo"),
+     (["--help"], "gymcurric")],
+)  # fmt: skip
+def test_a_full_stdout_is_one_line_of_error_and_exit_74(tmp_path, argv, prog, buffered):
+    # a traceback and exit 120 at the interpreter's last flush (buffered), or the print's
+    # traceback and exit 1 (unbuffered); argparse's --help passed over it and exited 0
+    if argv[0] == "demo" and cli._load(cli.COMMANDS["demo"]) is None:
+        pytest.skip("gymcurric demo is not part of this install")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "packs.jsonl").write_text("{not json\n" * 50)
+    places = {"PACKS": str(_packs(tmp_path / "packs")), "BAD": str(bad)}
+    code, err = _run_with_stdout_full([places.get(a, a) for a in argv], buffered)
+    assert code == 74, err  # cli.EXIT_STDOUT_FAILED, EX_IOERR
+    assert err == f"{prog}: error: cannot write to stdout ([Errno 28] No space left on device)\n"
+
+
+@pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+def test_a_full_disk_that_is_not_stdout_keeps_its_traceback():
+    # an OSError of another file (a checkpoint on a full disk) is the command's own error
+    code = (
+        "import errno, sys\n"
+        "import gymcurric.datapacks.cli as dp\n"
+        "def boom(args):\n"
+        "    print('some output')\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device', 'run/model.zip')\n"
+        "dp.run = boom\n"
+        "from gymcurric.cli import main\n"
+        "sys.exit(main(['datapacks', 'validate-log', 'x']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" in done.stderr, done.stderr
+    assert "OSError: [Errno 28] No space left on device: 'run/model.zip'" in done.stderr
+    # the same with stdout on /dev/full, its output still buffered: the command's error too,
+    # and the buffered output adds no "Exception ignored" (and exit 120) at exit
+    status, err = _run_with_stdout_full([], True, cmd=[sys.executable, "-c", code])
+    assert status == 1 and "'run/model.zip'" in err, (status, err)
+    assert "Exception ignored" not in err and "cannot write to stdout" not in err, err
