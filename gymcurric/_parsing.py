@@ -43,6 +43,7 @@ __all__ = [
     "twice_marked",
     "twice_marking_hook",
     "unique_keys_loader",
+    "yaml_error_text",
 ]
 
 #: Deepest nesting of lists / objects (mappings) accepted in a JSON or YAML file.
@@ -412,6 +413,23 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
         return yaml.load(text, Loader=bounded)  # a SafeLoader subclass: safe
     except RecursionError:  # a constructor recursing past what the composer bounds
         raise _depth_error(source) from None
+
+
+def yaml_error_text(exc: Exception, *, width: int = 200) -> str:
+    """A PyYAML error's text with each line cut to ``width`` characters.
+
+    PyYAML quotes a tag or an alias name whole ("could not determine a constructor for the tag
+    '!...'", "found undefined alias '...'"), which a file may make as long as it is; its own
+    excerpt of the line is already short.
+
+    Examples:
+        >>> yaml_error_text(ValueError("tag '!" + "a" * 300 + "'"), width=12)
+        "tag '!aaaaaa... (307 characters)"
+    """
+    return "\n".join(
+        line if len(line) <= width else f"{line[:width]}... ({len(line):,} characters)"
+        for line in str(exc).splitlines()
+    )
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"

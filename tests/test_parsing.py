@@ -261,6 +261,20 @@ def test_train_config_nesting_is_bounded(tmp_path, name):
         load_config(path)
 
 
+@pytest.mark.parametrize("text", ["run: !<{}> 1\n", "run: !{} 1\n", "run: *{}\n"])
+def test_a_long_yaml_tag_or_alias_is_not_quoted_whole(tmp_path, text):
+    # PyYAML's message quoted the 100,000-character tag / alias name whole, in both readers
+    from gymcurric.datapacks.schedule import load_curriculum_config
+    from gymcurric.train.config import load_config
+
+    path = tmp_path / "run.yaml"
+    path.write_text(text.format("a" * 100_000))
+    for load, error in ((load_config, DataError), (load_curriculum_config, ConfigError)):
+        with pytest.raises(error, match=r"run\.yaml.*(the tag|undefined alias)") as info:
+            load(path)
+        assert len(str(info.value)) < 1_000 and "100,0" in str(info.value)
+
+
 @pytest.mark.parametrize("line", ["\n", "# c\n"])
 def test_a_huge_yaml_text_is_not_split_into_a_list_of_lines_to_find_it_blank(line):
     # the blank-file check built a list of every line first (8 bytes a line, plus the

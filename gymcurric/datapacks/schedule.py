@@ -46,7 +46,13 @@ from typing import Any
 import numpy as np
 
 from gymcurric._checks import check_int
-from gymcurric._parsing import drop_bom, is_blank_config, load_yaml_unique, loads_json_unique
+from gymcurric._parsing import (
+    drop_bom,
+    is_blank_config,
+    load_yaml_unique,
+    loads_json_unique,
+    yaml_error_text,
+)
 from gymcurric.datapacks.strategies import make_strategy
 from gymcurric.datapacks.table import DatapackTable, check_selector
 from gymcurric.errors import ConfigError, DataError
@@ -508,7 +514,8 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         raise ConfigError("file", str(p), f"invalid JSON ({exc})", source=str(p)) from exc
     except Exception as exc:  # yaml.YAMLError; yaml may be absent so it cannot be named here
         if type(exc).__module__.startswith("yaml"):
-            raise ConfigError("file", str(p), f"invalid YAML ({exc})", source=str(p)) from exc
+            why = f"invalid YAML ({yaml_error_text(exc)})"
+            raise ConfigError("file", str(p), why, source=str(p)) from exc
         raise
     if data is None and is_yaml:  # an empty YAML document ("---", "~", "null"): no settings
         raise _empty_file(p)  # (JSON's null is a value: not a mapping, as from_dict says)

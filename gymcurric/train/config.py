@@ -34,6 +34,7 @@ from gymcurric._parsing import (
     load_yaml,
     loads_json_unique,
     unique_keys_loader,
+    yaml_error_text,
 )
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
 
@@ -443,7 +444,7 @@ def _read(path: Path) -> Any:
         try:
             data = _yaml_load(text, source=str(path))
         except yaml.YAMLError as exc:
-            raise DataError(f"{path}: not valid YAML: {exc}") from exc
+            raise DataError(f"{path}: not valid YAML: {yaml_error_text(exc)}") from exc
         if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
             raise _empty_file(path)
         return data
