@@ -344,6 +344,16 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
             return node
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
+            limit = sys.get_int_max_str_digits()  # 0: no limit
+            text = node.value if node.tag == _INT_TAG and isinstance(node.value, str) else ""
+            if limit and len(text) > 4 * limit + 3:
+                # longer than any integer under the limit in any base (binary: 3.33 characters
+                # a decimal digit), so refused before it is built: PyYAML builds a sexagesimal
+                # one (1:59:59:...) in time quadratic in its length
+                written = len(text.replace("_", ""))
+                if written > 4 * limit + 3:
+                    why = f"an integer of {written:,} characters, past Python's {limit:,} digits"
+                    raise _unreadable(node, source, why)
             try:
                 data = super().construct_object(node, deep)
             except GymcurricError:  # ours, from an inner node: named already
@@ -359,7 +369,6 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
             # a hexadecimal, binary, octal or sexagesimal integer is built without Python's
             # digit limit (only base 10 has one), and then cannot be printed: refused as a
             # decimal one of as many digits is
-            limit = sys.get_int_max_str_digits()  # 0: no limit
             long = type(data) is int and limit and data.bit_length() > 3 * limit  # log2(10) > 3
             if long and abs(data) >= 10**limit:
                 why = f"an integer of more than {limit:,} decimal digits, the most Python reads"
@@ -433,6 +442,7 @@ def yaml_error_text(exc: Exception, *, width: int = 200) -> str:
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:

@@ -153,6 +153,30 @@ def test_a_yaml_integer_in_another_base_is_read_up_to_pythons_digit_limit():
         load_yaml(f"a: {hex(10**limit)}\n")
 
 
+def test_a_yaml_integer_too_long_to_be_under_the_limit_is_refused_before_it_is_built(monkeypatch):
+    # PyYAML builds a sexagesimal integer in time quadratic in its length (the 1 MiB file
+    # allowed holds 350,000 parts); one longer than any integer under the limit is not built
+    import yaml
+
+    from gymcurric._parsing import load_yaml
+
+    built = []
+    constructors = yaml.SafeLoader.yaml_constructors
+    read_int = constructors["tag:yaml.org,2002:int"]
+    monkeypatch.setitem(
+        constructors,
+        "tag:yaml.org,2002:int",
+        lambda self, node: built.append(1) or read_int(self, node),
+    )
+    limit = sys.get_int_max_str_digits()
+    text = ":".join(["59"] * (4 * limit // 3 + 2))
+    with pytest.raises(DataError, match=r"^x\.yaml: line 2: cannot read '59:59.*past Python's"):
+        load_yaml(f"a: 1\nb: {text}\n", source="x.yaml")
+    assert built == [1]  # a's
+    # as long once its underscores are dropped (as PyYAML drops them): read
+    assert load_yaml(f"a: 0b{'_' * 9}{'0' * (4 * limit - 3)}1010\n") == {"a": 10}
+
+
 def test_a_json_integer_past_pythons_digit_limit_is_a_data_error_naming_the_file():
     # a raw ValueError ("use sys.set_int_max_str_digits()") before
     from gymcurric._parsing import loads_json, loads_json_unique
