@@ -8,14 +8,14 @@ from typing import Literal
 HELP = "continue a run directory from its last checkpoint (exactly, for dummy envs)"
 
 
-def _step_timeout(text: str) -> float | None:
-    """``--step-timeout``'s value: seconds, or ``none`` for no limit (as the config's null)."""
+def _timeout(text: str) -> float | None:
+    """``--step-timeout`` / ``--build-timeout``: seconds, or ``none`` for no limit (null)."""
     from gymcurric._checks import MAX_TIMEOUT_S, check_timeout
 
     if text.strip().lower() in ("none", "null"):
         return None
     try:
-        return check_timeout(float(text), "--step-timeout")
+        return check_timeout(float(text), "seconds")
     except ValueError:  # not a number; or 0, negative, nan, inf, too large (a ConfigError)
         raise argparse.ArgumentTypeError(
             f"expected seconds > 0 and <= {MAX_TIMEOUT_S:g}, or 'none' (no limit); got {text!r}"
@@ -33,13 +33,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--step-timeout",
-        type=_step_timeout,
+        type=_timeout,
         default=argparse.SUPPRESS,
         metavar="SECONDS",
         help="replace the run's env.step_timeout (subproc runs): the seconds a worker may take "
         "to answer, or 'none' for no limit; written into the run's config.json, so a later "
         "resume keeps it (default: the config's)",
     )
+    parser.add_argument(
+        "--build-timeout",
+        type=_timeout,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="replace the run's env.build_timeout (subproc runs): the seconds a worker may take "
+        "to start and build its env, or 'none' for no limit; written into config.json as "
+        "--step-timeout is (default: the config's)",
+    )
+
+
+#: the options that replace a config key, by the key's name in load_run_config's errors
+_OPTIONS = {"step_timeout": "--step-timeout", "build_timeout": "--build-timeout"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,19 +68,24 @@ def run(args: argparse.Namespace) -> int:
 
     # absent unless given (argparse.SUPPRESS): None is "no limit", not "keep the config's"
     step_timeout: float | Literal["keep"] | None = getattr(args, "step_timeout", "keep")
+    build_timeout: float | Literal["keep"] | None = getattr(args, "build_timeout", "keep")
     try:
-        asked = load_run_config(Path(args.run_dir), args.total_steps, step_timeout)
+        asked = load_run_config(Path(args.run_dir), args.total_steps, step_timeout, build_timeout)
     except ConfigError as err:  # a run that cannot take it (not subproc): name the option
-        if err.key != "step_timeout":
+        if err.key not in _OPTIONS:
             raise
-        raise ConfigError("--step-timeout", err.value, err.reason, source=err.source) from None
+        raise ConfigError(_OPTIONS[err.key], err.value, err.reason, source=err.source) from None
     cfg = announce_rounding(asked, round_to_steps(asked, str(Path(args.run_dir))))
     result = run_with_progress(
         cfg.run.progress_bar,
         cfg.run.total_steps,
         latest_steps(Path(args.run_dir)),
         lambda cb: resume(
-            args.run_dir, total_steps=args.total_steps, step_timeout=step_timeout, progress=cb
+            args.run_dir,
+            total_steps=args.total_steps,
+            step_timeout=step_timeout,
+            build_timeout=build_timeout,
+            progress=cb,
         ),
     )
     print_summary(result)

@@ -465,17 +465,18 @@ def load_run_config(
     path: Path,
     total_steps: int | None = None,
     step_timeout: float | Literal["keep"] | None = "keep",
+    build_timeout: float | Literal["keep"] | None = "keep",
 ) -> TrainConfig:
     """The config a run directory was trained with (``total_steps`` replaced when given).
 
-    ``step_timeout`` replaces ``env.step_timeout`` (seconds, or None for no limit) unless it
-    is ``"keep"``.
+    ``step_timeout`` and ``build_timeout`` replace ``env.step_timeout`` and
+    ``env.build_timeout`` (seconds, or None for no limit) unless they are ``"keep"``.
 
     Raises:
         DataError: no ``config.json``, or one that is damaged (naming the file).
         ConfigError: a ``config.json`` whose values are invalid (naming the file and key); a
-            ``step_timeout`` that is not seconds > 0 or None, or one for a run whose
-            ``env.vectorization`` is not ``subproc``.
+            ``step_timeout`` or ``build_timeout`` that is not seconds > 0 or None, or one for
+            a run whose ``env.vectorization`` is not ``subproc`` (naming the parameter).
     """
     from gymcurric._checks import check_timeout
     from gymcurric._parsing import loads_json
@@ -492,18 +493,24 @@ def load_run_config(
     if total_steps is not None:
         data["run"]["total_steps"] = int(total_steps)
     cfg = TrainConfig.from_dict(data, source=str(cfg_file))
-    if isinstance(step_timeout, str) and step_timeout == "keep":
-        return cfg
-    check_timeout(step_timeout, "step_timeout")
-    if step_timeout is not None and cfg.env.vectorization != "subproc":
-        raise ConfigError(
-            "step_timeout",
-            step_timeout,
-            "only subproc workers can be timed out; this run's env.vectorization is "
-            f"{cfg.env.vectorization!r}",
-            source=str(cfg_file),
-        )
-    env = dataclasses.replace(cfg.env, step_timeout=check_timeout(step_timeout))
+    asked = {"step_timeout": step_timeout, "build_timeout": build_timeout}
+    timeouts = {"step_timeout": cfg.env.step_timeout, "build_timeout": cfg.env.build_timeout}
+    for name, seconds in asked.items():
+        if isinstance(seconds, str) and seconds == "keep":
+            continue
+        check_timeout(seconds, name)
+        if seconds is not None and cfg.env.vectorization != "subproc":
+            raise ConfigError(
+                name,
+                seconds,
+                "only subproc workers can be timed out; this run's env.vectorization is "
+                f"{cfg.env.vectorization!r}",
+                source=str(cfg_file),
+            )
+        timeouts[name] = check_timeout(seconds)
+    env = dataclasses.replace(
+        cfg.env, step_timeout=timeouts["step_timeout"], build_timeout=timeouts["build_timeout"]
+    )
     return dataclasses.replace(cfg, env=env)
 
 
@@ -512,24 +519,26 @@ def resume(
     *,
     total_steps: int | None = None,
     step_timeout: float | Literal["keep"] | None = "keep",
+    build_timeout: float | Literal["keep"] | None = "keep",
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Continue the run in ``run_dir`` from its newest complete checkpoint (to ``total_steps``).
 
     Works in a new process: everything is rebuilt from ``config.json`` and the checkpoint.
     The logs are first cut back to the checkpoint, so no row is written twice. A new
-    ``total_steps`` or ``step_timeout`` (``env.step_timeout``: seconds, or None for no limit;
-    ``"keep"`` keeps the run's) is written into ``config.json``, so a later resume keeps it.
+    ``total_steps``, ``step_timeout`` or ``build_timeout`` (``env.step_timeout``,
+    ``env.build_timeout``: seconds, or None for no limit; ``"keep"`` keeps the run's) is
+    written into ``config.json`` once the run is rebuilt, so a later resume keeps it.
 
     Raises:
         DataError: the directory has no config or no complete checkpoint, or a checkpoint file
             is damaged (the message names it).
-        ConfigError: a bad ``step_timeout`` (see :func:`load_run_config`).
+        ConfigError: a bad ``step_timeout`` or ``build_timeout`` (see :func:`load_run_config`).
     """
     import torch
 
     path = Path(run_dir)
-    asked = load_run_config(path, total_steps, step_timeout)
+    asked = load_run_config(path, total_steps, step_timeout, build_timeout)
     cfg = round_to_steps(asked, str(path / "config.json"))
     ckpt, manifest = recover(path)
     tree, arrays = _read_state(ckpt)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from gymcurric import cli
+from gymcurric.errors import ConfigError
 from tests.faulty_envs import MAKE_ID, MESSAGE
 from tests.train.run_harness import run_cli, run_config
 
@@ -181,34 +182,36 @@ def test_resume_step_timeout_times_out_a_run_that_hung(tmp_path):
     assert load_run_config(run, step_timeout=None).env.step_timeout is None  # --step-timeout none
 
 
+@pytest.mark.parametrize("option", ["--step-timeout", "--build-timeout"])
 @pytest.mark.parametrize(
     ("value", "vectorization", "message"),
     [
-        ("0", "subproc", r"argument --step-timeout: expected seconds > 0 and <= 1e\+06, or "
+        ("0", "subproc", r"argument {option}: expected seconds > 0 and <= 1e\+06, or "
          r"'none' \(no limit\); got '0'"),
-        ("nan", "subproc", "argument --step-timeout: expected seconds > 0 .*; got 'nan'"),
-        ("soon", "subproc", "argument --step-timeout: expected seconds > 0 .*; got 'soon'"),
-        ("5", "dummy", r"{config}: invalid value for '--step-timeout': 5.0 \(only subproc "
+        ("nan", "subproc", "argument {option}: expected seconds > 0 .*; got 'nan'"),
+        ("soon", "subproc", "argument {option}: expected seconds > 0 .*; got 'soon'"),
+        ("5", "dummy", r"{config}: invalid value for '{option}': 5.0 \(only subproc "
          r"workers can be timed out; this run's env.vectorization is 'dummy'\)$"),
     ],
 )  # fmt: skip
-def test_resume_step_timeout_refuses_what_the_config_key_refuses(
-    tmp_path, capsys, value, vectorization, message
+def test_resume_timeouts_refuse_what_the_config_keys_refuse(
+    tmp_path, capsys, value, vectorization, message, option
 ):
     # checked before anything is built; the run's config.json is left as it was
+    # (--build-timeout, for a resume whose envs hang while rebuilt, was an unknown option)
     run = tmp_path / "run"
     run.mkdir()
     cfg = run_config(env={"vectorization": vectorization}, curriculum={"enabled": False})
     (run / "config.json").write_text(json.dumps(cfg.to_dict()))
     before = (run / "config.json").read_text()
     try:
-        code = cli.main(["resume", str(run), "--step-timeout", value])
+        code = cli.main(["resume", str(run), option, value])
     except SystemExit as exit_:  # argparse's usage error
         code = exit_.code
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert re.fullmatch(f"gymcurric resume: error: {message.format(config=run / 'config.json')}",
-                        err), err  # fmt: skip
+    expected = message.format(config=run / "config.json", option=option)
+    assert re.fullmatch(f"gymcurric resume: error: {expected}", err), err
     assert (run / "config.json").read_text() == before
 
 
@@ -242,3 +245,29 @@ def test_resume_step_timeout_reaches_resume(tmp_path, monkeypatch, value, expect
     assert calls[1]["step_timeout"] == "keep"
     assert runner.load_run_config(run, step_timeout=expected).env.step_timeout == expected
     assert runner.load_run_config(run, step_timeout=3).env.step_timeout == 3.0
+
+
+@pytest.mark.parametrize(("value", "expected"), [("300", 300.0), ("none", None)])
+def test_resume_build_timeout_reaches_resume(tmp_path, monkeypatch, value, expected):
+    # a resume builds the envs again: one that hangs there needed config.json edited by hand
+    from gymcurric.train import runner
+
+    calls = []
+
+    def resume(run_dir, **kwargs):
+        calls.append(kwargs)
+        raise KeyboardInterrupt  # stop here: nothing to train
+
+    monkeypatch.setattr(runner, "resume", resume)
+    run = _subproc_run(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["resume", str(run), "--build-timeout", value, "--step-timeout", "9"])
+    assert (calls[0]["build_timeout"], calls[0]["step_timeout"]) == (expected, 9.0)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["resume", str(run), "--step-timeout", "9"])
+    assert calls[1]["build_timeout"] == "keep"
+    both = runner.load_run_config(run, step_timeout=9, build_timeout=expected)
+    assert (both.env.build_timeout, both.env.step_timeout) == (expected, 9.0)
+    assert runner.load_run_config(run, build_timeout=3).env.step_timeout is None  # kept
+    with pytest.raises(ConfigError, match=r"invalid value for 'build_timeout': 0 \(expected"):
+        runner.load_run_config(run, build_timeout=0)
