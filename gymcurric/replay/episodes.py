@@ -25,7 +25,10 @@ that step bootstraps, like a truncation).
 
 All or nothing: every episode is read and checked (arrays, lengths, and that its observations
 and actions fit the ring's fields) before the first row is written, so an episode that is
-refused leaves the ring as it was, and the episodes are held in memory together meanwhile.
+refused leaves the ring as it was. Meanwhile only what the ring will hold is kept: the steps of
+an episode whose rows later rows of the same call write over (an input larger than the ring)
+are let go as soon as that is known, keeping its length, its end and its final observation
+(which the side store may still hold), and the rows are written as before.
 """
 
 from __future__ import annotations
@@ -66,15 +69,23 @@ class EpisodeLoadReport:
 
 @dataclass
 class _Episode:
-    obs: np.ndarray  # [T+1, ...]
-    action: np.ndarray
-    reward: np.ndarray
-    cost: np.ndarray
-    terminated: bool
+    """A checked episode; its steps are None once later rows of the call write over them."""
 
-    @property
-    def length(self) -> int:
-        return len(self.action)
+    obs: np.ndarray | None  # [T+1, ...]
+    action: np.ndarray | None
+    reward: np.ndarray | None
+    cost: np.ndarray | None
+    terminated: bool
+    length: int
+    final_obs: np.ndarray  # obs[T]
+    blank_action: np.ndarray | None = None  # an action of the same dtype and shape, zeros
+
+    def let_go_of_steps(self) -> None:
+        """Keep only what the writes of rows that are written over need (flags, final obs)."""
+        if self.action is not None:
+            self.final_obs = self.final_obs.copy()  # not a view that keeps all of obs alive
+            self.blank_action = np.zeros_like(self.action[0])
+            self.obs = self.action = self.reward = self.cost = None
 
 
 def _array(where: str, key: str, value: Any) -> np.ndarray:
@@ -167,7 +178,8 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
     term = _array(where, "terminated", arrays.get("terminated", False)).reshape(-1)
-    return _Episode(obs, action, reward, cost, bool(term[-1]) if term.size else False)
+    terminated = bool(term[-1]) if term.size else False
+    return _Episode(obs, action, reward, cost, terminated, T, obs[T])
 
 
 def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
@@ -183,11 +195,37 @@ def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
         raise ConfigError(err.key, err.value, err.reason, source=where) from None
 
 
+def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> list[_Episode]:
+    """Every episode, checked, with the steps that this call's later rows write over let go.
+
+    The writes deal each episode to the column with the fewest steps (ties: the first), and
+    column ``e``'s ``k``-th step goes into the ``k``-th row written, so where each step lands
+    follows from the lengths alone: once every column holds ``n`` steps, ``n`` rows will be
+    written, and the rows before ``n - capacity`` are written over by the rows after them.
+    """
+    E, capacity = ring.num_envs, ring.capacity
+    dealt = np.zeros(E, dtype=np.int64)  # steps dealt to each column so far
+    held: list[deque[tuple[_Episode, int]]] = [deque() for _ in range(E)]  # (episode, 1st row)
+    read = []
+    for index, item in enumerate(episodes):
+        ep = _as_episode(item, index, ring)
+        e = int(np.argmin(dealt))  # as the writes deal it
+        held[e].append((ep, int(dealt[e])))
+        dealt[e] += ep.length
+        read.append(ep)
+        written_over = int(dealt.min()) - capacity  # rows before it: written over later
+        for column in held:
+            while column and column[0][1] + column[0][0].length <= written_over:
+                column.popleft()[0].let_go_of_steps()
+    return read
+
+
 def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLoadReport:
     """Append recorded episodes to ``ring`` (see the module docstring for the array layout).
 
-    All or nothing: every episode is read and checked before the first row is written (so
-    they are all in memory together), and a refused one leaves the ring unchanged.
+    All or nothing: every episode is read and checked before the first row is written, and a
+    refused one leaves the ring unchanged. Of an input larger than the ring, only the steps
+    the ring will hold are kept meanwhile (see the module docstring).
 
     Args:
         ring: the ring to fill (its user fields, if any, are written as zeros).
@@ -226,7 +264,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     obs_shape = (E, *ring.specs["obs"].shape)
     obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
     # checked before the first write: a refused episode leaves the ring as it was
-    checked = [_as_episode(item, index, ring) for index, item in enumerate(episodes)]
+    checked = _read_all(ring, episodes)
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     n_episodes = rows = 0
 
@@ -240,15 +278,21 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         for e in range(E):
             entry = queues[e][0]
             ep, i = entry
-            obs[e] = ep.obs[i]
-            actions.append(ep.action[i])
-            rewards[e] = ep.reward[i]
-            costs[e] = ep.cost[i]
+            if ep.action is None:  # a row written over later: its flags and final obs count
+                assert ep.blank_action is not None
+                obs[e] = 0
+                actions.append(ep.blank_action)
+            else:
+                assert ep.obs is not None and ep.reward is not None and ep.cost is not None
+                obs[e] = ep.obs[i]
+                actions.append(ep.action[i])
+                rewards[e] = ep.reward[i]
+                costs[e] = ep.cost[i]
             first[e] = i == 0
             if i == ep.length - 1:
                 term[e] = ep.terminated
                 trunc[e] = not ep.terminated
-                final[e] = ep.obs[i + 1]
+                final[e] = ep.final_obs
                 queues[e].popleft()
             else:
                 entry[1] = i + 1
@@ -281,6 +325,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         last = last_written[e]
         if rows and last is not None and last[1] < last[0].length - 1:
             cut[e] = True
+            assert last[0].obs is not None  # the last row is never written over
             nxt[e] = last[0].obs[last[1] + 1]
     if cut.any():
         ring.attach_final_obs((ring.head - 1) % ring.capacity, nxt, cut)

@@ -1,6 +1,7 @@
 """Recorded episodes (datapacks' .npz) into a ReplayRing."""
 
 import json
+import weakref
 
 import numpy as np
 import pytest
@@ -269,3 +270,34 @@ def test_a_refused_episode_leaves_the_ring_as_it_was(case):
     assert all(torch.equal(before[k], after[k]) for k in before)
     r.check_invariants()
     assert extend_from_episodes(r, [ep, ep]).rows == 3  # and it takes good episodes after
+
+
+def test_an_input_larger_than_the_ring_is_not_held_whole():
+    # all or nothing read every episode before writing the first row, so all of an input
+    # larger than the ring (a folder of recorded episodes streamed from disk) was in memory at
+    # once; the steps of rows that later rows of the call write over are let go on the way
+    arrays = []  # weak references to each episode's arrays, as the input made them
+
+    def stream(n):
+        for k in range(n):
+            ep = episode(k, 4, k % 3 == 0)
+            arrays.append([weakref.ref(v) for v in ep.values() if isinstance(v, np.ndarray)])
+            yield ep
+            del ep
+        alive = sum(any(ref() is not None for ref in refs) for refs in arrays)
+        assert alive == 4, f"{alive} of {n} episodes still held"  # those the ring holds; 40
+
+    r = ring(num_envs=2, capacity=8)  # 8 rows of 2 envs: 16 steps, 4 episodes of 4 steps
+    report = extend_from_episodes(r, stream(40))
+    assert report == EpisodeLoadReport(episodes=40, rows=80, steps=160, dropped_steps=0)
+    r.check_invariants()
+    # the rows the ring holds are the last ones, whole: the last 2 episodes of each column
+    obs = r["obs"][:, :, 0]
+    k, step = obs // 1000, obs % 1000
+    assert sorted(set(k.flatten().tolist())) == [36.0, 37.0, 38.0, 39.0]
+    assert torch.equal(r["action"].float(), step) and torch.equal(r["is_first"], step == 0)
+    assert torch.allclose(r["reward"].double(), k.double() + step.double() / 10)
+    assert r["episode_id"][:, 0].tolist() == [18, 18, 18, 18, 19, 19, 19, 19]  # every 2nd
+    # each step's next observation (the side store's final one at an episode's end)
+    batch = r.sample_transitions(256, torch.Generator().manual_seed(0))
+    assert torch.equal(batch.next_obs, batch.obs + torch.tensor([1.0, -1.0]))
