@@ -37,7 +37,8 @@ class FaultyGrid(HazardGridEnv):
     :data:`MESSAGE`), ``"kill"`` (its process kills itself with ``SIGKILL``), ``"task"`` (the
     reset after ``fail_at`` steps raises a :class:`~gymcurric.errors.TaskError`), ``"sleep"``
     (its step ``fail_at`` takes :data:`SLEEP_S` seconds, then goes on), ``"hang"`` (it takes
-    :data:`HANG_S` seconds). Every sub-env's construction takes ``build_s`` seconds.
+    :data:`HANG_S` seconds). Every sub-env's construction takes ``build_s`` seconds, its
+    ``close()`` ``close_s`` seconds.
     """
 
     def __init__(
@@ -47,10 +48,12 @@ class FaultyGrid(HazardGridEnv):
         fail_mode: str = "raise",
         seed0: int = 0,
         build_s: float = 0.0,
+        close_s: float = 0.0,
         **task: Any,
     ) -> None:
         super().__init__(**task)
         time.sleep(build_s)
+        self.close_s = close_s
         self.fail_at, self.fail_rank, self.fail_mode, self.seed0 = (
             fail_at,
             fail_rank,
@@ -77,6 +80,10 @@ class FaultyGrid(HazardGridEnv):
             if self.fail_mode in ("sleep", "hang"):
                 time.sleep(SLEEP_S if self.fail_mode == "sleep" else HANG_S)
         return super().step(action)
+
+    def close(self) -> None:
+        time.sleep(self.close_s)
+        super().close()
 
     def _failing(self) -> bool:
         return self.rank == self.fail_rank

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,13 @@ def make_grid(pid_dir: str, **env_kwargs: Any) -> gym.Env[Any, Any]:
     """A healthy FaultyGrid (``env_kwargs``: e.g. ``build_s``), its process's id noted first."""
     Path(pid_dir, str(os.getpid())).touch()
     return gym.make(MAKE_ID, size=8, max_steps=40, fail_rank=-1, **env_kwargs)
+
+
+def die_building(pid_dir: str) -> gym.Env[Any, Any]:
+    """A factory whose process, noted in ``pid_dir``, kills itself (SIGKILL) building its env."""
+    Path(pid_dir, str(os.getpid())).touch()
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("not reached")
 
 
 def grid_factories(pid_dir: Path, build_s: list[float]) -> list[Callable[[], Any]]:

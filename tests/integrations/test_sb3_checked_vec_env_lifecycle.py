@@ -9,6 +9,7 @@ runs in a thread with a time limit, so a regression fails, not hangs.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -26,7 +27,13 @@ from gymcurric.errors import ConfigError, SubEnvError, WorkerError
 from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
-from tests.integrations.checked_vec_env_support import ended, grid_factories, within, worker_pids
+from tests.integrations.checked_vec_env_support import (
+    die_building,
+    ended,
+    grid_factories,
+    within,
+    worker_pids,
+)
 
 # ------------------------------------------------------------ an env that hangs while built
 
@@ -95,6 +102,19 @@ def test_an_env_that_cannot_be_built_is_named_at_construction_with_a_build_timeo
     with pytest.raises(ConfigError, match="num_hazards") as caught:
         within(lambda: CheckedSubprocVecEnv(fns, "fork", build_timeout=60.0))
     assert caught.value.__notes__[-1].startswith("sub-env 1: building the env raised this")
+    assert ended(worker_pids(tmp_path))
+
+
+def test_a_worker_that_dies_while_building_its_env_is_named_so(tmp_path):
+    # it was named by the constructor's internal question ("died during get_spaces()"), where
+    # a hang or an exception there is "building the env"
+    fns = [*grid_factories(tmp_path, [0.0]), functools.partial(die_building, str(tmp_path))]
+    with pytest.raises(SubEnvError) as caught:
+        within(lambda: CheckedSubprocVecEnv(fns, "fork", build_timeout=60.0))
+    assert (caught.value.index, caught.value.command) == (1, "building the env")
+    assert str(caught.value).startswith(
+        "sub-env 1: its worker process died during building the env: killed by signal SIGKILL"
+    )
     assert ended(worker_pids(tmp_path))
 
 
@@ -168,6 +188,24 @@ def test_a_command_to_a_worker_whose_answer_is_unread_raises():
     assert [p.exitcode for p in env.processes] == [0, 0]
 
 
+def test_an_interrupted_close_of_a_failed_construction_still_ends_every_worker(tmp_path):
+    # sub-env 0 cannot be built; sub-env 1 is (not asked, so not terminated as still building)
+    # and its env.close() hangs. A Ctrl-C while the failed constructor waited for it to close
+    # left it running: no one could close it again
+    fns = grid_factories(tmp_path, [0.0, 0.0])
+    fns[0].keywords["num_hazards"] = 1000
+    fns[1].keywords["close_s"] = HANG_S
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, CLOSE_GRACE_S / 2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            CheckedSubprocVecEnv(fns, "fork")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert ended(worker_pids(tmp_path))
+
+
 # ------------------------------------------------------- a call whose value does not pickle
 
 
@@ -234,3 +272,24 @@ def test_a_failed_build_leaves_no_fd_open(tmp_path, no_gc):
     before = _open_fds()
     _build_hang(tmp_path, "fork", [HANG_S, HANG_S], 1.0)
     assert _open_fds() == before
+
+
+@needs_proc
+def test_a_close_interrupted_part_way_is_finished_by_the_next(no_gc):
+    # a Ctrl-C while close() waited for workers whose env.close() hangs: the next close()
+    # returned at once (closed was set), the workers ran on and their 6 fds stayed open
+    before = _open_fds()
+    env = _subproc(fail_rank=-1, close_s=HANG_S)
+    within(env.reset)
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.close()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    within(env.close, 10.0)  # terminated at once: what the first waited for is not waited for
+    assert [p.exitcode for p in env.processes] == [-signal.SIGTERM, -signal.SIGTERM]
+    assert _open_fds() == before
+    within(env.close, 1.0)  # closed: nothing more to do

@@ -247,7 +247,11 @@ class Remote:
     def _died(self) -> Exception:
         pid = self.process.pid
         how = f"{how_it_ended(self.process)} (pid {pid})"
-        return self.venv.broken(SubEnvError(self.index, self.command, None, how))
+        command = self.command
+        if not self.built and command == "get_spaces()":  # the constructor's question: it died
+            # building its env (in its factory), named as a hang there is
+            command = "building the env"
+        return self.venv.broken(SubEnvError(self.index, command, None, how))
 
     def close(self) -> None:
         self.conn.close()

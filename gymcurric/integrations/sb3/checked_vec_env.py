@@ -48,7 +48,8 @@ A Ctrl-C (``KeyboardInterrupt``) while the main process waits for an answer leav
 to come later, unread: the vector env is broken (the next command raises a
 :class:`~gymcurric.errors.WorkerError` saying so, instead of reading that answer as its own);
 ``close()`` ends the workers without waiting for it. So is a command sent to a worker whose
-last answer is unread, however that happened.
+last answer is unread, however that happened. A ``close()`` interrupted so, while it waits
+for the workers to end, leaves them running: the next ``close()`` terminates them at once.
 
 :class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
 ``reset``, with the original exception as the ``__cause__``.
@@ -175,6 +176,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
     ) -> None:
         self.waiting = False
         self.closed = False
+        self.ended = False  # every worker joined and its pipes closed (closed: close() began)
         self.failure: Exception | None = None
         self.timeout = check_timeout(timeout, source=type(self).__name__)
         self.reward_dtype = _reward_dtype(reward_dtype, type(self).__name__)
@@ -215,7 +217,10 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             for started in self.remotes:  # still building (no env to close yet; it may hang)
                 with contextlib.suppress(OSError):
                     started.hung |= started.pending and not started.conn.poll(0)
-            self.close()
+            try:
+                self.close()
+            finally:  # a second Ctrl-C during it: no one else can close this env
+                self.close()
             raise
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)
 
@@ -319,9 +324,13 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         """Close the workers: with a failure, without waiting for answers (a hang otherwise).
 
         A hung worker (no answer within ``timeout``) is terminated at once. Every worker is
-        joined, and the pipes to it closed (its ``exitcode`` stays readable).
+        joined, and the pipes to it closed (its ``exitcode`` stays readable). A ``close()``
+        interrupted part way (a Ctrl-C while it waits for the workers) leaves them running: call
+        it again, and the workers still running are terminated at once.
         """
         if self.closed:
+            if not self.ended:  # interrupted part way: what it waited for is not waited for again
+                self._end_workers(0.0)
             return
         for remote in self.remotes:  # the answers not read yet (after step_async: all, as SB3)
             if self.failure is None and remote.pending:
@@ -348,6 +357,10 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         grace: float | None = CLOSE_GRACE_S
         if healthy:  # waited for, as SB3's; with a timeout, not for ever
             grace = None if self.timeout is None else max(self.timeout, CLOSE_GRACE_S)
+        self._end_workers(grace)
+
+    def _end_workers(self, grace: float | None) -> None:
+        """Join the workers, ``grace`` s at most (None: for ever), then end the others."""
         deadline = time.monotonic() + (grace or 0.0)
         for process in self.processes:
             process.join(None if grace is None else max(0.0, deadline - time.monotonic()))
@@ -365,6 +378,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 process._popen.close()
         for remote in self.remotes:
             remote.close()
+        self.ended = True
 
 
 class _Guarded:
