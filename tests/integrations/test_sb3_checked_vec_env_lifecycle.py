@@ -16,6 +16,7 @@ import signal
 import threading
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -227,6 +228,18 @@ def test_set_attr_with_a_value_that_does_not_pickle_names_it_and_the_env_goes_on
         assert isinstance(err.__cause__, TypeError) and env.failure is None
         with pytest.raises(ConfigError, match=r"env_method\('answer'\): invalid value for 'met"):
             within(lambda: env.env_method("answer", lock))
+
+        class Local(gym.Wrapper):  # pickled by reference: a class in a function does not pickle
+            pass
+
+        # it was named by the pipe's command ('CheckedSubprocVecEnv.is_wrapped') and the
+        # class's type ('a builtins.type that does not pickle')
+        with pytest.raises(ConfigError) as caught:
+            within(lambda: env.env_is_wrapped(Local))
+        assert (caught.value.key, caught.value.value) == ("wrapper_class", Local)
+        assert caught.value.source == "CheckedSubprocVecEnv.env_is_wrapped"
+        assert "(a class that does not pickle (" in str(caught.value)
+        assert "Can't pickle local object" in str(caught.value)
         within(lambda: env.set_attr("fail_at", 7, indices=[1]))
         within(lambda: env.step(np.zeros(2, dtype=np.int64)))
         assert within(lambda: env.get_attr("fail_at")) == [10, 7]

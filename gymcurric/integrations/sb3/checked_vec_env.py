@@ -94,9 +94,12 @@ def _unsendable(cmd: str, data: Any, exc: Exception, owner: str) -> ConfigError:
         key, value, call = "value", data[1], f"set_attr({data[0]!r})"
     elif cmd == "env_method":
         key, value, call = "method_args", (data[1], data[2]), f"env_method({data[0]!r})"
-    else:  # is_wrapped's class, or a name (get_attr, has_attr)
-        key, value, call = "wrapper_class" if cmd == "is_wrapped" else "attr_name", data, cmd
-    what, it = f"a {type(value).__module__}.{type(value).__qualname__} that does", "it"
+    elif cmd == "is_wrapped":  # env_is_wrapped's, e.g. a class defined in a function
+        key, value, call = "wrapper_class", data, "env_is_wrapped"
+    else:  # a name (get_attr, has_attr)
+        key, value, call = "attr_name", data, cmd
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    what, it = f"a {'class' if isinstance(value, type) else kind} that does", "it"
     if cmd == "env_method":  # (args, kwargs): its type says nothing
         what, it = "arguments that do", "they"
     reason = f"{what} not pickle ({type(exc).__name__}: {error_text(exc)}), so {it} cannot be "
