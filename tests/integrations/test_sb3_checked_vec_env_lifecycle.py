@@ -128,6 +128,17 @@ def test_a_bad_build_timeout_is_a_config_error_naming_it_before_any_worker_start
     assert str(caught.value).startswith(expected), caught.value
 
 
+@pytest.mark.parametrize("build_timeout", [None, 5.0])
+def test_no_env_factory_is_a_config_error_naming_env_fns(build_timeout):
+    # it was an IndexError ('list index out of range') reading sub-env 0's spaces
+    with pytest.raises(ConfigError) as caught:
+        CheckedSubprocVecEnv([], start_method="fork", build_timeout=build_timeout)
+    assert (caught.value.key, caught.value.value) == ("env_fns", [])
+    assert str(caught.value) == (
+        "CheckedSubprocVecEnv: invalid value for 'env_fns': [] (expected at least one env factory)"
+    )
+
+
 # ------------------------------------------------ a wait interrupted: the answer comes later
 
 

@@ -165,7 +165,8 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
 
     Raises:
         ConfigError: ``timeout`` or ``build_timeout`` is not a positive, finite number of
-            seconds (at most 1e6) or None; ``reward_dtype`` is not a floating dtype or None.
+            seconds (at most 1e6) or None; ``reward_dtype`` is not a floating dtype or None;
+            ``env_fns`` is empty.
     """
 
     def __init__(
@@ -190,6 +191,9 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         self.build_wait_ms = None
         if self.build_timeout is not None:
             self.build_wait_ms = math.ceil(self.build_timeout * 1000)
+        if len(env_fns) == 0:  # SB3's: an IndexError reading sub-env 0's spaces
+            reason = "expected at least one env factory"
+            raise ConfigError("env_fns", env_fns, reason, source=type(self).__name__)
         if start_method is None:
             forkserver = "forkserver" in mp.get_all_start_methods()
             start_method = "forkserver" if forkserver else "spawn"
