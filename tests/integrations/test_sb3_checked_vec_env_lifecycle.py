@@ -97,13 +97,39 @@ def test_with_a_build_timeout_healthy_workers_answer_as_without(tmp_path):
 
 
 def test_an_env_that_cannot_be_built_is_named_at_construction_with_a_build_timeout(tmp_path):
-    # without one, sub-env 1's error came at the first reset (only sub-env 0 is asked at first)
+    # (without one too, but only once sub-env 0 is built: VecEnv.__init__ asks every sub-env)
     fns = grid_factories(tmp_path, [0.0, 0.0])
     fns[1].keywords["num_hazards"] = 1000
     with pytest.raises(ConfigError, match="num_hazards") as caught:
         within(lambda: CheckedSubprocVecEnv(fns, "fork", build_timeout=60.0))
     assert caught.value.__notes__[-1].startswith("sub-env 1: building the env raised this")
     assert ended(worker_pids(tmp_path))
+
+
+def test_without_a_build_timeout_a_sub_env_that_cannot_be_built_ends_every_worker(tmp_path):
+    # sub-env 1's error came from VecEnv.__init__ (its get_attr('render_mode') asks every
+    # sub-env), called after the constructor's clean-up: both workers ran on, fds open
+    fns = grid_factories(tmp_path, [0.0, 0.0])
+    fns[1].keywords["num_hazards"] = 1000
+    with pytest.raises(ConfigError, match="num_hazards") as caught:
+        within(lambda: CheckedSubprocVecEnv(fns, "fork"))
+    assert caught.value.__notes__[-1].startswith("sub-env 1: building the env raised this")
+    assert ended(worker_pids(tmp_path))
+
+
+def test_a_ctrl_c_while_a_sub_env_is_built_ends_every_worker(tmp_path):
+    # without a build_timeout, sub-env 1 (building for HANG_S) is waited for in VecEnv.__init__:
+    # a Ctrl-C there left both workers running, sub-env 1's still building
+    fns = grid_factories(tmp_path, [0.0, HANG_S])
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            CheckedSubprocVecEnv(fns, "fork")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(worker_pids(tmp_path)) == 2 and ended(worker_pids(tmp_path))
 
 
 def test_a_worker_that_dies_while_building_its_env_is_named_so(tmp_path):

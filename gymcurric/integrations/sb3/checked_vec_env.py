@@ -150,9 +150,9 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             longer than ``max(timeout, CLOSE_GRACE_S)`` to close.
         build_timeout: seconds each worker may take to start and build its env (its
             factory's call, imports included: allow for ``spawn`` and a loaded machine),
-            measured from the moment the main process waits for it. With it, the constructor
-            waits for every sub-env to be built (in parallel; without it, for sub-env 0 only, as
-            SB3), and one that does not answer in time is a
+            measured from the moment the main process waits for it. The constructor waits
+            for every sub-env to be built (they build in parallel); with a build_timeout,
+            one that does not answer in time is a
             :class:`~gymcurric.errors.SubEnvError` (``sub-env 1: building the env: no reply
             within 60 s (the worker is alive: hung while building its env?); ...``), raised
             once every worker is ended (a worker still building is terminated at once). None
@@ -212,13 +212,16 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                     work_remote.close()
                 self.processes.append(process)
                 self.remotes.append(Remote(self, index, remote, process))
-            # with a build_timeout, every worker's build (in parallel) is waited for here: a
-            # hang is named now, not at the first reset
+            # with a build_timeout, every worker's first answer (its build) is waited for that
+            # long here; else, as SB3's, sub-env 0's here and the others' for ever in
+            # VecEnv.__init__ (its get_attr('render_mode') asks every sub-env)
             first = self.remotes if self.build_timeout is not None else self.remotes[:1]
             for asked in first:
                 asked.send(("get_spaces", None))
             spaces = [asked.recv() for asked in first]
             observation_space, action_space = spaces[0]
+            # in the try: a sub-env that fails (or a Ctrl-C) there ends every worker too
+            VecEnv.__init__(self, len(env_fns), observation_space, action_space)
         except BaseException:
             self.failure = self.failure or WorkerError("the vector env could not be started")
             for started in self.remotes:  # still building (no env to close yet; it may hang)
@@ -229,7 +232,6 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             finally:  # a second Ctrl-C during it: no one else can close this env
                 self.close()
             raise
-        VecEnv.__init__(self, len(env_fns), observation_space, action_space)
 
     def step_wait(self) -> VecEnvStepReturn:
         """SB3's ``step_wait``; with ``reward_dtype``, the rewards in that dtype."""
