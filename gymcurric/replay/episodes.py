@@ -27,8 +27,9 @@ All or nothing: every episode is read and checked (arrays, lengths, and that its
 and actions fit the ring's fields) before the first row is written, so an episode that is
 refused leaves the ring as it was. Meanwhile only what the ring will hold is kept: the steps of
 an episode whose rows later rows of the same call write over (an input larger than the ring)
-are let go as soon as that is known, keeping its length, its end and its final observation
-(which the side store may still hold), and the rows are written as before.
+are let go as soon as that is known, keeping its length, its end and, until ``side_capacity``
+later episode ends would write its side-store slot over, its final observation; the rows are
+written as before.
 """
 
 from __future__ import annotations
@@ -77,12 +78,13 @@ class _Episode:
     cost: np.ndarray | None
     terminated: bool
     length: int
-    final_obs: np.ndarray  # obs[T]
+    final_obs: np.ndarray | None  # obs[T]; None once later ends write its side-store slot over
     blank_action: np.ndarray | None = None  # an action of the same dtype and shape, zeros
 
     def let_go_of_steps(self) -> None:
         """Keep only what the writes of rows that are written over need (flags, final obs)."""
         if self.action is not None:
+            assert self.final_obs is not None
             self.final_obs = self.final_obs.copy()  # not a view that keeps all of obs alive
             self.blank_action = np.zeros_like(self.action[0])
             self.obs = self.action = self.reward = self.cost = None
@@ -202,10 +204,13 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> list[_Episode]:
     column ``e``'s ``k``-th step goes into the ``k``-th row written, so where each step lands
     follows from the lengths alone: once every column holds ``n`` steps, ``n`` rows will be
     written, and the rows before ``n - capacity`` are written over by the rows after them.
+    The side store's slots are taken in turn by the episode ends, in the order rows and envs
+    are written, so a final observation with ``side_capacity`` ends after it is written over.
     """
     E, capacity = ring.num_envs, ring.capacity
     dealt = np.zeros(E, dtype=np.int64)  # steps dealt to each column so far
     held: list[deque[tuple[_Episode, int]]] = [deque() for _ in range(E)]  # (episode, 1st row)
+    finals: deque[_Episode] = deque()  # let go, in the order their ends are written
     read = []
     for index, item in enumerate(episodes):
         ep = _as_episode(item, index, ring)
@@ -214,9 +219,15 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> list[_Episode]:
         dealt[e] += ep.length
         read.append(ep)
         written_over = int(dealt.min()) - capacity  # rows before it: written over later
-        for column in held:
+        gone = []  # every end here comes before those of episodes let go later
+        for column_index, column in enumerate(held):
             while column and column[0][1] + column[0][0].length <= written_over:
-                column.popleft()[0].let_go_of_steps()
+                old, start = column.popleft()
+                old.let_go_of_steps()
+                gone.append((start + old.length, column_index, old))
+        finals.extend(old for _, _, old in sorted(gone, key=lambda g: g[:2]))
+        while len(finals) > ring.side_capacity:
+            finals.popleft().final_obs = None
     return read
 
 
@@ -292,7 +303,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             if i == ep.length - 1:
                 term[e] = ep.terminated
                 trunc[e] = not ep.terminated
-                final[e] = ep.final_obs
+                if ep.final_obs is not None:  # else: zeros, into a slot written over later
+                    final[e] = ep.final_obs
                 queues[e].popleft()
             else:
                 entry[1] = i + 1

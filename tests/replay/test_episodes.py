@@ -301,3 +301,30 @@ def test_an_input_larger_than_the_ring_is_not_held_whole():
     # each step's next observation (the side store's final one at an episode's end)
     batch = r.sample_transitions(256, torch.Generator().manual_seed(0))
     assert torch.equal(batch.next_obs, batch.obs + torch.tensor([1.0, -1.0]))
+
+
+def test_final_observations_are_kept_only_while_the_side_store_may_hold_them():
+    # of the episodes whose rows are written over, only the final observations the side store
+    # keeps (its last side_capacity) are needed; all of them were kept: one row per episode
+    import tracemalloc
+
+    width = 4096  # 16 KiB observations: the side store holds 2, the input has 400
+    r = ReplayRing(
+        4, 1, {"obs": ((width,), torch.float32), "action": ((), torch.int64)}, side_capacity=2
+    )
+
+    def stream():
+        for k in range(400):
+            yield {"obs": np.full((2, width), k, np.float32), "action": np.zeros(1, np.int64),
+                   "reward": np.zeros(1), "terminated": True}  # fmt: skip
+
+    tracemalloc.start()
+    try:
+        extend_from_episodes(r, stream())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * width * 4, f"{peak:,} bytes at the peak"  # 400 * 16 KiB = 6.5 MB before
+    assert r["obs"][:, 0, 0].tolist() == [396, 397, 398, 399]
+    batch = r.sample_transitions(64, torch.Generator().manual_seed(0))
+    assert torch.equal(batch.next_obs, batch.obs)  # the final observations: the same rows
