@@ -182,6 +182,30 @@ def test_resume_step_timeout_times_out_a_run_that_hung(tmp_path):
     assert load_run_config(run, step_timeout=None).env.step_timeout is None  # --step-timeout none
 
 
+@pytest.mark.slow
+def test_resume_build_timeout_ends_a_resume_whose_envs_hang_while_rebuilt(tmp_path):
+    # a resume builds its envs again (a simulator's licence server gone, say): without
+    # --build-timeout it waited for ever, unless config.json was edited by hand
+    env = {"start_method": "fork", "kwargs": {"fail_at": 10**6}}
+    config = _config(tmp_path, "subproc", **env)
+    run = tmp_path / "run"
+    argv = ["train", "--config", str(config), "--run-dir", str(run), "run.total_steps=128"]
+    assert cli.main(argv) == 0
+    saved = json.loads((run / "config.json").read_text())
+    saved["env"]["kwargs"]["build_s"] = 60.0  # every sub-env's constructor now hangs
+    (run / "config.json").write_text(json.dumps(saved))
+    before = (run / "config.json").read_text()
+    args = ["resume", str(run), "--build-timeout", "2", "--total-steps", "512"]
+    out = run_cli(*args, check=False, timeout=LIMIT_S)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "gymcurric resume: error: sub-env 0: building the env: no reply within 2 s (the worker "
+        "is alive: hung while building its env?); the vector env cannot go on"
+    ), out.stderr
+    # config.json is written once the run is rebuilt: a resume that never started left it
+    assert (run / "config.json").read_text() == before
+
+
 @pytest.mark.parametrize("option", ["--step-timeout", "--build-timeout"])
 @pytest.mark.parametrize(
     ("value", "vectorization", "message"),
