@@ -350,7 +350,7 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
                 # longer than any integer under the limit in any base (binary: 3.33 characters
                 # a decimal digit), so refused before it is built: PyYAML builds a sexagesimal
                 # one (1:59:59:...) in time quadratic in its length
-                written = len(text.replace("_", ""))
+                written = len(_int_digits(text))
                 if written > 4 * limit + 3:
                     why = f"an integer of {written:,} characters, past Python's {limit:,} digits"
                     raise _unreadable(node, source, why)
@@ -360,6 +360,8 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
                 raise
             except ValueError as exc:  # a constructor's own: a date out of range, a long int
                 raise _unreadable(node, source, str(exc).partition(";")[0]) from None
+            except OverflowError:  # a sexagesimal float (1:30:...:30.5) past float's range
+                raise _unreadable(node, source, "a number too large for a float") from None
             except (LookupError, AttributeError, TypeError):
                 # a scalar its explicit tag cannot read: PyYAML's constructors fail on
                 # `!!bool maybe` (KeyError), `!!int ''` (IndexError), `!!timestamp x`
@@ -376,6 +378,19 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
             return data
 
     return BoundedLoader
+
+
+def _int_digits(text: str) -> str:
+    """The digits of a YAML integer literal that carry its value.
+
+    PyYAML drops the underscores and reads any literal that starts with ``0`` (after its sign)
+    in base 2, 8 or 16, in time linear in its length: its leading zeros (after ``0b`` / ``0x``)
+    are dropped too, so that a zero-padded small integer is not taken for a long one.
+    """
+    digits = text.replace("_", "")
+    digits = digits[1:] if digits[:1] in ("+", "-") else digits
+    digits = digits[2:] if digits[:2] in ("0b", "0x") else digits
+    return digits.lstrip("0")
 
 
 def _unreadable(node: Any, source: str, why: str) -> DataError:
@@ -401,8 +416,9 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
         DataError: more than :data:`MAX_YAML_BYTES` bytes, nesting deeper than
             :data:`MAX_JSON_DEPTH`, a recursive alias, more than :data:`MAX_YAML_NODES`
             nodes once aliases are expanded, or a value PyYAML's constructor cannot build
-            (``2020-02-30``, an integer past Python's digit limit in any base, ``!!bool
-            maybe``, ``!!int ''``, ``!!timestamp x``), naming its line.
+            (``2020-02-30``, an integer past Python's digit limit in any base, a
+            sexagesimal float past float's range, ``!!bool maybe``, ``!!int ''``,
+            ``!!timestamp x``), naming its line.
         yaml.YAMLError: invalid YAML (left to the caller).
         ImportError: PyYAML is not installed.
 

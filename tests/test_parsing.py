@@ -128,6 +128,10 @@ def test_a_json_key_given_twice_is_named_by_its_path_as_in_yaml(text, key):
         ("a: 0x" + "f" * 3600 + "\n", "line 1: cannot read '0xfff"),
         ("a: -0b" + "1" * 14300 + "\n", "line 1: cannot read '-0b111"),
         ("a: " + ":".join(["59"] * 2500) + "\n", "line 1: cannot read '59:59"),
+        # a sexagesimal float past float's range: a raw OverflowError before ("int too large
+        # to convert to float"), implicit (an unquoted run.name, say) or tagged
+        ("a: 1" + ":30" * 200 + ".5\n", "line 1: cannot read '1:30:30"),
+        ("a: !!float -1" + ":59" * 200 + "\n", "line 1: cannot read '-1:59:59"),
     ],
 )
 def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(text, got):
@@ -175,6 +179,30 @@ def test_a_yaml_integer_too_long_to_be_under_the_limit_is_refused_before_it_is_b
     assert built == [1]  # a's
     # as long once its underscores are dropped (as PyYAML drops them): read
     assert load_yaml(f"a: 0b{'_' * 9}{'0' * (4 * limit - 3)}1010\n") == {"a": 10}
+
+
+@pytest.mark.parametrize(
+    "prefix,digits,value",
+    [
+        ("0", "17", 0o17),
+        ("-0", "17", -0o17),
+        ("+0b", "101", 5),
+        ("0x", "1f", 31),
+        ("-0x0_", "1f", -31),
+    ],
+)
+def test_a_zero_padded_yaml_integer_is_read_however_long(prefix, digits, value):
+    # leading zeros carry no value (PyYAML reads such an integer in base 2, 8 or 16, in time
+    # linear in its length): a small one padded past 4 * limit + 3 characters was refused as
+    # "past Python's digits", which it is not
+    from gymcurric._parsing import load_yaml
+
+    limit = sys.get_int_max_str_digits()
+    padded = f"{prefix}{'0' * (4 * limit + 10)}{digits}"
+    assert load_yaml(f"a: {padded}\n") == {"a": value}
+    # padded or not, a value past the limit is still refused
+    with pytest.raises(DataError, match=f"more than {limit:,} decimal digits"):
+        load_yaml(f"a: 0x{'0' * (4 * limit + 10)}{10**limit:x}\n")
 
 
 def test_a_json_integer_past_pythons_digit_limit_is_a_data_error_naming_the_file():
