@@ -323,7 +323,11 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
     if isinstance(data, Mapping):
         for key, value in data.items():
             if not isinstance(key, _PLAIN):
-                raise ConfigError(f"{prefix}{key}", key, _not_plain(key, "key"), source=source)
+                shown, dotted = key, f"{prefix}{key}"
+                if len(repr(key)) > 80:  # a !!binary key, as long as the file may be: cut
+                    shown = f"{repr(key)[:60]}... ({len(repr(key)):,} characters)"
+                    dotted = f"{prefix}{str(key)[:60]}..."
+                raise ConfigError(dotted, shown, _not_plain(key, "key"), source=source)
             _check_plain(value, f"{prefix}{key}.", source)
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):

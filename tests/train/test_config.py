@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -251,6 +252,18 @@ def test_a_yaml_value_json_cannot_write_is_a_config_error_naming_the_key(tmp_pat
     with pytest.raises(ConfigError, match=re.escape(got)) as info:
         load_config(path)
     assert (info.value.key, info.value.source) == (key, str(path))
+
+
+def test_a_long_key_json_cannot_write_is_named_cut(tmp_path):
+    # a !!binary key was quoted whole, twice (the dotted key and the value): 60,000 characters
+    # for a 40 KB file
+    path = tmp_path / "run.yaml"
+    blob = base64.b64encode(b"x" * 30_000).decode()
+    path.write_text(f"env:\n  kwargs:\n    ? !!binary {blob}\n    : 1\n")
+    with pytest.raises(ConfigError, match=r"a key of type bytes \(YAML reads !!binary") as info:
+        load_config(path)
+    assert len(str(info.value)) < 1_000 and "30,003 characters" in str(info.value)
+    assert info.value.key.startswith("env.kwargs.b'xxx")
 
 
 @pytest.mark.parametrize("override", ["env.kwargs.start=2024-05-01", "agent.kwargs.ids=!!set {a}"])
