@@ -132,12 +132,14 @@ def test_a_ctrl_c_while_a_sub_env_is_built_ends_every_worker(tmp_path):
     assert len(worker_pids(tmp_path)) == 2 and ended(worker_pids(tmp_path))
 
 
-def test_a_worker_that_dies_while_building_its_env_is_named_so(tmp_path):
-    # it was named by the constructor's internal question ("died during get_spaces()"), where
-    # a hang or an exception there is "building the env"
+@pytest.mark.parametrize("build_timeout", [60.0, None])
+def test_a_worker_that_dies_while_building_its_env_is_named_so(tmp_path, build_timeout):
+    # it was named by the constructor's internal question ("died during get_spaces()", and
+    # without a build_timeout "died during get_attr('render_mode')", VecEnv.__init__'s first
+    # question to sub-envs 1..), where a hang or an exception there is "building the env"
     fns = [*grid_factories(tmp_path, [0.0]), functools.partial(die_building, str(tmp_path))]
     with pytest.raises(SubEnvError) as caught:
-        within(lambda: CheckedSubprocVecEnv(fns, "fork", build_timeout=60.0))
+        within(lambda: CheckedSubprocVecEnv(fns, "fork", build_timeout=build_timeout))
     assert (caught.value.index, caught.value.command) == (1, "building the env")
     assert str(caught.value).startswith(
         "sub-env 1: its worker process died during building the env: killed by signal SIGKILL"

@@ -248,8 +248,9 @@ class Remote:
         pid = self.process.pid
         how = f"{how_it_ended(self.process)} (pid {pid})"
         command = self.command
-        if not self.built and command == "get_spaces()":  # the constructor's question: it died
-            # building its env (in its factory), named as a hang there is
+        if not self.built:  # no answer yet: it died building its env (in its factory), named
+            # as a hang there is, not by the constructor's question (get_spaces, or without a
+            # build_timeout VecEnv.__init__'s get_attr('render_mode') to sub-envs 1..)
             command = "building the env"
         return self.venv.broken(SubEnvError(self.index, command, None, how))
 
