@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from gymcurric.errors import ConfigError, DataError, GymcurricError
@@ -492,6 +492,8 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
                         self.check_unique(value_node, path, seen)
                         continue
                     key = self.construct_object(key_node)
+                    if not isinstance(key, Hashable):  # `!!set x: 1`: PyYAML's constructor
+                        continue  # refuses it, naming its line (a raw TypeError here)
                     line = key_node.start_mark.line + 1
                     if key in lines:
                         raise ConfigError(

@@ -143,6 +143,27 @@ def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(te
             load(text, source="x.yaml")
 
 
+@pytest.mark.parametrize("key", ["!!set x", "!!map x", "!!omap x", "!!seq x"])
+def test_a_yaml_key_tagged_as_a_collection_is_a_yaml_error_naming_the_line(tmp_path, key):
+    # the duplicate-key check put the key (an empty set, dict or list) in a dict: a raw
+    # TypeError ("unhashable type: 'set'") from both config readers before
+    import yaml
+
+    from gymcurric._parsing import load_yaml_unique
+    from gymcurric.datapacks.schedule import load_curriculum_config
+    from gymcurric.train.config import load_config
+
+    text = f"a:\n  {key}: 1\n"
+    with pytest.raises(yaml.YAMLError, match=r"line 2, column"):
+        load_yaml_unique(text)
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(DataError, match=rf"(?s)^{re.escape(str(path))}: not valid YAML: .*line 2"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"(?s)invalid YAML \(.*line 2"):
+        load_curriculum_config(path)
+
+
 def test_a_yaml_integer_in_another_base_is_read_up_to_pythons_digit_limit():
     from gymcurric._parsing import load_yaml
 
