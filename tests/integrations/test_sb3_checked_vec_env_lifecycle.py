@@ -14,6 +14,7 @@ import gc
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -345,3 +346,23 @@ def test_a_close_interrupted_part_way_is_finished_by_the_next(no_gc):
     assert [p.exitcode for p in env.processes] == [-signal.SIGTERM, -signal.SIGTERM]
     assert _open_fds() == before
     within(env.close, 1.0)  # closed: nothing more to do
+
+
+def test_a_close_while_another_is_under_way_ends_no_worker_early():
+    # the second close() that finishes one interrupted part way also ran while a close() still
+    # waited in another thread: it terminated the workers in their env.close(), skipping the
+    # grace period (exit codes -SIGTERM), and closed the same fds (OSError: Bad file descriptor)
+    env = _subproc(fail_rank=-1, close_s=2.0)
+    within(env.reset)
+    first = threading.Thread(target=env.close, daemon=True)
+    first.start()
+
+    def under_way() -> None:  # the first close() has begun (then it waits for the workers)
+        while not env.closed:
+            time.sleep(0.01)
+
+    within(under_way)
+    within(env.close, 20.0)  # returns at once
+    first.join(60.0)
+    assert not first.is_alive()
+    assert [p.exitcode for p in env.processes] == [0, 0]

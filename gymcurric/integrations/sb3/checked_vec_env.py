@@ -181,6 +181,7 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         self.waiting = False
         self.closed = False
         self.ended = False  # every worker joined and its pipes closed (closed: close() began)
+        self.close_interrupted = False  # a close() raised part way: the next one finishes it
         self.failure: Exception | None = None
         self.timeout = check_timeout(timeout, source=type(self).__name__)
         self.reward_dtype = _reward_dtype(reward_dtype, type(self).__name__)
@@ -335,10 +336,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         A hung worker (no answer within ``timeout``) is terminated at once. Every worker is
         joined, and the pipes to it closed (its ``exitcode`` stays readable). A ``close()``
         interrupted part way (a Ctrl-C while it waits for the workers) leaves them running: call
-        it again, and the workers still running are terminated at once.
+        it again, and the workers still running are terminated at once. A ``close()`` while
+        another is still under way (in another thread) returns at once, ending nothing early.
         """
         if self.closed:
-            if not self.ended:  # interrupted part way: what it waited for is not waited for again
+            if self.close_interrupted and not self.ended:  # what it waited for is not waited for
+                # again; one still under way elsewhere is left to give its grace period
                 self._end_workers(0.0)
             return
         for remote in self.remotes:  # the answers not read yet (after step_async: all, as SB3)
@@ -350,6 +353,18 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         self.waiting = False
         healthy = self.failure is None
         self.closed = True
+        try:
+            self._send_close(healthy)
+            grace: float | None = CLOSE_GRACE_S
+            if healthy:  # waited for, as SB3's; with a timeout, not for ever
+                grace = None if self.timeout is None else max(self.timeout, CLOSE_GRACE_S)
+            self._end_workers(grace)
+        except BaseException:  # a Ctrl-C while it waits, say: the next close() finishes it
+            self.close_interrupted = True
+            raise
+
+    def _send_close(self, healthy: bool) -> None:
+        """Send each worker ``close`` (a hung one is terminated, a pipe out of step closed)."""
         for remote in self.remotes:
             if remote.hung:  # it would not read a close command: it is ended now
                 remote.process.terminate()
@@ -363,10 +378,6 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 remote.conn.send(("close", None))
             except (OSError, EOFError):
                 pass  # gone already
-        grace: float | None = CLOSE_GRACE_S
-        if healthy:  # waited for, as SB3's; with a timeout, not for ever
-            grace = None if self.timeout is None else max(self.timeout, CLOSE_GRACE_S)
-        self._end_workers(grace)
 
     def _end_workers(self, grace: float | None) -> None:
         """Join the workers, ``grace`` s at most (None: for ever), then end the others."""
