@@ -25,15 +25,19 @@ that step bootstraps, like a truncation).
 
 All or nothing: every episode is read and checked (arrays, lengths, and that its observations
 and actions fit the ring's fields) before the first row is written, so an episode that is
-refused leaves the ring as it was. Meanwhile only what the ring will hold is kept: the steps of
+refused leaves the ring as it was. Meanwhile only what the ring will hold is kept: the arrays of
 an episode whose rows later rows of the same call write over (an input larger than the ring)
-are let go as soon as that is known, keeping its length, its end and, until ``side_capacity``
-later episode ends would write its side-store slot over, its final observation; the rows are
-written as before.
+are let go as soon as that is known, keeping its length and its end (9 bytes) and, until
+``side_capacity`` later episode ends would write its side-store slot over, a copy of its final
+observation; the rows are written as before. The arrays of the episodes kept are the input's
+own (not copied): an input that reuses its arrays for the next episode must yield copies.
+Each env's action is cast to the action field's dtype, so episodes whose actions have
+different dtypes of one kind (``int64`` and ``uint64``) may share a row.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,7 +47,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.replay._checks import as_tensor_like, numpy_dtype
+from gymcurric.replay._checks import UNSIGNED, as_tensor_like, numpy_dtype
 
 if TYPE_CHECKING:  # ring.py imports this module (ReplayRing.extend_from_episodes)
     from gymcurric.replay.ring import ReplayRing
@@ -78,16 +82,16 @@ class _Episode:
     cost: np.ndarray | None
     terminated: bool
     length: int
-    final_obs: np.ndarray | None  # obs[T]; None once later ends write its side-store slot over
-    blank_action: np.ndarray | None = None  # an action of the same dtype and shape, zeros
+    final_obs: np.ndarray | None  # obs[T]; None where a later end writes its side slot over
 
-    def let_go_of_steps(self) -> None:
-        """Keep only what the writes of rows that are written over need (flags, final obs)."""
-        if self.action is not None:
-            assert self.final_obs is not None
-            self.final_obs = self.final_obs.copy()  # not a view that keeps all of obs alive
-            self.blank_action = np.zeros_like(self.action[0])
-            self.obs = self.action = self.reward = self.cost = None
+    def final_only(self) -> _Episode:
+        """This episode as its length, its end and a copy of its final observation only.
+
+        A copy, not a view that would keep all of ``obs`` alive.
+        """
+        assert self.final_obs is not None
+        final = self.final_obs.copy()
+        return _Episode(None, None, None, None, self.terminated, self.length, final)
 
 
 def _array(where: str, key: str, value: Any) -> np.ndarray:
@@ -197,8 +201,17 @@ def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
         raise ConfigError(err.key, err.value, err.reason, source=where) from None
 
 
-def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> list[_Episode]:
-    """Every episode, checked, with the steps that this call's later rows write over let go.
+@dataclass
+class _Input:
+    """Every episode's length and end; the steps and final observations the writes need."""
+
+    lengths: array  # of "q"
+    terminated: bytearray
+    held: dict[int, _Episode]  # by the episode's index: the others are written over
+
+
+def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> _Input:
+    """Every episode, checked, keeping only what this call's later rows do not write over.
 
     The writes deal each episode to the column with the fewest steps (ties: the first), and
     column ``e``'s ``k``-th step goes into the ``k``-th row written, so where each step lands
@@ -206,29 +219,41 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> list[_Episode]:
     written, and the rows before ``n - capacity`` are written over by the rows after them.
     The side store's slots are taken in turn by the episode ends, in the order rows and envs
     are written, so a final observation with ``side_capacity`` ends after it is written over.
+    An episode whose rows and final observation are both written over is kept as its length
+    and end only (9 bytes), so that an input of many short episodes does not grow either.
     """
     E, capacity = ring.num_envs, ring.capacity
+    read = _Input(array("q"), bytearray(), {})
     dealt = np.zeros(E, dtype=np.int64)  # steps dealt to each column so far
-    held: list[deque[tuple[_Episode, int]]] = [deque() for _ in range(E)]  # (episode, 1st row)
-    finals: deque[_Episode] = deque()  # let go, in the order their ends are written
-    read = []
+    columns: list[deque[tuple[int, int]]] = [deque() for _ in range(E)]  # (index, 1st row)
+    finals: deque[int] = deque()  # episodes let go of, in the order their ends are written
     for index, item in enumerate(episodes):
         ep = _as_episode(item, index, ring)
+        read.lengths.append(ep.length)
+        read.terminated.append(ep.terminated)
+        read.held[index] = ep
         e = int(np.argmin(dealt))  # as the writes deal it
-        held[e].append((ep, int(dealt[e])))
+        columns[e].append((index, int(dealt[e])))
         dealt[e] += ep.length
-        read.append(ep)
         written_over = int(dealt.min()) - capacity  # rows before it: written over later
         gone = []  # every end here comes before those of episodes let go later
-        for column_index, column in enumerate(held):
-            while column and column[0][1] + column[0][0].length <= written_over:
+        for column_index, column in enumerate(columns):
+            while column and column[0][1] + read.lengths[column[0][0]] <= written_over:
                 old, start = column.popleft()
-                old.let_go_of_steps()
-                gone.append((start + old.length, column_index, old))
-        finals.extend(old for _, _, old in sorted(gone, key=lambda g: g[:2]))
+                gone.append((start + read.lengths[old], column_index, old))
+        for _, _, old in sorted(gone):
+            read.held[old] = read.held[old].final_only()
+            finals.append(old)
         while len(finals) > ring.side_capacity:
-            finals.popleft().final_obs = None
+            del read.held[finals.popleft()]
     return read
+
+
+def _action_dtype(ring: ReplayRing) -> Any:
+    """The numpy dtype of the rows of actions written (each episode's actions cast to it)."""
+    dtype = ring.specs["action"].dtype
+    unsigned = UNSIGNED.get(dtype)
+    return unsigned[0] if unsigned is not None else numpy_dtype(dtype)
 
 
 def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLoadReport:
@@ -276,27 +301,28 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
     # checked before the first write: a refused episode leaves the ring as it was
     checked = _read_all(ring, episodes)
+    actions_shape = (E, *ring.specs["action"].shape)
+    # each env's action cast to the field's dtype: np.stack of int64 and uint64 actions gave
+    # float64, which the ring refused half-way through the writes
+    actions_dtype = _action_dtype(ring)
     last_written: list[tuple[_Episode, int] | None] = [None] * E
-    n_episodes = rows = 0
+    rows = 0
 
     def write_row() -> None:
-        obs = np.empty(obs_shape, dtype=obs_dtype)
+        obs = np.zeros(obs_shape, dtype=obs_dtype)
         final = np.zeros_like(obs)
-        actions, rewards, costs = [], np.zeros(E), np.zeros(E)
+        actions = np.zeros(actions_shape, dtype=actions_dtype)
+        rewards, costs = np.zeros(E), np.zeros(E)
         term = np.zeros(E, dtype=bool)
         trunc = np.zeros(E, dtype=bool)
         first = np.zeros(E, dtype=bool)
         for e in range(E):
             entry = queues[e][0]
             ep, i = entry
-            if ep.action is None:  # a row written over later: its flags and final obs count
-                assert ep.blank_action is not None
-                obs[e] = 0
-                actions.append(ep.blank_action)
-            else:
+            if ep.action is not None:  # else a row written over later: only its flags count
                 assert ep.obs is not None and ep.reward is not None and ep.cost is not None
                 obs[e] = ep.obs[i]
-                actions.append(ep.action[i])
+                actions[e] = ep.action[i]
                 rewards[e] = ep.reward[i]
                 costs[e] = ep.cost[i]
             first[e] = i == 0
@@ -312,7 +338,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             queued[e] -= 1
         ring.push_step(
             obs,
-            np.stack(actions),
+            actions,
             rewards,
             cost=costs,
             terminated=term,
@@ -322,11 +348,13 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             **zeros_extra,
         )
 
-    for ep in checked:
-        n_episodes += 1
+    for index, length in enumerate(checked.lengths):
+        ep = checked.held.pop(index, None)  # let go of as soon as it is written
+        if ep is None:  # written over later, its final observation too
+            ep = _Episode(None, None, None, None, bool(checked.terminated[index]), length, None)
         e = int(np.argmin(queued))
         queues[e].append([ep, 0])
-        queued[e] += ep.length
+        queued[e] += length
         while queued.min() > 0:
             write_row()
             rows += 1
@@ -342,4 +370,4 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     if cut.any():
         ring.attach_final_obs((ring.head - 1) % ring.capacity, nxt, cut)
         ring.start_episodes_at_next_push(cut)
-    return EpisodeLoadReport(n_episodes, rows, rows * E, int(queued.sum()))
+    return EpisodeLoadReport(len(checked.lengths), rows, rows * E, int(queued.sum()))

@@ -328,3 +328,41 @@ def test_final_observations_are_kept_only_while_the_side_store_may_hold_them():
     assert r["obs"][:, 0, 0].tolist() == [396, 397, 398, 399]
     batch = r.sample_transitions(64, torch.Generator().manual_seed(0))
     assert torch.equal(batch.next_obs, batch.obs)  # the final observations: the same rows
+
+
+def test_episodes_whose_actions_differ_in_dtype_share_a_row():
+    # each episode's int64 or uint64 actions pass the ring's check alone, but np.stack of one
+    # row of both gave float64, which push_step refused after the first row was written
+    def ep(dtype, k):
+        return {"obs": np.full((2, 2), k, np.float32), "action": np.full(1, k, dtype),
+                "reward": np.zeros(1)}  # fmt: skip
+
+    r = ring(num_envs=2, capacity=8)
+    dtypes = [np.int64, np.int64, np.uint64, np.int64]
+    report = extend_from_episodes(r, [ep(d, k) for k, d in enumerate(dtypes)])
+    assert report == EpisodeLoadReport(episodes=4, rows=2, steps=4, dropped_steps=0)
+    assert r["action"][:2].tolist() == [[0, 1], [2, 3]]
+
+
+def test_an_input_of_many_short_episodes_grows_by_bytes_per_episode():
+    # of the episodes written over, only the length and end are kept (9 bytes): an object per
+    # episode (about 260 bytes with a blank action) made a 10x input of one-step episodes
+    # hold 20 times the ring's memory
+    import tracemalloc
+
+    def stream(n):
+        for k in range(n):
+            yield {"obs": np.full((2, 4), k, np.float32), "action": np.zeros(1, np.int64),
+                   "reward": np.zeros(1), "terminated": bool(k % 2)}  # fmt: skip
+
+    def peak(n):
+        r = ReplayRing(64, 1, {"obs": ((4,), torch.float32), "action": ((), torch.int64)})
+        tracemalloc.start()
+        try:
+            extend_from_episodes(r, stream(n))
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    growth = (peak(1500) - peak(300)) / 1200
+    assert growth < 32, f"{growth:.0f} bytes more at the peak per episode"
