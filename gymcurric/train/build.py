@@ -59,12 +59,29 @@ class Built:
     callbacks: list[Any] = field(default_factory=list)
 
     closed_envs: bool = False
+    close_began: bool = False  # a close that raised part way is finished by the next one
 
     def close_envs(self) -> None:
-        """Close the vector env (workers flush their buffered curriculum updates)."""
-        if not self.closed_envs:
+        """Close the vector env (workers flush their buffered curriculum updates).
+
+        Once closed, a second call does nothing. A close interrupted part way (a Ctrl-C while
+        the workers finish) is finished by the next call, which closes the base vector env
+        directly, not through its wrappers again: a
+        :class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv` then ends the workers still
+        running at once, instead of leaving them to a long-lived caller's process.
+        """
+        if self.closed_envs:
+            return
+        if self.close_began:
+            from gymcurric.train._runstate import vec_layers
+
+            base, _ = vec_layers(self.venv)
+            base.close()  # interrupted again: the next call tries again
             self.closed_envs = True
-            self.venv.close()
+            return
+        self.close_began = True
+        self.venv.close()
+        self.closed_envs = True
 
     def close(self) -> None:
         """Close the vector env and the curriculum."""

@@ -413,3 +413,80 @@ def test_the_sub_env_factory_does_not_carry_the_datapack_sampler():
         assert isinstance(env, PresentDatapack)
     finally:
         env.close()
+
+
+class _Layer:
+    """A vec env (``venv`` None) or a wrapper over one: counts its close() calls."""
+
+    def __init__(self, venv: Any = None, interrupt: bool = False) -> None:
+        if venv is not None:
+            self.venv = venv
+        self.interrupt, self.closes = interrupt, 0
+
+    def close(self) -> None:
+        self.closes += 1
+        if hasattr(self, "venv"):
+            self.venv.close()
+        elif self.interrupt and self.closes == 1:
+            raise KeyboardInterrupt  # a Ctrl-C while the workers finish
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_built_closes_its_envs_once_and_finishes_an_interrupted_close(interrupt):
+    from gymcurric.train.build import Built
+
+    base = _Layer(interrupt=interrupt)
+    wrapper = _Layer(base)
+    built = Built(venv=wrapper)
+    if interrupt:
+        with pytest.raises(KeyboardInterrupt):
+            built.close_envs()  # _finish's close
+    else:
+        built.close_envs()
+    built.close()  # the runner's final close
+    built.close()
+    # the wrappers closed once; the base again only to finish an interrupted close
+    assert (wrapper.closes, base.closes) == (1, 2 if interrupt else 1)
+
+
+def test_a_ctrl_c_while_the_workers_close_at_the_end_leaves_no_worker_running(
+    tmp_path, monkeypatch
+):
+    # Built.close_envs marked the envs closed before closing them: a KeyboardInterrupt in
+    # _finish's close (the workers flushing their last updates) left the runner's final close
+    # nothing to do, and the workers running after train() returned (here for 60 s)
+    import signal
+
+    from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
+    from tests.faulty_envs import MAKE_ID
+
+    envs: list[Any] = []
+    close = CheckedSubprocVecEnv.close
+
+    def interrupted_close(self: Any) -> None:
+        if not envs:  # the first close: interrupted while it waits for the workers
+            envs.append(self)
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+        close(self)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CheckedSubprocVecEnv, "close", interrupted_close)
+    kwargs = {"fail_at": 10**9, "close_s": 60.0, "size": 8, "max_steps": 40}
+    env = {"id": MAKE_ID, "vectorization": "subproc", "start_method": "fork", "kwargs": kwargs}
+    cfg = run_config(128, env=env, curriculum={"enabled": False}, run={"checkpoint_every": 128})
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg, run_dir=tmp_path / "r")
+        alive = [p.pid for p in envs[0].processes if p.is_alive()]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        for process in envs[0].processes if envs else []:
+            if process.is_alive():  # the old code's leftovers: not left to the next test
+                process.kill()
+                process.join()
+    assert len(envs[0].processes) == 2 and alive == []
+    assert (tmp_path / "r" / "checkpoint").is_dir()  # the run's checkpoint is kept
