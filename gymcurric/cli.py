@@ -18,7 +18,9 @@ so that ``set -o pipefail`` sees a cut-off output the same way from every tool; 
 that all of it was delivered. 74 (``EX_IOERR`` of ``sysexits.h``) stdout could not be written
 for another reason (``gymcurric ... > /dev/full``, a full disk, an I/O error): the command
 stops with one line on stderr, ``gymcurric COMMAND: error: cannot write to stdout (...)``,
-and no traceback; not 1, which a script would read as the command's own finding.
+and no traceback; not 1, which a script would read as the command's own finding. A stderr
+that cannot be written (``2>/dev/full``) changes no exit code: its error lines, notices and
+progress bar are left out (the bar after one warning), and the command runs on.
 """
 
 from __future__ import annotations
@@ -241,13 +243,23 @@ def _main(argv: Sequence[str] | None) -> int:
         )
         if err is None and not isinstance(exc, GymcurricError):
             raise
-        print(f"gymcurric {args.command}: error: {err or exc}", file=sys.stderr)
+        _say_error(f"gymcurric {args.command}: error: {err or exc}")
         return 2
     except GymcurricError as exc:
-        print(f"gymcurric {args.command}: error: {exc}", file=sys.stderr)
-        for note in getattr(exc, "__notes__", ()):  # e.g. a failed sub-env's traceback
-            print(note, file=sys.stderr)
+        # e.g. a failed sub-env's traceback in its notes
+        _say_error(f"gymcurric {args.command}: error: {exc}", *getattr(exc, "__notes__", ()))
         return 2
+
+
+def _say_error(*lines: str) -> None:
+    """Print ``lines`` on stderr; where it cannot be written, the exit code alone says it.
+
+    As for stdout (:func:`_stdout_failed`): with stderr on ``/dev/full`` or a closed pipe the
+    command still exits 2, not 1 with a traceback that cannot be written either.
+    """
+    with contextlib.suppress(OSError):
+        for line in lines:
+            print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -232,3 +232,23 @@ def test_a_full_disk_that_is_not_stdout_keeps_its_traceback():
     status, err = _run_with_stdout_full([], True, cmd=[sys.executable, "-c", code])
     assert status == 1 and "'run/model.zip'" in err, (status, err)
     assert "Exception ignored" not in err and "cannot write to stdout" not in err, err
+
+
+class _FullStderr:
+    """stderr on /dev/full (``2>/dev/full``): every write fails with ENOSPC."""
+
+    def write(self, text):
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self):
+        pass
+
+
+def test_an_error_line_that_cannot_be_written_still_exits_2(tmp_path, monkeypatch):
+    # the print of the error line raised its OSError: exit 1 with a traceback (nowhere to go)
+    if cli._load(cli.COMMANDS["train"]) is None:
+        pytest.skip("gymcurric train is not part of this install")
+    monkeypatch.setattr(sys, "stderr", _FullStderr())
+    assert cli.main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2

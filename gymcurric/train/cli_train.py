@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any, TextIO
 
@@ -130,13 +131,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def announce_rounding(asked: Any, cfg: Any, file: TextIO | None = None) -> Any:
-    """Say so when the step counts were rounded up to whole rollouts; returns ``cfg``."""
+    """Say so when the step counts were rounded up to whole rollouts; returns ``cfg``.
+
+    A notice: where stderr cannot be written (``2>/dev/full``) the run goes on without it
+    (``config.json`` and the summary record the steps trained).
+    """
     if asked.run.total_steps != cfg.run.total_steps:
-        print(
-            f"run.total_steps {asked.run.total_steps} -> {cfg.run.total_steps}: the agent "
-            "trains in whole rollouts (n_steps x num_envs)",
-            file=file or sys.stderr,
-        )
+        with contextlib.suppress(OSError):
+            print(
+                f"run.total_steps {asked.run.total_steps} -> {cfg.run.total_steps}: the agent "
+                "trains in whole rollouts (n_steps x num_envs)",
+                file=file or sys.stderr,
+            )
     return cfg
 
 

@@ -236,7 +236,8 @@ class RunSection:
         name: the run directory's name (None: ``<env>-<algo>-s<seed>``).
         checkpoint_every: env steps between checkpoints (model, curriculum state, RNG
             states); None: only at the end. Training runs in chunks of this size.
-        progress_bar: show a progress bar.
+        progress_bar: show a progress bar on stderr (where stderr cannot be written, it is
+            switched off with one warning and the run goes on).
         plots: write PNG plots at the end (needs matplotlib).
         torch_threads: torch CPU threads (1 is fastest for small MLPs on few cores).
     """

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from gymcurric import cli
-from tests.train.run_harness import run_config, write_packs
+from tests.train.run_harness import ROOT, run_config, write_packs
 
 
 def _write(tmp_path, cfg):
@@ -210,3 +211,34 @@ def test_an_empty_config_file_exits_2_naming_it(tmp_path, capsys, flag):
     assert cli.main([*args, "curriculum.enabled=false"]) == 2
     err = capsys.readouterr().err
     assert str(empty) in err and "the file is empty" in err and "Traceback" not in err
+
+
+FULL = "/dev/full"  # every write fails with ENOSPC
+
+
+@pytest.mark.slow  # two new interpreters and a short run: ~12 s on a loaded machine
+@pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+def test_a_stderr_that_cannot_be_written_leaves_out_the_bar_and_the_run_goes_on(tmp_path):
+    # `gymcurric train ... 2>/dev/full`: the progress bar's write error (and the rounding
+    # notice's) ended the run with exit 1 before it started; now it trains to the end
+    cfg = run_config(100, curriculum={"enabled": False}, run={"progress_bar": True})
+    path, run = _write(tmp_path, cfg), tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "gymcurric", "train", "--config", str(path)]
+    with open(FULL, "w") as full:
+        done = subprocess.run(
+            [*argv, "--run-dir", str(run)],
+            stdout=subprocess.PIPE, stderr=full, text=True, timeout=300, env=env, cwd=ROOT,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith(f"run directory: {run}\n"), done.stdout
+    assert "128 steps" in done.stdout  # 100 rounded up to whole rollouts, said on stdout only
+    assert (run / "summary.json").is_file() and (run / "checkpoint").is_dir()
+    # an error line that cannot be written: still exit 2, not a traceback's exit 1
+    with open(FULL, "w") as full:
+        done = subprocess.run(
+            [*argv, "--run-dir", str(run)],
+            stdout=subprocess.PIPE, stderr=full, text=True, timeout=300, env=env, cwd=ROOT,
+        )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""  # the run is there: resume it
+    assert (run / "summary.json").is_file()  # and it is kept
