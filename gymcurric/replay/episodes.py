@@ -168,7 +168,13 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
             f"T rows plus 'next_obs'; got {len(obs)} rows"
         )
     obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
-    if obs_dtype is not None and not np.can_cast(obs.dtype, obs_dtype, "same_kind"):
+    if obs_dtype is None:  # the rows are written as numpy arrays
+        raise DataError(
+            f"{where}: the ring's observations have dtype {ring.specs['obs'].dtype}, which "
+            "numpy lacks; episodes are written into rings whose observations numpy can hold "
+            "(e.g. float32)"
+        )
+    if not np.can_cast(obs.dtype, obs_dtype, "same_kind"):
         raise DataError(
             f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
             f"{np.dtype(obs_dtype)} observations"
@@ -274,8 +280,9 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     Raises:
         DataError: an episode lacks an array, has inconsistent lengths, holds a sparse or
             nested tensor or an array numpy cannot read, rewards or costs that are not
-            numbers, or observations that do not fit the ring's (dtype kind, shape) (names
-            the datapack, or the episode's index).
+            numbers, or observations that do not fit the ring's (dtype kind, shape; a ring
+            whose observations numpy lacks, bfloat16, takes none) (names the datapack, or the
+            episode's index).
         ConfigError: an episode's actions do not fit the ring's action field (shape or dtype
             kind; names the datapack, or the episode's index).
 

@@ -228,10 +228,14 @@ class RingStorage:
         A numpy input gives a CPU tensor sharing its memory, whatever the ring's device.
         """
         field = field or name
-        # fast path: a writable numpy array of exactly the field's dtype and shape
+        # fast path: a writable numpy array of exactly the field's dtype and shape (a field
+        # numpy lacks has None, which numpy's == takes for float64: such arrays were let
+        # through, and the host index's side store refused them after the row was written)
+        numpy_dtype = self.numpy_dtypes[field]
         if (
             type(value) is np.ndarray
-            and value.dtype == self.numpy_dtypes[field]
+            and numpy_dtype is not None
+            and value.dtype == numpy_dtype
             and value.shape == self.row_shapes[field]
             and value.flags.writeable
         ):

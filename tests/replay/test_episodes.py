@@ -366,3 +366,13 @@ def test_an_input_of_many_short_episodes_grows_by_bytes_per_episode():
 
     growth = (peak(1500) - peak(300)) / 1200
     assert growth < 32, f"{growth:.0f} bytes more at the peak per episode"
+
+
+def test_a_ring_whose_observations_numpy_lacks_refuses_episodes_naming_them():
+    # the rows were numpy arrays of dtype None (float64), written into the bfloat16 ring; the
+    # side store refused the final observation with a raw RuntimeError, the first row written
+    r = ReplayRing(8, 1, {"obs": ((2,), torch.bfloat16), "action": ((), torch.int64)})
+    with pytest.raises(DataError, match=r"episode 0: the ring's observations have dtype "
+                       r"torch.bfloat16, which numpy lacks"):  # fmt: skip
+        extend_from_episodes(r, [episode(0, 3, True)])
+    assert r.total_steps == 0

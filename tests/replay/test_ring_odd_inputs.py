@@ -285,3 +285,28 @@ def test_values_numpy_cannot_read_are_refused_by_the_other_entry_points(device):
     row = ring.head  # nor did they mark episode starts
     ring.push_step(**{**plain(8), "terminated": np.zeros(E, bool)})
     assert not ring["is_first"][row].any()
+
+
+def test_numpy_observations_for_a_field_numpy_lacks_are_refused_before_a_write(device):
+    # numpy's dtype == takes None (no numpy dtype: bfloat16) for float64, so float64 arrays
+    # took the quick path: the device index stored them, the host index's side store raised a
+    # raw RuntimeError (index_copy_) after the row and the episode bookkeeping were written
+    ring = make(device, capacity=4, num_envs=E, fields={"obs": ((3,), torch.bfloat16)})
+    step = plain(1)
+    del step["aux"]
+    step["obs"] = step["final_obs"] = step["obs"].astype(np.float64)
+    before = {k: v.clone() for k, v in ring.state_dict()["tensors"].items()}
+    with pytest.raises(ConfigError, match="which numpy lacks") as refused:
+        ring.push_step(step.pop("obs"), step.pop("action"), step.pop("reward"), **step)
+    assert refused.value.key == "obs"
+    assert ring.total_steps == 0
+    after = ring.state_dict()["tensors"]
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    obs = torch.ones(E, 3, dtype=torch.bfloat16, device=device)
+    with pytest.raises(ConfigError, match="which numpy lacks") as refused:
+        ring.attach_final_obs(0, np.ones((E, 3)), np.ones(E, bool))
+    assert refused.value.key == "final_obs"
+    ring.push_step(obs, np.zeros((E, 2), np.float32), np.zeros(E), terminated=[True, False],
+                   truncated=[False, False], final_obs=obs)  # fmt: skip
+    assert ring["is_first"][0].all()
+    ring.check_invariants()
