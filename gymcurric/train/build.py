@@ -59,7 +59,7 @@ class Built:
     callbacks: list[Any] = field(default_factory=list)
 
     closed_envs: bool = False
-    close_began: bool = False  # a close that raised part way is finished by the next one
+    close_began: bool = False  # a close interrupted part way is finished by the next one
 
     def close_envs(self) -> None:
         """Close the vector env (workers flush their buffered curriculum updates).
@@ -68,7 +68,9 @@ class Built:
         the workers finish) is finished by the next call, which closes the base vector env
         directly, not through its wrappers again: a
         :class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv` then ends the workers still
-        running at once, instead of leaving them to a long-lived caller's process.
+        running at once, instead of leaving them to a long-lived caller's process. A close
+        that fails with an error (a sub-env's ``close()`` raising) is not tried again: its
+        error is raised once, not again by the next call in its place.
         """
         if self.closed_envs:
             return
@@ -80,7 +82,13 @@ class Built:
             self.closed_envs = True
             return
         self.close_began = True
-        self.venv.close()
+        try:
+            self.venv.close()
+        except Exception:
+            # a DummyVecEnv would close its sub-envs again, the failing one raising again
+            # (the runner's final close() then replaced this error with its repeat)
+            self.closed_envs = True
+            raise
         self.closed_envs = True
 
     def close(self) -> None:

@@ -449,6 +449,28 @@ def test_built_closes_its_envs_once_and_finishes_an_interrupted_close(interrupt)
     assert (wrapper.closes, base.closes) == (1, 2 if interrupt else 1)
 
 
+def test_a_sub_env_close_that_raises_at_the_end_is_raised_once(tmp_path, monkeypatch):
+    # the close that failed (in _finish) was tried again by the runner's final close(): a
+    # DummyVecEnv closed the failing sub-env again, and its repeated error replaced the first
+    import tests.faulty_envs as faulty
+    from tests.faulty_envs import MAKE_ID
+
+    closes: list[int] = []
+
+    def failing_close(self: Any) -> None:
+        closes.append(id(self))
+        if id(self) == closes[0]:  # the first sub-env's close fails, every time
+            raise RuntimeError(f"sub-env close failed (call {closes.count(id(self))})")
+
+    monkeypatch.setattr(faulty.FaultyGrid, "close", failing_close)
+    env = {"id": MAKE_ID, "kwargs": {"fail_at": 10**9, "size": 8, "max_steps": 40}}
+    cfg = run_config(128, env=env, curriculum={"enabled": False}, run={"checkpoint_every": 128})
+    with pytest.raises(RuntimeError, match=r"\(call 1\)") as caught:
+        train(cfg, run_dir=tmp_path / "r")
+    assert closes.count(closes[0]) == 1 and caught.value.__context__ is None  # closed once
+    assert (tmp_path / "r" / "model.zip").is_file()  # the run is kept
+
+
 def test_a_ctrl_c_while_the_workers_close_at_the_end_leaves_no_worker_running(
     tmp_path, monkeypatch
 ):
