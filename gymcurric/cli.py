@@ -20,7 +20,8 @@ for another reason (``gymcurric ... > /dev/full``, a full disk, an I/O error): t
 stops with one line on stderr, ``gymcurric COMMAND: error: cannot write to stdout (...)``,
 and no traceback; not 1, which a script would read as the command's own finding. A stderr
 that cannot be written (``2>/dev/full``) changes no exit code: its error lines, notices and
-progress bar are left out (the bar after one warning), and the command runs on.
+progress bar are left out (the bar after one warning), and the command runs on. Without a
+stderr (``2>&-``) they are left out too, never printed on stdout in its place.
 """
 
 from __future__ import annotations
@@ -255,8 +256,11 @@ def _say_error(*lines: str) -> None:
     """Print ``lines`` on stderr; where it cannot be written, the exit code alone says it.
 
     As for stdout (:func:`_stdout_failed`): with stderr on ``/dev/full`` or a closed pipe the
-    command still exits 2, not 1 with a traceback that cannot be written either.
+    command still exits 2, not 1 with a traceback that cannot be written either. Without a
+    stderr (``2>&-``) they are left out too, not printed on stdout (``print(file=None)``).
     """
+    if sys.stderr is None:
+        return
     with contextlib.suppress(OSError):
         for line in lines:
             print(line, file=sys.stderr)

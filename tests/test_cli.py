@@ -252,3 +252,14 @@ def test_an_error_line_that_cannot_be_written_still_exits_2(tmp_path, monkeypatc
         pytest.skip("gymcurric train is not part of this install")
     monkeypatch.setattr(sys, "stderr", _FullStderr())
     assert cli.main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
+
+
+def test_without_a_stderr_an_error_line_is_left_out_not_printed_on_stdout(
+    tmp_path, monkeypatch, capsys
+):
+    # started with 2>&- (sys.stderr None): print(file=None) wrote the error line on stdout
+    if cli._load(cli.COMMANDS["train"]) is None:
+        pytest.skip("gymcurric train is not part of this install")
+    monkeypatch.setattr(sys, "stderr", None)
+    assert cli.main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().out == ""

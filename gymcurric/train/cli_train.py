@@ -134,14 +134,16 @@ def announce_rounding(asked: Any, cfg: Any, file: TextIO | None = None) -> Any:
     """Say so when the step counts were rounded up to whole rollouts; returns ``cfg``.
 
     A notice: where stderr cannot be written (``2>/dev/full``) the run goes on without it
-    (``config.json`` and the summary record the steps trained).
+    (``config.json`` and the summary record the steps trained); so does it without a stderr
+    (``2>&-``), not on stdout in its place.
     """
-    if asked.run.total_steps != cfg.run.total_steps:
+    file = file or sys.stderr
+    if asked.run.total_steps != cfg.run.total_steps and file is not None:
         with contextlib.suppress(OSError):
             print(
                 f"run.total_steps {asked.run.total_steps} -> {cfg.run.total_steps}: the agent "
                 "trains in whole rollouts (n_steps x num_envs)",
-                file=file or sys.stderr,
+                file=file,
             )
     return cfg
 

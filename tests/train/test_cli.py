@@ -242,3 +242,16 @@ def test_a_stderr_that_cannot_be_written_leaves_out_the_bar_and_the_run_goes_on(
         )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""  # the run is there: resume it
     assert (run / "summary.json").is_file()  # and it is kept
+
+
+def test_without_a_stderr_the_rounding_notice_is_left_out_not_printed_on_stdout(
+    monkeypatch, capsys
+):
+    # started with 2>&- (sys.stderr None): print(file=None) wrote the notice on stdout, ahead
+    # of the summary
+    from gymcurric.train.cli_train import announce_rounding
+
+    asked, rounded = run_config(100), run_config(128)
+    monkeypatch.setattr(sys, "stderr", None)
+    assert announce_rounding(asked, rounded) is rounded
+    assert capsys.readouterr().out == ""
