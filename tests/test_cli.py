@@ -263,3 +263,25 @@ def test_without_a_stderr_an_error_line_is_left_out_not_printed_on_stdout(
     monkeypatch.setattr(sys, "stderr", None)
     assert cli.main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("stderr", [None, _FullStderr()], ids=["no stderr", "stderr full"])
+def test_a_datapacks_summary_without_a_stderr_to_take_it_changes_neither_stdout_nor_exit_code(
+    tmp_path, monkeypatch, capsys, stderr
+):
+    # validate's and validate-log's summary line ("DIR: valid: ...") on stderr: with 2>&-
+    # print(file=None) wrote it on stdout among the error lines, and with 2>/dev/full its
+    # OSError made a valid folder exit 1 (a traceback nowhere to go)
+    import json
+
+    from tests.datapacks.packs import record
+
+    (tmp_path / "p0.json").write_text(json.dumps(record()))
+    log = tmp_path / "log.jsonl"
+    log.write_text("")
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert cli.main(["datapacks", "validate", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ""
+    assert cli.main(["datapacks", "validate-log", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{log}: no records: ") and out.count("\n") == 1, out

@@ -26,6 +26,7 @@ them into a :class:`~gymcurric.datapacks.DataPackRLSampler`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -209,12 +210,25 @@ def _validate(args: argparse.Namespace) -> int:
         print(line)
     n_err = len(errors)
     status = "invalid" if n_err else "valid"
-    print(
+    _summary(
         f"{args.dir}: {status}: {len(packs)} valid datapacks, {n_err} "
-        f"error{'' if n_err == 1 else 's'}",
-        file=sys.stderr,
+        f"error{'' if n_err == 1 else 's'}"
     )
     return 1 if errors else 0
+
+
+def _summary(line: str) -> None:
+    """Print the summary ``line`` on stderr, left out where there is none to write to.
+
+    As the CLI's error lines: with stderr on ``/dev/full`` or a closed pipe the exit code is
+    still the check's (not 1 and a traceback that cannot be written either), and without a
+    stderr (``2>&-``) the line is not printed on stdout (``print(file=None)``) among the
+    errors.
+    """
+    if sys.stderr is None:
+        return
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -249,7 +263,6 @@ def run(args: argparse.Namespace) -> int:
         for line in errors:
             print(line)
         n = len(errors)
-        print(f"{args.log}: {'invalid' if n else 'valid'}: {n} error{'' if n == 1 else 's'}",
-              file=sys.stderr)  # fmt: skip
+        _summary(f"{args.log}: {'invalid' if n else 'valid'}: {n} error{'' if n == 1 else 's'}")
         return 1 if errors else 0
     return _sample(args)
