@@ -10,6 +10,7 @@ with its table, and update the table by hand when a result changes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import subprocess
@@ -91,6 +92,19 @@ def _commit(root: Path) -> str:
         return "unknown"
 
 
+def _note(text: str) -> None:
+    """Print ``text`` on stderr; left out where it cannot be written, or there is none.
+
+    As the CLI's error lines: a stderr on ``/dev/full`` ends no run of the benchmarks left
+    (the exit code says one failed), and without a stderr (``2>&-``) the text is not printed
+    on stdout (``print(file=None)``) among the benchmarks' output.
+    """
+    if sys.stderr is None:
+        return
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks; exit 1 if any failed (the others are still written)."""
     from gymcurric.errors import ConfigError
@@ -110,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         script, extra, _, _ = BENCHES[name]
         path = root / "benchmarks" / script
         if not path.is_file():
-            print(f"{name}: benchmarks/{script} is missing; skipped", file=sys.stderr)
+            _note(f"{name}: benchmarks/{script} is missing; skipped")
             failed += 1
             continue
         cmd = [sys.executable, str(path), *extra]
@@ -127,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         elapsed = time.time() - start
         print(proc.stdout, end="")
         if proc.returncode != 0:
-            print(proc.stderr[-4000:], file=sys.stderr)
+            _note(proc.stderr[-4000:])
             failed += 1
             continue
         if args.no_write:

@@ -255,3 +255,29 @@ def test_without_a_stderr_the_rounding_notice_is_left_out_not_printed_on_stdout(
     monkeypatch.setattr(sys, "stderr", None)
     assert announce_rounding(asked, rounded) is rounded
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("stderr", [None, "full"], ids=["no stderr", "stderr full"])
+def test_bench_without_a_stderr_to_take_its_notes_runs_the_others_and_keeps_stdout(
+    tmp_path, monkeypatch, capsys, stderr
+):
+    # "NAME: benchmarks/X is missing; skipped" and a failed script's stderr: with 2>&-
+    # print(file=None) wrote them on stdout among the results, and with 2>/dev/full the first
+    # one's OSError ended the command (a traceback nowhere to go), the benchmarks after it not run
+    import errno
+
+    class FullStderr:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "BENCHMARKS.md").write_text("# Benchmarks\n")
+    (tmp_path / "benchmarks" / "replay.py").write_text("print('ratio 1.23x')\n")
+    monkeypatch.setattr(sys, "stderr", None if stderr is None else FullStderr())
+    assert cli.main(["bench", "env_speed", "replay", "--root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "missing" not in out and "ratio 1.23x" in out, out
+    assert (tmp_path / "benchmarks" / "reference" / "replay" / "latest.md").is_file()
