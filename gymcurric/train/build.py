@@ -10,6 +10,7 @@ gymcurric's ``Checked`` ones: a sub-env's error or a dead worker ends the run na
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ class Built:
         :class:`~gymcurric.integrations.sb3.CheckedSubprocVecEnv` then ends the workers still
         running at once, instead of leaving them to a long-lived caller's process. A close
         that fails with an error (a sub-env's ``close()`` raising) is not tried again: its
-        error is raised once, not again by the next call in its place.
+        error is raised once, not again by the next call in its place; the workers of a
+        subprocess vector env are still ended (a wrapper's close may raise before its own).
         """
         if self.closed_envs:
             return
@@ -86,7 +88,16 @@ class Built:
             self.venv.close()
         except Exception:
             # a DummyVecEnv would close its sub-envs again, the failing one raising again
-            # (the runner's final close() then replaced this error with its repeat)
+            # (the runner's final close() then replaced this error with its repeat); a
+            # subprocess one (which has ``closed``) may not have been reached (VecMonitor's
+            # file close raising first) or have stopped part way: its close() ends the
+            # workers still running, and does nothing where it is done
+            from gymcurric.train._runstate import vec_layers
+
+            base, _ = vec_layers(self.venv)
+            if hasattr(base, "closed"):
+                with contextlib.suppress(Exception):  # the first error is the one raised
+                    base.close()
             self.closed_envs = True
             raise
         self.closed_envs = True
