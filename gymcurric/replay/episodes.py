@@ -300,8 +300,12 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     E = ring.num_envs
     queues: list[deque[list[Any]]] = [deque() for _ in range(E)]  # [episode, next index]
     queued = np.zeros(E, dtype=np.int64)
+    # a field numpy lacks (bfloat16, uint16/32/64) takes a tensor: numpy zeros of dtype None
+    # were float64, which push_step refuses for such a field
     zeros_extra: dict[str, Any] = {
         n: np.zeros((E, *ring.specs[n].shape), dtype=numpy_dtype(ring.specs[n].dtype))
+        if numpy_dtype(ring.specs[n].dtype) is not None
+        else torch.zeros((E, *ring.specs[n].shape), dtype=ring.specs[n].dtype, device=ring.device)
         for n in ring.user_fields
     }
     obs_shape = (E, *ring.specs["obs"].shape)

@@ -376,3 +376,18 @@ def test_a_ring_whose_observations_numpy_lacks_refuses_episodes_naming_them():
                        r"torch.bfloat16, which numpy lacks"):  # fmt: skip
         extend_from_episodes(r, [episode(0, 3, True)])
     assert r.total_steps == 0
+
+
+@pytest.mark.parametrize("index_strategy", ["host", "device"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.uint16, torch.uint32, torch.uint64])
+def test_user_fields_numpy_lacks_are_written_as_zeros(index_strategy, dtype):
+    # the zeros written into user fields were numpy arrays of dtype None (float64), which
+    # push_step refuses for such a field since ef8502e: a ConfigError naming 'aux', no episode
+    fields = {"obs": ((2,), torch.float32), "action": ((), torch.int64), "aux": ((2,), dtype)}
+    r = ReplayRing(8, 2, fields, index_strategy=index_strategy)
+    r["aux"].fill_(1)
+    report = extend_from_episodes(r, [episode(0, 3, True), episode(1, 3, False)])
+    assert report == EpisodeLoadReport(episodes=2, rows=3, steps=6, dropped_steps=0)
+    assert r["aux"].dtype == dtype
+    assert (r["aux"][:3] == 0).all() and (r["aux"][3:] == 1).all()
+    r.check_invariants()
