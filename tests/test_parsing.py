@@ -210,6 +210,9 @@ def test_a_yaml_integer_too_long_to_be_under_the_limit_is_refused_before_it_is_b
         ("+0b", "101", 5),
         ("0x", "1f", 31),
         ("-0x0_", "1f", -31),
+        # the prefix int(digits, base) takes after PyYAML's: int("0o17", 8), int("0x1f", 16)
+        ("!!int 0o", "17", 15),
+        ("!!int -0x0x_", "1f", -31),
     ],
 )
 def test_a_zero_padded_yaml_integer_is_read_however_long(prefix, digits, value):
