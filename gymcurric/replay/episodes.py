@@ -31,8 +31,10 @@ are let go as soon as that is known, keeping its length and its end (9 bytes) an
 ``side_capacity`` later episode ends would write its side-store slot over, a copy of its final
 observation; the rows are written as before. The arrays of the episodes kept are the input's
 own (not copied): an input that reuses its arrays for the next episode must yield copies.
-Each env's action is cast to the action field's dtype, so episodes whose actions have
-different dtypes of one kind (``int64`` and ``uint64``) may share a row.
+A row's actions are stacked as ``np.stack`` stacks them and cast by ``push_step`` as any
+row; where their stacked dtype would not fit the action field (``int64`` and ``uint64`` stack
+to ``float64``), each env's action is cast to the field's dtype, so episodes whose actions
+have different dtypes of one kind may share a row.
 """
 
 from __future__ import annotations
@@ -256,10 +258,29 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> _Input:
 
 
 def _action_dtype(ring: ReplayRing) -> Any:
-    """The numpy dtype of the rows of actions written (each episode's actions cast to it)."""
+    """The numpy dtype of the ring's action field (``None`` for bfloat16)."""
     dtype = ring.specs["action"].dtype
     unsigned = UNSIGNED.get(dtype)
     return unsigned[0] if unsigned is not None else numpy_dtype(dtype)
+
+
+def _row_dtype(dtypes: set[np.dtype], field: Any) -> Any:
+    """The dtype of one row of actions whose episodes' actions have ``dtypes``.
+
+    What ``np.stack`` of them gives, which ``push_step`` then casts as any row (the device
+    index with torch, whose float64 -> float16 cast rounds twice, through float32: numpy's
+    cast would store other values than a push of the same actions); the field's own dtype
+    where that would not fit the field (``int64`` and ``uint64`` stack to ``float64``, which
+    ``push_step`` refuses for an integer field), each env's actions cast to it.
+    """
+    if not dtypes:
+        return field
+    dtype = np.result_type(*dtypes)
+    if field is np.bool_:
+        fits = dtype == np.bool_
+    else:
+        fits = field is not None and np.can_cast(dtype, field, "same_kind")
+    return dtype if fits else field
 
 
 def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLoadReport:
@@ -313,8 +334,9 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     # checked before the first write: a refused episode leaves the ring as it was
     checked = _read_all(ring, episodes)
     actions_shape = (E, *ring.specs["action"].shape)
-    # each env's action cast to the field's dtype: np.stack of int64 and uint64 actions gave
-    # float64, which the ring refused half-way through the writes
+    # a row of actions as np.stack gives it, or each env's cast to the field's dtype where
+    # that does not fit: np.stack of int64 and uint64 actions gave float64, which the ring
+    # refused half-way through the writes
     actions_dtype = _action_dtype(ring)
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     rows = 0
@@ -322,7 +344,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     def write_row() -> None:
         obs = np.zeros(obs_shape, dtype=obs_dtype)
         final = np.zeros_like(obs)
-        actions = np.zeros(actions_shape, dtype=actions_dtype)
+        row_actions = []  # (env, action) of the envs whose row is kept
         rewards, costs = np.zeros(E), np.zeros(E)
         term = np.zeros(E, dtype=bool)
         trunc = np.zeros(E, dtype=bool)
@@ -333,7 +355,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             if ep.action is not None:  # else a row written over later: only its flags count
                 assert ep.obs is not None and ep.reward is not None and ep.cost is not None
                 obs[e] = ep.obs[i]
-                actions[e] = ep.action[i]
+                row_actions.append((e, ep.action[i]))
                 rewards[e] = ep.reward[i]
                 costs[e] = ep.cost[i]
             first[e] = i == 0
@@ -347,6 +369,10 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
                 entry[1] = i + 1
             last_written[e] = (ep, i)
             queued[e] -= 1
+        dtype = _row_dtype({a.dtype for _, a in row_actions}, actions_dtype)
+        actions = np.zeros(actions_shape, dtype=dtype)
+        for e, a in row_actions:
+            actions[e] = a
         ring.push_step(
             obs,
             actions,
