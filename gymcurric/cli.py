@@ -21,7 +21,8 @@ stops with one line on stderr, ``gymcurric COMMAND: error: cannot write to stdou
 and no traceback; not 1, which a script would read as the command's own finding. A stderr
 that cannot be written (``2>/dev/full``) changes no exit code: its error lines, notices and
 progress bar are left out (the bar after one warning), and the command runs on. Without a
-stderr (``2>&-``) they are left out too, never printed on stdout in its place.
+stderr (``2>&-``) they are left out too (argparse's usage errors as well), never printed on
+stdout in its place.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from gymcurric._optional import missing_extra
 from gymcurric.errors import GymcurricError
@@ -74,9 +75,25 @@ def _load(module: str) -> ModuleType | None:
         raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage error leaves stdout alone without a stderr (``2>&-``).
+
+    ``error()`` prints the usage with ``print_usage(sys.stderr)``, and ``print_usage(None)``
+    writes to stdout: ``gymcurric train --bogus 2>&-`` printed it there, where a script reads
+    the command's output. The subcommands' parsers are of this class too (argparse's
+    ``parser_class`` default).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with the usage and ``message`` on stderr, or with neither without one."""
+        if sys.stderr is None:
+            self.exit(2)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every subcommand this install has."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gymcurric",
         description="Curriculum learning, datapacks, semantic shaping and cost/risk "
         "annotation for Gymnasium environments.",

@@ -285,3 +285,17 @@ def test_a_datapacks_summary_without_a_stderr_to_take_it_changes_neither_stdout_
     assert cli.main(["datapacks", "validate-log", str(log)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"{log}: no records: ") and out.count("\n") == 1, out
+
+
+@pytest.mark.parametrize("argv", [["no-such-command"], ["train", "--no-such-option"]])
+def test_without_a_stderr_a_usage_error_is_left_out_not_printed_on_stdout(
+    monkeypatch, capsys, argv
+):
+    # argparse's error() prints the usage with print_usage(sys.stderr), and print_usage(None)
+    # writes to stdout: 'gymcurric train --bogus 2>&-' printed "usage: ..." there
+    if argv[0] == "train" and cli._load(cli.COMMANDS["train"]) is None:
+        pytest.skip("gymcurric train is not part of this install")
+    monkeypatch.setattr(sys, "stderr", None)
+    with pytest.raises(SystemExit) as caught:
+        cli.main(argv)
+    assert caught.value.code == 2 and capsys.readouterr().out == ""
