@@ -387,12 +387,14 @@ def _int_digits(text: str) -> str:
     in base 2, 8 or 16, in time linear in its length: its leading zeros (after ``0b`` / ``0x``)
     are dropped too, so that a zero-padded small integer is not taken for a long one. So is
     the prefix Python's ``int(digits, base)`` takes after PyYAML's (``!!int 0o17`` is read
-    as ``int("0o17", 8)``, ``!!int 0x0x1f`` as ``int("0x1f", 16)``).
+    as ``int("0o17", 8)``, ``!!int 0x0X1f`` as ``int("0X1f", 16)``; only the prefix of
+    PyYAML's base: after ``0x``, ``0b1`` is hexadecimal digits).
     """
     digits = text.replace("_", "")
     digits = digits[1:] if digits[:1] in ("+", "-") else digits
-    digits = digits[2:] if digits[:2] in ("0b", "0x") else digits
-    digits = digits[2:] if digits[:2] in ("0b", "0o", "0x") else digits
+    base = digits[:2] if digits[:2] in ("0b", "0x") else "0o"  # PyYAML's: 2, 16, else 8
+    digits = digits[2:] if base != "0o" else digits
+    digits = digits[2:] if digits[:2].lower() == base else digits  # int()'s, in either case
     return digits.lstrip("0")
 
 

@@ -213,6 +213,10 @@ def test_a_yaml_integer_too_long_to_be_under_the_limit_is_refused_before_it_is_b
         # the prefix int(digits, base) takes after PyYAML's: int("0o17", 8), int("0x1f", 16)
         ("!!int 0o", "17", 15),
         ("!!int -0x0x_", "1f", -31),
+        # in either case, as int() takes it
+        ("!!int 0O", "17", 15),
+        ("!!int 0x0X", "1f", 31),
+        ("!!int 0b0B", "101", 5),
     ],
 )
 def test_a_zero_padded_yaml_integer_is_read_however_long(prefix, digits, value):
