@@ -53,9 +53,7 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
     if not root.is_dir():
         raise DataError(f"{root}: no such file or directory")
     pattern = "**/*" if recursive else "*"
-    files = sorted(
-        p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() in SUFFIXES
-    )
+    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() in SUFFIXES)
     if not files:
         scope = "subfolders searched too" if recursive else "subfolders not searched"
         raise DataError(

@@ -371,8 +371,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             queued[e] -= 1
         dtype = _row_dtype({a.dtype for _, a in row_actions}, actions_dtype)
         actions = np.zeros(actions_shape, dtype=dtype)
-        for e, a in row_actions:
-            actions[e] = a
+        for e, a in row_actions:  # cast as push_step casts a row (wrapping, same_kind):
+            actions[e] = a.astype(dtype, copy=False)  # an item assignment raises on overflow
         ring.push_step(
             obs,
             actions,

@@ -344,6 +344,26 @@ def test_episodes_whose_actions_differ_in_dtype_share_a_row():
     assert r["action"][:2].tolist() == [[0, 1], [2, 3]]
 
 
+@pytest.mark.parametrize(
+    "field,values,stored",
+    [(torch.int8, [300, 0], [44, 0]), (torch.int64, [1, 2**63], [1, -(2**63)])],
+)
+def test_mixed_action_dtypes_in_a_row_are_cast_as_push_step_casts(field, values, stored):
+    # an int64 and a uint64 episode share a row, cast env by env: an item assignment raised a
+    # raw OverflowError naming no episode (one row already written) where push_step of the
+    # same values wraps, as one dtype's episodes do
+    r = ReplayRing(8, 2, {"obs": ((2,), torch.float32), "action": ((), field)})
+    kinds = zip(values, [np.int64, np.uint64], strict=True)
+    eps = [{"obs": np.zeros((2, 2), np.float32), "action": np.array([v], d),
+            "reward": np.zeros(1)} for v, d in kinds]  # fmt: skip
+    extend_from_episodes(r, eps)
+    alone = ReplayRing(8, 2, {"obs": ((2,), torch.float32), "action": ((), field)})
+    action = np.array(values, np.uint64).astype(np.int64)  # one dtype, as one push_step gets
+    alone.push_step(np.zeros((2, 2), np.float32), action, np.zeros(2),
+                    terminated=np.zeros(2, bool), truncated=np.zeros(2, bool))  # fmt: skip
+    assert r["action"][:1].tolist() == [stored] == alone["action"][:1].tolist()
+
+
 def test_an_input_of_many_short_episodes_grows_by_bytes_per_episode():
     # of the episodes written over, only the length and end are kept (9 bytes): an object per
     # episode (about 260 bytes with a blank action) made a 10x input of one-step episodes
