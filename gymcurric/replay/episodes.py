@@ -130,7 +130,7 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
 
 
 def _numbers(where: str, key: str, value: np.ndarray) -> np.ndarray:
-    """``value`` (rewards or costs, written into float64 rows) if it holds numbers.
+    """``value`` (actions, rewards or costs) if it holds numbers.
 
     Complex ones lost their imaginary part (a ``ComplexWarning``), objects became NaN, and
     strings were parsed row by row until one failed (a raw ``ValueError``, rows written).
@@ -153,7 +153,7 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     for key in ("obs", "action", "reward"):
         if key not in arrays:
             raise DataError(f"{where}: array {key!r} is missing; got keys {sorted(arrays)}")
-    action = _array(where, "action", arrays["action"])
+    action = _numbers(where, "action", _array(where, "action", arrays["action"]))
     reward = _numbers(where, "reward", _array(where, "reward", arrays["reward"]))
     T = len(action)
     if T < 1 or reward.shape != (T,):

@@ -364,6 +364,18 @@ def test_mixed_action_dtypes_in_a_row_are_cast_as_push_step_casts(field, values,
     assert r["action"][:1].tolist() == [stored] == alone["action"][:1].tolist()
 
 
+@pytest.mark.parametrize("action", [np.array([1], object), [2**64]])
+def test_actions_that_are_not_numbers_are_refused_before_a_write(action):
+    # an object array (or a list numpy makes one of) passed the scalar check on its first
+    # item and then raised a raw AttributeError in the row, after earlier rows were written
+    r = ReplayRing(8, 1, {"obs": ((2,), torch.float32), "action": ((), torch.int64)})
+    eps = [{"obs": np.zeros((2, 2), np.float32), "action": a, "reward": np.zeros(1)}
+           for a in (np.array([7], np.int64), action)]  # fmt: skip
+    with pytest.raises(DataError, match=r"^episode 1: array 'action' has dtype object"):
+        extend_from_episodes(r, eps)
+    assert r.size == 0
+
+
 def test_an_input_of_many_short_episodes_grows_by_bytes_per_episode():
     # of the episodes written over, only the length and end are kept (9 bytes): an object per
     # episode (about 260 bytes with a blank action) made a 10x input of one-step episodes
