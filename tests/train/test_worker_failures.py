@@ -248,9 +248,8 @@ def _subproc_run(tmp_path: Path) -> Path:
     return run
 
 
-@pytest.mark.parametrize(("value", "expected"), [("7.5", 7.5), ("none", None), ("NULL", None)])
-def test_resume_step_timeout_reaches_resume(tmp_path, monkeypatch, value, expected):
-    # the resume itself (which writes config.json before training) is the slow test above
+def _resume_kwargs(monkeypatch, run: Path, *options: str) -> dict:
+    """The keyword arguments `gymcurric resume RUN OPTIONS` passes to ``runner.resume``."""
     from gymcurric.train import runner
 
     calls = []
@@ -260,13 +259,20 @@ def test_resume_step_timeout_reaches_resume(tmp_path, monkeypatch, value, expect
         raise KeyboardInterrupt  # stop here: nothing to train
 
     monkeypatch.setattr(runner, "resume", resume)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["resume", str(run), *options])
+    assert len(calls) == 1
+    return calls[0]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("7.5", 7.5), ("none", None), ("NULL", None)])
+def test_resume_step_timeout_reaches_resume(tmp_path, monkeypatch, value, expected):
+    # the resume itself (which writes config.json before training) is the slow test above
+    from gymcurric.train import runner
+
     run = _subproc_run(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["resume", str(run), "--step-timeout", value])
-    assert calls[0]["step_timeout"] == expected
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["resume", str(run)])
-    assert calls[1]["step_timeout"] == "keep"
+    assert _resume_kwargs(monkeypatch, run, "--step-timeout", value)["step_timeout"] == expected
+    assert _resume_kwargs(monkeypatch, run)["step_timeout"] == "keep"
     assert runner.load_run_config(run, step_timeout=expected).env.step_timeout == expected
     assert runner.load_run_config(run, step_timeout=3).env.step_timeout == 3.0
 
@@ -276,20 +282,10 @@ def test_resume_build_timeout_reaches_resume(tmp_path, monkeypatch, value, expec
     # a resume builds the envs again: one that hangs there needed config.json edited by hand
     from gymcurric.train import runner
 
-    calls = []
-
-    def resume(run_dir, **kwargs):
-        calls.append(kwargs)
-        raise KeyboardInterrupt  # stop here: nothing to train
-
-    monkeypatch.setattr(runner, "resume", resume)
     run = _subproc_run(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["resume", str(run), "--build-timeout", value, "--step-timeout", "9"])
-    assert (calls[0]["build_timeout"], calls[0]["step_timeout"]) == (expected, 9.0)
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["resume", str(run), "--step-timeout", "9"])
-    assert calls[1]["build_timeout"] == "keep"
+    got = _resume_kwargs(monkeypatch, run, "--build-timeout", value, "--step-timeout", "9")
+    assert (got["build_timeout"], got["step_timeout"]) == (expected, 9.0)
+    assert _resume_kwargs(monkeypatch, run, "--step-timeout", "9")["build_timeout"] == "keep"
     both = runner.load_run_config(run, step_timeout=9, build_timeout=expected)
     assert (both.env.build_timeout, both.env.step_timeout) == (expected, 9.0)
     assert runner.load_run_config(run, build_timeout=3).env.step_timeout is None  # kept
