@@ -89,6 +89,14 @@ def _run_with_stdout_closed(argv, read_first_line=False, buffered=False, cmd=Non
     return done.returncode, done.stderr.decode()
 
 
+def _argv_places(tmp_path) -> dict[str, str]:
+    """What PACKS (valid datapacks) and BAD (a folder of broken records) stand for in argv."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "packs.jsonl").write_text("{not json\n" * 50)
+    return {"PACKS": str(_packs(tmp_path / "packs")), "BAD": str(bad)}
+
+
 @pytest.mark.parametrize(
     "argv",
     [["datapacks", "sample", "PACKS", "--batch-size", "8"],
@@ -98,10 +106,7 @@ def _run_with_stdout_closed(argv, read_first_line=False, buffered=False, cmd=Non
 def test_a_closed_stdout_ends_the_command_quietly_with_141(tmp_path, argv):
     if argv[0] == "demo" and cli._load(cli.COMMANDS["demo"]) is None:
         pytest.skip("gymcurric demo is not part of this install")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "packs.jsonl").write_text("{not json\n" * 50)
-    places = {"PACKS": str(_packs(tmp_path / "packs")), "BAD": str(bad)}
+    places = _argv_places(tmp_path)
     code, err = _run_with_stdout_closed([places.get(a, a) for a in argv])
     assert code == 141, err  # cli.EXIT_STDOUT_CLOSED
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception" not in err
@@ -202,10 +207,7 @@ def test_a_full_stdout_is_one_line_of_error_and_exit_74(tmp_path, argv, prog, bu
     # traceback and exit 1 (unbuffered); argparse's --help passed over it and exited 0
     if argv[0] == "demo" and cli._load(cli.COMMANDS["demo"]) is None:
         pytest.skip("gymcurric demo is not part of this install")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "packs.jsonl").write_text("{not json\n" * 50)
-    places = {"PACKS": str(_packs(tmp_path / "packs")), "BAD": str(bad)}
+    places = _argv_places(tmp_path)
     code, err = _run_with_stdout_full([places.get(a, a) for a in argv], buffered)
     assert code == 74, err  # cli.EXIT_STDOUT_FAILED, EX_IOERR
     assert err == f"{prog}: error: cannot write to stdout ([Errno 28] No space left on device)\n"
