@@ -11,7 +11,8 @@ import functools
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,19 @@ def ended(pids: list[int]) -> bool:
 def worker_pids(pid_dir: Path) -> list[int]:
     """The process ids that ``make_grid`` noted in ``pid_dir``."""
     return sorted(int(path.name) for path in pid_dir.iterdir())
+
+
+def _ctrl_c(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def ctrl_c_after(seconds: float) -> Iterator[None]:
+    """A Ctrl-C (``KeyboardInterrupt``) in the main thread ``seconds`` after entering."""
+    previous = signal.signal(signal.SIGALRM, _ctrl_c)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

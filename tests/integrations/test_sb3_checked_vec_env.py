@@ -26,7 +26,7 @@ from gymcurric.errors import ConfigError, SubEnvCallError, SubEnvError, TaskErro
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S, LoadsInOneProcess
-from tests.integrations.checked_vec_env_support import within
+from tests.integrations.checked_vec_env_support import ctrl_c_after, within
 
 
 def venv(kind: str, timeout: float | None = None, **env_kwargs: Any) -> Any:
@@ -129,22 +129,12 @@ def test_close_after_a_step_interrupted_between_two_answers_reads_only_the_unrea
     assert [p.exitcode for p in env.processes] == [0, 0]
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def test_an_interrupt_while_waiting_for_a_worker_leaves_an_env_that_closes():
     # sub-env 1's step 2 sleeps; the interrupt comes while step_wait waits for it
     env = venv("fork", fail_at=2, fail_rank=1, fail_mode="sleep")
     within(lambda: steps(env, 1))
-    previous = signal.signal(signal.SIGALRM, _interrupt)
-    signal.setitimer(signal.ITIMER_REAL, SLEEP_S / 3)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            env.step(np.zeros(2, dtype=np.int64))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with ctrl_c_after(SLEEP_S / 3), pytest.raises(KeyboardInterrupt):
+        env.step(np.zeros(2, dtype=np.int64))
     within(env.close, 20.0)
     assert all(not p.is_alive() for p in env.processes)
     with pytest.raises(WorkerError, match="closed"):

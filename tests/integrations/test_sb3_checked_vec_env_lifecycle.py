@@ -30,6 +30,7 @@ from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
 from tests.integrations.checked_vec_env_support import (
+    ctrl_c_after,
     die_building,
     ended,
     grid_factories,
@@ -125,14 +126,8 @@ def test_a_ctrl_c_while_a_sub_env_is_built_ends_every_worker(tmp_path):
     # without a build_timeout, sub-env 1 (building for HANG_S) is waited for in VecEnv.__init__:
     # a Ctrl-C there left both workers running, sub-env 1's still building
     fns = grid_factories(tmp_path, [0.0, HANG_S])
-    previous = signal.signal(signal.SIGALRM, _interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 1.5)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            CheckedSubprocVecEnv(fns, "fork")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with ctrl_c_after(1.5), pytest.raises(KeyboardInterrupt):
+        CheckedSubprocVecEnv(fns, "fork")
     assert len(worker_pids(tmp_path)) == 2 and ended(worker_pids(tmp_path))
 
 
@@ -190,24 +185,14 @@ def _subproc(**env_kwargs: Any) -> Any:
     )
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def test_a_command_after_an_interrupted_wait_raises_instead_of_reading_the_late_answer():
     # sub-env 1's step 2 takes SLEEP_S; Ctrl-C comes while step_wait waits for it. Its answer
     # came later and the next command read it as its own: get_attr answered a step's tuple
     env = _subproc(fail_at=2, fail_rank=1, fail_mode="sleep")
     actions = np.zeros(2, dtype=np.int64)
     within(lambda: (env.reset(), env.step(actions)))
-    previous = signal.signal(signal.SIGALRM, _interrupt)
-    signal.setitimer(signal.ITIMER_REAL, SLEEP_S / 3)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            env.step(actions)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with ctrl_c_after(SLEEP_S / 3), pytest.raises(KeyboardInterrupt):
+        env.step(actions)
     undefined = r"interrupted while waiting for its answer to step\(\); the vector env is in "
     undefined += "an undefined state"
     with pytest.raises(WorkerError, match=undefined):
@@ -239,14 +224,8 @@ def test_an_interrupted_close_of_a_failed_construction_still_ends_every_worker(t
     fns = grid_factories(tmp_path, [0.0, 0.0])
     fns[0].keywords["num_hazards"] = 1000
     fns[1].keywords["close_s"] = HANG_S
-    previous = signal.signal(signal.SIGALRM, _interrupt)
-    signal.setitimer(signal.ITIMER_REAL, CLOSE_GRACE_S / 2)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            CheckedSubprocVecEnv(fns, "fork")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with ctrl_c_after(CLOSE_GRACE_S / 2), pytest.raises(KeyboardInterrupt):
+        CheckedSubprocVecEnv(fns, "fork")
     assert ended(worker_pids(tmp_path))
 
 
@@ -337,14 +316,8 @@ def test_a_close_interrupted_part_way_is_finished_by_the_next(no_gc):
     before = _open_fds()
     env = _subproc(fail_rank=-1, close_s=HANG_S)
     within(env.reset)
-    previous = signal.signal(signal.SIGALRM, _interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            env.close()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with ctrl_c_after(0.5), pytest.raises(KeyboardInterrupt):
+        env.close()
     within(env.close, 10.0)  # terminated at once: what the first waited for is not waited for
     assert [p.exitcode for p in env.processes] == [-signal.SIGTERM, -signal.SIGTERM]
     assert _open_fds() == before
