@@ -499,14 +499,12 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
 
             import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
             # yaml.safe_load, bounded in size, depth and aliases; duplicate keys refused
-            data = load_yaml_unique(text, source=str(p))
+            data = load_yaml_unique(text)
         else:
-            # bounded, duplicate keys refused; read without a source so that a limit's
-            # DataError does not name the file twice once wrapped below
-            data = loads_json_unique(text)
-    except ConfigError as exc:  # a duplicate key: YAML's names the file already, JSON's not
-        if exc.source:
-            raise
+            data = loads_json_unique(text)  # bounded, duplicate keys refused
+        # both read without a source, so that a limit's DataError or a value's does not name
+        # the file a second time once wrapped below
+    except ConfigError as exc:  # a duplicate key, named with the file here
         raise ConfigError(exc.key, exc.value, exc.reason, source=str(p)) from None
     except DataError as exc:  # an input limit (the file is named below)
         raise ConfigError("file", str(p), str(exc), source=str(p)) from exc

@@ -386,6 +386,25 @@ def test_a_value_the_parser_cannot_build_is_named_as_such(tmp_path, name, text, 
         load_curriculum_config(f)
     assert "invalid JSON" not in str(info.value) and "sys.set_int" not in str(info.value)
     assert info.value.source == str(f)
+    # named as the source and the value of 'file'; a YAML one was named a third time, in the
+    # reason (the parser's own message, which named the file too)
+    assert str(f) not in info.value.reason and str(info.value).count(str(f)) == 2
+
+
+@pytest.mark.parametrize(
+    "text,got",
+    [
+        ("window: &x [*x]\n", "recursive YAML alias at line 1"),
+        ("window: 1\nwindow: 2\n", "duplicate key: given at line 1 and line 2"),
+    ],
+)
+def test_a_yaml_error_names_the_file_as_a_json_one_does(tmp_path, text, got):
+    pytest.importorskip("yaml")
+    f = tmp_path / "cur.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=got) as info:
+        load_curriculum_config(f)
+    assert info.value.source == str(f) and str(f) not in info.value.reason
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
