@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Hashable, Iterator
+from os import PathLike
+from pathlib import Path
 from typing import Any
 
 from gymcurric.errors import ConfigError, DataError, GymcurricError
@@ -36,6 +38,7 @@ __all__ = [
     "TwiceKeyedDict",
     "drop_bom",
     "is_blank_config",
+    "is_yaml_file",
     "load_yaml",
     "load_yaml_unique",
     "loads_json",
@@ -79,6 +82,19 @@ def is_blank_config(text: str, *, yaml: bool) -> bool:
         not line or line.startswith("#")
         for line in (raw.strip().lstrip("\ufeff").strip() for raw in text.splitlines())
     )
+
+
+def is_yaml_file(path: str | PathLike[str]) -> bool:
+    """Whether a config file is read as YAML: its name ends in ``.yaml`` or ``.yml``, any case.
+
+    Matched on the whole name rather than ``Path.suffix``, which is ``""`` for a file named just
+    ``.yaml`` (a dot file with no suffix), so that such a file was read as JSON.
+
+    Examples:
+        >>> is_yaml_file("run.YML"), is_yaml_file(".yaml"), is_yaml_file("a.json")
+        (True, True, False)
+    """
+    return Path(path).name.lower().endswith((".yaml", ".yml"))
 
 
 def drop_bom(text: str, *, source: str = "") -> str:

@@ -49,6 +49,7 @@ from gymcurric._checks import check_int
 from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
+    is_yaml_file,
     load_yaml_unique,
     loads_json_unique,
     yaml_error_text,
@@ -466,8 +467,9 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
     """Read a curriculum config from ``.yaml`` / ``.yml`` (needs pyyaml) or ``.json``.
 
     The suffix is matched in any case (``cur.YAML`` is YAML), as ``gymcurric train --config``
-    matches it; a file with any other suffix is read as JSON. The file is UTF-8 text; one
-    leading byte order mark (BOM) is accepted in either format, not two.
+    matches it, on the whole name (a file named just ``.yaml`` is YAML); any other is JSON.
+    The file is UTF-8 text; one leading byte order mark (BOM) is accepted in either format, not
+    two.
 
     An empty file (only whitespace or YAML comments, or an empty YAML document) is an error, not
     the shipped default: that default is what no file gives (``DataPackCurriculum()``,
@@ -490,7 +492,7 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         text = drop_bom(text)
     except DataError as exc:  # a second one
         raise ConfigError("file", str(p), str(exc), source=str(p)) from None
-    is_yaml = p.suffix.lower() in (".yaml", ".yml")
+    is_yaml = is_yaml_file(p)
     if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(p)
     try:

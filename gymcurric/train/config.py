@@ -31,6 +31,7 @@ from gymcurric._checks import check_int, check_timeout
 from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
+    is_yaml_file,
     load_yaml,
     loads_json_unique,
     unique_keys_loader,
@@ -435,7 +436,7 @@ def _read(path: Path) -> Any:
     # one leading UTF-8 BOM (which Windows editors write) is dropped, for JSON as for YAML; a
     # DataError naming the file for a second one
     text = drop_bom(text, source=str(path))
-    is_yaml = path.suffix.lower() in (".yaml", ".yml")
+    is_yaml = is_yaml_file(path)
     if is_blank_config(text, yaml=is_yaml):
         raise _empty_file(path)
     if is_yaml:

@@ -340,9 +340,10 @@ def test_bad_file_syntax(tmp_path):
         load_curriculum_config(g)
 
 
-@pytest.mark.parametrize("name", ["cur.YAML", "cur.Yml", "cur.yMl"])
+@pytest.mark.parametrize("name", ["cur.YAML", "cur.Yml", "cur.yMl", ".yaml", ".YML"])
 def test_a_yaml_suffix_in_any_case_is_read_as_yaml(tmp_path, name):
-    # it was read as JSON ("invalid JSON"), while the training config reader lowercases it
+    # it was read as JSON ("invalid JSON"), while the training config reader lowercases it;
+    # so was a file named just ".yaml", whose Path.suffix is ""
     pytest.importorskip("yaml")
     f = tmp_path / name
     f.write_text("window: 20\n")

@@ -148,6 +148,17 @@ def test_load_config_names_the_file(tmp_path):
         load_config(lst)
 
 
+@pytest.mark.parametrize("name", [".yaml", ".YML", "run.Yaml"])
+def test_a_file_named_for_yaml_is_read_as_yaml(tmp_path, name):
+    # one named just ".yaml" has no Path.suffix: it was read as JSON ("not valid JSON")
+    path = tmp_path / name
+    path.write_text("run:\n  seed: 3\n")
+    assert load_config(path).run.seed == 3
+    json_file = tmp_path / ".json"
+    json_file.write_text('{"run": {"seed": 4}}')
+    assert load_config(json_file).run.seed == 4
+
+
 def test_overrides_are_validated_like_the_file(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"run": {"total_steps": 100}}))
