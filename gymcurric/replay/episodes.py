@@ -155,19 +155,29 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
             raise DataError(f"{where}: array {key!r} is missing; got keys {sorted(arrays)}")
     action = _numbers(where, "action", _array(where, "action", arrays["action"]))
     reward = _numbers(where, "reward", _array(where, "reward", arrays["reward"]))
-    T = len(action)
+    T = len(action) if action.ndim else 0  # len() of a 0-d array raised a raw TypeError
     if T < 1 or reward.shape != (T,):
         raise DataError(
             f"{where}: 'action' must have T >= 1 rows and 'reward' shape (T,); got "
             f"{action.shape} and {reward.shape}"
         )
     obs = _array(where, "obs", arrays["obs"])
-    if "next_obs" in arrays and len(obs) == T:
-        obs = np.concatenate([obs, _array(where, "next_obs", arrays["next_obs"])[-1:]], axis=0)
-    if len(obs) != T + 1:
+    rows = len(obs) if obs.ndim else -1  # a 0-d array: len() raised a raw TypeError
+    if "next_obs" in arrays and rows == T:
+        next_obs = _array(where, "next_obs", arrays["next_obs"])
+        # a 0-d array raised a raw IndexError, other rows a raw ValueError of np.concatenate
+        if next_obs.ndim == 0 or next_obs.shape[1:] != obs.shape[1:]:
+            raise DataError(
+                f"{where}: 'next_obs' must be rows of shape {obs.shape[1:]}, as the 'obs' "
+                f"rows; got an array of shape {next_obs.shape}"
+            )
+        obs = np.concatenate([obs, next_obs[-1:]], axis=0)
+        rows = len(obs)
+    if rows != T + 1:
         raise DataError(
             f"{where}: 'obs' must have T + 1 = {T + 1} rows (the final observation last), or "
-            f"T rows plus 'next_obs'; got {len(obs)} rows"
+            f"T rows plus 'next_obs'; got "
+            + (f"{rows} rows" if rows >= 0 else f"shape {obs.shape}")
         )
     obs_dtype = numpy_dtype(ring.specs["obs"].dtype)
     if obs_dtype is None:  # the rows are written as numpy arrays
@@ -299,11 +309,11 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         An :class:`EpisodeLoadReport`.
 
     Raises:
-        DataError: an episode lacks an array, has inconsistent lengths, holds a sparse or
-            nested tensor or an array numpy cannot read, rewards or costs that are not
-            numbers, or observations that do not fit the ring's (dtype kind, shape; a ring
-            whose observations numpy lacks, bfloat16, takes none) (names the datapack, or the
-            episode's index).
+        DataError: an episode lacks an array, has inconsistent lengths or arrays that are not
+            rows (0-d), holds a sparse or nested tensor or an array numpy cannot read,
+            actions, rewards or costs that are not numbers, or observations that do not fit
+            the ring's (dtype kind, shape; a ring whose observations numpy lacks, bfloat16,
+            takes none) (names the datapack, or the episode's index).
         ConfigError: an episode's actions do not fit the ring's action field (shape or dtype
             kind; names the datapack, or the episode's index).
 

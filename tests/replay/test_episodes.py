@@ -376,6 +376,33 @@ def test_actions_that_are_not_numbers_are_refused_before_a_write(action):
     assert r.size == 0
 
 
+ZERO_D = {  # a 0-d array (or a Python scalar) where rows are expected, and the error
+    "action": (np.int64(3), r"'action' must have T >= 1 rows and 'reward' shape \(T,\); got \(\)"),
+    "obs": (np.float32(1), r"'obs' must have T \+ 1 = 2 rows .*; got shape \(\)$"),
+    "next_obs": (1.0, r"'next_obs' must be rows of shape \(2,\), as the 'obs' rows; got an "
+                 r"array of shape \(\)$"),
+    "next_obs rows": (np.zeros((1, 3)), r"'next_obs' must be rows of shape \(2,\), as the "
+                      r"'obs' rows; got an array of shape \(1, 3\)$"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(ZERO_D))
+def test_arrays_that_are_not_rows_are_refused_before_a_write(case):
+    # len() of a 0-d action or obs raised a raw TypeError, a 0-d next_obs a raw IndexError and
+    # next_obs rows of another shape a raw ValueError of np.concatenate, naming no episode
+    value, message = ZERO_D[case]
+    key = case.split()[0]
+    bad = {"obs": np.zeros((2, 2), np.float32), "action": np.zeros(1, np.int64),
+           "reward": np.zeros(1)}  # fmt: skip
+    if key == "next_obs":
+        bad["obs"] = bad["obs"][:1]
+    bad[key] = value
+    r = ring(1)
+    with pytest.raises(DataError, match=rf"^episode 1: {message}"):
+        extend_from_episodes(r, [episode(0, 3, True), bad])
+    assert r.total_steps == 0 and not r["obs"].any()
+
+
 def test_an_input_of_many_short_episodes_grows_by_bytes_per_episode():
     # of the episodes written over, only the length and end are kept (9 bytes): an object per
     # episode (about 260 bytes with a blank action) made a 10x input of one-step episodes
