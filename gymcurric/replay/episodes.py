@@ -130,7 +130,7 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
 
 
 def _numbers(where: str, key: str, value: np.ndarray) -> np.ndarray:
-    """``value`` (actions, rewards or costs) if it holds numbers.
+    """``value`` (actions, rewards, costs or terminated flags) if it holds numbers.
 
     Complex ones lost their imaginary part (a ``ComplexWarning``), objects became NaN, and
     strings were parsed row by row until one failed (a raw ``ValueError``, rows written).
@@ -201,7 +201,9 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     cost = _numbers(where, "cost", _array(where, "cost", arrays.get("cost", np.zeros(T))))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
-    term = _array(where, "terminated", arrays.get("terminated", False)).reshape(-1)
+    # bool() of a string is whether it is empty ("False" terminated), of an object anything
+    term = _array(where, "terminated", arrays.get("terminated", False))
+    term = _numbers(where, "terminated", term).reshape(-1)
     terminated = bool(term[-1]) if term.size else False
     return _Episode(obs, action, reward, cost, terminated, T, obs[T])
 
@@ -311,9 +313,9 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     Raises:
         DataError: an episode lacks an array, has inconsistent lengths or arrays that are not
             rows (0-d), holds a sparse or nested tensor or an array numpy cannot read,
-            actions, rewards or costs that are not numbers, or observations that do not fit
-            the ring's (dtype kind, shape; a ring whose observations numpy lacks, bfloat16,
-            takes none) (names the datapack, or the episode's index).
+            actions, rewards, costs or terminated flags that are not numbers, or observations
+            that do not fit the ring's (dtype kind, shape; a ring whose observations numpy
+            lacks, bfloat16, takes none) (names the datapack, or the episode's index).
         ConfigError: an episode's actions do not fit the ring's action field (shape or dtype
             kind; names the datapack, or the episode's index).
 

@@ -228,6 +228,20 @@ def test_rewards_and_costs_that_are_not_numbers_are_refused_naming_them(key, kin
     assert r.total_steps == 0
 
 
+@pytest.mark.parametrize("terminated", ["False", np.array([None]), np.array([0, 1j])])
+def test_terminated_flags_that_are_not_numbers_are_refused_before_a_write(terminated):
+    # the last value's bool() was taken: the string "False" (not empty) ended the episode in a
+    # terminal state, an object whatever its bool() says, a complex number its truth
+    r = ring(1)
+    with pytest.raises(
+        DataError, match=r"^episode 1: array 'terminated' has dtype .*; expected numbers"
+    ):
+        extend_from_episodes(
+            r, [episode(0, 3, True), dict(episode(1, 2, False), terminated=terminated)]
+        )
+    assert r.total_steps == 0 and not r["obs"].any()
+
+
 def _raises_at_third(ep):
     yield ep
     yield ep
