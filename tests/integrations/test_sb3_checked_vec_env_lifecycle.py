@@ -2,15 +2,17 @@
 
 An env that hung in its constructor blocked the vector env's construction for ever (a worker's
 first answer had no time limit). After a Ctrl-C while it waited for an answer, the next command
-read that answer as its own. A value that does not pickle was pickle's raw TypeError. A closed
-vector env kept two fds per worker open until garbage collection. Every call that could hang
-runs in a thread with a time limit, so a regression fails, not hangs.
+read that answer as its own; one in a worker's ``process.start()`` left that worker running.
+A value that does not pickle was pickle's raw TypeError. A closed vector env kept two fds per
+worker open until garbage collection. Every call that could hang runs in a thread with a time
+limit, so a regression fails, not hangs.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import multiprocessing as mp
 import os
 import signal
 import threading
@@ -164,6 +166,33 @@ def test_no_env_factory_is_a_config_error_naming_env_fns(build_timeout):
     assert str(caught.value) == (
         "CheckedSubprocVecEnv: invalid value for 'env_fns': [] (expected at least one env factory)"
     )
+
+
+@pytest.mark.parametrize(("at", "cause"), [(0, "ctrl-c"), (2, "ctrl-c"), (1, "error")])
+def test_a_start_that_raises_once_its_worker_runs_ends_every_started_worker(
+    tmp_path, monkeypatch, at, cause
+):
+    # process.start() of sub-env `at` raises once its worker runs (a real Ctrl-C: SIGINT to
+    # this process; or any exception). That worker was not kept: it ran on, orphaned (its pipe
+    # held open by the constructor's frame in the traceback), and at 0 so did every other
+    started: list[Any] = []
+    real_start = mp.get_context("fork").Process.start
+
+    def start(process: Any) -> None:
+        real_start(process)
+        started.append(process)
+        if len(started) == at + 1:
+            if cause == "ctrl-c":
+                signal.raise_signal(signal.SIGINT)  # KeyboardInterrupt, raised here
+            raise OSError("start() failed once its process ran")
+
+    monkeypatch.setattr(mp.get_context("fork").Process, "start", start)
+    expected = KeyboardInterrupt if cause == "ctrl-c" else OSError
+    with pytest.raises(expected):  # in the main thread, where a Ctrl-C is raised
+        CheckedSubprocVecEnv(grid_factories(tmp_path, [0.0] * 4), "fork")
+    assert len(started) == at + 1
+    assert [p.exitcode for p in started] == [0] * (at + 1)  # closed (built), not terminated
+    assert ended([p.pid for p in started]) and not mp.active_children()
 
 
 # ------------------------------------------------ a wait interrupted: the answer comes later

@@ -50,6 +50,9 @@ to come later, unread: the vector env is broken (the next command raises a
 ``close()`` ends the workers without waiting for it. So is a command sent to a worker whose
 last answer is unread, however that happened. A ``close()`` interrupted so, while it waits
 for the workers to end, leaves them running: the next ``close()`` terminates them at once.
+A Ctrl-C (or any exception) in the constructor, while it starts the workers (in a worker's
+``process.start()`` too, once its process runs) or waits for them to be built, ends every
+worker started so far before it is raised again.
 
 :class:`CheckedDummyVecEnv` raises the same errors for an in-process sub-env's ``step`` or
 ``reset``, with the original exception as the ``__cause__``.
@@ -63,6 +66,7 @@ import multiprocessing as mp
 import time
 import traceback
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 import gymnasium as gym
@@ -205,14 +209,14 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             for index, env_fn in enumerate(env_fns):
                 # one pipe at a time: a forked worker inherits no later worker's end
                 remote, work_remote = ctx.Pipe()
-                args = (work_remote, remote, CloudpickleWrapper(env_fn))
-                process = ctx.Process(target=worker, args=args, daemon=True)  # type: ignore[attr-defined]
+                process = None
                 try:
+                    args = (work_remote, remote, CloudpickleWrapper(env_fn))
+                    process = ctx.Process(target=worker, args=args, daemon=True)  # type: ignore[attr-defined]
                     process.start()
-                finally:
+                finally:  # also where start() raised once its worker ran (a Ctrl-C in it)
                     work_remote.close()
-                self.processes.append(process)
-                self.remotes.append(Remote(self, index, remote, process))
+                    self._keep(index, process, remote)
             # with a build_timeout, every worker's first answer (its build) is waited for that
             # long here; else, as SB3's, sub-env 0's here and the others' for ever in
             # VecEnv.__init__ (its get_attr('render_mode') asks every sub-env)
@@ -233,6 +237,23 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             finally:  # a second Ctrl-C during it: no one else can close this env
                 self.close()
             raise
+
+    def _keep(self, index: int, process: Any, remote: Connection) -> None:
+        """Keep a worker whose ``start()`` ran, raised part way or not, for ``close()`` to end.
+
+        A worker that never ran (``ctx.Process`` or ``start()`` raised before its process was
+        made) is not kept, and its pipe end is closed. (A Ctrl-C inside multiprocessing's
+        ``Popen``, between the fork and its return, leaves a process no one knows of, not even
+        multiprocessing: it ends once built, on its pipe's end.)
+        """
+        if process is None or process.pid is None:
+            remote.close()
+            return
+        self.processes.append(process)  # joined, ended if need be, by close()
+        try:
+            self.remotes.append(Remote(self, index, remote, process))
+        except ValueError:  # start() raised before it kept the sentinel: no pipe to ask on
+            remote.close()
 
     def step_wait(self) -> VecEnvStepReturn:
         """SB3's ``step_wait``; with ``reward_dtype``, the rewards in that dtype."""
