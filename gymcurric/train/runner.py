@@ -470,7 +470,8 @@ def load_run_config(
     """The config a run directory was trained with (``total_steps`` replaced when given).
 
     ``step_timeout`` and ``build_timeout`` replace ``env.step_timeout`` and
-    ``env.build_timeout`` (seconds, or None for no limit) unless they are ``"keep"``.
+    ``env.build_timeout`` (seconds, or None for no limit) unless they are ``"keep"``. One
+    leading UTF-8 BOM in ``config.json`` is accepted, as ``gymcurric train --config`` does.
 
     Raises:
         DataError: no ``config.json``, or one that is damaged (naming the file).
@@ -479,13 +480,14 @@ def load_run_config(
             a run whose ``env.vectorization`` is not ``subproc`` (naming the parameter).
     """
     from gymcurric._checks import check_timeout
-    from gymcurric._parsing import loads_json
+    from gymcurric._parsing import drop_bom, loads_json
 
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise DataError(f"{path}: not a gymcurric run directory (no config.json)")
-    try:
-        data = loads_json(cfg_file.read_text(encoding="utf-8"), source=str(cfg_file))
+    try:  # one leading BOM (an editor's) is dropped, as the config readers do
+        text = drop_bom(cfg_file.read_text(encoding="utf-8"), source=str(cfg_file))
+        data = loads_json(text, source=str(cfg_file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{cfg_file}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict):

@@ -108,6 +108,19 @@ def test_resume_errors_name_the_directory(tmp_path):
         resume(tmp_path)
 
 
+def test_a_saved_config_with_one_bom_is_read_as_the_config_readers_read_one(tmp_path):
+    # an editor's BOM: `gymcurric train --config` and load_curriculum_config drop one, while
+    # resume refused the run ("not valid JSON (Unexpected UTF-8 BOM ...)")
+    from gymcurric.train.runner import load_run_config
+
+    text = json.dumps(run_config().to_dict())
+    (tmp_path / "config.json").write_text("\ufeff" + text, encoding="utf-8")
+    assert load_run_config(tmp_path) == run_config()
+    (tmp_path / "config.json").write_text("\ufeff\ufeff" + text, encoding="utf-8")
+    with pytest.raises(DataError, match=r"config\.json: starts with 2 UTF-8 byte order marks"):
+        load_run_config(tmp_path)
+
+
 @pytest.mark.parametrize(
     "sections",
     [
