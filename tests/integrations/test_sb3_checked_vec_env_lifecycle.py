@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +33,7 @@ from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
 from tests.integrations.checked_vec_env_support import (
+    LIMIT_S,
     ctrl_c_after,
     die_building,
     ended,
@@ -371,3 +373,22 @@ def test_a_close_while_another_is_under_way_ends_no_worker_early():
     first.join(60.0)
     assert not first.is_alive()
     assert [p.exitcode for p in env.processes] == [0, 0]
+
+
+def test_a_vector_env_no_longer_referenced_is_freed_without_the_garbage_collector(no_gc):
+    # venv.remotes <-> Remote.venv was a reference cycle: a closed vector env stayed in memory,
+    # and an unclosed one's workers ran on (their pipes open), until the garbage collector ran
+    env = _subproc(fail_rank=-1)
+    within(env.reset)
+    within(env.close)
+    freed = weakref.ref(env)
+    del env
+    assert freed() is None
+    env = _subproc(fail_rank=-1)
+    within(env.reset)
+    processes, freed = list(env.processes), weakref.ref(env)
+    del env  # never closed: its pipe ends close with it and its workers exit, as SB3's do
+    assert freed() is None
+    for process in processes:
+        process.join(LIMIT_S)
+    assert [p.exitcode for p in processes] == [0, 0]

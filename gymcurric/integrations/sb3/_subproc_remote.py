@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import select
 import signal
+import weakref
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,11 @@ class Remote:
     """
 
     def __init__(self, venv: CheckedSubprocVecEnv, index: int, conn: Connection, process: Any):
-        self.venv, self.index, self.conn, self.process = venv, index, conn, process
+        # a proxy, not the vector env: no reference cycle (venv.remotes <-> Remote.venv), so an
+        # env no longer referenced is freed at once, not by the garbage collector, and its pipe
+        # ends with it (its workers, unclosed, read their pipe's end and exit, as SB3's do)
+        self.venv = weakref.proxy(venv)
+        self.index, self.conn, self.process = index, conn, process
         self.message: Any = None  # the last command sent (named on an error only)
         self.pending = False
         self.in_sync = True

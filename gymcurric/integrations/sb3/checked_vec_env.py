@@ -412,9 +412,9 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             if process.is_alive():
                 process.kill()
                 process.join()
-            # its two pipe fds (the sentinel), which only garbage collection closed otherwise:
-            # the vector env and its Remotes are a reference cycle. Process.close() would
-            # close them too, and make exitcode unreadable.
+            # its two pipe fds (the sentinel), open otherwise for as long as the Process lives
+            # (self.processes keeps it, its exitcode readable). Process.close() would close
+            # them too, and make exitcode unreadable.
             if process._popen is not None:
                 process._popen.close()
         for remote in self.remotes:
