@@ -125,10 +125,12 @@ def as_tensor_like(
 
     Tensors must be dense (:data:`STRIDED`, not nested) and match dtype and device exactly (no
     silent casts or transfers); numpy arrays and Python numbers are accepted when numpy's
-    ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32) and
-    are copied over. Returns a tensor ready for ``copy_`` (a CPU tensor sharing memory with a
-    numpy input; a tensor that requires grad detached: the ring stores data, and a copy of it
-    would put the ring's tensors in the autograd graph).
+    ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32),
+    cast by numpy to the slot's dtype (one rounding, as numpy's assignment into the host index's
+    rows) and copied over. Returns a tensor ready for ``copy_`` (of ``dtype`` for a numpy input:
+    a CPU tensor sharing memory with an array of that dtype; a tensor that requires grad
+    detached: the ring stores data, and a copy of it would put the ring's tensors in the
+    autograd graph).
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not STRIDED or value.is_nested:
@@ -189,8 +191,12 @@ def as_tensor_like(
         if not signed.flags.writeable:
             signed = signed.copy()
         return torch.from_numpy(signed).view(dtype)
-    if arr.dtype.kind == "u" and arr.dtype.itemsize > 1 and arr.dtype != target:
-        arr = arr.astype(target)  # numpy casts: torch may lack uint16/32/64 -> target copies
+    if arr.dtype != target:
+        # numpy casts, as numpy's assignment into the host index's rows does: torch's float64
+        # -> float16 cast rounds twice (through float32), so a copy of the float64 tensor
+        # stored other values on the device index (1 + 2**-11 + 2**-30: 1.0, not 1 + 2**-10);
+        # and torch lacks uint16/32/64 -> target copies and longdouble arrays
+        arr = arr.astype(target)
     if not arr.flags.writeable or not arr.dtype.isnative or min(arr.strides, default=0) < 0:
         # torch.from_numpy warns on read-only arrays and refuses negative strides (arr[::-1],
         # np.flip) and another byte order: a native copy

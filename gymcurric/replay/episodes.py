@@ -279,9 +279,8 @@ def _action_dtype(ring: ReplayRing) -> Any:
 def _row_dtype(dtypes: set[np.dtype], field: Any) -> Any:
     """The dtype of one row of actions whose episodes' actions have ``dtypes``.
 
-    What ``np.stack`` of them gives, which ``push_step`` then casts as any row (the device
-    index with torch, whose float64 -> float16 cast rounds twice, through float32: numpy's
-    cast would store other values than a push of the same actions); the field's own dtype
+    What ``np.stack`` of them gives, which ``push_step`` then casts as any row (with numpy,
+    on either index: the values a push of the same actions stores); the field's own dtype
     where that would not fit the field (``int64`` and ``uint64`` stack to ``float64``, which
     ``push_step`` refuses for an integer field), each env's actions cast to it.
     """

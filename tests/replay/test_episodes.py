@@ -469,8 +469,8 @@ def test_user_fields_numpy_lacks_are_written_as_zeros(index_strategy, dtype):
 @pytest.mark.parametrize("index_strategy", ["host", "device"])
 def test_float64_actions_into_a_float16_field_are_stored_as_push_step_stores_them(index_strategy):
     # 1 + 2**-11 + 2**-30 is 1 + 2**-10 in float16 by numpy's cast, 1.0 by torch's (through
-    # float32, where it is the tie 1 + 2**-11): the device index's push_step casts with torch,
-    # and each env's action cast to the field's dtype with numpy stored the other value
+    # float32, where it is the tie 1 + 2**-11): the device index's push_step cast with torch
+    # (until it cast with numpy too), and each env's action cast with numpy stored the other
     values = np.array([1 + 2**-11 + 2**-30, 0.1, -2.75, 65519.9])
     fields = {"obs": ((2,), torch.float32), "action": ((), torch.float16)}
     r = ReplayRing(8, 2, fields, index_strategy=index_strategy)
@@ -484,3 +484,5 @@ def test_float64_actions_into_a_float16_field_are_stored_as_push_step_stores_the
                          np.zeros(2), terminated=np.zeros(2, bool), truncated=last,
                          final_obs=np.zeros((2, 2), np.float32) if t == 3 else None)  # fmt: skip
     assert torch.equal(r["action"][:4].view(torch.int16), pushed["action"][:4].view(torch.int16))
+    stored = np.stack([ep["action"] for ep in eps], axis=1).astype(np.float16)  # both indexes
+    assert torch.equal(r["action"][:4].view(torch.int16), torch.from_numpy(stored.view(np.int16)))

@@ -77,6 +77,27 @@ def test_final_and_next_obs_of_another_float_dtype_are_cast(device):
     ring.check_invariants()
 
 
+def test_float64_values_of_float16_fields_are_stored_as_numpy_casts_them(device):
+    # torch's float64 -> float16 cast rounds twice, through float32, where these values are
+    # ties (1 + 2**-11, 2049): the device index (and the host index for lists) stored 1.0 and
+    # 2048.0, the host index's numpy assignment of an array 1 + 2**-10 and 2050.0
+    values = np.array([[1 + 2**-11 + 2**-30, 2049 + 2**-20, -1 - 2**-11 - 2**-30]])
+    expected = torch.from_numpy(values.astype(np.float16)).view(torch.int16)
+    assert not torch.equal(torch.from_numpy(values).half().view(torch.int16), expected)
+    half = ((3,), torch.float16)
+    ring = make(device, capacity=4, num_envs=1, fields={"obs": half, "action": half, "aux": half})
+    for given in (values, values.tolist()):  # the quick path (arrays) and the general checks
+        ring.push_step(given, given, [0.0], terminated=[True], truncated=[False],
+                       final_obs=given, aux=given)  # fmt: skip
+    for name in ("obs", "action", "aux"):
+        assert torch.equal(ring[name][:2].cpu().view(torch.int16), expected.expand(2, 1, 3)), name
+    zeros = torch.zeros(1, 3, dtype=torch.float16, device=device)
+    ring.push_step(zeros, zeros, [0.0], terminated=[False], truncated=[False], aux=zeros)
+    draw = ring.sample_transitions(8, gen(device))  # rows 0 and 1: next_obs from the side store
+    assert draw.valid.all() and set(draw.t_index.tolist()) <= {0, 1}
+    assert torch.equal(draw.next_obs.cpu().view(torch.int16), expected.expand(8, 3))
+
+
 def test_tensors_that_require_grad_are_stored_as_data(device):
     # a policy's output pushed without detach() put the ring's tensors in an autograd graph
     # (every later push failed), or failed in the middle of a device-index write
