@@ -11,6 +11,7 @@ import functools
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from tests.faulty_envs import MAKE_ID
+from tests.faulty_envs import HANG_S, MAKE_ID
 
 #: Seconds a call may take before the test fails instead of hanging.
 LIMIT_S = 60.0
@@ -47,6 +48,19 @@ def make_grid(pid_dir: str, **env_kwargs: Any) -> gym.Env[Any, Any]:
     """A healthy FaultyGrid (``env_kwargs``: e.g. ``build_s``), its process's id noted first."""
     Path(pid_dir, str(os.getpid())).touch()
     return gym.make(MAKE_ID, size=8, max_steps=40, fail_rank=-1, **env_kwargs)
+
+
+class HangingReset(gym.Wrapper[Any, Any, Any, Any]):
+    """An env whose every ``reset`` takes ``HANG_S`` s (for ever, as far as a test is concerned)."""
+
+    def reset(self, **kwargs: Any) -> Any:
+        time.sleep(HANG_S)
+        return self.env.reset(**kwargs)
+
+
+def hang_in_reset(pid_dir: str, build_s: float) -> gym.Env[Any, Any]:
+    """``make_grid``'s env, built in ``build_s`` s, whose resets hang (:class:`HangingReset`)."""
+    return HangingReset(make_grid(pid_dir, build_s=build_s))
 
 
 def die_building(pid_dir: str) -> gym.Env[Any, Any]:

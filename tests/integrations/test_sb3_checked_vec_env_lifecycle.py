@@ -38,6 +38,7 @@ from tests.integrations.checked_vec_env_support import (
     die_building,
     ended,
     grid_factories,
+    hang_in_reset,
     within,
     worker_pids,
 )
@@ -133,6 +134,29 @@ def test_a_ctrl_c_while_a_sub_env_is_built_ends_every_worker(tmp_path):
     with ctrl_c_after(1.5), pytest.raises(KeyboardInterrupt):
         CheckedSubprocVecEnv(fns, "fork")
     assert len(worker_pids(tmp_path)) == 2 and ended(worker_pids(tmp_path))
+
+
+@pytest.mark.parametrize("build_timeout", [None, 60.0])
+def test_the_timeout_limits_the_first_reset_after_the_build(tmp_path, build_timeout):
+    # the build (1 s) is not limited by the timeout (0.3 s), every answer after it is: each
+    # worker answers its first question in the constructor (VecEnv.__init__ asks every
+    # sub-env), so sub-env 0's first reset, which hangs, is a hang, also without build_timeout
+    fns = [
+        functools.partial(hang_in_reset, str(tmp_path), 1.0),
+        *grid_factories(tmp_path, [1.0]),
+    ]
+    env = within(
+        lambda: CheckedSubprocVecEnv(fns, "fork", timeout=0.3, build_timeout=build_timeout)
+    )
+    with pytest.raises(SubEnvError) as caught:
+        within(env.reset)
+    assert str(caught.value) == (
+        "sub-env 0: reset(): no reply within 0.3 s (the worker is alive: hung?); the vector "
+        "env cannot go on"
+    )
+    within(env.close, CLOSE_GRACE_S - 1)  # the hung worker terminated at once
+    assert [p.exitcode for p in env.processes] == [-signal.SIGTERM, 0]
+    assert ended(worker_pids(tmp_path))
 
 
 @pytest.mark.parametrize("build_timeout", [60.0, None])

@@ -147,7 +147,11 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             ``env_method``, ...), measured from the moment the main process waits for it;
             None (the default) waits for ever, as SB3. A worker's first answer, which waits
             for it to start and build its env, is limited by ``build_timeout`` instead (building
-            often takes far longer than a step). An answer that does not come in
+            often takes far longer than a step). Every worker gives it in the constructor (to
+            ``get_spaces`` or ``VecEnv.__init__``'s ``get_attr('render_mode')``), so every
+            command after it is limited by ``timeout``, the first ``reset`` included (an env
+            that sets itself up there, lazily, needs a timeout that allows for it, with or
+            without ``build_timeout``). An answer that does not come in
             time is a :class:`~gymcurric.errors.SubEnvError` (``sub-env 1: step(): no reply
             within 0.5 s (the worker is alive: hung?); ...``) and the vector env is broken.
             With a timeout, :meth:`close` of a healthy env also ends a worker that takes
