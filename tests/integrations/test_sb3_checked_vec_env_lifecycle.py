@@ -214,8 +214,13 @@ def test_a_start_that_raises_once_its_worker_runs_ends_every_started_worker(
 
     monkeypatch.setattr(mp.get_context("fork").Process, "start", start)
     expected = KeyboardInterrupt if cause == "ctrl-c" else OSError
-    with pytest.raises(expected):  # in the main thread, where a Ctrl-C is raised
-        CheckedSubprocVecEnv(grid_factories(tmp_path, [0.0] * 4), "fork")
+    # Python's own SIGINT handler (a test run as a background job inherits SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(expected):  # in the main thread, where a Ctrl-C is raised
+            CheckedSubprocVecEnv(grid_factories(tmp_path, [0.0] * 4), "fork")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(started) == at + 1
     assert [p.exitcode for p in started] == [0] * (at + 1)  # closed (built), not terminated
     assert ended([p.pid for p in started]) and not mp.active_children()
