@@ -34,7 +34,9 @@ own (not copied): an input that reuses its arrays for the next episode must yiel
 A row's actions are stacked as ``np.stack`` stacks them and cast by ``push_step`` as any
 row; where their stacked dtype would not fit the action field (``int64`` and ``uint64`` stack
 to ``float64``), each env's action is cast to the field's dtype, so episodes whose actions
-have different dtypes of one kind may share a row.
+have different dtypes of one kind may share a row. A bfloat16 action field (numpy lacks it)
+takes numbers of any dtype, each rounded once to the nearest bfloat16 (torch's float64 cast
+rounds twice, through float32); bfloat16 tensors are read as their float32 values.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
 
     A sparse or nested tensor is refused, as is what numpy cannot read (a ragged list, a tensor
     on a GPU or of a dtype numpy lacks); a tensor that requires grad or has torch's negative or
-    conjugate bit (a view numpy cannot read) gives its values, as the ring's pushes store them.
+    conjugate bit (a view numpy cannot read) gives its values, as the ring's pushes store them,
+    and a bfloat16 one its values as float32 (a copy).
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not torch.strided or value.is_nested:
@@ -115,6 +118,8 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
                 "numpy array"
             )
         value = value.detach().resolve_conj().resolve_neg()  # no-ops without grad and bits
+        if value.dtype == torch.bfloat16 and value.device.type == "cpu":
+            value = value.float()  # numpy lacks bfloat16: its values, exactly, as float32
     try:
         return np.asarray(value)
     except (TypeError, ValueError, RuntimeError, NotImplementedError) as err:
@@ -215,8 +220,11 @@ def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
     without the episode's name), raised after the rows of earlier episodes were written.
     """
     spec = ring.specs["action"]
+    # a bfloat16 field takes numbers of any kind (rounded to it by _bfloat16_tensor): checked as
+    # float32 would be; push_step refused all but bfloat16 tensors ("pass a torch tensor")
+    dtype = torch.float32 if spec.dtype == torch.bfloat16 else spec.dtype
     try:
-        as_tensor_like("action", action[0], tuple(spec.shape), spec.dtype, ring.device)
+        as_tensor_like("action", action[0], tuple(spec.shape), dtype, ring.device)
     except ConfigError as err:
         raise ConfigError(err.key, err.value, err.reason, source=where) from None
 
@@ -270,10 +278,34 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> _Input:
 
 
 def _action_dtype(ring: ReplayRing) -> Any:
-    """The numpy dtype of the ring's action field (``None`` for bfloat16)."""
+    """The numpy dtype of the ring's action field (float64 for bfloat16, which numpy lacks).
+
+    The rows of a bfloat16 field are staged in float64, which holds the numbers of every
+    dtype it takes exactly (bar int64 and uint64 beyond ``2**53``), and rounded to bfloat16
+    by :func:`_bfloat16_tensor`.
+    """
     dtype = ring.specs["action"].dtype
+    if dtype == torch.bfloat16:
+        return np.float64
     unsigned = UNSIGNED.get(dtype)
     return unsigned[0] if unsigned is not None else numpy_dtype(dtype)
+
+
+def _bfloat16_tensor(values: np.ndarray) -> torch.Tensor:
+    """``values`` rounded to the nearest bfloat16 (ties to even), once, as a CPU tensor.
+
+    torch's float64 -> bfloat16 cast rounds twice, through float32 (``1 + 2**-8 + 2**-30``
+    became 1.0, not ``1 + 2**-7``). Here each value is rounded in float64 to a multiple of the
+    spacing of bfloat16 at its magnitude (8 significant bits; ``2**-133`` below ``2**-126``),
+    exactly; float32 holds the result exactly (beyond bfloat16's largest finite value it is
+    infinite, as a rounding to bfloat16 gives), so torch's cast from float32 keeps it.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    _, exponent = np.frexp(x)  # x = m * 2**exponent, 0.5 <= |m| < 1
+    spacing = np.ldexp(1.0, np.maximum(exponent, -125) - 8)
+    with np.errstate(over="ignore"):  # beyond bfloat16's range: inf, the rounding's result
+        rounded = (np.round(x / spacing) * spacing).astype(np.float32)
+    return torch.from_numpy(rounded).to(torch.bfloat16)
 
 
 def _row_dtype(dtypes: set[np.dtype], field: Any) -> Any:
@@ -316,7 +348,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             that do not fit the ring's (dtype kind, shape; a ring whose observations numpy
             lacks, bfloat16, takes none) (names the datapack, or the episode's index).
         ConfigError: an episode's actions do not fit the ring's action field (shape or dtype
-            kind; names the datapack, or the episode's index).
+            kind, any number for a bfloat16 field; names the datapack, or the episode's
+            index).
 
     Examples:
         >>> import numpy as np, torch
@@ -349,6 +382,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     # that does not fit: np.stack of int64 and uint64 actions gave float64, which the ring
     # refused half-way through the writes
     actions_dtype = _action_dtype(ring)
+    to_bfloat16 = ring.specs["action"].dtype == torch.bfloat16
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     rows = 0
 
@@ -386,7 +420,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             actions[e] = a.astype(dtype, copy=False)  # an item assignment raises on overflow
         ring.push_step(
             obs,
-            actions,
+            _bfloat16_tensor(actions).to(ring.device) if to_bfloat16 else actions,
             rewards,
             cost=costs,
             terminated=term,

@@ -176,8 +176,21 @@ def test_episode_tensors_that_require_grad_are_read_as_their_values():
     assert not any(t.requires_grad for t in odd.state_dict()["tensors"].values())
 
 
-UNREADABLE = {
-    "bfloat16": (lambda v: torch.as_tensor(v).to(torch.bfloat16), "torch.bfloat16 on cpu"),
+def test_bfloat16_episode_tensors_are_read_as_their_values():
+    # numpy lacks bfloat16: such tensors were refused as arrays numpy cannot read, though a
+    # bfloat16 action ring's own actions are such tensors; float32 holds their values exactly
+    ep = episode(0, 3, True)
+    ep = dict(ep, obs=ep["obs"][:3], next_obs=ep["obs"][1:], cost=np.ones(3), terminated=True)
+    keys = ("obs", "next_obs", "reward", "cost")  # the float arrays (action: int64)
+    bf16 = {k: torch.as_tensor(ep[k]).to(torch.bfloat16) for k in keys}
+    plain, odd = ring(1), ring(1)
+    extend_from_episodes(plain, [dict(ep, **{k: v.float().numpy() for k, v in bf16.items()})])
+    extend_from_episodes(odd, [dict(ep, **bf16)])
+    assert all(torch.equal(plain[name], odd[name]) for name in plain.fields)
+
+
+UNREADABLE = {  # (bfloat16 tensors are read as float32: see below)
+    "float8": (lambda v: torch.as_tensor(v).to(torch.float8_e4m3fn), "float8_e4m3fn on cpu"),
     "meta": (lambda v: torch.as_tensor(v).to("meta"), "on meta"),
     "ragged": (lambda v: [list(np.atleast_1d(v[0])), []], "a list that numpy cannot read"),
 }
@@ -463,6 +476,35 @@ def test_user_fields_numpy_lacks_are_written_as_zeros(index_strategy, dtype):
     assert report == EpisodeLoadReport(episodes=2, rows=3, steps=6, dropped_steps=0)
     assert r["aux"].dtype == dtype
     assert (r["aux"][:3] == 0).all() and (r["aux"][3:] == 1).all()
+    r.check_invariants()
+
+
+@pytest.mark.parametrize("index_strategy", ["host", "device"])
+def test_a_bfloat16_action_field_takes_numbers_rounded_to_it_once(index_strategy):
+    # numpy lacks bfloat16: every numpy action was refused ("pass a torch tensor", which
+    # episodes could not do either). Numbers of any kind are rounded to the nearest bfloat16
+    # from their own value: torch's float64 -> bfloat16 cast rounds twice, through float32
+    # (1 + 2**-8 + 2**-30 is the tie 1 + 2**-8 in float32, then 1.0)
+    fields = {"obs": ((2,), torch.float32), "action": ((2,), torch.bfloat16)}
+    r = ReplayRing(8, 2, fields, index_strategy=index_strategy)
+    tie = 1 + 2**-8 + 2**-30
+    actions = [np.array([[tie, -tie], [0.1, 1e39]]), np.array([[3, -7], [2**40 + 1, 0]]),
+               np.array([[0.1, 2.5], [1, 2]], np.float32), np.array([[True, False]] * 2),
+               torch.tensor([[0.5, -3], [100, 2**-130]], dtype=torch.bfloat16),
+               np.array([[1001, 1006], [0.5, -0.0]], np.float16)]  # fmt: skip
+    eps = [{"obs": np.zeros((3, 2), np.float32), "action": a, "reward": np.zeros(2)}
+           for a in actions]  # fmt: skip
+    assert extend_from_episodes(r, eps).rows == 6
+    # rows of env e: its episodes e, e + 2, e + 4 (each goes to the column with fewest steps);
+    # float16 1006 is a tie in bfloat16, rounded to even (1008)
+    stored = r["action"][:6].float().transpose(0, 1).reshape(6, 2, 2)[[0, 3, 1, 4, 2, 5]]
+    expected = [[[1 + 2**-7, -1 - 2**-7], [0.10009765625, torch.inf]], [[3, -7], [2**40, 0]],
+                [[0.10009765625, 2.5], [1, 2]], [[1, 0], [1, 0]], [[0.5, -3], [100, 2**-130]],
+                [[1000, 1008], [0.5, -0.0]]]  # fmt: skip
+    assert stored.tolist() == expected
+    with pytest.raises(ConfigError, match=r"^episode 0: invalid value for 'action': 'array of "
+                       r"shape \(3,\)' \(expected shape \(2,\)\)"):  # fmt: skip
+        extend_from_episodes(r, [dict(eps[0], action=np.zeros((2, 3)))])
     r.check_invariants()
 
 
