@@ -23,6 +23,7 @@ such objects with :func:`twice_marking_hook` and reports them per record.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Hashable, Iterator
 from os import PathLike
@@ -85,10 +86,9 @@ def is_blank_config(text: str, *, yaml: bool) -> bool:
 
 
 def is_yaml_file(path: str | PathLike[str]) -> bool:
-    """Whether a config file is read as YAML: its name ends in ``.yaml`` or ``.yml``, any case.
+    """Whether a config file is YAML: its name ends in ``.yaml`` or ``.yml``, in any case.
 
-    Matched on the whole name rather than ``Path.suffix``, which is ``""`` for a file named just
-    ``.yaml`` (a dot file with no suffix), so that such a file was read as JSON.
+    The whole name, not ``Path.suffix``, which is ``""`` for a file named just ``.yaml``.
 
     Examples:
         >>> is_yaml_file("run.YML"), is_yaml_file(".yaml"), is_yaml_file("a.json")
@@ -254,7 +254,8 @@ def loads_json_unique(text: str, *, source: str = "") -> Any:
             line).
         DataError: nested deeper than :data:`MAX_JSON_DEPTH` levels.
         ConfigError: a key given twice in one object (``source`` and the key's dotted path,
-            ``stages[0].a``, as for YAML; JSON's parser gives no line to name).
+            ``stages[0].a``, as for YAML; JSON's parser gives no line to name); then a number
+            too large for a float (``1e400``, which ``json`` reads as inf), naming its key.
 
     Examples:
         >>> loads_json_unique('{"a": {"b": 1}}')
@@ -266,12 +267,51 @@ def loads_json_unique(text: str, *, source: str = "") -> Any:
 key: given twice in one JSON object, whose reader keeps only the later; give it once)
     """
     found: list[TwiceKeyedDict | None] = [None]
-    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))
+    overflowed: list[_Overflowed] = []
+
+    def as_float(literal: str) -> float:  # not called for `Infinity`, a constant
+        number = float(literal)
+        if math.isinf(number):
+            overflowed.append(number := _Overflowed(number, literal, ""))
+        return number
+
+    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found), parse_float=as_float)
     data = loads_json(text, source=source, decoder=decoder)
     if found[0] is not None:  # only then is the parsed document walked for the key's path
         key, path = _twice_path(data, found[0])
         raise ConfigError(path, key, _JSON_TWICE, source=source)
+    if overflowed:
+        raise _overflow_error(data, overflowed[0], source)
     return data
+
+
+class _Overflowed(float):
+    """A literal too large for a float (``1e400``, which Python reads as +-inf without a word,
+    where ``.inf`` and JSON's ``Infinity`` say it), with its text and YAML line.
+    """
+
+    literal: str
+    where: str
+
+    def __new__(cls, number: float, literal: str, where: str) -> _Overflowed:
+        self = super().__new__(cls, number)
+        self.literal, self.where = literal, where
+        return self
+
+
+def _overflow_error(data: Any, first: _Overflowed, source: str) -> ConfigError:
+    """The error for the first overflowed literal in ``data``, named by its dotted key."""
+    found = (first, "")  # one the walk cannot reach (in a !!set): named without its key
+    for node, path in _nodes(data):
+        keys = [k for k in node if isinstance(k, _Overflowed)] if isinstance(node, dict) else []
+        if isinstance(node, _Overflowed) or keys:
+            found = (node, path or "") if not keys else (keys[0], _dotted(path, keys[0].literal))
+            break
+    why = (
+        f"a number too large for a float{found[0].where}, which would read as infinity; write "
+        ".inf (YAML) or Infinity (JSON) where infinity is meant"
+    )
+    return ConfigError(found[1], found[0].literal, why, source=source)
 
 
 def twice_marked(data: Any) -> Iterator[tuple[TwiceKeyedDict, str]]:
@@ -279,11 +319,17 @@ def twice_marked(data: Any) -> Iterator[tuple[TwiceKeyedDict, str]]:
     its key given twice (``stages[0].a``, :func:`unique_keys_loader`'s notation for YAML), in
     document order. ``json``'s hook sees no path, so the parsed document is walked (iteratively).
     """
-    stack: list[tuple[Any, str | None]] = [(data, None)]  # None: the document itself
-    while stack:
-        node, path = stack.pop()
+    for node, path in _nodes(data):
         if isinstance(node, TwiceKeyedDict):
             yield node, _dotted(path, node.twice[0])
+
+
+def _nodes(data: Any) -> Iterator[tuple[Any, str | None]]:
+    """Each value of ``data`` with its dotted path (None: the document), in document order."""
+    stack: list[tuple[Any, str | None]] = [(data, None)]
+    while stack:
+        node, path = stack.pop()
+        yield node, path
         if isinstance(node, dict):
             items = [(v, _dotted(path, k)) for k, v in node.items()]
         elif isinstance(node, list):
@@ -321,6 +367,8 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
     from yaml.nodes import MappingNode, SequenceNode
 
     class BoundedLoader(base):
+        overflow: list[_Overflowed] = []  # the number literals read as inf, not written so
+
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self._depth = 0
@@ -391,6 +439,10 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
             if long and abs(data) >= 10**limit:
                 why = f"an integer of more than {limit:,} decimal digits, the most Python reads"
                 raise _unreadable(node, source, why)
+            if type(data) is float and math.isinf(data) and "inf" not in str(node.value).lower():
+                # `1e400`, not `.inf`: marked, to be named by its key once the document is built
+                data = _Overflowed(data, str(node.value), f" (line {node.start_mark.line + 1})")
+                self.overflow.append(data)
             return data
 
     return BoundedLoader
@@ -440,6 +492,7 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
             (``2020-02-30``, an integer past Python's digit limit in any base, a
             sexagesimal float past float's range, ``!!bool maybe``, ``!!int ''``,
             ``!!timestamp x``), naming its line.
+        ConfigError: a float past float's range (``1e400``; ``.inf`` is read), naming its key.
         yaml.YAMLError: invalid YAML (left to the caller).
         ImportError: PyYAML is not installed.
 
@@ -456,9 +509,12 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
         )
     bounded = _bounded_loader(loader or yaml.SafeLoader, source)
     try:
-        return yaml.load(text, Loader=bounded)  # a SafeLoader subclass: safe
+        data = yaml.load(text, Loader=bounded)  # a SafeLoader subclass: safe
     except RecursionError:  # a constructor recursing past what the composer bounds
         raise _depth_error(source) from None
+    if bounded.overflow:
+        raise _overflow_error(data, bounded.overflow[0], source)
+    return data
 
 
 def yaml_error_text(exc: Exception, *, width: int = 200) -> str:
@@ -536,7 +592,7 @@ def load_yaml_unique(text: str, *, source: str = "") -> Any:
 
     Raises:
         ConfigError: a key given twice in one mapping (``source``, the dotted key, both lines).
-        DataError, yaml.YAMLError, ImportError: as :func:`load_yaml`.
+        DataError, ConfigError, yaml.YAMLError, ImportError: as :func:`load_yaml`.
     """
     import yaml
 

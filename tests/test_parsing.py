@@ -143,6 +143,38 @@ def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(te
             load(text, source="x.yaml")
 
 
+@pytest.mark.parametrize(
+    "fmt,text,key,literal",
+    [
+        ("yaml", "a:\n  b: [1, -1.0e+400]\n", "a.b[1]", "-1.0e+400"),
+        ("yaml", "a: !!float 1e400\n", "a", "1e400"),
+        ("yaml", "a: &x 1.0e+400\nb: *x\n", "a", "1.0e+400"),
+        ("yaml", "? 1.0e+400\n: x\n", "1.0e+400", "1.0e+400"),
+        ("json", '{"a": {"b": [0.5, 1e400]}}', "a.b[1]", "1e400"),
+        ("json", '{"a": -1.5E+999}', "a", "-1.5E+999"),
+    ],
+)
+def test_a_number_literal_past_a_floats_range_is_refused_naming_its_key(fmt, text, key, literal):
+    # it was read as inf without a word: a typo (1e400 for 1e-400) became infinity
+    from gymcurric._parsing import load_yaml, load_yaml_unique, loads_json_unique
+
+    for read in (load_yaml, load_yaml_unique) if fmt == "yaml" else (loads_json_unique,):
+        with pytest.raises(ConfigError, match=r"too large for a float.*write \.inf") as info:
+            read(text, source="x")
+        assert (info.value.key, info.value.value, info.value.source) == (key, literal, "x")
+        assert ("(line 1" in str(info.value)) == (fmt == "yaml" and key != "a.b[1]")
+
+
+def test_an_infinity_written_as_such_is_still_read():
+    from gymcurric._parsing import load_yaml, loads_json_unique
+
+    inf = float("inf")
+    text = "a: .inf\nb: -.Inf\nc: !!float inf\nd: 1.0e+308\ne: 1e400\n"  # e: a string
+    assert load_yaml(text) == {"a": inf, "b": -inf, "c": inf, "d": 1e308, "e": "1e400"}
+    text = '{"a": Infinity, "b": -Infinity, "c": 1e308, "d": 1e-400}'
+    assert loads_json_unique(text) == {"a": inf, "b": -inf, "c": 1e308, "d": 0.0}
+
+
 @pytest.mark.parametrize("key", ["!!set x", "!!map x", "!!omap x", "!!seq x"])
 def test_a_yaml_key_tagged_as_a_collection_is_a_yaml_error_naming_the_line(tmp_path, key):
     # the duplicate-key check put the key (an empty set, dict or list) in a dict: a raw

@@ -550,8 +550,9 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     byte order mark (BOM) is accepted in either format (more than one is a ``DataError``).
 
     Raises:
-        ConfigError: a bad key or value (a YAML date, ``!!binary`` or ``!!set`` included); the
-            message names the file and the dotted key. An empty file, naming it.
+        ConfigError: a bad key or value (a YAML date, ``!!binary`` or ``!!set`` included, or a
+            number too large for a float, ``1e400``, which would read as inf); the message
+            names the file and the dotted key. An empty file, naming it.
         DataError: the file is not valid YAML/JSON, or a value in it cannot be read (a YAML date
             out of range, an integer of more digits than Python reads, ``!!bool maybe``).
         DependencyNotInstalled: a YAML file without pyyaml (``pip install "gymcurric[train]"``).

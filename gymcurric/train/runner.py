@@ -475,19 +475,20 @@ def load_run_config(
 
     Raises:
         DataError: no ``config.json``, or one that is damaged (naming the file).
-        ConfigError: a ``config.json`` whose values are invalid (naming the file and key); a
+        ConfigError: a ``config.json`` whose values are invalid (naming the file and key: a
+            number too large for a float, ``1e400``, or a key given twice included); a
             ``step_timeout`` or ``build_timeout`` that is not seconds > 0 or None, or one for
             a run whose ``env.vectorization`` is not ``subproc`` (naming the parameter).
     """
     from gymcurric._checks import check_timeout
-    from gymcurric._parsing import drop_bom, loads_json
+    from gymcurric._parsing import drop_bom, loads_json_unique
 
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise DataError(f"{path}: not a gymcurric run directory (no config.json)")
     try:  # one leading BOM (an editor's) is dropped, as the config readers do
         text = drop_bom(cfg_file.read_text(encoding="utf-8"), source=str(cfg_file))
-        data = loads_json(text, source=str(cfg_file))
+        data = loads_json_unique(text, source=str(cfg_file))  # ConfigError: 1e400, a key twice
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{cfg_file}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict):

@@ -393,6 +393,23 @@ def test_a_value_the_parser_cannot_build_is_named_as_such(tmp_path, name, text, 
 
 
 @pytest.mark.parametrize(
+    "name,text",
+    [("cur.json", '{"prerequisite_threshold": 1e400}'), ("cur.yaml", "window: 1.0e+400\n")],
+)
+def test_a_number_past_a_floats_range_is_named_by_file_and_key(tmp_path, name, text):
+    # read as inf, then called "expected an integer" or "in [0, 1]" with the value inf
+    if name.endswith(".yaml"):
+        pytest.importorskip("yaml")
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="too large for a float") as info:
+        load_curriculum_config(f)
+    key, _, literal = text.strip('{}"\n').partition(": ")
+    assert (info.value.key, info.value.value) == (key.strip('"'), literal)
+    assert info.value.source == str(f)
+
+
+@pytest.mark.parametrize(
     "text,got",
     [
         ("window: &x [*x]\n", "recursive YAML alias at line 1"),

@@ -159,6 +159,32 @@ def test_a_file_named_for_yaml_is_read_as_yaml(tmp_path, name):
     assert load_config(json_file).run.seed == 4
 
 
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("run.yaml", "env:\n  kwargs:\n    x: 1e400\n"),
+        ("run.yml", "env:\n  kwargs:\n    x: -1.0e+400\n"),
+        ("run.json", '{"env": {"kwargs": {"x": 1e400}}}'),
+    ],
+)
+def test_a_number_past_a_floats_range_is_refused_naming_file_key_and_literal(
+    tmp_path, name, text
+):
+    # read as inf without a word; `.inf` (YAML) and `Infinity` (JSON) still are
+    path = tmp_path / name
+    path.write_text(text)
+    literal = text.rpartition(": ")[2].strip("}\n")
+    with pytest.raises(ConfigError, match="too large for a float") as info:
+        load_config(path)
+    assert (info.value.key, info.value.value, info.value.source) == (
+        "env.kwargs.x",
+        literal,
+        str(path),
+    )
+    path.write_text(text.replace(literal, ".inf" if name != "run.json" else "Infinity"))
+    assert load_config(path).env.kwargs == {"x": float("inf")}
+
+
 def test_overrides_are_validated_like_the_file(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"run": {"total_steps": 100}}))

@@ -121,6 +121,18 @@ def test_a_saved_config_with_one_bom_is_read_as_the_config_readers_read_one(tmp_
         load_run_config(tmp_path)
 
 
+def test_a_saved_config_with_a_number_past_a_floats_range_names_the_key(tmp_path):
+    # json read a hand-edited 1e400 as inf without a word
+    from gymcurric.train.runner import load_run_config
+
+    text = json.dumps(run_config().to_dict()).replace('"seed": 0', '"seed": 0, "x": 1e400')
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ConfigError, match="too large for a float") as info:
+        load_run_config(tmp_path)
+    assert (info.value.key, info.value.value) == ("run.x", "1e400")
+    assert info.value.source == str(tmp_path / "config.json")
+
+
 @pytest.mark.parametrize(
     "sections",
     [
