@@ -500,26 +500,42 @@ def _yaml_load(text: str, source: str = "") -> Any:
     return load_yaml(text, source=source, loader=unique_keys_loader(_Loader, source=source))
 
 
-def _parse_value(text: str) -> Any:
-    """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``)."""
-    try:
-        import yaml  # noqa: F401
+def _parse_value(key: str, text: str) -> Any:
+    """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``).
 
-        return _yaml_load(text) if text != "" else ""
+    Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
+    reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
+    file, rather than passed on as that string.
+    """
+    if text == "":
+        return ""
+    try:
+        import yaml
     except ImportError:  # pragma: no cover
         try:
             return json.loads(text)
         except json.JSONDecodeError:
             return text
-    except Exception:
+    try:
+        return _yaml_load(text)
+    except yaml.YAMLError:
         return text
+    except (ConfigError, DataError) as exc:  # read without a source: the value's own message
+        shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+        if isinstance(exc, DataError):  # "line 1: cannot read '2020-02-30' (day is out of ...)"
+            why = f"{str(exc).removeprefix('line 1: ')}; quote it for a string: {key}=\"'...'\""
+            raise ConfigError(key, shown, why, source="command line") from None
+        inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
+        why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
+        raise ConfigError(f"{key}{inner}", shown, why, source="command line") from None
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Return a copy of ``data`` with each ``dotted.key=value`` applied (values parsed as YAML).
 
     Raises:
-        ConfigError: an override is not ``key=value`` or walks through a non-mapping.
+        ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
+            value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file.
     """
     out: dict[str, Any] = json.loads(json.dumps(data))
     for item in overrides:
@@ -538,7 +554,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
                     source="command line",
                 )
             node = nxt
-        node[leaf] = _parse_value(text)
+        node[leaf] = _parse_value(key, text)
     return out
 
 

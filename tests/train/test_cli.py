@@ -159,6 +159,7 @@ DRY_RUN_MISTAKES = {
     "nan learning rate": (["agent.kwargs.learning_rate=.nan"], "agent.kwargs.learning_rate"),
     "infinite learning rate": (["agent.kwargs.learning_rate=.inf"], "agent.kwargs.learning_rate"),
     "nan anywhere": (["cost.nonfinite_value=.nan"], "cost.nonfinite_value"),
+    "impossible date": (["env.kwargs.start=2020-02-30"], "env.kwargs.start"),
     "unknown wrapper param": (
         ["saute.enabled=true", "saute.params.budget=3"],
         "saute.params.budget",

@@ -120,6 +120,36 @@ def test_malformed_overrides_are_config_errors(bad):
         apply_overrides({}, [bad])
 
 
+@pytest.mark.parametrize(
+    ("override", "key", "got"),
+    [
+        ("env.kwargs.start=2020-02-30", "env.kwargs.start", "cannot read '2020-02-30' (day is"),
+        ("env.kwargs.flag=!!bool maybe", "env.kwargs.flag", "not a valid !!bool value"),
+        ("env.kwargs.x=1e400", "env.kwargs.x", "a number too large for a float, which"),
+        ("env.kwargs.xs=[1, -1e400]", "env.kwargs.xs[1]", "a number too large for a float"),
+        ("env.kwargs.m={a: 1, a: 2}", "env.kwargs.m.a", "duplicate key"),
+    ],
+)
+def test_an_override_value_yaml_cannot_build_is_refused_as_in_a_file(override, key, got):
+    # it became the override's text (a date that does not exist, 'maybe', '{a: 1, a: 2}') or
+    # inf without a word, where a file with the same value is refused
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [override])
+    assert (info.value.key, info.value.source) == (key, "command line")
+    assert info.value.value == override.partition("=")[2] and got in info.value.reason
+    with pytest.raises(ConfigError, match=re.escape(got)):
+        load_config(None, [override])
+
+
+def test_an_override_that_is_not_yaml_is_its_text_and_a_quoted_one_a_string():
+    out = apply_overrides({}, ["a.glob=*.json", "a.day='2020-02-30'", "a.big='1e400'"])
+    assert out["a"] == {"glob": "*.json", "day": "2020-02-30", "big": "1e400"}
+    long = "env.kwargs.n=0x" + "f" * 4000  # past Python's digit limit: cut in the message
+    with pytest.raises(ConfigError, match=r"\(4,002 characters\)") as info:
+        apply_overrides({}, [long])
+    assert len(str(info.value)) < 500
+
+
 def test_override_through_a_scalar_is_an_error():
     with pytest.raises(ConfigError, match="not a mapping"):
         apply_overrides({"run": {"seed": 1}}, ["run.seed.x=2"])
