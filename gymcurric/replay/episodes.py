@@ -11,7 +11,7 @@ key               shape        meaning
 ``reward``        ``[T]``        rewards
 ``cost``          ``[T]``        optional, default 0
 ``terminated``    scalar/``[T]`` optional: the episode ended in a terminal state (the last
-                                 value counts); default False
+                                 value counts); default (or None) False
 ``truncated``     scalar/``[T]`` optional, informative: an episode that did not terminate is
                                  written as truncated (it bootstraps)
 ================= ============ ==========================================================
@@ -206,8 +206,10 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     cost = _numbers(where, "cost", _array(where, "cost", arrays.get("cost", np.zeros(T))))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
-    # bool() of a string is whether it is empty ("False" terminated), of an object anything
-    term = _array(where, "terminated", arrays.get("terminated", False))
+    # bool() of a string is whether it is empty ("False" terminated), of an object anything;
+    # None is "not given", as a missing key (it read as False before numbers were required)
+    given = arrays.get("terminated")
+    term = _array(where, "terminated", False if given is None else given)
     term = _numbers(where, "terminated", term).reshape(-1)
     terminated = bool(term[-1]) if term.size else False
     return _Episode(obs, action, reward, cost, terminated, T, obs[T])

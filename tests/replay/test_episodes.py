@@ -255,6 +255,17 @@ def test_terminated_flags_that_are_not_numbers_are_refused_before_a_write(termin
     assert r.total_steps == 0 and not r["obs"].any()
 
 
+def test_terminated_none_reads_as_not_given():
+    # bool(None) read it as False; requiring numbers (an object array) refused it, an input
+    # accepted before: None is "not given", as a missing key, not an object flag
+    eps = [episode(0, 3, True), episode(1, 2, False)]
+    missing, none = ring(1), ring(1)
+    extend_from_episodes(missing, [eps[0], {k: v for k, v in eps[1].items() if k != "terminated"}])
+    extend_from_episodes(none, [eps[0], dict(eps[1], terminated=None)])
+    assert all(torch.equal(missing[name], none[name]) for name in missing.fields)
+    assert none["continue_"][:5, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0]
+
+
 def _raises_at_third(ep):
     yield ep
     yield ep
