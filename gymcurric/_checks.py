@@ -26,6 +26,7 @@ __all__ = [
     "check_int",
     "check_one_per_env",
     "check_task_id",
+    "check_text",
     "check_timeout",
     "is_int",
     "no_slot_reason",
@@ -115,6 +116,37 @@ def check_timeout(timeout: Any, key: str = "timeout", *, source: str | None = No
         reason = f"expected seconds > 0 and <= {MAX_TIMEOUT_S:g}, or None (no limit)"
         raise ConfigError(key, timeout, reason, source=source)
     return float(timeout)
+
+
+def check_text(key: str, value: str, *, source: str | None = None) -> None:
+    r"""Refuse a string that holds a lone UTF-16 surrogate, which is not text.
+
+    A JSON or YAML ``"\ud800"`` escape reads as one, and so does a command-line byte that is
+    not UTF-8; no UTF-8 file, log or path can hold it, so a run name with one ended in a raw
+    ``UnicodeEncodeError`` once its run directory was made. A pair (``"\ud83d\ude00"``) is one
+    character and reads as it.
+
+    Raises:
+        ConfigError: naming ``key``, the value and where the surrogate is.
+
+    Examples:
+        >>> check_text("run.name", "caf\u00e9")
+        >>> check_text("run.name", "a\ud800")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: invalid value for 'run.name': 'a\ud800' (holds a lone ...
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = value[exc.start]
+        reason = (
+            f"holds a lone UTF-16 surrogate, {char!r} at character {exc.start}, which no UTF-8 "
+            f'file or path can hold (a "\\u{ord(char):x}" escape, or a byte that is not UTF-8); '
+            "write the character itself"
+        )
+        shown = value if len(value) <= 80 else f"{value[:60]}... ({len(value):,} characters)"
+        raise ConfigError(key, shown, reason, source=source) from None
 
 
 def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> None:

@@ -502,10 +502,10 @@ def load_yaml(text: str, *, source: str = "", loader: type[Any] | None = None) -
     """
     import yaml
 
-    if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8")) > MAX_YAML_BYTES:
+    if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         raise DataError(
-            f"{_where(source)}YAML file of {len(text.encode('utf-8')):,} bytes; at most "
-            f"{MAX_YAML_BYTES:,} bytes are accepted"
+            f"{_where(source)}YAML file of {len(text.encode('utf-8', 'surrogatepass')):,} bytes; "
+            f"at most {MAX_YAML_BYTES:,} bytes are accepted"
         )
     bounded = _bounded_loader(loader or yaml.SafeLoader, source)
     try:

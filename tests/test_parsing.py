@@ -165,6 +165,17 @@ def test_a_number_literal_past_a_floats_range_is_refused_naming_its_key(fmt, tex
         assert ("(line 1" in str(info.value)) == (fmt == "yaml" and key != "a.b[1]")
 
 
+def test_a_lone_surrogate_in_yaml_text_is_pyyamls_error_not_a_unicode_encode_error():
+    # the size check encoded the text as UTF-8 first: a raw UnicodeEncodeError for an override
+    # holding a command-line byte that is not UTF-8 (a file is decoded strictly before)
+    import yaml
+
+    from gymcurric._parsing import load_yaml
+
+    with pytest.raises(yaml.YAMLError, match="unacceptable character #xdcff"):
+        load_yaml("a: x\udcff")
+
+
 def test_an_infinity_written_as_such_is_still_read():
     from gymcurric._parsing import load_yaml, loads_json_unique
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from gymcurric._checks import check_int, check_timeout
+from gymcurric._checks import check_int, check_text, check_timeout
 from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
@@ -317,13 +317,17 @@ _YAML_READS = {
 
 
 def _check_plain(data: Any, prefix: str, source: str | None) -> None:
-    """Every key and value one that JSON holds (``config.json`` is written with ``json``).
+    r"""Every key and value one that JSON holds (``config.json`` is written with ``json``).
 
     YAML reads an unquoted ``2024-05-01`` as a date, ``!!binary`` as bytes and ``!!set`` as a
-    set, which no setting is and ``json`` cannot write (a raw ``TypeError`` otherwise).
+    set, which no setting is and ``json`` cannot write (a raw ``TypeError`` otherwise). A
+    string is text: a lone surrogate (``"\ud800"``) is refused by :func:`check_text` (a raw
+    ``UnicodeEncodeError`` once a path or a UTF-8 file was written with it).
     """
     if isinstance(data, Mapping):
         for key, value in data.items():
+            if isinstance(key, str):
+                check_text(f"{prefix}{key}", key, source=source)
             if not isinstance(key, _PLAIN):
                 shown, dotted = key, f"{prefix}{key}"
                 if len(repr(key)) > 80:  # a !!binary key, as long as the file may be: cut
@@ -334,6 +338,8 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
             _check_plain(value, f"{prefix}{i}.", source)
+    elif isinstance(data, str):
+        check_text(prefix.rstrip("."), data, source=source)
     elif not isinstance(data, _PLAIN):
         shown = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
         raise ConfigError(prefix.rstrip("."), shown, _not_plain(data, "value"), source=source)
@@ -509,6 +515,7 @@ def _parse_value(key: str, text: str) -> Any:
     """
     if text == "":
         return ""
+    check_text(key, text, source="command line")  # a byte of argv that is not UTF-8
     try:
         import yaml
     except ImportError:  # pragma: no cover

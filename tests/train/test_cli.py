@@ -160,6 +160,8 @@ DRY_RUN_MISTAKES = {
     "infinite learning rate": (["agent.kwargs.learning_rate=.inf"], "agent.kwargs.learning_rate"),
     "nan anywhere": (["cost.nonfinite_value=.nan"], "cost.nonfinite_value"),
     "impossible date": (["env.kwargs.start=2020-02-30"], "env.kwargs.start"),
+    # an argv byte that is not UTF-8: a raw UnicodeEncodeError when the run directory was made
+    "lone surrogate": (["run.name=run-\udcff"], "run.name"),
     "unknown wrapper param": (
         ["saute.enabled=true", "saute.params.budget=3"],
         "saute.params.budget",

@@ -343,6 +343,32 @@ def test_an_override_json_cannot_write_is_a_config_error_naming_the_key(override
     assert (info.value.key, info.value.source) == (key, "defaults + overrides")
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "at"),
+    [
+        ('{"run": {"name": "a\\ud800b"}}', "run.name", 1),
+        ('{"run": {"out_dir": "runs/\\udcff"}}', "run.out_dir", 5),
+        ('{"env": {"kwargs": {"\\udc80": 1}}}', "env.kwargs.\udc80", 0),
+        ('{"agent": {"kwargs": {"net_arch": ["x", "\\ud83d"]}}}', "agent.kwargs.net_arch.1", 0),
+    ],
+)
+def test_a_string_with_a_lone_surrogate_is_refused_naming_the_key(tmp_path, text, key, at):
+    # a run name (or out_dir) with one reached mkdir: a raw UnicodeEncodeError ("surrogates
+    # not allowed") after the config was accepted, --dry-run included
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=f"lone UTF-16 surrogate, .* at character {at}") as info:
+        load_config(path)
+    assert (info.value.key, info.value.source) == (key, str(path))
+    override = f"{key}=x\udcff"  # a command-line byte that is not UTF-8 reads as one
+    if key.startswith("run."):
+        with pytest.raises(ConfigError, match="lone UTF-16 surrogate") as info:
+            load_config(None, [override])
+        assert (info.value.key, info.value.value) == (key, "x\udcff")
+    path.write_text('{"run": {"name": "caf\\u00e9 \\ud83d\\ude00"}}')  # a pair is one character
+    assert load_config(path).run.name == "caf\u00e9 \U0001f600"
+
+
 def test_a_json_config_is_decoded_once(tmp_path, json_decodes):
     # the duplicate-key check decoded the text a second time (json.loads with a hook)
     path = tmp_path / "run.json"
