@@ -192,8 +192,11 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
             "(e.g. float32)"
         )
     if not np.can_cast(obs.dtype, obs_dtype, "same_kind"):
+        # a bfloat16 tensor is read as float32: the message names the dtype it was given
+        bfloat16 = _bfloat16(arrays["obs"]) and obs.dtype == np.float32
+        got = "torch.bfloat16" if bfloat16 else obs.dtype
         raise DataError(
-            f"{where}: 'obs' of dtype {obs.dtype} cannot be stored in the ring's "
+            f"{where}: 'obs' of dtype {got} cannot be stored in the ring's "
             f"{np.dtype(obs_dtype)} observations"
         )
     # numpy broadcast a (1,) row into the ring's (2,) observations without a word
@@ -202,7 +205,7 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
             f"{where}: 'obs' rows have shape {obs.shape[1:]}; the ring's observations have "
             f"shape {tuple(ring.specs['obs'].shape)}"
         )
-    _check_action(where, action, ring)
+    _check_action(where, action, ring, _bfloat16(arrays["action"]))
     cost = _numbers(where, "cost", _array(where, "cost", arrays.get("cost", np.zeros(T))))
     if cost.shape != (T,):
         raise DataError(f"{where}: 'cost' must have shape ({T},); got {cost.shape}")
@@ -215,13 +218,26 @@ def _as_episode(item: Any, index: int, ring: ReplayRing) -> _Episode:
     return _Episode(obs, action, reward, cost, terminated, T, obs[T])
 
 
-def _check_action(where: str, action: np.ndarray, ring: ReplayRing) -> None:
+def _bfloat16(value: Any) -> bool:
+    """Whether ``value`` is a bfloat16 tensor (which :func:`_array` reads as float32)."""
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16
+
+
+def _check_action(where: str, action: np.ndarray, ring: ReplayRing, bfloat16: bool) -> None:
     """Refuse ``action`` rows that ``push_step`` would refuse (the ring's own check, one row).
 
     Rows of the wrong shape were a raw ``ValueError`` of ``np.stack`` (or a ``ConfigError``
     without the episode's name), raised after the rows of earlier episodes were written.
+    ``bfloat16``: the actions were a bfloat16 tensor (``action`` holds them as float32).
     """
     spec = ring.specs["action"]
+    if bfloat16 and not spec.dtype.is_floating_point:  # named as given, not as float32
+        raise ConfigError(
+            "action",
+            "tensor of dtype torch.bfloat16",
+            f"cannot be stored as {spec.dtype} without changing its kind",
+            source=where,
+        )
     # a bfloat16 field takes numbers of any kind (rounded to it by _bfloat16_tensor): checked as
     # float32 would be; push_step refused all but bfloat16 tensors ("pass a torch tensor")
     dtype = torch.float32 if spec.dtype == torch.bfloat16 else spec.dtype

@@ -189,6 +189,22 @@ def test_bfloat16_episode_tensors_are_read_as_their_values():
     assert all(torch.equal(plain[name], odd[name]) for name in plain.fields)
 
 
+def test_bfloat16_tensors_that_do_not_fit_are_named_as_given():
+    # read as float32, such tensors were refused as 'array of dtype float32' / 'obs' of dtype
+    # float32, a dtype they were not given in
+    ep = episode(0, 3, True)
+    r = ring(1)
+    with pytest.raises(ConfigError, match=r"^episode 0: invalid value for 'action': 'tensor of "
+                       r"dtype torch.bfloat16' \(cannot be stored as torch.int64"):  # fmt: skip
+        extend_from_episodes(r, [dict(ep, action=torch.zeros(3, dtype=torch.bfloat16))])
+    fields = {"obs": ((2,), torch.uint8), "action": ((), torch.int64)}
+    uint8 = ReplayRing(8, 1, fields)
+    with pytest.raises(DataError, match=r"^episode 0: 'obs' of dtype torch.bfloat16 cannot be "
+                       r"stored in the ring's uint8 observations$"):  # fmt: skip
+        extend_from_episodes(uint8, [dict(ep, obs=torch.zeros(4, 2, dtype=torch.bfloat16))])
+    assert r.total_steps == uint8.total_steps == 0
+
+
 UNREADABLE = {  # (bfloat16 tensors are read as float32: see below)
     "float8": (lambda v: torch.as_tensor(v).to(torch.float8_e4m3fn), "float8_e4m3fn on cpu"),
     "meta": (lambda v: torch.as_tensor(v).to("meta"), "on meta"),
