@@ -118,26 +118,30 @@ def check_timeout(timeout: Any, key: str = "timeout", *, source: str | None = No
     return float(timeout)
 
 
-def check_text(key: str, value: str, *, source: str | None = None) -> None:
+def check_text(key: str, value: str, *, source: str | None = None, path: bool = False) -> None:
     r"""Refuse a string that holds a lone UTF-16 surrogate, which is not text.
 
-    A JSON or YAML ``"\ud800"`` escape reads as one, and so does a command-line byte that is
-    not UTF-8; no UTF-8 file, log or path can hold it, so a run name with one ended in a raw
-    ``UnicodeEncodeError`` once its run directory was made. A pair (``"\ud83d\ude00"``) is one
-    character and reads as it.
+    A JSON or YAML ``"\ud800"`` escape reads as one; no UTF-8 file, log or path can hold it, so
+    a run name with one ended in a raw ``UnicodeEncodeError`` once its run directory was made.
+    A pair (``"\ud83d\ude00"``) is one character and reads as it. A command-line byte that is
+    not UTF-8 reads as one of ``"\udc80"`` to ``"\udcff"`` (Python's ``surrogateescape``),
+    which ``os`` functions write back as that byte: a POSIX file name (Latin-1, say) that an
+    env opens as it did before, so accepted unless ``path``, a string that names the run
+    directory, whose logs (tensorboard's) encode their paths as strict UTF-8.
 
     Raises:
         ConfigError: naming ``key``, the value and where the surrogate is.
 
     Examples:
-        >>> check_text("run.name", "caf\u00e9")
+        >>> check_text("run.name", "caf\u00e9"), check_text("env.kwargs.path", "caf\udce9")
+        (None, None)
         >>> check_text("run.name", "a\ud800")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         gymcurric.errors.ConfigError: invalid value for 'run.name': 'a\ud800' (holds a lone ...
     """
     try:
-        value.encode("utf-8")
+        value.encode("utf-8", "strict" if path else "surrogateescape")
     except UnicodeEncodeError as exc:
         char = value[exc.start]
         reason = (

@@ -308,6 +308,8 @@ class TrainConfig:
 
 # ------------------------------------------------------------------------------- validation
 _PLAIN = (str, int, float, bool, type(None))
+# the strings the run directory is named with (run_path, default_run_name): check_text's path
+_RUN_DIR_TEXT = ("run.name", "run.out_dir", "env.id")
 _YAML_READS = {
     "date": "an unquoted date",
     "datetime": "an unquoted timestamp",
@@ -322,7 +324,8 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
     YAML reads an unquoted ``2024-05-01`` as a date, ``!!binary`` as bytes and ``!!set`` as a
     set, which no setting is and ``json`` cannot write (a raw ``TypeError`` otherwise). A
     string is text: a lone surrogate (``"\ud800"``) is refused by :func:`check_text` (a raw
-    ``UnicodeEncodeError`` once a path or a UTF-8 file was written with it).
+    ``UnicodeEncodeError`` once a path or a UTF-8 file was written with it); a byte that is not
+    UTF-8 (``"\udce9"``, a Latin-1 file name) only where it would name the run directory.
     """
     if isinstance(data, Mapping):
         for key, value in data.items():
@@ -339,7 +342,8 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
         for i, value in enumerate(data):
             _check_plain(value, f"{prefix}{i}.", source)
     elif isinstance(data, str):
-        check_text(prefix.rstrip("."), data, source=source)
+        name = prefix.rstrip(".")
+        check_text(name, data, source=source, path=name in _RUN_DIR_TEXT)
     elif not isinstance(data, _PLAIN):
         shown = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
         raise ConfigError(prefix.rstrip("."), shown, _not_plain(data, "value"), source=source)
@@ -515,7 +519,8 @@ def _parse_value(key: str, text: str) -> Any:
     """
     if text == "":
         return ""
-    check_text(key, text, source="command line")  # a byte of argv that is not UTF-8
+    # a byte of argv that is not UTF-8: refused in a run directory's name, else the text itself
+    check_text(key, text, source="command line", path=key in _RUN_DIR_TEXT)
     try:
         import yaml
     except ImportError:  # pragma: no cover

@@ -348,7 +348,8 @@ def test_an_override_json_cannot_write_is_a_config_error_naming_the_key(override
     [
         ('{"run": {"name": "a\\ud800b"}}', "run.name", 1),
         ('{"run": {"out_dir": "runs/\\udcff"}}', "run.out_dir", 5),
-        ('{"env": {"kwargs": {"\\udc80": 1}}}', "env.kwargs.\udc80", 0),
+        ('{"env": {"kwargs": {"\\udc7f": 1}}}', "env.kwargs.\udc7f", 0),
+        ('{"env": {"id": "a\\udce9"}}', "env.id", 1),
         ('{"agent": {"kwargs": {"net_arch": ["x", "\\ud83d"]}}}', "agent.kwargs.net_arch.1", 0),
     ],
 )
@@ -367,6 +368,20 @@ def test_a_string_with_a_lone_surrogate_is_refused_naming_the_key(tmp_path, text
         assert (info.value.key, info.value.value) == (key, "x\udcff")
     path.write_text('{"run": {"name": "caf\\u00e9 \\ud83d\\ude00"}}')  # a pair is one character
     assert load_config(path).run.name == "caf\u00e9 \U0001f600"
+
+
+def test_a_byte_that_is_not_utf8_is_passed_on_where_no_run_directory_is_named_with_it(tmp_path):
+    # a Latin-1 file name on the command line reads as "caf\udce9" (surrogateescape), which os
+    # functions write back as the byte: it trained before f5bd086 refused every such string
+    cfg = load_config(None, ["env.kwargs.path=/data/caf\udce9.npz", "env.kwargs.n=caf\udcff"])
+    assert cfg.env.kwargs == {"path": "/data/caf\udce9.npz", "n": "caf\udcff"}
+    path = tmp_path / "run.json"
+    path.write_text('{"env": {"kwargs": {"files": {"\\udce9.npz": 1}}}}')
+    assert load_config(path).env.kwargs == {"files": {"\udce9.npz": 1}}
+    for key in ("run.name", "run.out_dir", "env.id"):  # the run directory: tensorboard's
+        with pytest.raises(ConfigError, match="lone UTF-16 surrogate") as info:  # UTF-8 paths
+            load_config(None, [f"{key}=caf\udce9"])
+        assert info.value.key == key
 
 
 def test_a_json_config_is_decoded_once(tmp_path, json_decodes):

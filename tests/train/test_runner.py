@@ -133,6 +133,17 @@ def test_a_saved_config_with_a_number_past_a_floats_range_names_the_key(tmp_path
     assert info.value.source == str(tmp_path / "config.json")
 
 
+def test_a_saved_config_with_a_byte_that_is_not_utf8_in_env_kwargs_resumes(tmp_path):
+    # a Latin-1 file name given on the command line (caf\xe9) reads as "caf\udce9" and trained;
+    # f5bd086 refused it in config.json, so such a run could no longer be resumed
+    from gymcurric.train.runner import load_run_config
+
+    data = TrainConfig().to_dict()
+    data["env"]["kwargs"] = {"path": "caf\udce9.npz"}
+    (tmp_path / "config.json").write_text(json.dumps(data))  # as the run wrote it
+    assert load_run_config(tmp_path).env.kwargs == {"path": "caf\udce9.npz"}
+
+
 @pytest.mark.parametrize(
     "sections",
     [
