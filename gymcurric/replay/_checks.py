@@ -54,6 +54,14 @@ UNSIGNED: dict[torch.dtype, tuple[Any, Any]] = {
 }
 
 
+#: numpy's dtypes whose arrays ``torch.from_numpy`` reads and whose casts by ``copy_`` into the
+#: ring's other numpy dtypes store what numpy's casts store, bar float64 -> float16 (checked by
+#: ``tests/replay/test_ring_casts.py``); :func:`as_tensor_like` casts the others with numpy.
+TORCH_CASTS = frozenset(
+    (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64)
+)
+
+
 def numpy_dtype(dtype: torch.dtype) -> Any:
     """The numpy dtype the ring writes ``dtype`` with (``None`` for bfloat16, ``UNSIGNED``...)."""
     return _NUMPY_OF.get(dtype)
@@ -125,12 +133,13 @@ def as_tensor_like(
 
     Tensors must be dense (:data:`STRIDED`, not nested) and match dtype and device exactly (no
     silent casts or transfers); numpy arrays and Python numbers are accepted when numpy's
-    ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32),
-    cast by numpy to the slot's dtype (one rounding, as numpy's assignment into the host index's
-    rows) and copied over. Returns a tensor ready for ``copy_`` (of ``dtype`` for a numpy input:
-    a CPU tensor sharing memory with an array of that dtype; a tensor that requires grad
-    detached: the ring stores data, and a copy of it would put the ring's tensors in the
-    autograd graph).
+    ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32)
+    and copied over, storing what numpy's assignment into the host index's rows stores (one
+    rounding): cast by ``copy_`` (float64 -> float32, no extra copy), or by numpy where torch's
+    cast differs or is missing (float64 -> float16, longdouble, uint16/32/64). Returns a tensor
+    ready for ``copy_`` (a CPU tensor sharing memory with a numpy input, or with its numpy
+    cast; a tensor that requires grad detached: the ring stores data, and a copy of it would
+    put the ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not STRIDED or value.is_nested:
@@ -191,11 +200,14 @@ def as_tensor_like(
         if not signed.flags.writeable:
             signed = signed.copy()
         return torch.from_numpy(signed).view(dtype)
-    if arr.dtype != target:
-        # numpy casts, as numpy's assignment into the host index's rows does: torch's float64
-        # -> float16 cast rounds twice (through float32), so a copy of the float64 tensor
-        # stored other values on the device index (1 + 2**-11 + 2**-30: 1.0, not 1 + 2**-10);
-        # and torch lacks uint16/32/64 -> target copies and longdouble arrays
+    if arr.dtype != target and (
+        arr.dtype.type not in TORCH_CASTS or (target is np.float16 and arr.dtype.type is np.float64)
+    ):
+        # numpy casts where torch's copy_ would store other values than numpy's assignment into
+        # the host index's rows: torch's float64 -> float16 cast rounds twice (through
+        # float32; 1 + 2**-11 + 2**-30 gave 1.0, not 1 + 2**-10), and torch lacks longdouble
+        # arrays and uint16/32/64 -> target copies. Every other cast (float64 -> float32,
+        # int64 -> int32...) is left to copy_, which rounds once as numpy does: no extra copy
         arr = arr.astype(target)
     if not arr.flags.writeable or not arr.dtype.isnative or min(arr.strides, default=0) < 0:
         # torch.from_numpy warns on read-only arrays and refuses negative strides (arr[::-1],

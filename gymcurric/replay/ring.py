@@ -273,8 +273,8 @@ class ReplayRing:
 
         Tensors must be dense (strided and not nested: sparse, mkldnn, jagged and nested ones
         are refused) and already have the field's dtype and the ring's device; numpy arrays are
-        cast when the kind is kept (float64 -> float32), by numpy on either index strategy, and
-        copied over.
+        cast when the kind is kept (float64 -> float32), to the values numpy's cast gives on
+        either index strategy, and copied over.
 
         Raises:
             ConfigError: a missing/unknown field, ``reward=None``, or a wrong layout (nested
