@@ -102,10 +102,13 @@ def run(args: argparse.Namespace) -> int:
     """Validate, then train; prints the run directory and a summary."""
     import json
 
+    from gymcurric._checks import check_text
     from gymcurric.train.config import load_config
 
     overrides = [*args.overrides, *_datapack_overrides(args)]
     cfg = load_config(args.config, overrides)
+    if args.run_dir is not None:  # tensorboard's writer encodes its path as strict UTF-8
+        check_text("--run-dir", args.run_dir, source="command line", path=True)
     if args.dry_run:  # build the envs and the agent too: what would fail at the start fails now
         from gymcurric.train.build import check_buildable
 

@@ -183,6 +183,18 @@ def test_dry_run_builds_and_names_the_dotted_key(tmp_path, capsys, mistake):
     assert not run.exists()
 
 
+def test_a_run_dir_with_a_byte_that_is_not_utf8_is_refused_naming_it(tmp_path, capsys):
+    # tensorboard's writer encodes its path as strict UTF-8: a raw UnicodeEncodeError once the
+    # run had started, after --dry-run passed (run.name with one is refused since f5bd086)
+    path = _write(tmp_path, run_config())
+    run = tmp_path / "r\udce9"
+    for extra in (["--dry-run"], []):
+        assert cli.main(["train", "--config", str(path), "--run-dir", str(run), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "'--run-dir'" in err and "\\udce9" in err and "Traceback" not in err
+    assert not run.exists()
+
+
 def test_a_bucketed_space_without_a_pool_names_the_key_to_set(tmp_path, capsys):
     data = run_config().to_dict()
     data["curriculum"]["config"] = {}
