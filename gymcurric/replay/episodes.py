@@ -36,7 +36,9 @@ row; where their stacked dtype would not fit the action field (``int64`` and ``u
 to ``float64``), each env's action is cast to the field's dtype, so episodes whose actions
 have different dtypes of one kind may share a row. A bfloat16 action field (numpy lacks it)
 takes numbers of any dtype, each rounded once to the nearest bfloat16 (torch's float64 cast
-rounds twice, through float32); bfloat16 tensors are read as their float32 values.
+rounds twice, through float32), an episode's actions as a whole when its rows come to be
+written (a bfloat16 copy then replaces the input's array); bfloat16 tensors are read as their
+float32 values.
 """
 
 from __future__ import annotations
@@ -238,7 +240,7 @@ def _check_action(where: str, action: np.ndarray, ring: ReplayRing, bfloat16: bo
             f"cannot be stored as {spec.dtype} without changing its kind",
             source=where,
         )
-    # a bfloat16 field takes numbers of any kind (rounded to it by _bfloat16_tensor): checked as
+    # a bfloat16 field takes numbers of any kind (rounded to it by _bfloat16_bits): checked as
     # float32 would be; push_step refused all but bfloat16 tensors ("pass a torch tensor")
     dtype = torch.float32 if spec.dtype == torch.bfloat16 else spec.dtype
     try:
@@ -296,43 +298,42 @@ def _read_all(ring: ReplayRing, episodes: Iterable[Any]) -> _Input:
 
 
 def _action_dtype(ring: ReplayRing) -> Any:
-    """The numpy dtype of the ring's action field (float64 for bfloat16, which numpy lacks).
+    """The numpy dtype of the ring's action field (``None`` for bfloat16, which numpy lacks).
 
-    The rows of a bfloat16 field are staged in float64, which holds the numbers of every
-    dtype it takes exactly (bar int64 and uint64 beyond ``2**53``), and rounded to bfloat16
-    by :func:`_bfloat16_tensor`.
+    The rows of a bfloat16 field are gathered from each episode's :func:`_bfloat16_bits`.
     """
     dtype = ring.specs["action"].dtype
-    if dtype == torch.bfloat16:
-        return np.float64
     unsigned = UNSIGNED.get(dtype)
     return unsigned[0] if unsigned is not None else numpy_dtype(dtype)
 
 
-def _bfloat16_tensor(values: np.ndarray) -> torch.Tensor:
-    """``values`` rounded to the nearest bfloat16 (ties to even), once, as a CPU tensor.
+def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to the nearest bfloat16 (ties to even), once: their bits, as int16.
 
     torch's float64 -> bfloat16 cast rounds twice, through float32 (``1 + 2**-8 + 2**-30``
-    became 1.0, not ``1 + 2**-7``). Here each value is rounded in float64 to a multiple of the
-    spacing of bfloat16 at its magnitude (8 significant bits; ``2**-133`` below ``2**-126``),
-    exactly; float32 holds the result exactly (beyond bfloat16's largest finite value it is
-    infinite, as a rounding to bfloat16 gives), so torch's cast from float32 keeps it.
+    became 1.0, not ``1 + 2**-7``). Here each value is read as float64, which holds the numbers
+    of every dtype the field takes exactly (bar int64 and uint64 beyond ``2**53``), and rounded
+    in float64 to a multiple of the spacing of bfloat16 at its magnitude (8 significant bits;
+    ``2**-133`` below ``2**-126``), exactly; float32 holds the result exactly (beyond bfloat16's
+    largest finite value it is infinite, as a rounding to bfloat16 gives), so torch's cast from
+    float32 keeps it. Called once per episode (a row gathers its envs' bits with numpy).
     """
     x = np.asarray(values, dtype=np.float64)
     _, exponent = np.frexp(x)  # x = m * 2**exponent, 0.5 <= |m| < 1
     spacing = np.ldexp(1.0, np.maximum(exponent, -125) - 8)
     with np.errstate(over="ignore"):  # beyond bfloat16's range: inf, the rounding's result
         rounded = (np.round(x / spacing) * spacing).astype(np.float32)
-    return torch.from_numpy(rounded).to(torch.bfloat16)
+    return torch.from_numpy(rounded).to(torch.bfloat16).view(torch.int16).numpy()
 
 
 def _row_dtype(dtypes: set[np.dtype], field: Any) -> Any:
     """The dtype of one row of actions whose episodes' actions have ``dtypes``.
 
-    What ``np.stack`` of them gives, which ``push_step`` then casts as any row (with numpy,
-    on either index: the values a push of the same actions stores); the field's own dtype
-    where that would not fit the field (``int64`` and ``uint64`` stack to ``float64``, which
-    ``push_step`` refuses for an integer field), each env's actions cast to it.
+    What ``np.stack`` of them gives, which ``push_step`` then casts as any row (to the values
+    numpy's cast gives, on either index: what a push of the same actions stores); the field's
+    own dtype where that would not fit the field (``int64`` and ``uint64`` stack to
+    ``float64``, which ``push_step`` refuses for an integer field), each env's actions cast to
+    it.
     """
     if not dtypes:
         return field
@@ -400,6 +401,10 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     # that does not fit: np.stack of int64 and uint64 actions gave float64, which the ring
     # refused half-way through the writes
     actions_dtype = _action_dtype(ring)
+    # a bfloat16 field: each episode's actions are rounded once, as they are queued, and a row
+    # gathers their bits, copied to the ring's device without blocking (a blocking copy per
+    # row made the host wait for the device at every row; from pageable memory the driver
+    # stages the bits before the call returns, as copy_in relies on)
     to_bfloat16 = ring.specs["action"].dtype == torch.bfloat16
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     rows = 0
@@ -432,13 +437,21 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
                 entry[1] = i + 1
             last_written[e] = (ep, i)
             queued[e] -= 1
-        dtype = _row_dtype({a.dtype for _, a in row_actions}, actions_dtype)
-        actions = np.zeros(actions_shape, dtype=dtype)
-        for e, a in row_actions:  # cast as push_step casts a row (wrapping, same_kind):
-            actions[e] = a.astype(dtype, copy=False)  # an item assignment raises on overflow
+        actions: np.ndarray | torch.Tensor
+        if to_bfloat16:
+            bits = np.zeros(actions_shape, dtype=np.int16)  # bfloat16 0.0 where written over
+            for e, a in row_actions:
+                bits[e] = a
+            actions = torch.from_numpy(bits).view(torch.bfloat16)
+            actions = actions.to(ring.device, non_blocking=True)  # CPU: the tensor itself
+        else:
+            dtype = _row_dtype({a.dtype for _, a in row_actions}, actions_dtype)
+            actions = np.zeros(actions_shape, dtype=dtype)
+            for e, a in row_actions:  # cast as push_step casts a row (wrapping, same_kind):
+                actions[e] = a.astype(dtype, copy=False)  # an item assignment raises on overflow
         ring.push_step(
             obs,
-            _bfloat16_tensor(actions).to(ring.device) if to_bfloat16 else actions,
+            actions,
             rewards,
             cost=costs,
             terminated=term,
@@ -452,6 +465,8 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
         ep = checked.held.pop(index, None)  # let go of as soon as it is written
         if ep is None:  # written over later, its final observation too
             ep = _Episode(None, None, None, None, bool(checked.terminated[index]), length, None)
+        elif to_bfloat16 and ep.action is not None:
+            ep.action = _bfloat16_bits(ep.action)  # the whole episode's, once
         e = int(np.argmin(queued))
         queues[e].append([ep, 0])
         queued[e] += length

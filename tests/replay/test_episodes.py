@@ -11,6 +11,7 @@ from gymcurric.datapacks import iter_episodes, load_datapacks
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.replay import ReplayRing
 from gymcurric.replay.episodes import EpisodeLoadReport, extend_from_episodes
+from gymcurric.replay.opcount import count_ops
 
 
 def episode(k, length, terminated):
@@ -533,6 +534,24 @@ def test_a_bfloat16_action_field_takes_numbers_rounded_to_it_once(index_strategy
                        r"shape \(3,\)' \(expected shape \(2,\)\)"):  # fmt: skip
         extend_from_episodes(r, [dict(eps[0], action=np.zeros((2, 3)))])
     r.check_invariants()
+
+
+@pytest.mark.parametrize("index_strategy", ["host", "device"])
+def test_a_bfloat16_action_field_rounds_each_episodes_actions_once_not_each_row(index_strategy):
+    # each row's actions were rounded and cast to bfloat16 on their own, then copied to the
+    # ring's device with a blocking copy (on CUDA the host waited for the device every row)
+    fields = {"obs": ((2,), torch.float32), "action": ((3,), torch.bfloat16)}
+    r = ReplayRing(64, 2, fields, index_strategy=index_strategy)
+    # float32 values: torch's cast to bfloat16 rounds them once too (the reference below)
+    actions = [np.random.default_rng(k).standard_normal((20, 3), np.float32) for k in range(4)]
+    eps = [{"obs": np.zeros((21, 2), np.float32), "action": a, "reward": np.zeros(20)}
+           for a in actions]  # fmt: skip
+    with count_ops() as counted:
+        assert extend_from_episodes(r, eps).rows == 40
+    assert counted.ops["aten._to_copy.default"] == len(eps)  # was one per row (40)
+    assert index_strategy == "host" or not counted.syncs
+    stored = r["action"][:40].transpose(0, 1).reshape(4, 20, 3)[[0, 2, 1, 3]]
+    assert torch.equal(stored, torch.from_numpy(np.stack(actions)).bfloat16())
 
 
 @pytest.mark.parametrize("index_strategy", ["host", "device"])
