@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from tests.faulty_envs import HANG_S, MAKE_ID
 
@@ -61,6 +62,19 @@ class HangingReset(gym.Wrapper[Any, Any, Any, Any]):
 def hang_in_reset(pid_dir: str, build_s: float) -> gym.Env[Any, Any]:
     """``make_grid``'s env, built in ``build_s`` s, whose resets hang (:class:`HangingReset`)."""
     return HangingReset(make_grid(pid_dir, build_s=build_s))
+
+
+class BigAnswers(gym.Env[Any, Any]):
+    """An env whose observations (4 MB) are more than a pipe holds: a worker blocks sending one."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1_000_000,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        return np.zeros(self.observation_space.shape, np.float32), {}
+
+    def step(self, action: Any) -> Any:
+        return np.zeros(self.observation_space.shape, np.float32), 0.0, False, False, {}
 
 
 def die_building(pid_dir: str) -> gym.Env[Any, Any]:

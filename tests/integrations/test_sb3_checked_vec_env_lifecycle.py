@@ -34,6 +34,7 @@ from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
 from tests.integrations.checked_vec_env_support import (
     LIMIT_S,
+    BigAnswers,
     ctrl_c_after,
     die_building,
     ended,
@@ -422,3 +423,30 @@ def test_a_vector_env_no_longer_referenced_is_freed_without_the_garbage_collecto
     for process in processes:
         process.join(LIMIT_S)
     assert [p.exitcode for p in processes] == [0, 0]
+
+
+class _Closer:
+    """Closes the vector env it holds when finalized (a user's ``__del__``, say)."""
+
+    venv: Any = None
+
+    def __del__(self) -> None:
+        self.venv.close()
+
+
+def test_a_close_run_by_the_garbage_collector_reads_the_answers_not_read_yet(no_gc):
+    # a finalizer's close() of an env in a reference cycle: the collector clears every weak
+    # reference to the env before finalizers run, so Remote.venv (a proxy) was dead, recv()
+    # raised ReferenceError (suppressed in close()) and the step's answers stayed unread: each
+    # worker, blocked sending its 4 MB, was terminated after the grace period (waited for, for
+    # ever, without a timeout). The closer is made first, so it is finalized first (gc off:
+    # every object in one generation, in the order it was made)
+    closer = _Closer()
+    env = CheckedSubprocVecEnv([BigAnswers, BigAnswers], "fork", timeout=10.0)
+    closer.venv, env.closer = env, closer  # type: ignore[attr-defined]
+    within(env.reset)
+    env.step_async(np.zeros(2, dtype=np.int64))
+    processes = list(env.processes)
+    del env, closer
+    within(gc.collect)
+    assert [p.exitcode for p in processes] == [0, 0]  # read, then closed: not terminated

@@ -65,6 +65,7 @@ import math
 import multiprocessing as mp
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
@@ -370,6 +371,12 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
                 self._end_workers(0.0)
             return
         for remote in self.remotes:  # the answers not read yet (after step_async: all, as SB3)
+            # a close() run by the garbage collector (a finalizer's, this env in a reference
+            # cycle) finds the remotes' proxies of it dead, as every weak reference to an
+            # object it collects is cleared before finalizers run: recv() raised ReferenceError
+            # and the answer was left unread, its worker blocked sending it (a large one) until
+            # ended. The proxy that is alive, else a new one.
+            remote.venv = weakref.proxy(self)
             if self.failure is None and remote.pending:
                 # a call's error (read: the worker goes on), or broken now (self.failure:
                 # closed below without waiting); with a timeout, a hung worker ends the wait
