@@ -131,8 +131,8 @@ def _array(where: str, key: str, value: Any) -> np.ndarray:
             else f"a {type(value).__name__}"
         )
         raise DataError(
-            f"{where}: array {key!r} is {got} that numpy cannot read; expected a numpy array "
-            "or a CPU tensor of a numpy dtype"
+            f"{where}: array {key!r} is {got} that numpy cannot read; expected a numpy array, "
+            "or a CPU tensor of a numpy dtype or bfloat16"
         ) from err
 
 

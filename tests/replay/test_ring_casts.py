@@ -144,3 +144,16 @@ def test_record_to_ring_copies_float64_observations_into_a_float32_ring_without_
     envs.step(actions)
     assert peak_bytes(lambda: envs.step(actions)) < E * D * 4 // 4
     assert torch.equal(ring["obs"][:2], torch.full((2, E, D), 0.5))
+
+
+def test_a_float64_value_beyond_float16s_range_warns_on_both_index_strategies(device):
+    # numpy casts float64 into float16 on both (docs/replay.md): its overflow warning too
+    half = ((2,), torch.float16)
+    ring = make(device, capacity=4, num_envs=1, fields={"obs": half, "aux": half})
+    too_big = np.array([[1e6, 1.0]])
+    flags = {"terminated": [False], "truncated": [False]}
+    for given in (too_big, too_big.tolist()):
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            ring.push_step(given, np.zeros((1, 2)), [0.0], aux=given, **flags)
+    for name in ("obs", "aux"):
+        assert ring[name][:2].cpu().tolist() == [[[float("inf"), 1.0]]] * 2
