@@ -588,13 +588,13 @@ def unique_keys_loader(base: type[Any], *, source: str = "") -> type[Any]:
 
 
 def load_yaml_unique(text: str, *, source: str = "") -> Any:
-    """:func:`load_yaml` (bounded) with PyYAML's safe loader, refusing duplicate keys.
+    """:func:`load_yaml` (bounded) refusing duplicate keys, ``1e-3`` a float (``_yaml_floats``).
 
     Raises:
         ConfigError: a key given twice in one mapping (``source``, the dotted key, both lines).
         DataError, ConfigError, yaml.YAMLError, ImportError: as :func:`load_yaml`.
     """
-    import yaml
+    from gymcurric._yaml_floats import float_loader
 
-    loader = unique_keys_loader(yaml.SafeLoader, source=source)
-    return load_yaml(text, source=source, loader=loader)  # a SafeLoader: safe
+    loader = unique_keys_loader(float_loader(), source=source)  # a SafeLoader subclass: safe
+    return load_yaml(text, source=source, loader=loader)

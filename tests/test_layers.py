@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gymcurric._checks",
             "gymcurric._optional",
             "gymcurric._parsing",
+            "gymcurric._yaml_floats",
             "gymcurric._npz",
             "gymcurric._deprecated",
         ),

@@ -186,6 +186,30 @@ def test_an_infinity_written_as_such_is_still_read():
     assert loads_json_unique(text) == {"a": inf, "b": -inf, "c": 1e308, "d": 0.0}
 
 
+def test_both_config_readers_read_the_same_floats_with_one_resolver(tmp_path):
+    # the curriculum reader (load_yaml_unique) read 1e-3, 1e5, -2E-4 and 1.0e5 as strings,
+    # the train reader as floats; both now load through _yaml_floats.float_loader
+    from gymcurric._parsing import load_yaml_unique
+    from gymcurric.datapacks.schedule import load_curriculum_config
+    from gymcurric.train.config import load_config
+
+    text = "a: 1e-3\nb: 1e5\nc: -2E-4\nd: 1.0e5\ne: .5E+1\nf: 1_000\ng: '1e5'\nh: e5\ni: 1e\n"
+    want = {"a": 1e-3, "b": 1e5, "c": -2e-4, "d": 1e5, "e": 5.0, "f": 1000, "g": "1e5"}
+    assert load_yaml_unique(text) == {**want, "h": "e5", "i": "1e"}
+    assert [type(v) for v in load_yaml_unique(text).values()][:5] == [float] * 5
+    path = tmp_path / "cur.yaml"
+    for line, key in (("window: 1e400\n", "window"), ("run:\n  seed: -1E+400\n", "run.seed")):
+        path.write_text(line)
+        read = load_curriculum_config if key == "window" else load_config
+        with pytest.raises(ConfigError, match="too large for a float") as info:
+            read(path)
+        assert (info.value.key, info.value.value, info.value.source) == (
+            key,
+            line.rpartition(" ")[2].strip(),
+            str(path),
+        )
+
+
 @pytest.mark.parametrize("key", ["!!set x", "!!map x", "!!omap x", "!!seq x"])
 def test_a_yaml_key_tagged_as_a_collection_is_a_yaml_error_naming_the_line(tmp_path, key):
     # the duplicate-key check put the key (an empty set, dict or list) in a dict: a raw

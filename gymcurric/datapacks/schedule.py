@@ -500,7 +500,7 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
             from gymcurric._optional import import_optional
 
             import_optional("yaml", "datapacks", purpose="to read YAML curriculum configs")
-            # yaml.safe_load, bounded in size, depth and aliases; duplicate keys refused
+            # safe_load with 1e-3 a float (as train reads it), bounded; duplicate keys refused
             data = load_yaml_unique(text)
         else:
             data = loads_json_unique(text)  # bounded, duplicate keys refused

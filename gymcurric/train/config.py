@@ -32,9 +32,8 @@ from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
     is_yaml_file,
-    load_yaml,
+    load_yaml_unique,
     loads_json_unique,
-    unique_keys_loader,
     yaml_error_text,
 )
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
@@ -484,30 +483,11 @@ def _empty_file(path: Path) -> ConfigError:
 def _yaml_load(text: str, source: str = "") -> Any:
     """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1 wants ``1.0e-3``).
 
-    Bounded in size, depth and alias expansion (:func:`gymcurric._parsing.load_yaml`): a
-    ``DataError`` naming ``source`` otherwise.
+    :func:`gymcurric._parsing.load_yaml_unique`, as the curriculum config reader: bounded in
+    size, depth and alias expansion (a ``DataError`` naming ``source`` otherwise); a key given
+    twice or a number past float's range (``1e400``) is a ``ConfigError`` naming its key.
     """
-    import re
-
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(
-            r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                    |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                    |[-+]?\.(?:inf|Inf|INF)
-                    |\.(?:nan|NaN|NAN))$""",
-            re.X,
-        ),
-        list("-+0123456789."),
-    )
-    # a SafeLoader subclass (safe) that refuses a key given twice instead of keeping the later
-    return load_yaml(text, source=source, loader=unique_keys_loader(_Loader, source=source))
+    return load_yaml_unique(text, source=source)
 
 
 def _parse_value(key: str, text: str) -> Any:

@@ -409,6 +409,33 @@ def test_a_number_past_a_floats_range_is_named_by_file_and_key(tmp_path, name, t
     assert info.value.source == str(f)
 
 
+def test_a_yaml_float_without_a_dot_is_a_float_as_in_a_training_config(tmp_path):
+    # YAML 1.1 (PyYAML's safe loader) read 1e-3 as the string '1e-3': a ConfigError "expected a
+    # finite number" for a threshold the user wrote as a number; the train reader reads a float
+    pytest.importorskip("yaml")
+    f = tmp_path / "cur.yaml"
+    f.write_text(
+        "prerequisite_threshold: 5e-1\nstages:\n  - name: a\n    strategy: frontier_prioritized\n"
+        "    strategy_params: {urgency_threshold: 25E-2, safety_boost_factor: 2e0}\n"
+        "    weight_multipliers: {safety_critical: 1e1}\n"
+        "    rules: [{metric: error_rate, op: '<=', threshold: -2E-4}]\n"
+    )
+    config = load_curriculum_config(f)
+    stage = config.stages[0]
+    assert config.prerequisite_threshold == 0.5 and stage.rules[0].threshold == -2e-4
+    assert stage.weight_multipliers == {"safety_critical": 10.0}
+    assert stage.strategy_params["urgency_threshold"] == 0.25
+    assert stage.strategy_params["safety_boost_factor"] == 2.0
+    f.write_text("prerequisite_threshold: 1e400\n")  # was the string '1e400', "in [0, 1]"
+    with pytest.raises(ConfigError, match=r"too large for a float \(line 1\)") as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value, info.value.source) == (
+        "prerequisite_threshold",
+        "1e400",
+        str(f),
+    )
+
+
 @pytest.mark.parametrize(
     "text,got",
     [
