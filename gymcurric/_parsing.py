@@ -47,6 +47,7 @@ __all__ = [
     "twice_marked",
     "twice_marking_hook",
     "unique_keys_loader",
+    "walk_with_paths",
     "yaml_error_text",
 ]
 
@@ -302,7 +303,7 @@ class _Overflowed(float):
 def _overflow_error(data: Any, first: _Overflowed, source: str) -> ConfigError:
     """The error for the first overflowed literal in ``data``, named by its dotted key."""
     found = (first, "")  # one the walk cannot reach (in a !!set): named without its key
-    for node, path in _nodes(data):
+    for node, path in walk_with_paths(data):
         keys = [k for k in node if isinstance(k, _Overflowed)] if isinstance(node, dict) else []
         if isinstance(node, _Overflowed) or keys:
             found = (node, path or "") if not keys else (keys[0], _dotted(path, keys[0].literal))
@@ -319,12 +320,12 @@ def twice_marked(data: Any) -> Iterator[tuple[TwiceKeyedDict, str]]:
     its key given twice (``stages[0].a``, :func:`unique_keys_loader`'s notation for YAML), in
     document order. ``json``'s hook sees no path, so the parsed document is walked (iteratively).
     """
-    for node, path in _nodes(data):
+    for node, path in walk_with_paths(data):
         if isinstance(node, TwiceKeyedDict):
             yield node, _dotted(path, node.twice[0])
 
 
-def _nodes(data: Any) -> Iterator[tuple[Any, str | None]]:
+def walk_with_paths(data: Any) -> Iterator[tuple[Any, str | None]]:
     """Each value of ``data`` with its dotted path (None: the document), in document order."""
     stack: list[tuple[Any, str | None]] = [(data, None)]
     while stack:
@@ -594,7 +595,6 @@ def load_yaml_unique(text: str, *, source: str = "") -> Any:
         ConfigError: a key given twice in one mapping (``source``, the dotted key, both lines).
         DataError, ConfigError, yaml.YAMLError, ImportError: as :func:`load_yaml`.
     """
-    from gymcurric._yaml_floats import float_loader
+    from gymcurric._yaml_floats import float_loader  # a SafeLoader subclass: safe
 
-    loader = unique_keys_loader(float_loader(), source=source)  # a SafeLoader subclass: safe
-    return load_yaml(text, source=source, loader=loader)
+    return load_yaml(text, source=source, loader=unique_keys_loader(float_loader(), source=source))

@@ -4,19 +4,28 @@ A ``.json`` file holds one record or a list of records; a ``.jsonl`` file one re
 non-blank line. The suffix is read in any case (``.JSON``, ``.Jsonl``), as the config readers
 read ``.YAML``. A directory is read file by file in sorted name order. Nothing is validated here
 beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place,
-and one with a key given twice in an object (which ``json`` would read as the later value
-without a word) carries the error in :attr:`RawRecord.twice`, for the reader to report once
-it has read the record's id.
+and one that ``json`` would read without a word as something it does not say carries the error
+in :attr:`RawRecord.problem`, for the reader to report once it has read the record's id: a key
+given twice in an object (read as the later value) or a number too large for a float (``1e400``,
+read as inf; ``Infinity`` says it and is read), as the config readers refuse them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import math
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gymcurric._parsing import TwiceKeyedDict, loads_json, twice_marked, twice_marking_hook
+from gymcurric._parsing import (
+    TwiceKeyedDict,
+    loads_json,
+    twice_marked,
+    twice_marking_hook,
+    walk_with_paths,
+)
 from gymcurric.errors import DataError
 
 SUFFIXES = (".json", ".jsonl")
@@ -29,9 +38,10 @@ class RawRecord(NamedTuple):
     source: str
     line: int | None
     where: str  # "file, line N", "file, record i" or "file"
-    #: a key given twice in one of the record's objects (``data`` has the later value): the
-    #: error to report for the record once its id is read
-    twice: DataError | None = None
+    #: a key given twice in one of the record's objects (``data`` has the later value), else a
+    #: number too large for a float (``data`` has inf): the error to report for the record once
+    #: its id is read
+    problem: DataError | None = None
 
 
 def _twice_error(data: Any, where: str) -> DataError | None:
@@ -43,6 +53,47 @@ def _twice_error(data: Any, where: str) -> DataError | None:
             f"only the later; got {first!r}, then {later!r}"
         )
     return None
+
+
+#: Only a number written with an exponent of 3 digits or more, or with 210 integer digits or more
+#: (JSON has no leading zeros, and 10**209 * 10**99 is below the largest float), can be too large
+#: for a float: a file holding neither is read with ``json``'s own float parser.
+_MAY_OVERFLOW = re.compile(r"[eE]\+?[0-9]{3}|[0-9]{210}")
+
+
+class _PastFloat(float):
+    """A number literal too large for a float (inf), with its text."""
+
+    literal: str
+
+
+def _marking_parse_float(found: list[_PastFloat]) -> Callable[[str], float]:
+    """A ``parse_float`` that marks (and adds to ``found``) each literal read as inf."""
+
+    def parse_float(literal: str) -> float:  # not called for `Infinity`, a constant
+        number = float(literal)
+        if not math.isinf(number):
+            return number
+        marked = _PastFloat(number)
+        marked.literal = literal
+        found.append(marked)
+        return marked
+
+    return parse_float
+
+
+def _problem(data: Any, where: str, twice: bool, past: bool) -> DataError | None:
+    """The error of a record with a key given twice (first) or a number past float's range."""
+    error = _twice_error(data, where) if twice else None
+    for node, field in walk_with_paths(data) if past and error is None else ():
+        if isinstance(node, _PastFloat):  # JSON's keys are strings: only a value can be one
+            got = node.literal
+            got = got if len(got) <= 80 else f"{got[:60]}... ({len(got):,} characters)"
+            return DataError(
+                f"{where}: field {field or '<record>'!r}: a number too large for a float, which "
+                f"would read as infinity; write Infinity where infinity is meant; got {got!r}"
+            )
+    return error
 
 
 def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]:
@@ -71,7 +122,9 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
         yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
         return
     found: list[TwiceKeyedDict | None] = [None]  # set when an object had a key given twice
-    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found))  # one per file
+    past: list[_PastFloat] = []  # the numbers too large for a float, of the record (or file)
+    parse_float = _marking_parse_float(past) if _MAY_OVERFLOW.search(text) else None
+    decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found), parse_float=parse_float)
     if path.suffix.lower() == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -85,9 +138,11 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
                 data = DataError(
                     f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); got {line[:80]!r}"
                 )
-            if found[0] is not None:
+            if found[0] is not None or past:
+                problem = _problem(data, where, found[0] is not None, bool(past))
                 found[0] = None
-                yield RawRecord(data, src, lineno, where, _twice_error(data, where))
+                past.clear()
+                yield RawRecord(data, src, lineno, where, problem)
             else:
                 yield RawRecord(data, src, lineno, where)
         return
@@ -102,10 +157,10 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
             DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})"), src, None, where
         )
         return
-    marked = found[0] is not None  # an object in the file had a key given twice
+    twice = found[0] is not None  # an object in the file had a key given twice
     if not isinstance(data, list):
-        yield RawRecord(data, src, None, src, _twice_error(data, src) if marked else None)
+        yield RawRecord(data, src, None, src, _problem(data, src, twice, bool(past)))
         return
     for i, item in enumerate(data):
         where = f"{src}, record {i}"
-        yield RawRecord(item, src, None, where, _twice_error(item, where) if marked else None)
+        yield RawRecord(item, src, None, where, _problem(item, where, twice, bool(past)))

@@ -33,8 +33,8 @@ __all__ = [
 def _record(raw: RawRecord) -> tuple[DataPack | DataError, str]:
     if isinstance(raw.data, DataError):
         return raw.data, raw.where
-    if raw.twice is not None:  # a key given twice: json kept only the later value
-        return raw.twice, raw.where
+    if raw.problem is not None:  # a key given twice, a number past float's range
+        return raw.problem, raw.where
     try:
         return DataPack.from_dict(raw.data, source=raw.source, line=raw.line), raw.where
     except DataError as exc:

@@ -125,8 +125,8 @@ def _enrichment_of(raw: RawRecord) -> tuple[str | None, dict[str, Any] | DataErr
                 got,
                 "required field is missing" if got is None else "expected a non-empty string",
             )
-        if raw.twice is not None:  # a key given twice: json kept only the later value
-            raise raw.twice
+        if raw.problem is not None:  # a key given twice, a number past float's range
+            raise raw.problem
         rest = {k: v for k, v in data.items() if k not in ("pack_id", "enrichment")}
         inner = data.get("enrichment", {})
         if not isinstance(inner, Mapping):

@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -82,6 +83,53 @@ def test_a_key_given_twice_in_a_record_is_named_not_silently_dropped(tmp_path):
     h = tmp_path / "one.json"
     h.write_text(twice)
     assert validate_datapacks(h)[1][0].startswith(f"{h}: field 'tier': given twice")
+
+
+def test_a_number_past_a_floats_range_is_named_by_file_field_and_literal(tmp_path):
+    # json read 1e400 as inf without a word: a timestamp, task_params or extra field kept it, a
+    # number field was refused as "got inf", a value the file does not say; Infinity still reads
+    f = tmp_path / "x.jsonl"
+    speed = json.dumps(record("b", task_params={"speed": "X"})).replace('"X"', "1e400")
+    stamp = json.dumps(minimal("c", 0, timestamp="X")).replace('"X"', "-1" + "0" * 400 + ".5")
+    weight = json.dumps(minimal("d", 0, sampling_weight="X")).replace('"X"', "1E+0400")
+    meant = json.dumps(record("e", task_params={"speed": "X"})).replace('"X"', "Infinity")
+    _write_jsonl(f, [minimal("a", 0), speed, stamp, weight, meant])
+    packs, errors = validate_datapacks(f)
+    assert [p.pack_id for p in packs] == ["a", "e"] and packs[1].task_params["speed"] == np.inf
+    why = "a number too large for a float, which would read as infinity; write Infinity where "
+    why += "infinity is meant; got"
+    assert errors == [
+        f"{f}, line 2: field 'task_params.speed': {why} '1e400'",
+        f"{f}, line 3: field 'timestamp': {why} '-1{'0' * 58}... (404 characters)'",
+        f"{f}, line 4: field 'sampling_weight': {why} '1E+0400'",
+    ]
+    g = tmp_path / "list.json"  # in a JSON list: the record index, the others still load
+    g.write_text(f"[{json.dumps(minimal('g', 0))}, {weight}]")
+    packs, errors = validate_datapacks(g)
+    assert [p.pack_id for p in packs] == ["g"]
+    assert errors == [f"{g}, record 1: field 'sampling_weight': {why} '1E+0400'"]
+    h = tmp_path / "one.json"
+    h.write_text(speed)
+    with pytest.raises(DataError, match=rf"^{re.escape(str(h))}: field 'task_params.speed': a "):
+        load_datapacks(h)
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "2" + "0" * 209 + "e99",
+        "17976931348623159" + "0" * 292 + ".0",
+        "1" + "0" * 400 + "e-50",
+        "1e309",
+    ],
+)
+def test_every_literal_past_a_floats_range_is_caught(tmp_path, literal):
+    # a file is parsed with the marking float parser only where its text may hold one: the
+    # fewest digits (210, or an exponent of 3) that can overflow, and the largest float, round up
+    assert float(literal) == np.inf and float("9" * 209 + "e99") < np.inf
+    f = tmp_path / "x.jsonl"
+    _write_jsonl(f, [json.dumps(minimal("a", 0, mpl_gain="X")).replace('"X"', literal)])
+    assert validate_datapacks(f)[1][0].startswith(f"{f}, line 1: field 'mpl_gain': a number too")
 
 
 def test_records_are_read_with_one_json_decoder_per_file(tmp_path, monkeypatch):

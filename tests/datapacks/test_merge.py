@@ -121,6 +121,23 @@ def test_a_key_given_twice_in_an_enrichment_is_its_one_error(tmp_path):
     ) and errors[0].endswith(", then [{'novelty_score': 0.5}]")
 
 
+def test_a_number_past_a_floats_range_in_an_enrichment_is_its_one_error(tmp_path):
+    # json read 1e400 as inf: refused as "got inf", a value the file does not say
+    _, stage1, enrichments = _split(3)
+    d = _write(tmp_path / "stage1", "datapacks.jsonl", stage1)
+    e = _write(tmp_path / "stage2", "enrichments.jsonl", enrichments)
+    lines = (e / "enrichments.jsonl").read_text().splitlines()
+    assert lines[1].endswith("}}")
+    lines[1] = lines[1][:-2] + ', "risk": 1e400}}'
+    (e / "enrichments.jsonl").write_text("\n".join(lines) + "\n")
+    packs, errors = validate_datapacks(d, enrichment_dir=e)
+    assert [p.pack_id for p in packs] == ["pack_000", "pack_002"]
+    assert errors == [  # not also "pack_001 has no enrichment"
+        f"{e / 'enrichments.jsonl'}, line 2: field 'enrichment.risk': a number too large for a "
+        "float, which would read as infinity; write Infinity where infinity is meant; got '1e400'"
+    ]
+
+
 def test_a_conflicting_inline_enrichment_is_an_error_an_equal_one_is_not(tmp_path):
     _, stage1, enrichments = _split(2)
     stage1[0]["enrichment"] = {"coherence_score": 0.5, "extra_note": "kept"}
