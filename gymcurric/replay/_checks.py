@@ -55,10 +55,13 @@ UNSIGNED: dict[torch.dtype, tuple[Any, Any]] = {
 
 
 #: numpy's dtypes whose arrays ``torch.from_numpy`` reads and whose casts by ``copy_`` into the
-#: ring's other numpy dtypes store what numpy's casts store, bar float64 -> float16 (checked by
+#: ring's other numpy dtypes store what numpy's casts store, bar float64 -> float16 and a
+#: signaling NaN's quiet bit in float32 -> float16 (checked by
 #: ``tests/replay/test_ring_casts.py``); :func:`as_tensor_like` casts the others with numpy.
+#: Not float16: torch's float16 -> float32/float64 cast loses NaN payloads past its vectorised
+#: loop (0x7fffffff) and quiets signaling NaNs, and float16 inputs are rare enough to copy.
 TORCH_CASTS = frozenset(
-    (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64)
+    (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64)
 )
 
 
@@ -136,10 +139,10 @@ def as_tensor_like(
     ``same_kind`` casting allows it (float64 rewards into float32, int64 actions into int32)
     and copied over, storing what numpy's assignment into the host index's rows stores (one
     rounding): cast by ``copy_`` (float64 -> float32, no extra copy), or by numpy where torch's
-    cast differs or is missing (float64 -> float16, longdouble, uint16/32/64). Returns a tensor
-    ready for ``copy_`` (a CPU tensor sharing memory with a numpy input, or with its numpy
-    cast; a tensor that requires grad detached: the ring stores data, and a copy of it would
-    put the ring's tensors in the autograd graph).
+    cast differs or is missing (float64 -> float16, float16 NaNs, longdouble, uint16/32/64).
+    Returns a tensor ready for ``copy_`` (a CPU tensor sharing memory with a numpy input, or
+    with its numpy cast; a tensor that requires grad detached: the ring stores data, and a copy
+    of it would put the ring's tensors in the autograd graph).
     """
     if isinstance(value, torch.Tensor):
         if value.layout is not STRIDED or value.is_nested:
@@ -205,9 +208,10 @@ def as_tensor_like(
     ):
         # numpy casts where torch's copy_ would store other values than numpy's assignment into
         # the host index's rows: torch's float64 -> float16 cast rounds twice (through
-        # float32; 1 + 2**-11 + 2**-30 gave 1.0, not 1 + 2**-10), and torch lacks longdouble
-        # arrays and uint16/32/64 -> target copies. Every other cast (float64 -> float32,
-        # int64 -> int32...) is left to copy_, which rounds once as numpy does: no extra copy
+        # float32; 1 + 2**-11 + 2**-30 gave 1.0, not 1 + 2**-10), its float16 -> float32/64
+        # cast loses NaN payloads (TORCH_CASTS), and torch lacks longdouble arrays and
+        # uint16/32/64 -> target copies. Every other cast (float64 -> float32, int64 ->
+        # int32...) is left to copy_, which rounds once as numpy does: no extra copy
         arr = arr.astype(target)
     if not arr.flags.writeable or not arr.dtype.isnative or min(arr.strides, default=0) < 0:
         # torch.from_numpy warns on read-only arrays and refuses negative strides (arr[::-1],

@@ -2,9 +2,10 @@
 
 Both index strategies must store the values numpy's assignment into the host index's rows
 stores. ``as_tensor_like`` casts with numpy only where torch's cast differs or is missing
-(float64 -> float16 rounds twice in torch, through float32; longdouble, uint16/32/64): every
-other cast is left to ``copy_``, without the extra copy of the input a numpy cast makes (a
-float64 observation into a float32 ring, what MuJoCo envs give, is the common case).
+(float64 -> float16 rounds twice in torch, through float32; float16 -> float32/64 loses NaN
+payloads; longdouble, uint16/32/64): every other cast is left to ``copy_``, without the extra
+copy of the input a numpy cast makes (a float64 observation into a float32 ring, what MuJoCo
+envs give, is the common case).
 """
 
 import tracemalloc
@@ -53,6 +54,21 @@ def values(dtype, n=20_000, seed=0):
     return np.concatenate([bits[np.isfinite(bits)], near, tiny, [np.inf, -np.inf, 0.0, -0.0]])
 
 
+def nans(dtype, shape, seed=0, quiet=False):
+    """NaNs of ``dtype`` with random payloads and signs, quiet and signaling ones (or quiet)."""
+    dtype = np.dtype(dtype)
+    width, mantissa = dtype.itemsize * 8, np.finfo(dtype).nmant
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    payload = rng.integers(1, 2**mantissa, n, dtype=np.uint64).astype(uint)  # 0 would be inf
+    if quiet:
+        payload |= uint(1 << (mantissa - 1))
+    sign = rng.integers(0, 2, n).astype(uint) << uint(width - 1)
+    exponent = uint((2 ** (width - 1 - mantissa) - 1) << mantissa)
+    return (payload | exponent | sign).view(dtype).reshape(shape)
+
+
 def torch_cast(array, dtype):
     out = torch.empty(array.shape, dtype=dtype)
     out.copy_(torch.from_numpy(array))
@@ -75,6 +91,12 @@ def test_torch_casts_left_to_copy_store_what_numpy_casts_store(source):
                 continue
             got, want = torch_cast(given, dtype), given.astype(target)
             assert got.tobytes() == want.tobytes(), (source, dtype)  # -0.0 too (no NaN given)
+            if np.dtype(target).kind == "f" and np.dtype(source).kind == "f":
+                # a quiet NaN's payload is kept (or cut) as numpy does; a signaling NaN stays
+                # a NaN (torch's float32 -> float16 sets its quiet bit, numpy's keeps it)
+                quiet = nans(source, 4096, quiet=True)
+                assert torch_cast(quiet, dtype).tobytes() == quiet.astype(target).tobytes()
+                assert np.isnan(torch_cast(nans(source, 4096), dtype)).all()
 
 
 def test_a_float64_array_for_a_float32_slot_is_cast_by_copy_not_copied_by_numpy():
@@ -157,3 +179,32 @@ def test_a_float64_value_beyond_float16s_range_warns_on_both_index_strategies(de
             ring.push_step(given, np.zeros((1, 2)), [0.0], aux=given, **flags)
     for name in ("obs", "aux"):
         assert ring[name][:2].cpu().tolist() == [[[float("inf"), 1.0]]] * 2
+
+
+def test_float16_nans_are_stored_with_numpys_bits_on_both_index_strategies(device):
+    # 2d16788 left float16 -> float32/float64 to torch's copy_, which keeps a NaN's payload in
+    # its vectorised loop but not in the elements after it (each became 0x7fffffff) and sets
+    # a signaling NaN's quiet bit: the device index stored other bits than the host index's
+    # numpy assignment (6 values: torch's loop for the elements after the vectorised part)
+    E = 2
+    fields = {"obs": ((3,), torch.float32), "aux": ((3,), torch.float64)}
+    ring = make(device, capacity=4, num_envs=E, fields=fields)
+    given = nans(np.float16, (E, 3))
+    ends = {"terminated": np.ones(E, bool), "truncated": np.zeros(E, bool)}
+    ring.push_step(given, given[:, :2], [0.0, 0.0], aux=given, final_obs=given[::-1], **ends)
+    # flags on the device: the device index casts reward and cost on their own
+    flags = {k: torch.from_numpy(v).to(device) for k, v in ends.items()}
+    ring.push_step(given, given[:, 1:], given[:, 0], cost=given[:, 2], aux=given, **flags)
+    ring.attach_final_obs(1, given, [True, True])
+
+    def bits(tensor):
+        return tensor.cpu().numpy().tobytes()
+
+    assert bits(ring["obs"][:2]) == np.stack([given, given]).astype(np.float32).tobytes()
+    assert bits(ring["aux"][:2]) == np.stack([given, given]).astype(np.float64).tobytes()
+    action = np.stack([given[:, :2], given[:, 1:]]).astype(np.float32)
+    assert bits(ring["action"][:2]) == action.tobytes()
+    assert bits(ring["reward"][1]) == given[:, 0].astype(np.float32).tobytes()
+    assert bits(ring["cost"][1]) == given[:, 2].astype(np.float32).tobytes()
+    final = np.stack([given[::-1], given]).astype(np.float32)
+    assert bits(ring.transitions_at([0, 0, 1, 1], [0, 1, 0, 1]).next_obs) == final.tobytes()
