@@ -10,10 +10,12 @@ limit, so a regression fails, not hangs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import multiprocessing as mp
 import os
+import select
 import signal
 import threading
 import time
@@ -450,3 +452,54 @@ def test_a_close_run_by_the_garbage_collector_reads_the_answers_not_read_yet(no_
     del env, closer
     within(gc.collect)
     assert [p.exitcode for p in processes] == [0, 0]  # read, then closed: not terminated
+
+
+class _LateCloser:
+    """A user's ``__del__`` that closes the env after the collector finalized its pipe ends.
+
+    Made after the env, it is finalized after the env's Connections (gc off: in the order the
+    objects were made), whose ``__del__`` closed their fds and left them looking open. Given a
+    pipe's write end, it first puts a copy of it at each of their fd numbers (as the next files
+    the program opens would get those numbers).
+    """
+
+    def __init__(self, venv: Any, write: int | None) -> None:
+        self.venv, self.write, self.seen = venv, write, {}
+
+    def __del__(self) -> None:
+        conns = [remote.conn for remote in self.venv.remotes]
+        self.seen["finalized"] = [gc.is_finalized(c) and not c.closed for c in conns]
+        if self.write is not None:
+            self.seen["copies"] = [os.dup2(self.write, c.fileno()) for c in conns]
+        try:
+            self.venv.close()
+        except BaseException as exc:
+            self.seen["error"] = exc
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_close_after_the_collector_closed_the_pipes_closes_no_fd_twice(no_gc, reuse):
+    # Connection.__del__ closes its fd but keeps its number (conn.closed stays False), and
+    # close() closed that number again: OSError: [Errno 9] Bad file descriptor, or, where
+    # another file had the number by then, it wrote its close command into that file and
+    # closed it
+    read, write = os.pipe()
+    env = CheckedSubprocVecEnv([BigAnswers, BigAnswers], "fork", timeout=10.0)
+    closer = _LateCloser(env, write if reuse else None)
+    env.closer = closer  # type: ignore[attr-defined]
+    within(env.reset)
+    processes, seen = list(env.processes), closer.seen
+    del env, closer
+    try:
+        within(gc.collect)
+        assert seen["finalized"] == [True, True]  # the case this test is about
+        assert "error" not in seen, repr(seen.get("error"))
+        if reuse:
+            for copy in seen["copies"]:
+                os.fstat(copy)  # still open (OSError: Bad file descriptor where closed)
+            assert select.select([read], [], [], 0)[0] == []  # nothing written into it
+    finally:
+        for fd in [read, write, *seen.get("copies", [])]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    assert [p.exitcode for p in processes] == [0, 0]  # each read its pipe's end

@@ -8,6 +8,7 @@ which owns one :class:`Remote` per worker, in ``checked_vec_env``.
 
 from __future__ import annotations
 
+import gc
 import select
 import signal
 import weakref
@@ -259,5 +260,19 @@ class Remote:
             command = "building the env"
         return self.venv.broken(SubEnvError(self.index, command, None, how))
 
+    @property
+    def owns_fd(self) -> bool:
+        """Whether its pipe fd is still its own: closed neither by ``close()`` nor the collector.
+
+        ``Connection.__del__`` closes the fd but leaves the connection looking open (its
+        ``closed`` False): it runs when the garbage collector collects a reference cycle that
+        holds the vector env, possibly before a finalizer (a user's ``__del__``) calls its
+        ``close()``. The fd's number may be another file's by then: it is neither read,
+        written nor closed again.
+        """
+        return not self.conn.closed and not gc.is_finalized(self.conn)
+
     def close(self) -> None:
-        self.conn.close()
+        """Close its pipe fd, where it still owns it (:attr:`owns_fd`)."""
+        if self.owns_fd:
+            self.conn.close()

@@ -249,7 +249,8 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         A worker that never ran (``ctx.Process`` or ``start()`` raised before its process was
         made) is not kept, and its pipe end is closed. (A Ctrl-C inside multiprocessing's
         ``Popen``, between the fork and its return, leaves a process no one knows of, not even
-        multiprocessing: it ends once built, on its pipe's end.)
+        multiprocessing: it ends once built, on its pipe's end, and, as no one waits for it,
+        stays a zombie (an entry in the process table) until this process exits.)
         """
         if process is None or process.pid is None:
             remote.close()
@@ -364,6 +365,10 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
         interrupted part way (a Ctrl-C while it waits for the workers) leaves them running: call
         it again, and the workers still running are terminated at once. A ``close()`` while
         another is still under way (in another thread) returns at once, ending nothing early.
+        A ``close()`` run by a finalizer (a user's ``__del__``) while the garbage collector
+        collects a reference cycle that holds this env may find pipe fds that the collector
+        closed already (``Connection.__del__``): it does not use or close their numbers again
+        (another file may have one by now); their workers read their pipe's end and exit.
         """
         if self.closed:
             if self.close_interrupted and not self.ended:  # what it waited for is not waited for
@@ -377,7 +382,10 @@ class CheckedSubprocVecEnv(SubprocVecEnv):
             # and the answer was left unread, its worker blocked sending it (a large one) until
             # ended. The proxy that is alive, else a new one.
             remote.venv = weakref.proxy(self)
-            if self.failure is None and remote.pending:
+            if not remote.owns_fd:  # closed by the collector (Connection.__del__): its worker
+                # reads its pipe's end; the fd's number, maybe another file's now, is not used
+                remote.in_sync = False
+            elif self.failure is None and remote.pending:
                 # a call's error (read: the worker goes on), or broken now (self.failure:
                 # closed below without waiting); with a timeout, a hung worker ends the wait
                 with contextlib.suppress(Exception):
