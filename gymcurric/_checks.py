@@ -28,8 +28,11 @@ __all__ = [
     "check_task_id",
     "check_text",
     "check_timeout",
+    "finite_reason",
+    "is_finite_number",
     "is_int",
     "no_slot_reason",
+    "shown",
 ]
 
 #: one more than the largest task id: ids are kept in int64 arrays (channel slots, checkpoints)
@@ -97,6 +100,41 @@ def check_int(
         raise ConfigError(name, value, reason, source=source)
 
 
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is an int or a float (a bool is not) that a float holds, finite.
+
+    An int too large for a float (``1`` and 400 zeros, as JSON and YAML read it) is not: on it
+    ``math.isfinite`` raises ``OverflowError: int too large to convert to float``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def finite_reason(value: Any, reason: str) -> str:
+    """``reason``, saying why when ``value`` is an int too large for a float."""
+    if isinstance(value, int) and not isinstance(value, bool) and not is_finite_number(value):
+        return f"{reason}; an integer this large does not fit a float"
+    return reason
+
+
+def shown(value: Any, width: int = 80) -> Any:
+    """``value`` for a message: itself, or its ``repr`` cut when that is over ``width`` long.
+
+    An int of more digits than Python writes (4,300, ``sys.get_int_max_str_digits``) is named
+    by its number of bits, as its ``repr`` raises ``ValueError``.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        bits = value.bit_length() if isinstance(value, int) else None
+        return f"<{type(value).__name__} of {bits:,} bits>" if bits else f"<{type(value).__name__}>"
+    return value if len(text) <= width else f"{text[:60]}... ({len(text):,} characters)"
+
+
 #: The longest timeout :func:`check_timeout` accepts (seconds): ``select.poll`` waits at most
 #: 2**31 - 1 ms; None means no limit.
 MAX_TIMEOUT_S = 1e6
@@ -112,9 +150,10 @@ def check_timeout(timeout: Any, key: str = "timeout", *, source: str | None = No
     if timeout is None:
         return None
     number = isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
-    if not (number and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+    # the range first: math.isfinite raises OverflowError on an int too large for a float
+    if not (number and 0 < timeout <= MAX_TIMEOUT_S and math.isfinite(timeout)):
         reason = f"expected seconds > 0 and <= {MAX_TIMEOUT_S:g}, or None (no limit)"
-        raise ConfigError(key, timeout, reason, source=source)
+        raise ConfigError(key, shown(timeout), reason, source=source)
     return float(timeout)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from gymcurric._checks import finite_reason, is_finite_number, shown
 from gymcurric.errors import DataError
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -61,7 +61,8 @@ class Location:
         where = self.source or "<datapack>"
         if self.line is not None:
             where += f", line {self.line}"
-        return DataError(f"{where}: field {self.prefix + name!r}: {reason}; got {value!r}")
+        got = shown(value, width=200)  # a long value (an int of 400 digits) cut
+        return DataError(f"{where}: field {self.prefix + name!r}: {reason}; got {got!r}")
 
 
 def read_object(data: Any, name: str, at: Location) -> Mapping[str, Any]:
@@ -108,8 +109,8 @@ def read_num(
     if name not in data or (data[name] is None and default is None):
         return default
     value = data[name]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise at.error(name, value, "expected a finite number")
+    if not is_finite_number(value):  # an int too large for a float included
+        raise at.error(name, value, finite_reason(value, "expected a finite number"))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise at.error(name, value, f"out of range [{lo}, {'inf' if hi is None else hi}]")
     return float(value)

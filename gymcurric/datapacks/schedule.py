@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
 from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
@@ -179,8 +178,9 @@ class TransitionRule:
                 "metric", self.metric, f"expected one of {list(METRICS)}", source="TransitionRule"
             )
         t = self.threshold
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
-            raise ConfigError("threshold", t, "expected a finite number", source="TransitionRule")
+        if not is_finite_number(t):  # an int too large for a float included
+            reason = finite_reason(t, "expected a finite number")
+            raise ConfigError("threshold", shown(t), reason, source="TransitionRule")
         if self.op not in _OPS:
             raise ConfigError(
                 "op", self.op, f"expected one of {list(_OPS)}", source="TransitionRule"
@@ -256,10 +256,9 @@ class StageSpec:
         object.__setattr__(self, "weight_multipliers", dict(self.weight_multipliers))
         for k, v in self.weight_multipliers.items():
             check_selector(k, f"weight_multipliers[{k!r}]", src)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
-                raise ConfigError(
-                    f"weight_multipliers[{k!r}]", v, "expected a finite number >= 0", source=src
-                )
+            if not is_finite_number(v) or v < 0:  # an int too large for a float is not
+                reason = finite_reason(v, "expected a finite number >= 0")
+                raise ConfigError(f"weight_multipliers[{k!r}]", shown(v), reason, source=src)
         check_int(
             "fallback_episodes",
             self.fallback_episodes,
@@ -364,9 +363,8 @@ class DataPackCurriculumConfig:
             )
         p = self.prerequisite_threshold
         if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
-            raise ConfigError(
-                "prerequisite_threshold", p, "expected a number in [0, 1]", source=owner
-            )
+            reason = "expected a number in [0, 1]"
+            raise ConfigError("prerequisite_threshold", shown(p), reason, source=owner)
         if not isinstance(self.auto_advance, bool):
             raise ConfigError(
                 "auto_advance", self.auto_advance, "expected true or false", source=owner

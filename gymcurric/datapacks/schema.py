@@ -61,11 +61,11 @@ frozen and their mappings are read-only views: nothing in gymcurric changes a da
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gymcurric._checks import is_finite_number
 from gymcurric.datapacks._fields import (
     Location,
     empty_mapping,
@@ -206,11 +206,9 @@ class DataPack:
         if not isinstance(params, Mapping):
             raise at.error("task_params", params, "expected a JSON object")
         objv = data.get("objective_vector", [])
-        if not isinstance(objv, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in objv
-        ):
-            raise at.error("objective_vector", objv, "expected a list of finite numbers")
+        if not isinstance(objv, list) or not all(is_finite_number(v) for v in objv):
+            reason = "expected a list of finite numbers"  # an int too large for a float is not
+            raise at.error("objective_vector", objv, reason)
         ts = data.get("timestamp")
         if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float | str)):
             raise at.error("timestamp", ts, "expected a number, a string or null")

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
 from gymcurric.datapacks._alloc import Prepared, draw, prepare
 from gymcurric.datapacks.schema import TIERS
 from gymcurric.datapacks.table import STRATIFY_KEYS, TAG_FAMILIES, DatapackTable, check_selector
@@ -65,8 +65,9 @@ def _ratios(
             raise ConfigError(
                 f"{name}[{k!r}]", k, f"expected keys among {list(keys)}", source=owner
             )
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-            raise ConfigError(f"{name}[{k!r}]", v, "expected a finite number >= 0", source=owner)
+        if not is_finite_number(v) or v < 0:  # an int too large for a float is not
+            reason = finite_reason(v, "expected a finite number >= 0")
+            raise ConfigError(f"{name}[{k!r}]", shown(v), reason, source=owner)
         out[key] = float(v)
     if total is not None and not math.isclose(sum(out.values()), total, abs_tol=1e-6):
         raise ConfigError(name, value, f"values must sum to {total}", source=owner)
@@ -84,7 +85,7 @@ def _flags(strategy: Any, names: tuple[str, ...], owner: str) -> None:
 
 def _unit(name: str, value: Any, owner: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(name, value, "expected a number in [0, 1]", source=owner)
+        raise ConfigError(name, shown(value), "expected a number in [0, 1]", source=owner)
 
 
 def _row_weights(table: DatapackTable, weights: np.ndarray | None) -> np.ndarray:
@@ -278,10 +279,9 @@ class FrontierPrioritizedStrategy(SamplingStrategy):
         tw = _ratios("tier_weights", self.tier_weights, TIERS, owner, total=None)
         object.__setattr__(self, "tier_weights", {t: tw.get(t, 0.0) for t in TIERS})
         f = self.safety_boost_factor
-        if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) or f < 0:
-            raise ConfigError(
-                "safety_boost_factor", f, "expected a finite number >= 0", source=owner
-            )
+        if not is_finite_number(f) or f < 0:  # an int too large for a float is not
+            reason = finite_reason(f, "expected a finite number >= 0")
+            raise ConfigError("safety_boost_factor", shown(f), reason, source=owner)
 
     def urgency(self, table: DatapackTable) -> np.ndarray:
         """Per-row urgency in [0, 1] (formula in the class docstring)."""

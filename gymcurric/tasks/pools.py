@@ -15,14 +15,13 @@ cumulative array, O(log n)); the cumulative arrays are rebuilt, and the pool mai
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, is_finite_number
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.scorers import Scorer
 from gymcurric.tasks.spaces import TaskSpace
@@ -51,12 +50,7 @@ class PoolOps(Protocol):
 
 def is_fraction(v: Any, lo: float = 0.0, hi: float = 1.0) -> bool:
     """Whether ``v`` is a finite real number (not a bool) in ``[lo, hi]``."""
-    return (
-        isinstance(v, int | float)
-        and not isinstance(v, bool)
-        and math.isfinite(v)
-        and (lo <= v <= hi)
-    )
+    return is_finite_number(v) and (lo <= v <= hi)  # an int too large for a float is not
 
 
 def _capacity(pool: str, capacity: int | None, space: TaskSpace) -> int:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, shown
 from gymcurric.errors import ConfigError, GymcurricWarning
 from gymcurric.tasks.scorers import Scorer, finish_weights
 from gymcurric.tasks.signals import SignalConfig
@@ -285,10 +285,11 @@ def mean_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def _fraction(cls: str, name: str, value: Any, lo: float, hi: float, *, open_lo: bool) -> None:
-    ok = _real(value) and math.isfinite(value) and (lo < value if open_lo else lo <= value)
-    if not ok or value > hi:
+    # the range first: math.isfinite raises OverflowError on an int too large for a float
+    ok = _real(value) and (lo < value if open_lo else lo <= value) and value <= hi
+    if not ok or not math.isfinite(value):
         span = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi}]"
-        raise ConfigError(name, value, f"expected a float in {span}", source=cls)
+        raise ConfigError(name, shown(value), f"expected a float in {span}", source=cls)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gymcurric._checks import is_int
+from gymcurric._checks import is_finite_number, is_int, shown
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.signals import SignalConfig, normalised_cost
 from gymcurric.tasks.state import CurriculumState
@@ -49,11 +49,11 @@ def _check(cls: str, name: str, value: Any, ok: bool, expected: str) -> None:
     if isinstance(value, bool) and expected != "a bool":
         ok = False
     if not ok:
-        raise ConfigError(name, value, f"expected {expected}", source=cls)
+        raise ConfigError(name, shown(value), f"expected {expected}", source=cls)
 
 
 def _isnum(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return is_finite_number(v)  # an int too large for a float is not
 
 
 def reweight(p: np.ndarray, theta: float) -> np.ndarray:

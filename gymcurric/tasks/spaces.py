@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
 from gymcurric.errors import ConfigError, TaskError
 
 __all__ = [
@@ -117,8 +116,9 @@ class Span:
     def __post_init__(self) -> None:
         for name in ("min", "max"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                raise ConfigError(name, v, "expected a finite number", source="Span")
+            if not is_finite_number(v):  # an int too large for a float included
+                reason = finite_reason(v, "expected a finite number")
+                raise ConfigError(name, shown(v), reason, source="Span")
         if self.min > self.max:
             raise ConfigError("max", self.max, f"must be >= min ({self.min})", source="Span")
 

@@ -8,14 +8,13 @@ The stage index and the stage's running statistics live in the curriculum state
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gymcurric._checks import check_int, is_int
+from gymcurric._checks import check_int, is_finite_number, is_int, shown
 from gymcurric.errors import ConfigError
 from gymcurric.tasks.scorers import Scorer, UniformScorer
 from gymcurric.tasks.signals import SignalConfig
@@ -29,9 +28,7 @@ __all__ = ["SequentialScorer", "Stage", "StopCondition"]
 
 
 def _opt_num(v: Any) -> bool:
-    return v is None or (
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    )
+    return v is None or is_finite_number(v)  # an int too large for a float is not
 
 
 @dataclass(frozen=True)
@@ -71,13 +68,11 @@ class StopCondition:
         if not _opt_num(self.success_rate) or (
             self.success_rate is not None and not 0 <= self.success_rate <= 1
         ):
-            raise ConfigError(
-                "success_rate", self.success_rate, "expected None or a float in [0, 1]", source=c
-            )
+            reason = "expected None or a float in [0, 1]"
+            raise ConfigError("success_rate", shown(self.success_rate), reason, source=c)
         if not _opt_num(self.mean_return):
-            raise ConfigError(
-                "mean_return", self.mean_return, "expected None or a finite float", source=c
-            )
+            reason = "expected None or a finite float"
+            raise ConfigError("mean_return", shown(self.mean_return), reason, source=c)
         if (
             self.min_episodes == 0
             and self.max_episodes is None

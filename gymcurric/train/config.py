@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from gymcurric._checks import check_int, check_text, check_timeout
+from gymcurric._checks import (
+    check_int,
+    check_text,
+    check_timeout,
+    finite_reason,
+    is_finite_number,
+    shown,
+)
 from gymcurric._parsing import (
     drop_bom,
     is_blank_config,
@@ -375,9 +382,10 @@ def _check_finite(data: Any, prefix: str, source: str | None) -> None:
         isinstance(data, int | float)
         and not isinstance(data, bool)
         and (leaf.endswith("learning_rate") or leaf.endswith("_lr") or leaf == "lr")
-        and not (math.isfinite(data) and data > 0)
+        and not (is_finite_number(data) and data > 0)  # an int too large for a float is not
     ):
-        raise ConfigError(key, data, "a learning rate must be finite and > 0", source=source)
+        reason = finite_reason(data, "a learning rate must be finite and > 0")
+        raise ConfigError(key, shown(data), reason, source=source)
 
 
 def _type_name(tp: Any) -> str:
@@ -402,8 +410,8 @@ def _ok(value: Any, tp: Any) -> bool:
         return isinstance(value, bool)
     if tp is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is float:  # an int too large for a float is not one
+        return isinstance(value, float) or (isinstance(value, int) and is_finite_number(value))
     if tp is str:
         return isinstance(value, str)
     if origin is dict or tp is dict:
@@ -421,13 +429,16 @@ def _build(cls: Any, data: Any, prefix: str, source: str | None) -> Any:
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if key not in names:
-            raise ConfigError(dotted, value, f"unknown key; expected one of {names}", source=source)
+            reason = f"unknown key; expected one of {names}"
+            raise ConfigError(dotted, shown(value, width=200), reason, source=source)
         tp = hints[key]
         if dataclasses.is_dataclass(tp):
             kwargs[key] = _build(tp, value, f"{dotted}.", source)
             continue
         if not _ok(value, tp):
-            raise ConfigError(dotted, value, f"expected {_type_name(tp)}", source=source)
+            reason = f"expected {_type_name(tp)}"
+            reason = finite_reason(value, reason) if "float" in reason else reason
+            raise ConfigError(dotted, shown(value, width=200), reason, source=source)
         kwargs[key] = dict(value) if isinstance(value, Mapping) else value
     obj = cls(**kwargs)
     check = getattr(obj, "_check", None)

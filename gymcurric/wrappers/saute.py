@@ -33,7 +33,6 @@ z.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
@@ -41,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
 from gymcurric._deprecated import alias_getattr
 from gymcurric.errors import ConfigError, InfoKeyConflictError
 from gymcurric.safety.costs import NonFinitePolicy
@@ -87,8 +86,9 @@ def check_saute_args(
     """Validate the Sauté parameters (a :class:`~gymcurric.errors.ConfigError` from ``src``)."""
 
     def number(name: str, v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise ConfigError(name, v, "expected a finite number", source=src)
+        if not is_finite_number(v):  # an int too large for a float included
+            reason = finite_reason(v, "expected a finite number")
+            raise ConfigError(name, shown(v), reason, source=src)
         return float(v)
 
     if number("safety_budget", safety_budget) <= 0:

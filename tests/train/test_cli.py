@@ -158,6 +158,11 @@ DRY_RUN_MISTAKES = {
     "unregistered env": (["env.id=NoSuchEnv-v9", "curriculum.enabled=false"], "env.id"),
     "nan learning rate": (["agent.kwargs.learning_rate=.nan"], "agent.kwargs.learning_rate"),
     "infinite learning rate": (["agent.kwargs.learning_rate=.inf"], "agent.kwargs.learning_rate"),
+    # math.isfinite raised OverflowError: int too large to convert to float
+    "integer learning rate too large for a float": (
+        ["agent.kwargs.learning_rate=1" + "0" * 400],
+        "agent.kwargs.learning_rate",
+    ),
     "nan anywhere": (["cost.nonfinite_value=.nan"], "cost.nonfinite_value"),
     "impossible date": (["env.kwargs.start=2020-02-30"], "env.kwargs.start"),
     # an argv byte that is not UTF-8: a raw UnicodeEncodeError when the run directory was made

@@ -433,3 +433,29 @@ def test_a_json_null_config_is_not_a_mapping_rather_than_an_empty_file(tmp_path)
     with pytest.raises(ConfigError, match="the file must hold a mapping") as info:
         load_config(path)
     assert (info.value.key, info.value.value, info.value.source) == ("config", None, str(path))
+
+
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [
+        ("file", "agent.kwargs.learning_rate"),
+        ("override", "agent.kwargs.learning_rate"),
+        ("override", "env.step_timeout"),  # check_timeout
+        ("override", "cost.nonfinite_value"),  # an unknown key: its value cut too
+    ],
+)
+def test_an_integer_too_large_for_a_float_is_refused_naming_the_key_and_the_value_cut(
+    tmp_path, where, key
+):
+    # math.isfinite raised OverflowError: int too large to convert to float
+    big = "1" + "0" * 400
+    path = tmp_path / "run.yaml"
+    section, _, rest = key.partition(".")
+    inline = "{" + rest.replace(".", ": {") + ": " + big + "}" * (rest.count(".") + 1)
+    path.write_text(f"{section}: {inline}\n" if where == "file" else "env: {num_envs: 1}\n")
+    overrides = [f"{key}={big}"] if where == "override" else []
+    with pytest.raises(ConfigError) as info:
+        cfg = load_config(path)
+        TrainConfig.from_dict(apply_overrides(cfg.to_dict(), overrides))
+    assert info.value.key == key
+    assert info.value.value == f"{big[:60]}... (401 characters)"
