@@ -51,6 +51,12 @@ def make_grid(pid_dir: str, **env_kwargs: Any) -> gym.Env[Any, Any]:
     return gym.make(MAKE_ID, size=8, max_steps=40, fail_rank=-1, **env_kwargs)
 
 
+def late_grid(pid_dir: str, delay_s: float, **env_kwargs: Any) -> gym.Env[Any, Any]:
+    """``make_grid``'s env, its process's id noted only after ``delay_s`` s (a slow import)."""
+    time.sleep(delay_s)
+    return make_grid(pid_dir, **env_kwargs)
+
+
 class HangingReset(gym.Wrapper[Any, Any, Any, Any]):
     """An env whose every ``reset`` takes ``HANG_S`` s (for ever, as far as a test is concerned)."""
 

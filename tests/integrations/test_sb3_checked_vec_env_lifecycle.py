@@ -42,6 +42,7 @@ from tests.integrations.checked_vec_env_support import (
     ended,
     grid_factories,
     hang_in_reset,
+    late_grid,
     within,
     worker_pids,
 )
@@ -49,13 +50,31 @@ from tests.integrations.checked_vec_env_support import (
 # ------------------------------------------------------------ an env that hangs while built
 
 
-def _build_hang(tmp_path: Any, start_method: str, build_s: list[float], limit: float) -> Any:
-    """The SubEnvError of a CheckedSubprocVecEnv whose sub-envs take ``build_s`` s to build."""
+def _build_hang(
+    tmp_path: Any, start_method: str, build_s: list[float], limit: float, late: bool = False
+) -> Any:
+    """The SubEnvError of a CheckedSubprocVecEnv whose sub-envs take ``build_s`` s to build.
+
+    Every worker it started is checked to be ended and reaped, by the process ids the vector
+    env kept (a worker may be ended before it notes its own: a spawned one still importing
+    under load). ``late``: the last sub-env's worker notes its id only after ``HANG_S`` s,
+    as such a worker would.
+    """
+    made: list[CheckedSubprocVecEnv] = []
+
+    class Kept(CheckedSubprocVecEnv):  # its processes readable after the constructor raised
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
     fns = grid_factories(tmp_path, build_s)
+    if late:
+        fns[-1] = functools.partial(late_grid, str(tmp_path), HANG_S, build_s=build_s[-1])
     with pytest.raises(SubEnvError) as caught:
-        within(lambda: CheckedSubprocVecEnv(fns, start_method, build_timeout=limit))
-    pids = worker_pids(tmp_path)
+        within(lambda: Kept(fns, start_method, build_timeout=limit))
+    pids = [process.pid for process in made[0].processes]
     assert len(pids) == len(build_s) and ended(pids)  # terminated and reaped: no zombie
+    assert set(worker_pids(tmp_path)) <= set(pids)  # those that got as far as noting theirs
     return caught.value
 
 
@@ -77,13 +96,18 @@ def test_an_env_that_hangs_while_built_is_named_and_every_worker_ends(tmp_path):
     )
 
 
-@pytest.mark.parametrize("start_method", ["fork", pytest.param("spawn", marks=pytest.mark.slow)])
-def test_workers_still_building_are_terminated_at_once(tmp_path, start_method):
+@pytest.mark.parametrize(
+    ("start_method", "late"),
+    [("fork", False), ("fork", True), pytest.param("spawn", False, marks=pytest.mark.slow)],
+)
+def test_workers_still_building_are_terminated_at_once(tmp_path, start_method, late):
     # both hang: sub-env 1, still building when sub-env 0's limit ends, is not given the
-    # CLOSE_GRACE_S that a worker reading commands gets
+    # CLOSE_GRACE_S that a worker reading commands gets. late: sub-env 1 is ended before it
+    # notes its process id, as a spawned worker still importing on a loaded machine is (the
+    # ids were those the workers noted: only one, and the spawn case failed now and then)
     limit = 1.0 if start_method == "fork" else 10.0
     err = within(
-        lambda: _build_hang(tmp_path, start_method, [HANG_S, HANG_S], limit),
+        lambda: _build_hang(tmp_path, start_method, [HANG_S, HANG_S], limit, late),
         limit + CLOSE_GRACE_S - 1,
     )
     assert (err.index, err.command, err.timeout) == (0, "building the env", limit)
