@@ -1,5 +1,7 @@
 """Helpers of the CheckedSubprocVecEnv tests: a time limit on a call, and env factories.
 
+(Their Ctrl-C, ``ctrl_c_after``, is in ``tests/interrupts.py``.)
+
 ``make_grid`` is what a worker calls (under any start method: it is found by its module's
 name); it leaves a file named by its process id in ``pid_dir``, so that a test can check that
 every worker it started was ended and reaped, also where the vector env was never built.
@@ -12,8 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,19 +104,3 @@ def ended(pids: list[int]) -> bool:
 def worker_pids(pid_dir: Path) -> list[int]:
     """The process ids that ``make_grid`` noted in ``pid_dir``."""
     return sorted(int(path.name) for path in pid_dir.iterdir())
-
-
-def _ctrl_c(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def ctrl_c_after(seconds: float) -> Iterator[None]:
-    """A Ctrl-C (``KeyboardInterrupt``) in the main thread ``seconds`` after entering."""
-    previous = signal.signal(signal.SIGALRM, _ctrl_c)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

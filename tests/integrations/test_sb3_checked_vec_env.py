@@ -26,7 +26,8 @@ from gymcurric.errors import ConfigError, SubEnvCallError, SubEnvError, TaskErro
 from gymcurric.integrations.sb3 import CheckedDummyVecEnv, CheckedSubprocVecEnv
 from gymcurric.integrations.sb3.checked_vec_env import CLOSE_GRACE_S
 from tests.faulty_envs import MAKE_ID, MESSAGE, SLEEP_S, LoadsInOneProcess
-from tests.integrations.checked_vec_env_support import ctrl_c_after, within
+from tests.integrations.checked_vec_env_support import within
+from tests.interrupts import ctrl_c_after
 
 
 def venv(kind: str, timeout: float | None = None, **env_kwargs: Any) -> Any:

@@ -37,7 +37,6 @@ from tests.faulty_envs import HANG_S, MAKE_ID, SLEEP_S
 from tests.integrations.checked_vec_env_support import (
     LIMIT_S,
     BigAnswers,
-    ctrl_c_after,
     die_building,
     ended,
     grid_factories,
@@ -46,6 +45,7 @@ from tests.integrations.checked_vec_env_support import (
     within,
     worker_pids,
 )
+from tests.interrupts import ctrl_c_after
 
 # ------------------------------------------------------------ an env that hangs while built
 

@@ -512,11 +512,11 @@ def test_a_ctrl_c_while_the_workers_close_at_the_end_leaves_no_worker_running(
 ):
     # Built.close_envs marked the envs closed before closing them: a KeyboardInterrupt in
     # _finish's close (the workers flushing their last updates) left the runner's final close
-    # nothing to do, and the workers running after train() returned (here for 60 s)
-    import signal
-
+    # nothing to do, and the workers running after train() returned (here for 60 s). The
+    # Ctrl-C comes from a thread (tests/interrupts.py): pytest-timeout's SIGALRM stays armed
     from gymcurric.integrations.sb3 import CheckedSubprocVecEnv
     from tests.faulty_envs import MAKE_ID
+    from tests.interrupts import interrupts
 
     envs: list[Any] = []
     close = CheckedSubprocVecEnv.close
@@ -524,24 +524,18 @@ def test_a_ctrl_c_while_the_workers_close_at_the_end_leaves_no_worker_running(
     def interrupted_close(self: Any) -> None:
         if not envs:  # the first close: interrupted while it waits for the workers
             envs.append(self)
-            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            sent.after(0.5)
         close(self)
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
 
     monkeypatch.setattr(CheckedSubprocVecEnv, "close", interrupted_close)
     kwargs = {"fail_at": 10**9, "close_s": 60.0, "size": 8, "max_steps": 40}
     env = {"id": MAKE_ID, "vectorization": "subproc", "start_method": "fork", "kwargs": kwargs}
     cfg = run_config(128, env=env, curriculum={"enabled": False}, run={"checkpoint_every": 128})
-    previous = signal.signal(signal.SIGALRM, interrupt)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with interrupts() as sent, pytest.raises(KeyboardInterrupt):
             train(cfg, run_dir=tmp_path / "r")
         alive = [p.pid for p in envs[0].processes if p.is_alive()]
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         for process in envs[0].processes if envs else []:
             if process.is_alive():  # the old code's leftovers: not left to the next test
                 process.kill()
