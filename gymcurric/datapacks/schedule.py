@@ -477,8 +477,9 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         ConfigError: unreadable file (missing, or not UTF-8 text), an empty file, bad syntax,
             unknown key or bad value (naming the file); a key given twice in one mapping
             (naming the file, the dotted key and, in YAML, both lines), in either config
-            format; also JSON/YAML over the input limits of :mod:`gymcurric._parsing` (nesting
-            depth, YAML size and alias expansion).
+            format; a stage name YAML reads as a number or bool (``name: 1e3``, ``123``, ``yes``:
+            quote it), naming it as written; also JSON/YAML over the input limits of
+            :mod:`gymcurric._parsing` (nesting depth, YAML size and alias expansion).
     """
     p = Path(path)
     try:
@@ -517,7 +518,14 @@ def load_curriculum_config(path: str | os.PathLike[str]) -> DataPackCurriculumCo
         raise
     if data is None and is_yaml:  # an empty YAML document ("---", "~", "null"): no settings
         raise _empty_file(p)  # (JSON's null is a value: not a mapping, as from_dict says)
-    return DataPackCurriculumConfig.from_dict(data, source=str(p))
+    try:
+        return DataPackCurriculumConfig.from_dict(data, source=str(p))
+    except ConfigError as exc:  # a stage name written 1e3 or 123 is named as written, in YAML
+        if not is_yaml:
+            raise
+        from gymcurric._yaml_floats import unquoted_name_error
+
+        raise unquoted_name_error(exc, text) from None
 
 
 def _empty_file(path: Path) -> ConfigError:

@@ -1,0 +1,68 @@
+"""A stage name YAML reads as a number or a bool is named as written, with 'quote it'."""
+
+from __future__ import annotations
+
+import pytest
+
+from gymcurric.datapacks import load_curriculum_config
+from gymcurric.errors import ConfigError
+
+pytest.importorskip("yaml")
+
+
+@pytest.mark.parametrize(
+    "text,key,literal,line",
+    [
+        ("stages:\n  - name: 1e3\n  - name: b\n", "stages[0].name", "1e3", 2),
+        ("stages:\n  1e3: {strategy: balanced}\n  b: {}\n", "stages.1e3.name", "1e3", 2),
+        (
+            "stages:\n  - name: a\n    filters:\n      curriculum_stage: 1e3\n",
+            "stages[0].filters.curriculum_stage",
+            "1e3",
+            4,
+        ),
+        (
+            "stages:\n  - name: a\n    filters: {curriculum_stage: [a, -2E-4]}\n",
+            "stages[0].filters.curriculum_stage",
+            "-2E-4",
+            3,
+        ),
+        # the first 1000 is a setting, not a name: the name's literal and line are given
+        (
+            "stages:\n  - name: a\n    fallback_episodes: 1000\n  - name: 1000\n",
+            "stages[1].name",
+            "1000",
+            4,
+        ),
+        ("stages:\n  123: {}\n", "stages.123.name", "123", 2),
+        ("stages:\n  - name: yes\n", "stages[0].name", "yes", 2),
+    ],
+    ids=["name", "spec key", "filter", "filter list", "int after a setting", "int key", "bool"],
+)
+def test_a_stage_name_read_as_a_number_is_named_as_written_and_to_be_quoted(
+    tmp_path, text, key, literal, line
+):
+    # 7197e71 reads 1e3 as the float 1000.0: such a name, text before, was refused as
+    # 'stages[0].name': 1000.0 or 'stages.1000.0.name', a value and a key the file never wrote
+    f = tmp_path / "cur.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=rf"\(line {line}\) as .*: quote it, '") as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value, info.value.source) == (key, literal, str(f))
+    assert f"quote it, '{literal}'" in info.value.reason
+
+
+def test_a_quoted_stage_name_like_a_number_loads(tmp_path):
+    f = tmp_path / "cur.yaml"
+    f.write_text("stages:\n  - name: '1e3'\n  - name: b\n    filters: {curriculum_stage: '1e3'}\n")
+    config = load_curriculum_config(f)
+    assert [s.name for s in config.stages] == ["1e3", "b"]
+    assert config.stages[1].filters.curriculum_stage == "1e3"
+
+
+def test_a_json_stage_name_that_is_a_number_keeps_its_error(tmp_path):
+    f = tmp_path / "cur.json"
+    f.write_text('{"stages": [{"name": 1000.0}]}')
+    with pytest.raises(ConfigError, match="expected a non-empty string") as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value) == ("stages[0].name", 1000.0)
