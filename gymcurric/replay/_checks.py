@@ -263,13 +263,19 @@ class DeviceFlags(NamedTuple):
 
 
 def device_flags(
-    values: dict[str, Any], num_envs: int, device: torch.device, *, move_host: bool = True
+    values: dict[str, Any],
+    num_envs: int,
+    device: torch.device,
+    *,
+    move_host: bool = True,
+    non_blocking: bool = False,
 ) -> DeviceFlags:
     """Per-env flag arguments (``None`` values skipped) as bool tensors on ``device``, no sync.
 
-    A bool tensor on the device is used as it is (one on another device is moved,
-    non-blocking). Host flags (numpy, lists, bool tensors on the CPU for a CUDA ring) are
-    checked as :func:`host_flags` does and travel together in one host-to-device copy; with
+    A bool tensor on the device is used as it is. Host flags (numpy, lists, bool tensors on
+    the CPU, or on another device and read to the host) are checked as :func:`host_flags` does
+    and travel together in one host-to-device copy, non-blocking if ``non_blocking`` (the
+    ring's :func:`non_blocking_copy`; the source is a fresh numpy stack); with
     ``move_host=False`` they are only checked (``tensors`` then holds the device ones).
     """
     tensors: dict[str, torch.Tensor] = {}
@@ -293,22 +299,37 @@ def device_flags(
     if host and move_host:
         staged = torch.from_numpy(np.stack(list(host.values())))
         if device.type != "cpu":
-            staged = staged.to(device, non_blocking=True)
+            staged = staged.to(device, non_blocking=non_blocking)
         tensors.update(zip(host, staged.unbind(0), strict=True))
     return DeviceFlags(tensors, host)
 
 
-def copy_in(target: torch.Tensor, source: torch.Tensor) -> None:
-    """``target.copy_(source)``, non-blocking from pageable host memory to a device.
+def non_blocking_copy(device: torch.device) -> bool:
+    """Whether a copy from pageable host memory to ``device`` may be non-blocking: CUDA only.
 
-    A blocking host-to-device copy makes torch synchronise the stream after it. From pageable
-    memory the driver stages the data before the call returns, so the caller may reuse the
-    array; a pinned source is copied blocking, since its owner may write it again at once.
+    From pageable memory CUDA stages the data before the call returns, so the caller may free or
+    reuse the array at once, and a blocking copy would only make torch synchronise the stream.
+    Other backends promise no such thing: a non-blocking CPU -> MPS copy reads its source after
+    the call returns, and stores garbage if that memory was freed or reused meanwhile
+    (pytorch/pytorch#189690, torch 2.13); xpu and ``privateuseone`` backends document nothing.
+    Their copies block. A ring decides once, at construction (``RingStorage.non_blocking``); a
+    pinned source needs a blocking copy even on CUDA (see :func:`copy_in`).
     """
-    non_blocking = (
-        target.device.type != "cpu" and source.device.type == "cpu" and not source.is_pinned()
+    return device.type == "cuda"
+
+
+def copy_in(target: torch.Tensor, source: torch.Tensor, *, non_blocking: bool) -> None:
+    """``target.copy_(source)``, non-blocking from pageable host memory where that is safe.
+
+    ``non_blocking`` is the ring's :func:`non_blocking_copy` (CUDA). A blocking host-to-device
+    copy makes torch synchronise the stream after it. From pageable memory CUDA stages the data
+    before the call returns, so the caller may reuse the array; a pinned source is copied
+    blocking, since its owner may write it again at once.
+    """
+    target.copy_(
+        source,
+        non_blocking=non_blocking and source.device.type == "cpu" and not source.is_pinned(),
     )
-    target.copy_(source, non_blocking=non_blocking)
 
 
 def reward_required(num_envs: int) -> ConfigError:

@@ -53,7 +53,7 @@ class DeviceWriter:
         self.storage = storage
         self.device = storage.device
         self.flag_shape = (num_envs,)
-        #: host data needs a copy to the ring's device (a non-blocking one: see ``copy_in``)
+        #: host data needs a copy to the ring's device (non-blocking on CUDA: see ``copy_in``)
         self.to_device = storage.device.type != "cpu"
         self.fields = storage.fields
         self.packed = storage.packed
@@ -117,7 +117,7 @@ class DeviceWriter:
             raise reward_required(self.flag_shape[0])
         column = self.storage.checked_tensor(name, value)
         if column.device != self.device or column.dtype != torch.float32:
-            column = column.to(self.device, torch.float32, non_blocking=True)
+            column = column.to(self.device, torch.float32, non_blocking=self.storage.non_blocking)
         return column
 
     # ------------------------------------------------------------------ the push
@@ -191,7 +191,9 @@ class DeviceWriter:
             device_first = flags.tensors.get("is_first")
             if host_terminated is None or host_truncated is None:
                 # a flag on the device: the host ones (if any) in one copy, the rest there
-                moved = device_flags(flags.host, storage.num_envs, device).tensors
+                moved = device_flags(
+                    flags.host, storage.num_envs, device, non_blocking=storage.non_blocking
+                ).tensors
                 tensors = flags.tensors | moved
                 terminated, truncated = tensors["terminated"], tensors["truncated"]
                 device_first = tensors.get("is_first")
@@ -247,7 +249,7 @@ class DeviceWriter:
                         storage.checked_tensor("final_obs", final_obs, field="obs")
             staged = torch.from_numpy(buffer)
             if self.to_device:
-                staged = staged.to(device, non_blocking=True)
+                staged = staged.to(device, non_blocking=storage.non_blocking)
             parts = staged.split_with_sizes(sizes)
             continues, ended = parts[0].view(torch.float32), parts[1]  # packed: the whole row
             if host_first is not None:
@@ -263,7 +265,7 @@ class DeviceWriter:
             if source is value or not self.to_device:  # on the ring's device already
                 fields[name][row] = source
             else:
-                copy_in(fields[name][row], source)
+                copy_in(fields[name][row], source, non_blocking=storage.non_blocking)
         if packed:
             self.packed_rows[row] = continues  # the whole staged row
         else:

@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.replay._checks import UNSIGNED, as_tensor_like, numpy_dtype
+from gymcurric.replay._checks import UNSIGNED, as_tensor_like, non_blocking_copy, numpy_dtype
 
 if TYPE_CHECKING:  # ring.py imports this module (ReplayRing.extend_from_episodes)
     from gymcurric.replay.ring import ReplayRing
@@ -402,10 +402,12 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     # refused half-way through the writes
     actions_dtype = _action_dtype(ring)
     # a bfloat16 field: each episode's actions are rounded once, as they are queued, and a row
-    # gathers their bits, copied to the ring's device without blocking (a blocking copy per
-    # row made the host wait for the device at every row; from pageable memory the driver
-    # stages the bits before the call returns, as copy_in relies on)
+    # gathers their bits, copied to the ring's device without blocking on CUDA (a blocking copy
+    # per row made the host wait for the device at every row; from pageable memory the driver
+    # stages the bits before the call returns, as copy_in relies on), blocking elsewhere (MPS
+    # reads the freed row later: non_blocking_copy)
     to_bfloat16 = ring.specs["action"].dtype == torch.bfloat16
+    non_blocking = to_bfloat16 and non_blocking_copy(ring.device)
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     rows = 0
 
@@ -443,7 +445,7 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
             for e, a in row_actions:
                 bits[e] = a
             actions = torch.from_numpy(bits).view(torch.bfloat16)
-            actions = actions.to(ring.device, non_blocking=True)  # CPU: the tensor itself
+            actions = actions.to(ring.device, non_blocking=non_blocking)  # CPU: the tensor itself
         else:
             dtype = _row_dtype({a.dtype for _, a in row_actions}, actions_dtype)
             actions = np.zeros(actions_shape, dtype=dtype)

@@ -284,11 +284,11 @@ class DeviceIndex:
         if final_obs.device != device or final_obs.dtype != dtype:
             # cast before any write: index_put_ refuses another dtype (float64 observations
             # into a float32 ring), and the push's row is written already
-            final_obs = final_obs.to(device, dtype, non_blocking=True)
+            final_obs = final_obs.to(device, dtype, non_blocking=storage.non_blocking)
         if isinstance(mask, torch.Tensor):  # on the device: push_step's episode_ended
             ended = mask
         else:
-            ended = torch.from_numpy(np.array(mask)).to(device, non_blocking=True)
+            ended = torch.from_numpy(np.array(mask)).to(device, non_blocking=storage.non_blocking)
         none = storage.no_entry  # -1: no entry, and the index of the trash entries
         side_capacity, owner_table, slot_table = (
             storage.side_capacity,

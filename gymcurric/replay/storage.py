@@ -22,6 +22,7 @@ from gymcurric.replay._checks import (
     check_invariants,
     device_flags,
     host_flags,
+    non_blocking_copy,
     numpy_dtype,
     reward_required,
     unreadable,
@@ -133,6 +134,8 @@ class RingStorage:
         self.num_envs = num_envs
         self.specs = dict(specs)
         self.device = device
+        #: host-to-device copies may be non-blocking (CUDA only: see ``non_blocking_copy``)
+        self.non_blocking = non_blocking_copy(device)
         self.side_capacity = side_capacity
         self.packed = torch.zeros((capacity, num_envs, 3), dtype=torch.float32, device=device)
         self.packed_flat = self.packed.view(steps, 3)
@@ -364,7 +367,10 @@ class RingStorage:
         if isinstance(self.episode_ended, np.ndarray):
             self.episode_ended = self.episode_ended | host_flags("mask", mask, self.num_envs)
         else:
-            ended = device_flags({"mask": mask}, self.num_envs, self.device).tensors["mask"]
+            flags = device_flags(
+                {"mask": mask}, self.num_envs, self.device, non_blocking=self.non_blocking
+            )
+            ended = flags.tensors["mask"]
             self.episode_ended |= ended
 
     def write_step(self, row: int, step: CheckedStep) -> None:

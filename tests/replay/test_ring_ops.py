@@ -13,6 +13,7 @@ import torch
 
 from gymcurric.errors import ConfigError
 from gymcurric.replay import ReplayRing
+from gymcurric.replay import storage as storage_module
 from gymcurric.replay.opcount import count_ops
 from tests.replay.ring_helpers import push
 
@@ -55,10 +56,15 @@ SAMPLE_SEQUENCES_KERNELS = 12
 
 
 def meta_ring(monkeypatch, capacity=8):
-    """A device-index ring on ``meta`` (torch has no meta generator: the ring gets a CPU one)."""
+    """A device-index ring on ``meta`` (torch has no meta generator: the ring gets a CPU one).
+
+    ``meta`` stands in for CUDA, so its host-to-device copies are CUDA's non-blocking ones
+    (``non_blocking_copy`` makes them blocking on every other device).
+    """
     cpu_generator = torch.Generator
     with monkeypatch.context() as m:
         m.setattr(torch, "Generator", lambda device=None: cpu_generator())
+        m.setattr(storage_module, "non_blocking_copy", lambda device: device.type == "meta")
         return ReplayRing(capacity, E, FIELDS, "meta", index_strategy="device", memory_budget=2**40)
 
 
