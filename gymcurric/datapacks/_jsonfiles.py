@@ -57,8 +57,13 @@ def _twice_error(data: Any, where: str) -> DataError | None:
 
 #: Only a number written with an exponent of 3 digits or more, or with 210 integer digits or more
 #: (JSON has no leading zeros, and 10**209 * 10**99 is below the largest float), can be too large
-#: for a float: a file holding neither is read with ``json``'s own float parser.
-_MAY_OVERFLOW = re.compile(r"[eE]\+?[0-9]{3}|[0-9]{210}")
+#: for a float: a file holding neither is read with ``json``'s own float parser. A number starts
+#: where a JSON value can (the text's start, after whitespace, ``[``, ``,`` or ``:``), so the
+#: look-behind skips the inside of strings such as hex digests (``"...3e581..."``, which
+#: ``[eE][0-9]{3}`` alone matched) and makes the search linear: each digit run is tried from its
+#: start only, and the possessive ``++`` never backtracks into it. A string holding one after a
+#: space or a colon (``"see 1e300"``) only costs the slower parser.
+_MAY_OVERFLOW = re.compile(r"(?<![^\s\[,:])-?(?:[0-9]{210}|[0-9]++(?:\.[0-9]++)?[eE]\+?[0-9]{3})")
 
 
 class _PastFloat(float):
