@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -88,3 +89,33 @@ def test_a_ctrl_c_not_sent_by_the_end_is_cancelled():
         sent.after(0.3)
     threading.Event().wait(0.6)  # no KeyboardInterrupt here
     assert not any(timer.is_alive() for timer in sent.timers)
+
+
+def test_a_ctrl_c_sent_as_the_block_ends_stays_in_it_and_the_handler_is_restored(monkeypatch):
+    # a timer past its wait when the block ended sent its SIGINT while interrupts() joined it:
+    # the KeyboardInterrupt came out of the with block (out of a test, it ends pytest's whole
+    # run) and the handler was not restored
+    sending = threading.Event()
+    kill = signal.pthread_kill
+
+    def late_kill(thread_id: int, signum: int) -> None:
+        sending.set()
+        time.sleep(0.3)  # the block ends meanwhile
+        kill(thread_id, signum)
+
+    def mine(signum: int, frame: object) -> None:
+        pass
+
+    monkeypatch.setattr(signal, "pthread_kill", late_kill)
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        try:
+            with interrupts() as sent:
+                sent.after(0.0)
+                assert sending.wait(10.0)
+        except KeyboardInterrupt:
+            pytest.fail("the Ctrl-C sent as the block ended came out of it")
+        assert signal.getsignal(signal.SIGINT) is mine
+        assert not any(timer.is_alive() for timer in sent.timers)
+    finally:
+        signal.signal(signal.SIGINT, previous)
