@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.tasks.state import CurriculumState, K, S
 
@@ -59,6 +59,16 @@ def _num(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
         value, bool | np.bool_
     )
+
+
+def _too_large(value: Any) -> bool:
+    """Whether ``value`` is a Python int too large for a float (``math.isfinite`` raises)."""
+    return isinstance(value, int) and not isinstance(value, bool) and not is_finite_number(value)
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a number (numpy's too; no bool) a float holds, finite."""
+    return _num(value) and not _too_large(value) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -95,13 +105,13 @@ class SignalConfig:
             if (
                 not isinstance(rr, tuple | list)
                 or len(rr) != 2
-                or not all(map(_num, rr))
-                or not all(math.isfinite(v) for v in rr)
+                or not all(map(_finite, rr))
                 or not rr[0] < rr[1]
             ):
-                raise ConfigError(
-                    "return_range", rr, "expected (lo, hi) finite with lo < hi", source=src
-                )
+                reason = "expected (lo, hi) finite with lo < hi"
+                if isinstance(rr, tuple | list):  # say why an int too large for a float is not
+                    reason = next((finite_reason(v, reason) for v in rr if _too_large(v)), reason)
+                raise ConfigError("return_range", shown(rr), reason, source=src)
             object.__setattr__(self, "return_range", (float(rr[0]), float(rr[1])))
         if not _num(self.alpha) or not 0.0 < self.alpha <= 1.0:
             raise ConfigError("alpha", self.alpha, "expected a float in (0, 1]", source=src)
@@ -111,11 +121,10 @@ class SignalConfig:
             )
         check_int("baseline_episodes", self.baseline_episodes, minimum=0, source=src)
         if self.cost_limit is not None and (
-            not _num(self.cost_limit) or not 0.0 < self.cost_limit < math.inf
-        ):
-            raise ConfigError(
-                "cost_limit", self.cost_limit, "expected a float > 0 or None", source=src
-            )
+            not _finite(self.cost_limit) or self.cost_limit <= 0.0
+        ):  # 10**400 is below inf, but no float holds it: refused here, not where it divides
+            reason = finite_reason(self.cost_limit, "expected a float > 0 or None")
+            raise ConfigError("cost_limit", shown(self.cost_limit), reason, source=src)
 
 
 def check_episodes(

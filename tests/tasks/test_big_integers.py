@@ -12,6 +12,7 @@ from gymcurric.errors import ConfigError
 from gymcurric.tasks.pools import is_fraction
 from gymcurric.tasks.regret import PLRScorer
 from gymcurric.tasks.scorers import LearningProgressScorer
+from gymcurric.tasks.signals import SignalConfig
 from gymcurric.tasks.spaces import Span
 from gymcurric.tasks.stages import StopCondition
 from gymcurric.wrappers.saute import check_saute_args
@@ -39,3 +40,20 @@ def test_an_integer_too_large_for_a_float_is_refused_naming_the_key_and_the_valu
 
 def test_an_integer_too_large_for_a_float_is_no_fraction():
     assert not is_fraction(BIG) and not is_fraction(-BIG)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "value"),
+    [
+        ({"return_range": (0, BIG)}, "return_range", f"(0, {CUT[:56]}... (406 characters)"),
+        ({"return_range": [-BIG, 0.0]}, "return_range", f"[-{CUT[:58]}... (409 characters)"),
+        ({"cost_limit": BIG}, "cost_limit", CUT),
+    ],
+    ids=["return_range hi", "return_range lo", "cost_limit"],
+)
+def test_a_signal_setting_too_large_for_a_float_is_refused_naming_it(kwargs, key, value):
+    # return_range raised a raw OverflowError from math.isfinite; cost_limit, 10**400 < inf,
+    # was accepted, to fail where the cost EMA is divided by it
+    with pytest.raises(ConfigError, match="an integer this large does not fit a float") as info:
+        SignalConfig(**kwargs)
+    assert (info.value.key, info.value.value) == (key, value)
