@@ -313,7 +313,8 @@ def non_blocking_copy(device: torch.device) -> bool:
     the call returns, and stores garbage if that memory was freed or reused meanwhile
     (pytorch/pytorch#189690, torch 2.13); xpu and ``privateuseone`` backends document nothing.
     Their copies block. A ring decides once, at construction (``RingStorage.non_blocking``); a
-    pinned source needs a blocking copy even on CUDA (see :func:`copy_in`).
+    pinned source needs a blocking copy even on CUDA (:func:`copy_in`, and the copies of a
+    caller's reward, cost and final observations, check it).
     """
     return device.type == "cuda"
 

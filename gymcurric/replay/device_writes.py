@@ -117,7 +117,9 @@ class DeviceWriter:
             raise reward_required(self.flag_shape[0])
         column = self.storage.checked_tensor(name, value)
         if column.device != self.device or column.dtype != torch.float32:
-            column = column.to(self.device, torch.float32, non_blocking=self.storage.non_blocking)
+            # a numpy view of pinned memory blocks, as in copy_in (read after the call else)
+            non_blocking = self.storage.non_blocking and not column.is_pinned()
+            column = column.to(self.device, torch.float32, non_blocking=non_blocking)
         return column
 
     # ------------------------------------------------------------------ the push

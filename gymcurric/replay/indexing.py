@@ -283,8 +283,10 @@ class DeviceIndex:
         device, dtype = storage.device, storage.side_observations.dtype
         if final_obs.device != device or final_obs.dtype != dtype:
             # cast before any write: index_put_ refuses another dtype (float64 observations
-            # into a float32 ring), and the push's row is written already
-            final_obs = final_obs.to(device, dtype, non_blocking=storage.non_blocking)
+            # into a float32 ring), and the push's row is written already; a caller's numpy
+            # view of pinned memory blocks, as in copy_in (a non-blocking copy reads it later)
+            non_blocking = storage.non_blocking and not final_obs.is_pinned()
+            final_obs = final_obs.to(device, dtype, non_blocking=non_blocking)
         if isinstance(mask, torch.Tensor):  # on the device: push_step's episode_ended
             ended = mask
         else:

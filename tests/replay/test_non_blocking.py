@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from gymcurric.replay import ReplayRing
+from gymcurric.replay import storage as storage_module
 from gymcurric.replay._checks import non_blocking_copy
 from gymcurric.replay.opcount import count_ops
 
@@ -255,3 +256,51 @@ def test_bfloat16_action_rows_go_to_a_device_other_than_cuda_in_blocking_copies(
     assert report.rows == 3
     copies, blocking = host_to_device(counted)
     assert copies and blocking == copies, (counted.transfers, counted.syncs)
+
+
+# ---------------------------------------------------------------- pinned sources on CUDA
+def test_a_pinned_source_is_copied_blocking_even_where_copies_may_be_non_blocking(monkeypatch):
+    # a numpy view of pinned memory (a staging buffer the env writes into) is copied without
+    # staging by a non-blocking copy, which reads it after the call: the next write of its
+    # owner reached the ring. copy_in copied such a source blocking, but the reward column
+    # and the final observations (push_step's and attach_final_obs's) did not
+    cpu_generator = torch.Generator  # meta stands in for CUDA (as in test_ring_ops)
+    fields = {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)}
+    with monkeypatch.context() as m:
+        m.setattr(torch, "Generator", lambda device=None: cpu_generator())
+        m.setattr(storage_module, "non_blocking_copy", lambda device: device.type == "meta")
+        ring = ReplayRing(8, E, fields, "meta", index_strategy="device", memory_budget=2**40)
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda self, device=None: True)
+    flags = torch.zeros(E, dtype=torch.bool, device="meta")
+    ended = torch.ones(E, dtype=torch.bool, device="meta")
+    host = np.zeros((E, 3), np.float32)
+    on_device = torch.zeros(E, 3, device="meta"), torch.zeros(E, 2, device="meta")
+    calls = {  # call: (host-to-device copies, the blocking ones: those of the caller's buffers)
+        "push": (
+            lambda: ring.push_step(
+                host,
+                np.zeros((E, 2), np.float32),
+                np.ones(E, np.float32),
+                cost=np.zeros(E, np.float32),
+                terminated=flags,
+                truncated=flags,
+            ),
+            (4, 4),  # obs, action, reward, cost
+        ),
+        "final_obs": (
+            lambda: ring.push_step(
+                *on_device,
+                torch.ones(E, device="meta"),
+                terminated=ended,
+                truncated=flags,
+                final_obs=host,
+            ),
+            (1, 1),
+        ),
+        # the mask is the ring's own copy of the caller's: non-blocking
+        "attach_final_obs": (lambda: ring.attach_final_obs(0, host, np.ones(E, bool)), (2, 1)),
+    }
+    for name, (call, expected) in calls.items():
+        with count_ops() as counted:
+            call()
+        assert host_to_device(counted) == expected, (name, counted.transfers, counted.syncs)
