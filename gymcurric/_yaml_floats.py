@@ -68,60 +68,84 @@ def unquoted_name_error(exc: ConfigError, text: str) -> ConfigError:
 
     ``name: 1e3`` (and ``stages: {1e3: ...}``, ``curriculum_stage: 1e3``) reads as the float
     ``1000.0``, ``name: 123`` as an int, ``name: yes`` as ``True``: the error then shows what
-    ``text`` says (``1e3``, its line) and says to quote it, not a value the file never wrote.
+    ``text`` says at ``exc``'s key (``1e3``, its line) and says to quote it, not a value the file
+    never wrote. Called on an error only: where the literal is not found, or anything fails,
+    ``exc`` is returned as it was (never a traceback in its place).
     """
     if not isinstance(exc.reason, str) or not exc.reason.startswith(_NAME_REASONS):
         return exc
     values = exc.value if isinstance(exc.value, list | tuple) else [exc.value]
     read = [v for v in values if isinstance(v, int | float)]  # a bool is an int
-    found = _written(text, read[0]) if read else None
-    if found is None:
-        return exc
-    literal, line = found
     key = exc.key
-    spec_key = f"stages.{read[0]}"  # the specification's format names a stage by its key
-    if isinstance(key, str) and (key == spec_key or key.startswith(spec_key + ".")):
-        key = f"stages.{literal}{key[len(spec_key) :]}"
-    why = f"{exc.reason}; YAML reads {literal} (line {line}) as {read[0]!r}: quote it, '{literal}'"
-    return ConfigError(key, literal, why, source=exc.source)
+    if not read or not isinstance(key, str):
+        return exc
+    try:
+        found = _written(text, key, read[0])
+        if found is None:
+            return exc
+        literal, line, key = found
+        why = f"{exc.reason}; YAML reads {literal} (line {line}) as {read[0]!r}: quote it, "
+        return ConfigError(key, literal, f"{why}'{literal}'", source=exc.source)
+    except Exception:  # only the better message is lost: the error stays as it was
+        return exc
 
 
-def _written(text: str, value: Any) -> tuple[str, int] | None:
-    """The first unquoted stage name in YAML ``text`` that reads as ``value``, and its line.
+def _written(text: str, key: str, value: Any) -> tuple[str, int, str] | None:
+    """The unquoted scalar of YAML ``text`` at the dotted ``key`` that reads as ``value``.
 
-    A stage name is the value of a ``name`` or ``curriculum_stage`` key (or an item of its list)
-    or a key of a ``stages`` mapping. Only called for an error: ``text`` has loaded already.
+    ``key`` is the config's error key: ``stages[0].name``, ``stages[1].filters.curriculum_stage``
+    (the scalar, or an item of the list there) or, in the specification's format,
+    ``stages.<name>.name`` (the key of the ``stages`` mapping). Returns the literal, its line
+    and ``key`` as written (``stages.1e3.name``, not ``stages.1000.0.name``), or ``None``.
+    The tree is walked along ``key`` only (a merge key ``<<`` stays at its mapping's path), so
+    another scalar reading as ``value`` elsewhere is never named.
     """
     import yaml
 
     loader = float_loader()
-    seen: set[int] = set()
-    try:
-        todo = [yaml.compose(text, Loader=loader)]
-    except yaml.YAMLError:  # not expected, as text has loaded: the error stays as it was
-        return None
+    reader = loader("")  # reads a mapping key's scalar as the config reader did
+    # (node, its dotted key as the config names it, and as the text writes it)
+    todo: list[tuple[Any, str, str]] = [(yaml.compose(text, Loader=loader), "", "")]
     while todo:
-        node = todo.pop(0)
-        if node is None or id(node) in seen or isinstance(node, yaml.ScalarNode):
+        node, path, written = todo.pop(0)
+        if isinstance(node, yaml.SequenceNode):
+            children = [
+                (f"{path}[{i}]", f"{written}[{i}]", None, item) for i, item in enumerate(node.value)
+            ]
+        elif isinstance(node, yaml.MappingNode):
+            children = []
+            for k, v in node.value:
+                if k.tag == "tag:yaml.org,2002:merge":  # <<: its mappings' keys are this one's
+                    merged = v.value if v.id == "sequence" else [v]
+                    todo.extend((m, path, written) for m in merged)
+                elif isinstance(k, yaml.ScalarNode):
+                    name, as_written = str(reader.construct_object(k)), k.value
+                    if path:
+                        name, as_written = f"{path}.{name}", f"{written}.{as_written}"
+                    children.append((name, as_written, k, v))
+        else:
             continue
-        seen.add(id(node))
-        pairs = (
-            node.value if isinstance(node, yaml.MappingNode) else [(None, n) for n in node.value]
-        )
-        for k, v in pairs:
-            names: list[Any] = []
-            if isinstance(k, yaml.ScalarNode) and k.value in ("name", "curriculum_stage"):
-                names = v.value if isinstance(v, yaml.SequenceNode) else [v]
-            elif (
-                isinstance(k, yaml.ScalarNode)
-                and k.value == "stages"
-                and isinstance(v, yaml.MappingNode)
-            ):
-                names = [name for name, _ in v.value]
+        for at, at_written, k, v in children:
+            if at == key:
+                names, key_written = (
+                    v.value if isinstance(v, yaml.SequenceNode) else [v],
+                    at_written,
+                )
+            elif k is not None and path == "stages" and f"{at}.name" == key:  # named by its key
+                names, key_written = [k], f"{at_written}.name"
+            elif key.startswith((f"{at}.", f"{at}[")):
+                todo.append((v, at, at_written))
+                continue
+            else:
+                continue
             for n in names:
-                if isinstance(n, yaml.ScalarNode) and n.style is None and n.tag in _READ_AS:
-                    got = yaml.load(n.value, Loader=loader)
+                if (
+                    isinstance(n, yaml.ScalarNode)
+                    and n.style is None
+                    and n.tag in _READ_AS  # as resolved, not tagged (!!float 12: quoting fails)
+                    and reader.resolve(yaml.ScalarNode, n.value, (True, False)) == n.tag
+                ):
+                    got = reader.construct_object(n)
                     if type(got) is type(value) and got == value:
-                        return n.value, n.start_mark.line + 1
-            todo.extend(x for x in (k, v) if x is not None)
+                        return n.value, n.start_mark.line + 1, key_written
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gymcurric._yaml_floats import unquoted_name_error
 from gymcurric.datapacks import load_curriculum_config
 from gymcurric.errors import ConfigError
 
@@ -66,3 +67,69 @@ def test_a_json_stage_name_that_is_a_number_keeps_its_error(tmp_path):
     with pytest.raises(ConfigError, match="expected a non-empty string") as info:
         load_curriculum_config(f)
     assert (info.value.key, info.value.value) == ("stages[0].name", 1000.0)
+
+
+@pytest.mark.parametrize(
+    "text,key,literal,line",
+    [
+        # the name (line 2) reads as the same float, but the filter (line 3) was refused
+        (
+            "stages:\n  - name: 1e3\n    filters: {curriculum_stage: 1000.0}\n",
+            "stages[0].filters.curriculum_stage",
+            "1000.0",
+            3,
+        ),
+        (
+            "stages:\n  - name: a\n    filters: {curriculum_stage: 1e3}\n  - name: 1e3\n",
+            "stages[0].filters.curriculum_stage",
+            "1e3",
+            3,
+        ),
+        (
+            "stages:\n  a: {filter_constraints: {curriculum_stage: 1e3}}\n  1e3: {}\n",
+            "stages.a.filter_constraints.curriculum_stage",
+            "1e3",
+            2,
+        ),
+        # the key as written too, not stages.1000.0.filter_constraints.curriculum_stage
+        (
+            "stages:\n  1e3: {filter_constraints: {curriculum_stage: 2e3}}\n",
+            "stages.1e3.filter_constraints.curriculum_stage",
+            "2e3",
+            2,
+        ),
+        ("stages:\n  - {<<: {name: 1e3}}\n", "stages[0].name", "1e3", 2),
+    ],
+    ids=[
+        "name then filter",
+        "filter then later name",
+        "spec filter then key",
+        "spec key in the filter's key",
+        "merge key",
+    ],
+)
+def test_the_literal_named_is_the_one_at_the_refused_key(tmp_path, text, key, literal, line):
+    # 539990f named the first matching scalar in breadth-first order, whatever the key refused:
+    # the stage's own name (line 2) or a later stage's name (line 4 / 3) for a filter's value,
+    # and kept a spec stage key read as a number (1000.0) in the dotted key of its settings
+    f = tmp_path / "cur.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_curriculum_config(f)
+    assert (info.value.key, info.value.value) == (key, literal)
+    assert f"YAML reads {literal} (line {line}) as " in info.value.reason
+
+
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("stages:\n  - name: 1e3\n---\na: 1\n", "stages[0].name"),  # two documents
+        ("stages: [{name: 1e3", "stages[0].name"),  # not YAML
+        ("stages:\n  - name: !!float 12\n", "stages[0].name"),  # tagged: quoting it fails
+        ("stages:\n  - name: a\n", "stages[0].name"),  # no number there
+        ("stages:\n  - name: 1e3\n", "stages[9].name"),  # no such key
+    ],
+)
+def test_where_no_literal_is_found_the_error_stays_as_it_was(text, key):
+    exc = ConfigError(key, 1000.0 if "!!" not in text else 12.0, "expected a non-empty string")
+    assert unquoted_name_error(exc, text) is exc
