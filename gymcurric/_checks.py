@@ -28,6 +28,7 @@ __all__ = [
     "check_task_id",
     "check_text",
     "check_timeout",
+    "cut",
     "finite_reason",
     "is_finite_number",
     "is_int",
@@ -132,7 +133,19 @@ def shown(value: Any, width: int = 80) -> Any:
     except ValueError:
         bits = value.bit_length() if isinstance(value, int) else None
         return f"<{type(value).__name__} of {bits:,} bits>" if bits else f"<{type(value).__name__}>"
-    return value if len(text) <= width else f"{text[:60]}... ({len(text):,} characters)"
+    return value if len(text) <= width else cut(text, width)
+
+
+def cut(text: str, width: int = 80) -> str:
+    """``text`` for a message: itself, or its first 60 characters and its length past ``width``.
+
+    For text as written (a literal, an override); :func:`shown` cuts a value's ``repr``.
+
+    Examples:
+        >>> cut("1e400"), cut("9" * 100)[58:]
+        ('1e400', '99... (100 characters)')
+    """
+    return text if len(text) <= width else f"{text[:60]}... ({len(text):,} characters)"
 
 
 #: The longest timeout :func:`check_timeout` accepts (seconds): ``select.poll`` waits at most
@@ -188,8 +201,7 @@ def check_text(key: str, value: str, *, source: str | None = None, path: bool = 
             f'file or path can hold (a "\\u{ord(char):x}" escape, or a byte that is not UTF-8); '
             "write the character itself"
         )
-        shown = value if len(value) <= 80 else f"{value[:60]}... ({len(value):,} characters)"
-        raise ConfigError(key, shown, reason, source=source) from None
+        raise ConfigError(key, cut(value), reason, source=source) from None
 
 
 def check_one_per_env(name: str, values: Any, num_envs: int, *, source: str) -> None:

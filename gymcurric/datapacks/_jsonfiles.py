@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gymcurric._checks import cut
 from gymcurric._parsing import (
     TwiceKeyedDict,
     loads_json,
@@ -92,8 +93,7 @@ def _problem(data: Any, where: str, twice: bool, past: bool) -> DataError | None
     error = _twice_error(data, where) if twice else None
     for node, field in walk_with_paths(data) if past and error is None else ():
         if isinstance(node, _PastFloat):  # JSON's keys are strings: only a value can be one
-            got = node.literal
-            got = got if len(got) <= 80 else f"{got[:60]}... ({len(got):,} characters)"
+            got = cut(node.literal)
             return DataError(
                 f"{where}: field {field or '<record>'!r}: a number too large for a float, which "
                 f"would read as infinity; write Infinity where infinity is meant; got {got!r}"

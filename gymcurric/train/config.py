@@ -31,6 +31,7 @@ from gymcurric._checks import (
     check_int,
     check_text,
     check_timeout,
+    cut,
     finite_reason,
     is_finite_number,
     shown,
@@ -338,11 +339,10 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
             if isinstance(key, str):
                 check_text(f"{prefix}{key}", key, source=source)
             if not isinstance(key, _PLAIN):
-                shown, dotted = key, f"{prefix}{key}"
+                dotted = f"{prefix}{key}"
                 if len(repr(key)) > 80:  # a !!binary key, as long as the file may be: cut
-                    shown = f"{repr(key)[:60]}... ({len(repr(key)):,} characters)"
                     dotted = f"{prefix}{str(key)[:60]}..."
-                raise ConfigError(dotted, shown, _not_plain(key, "key"), source=source)
+                raise ConfigError(dotted, shown(key), _not_plain(key, "key"), source=source)
             _check_plain(value, f"{prefix}{key}.", source)
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
@@ -351,8 +351,8 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
         name = prefix.rstrip(".")
         check_text(name, data, source=source, path=name in _RUN_DIR_TEXT)
     elif not isinstance(data, _PLAIN):
-        shown = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
-        raise ConfigError(prefix.rstrip("."), shown, _not_plain(data, "value"), source=source)
+        got = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
+        raise ConfigError(prefix.rstrip("."), got, _not_plain(data, "value"), source=source)
 
 
 def _not_plain(data: Any, what: str) -> str:
@@ -524,13 +524,12 @@ def _parse_value(key: str, text: str) -> Any:
     except yaml.YAMLError:
         return text
     except (ConfigError, DataError) as exc:  # read without a source: the value's own message
-        shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
         if isinstance(exc, DataError):  # "line 1: cannot read '2020-02-30' (day is out of ...)"
             why = f"{str(exc).removeprefix('line 1: ')}; quote it for a string: {key}=\"'...'\""
-            raise ConfigError(key, shown, why, source="command line") from None
+            raise ConfigError(key, cut(text), why, source="command line") from None
         inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
         why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
-        raise ConfigError(f"{key}{inner}", shown, why, source="command line") from None
+        raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
