@@ -14,6 +14,7 @@ import functools
 import re
 from typing import Any
 
+from gymcurric._checks import cut
 from gymcurric.errors import ConfigError
 
 __all__ = ["FLOAT_FIRST_CHARACTERS", "FLOAT_PATTERN", "float_loader", "unquoted_name_error"]
@@ -84,6 +85,7 @@ def unquoted_name_error(exc: ConfigError, text: str) -> ConfigError:
         if found is None:
             return exc
         literal, line, key = found
+        literal = cut(literal)  # 0000...1e3 is 1000.0
         why = f"{exc.reason}; YAML reads {literal} (line {line}) as {read[0]!r}: quote it, "
         return ConfigError(key, literal, f"{why}'{literal}'", source=exc.source)
     except Exception:  # only the better message is lost: the error stays as it was

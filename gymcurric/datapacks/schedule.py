@@ -126,7 +126,7 @@ class FilterConstraints:
         elif stage is not None and not isinstance(stage, str):
             raise ConfigError(
                 "curriculum_stage",
-                stage,
+                shown(stage),  # an int of 400 digits (YAML's or JSON's) cut
                 "expected a stage name, a list of them or null",
                 source=owner,
             )
@@ -237,7 +237,8 @@ class StageSpec:
     def __post_init__(self) -> None:
         src = f"stage {self.name!r}"
         if not isinstance(self.name, str) or not self.name:
-            raise ConfigError("name", self.name, "expected a non-empty string", source="StageSpec")
+            reason = "expected a non-empty string"  # an int of 400 digits cut
+            raise ConfigError("name", shown(self.name), reason, source="StageSpec")
         try:
             params = make_strategy(self.strategy, self.strategy_params, source=src).to_dict()
         except ConfigError as exc:

@@ -133,3 +133,25 @@ def test_the_literal_named_is_the_one_at_the_refused_key(tmp_path, text, key, li
 def test_where_no_literal_is_found_the_error_stays_as_it_was(text, key):
     exc = ConfigError(key, 1000.0 if "!!" not in text else 12.0, "expected a non-empty string")
     assert unquoted_name_error(exc, text) is exc
+
+
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("cur.yaml", "stages:\n  - name: BIG\n"),
+        ("cur.yaml", "stages:\n  - name: a\n    filters: {curriculum_stage: BIG}\n"),
+        ("cur.yaml", "stages:\n  - name: " + "0" * 90 + "1e3\n"),  # 1000.0, a long literal
+        ("cur.json", '{"stages": [{"name": BIG}]}'),
+        ("cur.json", '{"stages": [{"name": "a", "filters": {"curriculum_stage": BIG}}]}'),
+    ],
+)
+def test_a_long_stage_name_read_as_a_number_is_cut_in_the_message(tmp_path, name, text):
+    # an int of 400 digits was shown whole (in YAML three times: value, literal, 'quote it')
+    f = tmp_path / name
+    f.write_text(text.replace("BIG", str(10**400)))
+    with pytest.raises(ConfigError) as info:
+        load_curriculum_config(f)
+    assert info.value.key.startswith("stages[0].") and info.value.source == str(f)
+    message = str(info.value).removeprefix(str(f))
+    assert " characters)" in message and len(message) < 400, message
