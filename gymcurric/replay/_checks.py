@@ -313,10 +313,21 @@ def non_blocking_copy(device: torch.device) -> bool:
     the call returns, and stores garbage if that memory was freed or reused meanwhile
     (pytorch/pytorch#189690, torch 2.13); xpu and ``privateuseone`` backends document nothing.
     Their copies block. A ring decides once, at construction (``RingStorage.non_blocking``); a
-    pinned source needs a blocking copy even on CUDA (:func:`copy_in`, and the copies of a
-    caller's reward, cost and final observations, check it).
+    pinned source needs a blocking copy even on CUDA (:func:`pageable`).
     """
     return device.type == "cuda"
+
+
+def pageable(source: torch.Tensor) -> bool:
+    """Whether ``source`` is in pageable host memory, where CUDA stages a non-blocking copy.
+
+    A caller's array in pinned memory (a numpy view of a pinned staging tensor) is not staged:
+    a non-blocking copy reads it after the call returns, when its owner may have written it
+    again, so it is copied blocking. Every copy of a caller's data to the ring's device takes
+    ``non_blocking=storage.non_blocking and pageable(source)`` (:func:`copy_in`, the reward and
+    cost column, the final observations); the ring's own fresh buffers need no such check.
+    """
+    return source.device.type == "cpu" and not source.is_pinned()
 
 
 def copy_in(target: torch.Tensor, source: torch.Tensor, *, non_blocking: bool) -> None:
@@ -325,12 +336,9 @@ def copy_in(target: torch.Tensor, source: torch.Tensor, *, non_blocking: bool) -
     ``non_blocking`` is the ring's :func:`non_blocking_copy` (CUDA). A blocking host-to-device
     copy makes torch synchronise the stream after it. From pageable memory CUDA stages the data
     before the call returns, so the caller may reuse the array; a pinned source is copied
-    blocking, since its owner may write it again at once.
+    blocking (:func:`pageable`).
     """
-    target.copy_(
-        source,
-        non_blocking=non_blocking and source.device.type == "cpu" and not source.is_pinned(),
-    )
+    target.copy_(source, non_blocking=non_blocking and pageable(source))
 
 
 def reward_required(num_envs: int) -> ConfigError:

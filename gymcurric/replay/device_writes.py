@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import STRIDED, copy_in, device_flags, reward_required
+from gymcurric.replay._checks import STRIDED, copy_in, device_flags, pageable, reward_required
 
 if TYPE_CHECKING:
     from gymcurric.replay.storage import RingStorage
@@ -117,8 +117,8 @@ class DeviceWriter:
             raise reward_required(self.flag_shape[0])
         column = self.storage.checked_tensor(name, value)
         if column.device != self.device or column.dtype != torch.float32:
-            # a numpy view of pinned memory blocks, as in copy_in (read after the call else)
-            non_blocking = self.storage.non_blocking and not column.is_pinned()
+            # a numpy view of pinned memory blocks (read after the call else: pageable)
+            non_blocking = self.storage.non_blocking and pageable(column)
             column = column.to(self.device, torch.float32, non_blocking=non_blocking)
         return column
 

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
+from gymcurric.replay._checks import pageable
 from gymcurric.replay.specs import Transitions
 from gymcurric.replay.storage import RingStorage
 from gymcurric.replay.uniform import KEPT_SHAPES, DrawBuffers, draw_transitions
@@ -237,7 +238,11 @@ class HostIndex:
 
 
 class DeviceIndex:
-    """Index math in torch on the ring's device, without a host sync (any device).
+    """Index math in torch on the ring's device, whose values the host never reads (any device).
+
+    Host data (a caller's final observations, an attach mask) goes to the device in copies that
+    block except on CUDA (``RingStorage.non_blocking``): a push of host data makes the host
+    wait on MPS or xpu; with device data, or on CUDA, nothing waits for the device.
 
     Side-store slots come from a cumulative sum over the envs, masked-out envs write to trash
     entries, and :meth:`sample_transitions` takes the first valid of ``candidates`` draws per
@@ -284,8 +289,8 @@ class DeviceIndex:
         if final_obs.device != device or final_obs.dtype != dtype:
             # cast before any write: index_put_ refuses another dtype (float64 observations
             # into a float32 ring), and the push's row is written already; a caller's numpy
-            # view of pinned memory blocks, as in copy_in (a non-blocking copy reads it later)
-            non_blocking = storage.non_blocking and not final_obs.is_pinned()
+            # view of pinned memory blocks (a non-blocking copy reads it later: pageable)
+            non_blocking = storage.non_blocking and pageable(final_obs)
             final_obs = final_obs.to(device, dtype, non_blocking=non_blocking)
         if isinstance(mask, torch.Tensor):  # on the device: push_step's episode_ended
             ended = mask

@@ -116,8 +116,10 @@ class ReplayRing:
             memory_budget: bytes the ring may use; default: the memory available on ``device``
                 now (``MemAvailable`` or ``cudaMemGetInfo``).
             index_strategy: ``"host"`` (numpy index tables, exact sampling; CPU only) or
-                ``"device"`` (torch only, no host sync: what CUDA rings use; a CPU ring with it
-                runs the CUDA code paths). Default: ``"host"`` on CPU, ``"device"`` elsewhere.
+                ``"device"`` (torch only, never reading the device on the host: what CUDA
+                rings use, where host data goes over in non-blocking copies; to another device,
+                MPS or xpu, those copies block; a CPU ring with it runs the CUDA code paths).
+                Default: ``"host"`` on CPU, ``"device"`` elsewhere.
             cuda_graphs: replay :meth:`sample_transitions` of a full ring from CUDA graphs,
                 one captured per batch size, ``candidates`` and generator (the device index
                 only; see there). On other devices the same draw runs eagerly.
