@@ -36,9 +36,10 @@ row; where their stacked dtype would not fit the action field (``int64`` and ``u
 to ``float64``), each env's action is cast to the field's dtype, so episodes whose actions
 have different dtypes of one kind may share a row. A bfloat16 action field (numpy lacks it)
 takes numbers of any dtype, each rounded once to the nearest bfloat16 (torch's float64 cast
-rounds twice, through float32), an episode's actions as a whole when its rows come to be
-written (a bfloat16 copy then replaces the input's array); bfloat16 tensors are read as their
-float32 values.
+rounds twice, through float32; where numpy's longdouble is float64, values of 64-bit dtypes
+beyond ``2**53`` are rounded to float64 first), an episode's actions as a whole when its rows
+come to be written (a bfloat16 copy then replaces the input's array); bfloat16 tensors are read
+as their float32 values.
 """
 
 from __future__ import annotations
@@ -312,15 +313,18 @@ def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
 
     torch's float64 -> bfloat16 cast rounds twice, through float32 (``1 + 2**-8 + 2**-30``
     became 1.0, not ``1 + 2**-7``). Here each value is read as float64, which holds the numbers
-    of every dtype the field takes exactly (bar int64 and uint64 beyond ``2**53``), and rounded
-    in float64 to a multiple of the spacing of bfloat16 at its magnitude (8 significant bits;
-    ``2**-133`` below ``2**-126``), exactly; float32 holds the result exactly (beyond bfloat16's
-    largest finite value it is infinite, as a rounding to bfloat16 gives), so torch's cast from
+    of the other dtypes the field takes exactly, or, for longdouble, int64 and uint64, as
+    numpy's longdouble (exact where it is x87's 80 bits; where it is float64, as on arm64 or
+    Windows, those beyond ``2**53`` are rounded to float64 first), and rounded in that dtype to
+    a multiple of the spacing of bfloat16 at its magnitude (8 significant bits; ``2**-133``
+    below ``2**-126``), exactly; float32 holds the result exactly (beyond bfloat16's largest
+    finite value it is infinite, as a rounding to bfloat16 gives), so torch's cast from
     float32 keeps it. Called once per episode (a row gathers its envs' bits with numpy).
     """
-    x = np.asarray(values, dtype=np.float64)
+    wide = values.dtype == np.longdouble or (values.dtype.kind in "iu" and values.itemsize == 8)
+    x = np.asarray(values, dtype=np.longdouble if wide else np.float64)
     _, exponent = np.frexp(x)  # x = m * 2**exponent, 0.5 <= |m| < 1
-    spacing = np.ldexp(1.0, np.maximum(exponent, -125) - 8)
+    spacing = np.ldexp(x.dtype.type(1), np.maximum(exponent, -125) - 8)
     with np.errstate(over="ignore"):  # beyond bfloat16's range: inf, the rounding's result
         rounded = (np.round(x / spacing) * spacing).astype(np.float32)
     return torch.from_numpy(rounded).to(torch.bfloat16).view(torch.int16).numpy()

@@ -208,3 +208,27 @@ def test_float16_nans_are_stored_with_numpys_bits_on_both_index_strategies(devic
     assert bits(ring["cost"][1]) == given[:, 2].astype(np.float32).tobytes()
     final = np.stack([given[::-1], given]).astype(np.float32)
     assert bits(ring.transitions_at([0, 0, 1, 1], [0, 1, 0, 1]).next_obs) == final.tobytes()
+
+
+WIDE = np.finfo(np.longdouble).nmant >= 63  # x87's 80-bit long double: int64 fits exactly
+
+
+@pytest.mark.skipif(not WIDE, reason="numpy's longdouble is float64 here")
+def test_bfloat16_actions_wider_than_float64_are_rounded_to_it_once(device):
+    # extend_from_episodes read every action as float64 before rounding it to bfloat16: a
+    # longdouble or an int64 beyond 2**53 was rounded twice, first to float64, where it became
+    # a tie that went to even (1 + 2**-8 + 2**-60 gave 1.0, not 1 + 2**-7)
+    one = np.longdouble(1)
+    longdouble = np.array([[1 + one / 2**8 + one / 2**60, -(1 + one / 2**8 + one / 2**60)],
+                           [np.longdouble("1e4000"), one / 2**200]])  # fmt: skip
+    integers = np.array([[2**60 + 2**52 + 1, -(2**60 + 2**52 + 1)], [2**62 - 1, 3]], np.int64)
+    fields = {"action": ((2,), torch.bfloat16)}
+    ring = make(device, capacity=4, num_envs=2, fields=fields)
+    eps = [{"obs": np.zeros((3, 3), np.float32), "action": a, "reward": np.zeros(2)}
+           for a in (longdouble, integers)]  # fmt: skip
+    assert ring.extend_from_episodes(eps).rows == 2
+    expected = [
+        [[1 + 2**-7, -1 - 2**-7], [2**60 + 2**53, -(2**60 + 2**53)]],
+        [[float("inf"), 0.0], [2**62, 3]],
+    ]
+    assert ring["action"][:2].float().tolist() == expected
