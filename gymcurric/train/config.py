@@ -468,7 +468,8 @@ def _read(path: Path) -> Any:
                 'pip install "gymcurric[train]" (or write the config as JSON)'
             ) from exc
         try:
-            data = _yaml_load(text, source=str(path))
+            # safe_load with 1e-3 a float; bounded; a key twice or 1e400 a ConfigError
+            data = load_yaml_unique(text, source=str(path))
         except yaml.YAMLError as exc:
             raise DataError(f"{path}: not valid YAML: {yaml_error_text(exc)}") from exc
         if data is None:  # an empty YAML document ("---", "~", "null"): no settings either
@@ -491,16 +492,6 @@ def _empty_file(path: Path) -> ConfigError:
     )
 
 
-def _yaml_load(text: str, source: str = "") -> Any:
-    """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1 wants ``1.0e-3``).
-
-    :func:`gymcurric._parsing.load_yaml_unique`, as the curriculum config reader: bounded in
-    size, depth and alias expansion (a ``DataError`` naming ``source`` otherwise); a key given
-    twice or a number past float's range (``1e400``) is a ``ConfigError`` naming its key.
-    """
-    return load_yaml_unique(text, source=source)
-
-
 def _parse_value(key: str, text: str) -> Any:
     """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``).
 
@@ -520,7 +511,7 @@ def _parse_value(key: str, text: str) -> Any:
         except json.JSONDecodeError:
             return text
     try:
-        return _yaml_load(text)
+        return load_yaml_unique(text)
     except yaml.YAMLError:
         return text
     except (ConfigError, DataError) as exc:  # read without a source: the value's own message

@@ -248,9 +248,9 @@ def test_a_key_given_twice_in_a_yaml_config_is_refused_with_both_lines(tmp_path)
     assert exc.value.key == "run.total_steps" and str(path) in str(exc.value)
     merged = tmp_path / "merged.yaml"  # a merge key is not a duplicate: the explicit key wins
     merged.write_text("base: &b {total_steps: 100}\nrun:\n  <<: *b\n  total_steps: 300\n")
-    from gymcurric.train.config import _yaml_load
+    from gymcurric._parsing import load_yaml_unique  # the train config's YAML reader
 
-    assert _yaml_load(merged.read_text())["run"]["total_steps"] == 300
+    assert load_yaml_unique(merged.read_text())["run"]["total_steps"] == 300
 
 
 def test_a_key_given_twice_in_a_json_config_is_refused_naming_it(tmp_path):
