@@ -45,7 +45,7 @@ from tests.integrations.checked_vec_env_support import (
     within,
     worker_pids,
 )
-from tests.interrupts import ctrl_c_after
+from tests.interrupts import ctrl_c_after, interrupts
 
 # ------------------------------------------------------------ an env that hangs while built
 
@@ -243,12 +243,8 @@ def test_a_start_that_raises_once_its_worker_runs_ends_every_started_worker(
     monkeypatch.setattr(mp.get_context("fork").Process, "start", start)
     expected = KeyboardInterrupt if cause == "ctrl-c" else OSError
     # Python's own SIGINT handler (a test run as a background job inherits SIGINT ignored)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(expected):  # in the main thread, where a Ctrl-C is raised
-            CheckedSubprocVecEnv(grid_factories(tmp_path, [0.0] * 4), "fork")
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with interrupts(), pytest.raises(expected):  # in the main thread, where a Ctrl-C is raised
+        CheckedSubprocVecEnv(grid_factories(tmp_path, [0.0] * 4), "fork")
     assert len(started) == at + 1
     assert [p.exitcode for p in started] == [0] * (at + 1)  # closed (built), not terminated
     assert ended([p.pid for p in started]) and set(mp.active_children()) <= running
