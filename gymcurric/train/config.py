@@ -345,8 +345,8 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
                 raise ConfigError(dotted, shown(key), _not_plain(key, "key"), source=source)
             _check_plain(value, f"{prefix}{key}.", source)
     elif isinstance(data, list | tuple):
-        for i, value in enumerate(data):
-            _check_plain(value, f"{prefix}{i}.", source)
+        for i, value in enumerate(data):  # a[1], as _parsing names a key twice or 1e400
+            _check_plain(value, f"{prefix.removesuffix('.')}[{i}].", source)
     elif isinstance(data, str):
         name = prefix.rstrip(".")
         check_text(name, data, source=source, path=name in _RUN_DIR_TEXT)
@@ -372,7 +372,7 @@ def _check_finite(data: Any, prefix: str, source: str | None) -> None:
         return
     if isinstance(data, list):
         for i, value in enumerate(data):
-            _check_finite(value, f"{prefix}{i}.", source)
+            _check_finite(value, f"{prefix.removesuffix('.')}[{i}].", source)
         return
     key = prefix.rstrip(".")
     if isinstance(data, float) and math.isnan(data):

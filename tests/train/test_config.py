@@ -350,7 +350,7 @@ def test_an_override_json_cannot_write_is_a_config_error_naming_the_key(override
         ('{"run": {"out_dir": "runs/\\udcff"}}', "run.out_dir", 5),
         ('{"env": {"kwargs": {"\\udc7f": 1}}}', "env.kwargs.\udc7f", 0),
         ('{"env": {"id": "a\\udce9"}}', "env.id", 1),
-        ('{"agent": {"kwargs": {"net_arch": ["x", "\\ud83d"]}}}', "agent.kwargs.net_arch.1", 0),
+        ('{"agent": {"kwargs": {"net_arch": ["x", "\\ud83d"]}}}', "agent.kwargs.net_arch[1]", 0),
     ],
 )
 def test_a_string_with_a_lone_surrogate_is_refused_naming_the_key(tmp_path, text, key, at):
@@ -459,3 +459,17 @@ def test_an_integer_too_large_for_a_float_is_refused_naming_the_key_and_the_valu
         TrainConfig.from_dict(apply_overrides(cfg.to_dict(), overrides))
     assert info.value.key == key
     assert info.value.value == f"{big[:60]}... (401 characters)"
+
+
+@pytest.mark.parametrize(
+    "item",
+    ['"a\\ud800"', "2020-01-01", "!!binary aGk=", ".nan", "1e400", "{b: 1, b: 2}"],
+    ids=["lone surrogate", "date", "bytes", "NaN", "past float", "key twice"],
+)
+def test_a_list_item_is_named_by_its_index_in_brackets_by_every_check(tmp_path, item):
+    # the checks of plain values named it env.kwargs.x.1, those of the YAML reader x[1]
+    path = tmp_path / "run.yaml"
+    path.write_text(f"env:\n  kwargs:\n    x: [0, {item}]\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key.startswith("env.kwargs.x[1]"), info.value.key
