@@ -70,8 +70,9 @@ def unquoted_name_error(exc: ConfigError, text: str) -> ConfigError:
     ``name: 1e3`` (and ``stages: {1e3: ...}``, ``curriculum_stage: 1e3``) reads as the float
     ``1000.0``, ``name: 123`` as an int, ``name: yes`` as ``True``: the error then shows what
     ``text`` says at ``exc``'s key (``1e3``, its line) and says to quote it, not a value the file
-    never wrote. Called on an error only: where the literal is not found, or anything fails,
-    ``exc`` is returned as it was (never a traceback in its place).
+    never wrote. Called on an error only: where the literal is not found (an int whose ``repr``
+    is over 80 characters, which the config shows cut), or anything fails, ``exc`` is returned
+    as it was (never a traceback in its place).
     """
     if not isinstance(exc.reason, str) or not exc.reason.startswith(_NAME_REASONS):
         return exc
