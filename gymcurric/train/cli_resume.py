@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     """Resume and print the summary."""
     from pathlib import Path
 
+    from gymcurric._checks import check_text
     from gymcurric.errors import ConfigError
     from gymcurric.train._checkpoint import latest_steps
     from gymcurric.train._progress import run_with_progress
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     # absent unless given (argparse.SUPPRESS): None is "no limit", not "keep the config's"
     step_timeout: float | Literal["keep"] | None = getattr(args, "step_timeout", "keep")
     build_timeout: float | Literal["keep"] | None = getattr(args, "build_timeout", "keep")
+    # tensorboard's writer encodes its path as strict UTF-8, as for train's --run-dir
+    check_text("run_dir", args.run_dir, source="command line", path=True)
     try:
         asked = load_run_config(Path(args.run_dir), args.total_steps, step_timeout, build_timeout)
     except ConfigError as err:  # a run that cannot take it (not subproc): name the option

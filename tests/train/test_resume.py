@@ -288,3 +288,21 @@ def test_steps_are_whole_rollouts_announced_and_the_bar_starts_at_the_checkpoint
     assert "run.total_steps 500 -> 512" in out.stderr
     assert "BAR [(512, 384)]" in out.stdout
     assert "for 128 steps (to 512 in all)" in out.stdout
+
+
+def test_a_run_dir_with_a_byte_that_is_not_utf8_is_refused_before_resuming(tmp_path, capsys):
+    # train refuses such a --run-dir (e5de826); one renamed so afterwards resumed into a raw
+    # UnicodeEncodeError ('surrogates not allowed') from tensorboard's event writer
+    import os
+
+    from gymcurric import cli
+
+    cfg_file = tmp_path / "c.json"
+    cfg_file.write_text(json.dumps(run_config(128).to_dict()))
+    assert cli.main(["train", "--config", str(cfg_file), "--run-dir", str(tmp_path / "r")]) == 0
+    run = tmp_path / "r\udce9"
+    os.rename(tmp_path / "r", run)  # the byte 0xe9 on disk: a Latin-1 name
+    capsys.readouterr()
+    assert cli.main(["resume", str(run), "--total-steps", "256"]) == 2
+    err = capsys.readouterr().err
+    assert "'run_dir'" in err and "\\udce9" in err and "Traceback" not in err
