@@ -302,7 +302,7 @@ class _Overflowed(float):
 
 def _overflow_error(data: Any, first: _Overflowed, source: str) -> ConfigError:
     """The error for the first overflowed literal in ``data``, named by its dotted key."""
-    found = (first, "")  # one the walk cannot reach (in a !!set): named without its key
+    found = (first, "")  # one the walk does not reach: named without its key
     for node, path in walk_with_paths(data):
         keys = [k for k in node if isinstance(k, _Overflowed)] if isinstance(node, dict) else []
         if isinstance(node, _Overflowed) or keys:
@@ -332,12 +332,11 @@ def walk_with_paths(data: Any) -> Iterator[tuple[Any, str | None]]:
         node, path = stack.pop()
         yield node, path
         if isinstance(node, dict):
-            items = [(v, _dotted(path, k)) for k, v in node.items()]
+            stack.extend(reversed([(v, _dotted(path, k)) for k, v in node.items()]))
         elif isinstance(node, list):
-            items = [(v, f"{path or ''}[{i}]") for i, v in enumerate(node)]
-        else:
-            continue
-        stack.extend(reversed(items))
+            stack.extend(reversed([(v, f"{path or ''}[{i}]") for i, v in enumerate(node)]))
+        elif isinstance(node, set):  # a YAML !!set: its members are named by its path
+            stack.extend((v, path) for v in node)
 
 
 def _dotted(path: str | None, key: Any) -> str:

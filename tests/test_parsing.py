@@ -150,6 +150,7 @@ def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(te
         ("yaml", "a: !!float 1e400\n", "a", "1e400"),
         ("yaml", "a: &x 1.0e+400\nb: *x\n", "a", "1.0e+400"),
         ("yaml", "? 1.0e+400\n: x\n", "1.0e+400", "1.0e+400"),
+        ("yaml", "a: [1, !!set {x, 1.0e+400}]\n", "a[1]", "1.0e+400"),  # named by the set
         ("json", '{"a": {"b": [0.5, 1e400]}}', "a.b[1]", "1e400"),
         ("json", '{"a": -1.5E+999}', "a", "-1.5E+999"),
     ],
