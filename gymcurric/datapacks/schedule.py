@@ -124,9 +124,12 @@ class FilterConstraints:
         if isinstance(stage, list | tuple) and all(isinstance(v, str) for v in stage):
             object.__setattr__(self, "curriculum_stage", tuple(stage))
         elif stage is not None and not isinstance(stage, str):
+            # an int of 400 digits (YAML's or JSON's) cut; a list item by item, so that a
+            # YAML 1e3 among long names is still found and named by unquoted_name_error
+            got = [shown(v) for v in stage] if isinstance(stage, list | tuple) else shown(stage)
             raise ConfigError(
                 "curriculum_stage",
-                shown(stage),  # an int of 400 digits (YAML's or JSON's) cut
+                tuple(got) if isinstance(stage, tuple) else got,
                 "expected a stage name, a list of them or null",
                 source=owner,
             )

@@ -28,6 +28,16 @@ pytest.importorskip("yaml")
             "-2E-4",
             3,
         ),
+        # a list whose repr is over 80 characters: af888d0 passed it cut to one string, so the
+        # 1e3 in it was no longer found (no line, no 'quote it')
+        (
+            "stages:\n  - name: a\n    filters:\n      curriculum_stage: ["
+            + ", ".join(f"stage_number_{i}" for i in range(8))
+            + ", 1e3]\n",
+            "stages[0].filters.curriculum_stage",
+            "1e3",
+            4,
+        ),
         # the first 1000 is a setting, not a name: the name's literal and line are given
         (
             "stages:\n  - name: a\n    fallback_episodes: 1000\n  - name: 1000\n",
@@ -38,7 +48,16 @@ pytest.importorskip("yaml")
         ("stages:\n  123: {}\n", "stages.123.name", "123", 2),
         ("stages:\n  - name: yes\n", "stages[0].name", "yes", 2),
     ],
-    ids=["name", "spec key", "filter", "filter list", "int after a setting", "int key", "bool"],
+    ids=[
+        "name",
+        "spec key",
+        "filter",
+        "filter list",
+        "long filter list",
+        "int after a setting",
+        "int key",
+        "bool",
+    ],
 )
 def test_a_stage_name_read_as_a_number_is_named_as_written_and_to_be_quoted(
     tmp_path, text, key, literal, line
@@ -135,7 +154,6 @@ def test_where_no_literal_is_found_the_error_stays_as_it_was(text, key):
     assert unquoted_name_error(exc, text) is exc
 
 
-
 @pytest.mark.parametrize(
     "name,text",
     [
@@ -144,6 +162,7 @@ def test_where_no_literal_is_found_the_error_stays_as_it_was(text, key):
         ("cur.yaml", "stages:\n  - name: " + "0" * 90 + "1e3\n"),  # 1000.0, a long literal
         ("cur.json", '{"stages": [{"name": BIG}]}'),
         ("cur.json", '{"stages": [{"name": "a", "filters": {"curriculum_stage": BIG}}]}'),
+        ("cur.json", '{"stages": [{"name": "a", "filters": {"curriculum_stage": ["a", BIG]}}]}'),
     ],
 )
 def test_a_long_stage_name_read_as_a_number_is_cut_in_the_message(tmp_path, name, text):
