@@ -197,9 +197,7 @@ def test_a_file_named_for_yaml_is_read_as_yaml(tmp_path, name):
         ("run.json", '{"env": {"kwargs": {"x": 1e400}}}'),
     ],
 )
-def test_a_number_past_a_floats_range_is_refused_naming_file_key_and_literal(
-    tmp_path, name, text
-):
+def test_a_number_past_a_floats_range_is_refused_naming_file_key_and_literal(tmp_path, name, text):
     # read as inf without a word; `.inf` (YAML) and `Infinity` (JSON) still are
     path = tmp_path / name
     path.write_text(text)
