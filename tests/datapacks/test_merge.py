@@ -102,16 +102,22 @@ def test_every_merge_problem_is_reported_with_file_line_and_id(tmp_path, capsys)
     }
 
 
-def test_a_key_given_twice_in_an_enrichment_is_its_one_error(tmp_path):
+def _validate_with_pack_001_enrichment_ending(tmp_path, tail):
+    """Three packs validated with their enrichments, pack_001's (line 2) written with ``tail``
+    added at the end of its enrichment object; returns the enrichment folder, packs and errors."""
     _, stage1, enrichments = _split(3)
     d = _write(tmp_path / "stage1", "datapacks.jsonl", stage1)
     e = _write(tmp_path / "stage2", "enrichments.jsonl", enrichments)
     lines = (e / "enrichments.jsonl").read_text().splitlines()
     assert lines[1].endswith("}}")
-    twice = ', "novelty_tags": [{"novelty_score": 0.5}]}}'  # pack_001's novelty_tags, again
-    lines[1] = lines[1][:-2] + twice
+    lines[1] = lines[1][:-2] + tail + "}}"
     (e / "enrichments.jsonl").write_text("\n".join(lines) + "\n")
-    packs, errors = validate_datapacks(d, enrichment_dir=e)
+    return e, *validate_datapacks(d, enrichment_dir=e)
+
+
+def test_a_key_given_twice_in_an_enrichment_is_its_one_error(tmp_path):
+    twice = ', "novelty_tags": [{"novelty_score": 0.5}]'  # pack_001's novelty_tags, again
+    e, packs, errors = _validate_with_pack_001_enrichment_ending(tmp_path, twice)
     assert [p.pack_id for p in packs] == ["pack_000", "pack_002"]
     assert len(errors) == 1, errors  # not also "pack_001 has no enrichment"
     assert errors[0].startswith(
@@ -123,14 +129,7 @@ def test_a_key_given_twice_in_an_enrichment_is_its_one_error(tmp_path):
 
 def test_a_number_past_a_floats_range_in_an_enrichment_is_its_one_error(tmp_path):
     # json read 1e400 as inf: refused as "got inf", a value the file does not say
-    _, stage1, enrichments = _split(3)
-    d = _write(tmp_path / "stage1", "datapacks.jsonl", stage1)
-    e = _write(tmp_path / "stage2", "enrichments.jsonl", enrichments)
-    lines = (e / "enrichments.jsonl").read_text().splitlines()
-    assert lines[1].endswith("}}")
-    lines[1] = lines[1][:-2] + ', "risk": 1e400}}'
-    (e / "enrichments.jsonl").write_text("\n".join(lines) + "\n")
-    packs, errors = validate_datapacks(d, enrichment_dir=e)
+    e, packs, errors = _validate_with_pack_001_enrichment_ending(tmp_path, ', "risk": 1e400')
     assert [p.pack_id for p in packs] == ["pack_000", "pack_002"]
     assert errors == [  # not also "pack_001 has no enrichment"
         f"{e / 'enrichments.jsonl'}, line 2: field 'enrichment.risk': a number too large for a "
