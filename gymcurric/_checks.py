@@ -115,9 +115,14 @@ def is_finite_number(value: Any) -> bool:
         return False
 
 
+def too_large_int(value: Any) -> bool:
+    """Whether ``value`` is a Python int (not a bool) too large for a float."""
+    return isinstance(value, int) and not isinstance(value, bool) and not is_finite_number(value)
+
+
 def finite_reason(value: Any, reason: str) -> str:
     """``reason``, saying why when ``value`` is an int too large for a float."""
-    if isinstance(value, int) and not isinstance(value, bool) and not is_finite_number(value):
+    if too_large_int(value):
         return f"{reason}; an integer this large does not fit a float"
     return reason
 

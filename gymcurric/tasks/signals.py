@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gymcurric._checks import check_int, finite_reason, is_finite_number, shown
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.tasks.state import CurriculumState, K, S
 
@@ -61,14 +61,9 @@ def _num(value: Any) -> bool:
     )
 
 
-def _too_large(value: Any) -> bool:
-    """Whether ``value`` is a Python int too large for a float (``math.isfinite`` raises)."""
-    return isinstance(value, int) and not isinstance(value, bool) and not is_finite_number(value)
-
-
 def _finite(value: Any) -> bool:
     """Whether ``value`` is a number (numpy's too; no bool) a float holds, finite."""
-    return _num(value) and not _too_large(value) and math.isfinite(value)
+    return _num(value) and not too_large_int(value) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -110,7 +105,8 @@ class SignalConfig:
             ):
                 reason = "expected (lo, hi) finite with lo < hi"
                 if isinstance(rr, tuple | list):  # say why an int too large for a float is not
-                    reason = next((finite_reason(v, reason) for v in rr if _too_large(v)), reason)
+                    big = [v for v in rr if too_large_int(v)]
+                    reason = finite_reason(big[0], reason) if big else reason
                 raise ConfigError("return_range", shown(rr), reason, source=src)
             object.__setattr__(self, "return_range", (float(rr[0]), float(rr[1])))
         if not _num(self.alpha) or not 0.0 < self.alpha <= 1.0:
