@@ -30,6 +30,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from gymcurric._yaml_floats import Overflowed, overflow_marking_parse_float
 from gymcurric.errors import ConfigError, DataError, GymcurricError
 
 __all__ = [
@@ -268,14 +269,8 @@ def loads_json_unique(text: str, *, source: str = "") -> Any:
 key: given twice in one JSON object, whose reader keeps only the later; give it once)
     """
     found: list[TwiceKeyedDict | None] = [None]
-    overflowed: list[_Overflowed] = []
-
-    def as_float(literal: str) -> float:  # not called for `Infinity`, a constant
-        number = float(literal)
-        if math.isinf(number):
-            overflowed.append(number := _Overflowed(number, literal, ""))
-        return number
-
+    overflowed: list[Overflowed] = []
+    as_float = overflow_marking_parse_float(overflowed)
     decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found), parse_float=as_float)
     data = loads_json(text, source=source, decoder=decoder)
     if found[0] is not None:  # only then is the parsed document walked for the key's path
@@ -286,26 +281,12 @@ key: given twice in one JSON object, whose reader keeps only the later; give it 
     return data
 
 
-class _Overflowed(float):
-    """A literal too large for a float (``1e400``, which Python reads as +-inf without a word,
-    where ``.inf`` and JSON's ``Infinity`` say it), with its text and YAML line.
-    """
-
-    literal: str
-    where: str
-
-    def __new__(cls, number: float, literal: str, where: str) -> _Overflowed:
-        self = super().__new__(cls, number)
-        self.literal, self.where = literal, where
-        return self
-
-
-def _overflow_error(data: Any, first: _Overflowed, source: str) -> ConfigError:
+def _overflow_error(data: Any, first: Overflowed, source: str) -> ConfigError:
     """The error for the first overflowed literal in ``data``, named by its dotted key."""
     found = (first, "")  # one the walk does not reach: named without its key
     for node, path in walk_with_paths(data):
-        keys = [k for k in node if isinstance(k, _Overflowed)] if isinstance(node, dict) else []
-        if isinstance(node, _Overflowed) or keys:
+        keys = [k for k in node if isinstance(k, Overflowed)] if isinstance(node, dict) else []
+        if isinstance(node, Overflowed) or keys:
             found = (node, path or "") if not keys else (keys[0], _dotted(path, keys[0].literal))
             break
     why = (
@@ -367,7 +348,7 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
     from yaml.nodes import MappingNode, SequenceNode
 
     class BoundedLoader(base):
-        overflow: list[_Overflowed] = []  # the number literals read as inf, not written so
+        overflow: list[Overflowed] = []  # the number literals read as inf, not written so
 
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
@@ -441,7 +422,7 @@ def _bounded_loader(base: type[Any], source: str) -> type[Any]:
                 raise _unreadable(node, source, why)
             if type(data) is float and math.isinf(data) and "inf" not in str(node.value).lower():
                 # `1e400`, not `.inf`: marked, to be named by its key once the document is built
-                data = _Overflowed(data, str(node.value), f" (line {node.start_mark.line + 1})")
+                data = Overflowed(data, str(node.value), f" (line {node.start_mark.line + 1})")
                 self.overflow.append(data)
             return data
 

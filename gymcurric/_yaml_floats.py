@@ -4,20 +4,31 @@ PyYAML implements YAML 1.1, whose float pattern needs a dot, so ``1e-3``, ``1e5`
 load as strings (``1.0e-3`` is a float); JSON and YAML 1.2 read them as numbers, and so do
 ``gymcurric train --config`` and ``load_curriculum_config``, both through
 :func:`gymcurric._parsing.load_yaml_unique` on :func:`float_loader`. Literals past a float's
-range (``1e400``) are refused there, naming the key. A stage name written so (``name: 1e3``)
-is a number, not a name: :func:`unquoted_name_error` says to quote it.
+range (``1e400``) are refused there, naming the key; :class:`Overflowed` marks them, and
+:func:`overflow_marking_parse_float` does so for the JSON readers (configs and datapack
+records). A stage name written so (``name: 1e3``) is a number, not a name:
+:func:`unquoted_name_error` says to quote it.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from gymcurric._checks import cut
 from gymcurric.errors import ConfigError
 
-__all__ = ["FLOAT_FIRST_CHARACTERS", "FLOAT_PATTERN", "float_loader", "unquoted_name_error"]
+__all__ = [
+    "FLOAT_FIRST_CHARACTERS",
+    "FLOAT_PATTERN",
+    "Overflowed",
+    "float_loader",
+    "overflow_marking_parse_float",
+    "unquoted_name_error",
+]
 
 #: YAML 1.1's float pattern, with the dot made optional when an exponent is given.
 FLOAT_PATTERN = re.compile(
@@ -30,6 +41,33 @@ FLOAT_PATTERN = re.compile(
 )
 #: The first characters of a plain scalar that :data:`FLOAT_PATTERN` is tried on.
 FLOAT_FIRST_CHARACTERS = tuple("-+0123456789.")
+
+
+class Overflowed(float):
+    """A literal too large for a float (``1e400``, which Python reads as +-inf without a word,
+    where ``.inf`` and JSON's ``Infinity`` say it), with its text and, from YAML, its line.
+    """
+
+    literal: str
+    where: str
+
+    def __new__(cls, number: float, literal: str, where: str = "") -> Overflowed:
+        self = super().__new__(cls, number)
+        self.literal, self.where = literal, where
+        return self
+
+
+def overflow_marking_parse_float(found: list[Overflowed]) -> Callable[[str], float]:
+    """A JSON ``parse_float`` that marks (and adds to ``found``) each literal read as inf."""
+
+    def parse_float(literal: str) -> float:  # not called for `Infinity`, a constant
+        number = float(literal)
+        if not math.isinf(number):
+            return number
+        found.append(marked := Overflowed(number, literal))
+        return marked
+
+    return parse_float
 
 
 @functools.cache

@@ -13,9 +13,8 @@ read as inf; ``Infinity`` says it and is read), as the config readers refuse the
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,6 +26,7 @@ from gymcurric._parsing import (
     twice_marking_hook,
     walk_with_paths,
 )
+from gymcurric._yaml_floats import Overflowed, overflow_marking_parse_float
 from gymcurric.errors import DataError
 
 SUFFIXES = (".json", ".jsonl")
@@ -67,32 +67,11 @@ def _twice_error(data: Any, where: str) -> DataError | None:
 _MAY_OVERFLOW = re.compile(r"(?<![^\s\[,:])-?(?:[0-9]{210}|[0-9]++(?:\.[0-9]++)?[eE]\+?[0-9]{3})")
 
 
-class _PastFloat(float):
-    """A number literal too large for a float (inf), with its text."""
-
-    literal: str
-
-
-def _marking_parse_float(found: list[_PastFloat]) -> Callable[[str], float]:
-    """A ``parse_float`` that marks (and adds to ``found``) each literal read as inf."""
-
-    def parse_float(literal: str) -> float:  # not called for `Infinity`, a constant
-        number = float(literal)
-        if not math.isinf(number):
-            return number
-        marked = _PastFloat(number)
-        marked.literal = literal
-        found.append(marked)
-        return marked
-
-    return parse_float
-
-
 def _problem(data: Any, where: str, twice: bool, past: bool) -> DataError | None:
     """The error of a record with a key given twice (first) or a number past float's range."""
     error = _twice_error(data, where) if twice else None
     for node, field in walk_with_paths(data) if past and error is None else ():
-        if isinstance(node, _PastFloat):  # JSON's keys are strings: only a value can be one
+        if isinstance(node, Overflowed):  # JSON's keys are strings: only a value can be one
             got = cut(node.literal)
             return DataError(
                 f"{where}: field {field or '<record>'!r}: a number too large for a float, which "
@@ -127,8 +106,8 @@ def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:
         yield RawRecord(DataError(f"{src}: cannot read {what} file ({exc})"), src, None, src)
         return
     found: list[TwiceKeyedDict | None] = [None]  # set when an object had a key given twice
-    past: list[_PastFloat] = []  # the numbers too large for a float, of the record (or file)
-    parse_float = _marking_parse_float(past) if _MAY_OVERFLOW.search(text) else None
+    past: list[Overflowed] = []  # the numbers too large for a float, of the record (or file)
+    parse_float = overflow_marking_parse_float(past) if _MAY_OVERFLOW.search(text) else None
     decoder = json.JSONDecoder(object_pairs_hook=twice_marking_hook(found), parse_float=parse_float)
     if path.suffix.lower() == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
