@@ -497,7 +497,8 @@ def _parse_value(key: str, text: str) -> Any:
 
     Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
     reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
-    file, rather than passed on as that string.
+    file, rather than passed on as that string; so is one YAML reads as null that does not
+    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor). An empty value is ``""``.
     """
     if text == "":
         return ""
@@ -511,7 +512,7 @@ def _parse_value(key: str, text: str) -> Any:
         except json.JSONDecodeError:
             return text
     try:
-        return load_yaml_unique(text)
+        value = load_yaml_unique(text)
     except yaml.YAMLError:
         return text
     except (ConfigError, DataError) as exc:  # read without a source: the value's own message
@@ -521,6 +522,24 @@ def _parse_value(key: str, text: str) -> Any:
         inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
         why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
         raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
+    if value is None and not _written_null(yaml, text):  # `x=#c`, `x=!`, `x=&a`: not a null
+        why = (
+            "YAML reads it as null (`#` starts a comment, `!` a tag, `&` an anchor, and nothing "
+            f"is left); quote it for a string: {key}=\"'...'\", or write {key}=null for null"
+        )
+        raise ConfigError(key, cut(text), why, source="command line")
+    return value
+
+
+def _written_null(yaml: Any, text: str) -> bool:
+    """Whether text YAML reads as null writes a null (``null``, ``Null``, ``~``, ``!!null``)."""
+    events = yaml.parse(text, Loader=yaml.SafeLoader)  # a comment or a bare tag is no scalar
+    scalar = next((e for e in events if isinstance(e, yaml.ScalarEvent)), None)
+    if scalar is None:  # `#c`, `---`, only spaces
+        return False
+    if scalar.tag == "tag:yaml.org,2002:null":  # `!!null` alone, not `!!null x`
+        return scalar.value in ("", "null", "Null", "NULL", "~")
+    return scalar.value in ("null", "Null", "NULL", "~")  # not `!` or `&a` with nothing
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:

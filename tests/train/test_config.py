@@ -150,6 +150,27 @@ def test_an_override_that_is_not_yaml_is_its_text_and_a_quoted_one_a_string():
     assert len(str(info.value)) < 500
 
 
+@pytest.mark.parametrize("text", ["!", "#c", "&a", "! ", "  #c", "---", " ", "!!null x"])
+def test_an_override_yaml_reads_as_null_without_writing_one_is_refused(text):
+    # a comment, a bare tag or an anchor with nothing after it read as null without a word
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"env.kwargs.x={text}"])
+    assert (info.value.key, info.value.value, info.value.source) == (
+        "env.kwargs.x",
+        text,
+        "command line",
+    )
+    assert "reads it as null" in info.value.reason and "quote it" in info.value.reason
+    with pytest.raises(ConfigError, match="reads it as null"):
+        load_config(None, [f"env.kwargs.x={text}"])
+
+
+def test_an_override_that_writes_null_is_null_and_an_empty_one_an_empty_string():
+    texts = ["null", "Null", "NULL", "~", "!!null", "null # c", "&a ~", "'#c'", "", "x #c"]
+    out = apply_overrides({}, [f"a.v{i}={text}" for i, text in enumerate(texts)])
+    assert list(out["a"].values()) == [None, None, None, None, None, None, None, "#c", "", "x"]
+
+
 def test_override_through_a_scalar_is_an_error():
     with pytest.raises(ConfigError, match="not a mapping"):
         apply_overrides({"run": {"seed": 1}}, ["run.seed.x=2"])
