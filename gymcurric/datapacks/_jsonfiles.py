@@ -2,7 +2,8 @@
 
 A ``.json`` file holds one record or a list of records; a ``.jsonl`` file one record per
 non-blank line. The suffix is read in any case (``.JSON``, ``.Jsonl``), as the config readers
-read ``.YAML``. A directory is read file by file in sorted name order. Nothing is validated here
+read ``.YAML``. A directory is read file by file in sorted name order, hidden names skipped and
+a broken symbolic link refused (:func:`json_files`). Nothing is validated here
 beyond the JSON syntax: a record that is not valid JSON comes as a ``DataError`` in its place,
 and one that ``json`` would read without a word as something it does not say carries the error
 in :attr:`RawRecord.problem`, for the reader to report once it has read the record's id: a key
@@ -13,6 +14,7 @@ read as inf; ``Infinity`` says it and is read), as the config readers refuse the
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,20 +83,49 @@ def _problem(data: Any, where: str, twice: bool, past: bool) -> DataError | None
 
 
 def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]:
-    """The ``.json`` / ``.jsonl`` files (any case) under ``path`` (or ``path`` itself), sorted."""
+    """The ``.json`` / ``.jsonl`` files (any case) under ``path`` (or ``path`` itself), sorted.
+
+    Hidden names under ``path`` (macOS's ``._pack.jsonl``, Emacs's lock link ``.#pack.jsonl``,
+    a ``.git`` folder) are skipped, as ``ls`` and shell globs skip them. A
+    broken symbolic link is refused, naming it and its target, rather than left out without a
+    word: one named as a data file, or any one when subfolders are searched (it may have been
+    one), or ``path`` itself.
+    """
     root = Path(path)
     if root.is_file():
         return [root]
+    if root.is_symlink() and not root.exists():
+        raise _broken_link(root, what)
     if not root.is_dir():
         raise DataError(f"{root}: no such file or directory")
-    pattern = "**/*" if recursive else "*"
-    files = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() in SUFFIXES)
+    files: list[Path] = []
+    hidden: list[Path] = []  # data files, named in the error if no other
+    for p in root.glob("**/*" if recursive else "*"):
+        data_name = p.suffix.lower() in SUFFIXES
+        if any(part.startswith(".") for part in p.relative_to(root).parts):
+            hidden += [p] if data_name else []  # or in a hidden folder
+        elif p.is_symlink() and not p.exists() and (data_name or recursive):
+            raise _broken_link(p, what)
+        elif data_name and p.is_file():
+            files.append(p)
     if not files:
         scope = "subfolders searched too" if recursive else "subfolders not searched"
+        skipped = f", hidden ones skipped ({str(min(hidden))!r})" if hidden else ""
         raise DataError(
-            f"{root}: no .json or .jsonl {what} files found (suffix in any case; {scope})"
+            f"{root}: no .json or .jsonl {what} files found (suffix in any case; {scope}{skipped})"
         )
-    return files
+    return sorted(files)
+
+
+def _broken_link(link: Path, what: str) -> DataError:
+    try:
+        target = repr(os.readlink(link))
+    except OSError as exc:  # pragma: no cover - removed since it was listed
+        target = f"unknown: {exc.strerror}"
+    return DataError(
+        f"{link}: a broken symbolic link (to {target}, which does not exist or loops); fix or "
+        f"remove it, as the {what} records it stood for would be left out"
+    )
 
 
 def raw_records(path: Path, what: str = "datapack") -> Iterator[RawRecord]:

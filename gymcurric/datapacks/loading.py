@@ -98,7 +98,8 @@ def load_datapacks(
     """Load every datapack under a directory (or from one file), validated.
 
     Args:
-        path: a directory of ``.json`` / ``.jsonl`` files, or a single such file.
+        path: a directory of ``.json`` / ``.jsonl`` files, or a single such file. Hidden names
+            in the directory (``._a.jsonl``, ``.git/``) are skipped.
         recursive: also read sub-directories (of ``enrichment_dir`` too).
         enrichment_dir: Stage 2.4 enrichments to merge in by ``pack_id`` (the specification's
             Stage 1 / 2.4 merge; see :mod:`gymcurric.datapacks.merge`). The files are not
@@ -109,7 +110,8 @@ def load_datapacks(
 
     Raises:
         DataError: a malformed file or record (see :func:`iter_datapack_file`), a ``pack_id``
-            seen twice (both places are named), or a path with no datapack files; with
+            seen twice (both places are named), a path with no datapack files, or a broken
+            symbolic link where one could be (named with its target); with
             ``enrichment_dir``, an invalid enrichment, two enrichments for one id, a datapack
             without an enrichment or an enrichment without a datapack (file, line and id named).
     """

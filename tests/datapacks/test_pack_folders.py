@@ -1,0 +1,99 @@
+"""Which files of a datapack (or enrichment) folder are read: hidden names, broken links."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gymcurric.datapacks import load_datapacks, validate_datapacks
+from gymcurric.errors import DataError
+
+from .packs import minimal
+
+
+def _write_jsonl(path, *pack_ids):
+    path.write_text("".join(json.dumps(minimal(p, 0)) + "\n" for p in pack_ids))
+
+
+def test_hidden_files_and_folders_are_skipped(tmp_path):
+    # macOS's AppleDouble '._a.jsonl' (binary, not UTF-8) stopped the load; a hidden copy of a
+    # pack file ('.a.jsonl') or one in a hidden folder ('.trash/', '.git/') was read as data
+    _write_jsonl(tmp_path / "a.jsonl", "a1", "a2")
+    (tmp_path / "._a.jsonl").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X\xff\xfe")
+    _write_jsonl(tmp_path / ".a.jsonl", "hidden")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    for folder in (".trash", ".git", "sub/.cache"):
+        (tmp_path / folder).mkdir(parents=True)
+        _write_jsonl(tmp_path / folder / "b.jsonl", f"in {folder}")
+    _write_jsonl(tmp_path / "sub" / "c.json", "c1")
+    os.symlink("user@host.123:1700000000", tmp_path / ".#a.jsonl")  # Emacs's lock: broken
+    assert [p.pack_id for p in load_datapacks(tmp_path)] == ["a1", "a2"]
+    deep_packs = load_datapacks(tmp_path, recursive=True)
+    assert [p.pack_id for p in deep_packs] == ["a1", "a2", "c1"]
+    assert validate_datapacks(tmp_path, recursive=True) == (deep_packs, [])
+    # one named as the path is read: it was asked for
+    assert [p.pack_id for p in load_datapacks(tmp_path / ".a.jsonl")] == ["hidden"]
+    assert [p.pack_id for p in load_datapacks(tmp_path / ".trash")] == ["in .trash"]
+
+
+def test_a_folder_of_only_hidden_data_files_says_they_were_skipped(tmp_path):
+    _write_jsonl(tmp_path / ".a.jsonl", "a1")
+    with pytest.raises(DataError) as caught:
+        load_datapacks(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path}: no .json or .jsonl datapack files found (suffix in any case; subfolders "
+        f"not searched, hidden ones skipped ('{tmp_path / '.a.jsonl'}'))"
+    )
+
+
+@pytest.mark.parametrize("target", ["moved/b.jsonl", "/nowhere/b.jsonl", "b.jsonl"])
+def test_a_broken_link_to_a_data_file_is_refused_naming_it_and_its_target(tmp_path, target):
+    # it was left out without a word, so the packs it stood for were silently not sampled
+    # ('b.jsonl' links to itself: a loop)
+    _write_jsonl(tmp_path / "a.jsonl", "a1")
+    os.symlink(target, tmp_path / "b.jsonl")
+    expected = (
+        f"{tmp_path / 'b.jsonl'}: a broken symbolic link (to {target!r}, which does not exist "
+        "or loops); fix or remove it, as the datapack records it stood for would be left out"
+    )
+    for recursive in (False, True):
+        with pytest.raises(DataError) as caught:
+            load_datapacks(tmp_path, recursive=recursive)
+        assert str(caught.value) == expected
+        assert validate_datapacks(tmp_path, recursive=recursive) == ([], [expected])
+
+
+def test_broken_links_that_stood_for_no_data_file(tmp_path):
+    _write_jsonl(tmp_path / "a.jsonl", "a1")
+    os.symlink("nowhere", tmp_path / "notes.txt")  # not data: left alone
+    os.symlink("/mnt/old_packs", tmp_path / "old")  # a folder of packs once, maybe
+    assert [p.pack_id for p in load_datapacks(tmp_path)] == ["a1"]  # subfolders not read
+    # with subfolders searched, any broken link may have been a folder of packs
+    with pytest.raises(DataError, match=r"notes.txt: a broken symbolic link \(to 'nowhere'"):
+        load_datapacks(tmp_path, recursive=True)
+    os.unlink(tmp_path / "notes.txt")
+    with pytest.raises(DataError, match=r"old: a broken symbolic link \(to '/mnt/old_packs'"):
+        load_datapacks(tmp_path, recursive=True)
+
+
+def test_a_broken_link_given_as_the_path_names_its_target(tmp_path):
+    os.symlink(tmp_path / "gone", tmp_path / "packs")
+    with pytest.raises(DataError, match=r"packs: a broken symbolic link \(to '.*gone'"):
+        load_datapacks(tmp_path / "packs")
+    with pytest.raises(DataError, match="no such file or directory"):
+        load_datapacks(tmp_path / "nope")
+
+
+def test_an_enrichment_folder_is_listed_the_same_way(tmp_path):
+    packs, enrich = tmp_path / "packs", tmp_path / "enrich"
+    packs.mkdir()
+    enrich.mkdir()
+    _write_jsonl(packs / "a.jsonl", "a1")
+    (enrich / "e.jsonl").write_text(json.dumps({"pack_id": "a1", "enrichment": {}}) + "\n")
+    (enrich / "._e.jsonl").write_bytes(b"\x00\x05\x16\x07Mac OS X\xff")
+    assert [p.pack_id for p in load_datapacks(packs, enrichment_dir=enrich)] == ["a1"]
+    os.symlink("gone.jsonl", enrich / "f.jsonl")
+    with pytest.raises(DataError, match="the enrichment records it stood for"):
+        load_datapacks(packs, enrichment_dir=enrich)
