@@ -22,8 +22,6 @@ from gymcurric._checks import cut
 from gymcurric.errors import ConfigError
 
 __all__ = [
-    "FLOAT_FIRST_CHARACTERS",
-    "FLOAT_PATTERN",
     "Overflowed",
     "float_loader",
     "overflow_marking_parse_float",
@@ -31,7 +29,7 @@ __all__ = [
 ]
 
 #: YAML 1.1's float pattern, with the dot made optional when an exponent is given.
-FLOAT_PATTERN = re.compile(
+_FLOAT_PATTERN = re.compile(
     r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
             |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
             |\.[0-9_]+(?:[eE][-+][0-9]+)?
@@ -39,8 +37,8 @@ FLOAT_PATTERN = re.compile(
             |\.(?:nan|NaN|NAN))$""",
     re.X,
 )
-#: The first characters of a plain scalar that :data:`FLOAT_PATTERN` is tried on.
-FLOAT_FIRST_CHARACTERS = tuple("-+0123456789.")
+#: The first characters of a plain scalar that :data:`_FLOAT_PATTERN` is tried on.
+_FLOAT_FIRST_CHARACTERS = tuple("-+0123456789.")
 
 
 class Overflowed(float):
@@ -92,7 +90,7 @@ def float_loader() -> type[Any]:
         pass
 
     FloatLoader.add_implicit_resolver(
-        "tag:yaml.org,2002:float", FLOAT_PATTERN, list(FLOAT_FIRST_CHARACTERS)
+        "tag:yaml.org,2002:float", _FLOAT_PATTERN, list(_FLOAT_FIRST_CHARACTERS)
     )
     return FloatLoader
 
