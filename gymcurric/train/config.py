@@ -31,7 +31,6 @@ from gymcurric._checks import (
     check_int,
     check_text,
     check_timeout,
-    cut,
     finite_reason,
     is_finite_number,
     shown,
@@ -45,6 +44,7 @@ from gymcurric._parsing import (
     yaml_error_text,
 )
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
+from gymcurric.train._overrides import RUN_DIR_TEXT, apply_overrides
 
 __all__ = [
     "AgentSection",
@@ -315,8 +315,6 @@ class TrainConfig:
 
 # ------------------------------------------------------------------------------- validation
 _PLAIN = (str, int, float, bool, type(None))
-# the strings the run directory is named with (run_path, default_run_name): check_text's path
-_RUN_DIR_TEXT = ("run.name", "run.out_dir", "env.id")
 _YAML_READS = {
     "date": "an unquoted date",
     "datetime": "an unquoted timestamp",
@@ -349,7 +347,7 @@ def _check_plain(data: Any, prefix: str, source: str | None) -> None:
             _check_plain(value, f"{prefix.removesuffix('.')}[{i}].", source)
     elif isinstance(data, str):
         name = prefix.rstrip(".")
-        check_text(name, data, source=source, path=name in _RUN_DIR_TEXT)
+        check_text(name, data, source=source, path=name in RUN_DIR_TEXT)
     elif not isinstance(data, _PLAIN):
         got = data if len(repr(data)) <= 80 else f"{repr(data)[:60]}... ({type(data).__name__})"
         raise ConfigError(prefix.rstrip("."), got, _not_plain(data, "value"), source=source)
@@ -490,84 +488,6 @@ def _empty_file(path: Path) -> ConfigError:
         "the file is empty: it holds no settings (only whitespace, YAML comments or an empty YAML "
         "document); write the training config in it, or give no --config for the defaults",
     )
-
-
-def _parse_value(key: str, text: str) -> Any:
-    """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``).
-
-    Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
-    reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
-    file, rather than passed on as that string; so is one YAML reads as null that does not
-    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor). An empty value is ``""``.
-    """
-    if text == "":
-        return ""
-    # a byte of argv that is not UTF-8: refused in a run directory's name, else the text itself
-    check_text(key, text, source="command line", path=key in _RUN_DIR_TEXT)
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return text
-    try:
-        value = load_yaml_unique(text)
-    except yaml.YAMLError:
-        return text
-    except (ConfigError, DataError) as exc:  # read without a source: the value's own message
-        if isinstance(exc, DataError):  # "line 1: cannot read '2020-02-30' (day is out of ...)"
-            why = f"{str(exc).removeprefix('line 1: ')}; quote it for a string: {key}=\"'...'\""
-            raise ConfigError(key, cut(text), why, source="command line") from None
-        inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
-        why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
-        raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
-    if value is None and not _written_null(yaml, text):  # `x=#c`, `x=!`, `x=&a`: not a null
-        why = (
-            "YAML reads it as null (`#` starts a comment, `!` a tag, `&` an anchor, and nothing "
-            f"is left); quote it for a string: {key}=\"'...'\", or write {key}=null for null"
-        )
-        raise ConfigError(key, cut(text), why, source="command line")
-    return value
-
-
-def _written_null(yaml: Any, text: str) -> bool:
-    """Whether text YAML reads as null writes a null (``null``, ``Null``, ``~``, ``!!null``)."""
-    events = yaml.parse(text, Loader=yaml.SafeLoader)  # a comment or a bare tag is no scalar
-    scalar = next((e for e in events if isinstance(e, yaml.ScalarEvent)), None)
-    if scalar is None:  # `#c`, `---`, only spaces
-        return False
-    if scalar.tag == "tag:yaml.org,2002:null":  # `!!null` alone, not `!!null x`
-        return scalar.value in ("", "null", "Null", "NULL", "~")
-    return scalar.value in ("null", "Null", "NULL", "~")  # not `!` or `&a` with nothing
-
-
-def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Return a copy of ``data`` with each ``dotted.key=value`` applied (values parsed as YAML).
-
-    Raises:
-        ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
-            value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file.
-    """
-    out: dict[str, Any] = json.loads(json.dumps(data))
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key or any(not p for p in key.split(".")):
-            raise ConfigError("override", item, "expected dotted.key=value", source="command line")
-        node = out
-        *parents, leaf = key.split(".")
-        for i, p in enumerate(parents):
-            nxt = node.setdefault(p, {})
-            if not isinstance(nxt, dict):
-                raise ConfigError(
-                    ".".join(parents[: i + 1]),
-                    nxt,
-                    f"is not a mapping; cannot set {key!r}",
-                    source="command line",
-                )
-            node = nxt
-        node[leaf] = _parse_value(key, text)
-    return out
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:

@@ -1,0 +1,100 @@
+"""``key=value`` overrides of the ``gymcurric train`` config, as the command line gives them.
+
+An override's value is read as YAML, as in a config file (``1e-3``, ``true``, ``[64, 64]``);
+:func:`apply_overrides` sets each on a copy of the file's mapping before
+:class:`~gymcurric.train.config.TrainConfig` checks it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gymcurric._checks import check_text, cut
+from gymcurric._parsing import load_yaml_unique
+from gymcurric.errors import ConfigError, DataError
+
+__all__ = ["RUN_DIR_TEXT", "apply_overrides"]
+
+#: The keys whose strings name the run directory (``run_path``, ``default_run_name``): a byte
+#: of argv that is not UTF-8 is refused in them (:func:`~gymcurric._checks.check_text`'s path).
+RUN_DIR_TEXT = ("run.name", "run.out_dir", "env.id")
+
+
+def _parse_value(key: str, text: str) -> Any:
+    """An override's value: YAML/JSON scalars and lists (``1e-3``, ``true``, ``[1, 2]``).
+
+    Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
+    reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
+    file, rather than passed on as that string; so is one YAML reads as null that does not
+    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor). An empty value is ``""``.
+    """
+    if text == "":
+        return ""
+    # a byte of argv that is not UTF-8: refused in a run directory's name, else the text itself
+    check_text(key, text, source="command line", path=key in RUN_DIR_TEXT)
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+    try:
+        value = load_yaml_unique(text)
+    except yaml.YAMLError:
+        return text
+    except (ConfigError, DataError) as exc:  # read without a source: the value's own message
+        if isinstance(exc, DataError):  # "line 1: cannot read '2020-02-30' (day is out of ...)"
+            why = f"{str(exc).removeprefix('line 1: ')}; quote it for a string: {key}=\"'...'\""
+            raise ConfigError(key, cut(text), why, source="command line") from None
+        inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
+        why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
+        raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
+    if value is None and not _written_null(yaml, text):  # `x=#c`, `x=!`, `x=&a`: not a null
+        why = (
+            "YAML reads it as null (`#` starts a comment, `!` a tag, `&` an anchor, and nothing "
+            f"is left); quote it for a string: {key}=\"'...'\", or write {key}=null for null"
+        )
+        raise ConfigError(key, cut(text), why, source="command line")
+    return value
+
+
+def _written_null(yaml: Any, text: str) -> bool:
+    """Whether text YAML reads as null writes a null (``null``, ``Null``, ``~``, ``!!null``)."""
+    events = yaml.parse(text, Loader=yaml.SafeLoader)  # a comment or a bare tag is no scalar
+    scalar = next((e for e in events if isinstance(e, yaml.ScalarEvent)), None)
+    if scalar is None:  # `#c`, `---`, only spaces
+        return False
+    if scalar.tag == "tag:yaml.org,2002:null":  # `!!null` alone, not `!!null x`
+        return scalar.value in ("", "null", "Null", "NULL", "~")
+    return scalar.value in ("null", "Null", "NULL", "~")  # not `!` or `&a` with nothing
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``dotted.key=value`` applied (values parsed as YAML).
+
+    Raises:
+        ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
+            value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file.
+    """
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key or any(not p for p in key.split(".")):
+            raise ConfigError("override", item, "expected dotted.key=value", source="command line")
+        node = out
+        *parents, leaf = key.split(".")
+        for i, p in enumerate(parents):
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(
+                    ".".join(parents[: i + 1]),
+                    nxt,
+                    f"is not a mapping; cannot set {key!r}",
+                    source="command line",
+                )
+            node = nxt
+        node[leaf] = _parse_value(key, text)
+    return out
