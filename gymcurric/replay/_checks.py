@@ -312,8 +312,9 @@ def non_blocking_copy(device: torch.device) -> bool:
     Other backends promise no such thing: a non-blocking CPU -> MPS copy reads its source after
     the call returns, and stores garbage if that memory was freed or reused meanwhile
     (pytorch/pytorch#189690, torch 2.13); xpu and ``privateuseone`` backends document nothing.
-    Their copies block. A ring decides once, at construction (``RingStorage.non_blocking``); a
-    pinned source needs a blocking copy even on CUDA (:func:`pageable`).
+    Their copies block. A ring decides once, at construction (``RingStorage.non_blocking``,
+    public as ``ReplayRing.non_blocking``); a pinned source needs a blocking copy even on CUDA
+    (:func:`pageable`).
     """
     return device.type == "cuda"
 

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from gymcurric.errors import ConfigError, DataError
-from gymcurric.replay._checks import UNSIGNED, as_tensor_like, non_blocking_copy, numpy_dtype
+from gymcurric.replay._checks import UNSIGNED, as_tensor_like, numpy_dtype
 
 if TYPE_CHECKING:  # ring.py imports this module (ReplayRing.extend_from_episodes)
     from gymcurric.replay.ring import ReplayRing
@@ -409,9 +409,9 @@ def extend_from_episodes(ring: ReplayRing, episodes: Iterable[Any]) -> EpisodeLo
     # gathers their bits, copied to the ring's device without blocking on CUDA (a blocking copy
     # per row made the host wait for the device at every row; from pageable memory the driver
     # stages the bits before the call returns, as copy_in relies on), blocking elsewhere (MPS
-    # reads the freed row later: non_blocking_copy)
+    # reads the freed row later: non_blocking_copy); the ring's own decision, made once
     to_bfloat16 = ring.specs["action"].dtype == torch.bfloat16
-    non_blocking = to_bfloat16 and non_blocking_copy(ring.device)
+    non_blocking = to_bfloat16 and ring.non_blocking
     last_written: list[tuple[_Episode, int] | None] = [None] * E
     rows = 0
 

@@ -208,6 +208,16 @@ class ReplayRing:
         return self.head if self.size == self.capacity else 0
 
     @property
+    def non_blocking(self) -> bool:
+        """Whether host-to-device copies into the ring may be non-blocking (CUDA only).
+
+        Decided once, when the ring is made (``non_blocking_copy`` in
+        ``gymcurric/replay/_checks.py``); every copy of host data into the ring takes it, and
+        a caller's array in pinned memory is copied blocking even when it is True.
+        """
+        return self._storage.non_blocking
+
+    @property
     def side_lost(self) -> int:
         """Terminal observations dropped from a full side store while their row was kept."""
         return int(self._storage.side_lost)

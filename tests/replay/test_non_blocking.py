@@ -304,3 +304,36 @@ def test_a_pinned_source_is_copied_blocking_even_where_copies_may_be_non_blockin
         with count_ops() as counted:
             call()
         assert host_to_device(counted) == expected, (name, counted.transfers, counted.syncs)
+
+
+# ---------------------------------------------------------------- one decision per ring
+def test_a_ring_says_whether_its_copies_may_be_non_blocking():
+    fields = {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)}
+    assert ReplayRing(8, E, fields).non_blocking is False
+    assert ReplayRing(8, E, fields, index_strategy="device").non_blocking is False
+    if torch.cuda.is_available():
+        assert ReplayRing(8, E, fields, "cuda").non_blocking is True
+
+
+def test_bfloat16_action_rows_take_the_rings_decision(monkeypatch):
+    # extend_from_episodes asked non_blocking_copy(ring.device) again instead of taking the
+    # ring's decision: with meta standing in for CUDA through the ring's decision alone, its
+    # bfloat16 rows (3) went over blocking while the push's own copies did not
+    cpu_generator = torch.Generator
+    fields = {"obs": ((3,), torch.float32), "action": ((2,), torch.bfloat16)}
+    with monkeypatch.context() as m:
+        m.setattr(torch, "Generator", lambda device=None: cpu_generator())
+        m.setattr(storage_module, "non_blocking_copy", lambda device: device.type == "meta")
+        ring = ReplayRing(8, E, fields, "meta", index_strategy="device", memory_budget=2**40)
+    assert ring.non_blocking is True
+    episode = {
+        "obs": np.zeros((4, 3), np.float32),
+        "action": np.zeros((3, 2)),
+        "reward": np.ones(3),
+        "terminated": True,
+    }
+    with count_ops() as counted:
+        report = ring.extend_from_episodes([episode] * E)
+    assert report.rows == 3
+    copies, blocking = host_to_device(counted)
+    assert copies and blocking == 0, (counted.transfers, counted.syncs)
