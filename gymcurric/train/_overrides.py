@@ -2,24 +2,44 @@
 
 An override's value is read as YAML, as in a config file (``1e-3``, ``true``, ``[64, 64]``);
 :func:`apply_overrides` sets each on a copy of the file's mapping before
-:class:`~gymcurric.train.config.TrainConfig` checks it.
+:class:`~gymcurric.train.config.TrainConfig` checks it. A flag that stands for a key
+(``--datapack-dir``, ``--out-dir``, ``--seed``) is a :class:`Setting` instead: its value is
+already typed by the command and never read as YAML, so a folder named ``2024``, ``null`` or
+``runs #2`` reaches the config as that string.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gymcurric._checks import check_text, cut
 from gymcurric._parsing import load_yaml_unique
 from gymcurric.errors import ConfigError, DataError
 
-__all__ = ["RUN_DIR_TEXT", "apply_overrides"]
+__all__ = ["RUN_DIR_TEXT", "Setting", "apply_overrides"]
 
 #: The keys whose strings name the run directory (``run_path``, ``default_run_name``): a byte
 #: of argv that is not UTF-8 is refused in them (:func:`~gymcurric._checks.check_text`'s path).
 RUN_DIR_TEXT = ("run.name", "run.out_dir", "env.id")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One config key set by a command-line flag, its value already typed (not YAML text).
+
+    Attributes:
+        key: the dotted config key, e.g. ``"run.out_dir"``.
+        value: the value as the flag gives it: a path or a name exactly as typed (a str), an
+            int the command has checked, a bool.
+        flag: the flag it comes from (``"--out-dir"``), named where the value is refused here.
+    """
+
+    key: str
+    value: Any
+    flag: str
 
 
 def _parse_value(key: str, text: str) -> Any:
@@ -72,29 +92,46 @@ def _written_null(yaml: Any, text: str) -> bool:
     return scalar.value in ("null", "Null", "NULL", "~")  # not `!` or `&a` with nothing
 
 
-def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+def apply_overrides(
+    data: Mapping[str, Any], overrides: Sequence[str], settings: Sequence[Setting] = ()
+) -> dict[str, Any]:
     """Return a copy of ``data`` with each ``dotted.key=value`` applied (values parsed as YAML).
+
+    Each of ``settings`` is then applied as it is (its value is not read as YAML), after every
+    override: a flag wins over ``key=value`` for the same key.
 
     Raises:
         ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
             value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file.
+            A setting's string that is not text (a lone surrogate; in a run directory's name, a
+            byte that is not UTF-8), naming its flag.
     """
     out: dict[str, Any] = json.loads(json.dumps(data))
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key or any(not p for p in key.split(".")):
             raise ConfigError("override", item, "expected dotted.key=value", source="command line")
-        node = out
-        *parents, leaf = key.split(".")
-        for i, p in enumerate(parents):
-            nxt = node.setdefault(p, {})
-            if not isinstance(nxt, dict):
-                raise ConfigError(
-                    ".".join(parents[: i + 1]),
-                    nxt,
-                    f"is not a mapping; cannot set {key!r}",
-                    source="command line",
-                )
-            node = nxt
-        node[leaf] = _parse_value(key, text)
+        _set(out, key, _parse_value(key, text))
+    for setting in settings:
+        if isinstance(setting.value, str):  # as _parse_value checks an override's text
+            path = setting.key in RUN_DIR_TEXT
+            check_text(setting.flag, setting.value, source="command line", path=path)
+        _set(out, setting.key, setting.value)
     return out
+
+
+def _set(out: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` in ``out``, making the mappings on the way."""
+    node = out
+    *parents, leaf = key.split(".")
+    for i, p in enumerate(parents):
+        nxt = node.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(
+                ".".join(parents[: i + 1]),
+                nxt,
+                f"is not a mapping; cannot set {key!r}",
+                source="command line",
+            )
+        node = nxt
+    node[leaf] = value

@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the shipped configs")
     parser.add_argument("--steps", type=int, default=None, help="override run.total_steps")
-    parser.add_argument("--out-dir", default=None, help="override run.out_dir")
+    parser.add_argument(
+        "--out-dir", default=None, help="override run.out_dir (the folder as typed, not YAML)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--shaping",
@@ -83,28 +85,30 @@ def run(args: argparse.Namespace) -> int:
             args.name,
             f"no such demo; expected one of {sorted(configs)}",
         )  # no source: the CLI's error line names the command
+    from gymcurric.train._overrides import Setting
     from gymcurric.train._progress import run_with_progress
     from gymcurric.train.build import round_to_steps
     from gymcurric.train.cli_train import announce_rounding, print_summary
     from gymcurric.train.config import load_config
     from gymcurric.train.runner import default_run_name, train
 
-    overrides = list(args.overrides)
+    # the flags' values as typed, never read as YAML: --out-dir 2024 or 'runs #2' is that folder
+    settings = []
     if args.steps is not None:
-        overrides.append(f"run.total_steps={args.steps}")
+        settings.append(Setting("run.total_steps", args.steps, "--steps"))
     if args.out_dir is not None:
-        overrides.append(f"run.out_dir={args.out_dir}")
+        settings.append(Setting("run.out_dir", args.out_dir, "--out-dir"))
     if args.no_progress:
-        overrides.append("run.progress_bar=false")
+        settings.append(Setting("run.progress_bar", False, "--no-progress"))
     shaping = args.name == DEFAULT and (
         args.shaping == "on" or (args.shaping == "auto" and semantic_available())
     )
-    if shaping:
-        overrides.append("shaping.enabled=true")  # MiniLM over HazardNav's captions
+    if shaping:  # MiniLM over HazardNav's captions
+        settings.append(Setting("shaping.enabled", True, "--shaping"))
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # one bar (ours) is enough
-    cfg = load_config(configs[args.name], overrides)
+    cfg = load_config(configs[args.name], args.overrides, settings)
     cfg = announce_rounding(cfg, round_to_steps(cfg, str(configs[args.name])))
     run_dir = _free_dir(Path(cfg.run.out_dir) / (cfg.run.name or default_run_name(cfg)))
     print(f"gymcurric demo {args.name}: {_first_line(configs[args.name])}")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from gymcurric.train._overrides import Setting
 
 HELP = "train an agent from a YAML/JSON config (overrides as dotted key=value)"
 
@@ -19,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "overrides",
         nargs="*",
         metavar="KEY=VALUE",
-        help="dotted overrides, e.g. agent.algo=ppolag run.total_steps=50000",
+        help="dotted overrides, values read as YAML, e.g. agent.algo=ppolag "
+        "run.total_steps=50000 (a flag's value is never read as YAML: a path is as typed)",
     )
     parser.add_argument(
         "--run-dir", default=None, help="the run directory (default: run.out_dir/run.name)"
@@ -58,8 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="false",
         help="= datapacks.auto_advance=false",
     )
-    parser.add_argument("--episodes", default=None, help="= datapacks.episodes")
-    parser.add_argument("--seed", default=None, help="= run.seed")
+    parser.add_argument(
+        "--episodes", default=None, metavar="N", help="= datapacks.episodes (a whole number)"
+    )
+    parser.add_argument("--seed", default=None, metavar="N", help="= run.seed (a whole number)")
 
 
 class _AutoAdvance(argparse.Action):
@@ -77,25 +84,78 @@ class _AutoAdvance(argparse.Action):
         setattr(namespace, self.dest, values.lower() if isinstance(values, str) else values)
 
 
-_ALIASES = (  # (argument, config key)
+_TEXT_FLAGS = (  # (argument, config key): a path or a name, passed on exactly as typed
+    ("datapack_dir", "datapacks.dir"),
     ("enrichment_dir", "datapacks.enrichment_dir"),
     ("curriculum_config", "datapacks.curriculum_config"),
     ("sampling_strategy", "datapacks.strategy"),
-    ("curriculum_auto_advance", "datapacks.auto_advance"),
-    ("episodes", "datapacks.episodes"),
-    ("seed", "run.seed"),
 )
+_INT_FLAGS = (("episodes", "datapacks.episodes"), ("seed", "run.seed"))
+# a whole number in decimal, as int() reads it (underscores between digits, a sign)
+_DECIMAL = re.compile(r"[+-]?[0-9](?:_?[0-9])*", re.ASCII)
 
 
-def _datapack_overrides(args: argparse.Namespace) -> list[str]:
-    out = list(getattr(args, "pushed_overrides", []))
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def flag_settings(args: argparse.Namespace) -> list[Setting]:
+    """The config keys the flags set, their values typed here, never read as YAML text.
+
+    A folder named ``2024``, ``null`` or ``runs #2`` is that string; ``--seed`` and
+    ``--episodes`` are whole numbers (:func:`whole_number`).
+    """
+    from gymcurric.train._overrides import Setting
+
+    out = []
     if args.datapack_dir is not None:
-        out += ["datapacks.enabled=true", f"datapacks.dir={args.datapack_dir}"]
-    for name, key in _ALIASES:
+        out.append(Setting("datapacks.enabled", True, "--datapack-dir"))
+    for name, key in _TEXT_FLAGS:
         value = getattr(args, name, None)
         if value is not None:
-            out.append(f"{key}={value}")
+            out.append(Setting(key, value, _flag(name)))
+    if args.curriculum_auto_advance is not None:  # "true" or "false" (_AutoAdvance)
+        advance = args.curriculum_auto_advance == "true"
+        out.append(Setting("datapacks.auto_advance", advance, "--curriculum-auto-advance"))
+    for name, key in _INT_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            out.append(Setting(key, whole_number(_flag(name), value), _flag(name)))
     return out
+
+
+def whole_number(flag: str, text: str) -> int:
+    """A number flag's value: a whole number written in decimal (``42``, ``-1``, ``1_000``).
+
+    Its range is the config key's to check (``run.seed >= 0``).
+
+    Raises:
+        ConfigError: naming ``flag`` and the text: anything else (``1.5``, ``null``, ``5 #c``,
+            ``0x10``), and a leading zero (``017``), which YAML, that read these flags before,
+            took for an octal number (15).
+
+    Examples:
+        >>> whole_number("--seed", " 42"), whole_number("--seed", "1_000")
+        (42, 1000)
+        >>> whole_number("--seed", "017")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: command line: invalid value for '--seed': '017' (a ...
+    """
+    from gymcurric._checks import cut
+    from gymcurric.errors import ConfigError
+
+    digits = text.strip()
+    if _DECIMAL.fullmatch(digits) is None:
+        why = "expected a whole number in decimal, e.g. 42"
+        raise ConfigError(flag, cut(text), why, source="command line")
+    if len(digits.lstrip("+-")) > 1 and digits.lstrip("+-").startswith("0"):
+        why = "a leading 0 is ambiguous (YAML reads 017 as the octal 15); write it without"
+        raise ConfigError(flag, cut(text), why, source="command line")
+    try:
+        return int(digits)
+    except ValueError as exc:  # more digits than Python converts (4,300)
+        raise ConfigError(flag, cut(text), str(exc), source="command line") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     from gymcurric._checks import check_text
     from gymcurric.train.config import load_config
 
-    overrides = [*args.overrides, *_datapack_overrides(args)]
-    cfg = load_config(args.config, overrides)
+    overrides = [*args.overrides, *getattr(args, "pushed_overrides", [])]
+    cfg = load_config(args.config, overrides, flag_settings(args))
     if args.run_dir is not None:  # tensorboard's writer encodes its path as strict UTF-8
         check_text("--run-dir", args.run_dir, source="command line", path=True)
     if args.dry_run:  # build the envs and the agent too: what would fail at the start fails now

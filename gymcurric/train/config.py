@@ -44,7 +44,7 @@ from gymcurric._parsing import (
     yaml_error_text,
 )
 from gymcurric.errors import ConfigError, DataError, DependencyNotInstalled
-from gymcurric.train._overrides import RUN_DIR_TEXT, apply_overrides
+from gymcurric.train._overrides import RUN_DIR_TEXT, Setting, apply_overrides
 
 __all__ = [
     "AgentSection",
@@ -490,8 +490,13 @@ def _empty_file(path: Path) -> ConfigError:
     )
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """Read a YAML/JSON config (or start from defaults), apply overrides, validate.
+def load_config(
+    path: str | Path | None, overrides: Sequence[str] = (), settings: Sequence[Setting] = ()
+) -> TrainConfig:
+    """Read a YAML/JSON config (or start from defaults), apply overrides and settings, validate.
+
+    ``overrides`` are ``key=value`` text, their values read as YAML; ``settings`` are the
+    command's flags, their values already typed (:func:`apply_overrides`).
 
     ``path=None`` starts from the defaults; a file that holds no settings (only whitespace or
     YAML comments) is an error naming it, not the defaults. The file is UTF-8 text; one leading
@@ -510,6 +515,6 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
     if not isinstance(data, Mapping):
         raise ConfigError("config", data, "the file must hold a mapping", source=source)
     _check_plain(data, "", source)  # before apply_overrides' json round trip
-    if overrides:
+    if overrides or settings:
         source = f"{source} + overrides"
-    return TrainConfig.from_dict(apply_overrides(data, overrides), source=source)
+    return TrainConfig.from_dict(apply_overrides(data, overrides, settings), source=source)
