@@ -48,7 +48,8 @@ def _parse_value(key: str, text: str) -> Any:
     Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
     reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
     file, rather than passed on as that string; so is one YAML reads as null that does not
-    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor). An empty value is ``""``.
+    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor), and one with a comment
+    after it (``foo #c``, which YAML reads as ``foo``). An empty value is ``""``.
     """
     if text == "":
         return ""
@@ -78,7 +79,26 @@ def _parse_value(key: str, text: str) -> Any:
             f"is left); quote it for a string: {key}=\"'...'\", or write {key}=null for null"
         )
         raise ConfigError(key, cut(text), why, source="command line")
+    at = _comment_at(yaml, text)
+    if at is not None:  # `x=foo #c` read as 'foo': the text after the `#` was dropped
+        comment = text[at:].partition("\n")[0]
+        why = (
+            f"YAML reads {cut(comment)!r} as a comment and drops it; quote it for a string: "
+            f"{key}=\"'...'\", or leave the comment out"
+        )
+        raise ConfigError(key, cut(text), why, source="command line")
     return value
+
+
+def _comment_at(yaml: Any, text: str) -> int | None:
+    """Where a YAML comment starts in ``text`` (a ``#`` outside every token), or None."""
+    spans = [
+        (t.start_mark.index, t.end_mark.index) for t in yaml.scan(text, Loader=yaml.SafeLoader)
+    ]
+    for i, char in enumerate(text):
+        if char == "#" and not any(start <= i < end for start, end in spans):
+            return i
+    return None
 
 
 def _written_null(yaml: Any, text: str) -> bool:
@@ -102,9 +122,10 @@ def apply_overrides(
 
     Raises:
         ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
-            value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file.
-            A setting's string that is not text (a lone surrogate; in a run directory's name, a
-            byte that is not UTF-8), naming its flag.
+            value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file,
+            or reads as null without writing one (``#c``), or holds a comment (``foo #c``),
+            which would drop what the user typed. A setting's string that is not text (a lone
+            surrogate; in a run directory's name, a byte that is not UTF-8), naming its flag.
     """
     out: dict[str, Any] = json.loads(json.dumps(data))
     for item in overrides:

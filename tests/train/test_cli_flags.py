@@ -147,3 +147,12 @@ def test_a_flag_wins_over_an_override_of_its_key(tmp_path, capsys, monkeypatch):
     base = ["--config", str(_base(tmp_path)), "--datapack-dir", "packs"]
     merged = _dry_run(capsys, *base, "--seed", "3", "run.seed=9", "datapacks.dir=elsewhere")
     assert (merged["run"]["seed"], merged["datapacks"]["dir"]) == (3, "packs")
+
+
+def test_an_override_with_a_comment_is_refused_where_a_flag_takes_the_text(tmp_path, capsys):
+    # `run.name=runs #2` became 'runs'; a key=value override is still YAML, so it is refused
+    argv = ["train", "--config", str(_base(tmp_path)), "run.name=runs #2", "--dry-run"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "invalid value for 'run.name': 'runs #2'" in err and "as a comment" in err, err
+    assert "quote it for a string" in err

@@ -166,9 +166,35 @@ def test_an_override_yaml_reads_as_null_without_writing_one_is_refused(text):
 
 
 def test_an_override_that_writes_null_is_null_and_an_empty_one_an_empty_string():
-    texts = ["null", "Null", "NULL", "~", "!!null", "null # c", "&a ~", "'#c'", "", "x #c"]
+    texts = ["null", "Null", "NULL", "~", "!!null", "&a ~", "'#c'", "", "a#b", "'x #c'"]
     out = apply_overrides({}, [f"a.v{i}={text}" for i, text in enumerate(texts)])
-    assert list(out["a"].values()) == [None, None, None, None, None, None, None, "#c", "", "x"]
+    assert list(out["a"].values()) == [None, None, None, None, None, None, "#c", "", "a#b", "x #c"]
+
+
+@pytest.mark.parametrize(
+    ("text", "comment"),
+    [
+        ("foo #c", "#c"),
+        ("null # c", "# c"),
+        ("'a' #c", "#c"),
+        ("[1, 2] # c", "# c"),
+        ("[1, #c\n 2]", "#c"),
+        ("a # b # c", "# b # c"),
+    ],
+)
+def test_an_override_with_a_comment_after_its_value_is_refused(text, comment):
+    # `x=foo #c` became 'foo' (and `x=null # c` null): the text after the `#` was dropped
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"env.kwargs.x={text}"])
+    assert (info.value.key, info.value.value, info.value.source) == (
+        "env.kwargs.x",
+        text,
+        "command line",
+    )
+    assert f"YAML reads {comment!r} as a comment and drops it" in info.value.reason
+    assert "quote it for a string: env.kwargs.x=\"'...'\"" in info.value.reason
+    with pytest.raises(ConfigError, match="as a comment and drops it"):
+        load_config(None, [f"env.kwargs.x={text}"])
 
 
 def test_override_through_a_scalar_is_an_error():
