@@ -298,8 +298,9 @@ def device_flags(
             host[name] = host_flags(name, value, num_envs)
     if host and move_host:
         staged = torch.from_numpy(np.stack(list(host.values())))
-        if device.type != "cpu":
-            staged = staged.to(device, non_blocking=non_blocking)
+        # to a CPU ring: the staged tensor itself (no copy); called there too, so that a CPU
+        # ring standing in for a CUDA one runs the copy (tests/replay/copy_log.py)
+        staged = staged.to(device, non_blocking=non_blocking)
         tensors.update(zip(host, staged.unbind(0), strict=True))
     return DeviceFlags(tensors, host)
 
