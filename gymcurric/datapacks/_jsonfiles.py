@@ -89,7 +89,8 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
     a ``.git`` folder) are skipped, as ``ls`` and shell globs skip them. A
     broken symbolic link is refused, naming it and its target, rather than left out without a
     word: one named as a data file, or any one when subfolders are searched (it may have been
-    one), or ``path`` itself.
+    one), or ``path`` itself. With ``recursive``, a symbolic link to a folder is searched as a
+    subfolder (one to a folder it is in, a loop, is not searched again).
     """
     root = Path(path)
     if root.is_file():
@@ -100,7 +101,7 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
         raise DataError(f"{root}: no such file or directory")
     files: list[Path] = []
     hidden: list[Path] = []  # data files, named in the error if no other
-    for p in root.glob("**/*" if recursive else "*"):
+    for p in _tree(root) if recursive else root.glob("*"):
         data_name = p.suffix.lower() in SUFFIXES
         if any(part.startswith(".") for part in p.relative_to(root).parts):
             hidden += [p] if data_name else []  # or in a hidden folder
@@ -115,6 +116,25 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
             f"{root}: no .json or .jsonl {what} files found (suffix in any case; {scope}{skipped})"
         )
     return sorted(files)
+
+
+def _tree(root: Path) -> Iterator[Path]:
+    """Every path under ``root``, symbolic links to folders followed, each folder once a branch.
+
+    ``Path.glob("**/*")`` does not go into a linked folder, so the packs in one
+    (``packs/extra -> /data/extra``) were left out without a word.
+    """
+    chains = {str(root): frozenset([os.path.realpath(root)])}  # the real folders on the way
+    for folder, folders, names in os.walk(root, followlinks=True):
+        chain = chains.pop(folder)
+        for name in list(folders):
+            real = os.path.realpath(os.path.join(folder, name))
+            if real in chain:  # a link to a folder it is in: its files are read already
+                folders.remove(name)
+            else:
+                chains[os.path.join(folder, name)] = chain | {real}
+        for name in [*folders, *names]:
+            yield Path(folder, name)
 
 
 def _broken_link(link: Path, what: str) -> DataError:

@@ -100,7 +100,8 @@ def load_datapacks(
     Args:
         path: a directory of ``.json`` / ``.jsonl`` files, or a single such file. Hidden names
             in the directory (``._a.jsonl``, ``.git/``) are skipped.
-        recursive: also read sub-directories (of ``enrichment_dir`` too).
+        recursive: also read sub-directories (of ``enrichment_dir`` too), symbolic links to
+            folders followed.
         enrichment_dir: Stage 2.4 enrichments to merge in by ``pack_id`` (the specification's
             Stage 1 / 2.4 merge; see :mod:`gymcurric.datapacks.merge`). The files are not
             changed.

@@ -97,3 +97,31 @@ def test_an_enrichment_folder_is_listed_the_same_way(tmp_path):
     os.symlink("gone.jsonl", enrich / "f.jsonl")
     with pytest.raises(DataError, match="the enrichment records it stood for"):
         load_datapacks(packs, enrichment_dir=enrich)
+
+
+def test_a_linked_folder_is_searched_as_a_subfolder(tmp_path, monkeypatch):
+    # Path.glob("**/*") does not go into a symbolic link to a folder, so its packs were left
+    # out without a word, while a broken link there is refused as a folder of packs it may be
+    packs, elsewhere = tmp_path / "packs", tmp_path / "elsewhere"
+    (packs / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    _write_jsonl(packs / "a.jsonl", "a1")
+    _write_jsonl(packs / "sub" / "b.jsonl", "b1")
+    _write_jsonl(elsewhere / "c.jsonl", "c1")
+    os.symlink(elsewhere, packs / "extra")
+    os.symlink("..", packs / "sub" / "up")  # a loop: the folder it is in, read once
+    os.symlink(".", packs / "self")
+    deep_packs = load_datapacks(packs, recursive=True)
+    assert [(p.pack_id, p.source) for p in deep_packs] == [
+        ("a1", str(packs / "a.jsonl")),
+        ("c1", str(packs / "extra" / "c.jsonl")),
+        ("b1", str(packs / "sub" / "b.jsonl")),
+    ]
+    assert validate_datapacks(packs, recursive=True) == (deep_packs, [])
+    assert [p.pack_id for p in load_datapacks(packs)] == ["a1"]  # subfolders not searched
+    # the root given as a hidden link to the folder, or as '.': the same packs
+    os.symlink(packs, tmp_path / ".packs")
+    expected = ["a1", "c1", "b1"]
+    assert [p.pack_id for p in load_datapacks(tmp_path / ".packs", recursive=True)] == expected
+    monkeypatch.chdir(packs)
+    assert [p.pack_id for p in load_datapacks(".", recursive=True)] == expected
