@@ -75,6 +75,8 @@ class CopyLog:
     copies: list[Copy] = field(default_factory=list)
     #: (start, end) addresses of the arrays :meth:`pin` marked
     pinned: list[tuple[int, int]] = field(default_factory=list)
+    #: those arrays, kept alive: a later array at a freed one's address would count as pinned
+    pinned_arrays: list[np.ndarray] = field(default_factory=list)
     #: the tensors ``torch.from_numpy`` made in the block (kept alive: no address is reused)
     host: list[torch.Tensor] = field(default_factory=list)
 
@@ -82,6 +84,7 @@ class CopyLog:
         """Mark ``array`` as pinned memory (its tensors' ``is_pinned()`` is True); returned."""
         start = array.__array_interface__["data"][0]
         self.pinned.append((start, start + array.nbytes))
+        self.pinned_arrays.append(array)
         return array
 
     def is_pinned(self, tensor: torch.Tensor) -> bool:

@@ -227,6 +227,17 @@ def test_with_the_cpu_decision_every_copy_blocks(fields, ring_kind):
     assert not wrong, wrong
 
 
+def test_an_array_marked_pinned_keeps_its_address_to_itself():
+    # CopyLog.pin kept the address range only: CALLS pass temporaries, freed after their call,
+    # and numpy gave a later array of the same size (a caller's pageable reward column) the
+    # same address, logged and copied as pinned (a copy_in of 12 bytes in the float32 run)
+    with record_copies() as log:
+        for k in range(50):
+            log.pin(values(k, (E,)))  # a temporary, as in CALLS
+            later = values(k, (E,))
+            assert not log.is_pinned(torch.from_numpy(later)), k
+
+
 # ---------------------------------------------------------------- the values
 def contents(ring: ReplayRing) -> dict[str, torch.Tensor]:
     """The fields and every transition of the ring (``next_obs`` where valid, else 0)."""
