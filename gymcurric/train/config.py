@@ -59,6 +59,9 @@ __all__ = [
     "load_config",
 ]
 
+#: The largest ``run.seed``: SB3's ``set_random_seed`` passes it to ``np.random.seed``.
+_MAX_SEED = 2**32 - 1
+
 ALGOS = ("ppo", "ppolag", "pidlag", "trpolag", "cpo", "p3o", "pposimmer", "sac")
 
 
@@ -239,7 +242,7 @@ class RunSection:
 
     Attributes:
         total_steps: env steps to train for (>= 1).
-        seed: seeds the agent, the envs (``seed + i``) and the curriculum.
+        seed: seeds the agent, the envs (``seed + i``) and the curriculum; 0 to 2**32 - 1.
         out_dir: parent folder of run directories.
         name: the run directory's name (None: ``<env>-<algo>-s<seed>``).
         checkpoint_every: env steps between checkpoints (model, curriculum state, RNG
@@ -262,6 +265,9 @@ class RunSection:
     def _check(self, key: str, source: str | None) -> None:
         check_int(f"{key}.total_steps", self.total_steps, source=source)
         check_int(f"{key}.seed", self.seed, minimum=0, source=source)
+        if self.seed > _MAX_SEED:  # SB3 seeds numpy's legacy generator, which takes 32 bits
+            why = f"expected an int from 0 to 2**32 - 1 ({_MAX_SEED}), as the agent's seed"
+            raise ConfigError(f"{key}.seed", shown(self.seed), why, source=source)
         check_int(f"{key}.torch_threads", self.torch_threads, source=source)
         if self.checkpoint_every is not None:
             check_int(f"{key}.checkpoint_every", self.checkpoint_every, source=source)

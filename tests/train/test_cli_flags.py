@@ -133,12 +133,23 @@ def test_a_whole_number_flag_is_read_as_before(tmp_path, capsys, monkeypatch, te
     assert (merged["run"]["seed"], merged["datapacks"]["episodes"]) == (value, value)
 
 
-def test_a_number_flag_out_of_range_is_refused_by_its_config_key(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("-1", "-1 (expected an int >= 0)"),
+        # numpy's legacy seeding (SB3's set_random_seed) raised a raw ValueError traceback
+        ("4294967296", "4294967296 (expected an int from 0 to 2**32 - 1 (4294967295)"),
+        ("1" + "0" * 400, "'1" + "0" * 59 + "... (401 characters)' (expected an int from 0"),
+    ],
+)
+def test_a_number_flag_out_of_range_is_refused_by_its_config_key(
+    tmp_path, capsys, monkeypatch, text, expected
+):
     write_packs(tmp_path)
     monkeypatch.chdir(tmp_path)
-    argv = ["train", "--config", str(_base(tmp_path)), "--datapack-dir", "packs", "--seed", "-1"]
+    argv = ["train", "--config", str(_base(tmp_path)), "--datapack-dir", "packs", "--seed", text]
     assert cli.main([*argv, "--dry-run"]) == 2
-    assert "invalid value for 'run.seed': -1 (expected an int >= 0)" in capsys.readouterr().err
+    assert f"invalid value for 'run.seed': {expected}" in capsys.readouterr().err
 
 
 def test_a_flag_wins_over_an_override_of_its_key(tmp_path, capsys, monkeypatch):

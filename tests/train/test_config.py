@@ -29,6 +29,7 @@ def test_defaults_round_trip_through_json():
         ({"agent": {"lr": 1}}, "agent.lr", 1),
         ({"run": {"total_steps": -5}}, "run.total_steps", -5),
         ({"run": {"seed": True}}, "run.seed", True),
+        ({"run": {"seed": 2**32}}, "run.seed", 2**32),  # SB3's np.random.seed: a traceback
         ({"run": {"checkpoint_every": 0}}, "run.checkpoint_every", 0),
         ({"cost": {"nonfinite": "zero"}}, "cost.nonfinite", "zero"),
         ({"curriculum": {"enabled": True}}, "curriculum.space", {}),
