@@ -104,7 +104,8 @@ class ReplayRing:
                 :class:`FieldSpec` or ``(shape, torch.dtype)``. The scalar fields ``reward``,
                 ``cost`` (float32), ``is_first`` (bool), ``continue_`` (float32) and
                 ``episode_id`` (int32) are added and may not be redefined.
-            device: where the tensors live (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
+            device: where the tensors live (``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``"cpu:0"`` is
+                ``"cpu"``, the device of CPU tensors).
             side_capacity: entries of the terminal-observation side store (one per episode
                 that ended with ``final_obs`` while its row is still in the ring). Default
                 ``max(2 * num_envs, capacity * num_envs // 32)``, enough for episodes of mean

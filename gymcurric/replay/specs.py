@@ -219,8 +219,9 @@ def ring_layout(
 ) -> RingLayout:
     """Check the layout arguments of ``ReplayRing`` and fill in the defaults.
 
-    ``"cuda"`` becomes the current CUDA device; ``side_capacity`` None becomes
-    ``max(2 * num_envs, capacity * num_envs // 32)``.
+    ``"cuda"`` becomes the current CUDA device and ``"cpu:0"`` the CPU (a CPU tensor's device
+    has no index: ``torch.device("cpu:0")`` is not its device, and ``.to`` it copies);
+    ``side_capacity`` None becomes ``max(2 * num_envs, capacity * num_envs // 32)``.
 
     Raises:
         ConfigError: naming the argument at fault.
@@ -231,6 +232,8 @@ def ring_layout(
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
+    elif device.type == "cpu":
+        device = torch.device("cpu")
     if side_capacity is None:
         side_capacity = max(2 * num_envs, capacity * num_envs // 32)
     check_int("side_capacity", side_capacity, source="ReplayRing", reason="must be an int >= 1")

@@ -337,3 +337,24 @@ def test_bfloat16_action_rows_take_the_rings_decision(monkeypatch):
     assert report.rows == 3
     copies, blocking = host_to_device(counted)
     assert copies and blocking == 0, (counted.transfers, counted.syncs)
+
+
+@pytest.mark.parametrize("strategy", ["host", "device"])
+def test_a_ring_on_cpu_0_is_a_cpu_ring(strategy):
+    # ring_layout kept "cpu:0" as the ring's device: a CPU tensor (device "cpu", never
+    # "cpu:0") was refused as on another device, and device_flags' .to(cpu:0), unlike .to(cpu),
+    # copied the staged host flags at each start_episodes_at_next_push of a device-index ring
+    fields = {"obs": ((3,), torch.float32), "action": ((2,), torch.float32)}
+    rings = [ReplayRing(8, E, fields, d, index_strategy=strategy) for d in ("cpu", "cpu:0")]
+    assert rings[1].device == torch.device("cpu")
+    counts = []
+    for ring in rings:
+        ended = torch.arange(E) == 1
+        ring.push_step(
+            torch.ones(E, 3), torch.ones(E, 2), torch.ones(E), terminated=ended, truncated=~ended
+        )
+        with count_ops() as counted:
+            ring.start_episodes_at_next_push(np.arange(E) == 0)
+        counts.append(counted.ops)
+    assert counts[1] == counts[0]
+    assert torch.equal(rings[1].fields["obs"], rings[0].fields["obs"])
