@@ -127,12 +127,16 @@ def _tree(root: Path) -> Iterator[Path]:
     chains = {str(root): frozenset([os.path.realpath(root)])}  # the real folders on the way
     for folder, folders, names in os.walk(root, followlinks=True):
         chain = chains.pop(folder)
+        hidden = any(part.startswith(".") for part in Path(folder).relative_to(root).parts)
         for name in list(folders):
-            real = os.path.realpath(os.path.join(folder, name))
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)
             if real in chain:  # a link to a folder it is in: its files are read already
                 folders.remove(name)
+            elif (hidden or name.startswith(".")) and os.path.islink(path):
+                folders.remove(name)  # nothing in it is read: not worth walking (.x -> /mnt)
             else:
-                chains[os.path.join(folder, name)] = chain | {real}
+                chains[path] = chain | {real}
         for name in [*folders, *names]:
             yield Path(folder, name)
 

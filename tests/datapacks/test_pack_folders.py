@@ -125,3 +125,25 @@ def test_a_linked_folder_is_searched_as_a_subfolder(tmp_path, monkeypatch):
     assert [p.pack_id for p in load_datapacks(tmp_path / ".packs", recursive=True)] == expected
     monkeypatch.chdir(packs)
     assert [p.pack_id for p in load_datapacks(".", recursive=True)] == expected
+
+
+def test_a_hidden_link_to_a_folder_is_not_walked(tmp_path, monkeypatch):
+    # nothing under a hidden name is read, so following such a link (.data -> /mnt/big, or a
+    # link inside .git) would only walk a tree to skip all of it
+    packs, big = tmp_path / "packs", tmp_path / "big"
+    (packs / ".git").mkdir(parents=True)
+    (big / "deep").mkdir(parents=True)
+    _write_jsonl(packs / "a.jsonl", "a1")
+    _write_jsonl(big / "deep" / "b.jsonl", "b1")
+    os.symlink(big, packs / ".data")
+    os.symlink(big, packs / ".git" / "modules")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def listing(path="."):
+        listed.append(os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", listing)
+    assert [p.pack_id for p in load_datapacks(packs, recursive=True)] == ["a1"]
+    assert not [path for path in listed if "data" in path or "modules" in path], listed
