@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gymcurric.errors import ConfigError
-from gymcurric.replay._checks import as_tensor_like
+from gymcurric.replay._checks import as_tensor_like, copy_in
 from gymcurric.replay.ring import ReplayRing
 from gymcurric.safety.costs import read_step_costs
 
@@ -133,12 +133,14 @@ class RecordToRing(VectorWrapper, gym.utils.RecordConstructorArgs):
             raise ConfigError("step", actions, "call reset() before step()", source="RecordToRing")
         # o_t goes straight into the ring's next slot before the env may reuse its buffers
         # (copy=False vector envs); the row is committed by push_step below, in this call.
+        # Non-blocking where the ring's copies are (CUDA stages pageable memory before the call
+        # returns, so the env may reuse it at once; a pinned array is copied blocking)
         ring = self.ring
         spec = ring.specs["obs"]
         src = as_tensor_like(
             "obs", self._obs, (self.num_envs, *spec.shape), spec.dtype, ring.device
         )
-        ring.obs_slot(ring.head).copy_(src)
+        copy_in(ring.obs_slot(ring.head), src, non_blocking=ring.non_blocking)
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         term = np.asarray(terminations, dtype=bool)
         trunc = np.asarray(truncations, dtype=bool)

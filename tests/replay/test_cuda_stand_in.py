@@ -4,7 +4,8 @@ No GPU here: a CPU ring stands in for a CUDA one (``copy_log.stand_in_ring``: th
 decision is CUDA's, True, and its writer copies host data as off the CPU), and every write
 path runs on it: ``push_step`` with host or device flags, host reward and cost columns, a
 mixed flag pair, an explicit ``is_first``, ``final_obs`` (the side store), ``attach_final_obs``,
-``start_episodes_at_next_push`` and ``extend_from_episodes`` (bfloat16 action rows included).
+``start_episodes_at_next_push``, ``extend_from_episodes`` (bfloat16 action rows included) and
+``RecordToRing``'s observations.
 Each copy of a caller's array in pinned memory (``CopyLog.pin``) must block, every other one
 must not; with the CPU's own decision every copy blocks; and the stand-in stores what a plain
 CPU ring stores. Each site that takes ``pageable(source)`` is reached with both kinds of
@@ -14,14 +15,18 @@ source, so a site made always blocking, or non-blocking from pinned memory, fail
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from gymnasium.vector import SyncVectorEnv
 
-from gymcurric.replay import ReplayRing
+from gymcurric.replay import RecordToRing, ReplayRing
+from gymcurric.replay.specs import space_fields
 from tests.replay.copy_log import CopyLog, misdecided, record_copies, stand_in_ring
+from tests.stubs import make_scripted
 
 E = 3
 CAPACITY = 6
@@ -236,6 +241,25 @@ def test_an_array_marked_pinned_keeps_its_address_to_itself():
             log.pin(values(k, (E,)))  # a temporary, as in CALLS
             later = values(k, (E,))
             assert not log.is_pinned(torch.from_numpy(later)), k
+
+
+@pytest.mark.parametrize("decision", [True, False], ids=["cuda-decision", "cpu-decision"])
+def test_record_to_ring_copies_each_observation_as_the_ring_decides(decision):
+    # RecordToRing.step copied the observations into ring.obs_slot with a plain copy_, which
+    # blocks on CUDA whatever the ring decided: the host waited for the device at every step
+    envs = SyncVectorEnv([partial(make_scripted, n) for n in (3, 4)])
+    fields = space_fields(envs.single_observation_space, envs.single_action_space, None)
+    ring = stand_in_ring(CAPACITY, 2, fields, decision=decision, memory_budget=2**30)
+    recorder = RecordToRing(envs, ring)
+    recorder.reset(seed=0)
+    with record_copies() as log:
+        for k in range(5):
+            recorder.step(np.array([k % 2, 1 - k % 2]))
+    recorder.close()
+    observations = [c for c in log.copies if "recorder.py:step" in (c.site, c.caller)]
+    assert len(observations) == 5, log.copies
+    assert not misdecided(log.copies, decision), log.copies
+    assert ring.total_steps == 5
 
 
 # ---------------------------------------------------------------- the values
