@@ -14,11 +14,12 @@ from typing import ParamSpec, TypeVar
 
 from gymcurric._optional import missing_extra
 from gymcurric.train import runner as _runner
-from gymcurric.train.config import TrainConfig, apply_overrides, load_config
+from gymcurric.train.config import Setting, TrainConfig, apply_overrides, load_config
 from gymcurric.train.runner import RunResult, default_run_name
 
 __all__ = [
     "RunResult",
+    "Setting",
     "TrainConfig",
     "apply_overrides",
     "default_run_name",

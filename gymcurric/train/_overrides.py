@@ -74,9 +74,14 @@ def _parse_value(key: str, text: str) -> Any:
         why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
         raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
     if value is None and not _written_null(yaml, text):  # `x=#c`, `x=!`, `x=&a`: not a null
+        what = (
+            "only whitespace"
+            if not text.strip()
+            else "`#` starts a comment, `!` a tag, `&` an anchor, and nothing is left"
+        )
         why = (
-            "YAML reads it as null (`#` starts a comment, `!` a tag, `&` an anchor, and nothing "
-            f"is left); quote it for a string: {key}=\"'...'\", or write {key}=null for null"
+            f"YAML reads it as null ({what}); quote it for a string: {key}=\"'...'\", "
+            f"or write {key}=null for null"
         )
         raise ConfigError(key, cut(text), why, source="command line")
     at = _comment_at(yaml, text)

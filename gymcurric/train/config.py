@@ -53,6 +53,7 @@ __all__ = [
     "DatapacksSection",
     "EnvSection",
     "RunSection",
+    "Setting",
     "TrainConfig",
     "WrapperSection",
     "apply_overrides",

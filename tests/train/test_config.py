@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+import gymcurric.train
 from gymcurric.errors import ConfigError, DataError
 from gymcurric.train.cli_demo import shipped_configs
 from gymcurric.train.config import TrainConfig, apply_overrides, load_config
@@ -162,8 +163,18 @@ def test_an_override_yaml_reads_as_null_without_writing_one_is_refused(text):
         "command line",
     )
     assert "reads it as null" in info.value.reason and "quote it" in info.value.reason
+    assert ("only whitespace" in info.value.reason) == (not text.strip())
     with pytest.raises(ConfigError, match="reads it as null"):
         load_config(None, [f"env.kwargs.x={text}"])
+
+
+def test_flag_settings_are_public_and_applied_as_typed():
+    # load_config/apply_overrides take settings: the type is gymcurric.train.Setting
+    from gymcurric.train import Setting as PublicSetting
+
+    setting = PublicSetting("run.out_dir", "2024", "--out-dir")
+    assert load_config(None, [], [setting]).run.out_dir == "2024"
+    assert "Setting" in gymcurric.train.__all__
 
 
 def test_an_override_that_writes_null_is_null_and_an_empty_one_an_empty_string():
