@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
+from gymcurric._checks import finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError, TaskError
 
 __all__ = ["TaskEnv", "TaskParam", "TaskSpec", "check_number"]
@@ -87,13 +88,21 @@ class TaskParam:
                 raise error(
                     key, value, f"expected a float, got {type(value).__name__}", source=source
                 )
+            # float() raises OverflowError on an int too large for a float (10**400)
+            if too_large_int(value):
+                raise error(
+                    key, shown(value), finite_reason(value, "must be finite"), source=source
+                )
             number = float(value)
             if not math.isfinite(number):
                 raise error(key, value, "must be finite", source=source)
         assert self.low is not None and self.high is not None
         if not self.low <= number <= self.high:
             raise error(
-                key, value, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]", source=source
+                key,
+                shown(value),
+                f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]",
+                source=source,
             )
         return number
 

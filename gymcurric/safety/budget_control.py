@@ -32,13 +32,14 @@ budget levels, with actions ``-1, 0, +1`` (one level down, stay, one level up)::
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -54,7 +55,10 @@ Reference = Literal["increase", "decrease"] | Callable[[float], float]
 
 def _number(name: str, value: Any, source: str, *, low: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise ConfigError(name, value, "expected a finite number", source=source)
+        raise ConfigError(name, shown(value), "expected a finite number", source=source)
+    if too_large_int(value):  # float() raises OverflowError on it
+        reason = finite_reason(value, "expected a finite number")
+        raise ConfigError(name, shown(value), reason, source=source)
     out = float(value)
     if not math.isfinite(out) or (low is not None and out < low):
         where = "" if low is None else f" >= {low:g}"
@@ -82,8 +86,9 @@ def budget_levels(
         return np.linspace(0.5 * safety_budget, safety_budget, 6)
     try:
         out = np.sort(np.asarray(levels, dtype=np.float64).ravel())
-    except (TypeError, ValueError):
-        raise ConfigError("budget_levels", levels, "expected numbers", source=source) from None
+    except (TypeError, ValueError, OverflowError):  # Overflow: an int too large for a float
+        reason = "expected numbers a float holds"
+        raise ConfigError("budget_levels", shown(levels), reason, source=source) from None
     if out.size == 0 or not np.all(np.isfinite(out)) or out[0] < 0:
         raise ConfigError(
             "budget_levels", levels, "expected one or more finite numbers >= 0", source=source
@@ -191,6 +196,10 @@ class PIBudgetController:
         if not 0.0 < self.polyak <= 1.0:
             raise ConfigError("polyak", polyak, "expected a number in (0, 1]", source=src)
         check_int("window", window, source=src)
+        if window > sys.maxsize:  # a deque's maxlen is a C ssize_t
+            raise ConfigError(
+                "window", shown(window), f"expected an int <= {sys.maxsize}", source=src
+            )
         self.window = window
         span = float(self.levels[-1] - self.levels[0])
         if action_bound is None:

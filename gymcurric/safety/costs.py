@@ -9,6 +9,8 @@ twins and the SB3 ``VecEnv`` hook all use the same code.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 import warnings
 from collections import deque
 from typing import Any, Literal, SupportsFloat
@@ -16,6 +18,7 @@ from typing import Any, Literal, SupportsFloat
 import numpy as np
 import numpy.typing as npt
 
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "EpisodeCostTracker",
     "NonFiniteGuard",
     "NonFinitePolicy",
+    "check_queue_length",
     "check_vector_cost_dtype",
     "read_step_costs",
 ]
@@ -140,11 +144,16 @@ class NonFiniteGuard:
             raise ConfigError(
                 "nonfinite", policy, f"expected one of {NONFINITE_POLICIES}", source=source or None
             )
-        if not math.isfinite(replacement):
+        # a real number first: math.isfinite raises TypeError on a string, OverflowError on
+        # an int too large for a float
+        real = isinstance(replacement, numbers.Real) and not isinstance(
+            replacement, bool | np.bool_
+        )
+        if not (real and not too_large_int(replacement) and math.isfinite(replacement)):
             raise ConfigError(
                 "nonfinite_value",
-                replacement,
-                "the replacement must be finite",
+                shown(replacement),
+                finite_reason(replacement, "the replacement must be a finite number"),
                 source=source or None,
             )
         self.name = name
@@ -192,6 +201,17 @@ class NonFiniteGuard:
             )
 
 
+def check_queue_length(queue_length: Any, source: str) -> None:
+    """Raise :class:`~gymcurric.errors.ConfigError` unless ``queue_length`` is a deque's maxlen.
+
+    An int (numpy's too, not a bool) from 0 to ``sys.maxsize`` (a C ``ssize_t``).
+    """
+    check_int("queue_length", queue_length, minimum=0, source=source, allow_numpy=True)
+    if queue_length > sys.maxsize:
+        reason = f"expected an int from 0 to {sys.maxsize}"
+        raise ConfigError("queue_length", shown(queue_length), reason, source=source)
+
+
 class EpisodeCostTracker:
     """Running per-env episode cost, plus a queue of the costs of finished episodes.
 
@@ -210,8 +230,8 @@ class EpisodeCostTracker:
     """
 
     def __init__(self, num_envs: int, queue_length: int = 100) -> None:
-        if num_envs < 1:
-            raise ConfigError("num_envs", num_envs, "must be >= 1")
+        check_int("num_envs", num_envs, source="EpisodeCostTracker", allow_numpy=True)
+        check_queue_length(queue_length, "EpisodeCostTracker")
         self.running = np.zeros(num_envs, dtype=np.float64)
         self.cost_queue: deque[float] = deque(maxlen=queue_length)
 

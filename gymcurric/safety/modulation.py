@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["Modulation", "RiskModulation", "lagrange_modulation", "lagrange_modulation_scale"]
@@ -60,9 +60,26 @@ class Modulation(NamedTuple):
     status: str
 
 
-def _check(name: str, value: float, ok: bool, reason: str) -> None:
+def _real(value: Any) -> bool:
+    """Whether ``value`` is a real number (numpy's too, not a bool) that a float holds.
+
+    NaN and inf are real here; an int too large for a float (``10**400``) is not:
+    ``math.isfinite`` and ``float`` raise ``OverflowError`` on it.
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return False
+    return not too_large_int(value)
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a real number (numpy's too, not a bool), of any size."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _check(name: str, value: Any, ok: bool, reason: str) -> None:
     if not ok:
-        raise ConfigError(name, value, reason, source="lagrange_modulation")
+        reason = finite_reason(value, reason)
+        raise ConfigError(name, shown(value), reason, source="lagrange_modulation")
 
 
 def lagrange_modulation(
@@ -99,11 +116,18 @@ def lagrange_modulation(
         >>> lagrange_modulation([2.0], window, episodes_seen=3).status
         'gated'
     """
-    _check("alpha", alpha, math.isfinite(alpha) and alpha >= 0, "must be finite and >= 0")
-    _check("quantile_p", quantile_p, 0.0 < quantile_p < 1.0, "must be in (0, 1)")
-    _check("slope", slope, math.isfinite(slope) and slope > 0, "must be finite and > 0")
-    _check("eps", eps, math.isfinite(eps) and eps > 0, "must be finite and > 0")
-    _check("min_episodes", min_episodes, min_episodes >= 0, "must be >= 0")
+    # _real first: the comparisons raise on a string, math.isfinite on an int too large for a
+    # float
+    finite = {
+        name: _real(v) and math.isfinite(v)
+        for name, v in (("alpha", alpha), ("slope", slope), ("eps", eps))
+    }
+    _check("alpha", alpha, finite["alpha"] and alpha >= 0, "must be finite and >= 0")
+    _check("quantile_p", quantile_p, _real(quantile_p) and 0 < quantile_p < 1, "must be in (0, 1)")
+    _check("slope", slope, finite["slope"] and slope > 0, "must be finite and > 0")
+    _check("eps", eps, finite["eps"] and eps > 0, "must be finite and > 0")
+    _check("min_episodes", min_episodes, _count(min_episodes) and min_episodes >= 0, "must be >= 0")
+    _check("episodes_seen", episodes_seen, _count(episodes_seen), "must be a number")
     nan = float("nan")
     if episodes_seen < min_episodes:
         return Modulation(1.0, nan, nan, nan, "gated")
@@ -199,8 +223,10 @@ class RiskModulation:
         for name in ("alpha", "quantile_p", "slope", "eps"):
             value = getattr(self, name)
             real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            if not (real and math.isfinite(value)):
-                raise ConfigError(name, value, "expected a finite number", source=src)
+            # too_large_int first: math.isfinite raises OverflowError on 10**400
+            if not (real and not too_large_int(value) and math.isfinite(value)):
+                reason = finite_reason(value, "expected a finite number")
+                raise ConfigError(name, shown(value), reason, source=src)
         if self.alpha < 0:
             raise ConfigError("alpha", self.alpha, "expected a number >= 0", source=src)
         if not 0.0 < self.quantile_p < 1.0:

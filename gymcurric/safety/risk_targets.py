@@ -38,13 +38,14 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["CostToGoTargets", "PendingCostToGo", "TruncationPolicy", "cost_to_go_targets"]
 
 TruncationPolicy = Literal["complete", "drop"]
 _TRUNCATION_POLICIES = ("complete", "drop")
+_MAX_HORIZON = 2**62
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -93,9 +94,17 @@ class CostToGoTargets(NamedTuple):
 
 def check_target_params(gamma: float, horizon: int, truncation: str, source: str) -> None:
     """Validate ``gamma``, ``horizon`` and ``truncation``; raise :class:`ConfigError`."""
-    if not (isinstance(gamma, int | float) and 0.0 <= float(gamma) <= 1.0):
-        raise ConfigError("gamma", gamma, "must be a number in [0, 1]", source=source)
+    # too_large_int first: float() raises OverflowError on an int too large for a float
+    number = isinstance(gamma, int | float) and not isinstance(gamma, bool)
+    number = number and not too_large_int(gamma)
+    if not (number and 0.0 <= float(gamma) <= 1.0):
+        reason = finite_reason(gamma, "must be a number in [0, 1]")
+        raise ConfigError("gamma", shown(gamma), reason, source=source)
     check_int("horizon", horizon, source=source, allow_numpy=True, reason="must be an integer >= 1")
+    if horizon > _MAX_HORIZON:  # the targets' arithmetic holds it in an int64
+        raise ConfigError(
+            "horizon", shown(horizon), f"must be an integer from 1 to {_MAX_HORIZON}", source=source
+        )
     if truncation not in _TRUNCATION_POLICIES:
         raise ConfigError(
             "truncation", truncation, f"expected one of {_TRUNCATION_POLICIES}", source=source

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -145,10 +145,12 @@ class ShapingConfig:
             if isinstance(value, numbers.Real) and not isinstance(value, int | float | np.bool_):
                 value = int(value) if isinstance(value, numbers.Integral) else float(value)
             ok = isinstance(value, int | float) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and (value > lo if lo_open else value >= lo)
-            if not ok or value > hi:
+            # math.isfinite raises OverflowError on an int too large for a float (10**400)
+            ok = ok and not too_large_int(value) and math.isfinite(value)
+            if not (ok and (value > lo if lo_open else value >= lo) and value <= hi):
                 bound = f"({lo}" if lo_open else f"[{lo}"
-                raise ConfigError(name, given, f"expected a number in {bound}, {hi}]", source=src)
+                reason = finite_reason(value, f"expected a number in {bound}, {hi}]")
+                raise ConfigError(name, shown(given), reason, source=src)
             if value is not given:
                 object.__setattr__(self, name, value)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,13 +25,27 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, finite_reason, is_finite_number, shown, too_large_int
 from gymcurric.errors import ConfigError
 
 __all__ = ["RiskAnnotator", "RiskHead"]
 
 _CLIP = 10.0
 _EVAL_MAX = 4096  # fresh samples kept for the held-out metrics between two train() calls
+
+
+#: the seeds torch's generators take, -2**63 to 2**64 - 1, less one: the head seeds two (seed + 1)
+_SEED_RANGE = (-(2**63), 2**64 - 2)
+
+
+def _seed(value: Any, source: str) -> int:
+    """``value`` as a seed: an int (numpy's too, not a bool) that torch's generators take."""
+    low, high = _SEED_RANGE
+    ok = not isinstance(value, bool) and isinstance(value, int | np.integer)
+    if not (ok and low <= value <= high):
+        reason = "must be an integer from -2**63 to 2**64 - 2 (the head seeds seed and seed + 1)"
+        raise ConfigError("seed", shown(value), reason, source=source)
+    return int(value)
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -97,12 +111,18 @@ class RiskHead:
         device: str | torch.device = "cpu",
     ) -> None:
         self.input_dim = _positive_int("input_dim", input_dim)
+        if not isinstance(hidden, Iterable):
+            raise ConfigError("hidden", shown(hidden), "expected a list of ints", source="RiskHead")
         self.hidden = tuple(_positive_int("hidden", h) for h in hidden)
         for name, value in (("risk_lr", risk_lr), ("smooth_l1_beta", smooth_l1_beta)):
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ConfigError(name, value, "must be a finite number > 0", source="RiskHead")
-        if not (isinstance(grad_clip, int | float) and grad_clip > 0):
-            raise ConfigError("grad_clip", grad_clip, "must be > 0", source="RiskHead")
+            # is_finite_number: an int too large for a float is refused, not an OverflowError
+            if not (is_finite_number(value) and value > 0):
+                reason = finite_reason(value, "must be a finite number > 0")
+                raise ConfigError(name, shown(value), reason, source="RiskHead")
+        number = isinstance(grad_clip, int | float) and not isinstance(grad_clip, bool)
+        if not (number and not too_large_int(grad_clip) and grad_clip > 0):
+            reason = finite_reason(grad_clip, "must be > 0")
+            raise ConfigError("grad_clip", shown(grad_clip), reason, source="RiskHead")
         self.risk_lr = float(risk_lr)
         self.risk_min_samples = _positive_int("risk_min_samples", risk_min_samples)
         self.risk_batch_size = _positive_int("risk_batch_size", risk_batch_size)
@@ -111,7 +131,7 @@ class RiskHead:
         self.metric_window = _positive_int("metric_window", metric_window)
         self.smooth_l1_beta = float(smooth_l1_beta)
         self.grad_clip = float(grad_clip)
-        self.seed = int(seed)
+        self.seed = _seed(seed, "RiskHead")
         self.device = torch.device(device)
 
         init_gen = torch.Generator().manual_seed(self.seed)
@@ -432,7 +452,7 @@ class RiskAnnotator:
             horizon=horizon,
             truncation=truncation,  # type: ignore[arg-type]
         )
-        self.seed = int(seed)
+        self.seed = _seed(seed, "RiskAnnotator")
         self.head_kwargs = dict(head_kwargs)
         RiskHead(1, seed=self.seed, **self.head_kwargs)  # validate the head's arguments now
         self.head: RiskHead | None = None

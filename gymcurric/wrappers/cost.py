@@ -21,7 +21,7 @@ import gymnasium as gym
 from gymnasium.core import ActType, ObsType
 
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
-from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy
+from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy, check_queue_length
 
 __all__ = [
     "AnnotateCost",
@@ -69,8 +69,8 @@ class CostSettings:
     """The checked arguments of :class:`AnnotateCost`, shared with its vector twin.
 
     The fields are the constructor arguments as given (the ``cost_fn`` itself, not a copy); a
-    ``cost_fn`` that is neither callable nor ``None`` raises
-    :class:`~gymcurric.errors.ConfigError`.
+    ``cost_fn`` that is neither callable nor ``None``, or a ``queue_length`` that is not an int
+    from 0 to ``sys.maxsize``, raises :class:`~gymcurric.errors.ConfigError`.
     """
 
     cost_fn: Any
@@ -79,11 +79,12 @@ class CostSettings:
     queue_length: int
 
     def __post_init__(self) -> None:
-        """Check ``cost_fn``."""
+        """Check ``cost_fn`` and ``queue_length`` (the guard checks the others)."""
         if self.cost_fn is not None and not callable(self.cost_fn):
             raise ConfigError(
                 "cost_fn", self.cost_fn, "must be callable or None", source="AnnotateCost"
             )
+        check_queue_length(self.queue_length, "AnnotateCost")
 
     def arguments(self) -> dict[str, Any]:
         """The constructor arguments, as the wrappers record them."""

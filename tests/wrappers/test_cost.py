@@ -202,3 +202,9 @@ def test_cost_queue_length():
         run_episode(env)
     assert list(env.cost_queue) == [0.5, 0.5, 0.5]
     assert np.isclose(sum(env.cost_queue), 1.5)
+
+
+def test_a_queue_length_no_deque_takes_is_a_config_error():
+    for bad in (10**400, -1, 2.0, "5", True):
+        with pytest.raises(ConfigError, match="'queue_length'"):
+            AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 0.0, queue_length=bad)
