@@ -114,7 +114,10 @@ def build_raw_safety_env(
     if camera_id is not None and camera_name is not None:
         raise ConfigError("camera_id", camera_id, f"give camera_id or camera_name={camera_name!r}")
     for key, size in (("width", width), ("height", height)):
-        check_int(key, size, optional=True, reason="expected a positive int (pixels)")
+        check_int(
+            key, size, optional=True, allow_numpy=True, reason="expected a positive int (pixels)"
+        )
+    width, height = (None if size is None else int(size) for size in (width, height))
     if render_mode == "human" and not _has_display():
         # glfw would abort the whole process (a C assertion), not raise.
         raise EnvUnavailableError(

@@ -195,12 +195,12 @@ class PIBudgetController:
         self.polyak = _number("polyak", polyak, src)
         if not 0.0 < self.polyak <= 1.0:
             raise ConfigError("polyak", polyak, "expected a number in (0, 1]", source=src)
-        check_int("window", window, source=src)
+        check_int("window", window, source=src, allow_numpy=True)
         if window > sys.maxsize:  # a deque's maxlen is a C ssize_t
             raise ConfigError(
                 "window", shown(window), f"expected an int <= {sys.maxsize}", source=src
             )
-        self.window = window
+        self.window = window = int(window)
         span = float(self.levels[-1] - self.levels[0])
         if action_bound is None:
             action_bound = 2.0 * span / len(self.levels) if span > 0 else float(self.levels[-1])
@@ -334,7 +334,8 @@ class QBudgetController:
             spacing = np.diff(self.levels)
             reward_thresh = 0.5 * float(spacing.min()) if spacing.size else 1.0
         self.reward_thresh = _number("reward_thresh", reward_thresh, src, low=0.0)
-        check_int("initial_level", initial_level, minimum=0, source=src)
+        check_int("initial_level", initial_level, minimum=0, source=src, allow_numpy=True)
+        initial_level = int(initial_level)
         if initial_level >= len(self.levels):
             raise ConfigError(
                 "initial_level", initial_level, f"expected < {len(self.levels)}", source=src

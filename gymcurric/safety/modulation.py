@@ -236,8 +236,11 @@ class RiskModulation:
         for name in ("slope", "eps"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, getattr(self, name), "expected a number > 0", source=src)
-        check_int("min_episodes", self.min_episodes, minimum=0, source=src)
-        check_int("reference_window", self.reference_window, source=src)
+        # numpy integers count, kept as the Python int of the same value
+        check_int("min_episodes", self.min_episodes, minimum=0, source=src, allow_numpy=True)
+        check_int("reference_window", self.reference_window, source=src, allow_numpy=True)
+        for name in ("min_episodes", "reference_window"):
+            object.__setattr__(self, name, int(getattr(self, name)))
 
     @classmethod
     def coerce(

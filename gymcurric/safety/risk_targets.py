@@ -239,9 +239,15 @@ class PendingCostToGo:
         horizon: int,
         truncation: TruncationPolicy = "complete",
     ) -> None:
-        check_int("num_envs", num_envs, reason="must be an integer >= 1")
+        check_int(
+            "num_envs",
+            num_envs,
+            source="PendingCostToGo",
+            allow_numpy=True,
+            reason="must be an integer >= 1",
+        )
         check_target_params(gamma, horizon, truncation, "PendingCostToGo")
-        self.num_envs = num_envs
+        self.num_envs = int(num_envs)
         self.gamma = float(gamma)
         self.horizon = int(horizon)
         self.truncation: TruncationPolicy = truncation

@@ -48,12 +48,12 @@ def _seed(value: Any, source: str) -> int:
     return int(value)
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+def _positive_int(name: str, value: Any, minimum: int = 1, source: str = "RiskHead") -> int:
     check_int(
         name,
         value,
         minimum=minimum,
-        source="RiskHead",
+        source=source,
         allow_numpy=True,
         reason=f"must be an integer >= {minimum}",
     )
@@ -420,7 +420,7 @@ class RiskAnnotator:
     :meth:`modulation`.
 
     Args:
-        num_envs: parallel envs.
+        num_envs: parallel envs (an int, a numpy integer too).
         gamma: cost discount of the targets.
         horizon: ``H`` of the targets.
         truncation: ``"complete"`` or ``"drop"`` (see :func:`cost_to_go_targets`).
@@ -444,10 +444,10 @@ class RiskAnnotator:
     ) -> None:
         from gymcurric.safety.risk_targets import PendingCostToGo
 
-        self.num_envs = num_envs
+        self.num_envs = _positive_int("num_envs", num_envs, source="RiskAnnotator")
         self.train_every = _positive_int("train_every", train_every)
         self.pending = PendingCostToGo(
-            num_envs,
+            self.num_envs,
             gamma=gamma,
             horizon=horizon,
             truncation=truncation,  # type: ignore[arg-type]

@@ -113,7 +113,7 @@ class Shaper:
         config: the :class:`ShapingConfig`.
         embedder: an :class:`~gymcurric.semantics.base.Embedder`; a failed one (``status``
             starting with ``"failed"``) makes every shaping term 0.
-        num_envs: how many envs share this shaper.
+        num_envs: how many envs share this shaper (an int, a numpy integer too).
 
     Examples:
         >>> import numpy as np
@@ -133,10 +133,10 @@ class Shaper:
     def __init__(self, config: ShapingConfig, embedder: Embedder, num_envs: int = 1) -> None:
         if not isinstance(config, ShapingConfig):
             raise ConfigError("config", config, "expected a ShapingConfig", source="Shaper")
-        check_int("num_envs", num_envs, source="Shaper", reason="expected an int ≥ 1")
+        check_int("num_envs", num_envs, source="Shaper", allow_numpy=True)  # np.int64(2) too
         self.config = config
         self.embedder = embedder
-        self.num_envs = n = num_envs
+        self.num_envs = n = int(num_envs)
         self.batch_max = config.batch_max
         self.source: Source = config.source
         # a model that failed to load says what it would have embedded, when known; else the
