@@ -214,8 +214,9 @@ class ReplayRing:
 
         Decided once, when the ring is made (``non_blocking_copy`` in
         ``gymcurric/replay/_checks.py``); every copy of host data a write makes (the push and
-        the other write methods, ``RecordToRing``) takes it, and a caller's array in pinned
-        memory is copied blocking even when it is True. :meth:`load_state_dict` copies block.
+        the other write methods, ``RecordToRing``, ``RingReplayBuffer.add``) takes it, and a
+        caller's array in pinned memory is copied blocking even when it is True.
+        :meth:`load_state_dict` copies block.
         """
         return self._storage.non_blocking
 

@@ -4,8 +4,9 @@ CUDA stages a copy from pageable host memory before the call returns, so the rin
 reuse the numpy buffer at once. MPS does not: a non-blocking CPU -> MPS copy reads its source
 after the call returns and stores garbage if the buffer was freed or reused meanwhile
 (pytorch/pytorch#189690, torch 2.13), and xpu or ``privateuseone`` backends document no such
-guarantee. Every ``.to``/``copy_`` with ``non_blocking`` in ``gymcurric/replay`` must take the
-helper's decision: the source check below parses the package (nothing is imported) and
+guarantee. Every ``.to``/``copy_`` with ``non_blocking`` in ``gymcurric/replay`` and
+``gymcurric/integrations`` (the SB3 replay adapter writes the ring's device too) must take the
+helper's decision: the source check below parses those packages (nothing is imported) and
 reports any other value. ``meta`` stands in for such a device in the op counts (no GPU here).
 """
 
@@ -26,6 +27,9 @@ from gymcurric.replay.opcount import count_ops
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ROOT / "gymcurric" / "replay"
+#: the integrations copy host data too (the SB3 adapter writes the ring's device): same rule
+INTEGRATIONS = ROOT / "gymcurric" / "integrations"
+ADAPTER = "gymcurric/integrations/sb3/replay.py"
 HELPER = "non_blocking_copy"
 E = 4
 
@@ -147,14 +151,16 @@ def unguarded(source: str, filename: str = "<source>") -> tuple[list[str], int]:
     return sites.problems, sites.checked
 
 
-def test_every_non_blocking_copy_of_the_replay_package_takes_the_helpers_decision():
-    problems, checked = [], 0
-    for path in sorted(REPLAY.rglob("*.py")):
-        found, seen = unguarded(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+def test_every_non_blocking_copy_of_the_replay_package_and_integrations_takes_the_decision():
+    problems, checked = [], Counter[str]()
+    for path in sorted([*REPLAY.rglob("*.py"), *INTEGRATIONS.rglob("*.py")]):
+        name = path.relative_to(ROOT).as_posix()
+        found, checked[name] = unguarded(path.read_text(encoding="utf-8"), name)
         problems += found
-        checked += seen
     assert not problems, "non_blocking not decided by non_blocking_copy:\n" + "\n".join(problems)
-    assert checked >= 10  # the copies and the calls passing the ring's decision on
+    # the copies and the calls passing the ring's decision on, the SB3 adapter's mirror of
+    # the pending next observation included (a plain copy_ there passes no non_blocking)
+    assert checked.total() >= 11 and checked[ADAPTER] >= 1, checked
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from gymcurric.errors import ConfigError
+from gymcurric.replay._checks import copy_in
 from gymcurric.replay.ring import FieldSpec, ReplayRing, Transitions
 
 __all__ = ["RingReplayBuffer"]
@@ -329,7 +330,12 @@ class RingReplayBuffer(ReplayBuffer):
         )
         np.copyto(self._next_np, next_obs)
         if self._next_dev is not None:
-            self._next_dev.copy_(torch.from_numpy(self._stored(self._next_np)))
+            # as the ring's own writes copy host data: non-blocking where the ring decided so
+            # (CUDA stages pageable memory before the call returns, so the next add may rewrite
+            # _next_np; a blocking copy would synchronise the stream at every env step), and
+            # blocking from pinned memory or where the ring decided so (MPS, pytorch#189690)
+            source = torch.from_numpy(self._stored(self._next_np))
+            copy_in(self._next_dev, source, non_blocking=self.ring.non_blocking)
         self._prev_done = done.copy()  # not the caller's array (or a view of it)
 
     def _checked(
