@@ -21,7 +21,12 @@ import gymnasium as gym
 from gymnasium.core import ActType, ObsType
 
 from gymcurric.errors import ConfigError, GymcurricError, InfoKeyConflictError
-from gymcurric.safety.costs import NonFiniteGuard, NonFinitePolicy, check_queue_length
+from gymcurric.safety.costs import (
+    NonFiniteGuard,
+    NonFinitePolicy,
+    check_cost_values,
+    check_queue_length,
+)
 
 __all__ = [
     "AnnotateCost",
@@ -196,8 +201,13 @@ class AnnotateCost(
                         "AnnotateCost(cost_fn=...) will not overwrite info key 'cost'"
                     )
                 cost = self._cost_fn(obs, action, info)
+                source = f"AnnotateCost({self.env})"
+                check_cost_values(cost, "cost_fn", source=source, allow_bool=True)
             elif "cost" in info:
                 cost = info["cost"]
+                # text is refused by the guard; a bool is no cost in an env's info (a cost_fn's
+                # indicator is one, as documented)
+                check_cost_values(cost, "info['cost']", source=f"AnnotateCost({self.env})")
             else:
                 raise missing_cost_error(self.env)
         else:
@@ -262,6 +272,7 @@ class RecordEpisodeStatisticsWithCost(
         obs, reward, terminated, truncated, info = super().step(action)
         if "cost" not in info:
             raise missing_cost_error(self.env)
+        check_cost_values(info["cost"], "info['cost']", source="RecordEpisodeStatisticsWithCost")
         self.episode_cost += float(info["cost"])
         if terminated or truncated:
             info[self._stats_key]["c"] = self.episode_cost
@@ -301,4 +312,5 @@ class EmitCostTuple(
         obs, reward, terminated, truncated, info = self.env.step(action)
         if "cost" not in info:
             raise missing_cost_error(self.env)
+        check_cost_values(info["cost"], "info['cost']", source="EmitCostTuple")
         return obs, reward, float(info["cost"]), terminated, truncated, info

@@ -20,6 +20,7 @@ from gymnasium.core import ActType, ObsType
 
 from gymcurric._optional import import_optional
 from gymcurric.errors import ConfigError, InfoKeyConflictError
+from gymcurric.safety.costs import check_cost_values
 from gymcurric.safety.risk_targets import check_target_params
 from gymcurric.wrappers._sub_envs import wrapper_method
 
@@ -336,6 +337,8 @@ class AnnotateRisk(
             raise missing_risk_cost_error(self.env)
         if self._current is None:
             raise gym.error.ResetNeeded("AnnotateRisk: call reset() before step()")
+        # np.array(..., float64) in record() would read "0.5" as 0.5 and True as 1.0
+        check_cost_values(info["cost"], "info['cost']", source="AnnotateRisk")
         self.annotator.record(
             self._current, [info["cost"]], [terminated], [truncated], [self._current_ok]
         )

@@ -23,7 +23,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from gymcurric.errors import ConfigError, InfoKeyConflictError
-from gymcurric.safety.costs import EpisodeCostTracker, NonFinitePolicy, read_step_costs
+from gymcurric.safety.costs import (
+    EpisodeCostTracker,
+    NonFinitePolicy,
+    check_cost_values,
+    read_step_costs,
+)
 from gymcurric.wrappers.cost import CostSettings, add_episode_cost
 from gymcurric.wrappers.vector._common import autoreset_mode
 
@@ -185,7 +190,10 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
                     f"{self.env} already reports info['cost']; AnnotateCost(cost_fn=...) will "
                     "not overwrite info key 'cost'"
                 )
-            costs = np.array(self._cost_fn(obs, actions, infos), dtype=np.float64)
+            raw = self._cost_fn(obs, actions, infos)
+            # a bool is an indicator cost, as documented; text is no cost
+            check_cost_values(raw, "cost_fn", source="vector.AnnotateCost", allow_bool=True)
+            costs = np.array(raw, dtype=np.float64)
             if costs.shape != (self.num_envs,):
                 raise ConfigError(
                     "cost_fn",
