@@ -16,10 +16,17 @@ Formula::
 * ``M`` lies in ``[1 / (1 + alpha), 1]``: close to 1 while the recent risk is well below the
   quantile, ``1 / (1 + alpha / 2)`` at ``mean = q_p``, and ``1 / (1 + alpha)`` far above it.
 
+Non-finite values: a NaN or infinite risk value (a risk head that diverged) is left out of
+``mean`` and of ``q_p``, which are computed from the finite values; a
+:class:`~gymcurric.errors.GymcurricWarning` says so, once per process. Counting it in would
+make ``M = 1`` for as long as it stayed in the reference window (10,000 values by default):
+the modulation switched off, without a word, for many rollouts after one bad prediction.
+
 Gate and fallbacks: ``M = 1.0`` (no modulation) until ``episodes_seen >= min_episodes`` (the
 risk head has seen too little to be trusted), and on any anomaly in the data: an empty window,
-a NaN/Inf value, or ``q_p <= 0`` (no risk observed yet, the relative scale is undefined). The
-:attr:`Modulation.status` string says which case applied. Invalid *configuration* (``alpha < 0``,
+no finite value among the recent values or in the window, or ``q_p <= 0`` (no risk observed
+yet, the relative scale is undefined). The :attr:`Modulation.status` string says which case
+applied. Invalid *configuration* (``alpha < 0``,
 ``quantile_p`` outside ``(0, 1)``, ...) raises :class:`~gymcurric.errors.ConfigError` instead.
 """
 
@@ -28,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -35,11 +43,13 @@ import numpy as np
 import numpy.typing as npt
 
 from gymcurric._checks import check_int, finite_reason, shown, too_large_int
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
 
 __all__ = ["Modulation", "RiskModulation", "lagrange_modulation", "lagrange_modulation_scale"]
 
 _CLIP = 20.0
+#: whether :func:`lagrange_modulation` warned of non-finite risk values yet (once per process)
+_NON_FINITE_WARNED: set[str] = set()
 
 
 class Modulation(NamedTuple):
@@ -95,10 +105,12 @@ def lagrange_modulation(
 ) -> Modulation:
     """Compute ``M = 1 / (1 + alpha * sigmoid(clip((mean - q_p) / (q_p / slope + eps), ±20)))``.
 
+    NaN and infinite values in either are left out (a warning says so, once per process).
+
     Args:
-        risk_values: the recent risk predictions; their mean is ``mean``.
-        reference: the reference window of risk predictions ``q_p`` is taken from
-            (``None``: ``risk_values``).
+        risk_values: the recent risk predictions; the mean of the finite ones is ``mean``.
+        reference: the reference window of risk predictions ``q_p`` is taken from (its finite
+            values; ``None``: ``risk_values``).
         alpha: strength, ``>= 0`` (``M >= 1 / (1 + alpha)``).
         quantile_p: ``p`` in ``(0, 1)``.
         slope: steepness, ``> 0``.
@@ -138,8 +150,12 @@ def lagrange_modulation(
         return Modulation(1.0, nan, nan, nan, f"fallback: unreadable risk values ({exc})")
     if recent.size == 0 or ref.size == 0:
         return Modulation(1.0, nan, nan, nan, "fallback: empty window")
-    if not (np.isfinite(recent).all() and np.isfinite(ref).all()):
-        return Modulation(1.0, nan, nan, nan, "fallback: non-finite risk value")
+    recent_ok, ref_ok = np.isfinite(recent), np.isfinite(ref)
+    if not (recent_ok.all() and ref_ok.all()):  # all finite: the arrays as given, untouched
+        _warn_non_finite(int((~recent_ok).sum()), recent.size, int((~ref_ok).sum()), ref.size)
+        recent, ref = recent[recent_ok], ref[ref_ok]
+        if recent.size == 0 or ref.size == 0:
+            return Modulation(1.0, nan, nan, nan, "fallback: non-finite risk value")
     mean = float(recent.mean())
     q_p = float(np.quantile(ref, quantile_p))
     if not q_p > 0.0:
@@ -151,6 +167,20 @@ def lagrange_modulation(
     sigma = 1.0 / (1.0 + math.exp(-z))
     scale = 1.0 / (1.0 + alpha * sigma)
     return Modulation(scale, mean, q_p, z, "ok")
+
+
+def _warn_non_finite(recent_bad: int, recent_n: int, ref_bad: int, ref_n: int) -> None:
+    if "lagrange_modulation" in _NON_FINITE_WARNED:
+        return
+    _NON_FINITE_WARNED.add("lagrange_modulation")
+    warnings.warn(
+        f"lagrange_modulation: {recent_bad} of {recent_n} recent risk values and {ref_bad} of "
+        f"{ref_n} in the reference window are NaN or infinite (a risk head produced "
+        "non-finite predictions); they are left out of the mean and the quantile, and M is "
+        "computed from the finite ones (1 when none is left). Warned once per process",
+        GymcurricWarning,
+        stacklevel=3,
+    )
 
 
 def lagrange_modulation_scale(
@@ -167,8 +197,16 @@ def lagrange_modulation_scale(
     """Just the scale ``M`` of :func:`lagrange_modulation` (same arguments).
 
     Examples:
-        >>> lagrange_modulation_scale([float("nan")], episodes_seen=100)
+        >>> lagrange_modulation_scale([float("nan")], episodes_seen=100)  # no finite value
         1.0
+        >>> import warnings
+        >>> window = [0.0, 0.1, 0.2, 0.3, 1.0]
+        >>> with warnings.catch_warnings():  # NaN left out, once-per-process warning muted
+        ...     warnings.simplefilter("ignore")
+        ...     with_nan = lagrange_modulation_scale([2.0, float("nan")], window + [float("nan")],
+        ...                                          episodes_seen=10)
+        >>> with_nan == lagrange_modulation_scale([2.0], window, episodes_seen=10)
+        True
     """
     return lagrange_modulation(
         risk_values,

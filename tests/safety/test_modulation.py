@@ -69,13 +69,15 @@ def test_episode_gate():
     [
         ([], None, "empty"),
         ([1.0], [], "empty"),
-        ([1.0, np.nan], None, "non-finite"),
-        ([1.0], [0.5, np.inf], "non-finite"),
+        ([np.nan, np.inf], None, "non-finite"),  # no finite value left (test_non_finite.py)
+        ([1.0], [np.nan, -np.inf], "non-finite"),
+        ([np.nan], [0.5, 1.0], "non-finite"),
         ([0.0, 0.0], None, "non-positive"),
         ([1.0], [-1.0, -2.0], "non-positive"),
         ([[1.0, "x"]], None, "unreadable"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:lagrange_modulation")
 def test_anomalies_fall_back_to_one(recent, ref, reason):
     out = lagrange_modulation(recent, ref, episodes_seen=100)
     assert out.scale == 1.0

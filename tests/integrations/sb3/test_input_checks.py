@@ -16,7 +16,7 @@ pytest.importorskip("stable_baselines3")
 
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 from gymcurric.integrations.sb3 import CPO, P3O, PPOLag, PPOPIDLag, PPOSimmer, TRPOLag
 from gymcurric.integrations.sb3.common.constraints import read_costs
 from gymcurric.integrations.sb3.common.multipliers import (
@@ -27,6 +27,7 @@ from gymcurric.integrations.sb3.common.multipliers import (
 )
 from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
 from gymcurric.integrations.sb3.ppo_lag import ppo_lag
+from gymcurric.safety import RiskModulation, modulation
 from tests.integrations.sb3.hazard_runs import SMALL, hazard_vec, logged, make_hazard, silent
 
 CPO_SMALL = {"n_steps": 32, "batch_size": 32, "n_critic_updates": 2, "device": "cpu"}
@@ -82,13 +83,17 @@ def test_a_risk_value_that_is_not_a_number_is_refused_naming_the_sub_env(bad):
     assert f"sub-env 1: {bad!r})" in str(err.value) and "sub-env 0" not in str(err.value)
 
 
-def test_every_unreadable_risk_is_named_and_a_nan_risk_stays_an_anomaly():
+def test_every_unreadable_risk_is_named_and_a_nan_risk_is_left_out(monkeypatch):
+    monkeypatch.setattr(modulation, "_NON_FINITE_WARNED", set(), raising=False)  # once a process
     model = silent(ppolag(vec_with("risk", [None, "x"]), risk_modulation=RISK))
     with pytest.raises(ConfigError, match=r"sub-env 0: None, sub-env 1: 'x'"):
         model.learn(2 * SMALL["n_steps"] * 2)
     nan = silent(ppolag(vec_with("risk", [0.5, math.nan]), risk_modulation=RISK))
-    nan.learn(2 * SMALL["n_steps"] * 2)  # a NaN is an anomaly, not an error
-    assert logged(nan)["risk/modulation_scale"] == 1.0
+    with pytest.warns(GymcurricWarning, match="left out"):
+        nan.learn(2 * SMALL["n_steps"] * 2)  # a NaN is an anomaly, not an error
+    # M from the finite values (all 0.5: q_p = mean, z = 0), not 1 while the NaN is in the window
+    expected = RiskModulation(**RISK).modulation([0.5], [0.5]).scale
+    assert logged(nan)["risk/modulation_scale"] == expected < 1.0
 
 
 # ----------------------------------------------------------------------- 2. a None cost
