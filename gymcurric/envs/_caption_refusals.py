@@ -6,6 +6,8 @@ fields, say: its attributes cannot be read), and a negative radius. A radius is 
 size in metres (the half-side for the boxes of vases, gremlins and the push box), subtracted
 from centre distances to give edge distances; a negative one would put every edge farther than
 the centre and never inside. A NaN or infinite radius is taken as 0 (a point), as before.
+The refusal of a ``max_distance`` that is no number > 0 a float holds is worded here too
+(:func:`distance_refusal`).
 
 Nothing here runs while a valid scene is captioned: the checks in ``safety_captions`` are one
 comparison already on the path (``0 <= radius < inf`` in place of ``isfinite``) and a ``try``.
@@ -14,12 +16,16 @@ comparison already on the path (``0 <= radius < inf`` in place of ``isfinite``) 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from gymcurric._checks import finite_reason, shown, too_large_int
 from gymcurric.errors import ConfigError
 
-__all__ = ["RADIUS_REASON", "odd_radius", "scene_refusal"]
+__all__ = ["RADIUS_REASON", "distance_refusal", "odd_radius", "scene_refusal"]
 
 RADIUS_REASON = (
     "expected a radius >= 0 (m: the object's size, the half-side for vases, gremlins and the "
@@ -61,3 +67,17 @@ def scene_refusal(scene: Any, exc: BaseException, scene_type: type) -> ConfigErr
     if isinstance(exc, ConfigError) and exc.key == "radius":
         return ConfigError(_negative_radius_field(scene), exc.value, exc.reason)
     return None
+
+
+def distance_refusal(value: Any, distance: Any) -> ConfigError | None:
+    """The error for a ``max_distance`` that is no number > 0 a float holds, or None.
+
+    ``distance`` is ``value`` with a 0-d array's scalar taken out. inf is a distance (every
+    object listed); an int too large for a float (``10**400``) is not: ``float()`` raises
+    ``OverflowError`` on it.
+    """
+    real = isinstance(distance, numbers.Real) and not isinstance(distance, bool | np.bool_)
+    if real and not too_large_int(distance) and distance > 0:
+        return None
+    reason = finite_reason(distance, "expected a number > 0 (m)")
+    return ConfigError("max_distance", shown(value), reason)

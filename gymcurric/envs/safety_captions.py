@@ -57,7 +57,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gymcurric.envs._caption_refusals import odd_radius, scene_refusal
+from gymcurric.envs._caption_refusals import distance_refusal, odd_radius, scene_refusal
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -451,9 +451,9 @@ def _check_limits(max_per_kind: Any, max_distance: Any) -> tuple[int, float]:
     per_kind, distance = _scalar(max_per_kind), _scalar(max_distance)
     if not isinstance(per_kind, numbers.Integral) or _is_bool(per_kind) or per_kind < 0:
         raise ConfigError("max_per_kind", max_per_kind, "expected an int >= 0")
-    real = isinstance(distance, numbers.Real) and not _is_bool(distance)
-    if not real or not distance > 0:
-        raise ConfigError("max_distance", max_distance, "expected a number > 0 (m)")
+    refusal = distance_refusal(max_distance, distance)  # None: a number > 0 that a float holds
+    if refusal is not None:
+        raise refusal
     return int(per_kind), float(distance)
 
 

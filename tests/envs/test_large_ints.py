@@ -29,3 +29,16 @@ def test_a_task_value():
         env.reset(options={"task": {"hazard_radius": BIG}})
     with pytest.raises(TaskError, match=r"'num_hazards'.*\(401 characters\).*must be in"):
         env.reset(options={"task": {"num_hazards": BIG}})
+
+
+def test_a_caption_max_distance():
+    from gymcurric.envs.safety_captions import SafetyTaskCaptioner, Scene, caption_scene
+
+    goal = Scene(task="goal", agent_xy=(0.0, 0.0), heading=0.0, goal_xy=(0.0, 5.0))
+    for build in (
+        lambda: caption_scene(goal, max_distance=BIG),
+        lambda: SafetyTaskCaptioner("goal", max_distance=BIG),
+    ):
+        with pytest.raises(ConfigError, match=r"'max_distance'.*\(401 characters\).*fit a float"):
+            build()
+    assert caption_scene(goal, max_distance=float("inf"))  # inf: every object, as before
