@@ -101,7 +101,7 @@ def check_target_params(gamma: float, horizon: int, truncation: str, source: str
         reason = finite_reason(gamma, "must be a number in [0, 1]")
         raise ConfigError("gamma", shown(gamma), reason, source=source)
     check_int("horizon", horizon, source=source, allow_numpy=True, reason="must be an integer >= 1")
-    if horizon > _MAX_HORIZON:  # the targets' arithmetic holds it in an int64
+    if horizon > _MAX_HORIZON:  # an int64 holds it (any horizon past an episode is its end)
         raise ConfigError(
             "horizon", shown(horizon), f"must be an integer from 1 to {_MAX_HORIZON}", source=source
         )
@@ -167,7 +167,10 @@ def cost_to_go_targets(
     trunc = _mask(truncated, "truncated", False) & ~term  # a terminal wins over a time limit
     ok = _mask(valid, "valid", True)
     n_steps, n_envs = c.shape
-    h = int(horizon)
+    # a window longer than the block closes inside it for no row, so any horizon past
+    # n_steps gives the same targets as n_steps + 1; the cap keeps the distance counters'
+    # comparisons below _OPEN (a horizon past it took open episodes for ended ones)
+    h = min(int(horizon), n_steps + 1)
     g = float(gamma)
     done = term | trunc
     # Per-row constants, computed vectorised so that the backward loop does only the

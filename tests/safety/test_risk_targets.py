@@ -157,3 +157,26 @@ def test_pending_buffer_skips_invalid_rows_of_another_feature_size():
     buf.add([[1.0, 1.0]], [1.0], [False], [False])
     feats, targets = buf.pop_ready()
     assert feats.tolist() == [[1.0, 1.0]] and targets.tolist() == [1.0]
+
+
+@pytest.mark.parametrize("horizon", [2**40 - 1, 2**40, 2**40 + 5, 10**15, 2**62])
+@pytest.mark.parametrize("n_envs", [1, 3])
+@pytest.mark.parametrize("truncation", ["complete", "drop"])
+def test_a_horizon_longer_than_any_episode_leaves_open_episodes_pending(
+    horizon, n_envs, truncation
+):
+    # the rows of an episode still open at the end of the block wait for it to end, however
+    # long the horizon (10**15: "to the episode's end"); a horizon past the open-episode
+    # marker (2**40) used to make them ready with the costs seen so far
+    rng = np.random.default_rng(3)
+    costs, term, trunc = random_block(rng, 30, n_envs)
+    term[-1] = trunc[-1] = False  # every env's last episode is still open
+    out = cost_to_go_targets(costs, term, trunc, gamma=0.9, horizon=horizon, truncation=truncation)
+    ref_t, ref_r, ref_p = brute_force(costs, term, trunc, 0.9, horizon, truncation=truncation)
+    np.testing.assert_allclose(out.targets, ref_t, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(out.ready, ref_r)
+    np.testing.assert_array_equal(out.pending, ref_p)
+    assert out.pending[-1].all() and not out.ready[-1].any()
+    pending = PendingCostToGo(n_envs, gamma=0.9, horizon=horizon)
+    pending.add(np.zeros((n_envs, 1)), np.ones(n_envs), np.zeros(n_envs), np.zeros(n_envs))
+    assert len(pending.pop_ready()[1]) == 0  # the episode has not ended
