@@ -81,6 +81,11 @@ def _real(value: Any) -> bool:
     return not too_large_int(value)
 
 
+def _scalar(value: Any) -> Any:
+    """A 0-d numpy array's scalar (``np.array(2.0)`` -> ``np.float64(2.0)``); else ``value``."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
 def _count(value: Any) -> bool:
     """Whether ``value`` is a real number (numpy's too, not a bool), of any size."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
@@ -128,6 +133,9 @@ def lagrange_modulation(
         >>> lagrange_modulation([2.0], window, episodes_seen=3).status
         'gated'
     """
+    # a 0-d array (np.load) is its number, as before these checks
+    alpha, quantile_p, slope, eps = map(_scalar, (alpha, quantile_p, slope, eps))
+    min_episodes, episodes_seen = _scalar(min_episodes), _scalar(episodes_seen)
     # _real first: the comparisons raise on a string, math.isfinite on an int too large for a
     # float
     finite = {

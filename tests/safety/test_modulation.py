@@ -169,3 +169,27 @@ def test_risk_modulation_bad_values_are_keyed_by_field(settings):
 def test_risk_modulation_of_another_type_is_refused(value):
     with pytest.raises(ConfigError, match="expected a RiskModulation, a bool, a dict"):
         RiskModulation.coerce(value)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("alpha", 2.0),
+        ("quantile_p", 0.5),
+        ("slope", 3),
+        ("eps", 1e-3),
+        ("min_episodes", 4),
+        ("episodes_seen", 12),
+    ],
+)
+def test_lagrange_modulation_takes_a_0d_array_as_its_number(name, value):
+    # a 0-d array (np.load, arr.sum(keepdims=...)[()] forgotten) was read as its number
+    # before 8d2055b's checks; its result is the scalar's, bit for bit
+    window = [0.0, 0.1, 0.2, 0.3, 1.0, 0.05]
+    given = {"episodes_seen": 10, name: np.array(value)}
+    expected = lagrange_modulation([0.25, 0.4], window, **{**given, name: value})
+    got = lagrange_modulation([0.25, 0.4], window, **given)
+    assert got.status == expected.status == "ok"
+    assert [float(x).hex() for x in got[:4]] == [float(x).hex() for x in expected[:4]]
+    with pytest.raises(ConfigError, match=f"'{name}'"):
+        lagrange_modulation([0.25], window, **{name: np.array("x")})
