@@ -205,14 +205,15 @@ def lagrange_modulation_scale(
     """Just the scale ``M`` of :func:`lagrange_modulation` (same arguments).
 
     Examples:
-        >>> lagrange_modulation_scale([float("nan")], episodes_seen=100)  # no finite value
-        1.0
         >>> import warnings
         >>> window = [0.0, 0.1, 0.2, 0.3, 1.0]
         >>> with warnings.catch_warnings():  # NaN left out, once-per-process warning muted
         ...     warnings.simplefilter("ignore")
+        ...     no_finite = lagrange_modulation_scale([float("nan")], episodes_seen=100)
         ...     with_nan = lagrange_modulation_scale([2.0, float("nan")], window + [float("nan")],
         ...                                          episodes_seen=10)
+        >>> no_finite  # no finite value left
+        1.0
         >>> with_nan == lagrange_modulation_scale([2.0], window, episodes_seen=10)
         True
     """
