@@ -37,24 +37,22 @@ NONFINITE_POLICIES: tuple[str, ...] = ("warn", "raise", "ignore")
 
 
 #: What ``float()`` and ``np.asarray(..., float64)`` read as a number but no cost is: text (a
-#: number written as a string, ``"0.5"``) and bytes; and, in an info dict, bools
+#: number written as a string, ``"0.5"``) and bytes. A bool is a cost, an indicator read as 0 or 1
 _TEXT = (str, bytes, bytearray)
-_TEXT_OR_BOOL = (*_TEXT, bool, np.bool_)
 
 
-def _not_a_cost(value: Any, allow_bool: bool) -> tuple[int | None, Any] | None:
-    """``(index, item)`` of the first text or bytes (or bool) in ``value``, or None.
+def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
+    """``(index, item)`` of the first text or bytes in ``value``, or None.
 
     ``index`` is None for a scalar, else the item's index in ``value`` (flattened). numpy
-    numbers and Python numbers are costs; a numpy array of text (``U``, ``S``) or bools is not;
+    numbers, bools and Python numbers are costs; a numpy array of text (``U``, ``S``) is not;
     an object array or a list is looked into (a vector env's info array of a type it does not
     know is an object array; Gymnasium fills the sub-envs without the key with None).
     """
-    refused = _TEXT if allow_bool else _TEXT_OR_BOOL
-    if isinstance(value, refused):
+    if isinstance(value, _TEXT):
         return None, value
     kind = getattr(getattr(value, "dtype", None), "kind", "f")
-    if kind in ("US" if allow_bool else "USb"):
+    if kind in "US":
         array = np.asarray(value)
         if not array.size:
             return None
@@ -62,27 +60,25 @@ def _not_a_cost(value: Any, allow_bool: bool) -> tuple[int | None, Any] | None:
     if kind == "O" or isinstance(value, list | tuple):
         items = np.asarray(value, dtype=object).ravel() if kind == "O" else value
         for index, item in enumerate(items):
-            if isinstance(item, refused):
+            if isinstance(item, _TEXT):
                 return index, item
     return None
 
 
-def check_cost_values(
-    values: Any, key: str, *, source: str | None = None, allow_bool: bool = False
-) -> None:
-    """Refuse a cost (or costs) given as text, bytes or a bool, which ``float()`` would read.
+def check_cost_values(values: Any, key: str, *, source: str | None = None) -> None:
+    """Refuse a cost (or costs) given as text or bytes, which ``float()`` would read.
 
     ``info["cost"] = "0.5"`` read as 0.5 hides a mistake in the env (a number formatted for
-    a log), and a bool in an env's info is a flag, not an amount: both are refused, where
-    ``float()`` and ``np.asarray(..., float64)`` would take them without a word. A Python or
-    numpy number (an array of them) passes; NaN and inf are left to :class:`NonFiniteGuard`.
+    a log): it is refused, where ``float()`` and ``np.asarray(..., float64)`` would take it
+    without a word. A Python or numpy number (an array of them) passes, and so does a bool
+    (Python's or numpy's): an indicator cost (``info["cost"] = collided``, a ``cost_fn``
+    returning ``abs(obs[0]) > 1.0``), read as 0 or 1. NaN and inf are left to
+    :class:`NonFiniteGuard`.
 
     Args:
         values: a cost, a list of them, or an array of them (a vector env's info array).
         key: the info key or argument, named in the error (``"info['cost']"``).
         source: who read it (a wrapper's name), named in the error.
-        allow_bool: take bools (as 0 and 1): what a ``cost_fn`` returns, an indicator
-            (``abs(obs[0]) > 1.0``), as documented.
 
     Raises:
         ConfigError: naming ``key``, the first value that is no cost (cut short) and, in a
@@ -90,20 +86,20 @@ def check_cost_values(
 
     Examples:
         >>> check_cost_values(np.array([0.5, 1.0]), "info['cost']")
+        >>> check_cost_values(True, "info['cost']")  # an indicator: 1
         >>> check_cost_values([0.5, "1"], "info['cost']", source="AnnotateCost")
         Traceback (most recent call last):
         ...
         gymcurric.errors.ConfigError: AnnotateCost: invalid value for "info['cost']": '1' (...
     """
-    found = _not_a_cost(values, allow_bool)
+    found = _not_a_cost(values)
     if found is not None:
         index, item = found
         at = "" if index is None else f" at index {index}"
-        what = "text or bytes" if allow_bool else "text, bytes or a bool"
         reason = (
-            f"expected a real number (a Python or numpy int or float), got "
-            f"{type(item).__name__}{at}: a cost written as {what} is refused rather than read "
-            "as a number"
+            f"expected a real number (a Python or numpy int, float or bool), got "
+            f"{type(item).__name__}{at}: a cost written as text or bytes is refused rather "
+            "than read as a number"
         )
         raise ConfigError(key, shown(item), reason, source=source)
 
@@ -120,8 +116,7 @@ def check_vector_cost_dtype(values: object, where: str) -> None:
     ``bool`` cost turns 0.5 into ``True``. The fraction is gone before any wrapper sees it, so
     the readers of vector costs call this: costs that are always whole numbers lose nothing,
     and envs that mix types should report ``float(cost)``, or have each sub-env wrapped in
-    :class:`gymcurric.wrappers.AnnotateCost`, which does. (:func:`read_step_costs` refuses a
-    bool array before it gets here: :func:`check_cost_values`.)
+    :class:`gymcurric.wrappers.AnnotateCost`, which does.
 
     Args:
         values: ``infos["cost"]`` (or ``infos["final_info"]["cost"]``) as the vector env gave it.
@@ -148,7 +143,7 @@ def _check_sub_env_costs(values: Any, mask: npt.NDArray[np.bool_], key: str, sou
     The error names the sub-env: Gymnasium leaves the others None (an object array) or 0.
     """
     array = np.asarray(values)
-    if array.dtype.kind in "fiuc" or array.shape != mask.shape:  # numbers: nothing to look into
+    if array.dtype.kind in "biufc" or array.shape != mask.shape:  # numbers: nothing to look into
         return
     for env in np.flatnonzero(mask):
         check_cost_values(array[env], f"{key}[{env}]", source=source)
@@ -174,17 +169,17 @@ def read_step_costs(
             read from ``infos["final_info"]``).
         source: the reader, named in errors and in the warning of
             :func:`~gymcurric.safety.costs.check_vector_cost_dtype` (costs that came as an int
-            array may have lost their fractions in the vector env).
+            or bool array may have lost their fractions in the vector env).
 
     Returns:
         ``(costs, present)``: float64 costs (0 where absent) and a mask of the sub-envs for which
         a cost was found (or is known to be 0).
 
     Raises:
-        ConfigError: a sub-env's cost is text, bytes or a bool (:func:`check_cost_values`; a
-            bool array, Gymnasium's type when the first sub-env to report reports a bool, is
-            refused too), naming the sub-env, ``info['cost'][i]`` (or
-            ``info['final_info']['cost'][i]``).
+        ConfigError: a sub-env's cost is text or bytes (:func:`check_cost_values`), naming the
+            sub-env, ``info['cost'][i]`` (or ``info['final_info']['cost'][i]``). A bool array
+            (Gymnasium's type when the first sub-env to report reports a bool) is read as 0 and
+            1, with the warning of an int array.
     """
     costs = np.zeros(num_envs, dtype=np.float64)
     present = np.zeros(num_envs, dtype=bool)
@@ -263,9 +258,9 @@ class NonFiniteGuard:
 
         Raises:
             ConfigError: ``value`` is text or bytes (:func:`check_cost_values`; a bool is read
-                as 0 or 1: the readers of an info dict refuse those themselves).
+                as 0 or 1).
         """
-        check_cost_values(value, where or self.name, source=self.source or None, allow_bool=True)
+        check_cost_values(value, where or self.name, source=self.source or None)
         value = float(value)
         if math.isfinite(value):
             return value
@@ -279,7 +274,7 @@ class NonFiniteGuard:
             ConfigError: one of ``values`` is text or bytes (:func:`check_cost_values`).
         """
         where = where or self.name
-        check_cost_values(values, where, source=self.source or None, allow_bool=True)
+        check_cost_values(values, where, source=self.source or None)
         out = np.array(values, dtype=np.float64)
         bad = ~np.isfinite(out)
         if bad.any():

@@ -202,11 +202,10 @@ class AnnotateCost(
                     )
                 cost = self._cost_fn(obs, action, info)
                 source = f"AnnotateCost({self.env})"
-                check_cost_values(cost, "cost_fn", source=source, allow_bool=True)
+                check_cost_values(cost, "cost_fn", source=source)
             elif "cost" in info:
                 cost = info["cost"]
-                # text is refused by the guard; a bool is no cost in an env's info (a cost_fn's
-                # indicator is one, as documented)
+                # text is refused (the guard would also); a bool is an indicator, 0 or 1
                 check_cost_values(cost, "info['cost']", source=f"AnnotateCost({self.env})")
             else:
                 raise missing_cost_error(self.env)

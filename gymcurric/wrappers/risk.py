@@ -337,7 +337,7 @@ class AnnotateRisk(
             raise missing_risk_cost_error(self.env)
         if self._current is None:
             raise gym.error.ResetNeeded("AnnotateRisk: call reset() before step()")
-        # np.array(..., float64) in record() would read "0.5" as 0.5 and True as 1.0
+        # np.array(..., float64) in record() would read "0.5" as 0.5 (a bool is 0 or 1: a cost)
         check_cost_values(info["cost"], "info['cost']", source="AnnotateRisk")
         self.annotator.record(
             self._current, [info["cost"]], [terminated], [truncated], [self._current_ok]

@@ -1,5 +1,5 @@
 """An env whose every step reports ``info["cost"]`` exactly as given, for the tests of costs
-that are no number (text, bytes, bools), single-env and vector."""
+that are no number (text, bytes) and of indicator costs (bools), single-env and vector."""
 
 from typing import Any
 
@@ -7,7 +7,9 @@ import gymnasium as gym
 import numpy as np
 
 #: costs ``float()`` reads without a word and the readers refuse
-NOT_COSTS = ["0.5", b"1", bytearray(b"1"), np.str_("2"), True, np.bool_(False)]
+NOT_COSTS = ["0.5", b"1", bytearray(b"1"), np.str_("2")]
+#: indicator costs (``info["cost"] = collided``), read as 0 and 1
+BOOL_COSTS = [True, False, np.bool_(True), np.bool_(False)]
 #: costs the readers take, as they did
 COSTS = [0.5, np.float32(0.5), np.float16(1.5), np.int64(1), 1, float("nan")]
 

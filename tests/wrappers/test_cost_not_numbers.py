@@ -1,5 +1,6 @@
-"""A cost given as text, bytes or a bool is refused by every single-env reader of costs,
-naming ``info['cost']`` and the value; Python and numpy numbers are read as before."""
+"""A cost given as text or bytes is refused by every single-env reader of costs, naming
+``info['cost']`` and the value; Python and numpy numbers are read as before, and a bool (an
+indicator, ``info["cost"] = collided``) as 0 or 1."""
 
 import math
 import warnings
@@ -15,7 +16,7 @@ from gymcurric.wrappers import (
     RecordEpisodeStatisticsWithCost,
 )
 
-from .cost_values import COSTS, NOT_COSTS, GivenCostEnv
+from .cost_values import BOOL_COSTS, COSTS, NOT_COSTS, GivenCostEnv
 
 READERS = {
     "AnnotateCost": lambda env: AnnotateCost(env, nonfinite="ignore"),
@@ -51,6 +52,29 @@ def test_numbers_are_read_as_before(reader, cost):
     got = out[-1]["cost"] if reader == "AnnotateCost" else out[2]
     expected = 0.0 if reader == "AnnotateCost" and math.isnan(cost) else float(cost)
     assert got == expected or (math.isnan(got) and math.isnan(expected))
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("flag", BOOL_COSTS, ids=repr)
+def test_a_bool_cost_in_the_info_is_an_indicator_read_as_0_or_1(reader, flag):
+    """``info["cost"] = collided``: 0 or 1, as a ``cost_fn``'s bool (d381ee8 refused it)."""
+    if reader == "AnnotateRisk":
+        pytest.importorskip("torch")
+    env = READERS[reader](GivenCostEnv(flag))
+    env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning either: a bool is a cost
+        out = [env.step(0) for _ in range(3)][-1]
+    if reader == "AnnotateCost":
+        assert out[-1]["cost"] == float(flag) and type(out[-1]["cost"]) is float
+    elif reader == "EmitCostTuple":
+        assert out[2] == float(flag) and type(out[2]) is float
+    elif reader == "RecordEpisodeStatisticsWithCost":
+        assert env.episode_cost == 3 * float(flag) and type(env.episode_cost) is float
+    else:  # the risk head learns from 0 or 1: the risks of a float cost, bit for bit
+        number = READERS[reader](GivenCostEnv(float(flag)))
+        number.reset(seed=0)
+        assert out[-1]["risk"] == [number.step(0) for _ in range(3)][-1][-1]["risk"]
 
 
 def test_a_cost_fn_that_returns_text_is_refused():

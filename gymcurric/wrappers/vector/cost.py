@@ -192,7 +192,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
                 )
             raw = self._cost_fn(obs, actions, infos)
             # a bool is an indicator cost, as documented; text is no cost
-            check_cost_values(raw, "cost_fn", source="vector.AnnotateCost", allow_bool=True)
+            check_cost_values(raw, "cost_fn", source="vector.AnnotateCost")
             costs = np.array(raw, dtype=np.float64)
             if costs.shape != (self.num_envs,):
                 raise ConfigError(

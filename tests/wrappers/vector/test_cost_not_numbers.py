@@ -1,5 +1,6 @@
-"""A cost given as text, bytes or a bool is refused by every vector reader of costs, naming
-the sub-env's ``info['cost'][i]`` and the value; Python and numpy numbers are read as before."""
+"""A cost given as text or bytes is refused by every vector reader of costs, naming the
+sub-env's ``info['cost'][i]`` and the value; Python and numpy numbers are read as before, and
+bools (indicators) as 0 and 1: a bool array, as an int array, with one warning."""
 
 import math
 import warnings
@@ -9,11 +10,12 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from gymcurric.errors import ConfigError
+from gymcurric.errors import ConfigError, GymcurricWarning
+from gymcurric.safety import costs as costs_module
 from gymcurric.safety.costs import read_step_costs
 from gymcurric.wrappers.vector import AnnotateCost, AnnotateRisk, RecordEpisodeStatisticsWithCost
 
-from ..cost_values import COSTS, NOT_COSTS, GivenCostEnv
+from ..cost_values import BOOL_COSTS, COSTS, NOT_COSTS, GivenCostEnv
 
 READERS = {
     "AnnotateCost": lambda env: AnnotateCost(env, nonfinite="ignore"),
@@ -50,6 +52,44 @@ def test_numbers_are_read_as_before(cost):
     infos = _step("AnnotateCost", [cost, cost])[-1]
     expected = 0.0 if math.isnan(cost) else float(cost)
     assert infos["cost"].tolist() == [expected, expected]
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_bool_array_is_read_as_0_and_1_with_the_int_arrays_warning(reader, monkeypatch):
+    """Sub-env 0 reports a bool first: Gymnasium makes the array bool and sub-env 1's 0.5 True.
+
+    Read as 1 with one warning per reader, as an int array is (d381ee8 refused it).
+    """
+    if reader == "AnnotateRisk":
+        pytest.importorskip("torch")
+    monkeypatch.setattr(costs_module, "_DTYPE_WARNED", set())  # each reader warns once a process
+    fns = [partial(GivenCostEnv, cost) for cost in (True, 0.5)]
+    envs = READERS[reader](SyncVectorEnv(fns, autoreset_mode=AutoresetMode.NEXT_STEP))
+    envs.reset(seed=0)
+    with pytest.warns(GymcurricWarning, match=r": the vector env's info\['cost'\] is a bool array"):
+        infos = envs.step(np.zeros(2, np.int64))[-1]
+    if reader == "AnnotateCost":
+        assert infos["cost"].tolist() == [1.0, 1.0]  # Gymnasium turned the 0.5 into True
+    elif reader == "RecordEpisodeStatisticsWithCost":
+        assert envs._cost_tracker.running.tolist() == [1.0, 1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per reader and process
+        envs.step(np.zeros(2, np.int64))
+
+
+@pytest.mark.parametrize("flag", BOOL_COSTS, ids=repr)
+def test_a_bool_cost_is_read_as_0_or_1(flag, monkeypatch):
+    monkeypatch.setattr(costs_module, "_DTYPE_WARNED", set())
+    # a float array (a number first) or an object array (a numpy bool first): no warning
+    for costs in ([0.5, flag], [flag, 0.5]) if not isinstance(flag, bool) else ([0.5, flag],):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            infos = _step("AnnotateCost", costs)[-1]
+        assert infos["cost"].tolist() == [float(c) for c in costs]
+    infos = {"cost": np.array([flag, False]), "_cost": np.array([True, False])}
+    with pytest.warns(GymcurricWarning, match="bool array"):
+        read = read_step_costs(infos, 2, np.zeros(2, bool), np.zeros(2, bool), False, source="r")
+    assert read[0].tolist() == [float(flag), 0.0] and read[1].tolist() == [True, False]
 
 
 def test_read_step_costs_names_the_sub_env_of_the_final_info():
