@@ -62,10 +62,16 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
         for index, item in enumerate(items):
             if isinstance(item, _TEXT):
                 return index, item
+            if getattr(getattr(item, "dtype", None), "kind", "f") in "US":  # a numpy text array
+                array = np.asarray(item)
+                if array.size:
+                    return index, array.ravel()[0].item()
     return None
 
 
-def check_cost_values(values: Any, key: str, *, source: str | None = None) -> None:
+def check_cost_values(
+    values: Any, key: str, *, source: str | None = None, what: str = "cost"
+) -> None:
     """Refuse a cost (or costs) given as text or bytes, which ``float()`` would read.
 
     ``info["cost"] = "0.5"`` read as 0.5 hides a mistake in the env (a number formatted for
@@ -79,6 +85,8 @@ def check_cost_values(values: Any, key: str, *, source: str | None = None) -> No
         values: a cost, a list of them, or an array of them (a vector env's info array).
         key: the info key or argument, named in the error (``"info['cost']"``).
         source: who read it (a wrapper's name), named in the error.
+        what: what the values are, named in the error (``"risk"`` for ``info["risk"]``, which
+            the Lagrangian agents check the same way).
 
     Raises:
         ConfigError: naming ``key``, the first value that is no cost (cut short) and, in a
@@ -98,7 +106,7 @@ def check_cost_values(values: Any, key: str, *, source: str | None = None) -> No
         at = "" if index is None else f" at index {index}"
         reason = (
             f"expected a real number (a Python or numpy int, float or bool), got "
-            f"{type(item).__name__}{at}: a cost written as text or bytes is refused rather "
+            f"{type(item).__name__}{at}: a {what} written as text or bytes is refused rather "
             "than read as a number"
         )
         raise ConfigError(key, shown(item), reason, source=source)

@@ -8,13 +8,10 @@ The audit's cases: a risk value or a cost that is not a number at rollout time,
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
-
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 from gymcurric.integrations.sb3 import CPO, P3O, PPOLag, PPOPIDLag, PPOSimmer, TRPOLag
@@ -29,27 +26,9 @@ from gymcurric.integrations.sb3.common.policies import CostActorCriticPolicy
 from gymcurric.integrations.sb3.ppo_lag import ppo_lag
 from gymcurric.safety import RiskModulation, modulation
 from tests.integrations.sb3.hazard_runs import SMALL, hazard_vec, logged, make_hazard, silent
+from tests.integrations.sb3.info_values import vec_with
 
 CPO_SMALL = {"n_steps": 32, "batch_size": 32, "n_critic_updates": 2, "device": "cpu"}
-
-
-class SetInfo(gym.Wrapper):
-    """Puts ``info[key] = value`` into every step's info."""
-
-    def __init__(self, env, key, value):
-        super().__init__(env)
-        self.key, self.value = key, value
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, {**info, self.key: self.value}
-
-
-def vec_with(key, values, seed=0):
-    """A seeded DummyVecEnv whose sub-env ``i`` reports ``info[key] = values[i]``."""
-    venv = DummyVecEnv([lambda v=v: SetInfo(make_hazard(), key, v) for v in values])
-    venv.seed(seed)
-    return venv
 
 
 def ppolag(env=None, **kw):

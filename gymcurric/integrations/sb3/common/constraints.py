@@ -11,9 +11,11 @@ limit), whether the limit came as a number or as a sequence of one; with ``K > 1
 trailing axis of size ``K`` and the limit is an array.
 
 A step whose cost is missing, of the wrong length or not a real number (None included, which
-NumPy would read as NaN) raises :class:`~gymcurric.errors.ConfigError`; a NaN or infinite one
-raises :class:`~gymcurric.errors.NonFiniteValueError`, as a scalar ``info["cost"]`` always
-has. Both name the info key, the sub-envs and the values received.
+NumPy would read as NaN; text or bytes, ``"0.5"``, which NumPy would read as a number:
+:func:`gymcurric.safety.costs.check_cost_values`) raises :class:`~gymcurric.errors.ConfigError`;
+a NaN or infinite one raises :class:`~gymcurric.errors.NonFiniteValueError`, as a scalar
+``info["cost"]`` always has. Both name the info key, the sub-envs and the values received. A
+bool (an indicator cost, ``info["cost"] = collided``) is read as 0 or 1.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import numpy as np
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.common.multiplier_checks import as_real
+from gymcurric.safety.costs import check_cost_values
 
 __all__ = [
     "CostLimits",
+    "check_sub_env_costs",
     "checked_schedule",
     "mean_episode_cost",
     "parse_constraints",
@@ -211,8 +215,8 @@ def read_costs(
         source: the class name, for errors.
 
     Raises:
-        ConfigError: a cost is missing, not a real number, or ``info["costs"]`` has not ``K``
-            entries.
+        ConfigError: a cost is missing, not a real number (text or bytes included), or
+            ``info["costs"]`` has not ``K`` entries.
         NonFiniteValueError: a cost is NaN or infinite.
     """
     if not vector:
@@ -243,9 +247,36 @@ def _missing(infos: Sequence[dict[str, Any]], key: str, source: str) -> None:
     )
 
 
+def check_sub_env_costs(values: Sequence[Any], key: str, source: str) -> None:
+    """:func:`~gymcurric.safety.costs.check_cost_values` of each sub-env's cost (or costs).
+
+    Text or bytes (``"0.5"``, ``b"1"``), which NumPy and ``float()`` read as a number, is a
+    ``ConfigError`` naming ``key``, the sub-env and the value; a bool is an indicator (0 or 1).
+
+    Args:
+        values: one entry per sub-env (SB3's ``infos``, read at ``key``).
+        key: the info key, as named in errors (``"info['cost']"``).
+        source: the class name, for errors.
+
+    Examples:
+        >>> check_sub_env_costs([0.5, True], "info['cost']", "PPOLag")
+        >>> check_sub_env_costs([0.5, "1"], "info['cost']", "PPOLag")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: PPOLag: invalid value for "info['cost']": '1' (sub-env 1: ...
+    """
+    for env, value in enumerate(values):
+        try:
+            check_cost_values(value, key, source=source)
+        except ConfigError as exc:
+            reason = f"sub-env {env}: {exc.reason}"
+            raise ConfigError(key, exc.value, reason, source=source) from None
+
+
 def _read_key(infos: Sequence[dict[str, Any]], key: str, source: str) -> np.ndarray:
     _missing(infos, key, source)
     values = [info[key] for info in infos]
+    check_sub_env_costs(values, f"info[{key!r}]", source)
     try:
         costs = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -282,6 +313,7 @@ def _refuse_none(entries: Any, key: str, value: Any, what: str, source: str) -> 
 
 def _read_vectors(infos: Sequence[dict[str, Any]], n_costs: int, source: str) -> np.ndarray:
     _missing(infos, "costs", source)
+    check_sub_env_costs([info["costs"] for info in infos], "info['costs']", source)
     out = np.empty((len(infos), n_costs), dtype=np.float64)
     for i, info in enumerate(infos):
         value = info["costs"]

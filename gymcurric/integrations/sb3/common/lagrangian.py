@@ -70,7 +70,7 @@ from gymcurric.integrations.sb3.common.policies import (
     limit_words,
     policy_from_name,
 )
-from gymcurric.integrations.sb3.common.risk_values import refuse_unreadable_risks
+from gymcurric.integrations.sb3.common.risk_values import read_risks
 from gymcurric.safety.modulation import RiskModulation
 
 __all__ = ["LagrangianMixin", "checked_schedule"]
@@ -381,11 +381,7 @@ class LagrangianMixin(OnPolicyAlgorithm):
             self._update_info_buffer(infos, dones)
             self._running_cost += costs
             if self.risk_modulation is not None:
-                try:  # numbers take no extra work; the list is complete before it is added
-                    self._rollout_risks.extend([float(i["risk"]) for i in infos if "risk" in i])
-                except (TypeError, ValueError):
-                    refuse_unreadable_risks(infos, type(self).__name__)
-                    raise  # float() refused a value the check above passed: not expected
+                self._rollout_risks.extend(read_risks(infos, type(self).__name__))
             if dones.any():
                 self.episodes_seen += int(dones.sum())
                 for idx in np.flatnonzero(dones).tolist():

@@ -1,8 +1,10 @@
-"""Risk values the Lagrangian agents' risk hook cannot read: the error path of one step.
+"""The risk values of the Lagrangian agents' risk hook: every step's ``info["risk"]``, checked.
 
 :class:`~gymcurric.integrations.sb3.common.lagrangian.LagrangianMixin` reads every step's
-``info["risk"]`` with ``float()``; only when that raises does it call
-:func:`refuse_unreadable_risks`, so a step of numbers does no work here.
+``info["risk"]`` with :func:`read_risks`: a number as ``float()`` reads it (a bool is 0 or 1),
+text or bytes refused, as :func:`gymcurric.safety.costs.check_cost_values` refuses a cost
+written so. Only when a value is refused does :func:`refuse_unreadable_risks` look at the step
+again, to name every sub-env at fault, so a step of numbers does no work there.
 """
 
 from __future__ import annotations
@@ -10,8 +12,49 @@ from __future__ import annotations
 from typing import Any
 
 from gymcurric.errors import ConfigError
+from gymcurric.safety.costs import check_cost_values
 
-__all__ = ["refuse_unreadable_risks"]
+__all__ = ["read_risks", "refuse_unreadable_risks"]
+
+
+def _risk(value: Any) -> float:
+    """``float(value)``, after text or bytes (``"0.5"``, which ``float()`` reads) is refused."""
+    check_cost_values(value, "info['risk']", what="risk")
+    return float(value)
+
+
+def _unreadable(value: Any) -> bool:
+    try:
+        _risk(value)
+    except (TypeError, ValueError):  # a ConfigError is a ValueError
+        return True
+    return False
+
+
+def read_risks(infos: list[dict[str, Any]], source: str) -> list[float]:
+    """The ``info["risk"]`` of every sub-env that reports one, as floats.
+
+    Args:
+        infos: SB3's per-sub-env info dicts of one step.
+        source: the agent's class name, for errors.
+
+    Raises:
+        ConfigError: from :func:`refuse_unreadable_risks`.
+
+    Examples:
+        >>> import numpy as np
+        >>> read_risks([{"risk": np.float32(0.5)}, {}, {"risk": 2}], "PPOLag")
+        [0.5, 2.0]
+        >>> read_risks([{"risk": 0.5}, {"risk": "0.5"}], "PPOLag")
+        Traceback (most recent call last):
+        ...
+        gymcurric.errors.ConfigError: PPOLag: invalid value for "info['risk']": '0.5' (...
+    """
+    try:  # the list is complete before the caller adds it
+        return [_risk(info["risk"]) for info in infos if "risk" in info]
+    except (TypeError, ValueError):
+        refuse_unreadable_risks(infos, source)
+        raise  # refused a value that refuse_unreadable_risks passes: not expected
 
 
 def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
@@ -20,25 +63,22 @@ def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
     A value ``float()`` cannot read (None, ``"high"``, a list) is a wiring mistake in the
     annotation, not a numerical anomaly: read as NaN it would turn the risk hook off (M = 1)
     for as long as it stays in the reference window, and a run meant to modulate λ would
-    quietly train as plain PPOLag. A NaN or infinite value stays an anomaly (M = 1).
+    quietly train as plain PPOLag. So is a risk written as text or bytes (``"0.5"``), which
+    ``float()`` reads without a word. A NaN or infinite value stays an anomaly (M = 1).
 
     Raises:
         ConfigError: from ``source`` (the agent's class name), keyed ``info['risk']``.
     """
-    bad: list[tuple[int, Any]] = []
-    for idx, info in enumerate(infos):
-        if "risk" not in info:
-            continue
-        try:
-            float(info["risk"])
-        except (TypeError, ValueError):
-            bad.append((idx, info["risk"]))
-    if bad:  # float() raised for one of them; the caller saw it
+    bad = [(idx, info["risk"]) for idx, info in enumerate(infos) if "risk" in info]
+    bad = [(idx, value) for idx, value in bad if _unreadable(value)]
+    if bad:
         shown = ", ".join(f"sub-env {idx}: {value!r}" for idx, value in bad)
         raise ConfigError(
             "info['risk']",
             bad[0][1],
-            f"expected a real number ({shown}); a NaN or infinite risk is read as an anomaly "
-            "(M = 1), anything else is a mistake in the annotation",
+            f"expected a real number, a Python or numpy int, float or bool ({shown}); a risk "
+            "written as text or bytes is refused rather than read as a number; a NaN or "
+            "infinite risk is read as an anomaly (M = 1), anything else is a mistake in the "
+            "annotation",
             source=source,
         )

@@ -11,6 +11,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
+from gymcurric.integrations.sb3.common.constraints import check_sub_env_costs
 from gymcurric.integrations.sb3.common.multiplier_checks import as_real
 from gymcurric.wrappers.saute import (
     SAUTE_OBS_KEY,
@@ -57,11 +58,11 @@ class VecSimmer(VecEnvWrapper):
     The observation gets ``z`` (clipped to ``[-1, gamma_s^-T]``) as a last coordinate (1-D ``Box``)
     or a ``"saute_state"`` key (``Dict``); so does ``info["terminal_observation"]``, with the
     episode's final ``z``, so that SB3's time-out bootstrap sees the state it would have seen.
-    Costs come from ``info["cost"]``, never altered (a missing one raises
-    :class:`~gymcurric.errors.ConfigError`, a NaN/Inf one
-    :class:`~gymcurric.errors.NonFiniteValueError`). Rewards and observations may be
-    normalised by a ``VecNormalize`` below or above this wrapper; costs are not normalised
-    either way.
+    Costs come from ``info["cost"]``, never altered (a missing one, or one written as text or
+    bytes, raises :class:`~gymcurric.errors.ConfigError`, a NaN/Inf one
+    :class:`~gymcurric.errors.NonFiniteValueError`; a bool is 0 or 1). Rewards and
+    observations may be normalised by a ``VecNormalize`` below or above this wrapper; costs are
+    not normalised either way.
 
     Info keys written: ``saute_state`` (``z`` after the step).
 
@@ -171,7 +172,9 @@ class VecSimmer(VecEnvWrapper):
                 "gymcurric.wrappers.AnnotateCost(env, cost_fn=...) first",
                 source="VecSimmer.step",
             )
-        costs = np.array([float(info["cost"]) for info in infos], dtype=np.float64)
+        values = [info["cost"] for info in infos]
+        check_sub_env_costs(values, "info['cost']", "VecSimmer.step")  # float() reads "0.5"
+        costs = np.array([float(value) for value in values], dtype=np.float64)
         if not np.all(np.isfinite(costs)):
             raise NonFiniteValueError(
                 f"VecSimmer: non-finite info['cost'] {costs.tolist()}; wrap the env in "

@@ -1,0 +1,98 @@
+"""Costs and risks written as text or bytes are refused by the safe agents; bools are 0 and 1.
+
+``float()`` and ``np.array(..., float64)`` read ``"0.5"`` and ``b"1"`` as numbers, so the safe
+agents trained on them without a word. They now check what they read as the cost wrappers do
+(:func:`gymcurric.safety.costs.check_cost_values`): a ``ConfigError`` naming the info key, the
+sub-env and the value. A bool (an indicator, ``info["cost"] = collided``) is read as 0 or 1, a
+risk's too, as before.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from gymcurric.errors import ConfigError
+from gymcurric.integrations.sb3 import PPOLag, PPOSimmer, VecSimmer
+from gymcurric.integrations.sb3.common.constraints import read_costs
+from tests.integrations.sb3.hazard_runs import SMALL, assert_same, logged, policy_params, silent
+from tests.integrations.sb3.info_values import vec_with
+
+#: what ``float()`` reads as a number but no cost or risk is
+TEXT = ["0.5", b"1", bytearray(b"1"), np.str_("2"), np.array("0.5"), np.bytes_(b"1")]
+BOOLS = [True, False, np.bool_(True), np.bool_(False)]
+RISK = {"min_episodes": 0, "reference_window": 20}
+
+
+def _text_refused(error, key, env):
+    assert error.key == key and error.source in ("PPOLag", "VecSimmer.step", "x")
+    assert f"sub-env {env}: " in error.reason and "text or bytes is refused" in error.reason
+
+
+@pytest.mark.parametrize("text", TEXT, ids=repr)
+def test_read_costs_refuses_a_cost_written_as_text_naming_the_sub_env(text):
+    with pytest.raises(ConfigError) as info:
+        read_costs([{"cost": 0.5}, {"cost": text}], n_costs=1, vector=False, keys=None, source="x")
+    _text_refused(info.value, "info['cost']", 1)
+    assert info.value.value == text.item() if isinstance(text, np.ndarray) else text
+    with pytest.raises(ConfigError) as info:  # a cost key
+        read_costs([{"a": text, "b": 1.0}], n_costs=2, vector=True, keys=("a", "b"), source="x")
+    _text_refused(info.value, "info['a']", 0)
+    infos = [{"costs": [0.5, 1.0]}, {"costs": [0.5, text]}]  # an entry of info["costs"]
+    with pytest.raises(ConfigError) as info:
+        read_costs(infos, n_costs=2, vector=True, keys=None, source="x")
+    _text_refused(info.value, "info['costs']", 1)
+    assert "at index 1" in info.value.reason
+
+
+def test_read_costs_reads_bools_as_0_and_1():
+    infos = [{"cost": flag} for flag in BOOLS]
+    costs = read_costs(infos, n_costs=1, vector=False, keys=None, source="x")
+    assert costs.tolist() == [1.0, 0.0, 1.0, 0.0] and costs.dtype == np.float64
+    infos = [{"costs": [True, 0.5]}, {"costs": np.array([False, True])}]
+    costs = read_costs(infos, n_costs=2, vector=True, keys=None, source="x")
+    assert costs.tolist() == [[1.0, 0.5], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize("text", ["0.5", b"1"], ids=repr)
+def test_ppolag_stops_at_a_cost_written_as_text(text):
+    model = silent(PPOLag("MlpPolicy", vec_with("cost", [0.0, text]), seed=0, **SMALL))
+    with pytest.raises(ConfigError) as info:
+        model.learn(SMALL["n_steps"] * 2)
+    _text_refused(info.value, "info['cost']", 1)
+    assert info.value.value == text
+
+
+@pytest.mark.parametrize("text", TEXT, ids=repr)
+def test_ppolag_stops_at_a_risk_written_as_text(text):
+    model = PPOLag(
+        "MlpPolicy", vec_with("risk", [0.5, text]), risk_modulation=RISK, seed=0, **SMALL
+    )
+    with pytest.raises(ConfigError) as info:
+        silent(model).learn(SMALL["n_steps"] * 2)
+    error = info.value
+    assert error.key == "info['risk']" and error.source == "PPOLag"
+    assert f"sub-env 1: {text!r}" in error.reason and "sub-env 0" not in error.reason
+    assert "a risk written as text or bytes is refused" in error.reason
+
+
+def test_a_bool_risk_is_0_or_1_as_float_reads_it():
+    def run(risks):
+        model = PPOLag("MlpPolicy", vec_with("risk", risks), risk_modulation=RISK, seed=0, **SMALL)
+        silent(model).learn(2 * SMALL["n_steps"] * 2)
+        return logged(model)["risk/modulation_scale"], policy_params(model)
+
+    flags, numbers = run([True, np.bool_(False)]), run([1.0, 0.0])
+    assert flags[0] == numbers[0] < 1.0
+    assert_same(flags[1], numbers[1])
+
+
+def test_vec_simmer_stops_at_a_cost_written_as_text():
+    venv = VecSimmer(vec_with("cost", [0.0, "0.5"]), 4.0, max_episode_steps=50)
+    venv.reset()
+    with pytest.raises(ConfigError) as info:
+        venv.step(np.zeros((2, 2), np.float32))
+    _text_refused(info.value, "info['cost']", 1)
+    model = PPOSimmer("MlpPolicy", vec_with("cost", [True, b"1"]), seed=0, max_episode_steps=50)
+    with pytest.raises(ConfigError, match=r"sub-env 1: .*got bytes"):
+        silent(model).learn(64)
