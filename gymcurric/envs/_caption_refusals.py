@@ -9,8 +9,10 @@ the centre and never inside. A NaN or infinite radius is taken as 0 (a point), a
 The refusal of a ``max_distance`` that is no number > 0 a float holds is worded here too
 (:func:`distance_refusal`).
 
-Nothing here runs while a valid scene is captioned: the checks in ``safety_captions`` are one
-comparison already on the path (``0 <= radius < inf`` in place of ``isfinite``) and a ``try``.
+Of this module only :func:`distance_refusal` runs while a valid scene is captioned (it checks
+``max_distance`` at every ``caption_scene`` call: 2 more of the some 120 calls a caption
+makes, by cProfile's count); the other checks in ``safety_captions`` are one comparison
+already on the path (``0 <= radius < inf`` in place of ``isfinite``) and a ``try``.
 """
 
 from __future__ import annotations
