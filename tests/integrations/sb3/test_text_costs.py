@@ -15,6 +15,7 @@ pytest.importorskip("stable_baselines3")
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3 import PPOLag, PPOSimmer, VecSimmer
 from gymcurric.integrations.sb3.common.constraints import read_costs
+from gymcurric.integrations.sb3.common.risk_values import refuse_unreadable_risks
 from tests.integrations.sb3.hazard_runs import SMALL, assert_same, logged, policy_params, silent
 from tests.integrations.sb3.info_values import vec_with
 
@@ -96,3 +97,18 @@ def test_vec_simmer_stops_at_a_cost_written_as_text():
     model = PPOSimmer("MlpPolicy", vec_with("cost", [True, b"1"]), seed=0, max_episode_steps=50)
     with pytest.raises(ConfigError, match=r"sub-env 1: .*got bytes"):
         silent(model).learn(64)
+
+
+def test_the_refusal_of_a_risk_says_a_nan_is_left_out_not_m_1():
+    """Since 3bc687d a NaN risk is left out of M, which is 1 only when no finite one is left."""
+    model = PPOLag(
+        "MlpPolicy", vec_with("risk", [None, 0.5]), risk_modulation=RISK, seed=0, **SMALL
+    )
+    with pytest.raises(ConfigError) as info:
+        silent(model).learn(SMALL["n_steps"] * 2)
+    reason = info.value.reason
+    assert "read as an anomaly (M = 1)" not in reason
+    assert "infinite risk is an anomaly, left out of M (M = 1 only when no finite risk" in reason
+    doc = " ".join(refuse_unreadable_risks.__doc__.split())
+    assert "stays an anomaly (M = 1)" not in doc and "turn the risk hook off (M = 1)" not in doc
+    assert "M = 1 for non-finite values only when no finite value is left" in doc

@@ -61,10 +61,15 @@ def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
     """Raise a ``ConfigError`` naming each sub-env whose ``info["risk"]`` is not a real number.
 
     A value ``float()`` cannot read (None, ``"high"``, a list) is a wiring mistake in the
-    annotation, not a numerical anomaly: read as NaN it would turn the risk hook off (M = 1)
-    for as long as it stays in the reference window, and a run meant to modulate λ would
-    quietly train as plain PPOLag. So is a risk written as text or bytes (``"0.5"``), which
-    ``float()`` reads without a word. A NaN or infinite value stays an anomaly (M = 1).
+    annotation, not a numerical anomaly. Read as NaN it would be left out of M, as a NaN
+    prediction of a diverged risk head is, under a once-per-process warning that blames the
+    head: the sub-envs at fault would never count, and with every sub-env's risk unreadable M
+    would stay 1 and a run meant to modulate λ would quietly train as plain PPOLag. So is a
+    risk written as text or bytes (``"0.5"``), which ``float()`` reads without a word. A NaN or
+    infinite value stays an anomaly: :func:`gymcurric.safety.modulation.lagrange_modulation`
+    leaves it out of the mean and of the reference quantile, and falls back to M = 1 for
+    non-finite values only when no finite value is left among the rollout's risks or in the
+    reference window.
 
     Raises:
         ConfigError: from ``source`` (the agent's class name), keyed ``info['risk']``.
@@ -78,7 +83,7 @@ def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
             bad[0][1],
             f"expected a real number, a Python or numpy int, float or bool ({shown}); a risk "
             "written as text or bytes is refused rather than read as a number; a NaN or "
-            "infinite risk is read as an anomaly (M = 1), anything else is a mistake in the "
-            "annotation",
+            "infinite risk is an anomaly, left out of M (M = 1 only when no finite risk is "
+            "left), anything else is a mistake in the annotation",
             source=source,
         )
