@@ -27,6 +27,7 @@ from gymcurric.semantics.shaper import (
     build_shaper,
     is_oom_error,
 )
+from gymcurric.semantics.walk import ProbeWalk, probe_states_from_walk
 
 __all__ = [
     "Embedder",
@@ -46,4 +47,6 @@ __all__ = [
     "ShapingConfig",
     "build_shaper",
     "is_oom_error",
+    "ProbeWalk",
+    "probe_states_from_walk",
 ]
