@@ -16,8 +16,9 @@ Formula::
 * ``M`` lies in ``[1 / (1 + alpha), 1]``: close to 1 while the recent risk is well below the
   quantile, ``1 / (1 + alpha / 2)`` at ``mean = q_p``, and ``1 / (1 + alpha)`` far above it.
 
-Non-finite values: a NaN or infinite risk value (a risk head that diverged) is left out of
-``mean`` and of ``q_p``, which are computed from the finite values; a
+Non-finite values: a NaN or infinite risk value (from a risk source of one's own:
+:class:`~gymcurric.wrappers.risk.AnnotateRisk` reports a non-finite prediction as 0) is left
+out of ``mean`` and of ``q_p``, which are computed from the finite values; a
 :class:`~gymcurric.errors.GymcurricWarning` says so, once per process. Counting it in would
 make ``M = 1`` for as long as it stayed in the reference window (10,000 values by default):
 the modulation switched off, without a word, for many rollouts after one bad prediction.
@@ -183,9 +184,10 @@ def _warn_non_finite(recent_bad: int, recent_n: int, ref_bad: int, ref_n: int) -
     _NON_FINITE_WARNED.add("lagrange_modulation")
     warnings.warn(
         f"lagrange_modulation: {recent_bad} of {recent_n} recent risk values and {ref_bad} of "
-        f"{ref_n} in the reference window are NaN or infinite (a risk head produced "
-        "non-finite predictions); they are left out of the mean and the quantile, and M is "
-        "computed from the finite ones (1 when none is left). Warned once per process",
+        f"{ref_n} in the reference window are NaN or infinite (not from AnnotateRisk, which "
+        "reports a non-finite prediction as 0); they are left out of the mean and the "
+        "quantile, and M is computed from the finite ones (1 when none is left). Warned once "
+        "per process",
         GymcurricWarning,
         stacklevel=3,
     )
