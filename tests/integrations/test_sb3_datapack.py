@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -418,3 +419,25 @@ def test_a_task_the_env_refuses_is_named_before_any_sub_env_is_built(tmp_path, m
         assert str(info.value).startswith(f"{bad}: datapack 'typo': task_params refused by")
         assert (info.value.key, info.value.value) == ("task_params.sizee", 5)
     assert built == []
+
+
+class _TextCost(gym.Wrapper):
+    """Reports each step's cost as text, a number formatted for a log."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "cost": f"{info.get('cost', 0.0)}"}
+
+
+def test_a_cost_written_as_text_is_refused_naming_the_sub_env():
+    # float("0.0") read it without a word; every other cost reader refuses text
+    venv = VecPresentDatapack(
+        make_vec_env(
+            ENV_ID, n_envs=2, wrapper_class=lambda e: PresentDatapack(_TextCost(e), sampler=None)
+        ),
+        Events(packs()),
+    )
+    venv.reset()
+    with pytest.raises(ConfigError, match=r"VecPresentDatapack: .*info\['cost'\]\[0\].*'0\.0'"):
+        venv.step(np.zeros(2, dtype=np.int64))
+    venv.close()
