@@ -286,36 +286,29 @@ def _no_captions(env: str, detail: str) -> str:
 def probe_walk(env: str, steps: int, seed: int = PROBE_SEED) -> dict[str, Any]:
     """Captions of a random walk and their known safety.
 
-    The walk repeats each uniform random action ``probe_hold`` steps (so the agent travels and
-    meets hazards); a state is the one a step returns, its caption and that step's cost
-    (HazardNav and Safety-Gymnasium both charge the state stepped into). ``now``: its cost is
-    positive; ``soon``: a positive cost within the next ``risk["horizon"]`` steps of its episode,
-    its own included (the primary label: states that lead to violations).
+    The library's :func:`~gymcurric.semantics.probe_states_from_walk` on a fresh env: each
+    uniform random action is held ``probe_hold`` steps (so the agent travels and meets hazards);
+    a state is the one a step returns, its caption and that step's cost (HazardNav and
+    Safety-Gymnasium both charge the state stepped into). ``now``: its cost is positive;
+    ``soon``: a positive cost within the next ``risk["horizon"]`` steps of its episode, its own
+    included (the primary label: states that lead to violations).
     """
+    from gymcurric.semantics import probe_states_from_walk
+
     setup = ENVS[env]
     e = make_env(env)
-    rng = np.random.default_rng(seed)
-    captions: list[str] = []
-    costs, episode = np.zeros(steps), np.zeros(steps, dtype=np.int64)
-    e.reset(seed=seed)
-    ep, action = 0, None
-    for k in range(steps):
-        if k % setup.probe_hold == 0:
-            action = rng.uniform(e.action_space.low, e.action_space.high).astype(np.float32)
-        _, _, terminated, truncated, info = e.step(action)
-        captions.append(str(info["caption"]))
-        costs[k], episode[k] = float(info["cost"]), ep
-        if terminated or truncated:
-            ep += 1
-            e.reset(seed=seed + ep)
-    e.close()
-    horizon = setup.risk["horizon"]
-    now = costs > 0
-    soon = now.copy()
-    for j in range(1, horizon):  # any cost in [k, k + H) within the same episode
-        same = episode[j:] == episode[:-j]
-        soon[:-j] |= now[j:] & same
-    return {"captions": captions, "now": now, "soon": soon, "episodes": ep + 1}
+    try:
+        walk = probe_states_from_walk(
+            e, steps=steps, horizon=setup.risk["horizon"], seed=seed, hold=setup.probe_hold
+        )
+    finally:
+        e.close()
+    return {
+        "captions": list(walk.captions),
+        "now": np.array(walk.unsafe_now, dtype=bool),
+        "soon": np.array(walk.unsafe_soon, dtype=bool),
+        "episodes": walk.episodes,
+    }
 
 
 def run_probe(env: str, steps: int | None = None) -> dict[str, Any]:
