@@ -205,7 +205,13 @@ class PIBudgetController:
         if action_bound is None:
             action_bound = 2.0 * span / len(self.levels) if span > 0 else float(self.levels[-1])
         self.action_bound = _number("action_bound", action_bound, src, low=0.0)
-        low, high = (0.0, float(self.levels[-1])) if budget_bounds is None else budget_bounds
+        if budget_bounds is None:
+            budget_bounds = (0.0, float(self.levels[-1]))
+        try:
+            low, high = budget_bounds
+        except (TypeError, ValueError):  # a number, or not two of them
+            reason = "expected a (low, high) pair of numbers"
+            raise ConfigError("budget_bounds", shown(budget_bounds), reason, source=src) from None
         low = _number("budget_bounds[0]", low, src, low=0.0)
         high = _number("budget_bounds[1]", high, src, low=low)
         self.budget_bounds = (low, high)
@@ -344,7 +350,11 @@ class QBudgetController:
         self.level = initial_level
         self.filtered_cost = 0.0
         self.last_action = 0
-        self.rng = np.random.default_rng(seed)
+        try:
+            self.rng = np.random.default_rng(seed)
+        except (TypeError, ValueError) as exc:  # -1: 'expected non-negative integer'
+            reason = f"expected None or an int >= 0 (numpy: {exc})"
+            raise ConfigError("seed", shown(seed), reason, source=src) from None
 
     @property
     def budget(self) -> float:
