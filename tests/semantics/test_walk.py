@@ -6,6 +6,8 @@ Real envs throughout: HazardNav (a bounded float Box) and HazardGrid (Discrete) 
 
 from __future__ import annotations
 
+import importlib.util
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -167,3 +169,19 @@ def test_a_bad_caption_or_cost_is_refused_with_its_value(nav, key, value, match)
 def test_a_bool_cost_is_an_indicator(nav):
     walk = probe_states_from_walk(DropInfo(nav, "cost", True, drop=False), steps=5, horizon=2)
     assert walk.unsafe_now == walk.unsafe_soon == (True,) * 5
+
+
+@pytest.mark.safety
+def test_safety_point_goal_walks_its_float64_box_with_float32_rounded_actions():
+    pytest.importorskip("mujoco")
+    if importlib.util.find_spec("safety_gymnasium") is None:  # imported by gymcurric's loader
+        pytest.skip("safety-gymnasium is not installed")
+    from gymcurric.envs import make_safety_env
+
+    env = make_safety_env("SafetyPointGoal1-v0", caption=True)
+    assert env.action_space.dtype == np.float64
+    walk = probe_states_from_walk(env, steps=200, horizon=20, seed=12345)
+    captions, costs, _ = replay(env, walk)
+    env.close()
+    assert list(walk.captions) == captions and list(walk.unsafe_now) == [c > 0 for c in costs]
+    assert len(set(walk.captions)) > 1
