@@ -48,6 +48,15 @@ def _seed(value: Any, source: str) -> int:
     return int(value)
 
 
+def _zeros(name: str, shape: tuple[int, ...], source: str = "RiskHead") -> npt.NDArray[np.float32]:
+    """``np.zeros(shape, float32)``, or a ConfigError naming ``name`` when numpy cannot have it."""
+    try:  # 10**400 rows: ValueError 'Maximum allowed dimension exceeded'; 10**12: MemoryError
+        return np.zeros(shape, dtype=np.float32)
+    except (ValueError, MemoryError) as exc:
+        reason = f"too large for a float32 array ({exc})"
+        raise ConfigError(name, shown(shape[0]), reason, source=source) from None
+
+
 def _positive_int(name: str, value: Any, minimum: int = 1, source: str = "RiskHead") -> int:
     check_int(
         name,
@@ -153,8 +162,8 @@ class RiskHead:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.risk_lr)
         self.generator = torch.Generator().manual_seed(self.seed + 1)
 
-        self._x = np.zeros((self.buffer_size, self.input_dim), dtype=np.float32)
-        self._y = np.zeros(self.buffer_size, dtype=np.float32)
+        self._x = _zeros("buffer_size", (self.buffer_size, self.input_dim))
+        self._y = _zeros("buffer_size", (self.buffer_size,))
         self._size = 0
         self._pos = 0
         # running input statistics (float64, Chan's parallel update)
@@ -164,8 +173,8 @@ class RiskHead:
         self._shift: npt.NDArray[np.float32] | None = None
         self._scale: npt.NDArray[np.float32] | None = None
         self._refresh_weights()
-        self._eval_pred = np.zeros(self.metric_window, dtype=np.float32)
-        self._eval_y = np.zeros(self.metric_window, dtype=np.float32)
+        self._eval_pred = _zeros("metric_window", (self.metric_window,))
+        self._eval_y = _zeros("metric_window", (self.metric_window,))
         self._eval_pos = self._eval_len = 0
         self._fresh_x: list[npt.NDArray[np.float32]] = []
         self._fresh_y: list[npt.NDArray[np.float32]] = []
@@ -456,7 +465,7 @@ class RiskAnnotator:
         self.head_kwargs = dict(head_kwargs)
         RiskHead(1, seed=self.seed, **self.head_kwargs)  # validate the head's arguments now
         self.head: RiskHead | None = None
-        self._history = np.zeros(_positive_int("history", history), dtype=np.float32)
+        self._history = _zeros("history", (_positive_int("history", history),), "RiskAnnotator")
         self._hist_n = 0  # predictions made so far (the ring position is _hist_n % len)
         self._mod_mark = 0  # _hist_n at the previous modulation() call
         self.episodes = 0

@@ -49,3 +49,21 @@ def test_risk_seeds_torch_takes_and_others():
             RiskHead(2, seed=seed)
     with pytest.raises(ConfigError, match="'hidden'"):
         RiskHead(2, hidden=64)
+
+
+@pytest.mark.parametrize("size", [BIG, 2**63, 2**62])
+@pytest.mark.parametrize("name", ["buffer_size", "metric_window", "history"])
+def test_an_array_size_numpy_cannot_allocate_is_named(name, size):
+    # numpy's words were the whole error: 'Maximum allowed dimension exceeded' (10**400,
+    # 2**63), 'array is too big' (2**62); a MemoryError ('Unable to allocate 36.4 TiB') is
+    # named too, but whether one comes depends on the machine's overcommit
+    pytest.importorskip("torch")
+    from gymcurric.semantics.risk import RiskAnnotator, RiskHead
+
+    if name == "history":
+        make = lambda: RiskAnnotator(1, **{name: size})  # noqa: E731
+    else:
+        make = lambda: RiskHead(3, **{name: size})  # noqa: E731
+    with pytest.raises(ConfigError, match=rf"'{name}'.*too large for a float32 array") as info:
+        make()
+    assert info.value.key == name
