@@ -29,6 +29,7 @@ __all__ = [
     "check_cost_values",
     "check_queue_length",
     "check_vector_cost_dtype",
+    "numbers_only",
     "read_step_costs",
 ]
 
@@ -67,6 +68,29 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
                 if array.size:
                     return index, array.ravel()[0].item()
     return None
+
+
+def numbers_only(values: Any) -> bool:
+    """Whether ``values`` (one cost per sub-env) is a 1-D number array to NumPy: no text in it.
+
+    The fast path of the per-step readers: one ``np.asarray`` over the sub-envs' costs, where
+    :func:`check_cost_values` of each would be a few Python calls per sub-env per step. Text
+    anywhere makes the array text or objects; a bytes-like ``bytearray`` is read by NumPy as
+    its bytes, a row of ``uint8``, so only a 1-D array (one number per sub-env) passes. ``True``
+    here needs no further check; ``False`` (text, None, a list per sub-env, a ragged list, an
+    object NumPy cannot type) leaves the caller to look at each value.
+
+    Examples:
+        >>> numbers_only([0.5, np.float32(1.0), True, np.array(2)])
+        True
+        >>> numbers_only([0.5, "1"]), numbers_only([0.5, None]), numbers_only([bytearray(b"1")])
+        (False, False, False)
+    """
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError, OverflowError):  # ragged, or an object NumPy will not take
+        return False
+    return array.ndim == 1 and array.dtype.kind in "biuf"
 
 
 def check_cost_values(

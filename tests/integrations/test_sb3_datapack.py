@@ -441,3 +441,33 @@ def test_a_cost_written_as_text_is_refused_naming_the_sub_env():
     with pytest.raises(ConfigError, match=r"VecPresentDatapack: .*info\['cost'\]\[0\].*'0\.0'"):
         venv.step(np.zeros(2, dtype=np.int64))
     venv.close()
+
+
+class _Cost(gym.Wrapper):
+    """Reports each step's cost as the given kind of number."""
+
+    def __init__(self, env, kind):
+        super().__init__(env)
+        self.kind = kind
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "cost": self.kind(0.5)}
+
+
+def test_a_step_of_number_costs_needs_no_check_per_sub_env(monkeypatch):
+    # the check of each sub-env's cost ran on every step; one np.asarray shows no text
+    calls = []
+    monkeypatch.setattr(datapack_module, "check_cost_values", lambda *a, **k: calls.append(a))
+    kinds = [float, np.float32, lambda c: c > 0]
+    venv = VecPresentDatapack(
+        DummyVecEnv(
+            [lambda k=k: PresentDatapack(_Cost(gym.make(ENV_ID), k), sampler=None) for k in kinds]
+        ),
+        Events(packs()),
+    )
+    venv.reset()
+    for _ in range(3):
+        venv.step(np.zeros(3, dtype=np.int64))
+    venv.close()
+    assert calls == []

@@ -55,7 +55,7 @@ from gymcurric._deprecated import alias_getattr
 from gymcurric.datapacks.schema import DataPack
 from gymcurric.errors import ConfigError
 from gymcurric.integrations.sb3.checked_vec_env import CheckedDummyVecEnv
-from gymcurric.safety.costs import check_cost_values
+from gymcurric.safety.costs import check_cost_values, numbers_only
 from gymcurric.wrappers._sub_envs import call_sub_envs
 from gymcurric.wrappers.curriculum import SuccessFn
 from gymcurric.wrappers.datapack import (
@@ -244,9 +244,10 @@ class VecPresentDatapack(VecEnvWrapper):
         # the sampler's log, and the stages and draws that follow from them)
         rewards = np.asarray(rewards, dtype=np.float32)
         costs = [info.get("cost") for info in infos]
-        for i, c in enumerate(costs):  # text ("0.5") is refused, as by every cost reader
-            if c is not None:
-                check_cost_values(c, f"info['cost'][{i}]", source="VecPresentDatapack")
+        if not numbers_only(costs):  # text ("0.5") is refused, as by every cost reader
+            for i, c in enumerate(costs):
+                if c is not None:
+                    check_cost_values(c, f"info['cost'][{i}]", source="VecPresentDatapack")
         self._episodes.add(rewards, [0.0 if c is None else float(c) for c in costs], self._all)
         self.datapacks = list(self._episodes.packs)
         ended = np.flatnonzero(dones).tolist()

@@ -28,7 +28,7 @@ import numpy as np
 
 from gymcurric.errors import ConfigError, NonFiniteValueError
 from gymcurric.integrations.sb3.common.multiplier_checks import as_real
-from gymcurric.safety.costs import check_cost_values
+from gymcurric.safety.costs import check_cost_values, numbers_only
 
 __all__ = [
     "CostLimits",
@@ -252,6 +252,8 @@ def check_sub_env_costs(values: Sequence[Any], key: str, source: str) -> None:
 
     Text or bytes (``"0.5"``, ``b"1"``), which NumPy and ``float()`` read as a number, is a
     ``ConfigError`` naming ``key``, the sub-env and the value; a bool is an indicator (0 or 1).
+    A step whose values NumPy reads as a number array is passed at once
+    (:func:`~gymcurric.safety.costs.numbers_only`).
 
     Args:
         values: one entry per sub-env (SB3's ``infos``, read at ``key``).
@@ -265,6 +267,8 @@ def check_sub_env_costs(values: Sequence[Any], key: str, source: str) -> None:
         ...
         gymcurric.errors.ConfigError: PPOLag: invalid value for "info['cost']": '1' (sub-env 1: ...
     """
+    if numbers_only(values):  # a step of numbers: one np.asarray, no call per sub-env
+        return
     for env, value in enumerate(values):
         try:
             check_cost_values(value, key, source=source)

@@ -3,7 +3,9 @@
 :class:`~gymcurric.integrations.sb3.common.lagrangian.LagrangianMixin` reads every step's
 ``info["risk"]`` with :func:`read_risks`: a number as ``float()`` reads it (a bool is 0 or 1),
 text or bytes refused, as :func:`gymcurric.safety.costs.check_cost_values` refuses a cost
-written so. Only when a value is refused does :func:`refuse_unreadable_risks` look at the step
+written so. A step whose risks NumPy reads as a number array
+(:func:`gymcurric.safety.costs.numbers_only`) is read with ``float()`` alone, no check per
+sub-env. Only when a value is refused does :func:`refuse_unreadable_risks` look at the step
 again, to name every sub-env at fault, so a step of numbers does no work there.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gymcurric.errors import ConfigError
-from gymcurric.safety.costs import check_cost_values
+from gymcurric.safety.costs import check_cost_values, numbers_only
 
 __all__ = ["read_risks", "refuse_unreadable_risks"]
 
@@ -50,8 +52,11 @@ def read_risks(infos: list[dict[str, Any]], source: str) -> list[float]:
         ...
         gymcurric.errors.ConfigError: PPOLag: invalid value for "info['risk']": '0.5' (...
     """
+    values = [info["risk"] for info in infos if "risk" in info]
     try:  # the list is complete before the caller adds it
-        return [_risk(info["risk"]) for info in infos if "risk" in info]
+        if numbers_only(values):  # no text: one np.asarray, no check per sub-env
+            return [float(value) for value in values]
+        return [_risk(value) for value in values]
     except (TypeError, ValueError):
         refuse_unreadable_risks(infos, source)
         raise  # refused a value that refuse_unreadable_risks passes: not expected
