@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
+from gymnasium.vector import VectorEnv
 
 from gymcurric._checks import check_int, shown
 from gymcurric.errors import ConfigError
@@ -74,7 +75,10 @@ def probe_states_from_walk(
     than jittering in place. A state is the one a step returns: its ``info["caption"]`` and that
     step's ``info["cost"]`` (HazardNav and Safety-Gymnasium charge the state stepped into). The
     env is reset with ``seed`` first and with ``seed + k`` at the start of its ``k``-th later
-    episode; it is not closed. The same env and seed give the same walk.
+    episode; it is not closed. The same env and seed give the same walk. A reset's state is not
+    recorded, even where the reset info carries a caption (HazardNav's does): no step's cost
+    comes with it. An episode ends at termination or truncation alike; no label looks past its
+    end, so the last states of a truncated episode count only the costs seen before the cut.
 
     Actions: a bounded float ``Box`` draws ``uniform(low, high)`` from
     ``np.random.default_rng(seed)``, rounded to float32 and cast to the space's dtype; any other
@@ -83,7 +87,7 @@ def probe_states_from_walk(
 
     Args:
         env: a Gymnasium env whose step info has ``"caption"`` (a non-empty str) and ``"cost"``
-            (a real number).
+            (a real number); a single env, not a vector env.
         steps: how many steps (states) to record, >= 1.
         horizon: a state is unsafe "soon" when a cost comes within this many steps of its
             episode, its own included (1: the same as "now"); >= 1. Match the risk head's
@@ -96,7 +100,8 @@ def probe_states_from_walk(
         sets on it at set-up.
 
     Raises:
-        ConfigError: ``steps``, ``horizon``, ``seed`` or ``hold`` out of range; the env's step
+        ConfigError: ``env`` is a vector env (Gymnasium's or SB3's, naming it);
+            ``steps``, ``horizon``, ``seed`` or ``hold`` out of range; the env's step
             info lacks ``"caption"`` or ``"cost"`` (naming the env id and the key), or holds a
             caption that is not a non-empty str or a cost that is not a finite real number.
 
@@ -110,6 +115,7 @@ def probe_states_from_walk(
         >>> walk == probe_states_from_walk(env, steps=300, horizon=5, seed=1)
         True
     """
+    _refuse_vector_env(env)
     check_int("steps", steps, source=_SOURCE, allow_numpy=True)
     check_int("horizon", horizon, source=_SOURCE, allow_numpy=True)
     check_int("seed", seed, minimum=0, source=_SOURCE, allow_numpy=True)
@@ -168,6 +174,21 @@ def _action_sampler(space: Any, rng: np.random.Generator) -> Any:
     private = copy.deepcopy(space)
     private.seed(int(rng.integers(2**31)))
     return private.sample
+
+
+def _refuse_vector_env(env: Any) -> None:
+    """A vector env (Gymnasium's or SB3's) has a caption per sub-env: the walk steps one env."""
+    if isinstance(env, VectorEnv) or (
+        hasattr(env, "num_envs") and hasattr(env, "step_wait")  # SB3's VecEnv
+    ):
+        raise ConfigError(
+            "env",
+            _env_id(env),
+            f"a vector env of {shown(getattr(env, 'num_envs', None))} sub-envs; the probe walk "
+            "steps a single env, whose info['caption'] is one str: pass one sub-env "
+            "(gym.make(...), not gym.make_vec)",
+            source=_SOURCE,
+        )
 
 
 def _env_id(env: Any) -> str:

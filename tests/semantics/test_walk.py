@@ -185,3 +185,16 @@ def test_safety_point_goal_walks_its_float64_box_with_float32_rounded_actions():
     env.close()
     assert list(walk.captions) == captions and list(walk.unsafe_now) == [c > 0 for c in costs]
     assert len(set(walk.captions)) > 1
+
+
+def test_a_vector_env_is_refused_naming_it():
+    # a vector env's info['caption'] is an array of captions: the error named the caption
+    # ('expected a non-empty str') and an SB3 VecEnv's 4-tuple step was a raw ValueError
+    venv = gym.make_vec("gymcurric/HazardNav-v0", num_envs=2, vectorization_mode="sync")
+    with pytest.raises(ConfigError, match=r"'env': .*HazardNav.* \(a vector env of 2 sub-envs"):
+        probe_states_from_walk(venv, steps=5)
+    venv.close()
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    sb3 = vec_env.DummyVecEnv([lambda: gym.make("gymcurric/HazardNav-v0")] * 3)
+    with pytest.raises(ConfigError, match=r"'env': .* \(a vector env of 3 sub-envs"):
+        probe_states_from_walk(sb3, steps=5)
