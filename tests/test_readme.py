@@ -4,7 +4,9 @@ A ```python block is a runnable script; a fragment that is not (it uses names fr
 is fenced ```py instead.
 """
 
+import ast
 import contextlib
+import json
 import os
 import re
 import signal
@@ -28,8 +30,12 @@ def python_blocks(path: Path = README) -> list[str]:
     return [re.sub(rf"^{indent}", "", code, flags=re.M) for indent, code in blocks]
 
 
-# slow: snippets whose path another default test runs (Ray: tests/integrations/test_ray_*)
-SLOW_SNIPPETS = {"curriculum_resume_ray.md:0"}
+# slow: snippets whose path another default test runs (Ray: tests/integrations/test_ray_*;
+# the semantic-safety study's SafetyPointGoal1 probe, a 5,000-step MuJoCo walk with captions,
+# 25 s: tests/semantics/test_walk.py walks SafetyPointGoal1, semantics.md:2 runs the same
+# walk-to-Shaper probe on HazardNav, and the numbers it prints are checked against the study's
+# records by test_the_probe_snippets_print_the_study_records_numbers)
+SLOW_SNIPPETS = {"curriculum_resume_ray.md:0", "safety_gymnasium.md:2"}
 SNIPPETS = [
     pytest.param(
         code,
@@ -170,3 +176,45 @@ def test_a_killed_test_run_leaves_no_server_or_snippet_behind(tmp_path):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+#: the docs pages whose probe_states_from_walk snippet is the semantic-safety study's start-up
+#: probe, and the env of the study's records it prints the numbers of
+PROBE_SNIPPETS = {"semantics.md": "HazardNav", "safety_gymnasium.md": "SafetyPointGoal1"}
+RECORDS = ROOT / "benchmarks" / "reference" / "semantic_safety" / "records"
+
+
+@pytest.mark.parametrize("page", PROBE_SNIPPETS)
+def test_the_probe_snippets_print_the_study_records_numbers(page):
+    """The walk's arguments, prompts and the numbers in the comments are the record's probe.
+
+    Reads the snippet without running it (the SafetyPointGoal1 one is slow-marked), so the
+    numbers it claims stay those of the committed records in the default suite.
+    """
+    (code,) = [c for c in python_blocks(ROOT / "docs" / page) if "probe_states_from_walk(" in c]
+    record = json.loads(
+        (RECORDS / f"{PROBE_SNIPPETS[page]}-additive-default-seed0.json").read_text()
+    )
+    probe = record["probe"]
+    call = re.search(
+        r"probe_states_from_walk\(env, steps=([\d_]+), horizon=(\d+), seed=(\d+)", code
+    )
+    assert call, code
+    hold = re.search(r"seed=\d+, hold=(\d+)\)", code)
+    walk = (int(call[1]), int(call[2]), int(call[3]), int(hold[1]) if hold else 10)
+    assert walk == (
+        probe["states"],
+        probe["soon_horizon"],
+        probe["walk"]["seed"],
+        probe["walk"]["hold"],
+    )
+    counts = re.search(r"sum\(walk\.unsafe_soon\)\)  # ([\d ]+)\n", code)
+    *distinct, now, soon = map(int, counts[1].split())
+    assert (now, soon) == (probe["unsafe_now"], probe["unsafe_soon"])
+    assert distinct in ([], [probe["distinct_captions"]])
+    sets = ast.literal_eval(re.search(r"for safe, unsafe in (\[.*?\]):\n", code, re.S)[1])
+    named = probe["sets"]["specific"], probe["sets"]["vague"]
+    assert [(tuple(s["safe"]), tuple(s["unsafe"])) for s in named] == sets
+    aucs = re.search(r"# ([\d.]+); ([\d.]+) warned\n", code)
+    assert [float(aucs[1]), float(aucs[2])] == [round(s["auc_soon"], 3) for s in named]
+    assert named[0]["warning"] is None and named[1]["warning"]
