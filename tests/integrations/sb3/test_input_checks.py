@@ -52,7 +52,7 @@ RISK = {"min_episodes": 0, "reference_window": 20}
 @pytest.mark.parametrize("bad", [None, "high", [0.1, 0.2]])
 def test_a_risk_value_that_is_not_a_number_is_refused_naming_the_sub_env(bad):
     # before: float(None) stopped the rollout with a raw TypeError ("high": ValueError); read
-    # as NaN instead, it would be left out of M as a diverged head's NaN is: the sub-env would
+    # as NaN instead, it would be left out of M as a NaN risk is: the sub-env would
     # never count, and with no readable risk M = 1, a modulated run training as plain PPOLag
     model = silent(ppolag(vec_with("risk", [0.5, bad]), risk_modulation=RISK))
     with pytest.raises(ConfigError) as err:

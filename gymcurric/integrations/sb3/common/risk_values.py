@@ -66,10 +66,10 @@ def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
     """Raise a ``ConfigError`` naming each sub-env whose ``info["risk"]`` is not a real number.
 
     A value ``float()`` cannot read (None, ``"high"``, a list) is a wiring mistake in the
-    annotation, not a numerical anomaly. Read as NaN it would be left out of M, as a NaN
-    prediction of a diverged risk head is, under a once-per-process warning that blames the
-    head: the sub-envs at fault would never count, and with every sub-env's risk unreadable M
-    would stay 1 and a run meant to modulate λ would quietly train as plain PPOLag. So is a
+    annotation, not a numerical anomaly. Read as NaN it would be left out of M, as a NaN risk
+    is, under a warning given once per process (one that says nothing of the annotation): the
+    sub-envs at fault would never count, and with every sub-env's risk unreadable M would stay
+    1 and a run meant to modulate λ would quietly train as plain PPOLag. So is a
     risk written as text or bytes (``"0.5"``), which ``float()`` reads without a word. A NaN or
     infinite value stays an anomaly: :func:`gymcurric.safety.modulation.lagrange_modulation`
     leaves it out of the mean and of the reference quantile, and falls back to M = 1 for
