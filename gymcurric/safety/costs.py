@@ -40,6 +40,9 @@ NONFINITE_POLICIES: tuple[str, ...] = ("warn", "raise", "ignore")
 #: What ``float()`` and ``np.asarray(..., float64)`` read as a number but no cost is: text (a
 #: number written as a string, ``"0.5"``) and bytes. A bool is a cost, an indicator read as 0 or 1
 _TEXT = (str, bytes, bytearray)
+#: scalars that are numbers by their type (no look inside): Python's and numpy's bools, ints,
+#: floats
+_NUMBER_TYPES = frozenset({bool, int, float, *(np.dtype(c).type for c in "?bhilqBHILQefdg")})
 
 
 def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
@@ -124,6 +127,8 @@ def check_cost_values(
         ...
         gymcurric.errors.ConfigError: AnnotateCost: invalid value for "info['cost']": '1' (...
     """
+    if type(values) in _NUMBER_TYPES:  # a step's one cost: the wrappers' per-step case
+        return
     found = _not_a_cost(values)
     if found is not None:
         index, item = found
