@@ -129,6 +129,8 @@ def check_cost_values(
     """
     if type(values) in _NUMBER_TYPES:  # a step's one cost: the wrappers' per-step case
         return
+    if isinstance(values, list | tuple) and numbers_only(values):  # a step's costs, a list
+        return
     found = _not_a_cost(values)
     if found is not None:
         index, item = found

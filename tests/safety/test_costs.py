@@ -72,3 +72,22 @@ def test_check_cost_values_takes_a_number_scalar_without_looking_inside(monkeypa
             costs.check_cost_values(text, "info['cost']")
     costs.check_cost_values(np.array(0.5), "info['cost']")  # arrays too, as before
     assert len(looked) == 5
+
+
+def test_check_cost_values_takes_a_list_of_numbers_with_one_asarray(monkeypatch):
+    # the SB3 VecCostMonitor checks a list of every sub-env's cost each step (NonFiniteGuard
+    # .array): _not_a_cost looked at each item in Python, 3 calls per sub-env per step
+    from gymcurric.safety import costs
+
+    looked = []
+    original = costs._not_a_cost
+    monkeypatch.setattr(costs, "_not_a_cost", lambda value: looked.append(value) or original(value))
+    costs.check_cost_values(NUMBER_SCALARS, "info['cost']")
+    costs.check_cost_values(tuple(NUMBER_SCALARS), "info['cost']")
+    guard = costs.NonFiniteGuard(policy="raise")
+    assert guard.array(NUMBER_SCALARS).tolist() == [float(v) for v in NUMBER_SCALARS]
+    assert looked == []
+    for text in ["0.5", b"1", bytearray(b"1"), np.array("1")]:  # text among them: looked at
+        with pytest.raises(ConfigError, match=r"at index 10: a cost written as text"):
+            costs.check_cost_values([*NUMBER_SCALARS, text], "info['cost']")
+    assert len(looked) == 4
