@@ -43,7 +43,8 @@ class ProbeWalk:
         unsafe_now: per caption, whether that step's cost was positive.
         unsafe_soon: per caption, whether a positive cost came within ``horizon`` steps of its
             episode, its own step included (the label :meth:`shaping_kwargs` gives the shaper).
-        episodes: how many episodes the walk went through (the last one may be cut short).
+        episodes: how many episodes the walk recorded steps of (the last one may be cut
+            short; a walk whose last step ends an episode counts none after it).
         horizon: the "soon" window, in steps.
         seed: the walk's seed.
         hold: how many steps each random action was held.
@@ -145,7 +146,7 @@ def probe_states_from_walk(
         captions=tuple(captions),
         unsafe_now=tuple(bool(u) for u in now),
         unsafe_soon=tuple(bool(u) for u in soon),
-        episodes=ep + 1,
+        episodes=int(episode[-1]) + 1,  # with a step recorded: not the one a last reset began
         horizon=horizon,
         seed=seed,
         hold=hold,

@@ -198,3 +198,13 @@ def test_a_vector_env_is_refused_naming_it():
     sb3 = vec_env.DummyVecEnv([lambda: gym.make("gymcurric/HazardNav-v0")] * 3)
     with pytest.raises(ConfigError, match=r"'env': .* \(a vector env of 3 sub-envs"):
         probe_states_from_walk(sb3, steps=5)
+
+
+@pytest.mark.parametrize(("steps", "episodes"), [(20, 2), (25, 3), (9, 1), (10, 1)])
+def test_episodes_counts_the_episodes_walked_not_the_reset_after_the_last_step(steps, episodes):
+    # a walk whose last step ended an episode counted the episode its reset began, of which it
+    # recorded nothing: SafetyPointGoal1's 5,000 steps are 5 episodes of 1,000, reported as 6
+    env = gym.make("gymcurric/HazardNav-v0", **HAZARDS, max_steps=10)
+    walk = probe_states_from_walk(env, steps=steps, horizon=3, seed=0)
+    _, _, walked = replay(env, walk)
+    assert walk.episodes == walked[-1] + 1 == episodes
