@@ -275,6 +275,8 @@ class NonFiniteGuard:
             )
         # a real number first: math.isfinite raises TypeError on a string, OverflowError on
         # an int too large for a float
+        if isinstance(replacement, np.ndarray) and replacement.ndim == 0:
+            replacement = replacement[()]  # a 0-d array: its number, as float() reads it
         real = isinstance(replacement, numbers.Real) and not isinstance(
             replacement, bool | np.bool_
         )
@@ -345,8 +347,11 @@ class NonFiniteGuard:
 def check_queue_length(queue_length: Any, source: str) -> None:
     """Raise :class:`~gymcurric.errors.ConfigError` unless ``queue_length`` is a deque's maxlen.
 
-    An int (numpy's too, not a bool) from 0 to ``sys.maxsize`` (a C ``ssize_t``).
+    An int (numpy's too, not a bool) from 0 to ``sys.maxsize`` (a C ``ssize_t``), or ``None``:
+    no limit, as for a ``deque``.
     """
+    if queue_length is None:
+        return
     check_int("queue_length", queue_length, minimum=0, source=source, allow_numpy=True)
     if queue_length > sys.maxsize:
         reason = f"expected an int from 0 to {sys.maxsize}"
@@ -358,7 +363,7 @@ class EpisodeCostTracker:
 
     Args:
         num_envs: number of parallel envs tracked.
-        queue_length: how many finished-episode costs :attr:`cost_queue` keeps.
+        queue_length: how many finished-episode costs :attr:`cost_queue` keeps (``None``: all).
 
     Examples:
         >>> t = EpisodeCostTracker(2)
@@ -370,7 +375,7 @@ class EpisodeCostTracker:
         [0.0, 0.5]
     """
 
-    def __init__(self, num_envs: int, queue_length: int = 100) -> None:
+    def __init__(self, num_envs: int, queue_length: int | None = 100) -> None:
         check_int("num_envs", num_envs, source="EpisodeCostTracker", allow_numpy=True)
         check_queue_length(queue_length, "EpisodeCostTracker")
         self.running = np.zeros(num_envs, dtype=np.float64)

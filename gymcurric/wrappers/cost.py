@@ -81,7 +81,7 @@ class CostSettings:
     cost_fn: Any
     nonfinite: NonFinitePolicy
     nonfinite_value: float
-    queue_length: int
+    queue_length: int | None
 
     def __post_init__(self) -> None:
         """Check ``cost_fn`` and ``queue_length`` (the guard checks the others)."""
@@ -150,7 +150,7 @@ class AnnotateCost(
         *,
         nonfinite: NonFinitePolicy = "warn",
         nonfinite_value: float = 0.0,
-        queue_length: int = 100,
+        queue_length: int | None = 100,
     ) -> None:
         """Wrap ``env``.
 
@@ -160,7 +160,7 @@ class AnnotateCost(
             nonfinite: what to do with a NaN/Inf cost: ``"warn"`` (replace, warn once),
                 ``"ignore"`` (replace silently) or ``"raise"``.
             nonfinite_value: the replacement for a non-finite cost.
-            queue_length: how many finished-episode costs :attr:`cost_queue` keeps.
+            queue_length: how many finished-episode costs :attr:`cost_queue` keeps (``None``: all).
         """
         settings = CostSettings(cost_fn, nonfinite, nonfinite_value, queue_length)
         gym.utils.RecordConstructorArgs.__init__(self, **settings.arguments())

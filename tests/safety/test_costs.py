@@ -91,3 +91,13 @@ def test_check_cost_values_takes_a_list_of_numbers_with_one_asarray(monkeypatch)
         with pytest.raises(ConfigError, match=r"at index 10: a cost written as text"):
             costs.check_cost_values([*NUMBER_SCALARS, text], "info['cost']")
     assert len(looked) == 4
+
+
+def test_a_0d_array_replacement_is_its_number():
+    # np.array(0.5) passed math.isfinite before the replacement was checked as a real number
+    guard = NonFiniteGuard("cost", policy="warn", replacement=np.array(0.5), source="test")
+    assert guard.replacement == 0.5 and type(guard.replacement) is float
+    for bad in (np.array(np.nan), np.array([0.5]), np.array(True), np.array("0.5")):
+        with pytest.raises(ConfigError, match="nonfinite_value"):
+            NonFiniteGuard("cost", policy="warn", replacement=bad, source="test")
+    assert EpisodeCostTracker(2, queue_length=None).cost_queue.maxlen is None

@@ -208,3 +208,16 @@ def test_a_queue_length_no_deque_takes_is_a_config_error():
     for bad in (10**400, -1, 2.0, "5", True):
         with pytest.raises(ConfigError, match="'queue_length'"):
             AnnotateCost(gym.make("CartPole-v1"), cost_fn=lambda o, a, i: 0.0, queue_length=bad)
+
+
+def test_a_queue_length_of_none_keeps_every_episode_cost():
+    # deque(maxlen=None) has no limit: None worked before queue_length was checked, and still does
+    env = AnnotateCost(ScriptedCostEnv(episode_len=1), queue_length=None)
+    for _ in range(150):
+        run_episode(env)
+    assert len(env.cost_queue) == 150
+    vec = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    from gymcurric.wrappers.vector import AnnotateCost as VecAnnotateCost
+
+    assert VecAnnotateCost(vec, cost_fn=lambda o, a, i: 0.0, queue_length=None) is not None
+    vec.close()

@@ -138,7 +138,7 @@ class AnnotateCost(VectorWrapper, gym.utils.RecordConstructorArgs):
         *,
         nonfinite: NonFinitePolicy = "warn",
         nonfinite_value: float = 0.0,
-        queue_length: int = 100,
+        queue_length: int | None = 100,
     ) -> None:
         """Wrap ``env``; arguments as in :class:`gymcurric.wrappers.AnnotateCost`.
 
