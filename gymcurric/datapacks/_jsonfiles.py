@@ -90,7 +90,8 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
     broken symbolic link is refused, naming it and its target, rather than left out without a
     word: one named as a data file, or any one when subfolders are searched (it may have been
     one), or ``path`` itself. With ``recursive``, a symbolic link to a folder is searched as a
-    subfolder (one to a folder it is in, a loop, is not searched again).
+    subfolder, each real folder once (one to a folder the tree holds, a loop among them, is not
+    searched again).
     """
     root = Path(path)
     if root.is_file():
@@ -119,24 +120,37 @@ def json_files(path: Any, recursive: bool, what: str = "datapack") -> list[Path]
 
 
 def _tree(root: Path) -> Iterator[Path]:
-    """Every path under ``root``, symbolic links to folders followed, each folder once a branch.
+    """Every path under ``root``, symbolic links to folders followed, each real folder once.
 
     ``Path.glob("**/*")`` does not go into a linked folder, so the packs in one
-    (``packs/extra -> /data/extra``) were left out without a word.
+    (``packs/extra -> /data/extra``) were left out without a word. A link to a folder the tree
+    holds without links (``latest -> v2``, ``a/x -> ../b``, one back to an ancestor) is not
+    followed, so its files are read once, at their own path; a folder outside it is walked at
+    the first link to it in sorted order. Walking each real folder once keeps links between
+    sibling folders from walking every path through them (exponential in their number).
     """
-    chains = {str(root): frozenset([os.path.realpath(root)])}  # the real folders on the way
+    seen = {os.path.realpath(root)}
+    for folder, folders, _ in os.walk(root):  # the folders reached without a link
+        folders[:] = [
+            name
+            for name in folders
+            if not name.startswith(".") and not os.path.islink(os.path.join(folder, name))
+        ]  # os.walk lists a link to a folder among the folders, though it does not follow it
+        seen.update(os.path.realpath(os.path.join(folder, name)) for name in folders)
     for folder, folders, names in os.walk(root, followlinks=True):
-        chain = chains.pop(folder)
         hidden = any(part.startswith(".") for part in Path(folder).relative_to(root).parts)
+        folders.sort()  # which link to a folder outside the tree is walked: the first in order
         for name in list(folders):
             path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                continue
             real = os.path.realpath(path)
-            if real in chain:  # a link to a folder it is in: its files are read already
+            if real in seen or hidden or name.startswith("."):
+                # read at its own path or an earlier link's, or hidden: nothing in it is read,
+                # not worth walking (.x -> /mnt)
                 folders.remove(name)
-            elif (hidden or name.startswith(".")) and os.path.islink(path):
-                folders.remove(name)  # nothing in it is read: not worth walking (.x -> /mnt)
             else:
-                chains[path] = chain | {real}
+                seen.add(real)
         for name in [*folders, *names]:
             yield Path(folder, name)
 

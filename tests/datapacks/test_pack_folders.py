@@ -147,3 +147,52 @@ def test_a_hidden_link_to_a_folder_is_not_walked(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "scandir", listing)
     assert [p.pack_id for p in load_datapacks(packs, recursive=True)] == ["a1"]
     assert not [path for path in listed if "data" in path or "modules" in path], listed
+
+
+def test_each_real_folder_is_read_once_whatever_links_reach_it(tmp_path):
+    # 7554a37 walked every path through the links that led to no ancestor: a folder the tree
+    # holds was read again through a link to it (latest -> v2, a/x -> ../b), a duplicate
+    # pack_id error for the same file, and links among n sibling folders walked every path
+    # through them (7 folders: 13,699 files listed, exponential in n)
+    packs, outside = tmp_path / "packs", tmp_path / "outside"
+    for name in ("v2", "a", "b"):
+        (packs / name).mkdir(parents=True)
+        _write_jsonl(packs / name / "p.jsonl", name)
+    outside.mkdir()
+    _write_jsonl(outside / "o.jsonl", "o1")
+    os.symlink("v2", packs / "latest")
+    os.symlink("../b", packs / "a" / "x")
+    os.symlink("../a", packs / "b" / "y")
+    os.symlink(outside, packs / "z2")  # a folder outside, reached twice: at the first link
+    os.symlink(outside, packs / "z1")
+    os.symlink(packs, outside / "back")  # and linking back to the root
+    deep_packs = load_datapacks(packs, recursive=True)
+    assert [(p.pack_id, p.source) for p in deep_packs] == [
+        ("a", str(packs / "a" / "p.jsonl")),
+        ("b", str(packs / "b" / "p.jsonl")),
+        ("v2", str(packs / "v2" / "p.jsonl")),
+        ("o1", str(packs / "z1" / "o.jsonl")),
+    ]
+    assert validate_datapacks(packs, recursive=True) == (deep_packs, [])
+
+
+def test_links_among_sibling_folders_walk_each_folder_once(tmp_path, monkeypatch):
+    for i in range(6):
+        (tmp_path / f"d{i}").mkdir()
+        _write_jsonl(tmp_path / f"d{i}" / "p.jsonl", f"p{i}")
+    for i in range(6):
+        for j in range(6):
+            if i != j:
+                os.symlink(f"../d{j}", tmp_path / f"d{i}" / f"to{j}")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def listing(path="."):
+        listed.append(os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", listing)
+    assert [p.pack_id for p in load_datapacks(tmp_path, recursive=True)] == [
+        f"p{i}" for i in range(6)
+    ]
+    assert len(listed) <= 2 * 7, len(listed)  # the root and 6 folders, listed twice at most
