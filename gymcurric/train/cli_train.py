@@ -127,7 +127,7 @@ def flag_settings(args: argparse.Namespace) -> list[Setting]:
 def whole_number(flag: str, text: str) -> int:
     """A number flag's value: a whole number written in decimal (``42``, ``-1``, ``1_000``).
 
-    Its range is the config key's to check (``run.seed >= 0``).
+    Its range is the config key's to check (``run.seed`` from 0 to 2**32 - 1).
 
     Raises:
         ConfigError: naming ``flag`` and the text: anything else (``1.5``, ``null``, ``5 #c``,
