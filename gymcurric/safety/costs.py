@@ -50,8 +50,9 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
 
     ``index`` is None for a scalar, else the item's index in ``value`` (flattened). numpy
     numbers, bools and Python numbers are costs; a numpy array of text (``U``, ``S``) is not;
-    an object array or a list is looked into (a vector env's info array of a type it does not
-    know is an object array; Gymnasium fills the sub-envs without the key with None).
+    an object array or a list is looked into, and so are the object arrays and lists in it (a
+    vector env's info array of a type it does not know is an object array; Gymnasium fills the
+    sub-envs without the key with None).
     """
     if isinstance(value, _TEXT):
         return None, value
@@ -66,10 +67,16 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
         for index, item in enumerate(items):
             if isinstance(item, _TEXT):
                 return index, item
-            if getattr(getattr(item, "dtype", None), "kind", "f") in "US":  # a numpy text array
+            kind = getattr(getattr(item, "dtype", None), "kind", "f")
+            if kind in "US":  # a numpy text array
                 array = np.asarray(item)
                 if array.size:
                     return index, array.ravel()[0].item()
+            # an object array or a list inside (np.array(..., float64) reads the text in it)
+            if kind == "O" or isinstance(item, list | tuple):
+                inner = _not_a_cost(item)
+                if inner is not None:
+                    return index, inner[1]
     return None
 
 

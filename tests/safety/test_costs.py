@@ -101,3 +101,22 @@ def test_a_0d_array_replacement_is_its_number():
         with pytest.raises(ConfigError, match="nonfinite_value"):
             NonFiniteGuard("cost", policy="warn", replacement=bad, source="test")
     assert EpisodeCostTracker(2, queue_length=None).cost_queue.maxlen is None
+
+
+@pytest.mark.parametrize(
+    "costs",
+    [
+        [0.5, np.array("1", dtype=object)],
+        [np.array(["1"], dtype=object)],
+        [0.5, [1.0, "2"]],
+        [np.array([0.5, np.array("1")], dtype=object)],
+    ],
+    ids=repr,
+)
+def test_text_in_an_object_array_or_a_list_inside_the_list_is_refused(costs):
+    # np.array(costs, float64) reads the text in them as a number: NonFiniteGuard.array (the
+    # SB3 VecCostMonitor's list of sub-env costs) took [0.5, np.array("1", dtype=object)] as
+    # [0.5, 1.0]
+    guard = NonFiniteGuard(source="VecCostMonitor")
+    with pytest.raises(ConfigError, match=r"info\['cost'\].*at index \d: a cost written as text"):
+        guard.array(costs, where="info['cost']")
