@@ -129,28 +129,28 @@ def _tree(root: Path) -> Iterator[Path]:
     the first link to it in sorted order. Walking each real folder once keeps links between
     sibling folders from walking every path through them (exponential in their number).
     """
-    seen = {os.path.realpath(root)}
-    for folder, folders, _ in os.walk(root):  # the folders reached without a link
+    tree: set[str] = set()  # the folders reached without a link
+    for folder, folders, _ in os.walk(root):
         folders[:] = [
             name
             for name in folders
             if not name.startswith(".") and not os.path.islink(os.path.join(folder, name))
         ]  # os.walk lists a link to a folder among the folders, though it does not follow it
-        seen.update(os.path.realpath(os.path.join(folder, name)) for name in folders)
+        tree.update(os.path.realpath(os.path.join(folder, name)) for name in folders)
+    walked = {os.path.realpath(root)}
     for folder, folders, names in os.walk(root, followlinks=True):
         hidden = any(part.startswith(".") for part in Path(folder).relative_to(root).parts)
         folders.sort()  # which link to a folder outside the tree is walked: the first in order
         for name in list(folders):
             path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                continue
             real = os.path.realpath(path)
-            if real in seen or hidden or name.startswith("."):
-                # read at its own path or an earlier link's, or hidden: nothing in it is read,
-                # not worth walking (.x -> /mnt)
+            if os.path.islink(path) and (real in tree or hidden or name.startswith(".")):
+                # read at its own path, or hidden: nothing in it is read, not worth walking
+                folders.remove(name)
+            elif real in walked:  # the root, in a folder a link reached (up -> ..), or walked
                 folders.remove(name)
             else:
-                seen.add(real)
+                walked.add(real)
         for name in [*folders, *names]:
             yield Path(folder, name)
 

@@ -196,3 +196,16 @@ def test_links_among_sibling_folders_walk_each_folder_once(tmp_path, monkeypatch
         f"p{i}" for i in range(6)
     ]
     assert len(listed) <= 2 * 7, len(listed)  # the root and 6 folders, listed twice at most
+
+
+def test_a_link_to_a_folder_holding_the_root_reads_the_root_once(tmp_path):
+    # packs/up -> .. walks the parent, which holds packs itself: not walked again
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    _write_jsonl(packs / "a.jsonl", "a1")
+    _write_jsonl(tmp_path / "p.jsonl", "p1")
+    os.symlink("..", packs / "up")
+    assert [(p.pack_id, p.source) for p in load_datapacks(packs, recursive=True)] == [
+        ("a1", str(packs / "a.jsonl")),
+        ("p1", str(packs / "up" / "p.jsonl")),
+    ]
