@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -208,6 +208,8 @@ class PIBudgetController:
         if budget_bounds is None:
             budget_bounds = (0.0, float(self.levels[-1]))
         try:
+            if isinstance(budget_bounds, str | bytes | bytearray | Mapping | Set):
+                raise TypeError  # unpacking reads its characters, keys or an unordered pair
             low, high = budget_bounds
         except (TypeError, ValueError):  # a number, or not two of them
             reason = "expected a (low, high) pair of numbers"

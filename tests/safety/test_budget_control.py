@@ -34,3 +34,13 @@ def test_budget_bounds_pairs_as_before():
     for bounds in ((0.0, 2.0), [0.5, 1.5], np.array([0.0, 3.0])):
         low, high = (float(x) for x in bounds)
         assert PIBudgetController([1.0, 2.0], budget_bounds=bounds).budget_bounds == (low, high)
+
+
+@pytest.mark.parametrize(
+    "bounds", ["01", b"01", {0.0: 1.0, 1.0: 2.0}, {"low": 0.0, "high": 2.0}, {0.5, 2.0}], ids=repr
+)
+def test_budget_bounds_as_text_a_mapping_or_a_set_is_no_pair(bounds):
+    # unpacking took the characters, the keys ({0.0: 1.0, 1.0: 2.0} became (0.0, 1.0)) or a
+    # set's own order, and the error, if any, blamed 'budget_bounds[0]'
+    with pytest.raises(ConfigError, match=r"invalid value for 'budget_bounds':.*\(low, high\)"):
+        PIBudgetController([1.0, 2.0], budget_bounds=bounds)
