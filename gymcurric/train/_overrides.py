@@ -47,9 +47,10 @@ def _parse_value(key: str, text: str) -> Any:
 
     Text that is not YAML at all (``*.json``, ``a: b: c``) is the string itself. A value YAML
     reads but cannot build (``2020-02-30``, ``1e400``, ``{a: 1, a: 2}``) is refused, as in a
-    file, rather than passed on as that string; so is one YAML reads as null that does not
-    write a null (``#c``, ``!``, ``&a``: a comment, a tag, an anchor), and one with a comment
-    after it (``foo #c``, which YAML reads as ``foo``). An empty value is ``""``.
+    file, rather than passed on as that string; so is one YAML reads as null, or as holding a
+    null, where the text writes none (``#c``, ``!``, ``&a``: a comment, a tag, an anchor;
+    ``-``, ``?``, ``{a, b}``, ``{a: }``: an item, a key or a value left empty), and one with a
+    comment after it (``foo #c``, which YAML reads as ``foo``). An empty value is ``""``.
     """
     if text == "":
         return ""
@@ -73,7 +74,8 @@ def _parse_value(key: str, text: str) -> Any:
         inner = exc.key if exc.key.startswith("[") or not exc.key else f".{exc.key}"
         why = exc.reason.replace(" (line 1)", "")  # a key twice, or a number past float's range
         raise ConfigError(f"{key}{inner}", cut(text), why, source="command line") from None
-    if value is None and not _written_null(yaml, text):  # `x=#c`, `x=!`, `x=&a`: not a null
+    unwritten = _unwritten_null(yaml, key, text)
+    if unwritten == "":  # `x=#c`, `x=!`, `x=&a`: the whole value is a null nobody wrote
         what = (
             "only whitespace"
             if not text.strip()
@@ -82,6 +84,12 @@ def _parse_value(key: str, text: str) -> Any:
         why = (
             f"YAML reads it as null ({what}); quote it for a string: {key}=\"'...'\", "
             f"or write {key}=null for null"
+        )
+        raise ConfigError(key, cut(text), why, source="command line")
+    if unwritten is not None:  # `x=-` read as [None], `x={a, b}` as {a: None, b: None}
+        why = (
+            f"YAML reads part of it as null where no null is written: {unwritten}; quote it "
+            f"for a string: {key}=\"'...'\", or write null there (`null`, `~`) for null"
         )
         raise ConfigError(key, cut(text), why, source="command line")
     at = _comment_at(yaml, text)
@@ -106,15 +114,88 @@ def _comment_at(yaml: Any, text: str) -> int | None:
     return None
 
 
-def _written_null(yaml: Any, text: str) -> bool:
-    """Whether text YAML reads as null writes a null (``null``, ``Null``, ``~``, ``!!null``)."""
-    events = yaml.parse(text, Loader=yaml.SafeLoader)  # a comment or a bare tag is no scalar
-    scalar = next((e for e in events if isinstance(e, yaml.ScalarEvent)), None)
-    if scalar is None:  # `#c`, `---`, only spaces
-        return False
-    if scalar.tag == "tag:yaml.org,2002:null":  # `!!null` alone, not `!!null x`
-        return scalar.value in ("", "null", "Null", "NULL", "~")
-    return scalar.value in ("null", "Null", "NULL", "~")  # not `!` or `&a` with nothing
+@dataclass
+class _Open:
+    """A sequence or mapping open in :func:`_unwritten_null`'s walk over the parse events."""
+
+    path: str  # the dotted override key and the steps into the value, e.g. `x.a[0]`
+    index: int | None  # a sequence's next item; None in a mapping
+    key: str | None = None  # in a mapping, the key whose value comes next; None: a key comes
+    is_set: bool = False  # a `!!set` mapping, whose values are null by definition
+
+
+def _unwritten_null(yaml: Any, key: str, text: str) -> str | None:
+    """Where YAML reads a null in ``text`` that the text does not write; None if nowhere.
+
+    A written null is ``null``, ``Null``, ``NULL`` or ``~`` (plain), or a ``!!null`` tag with
+    nothing or one of those after it. Any other scalar YAML reads as null was never written:
+    an empty item (``-``, ``[a, &x]``), key (``?``) or value (``{a, b}``, ``{a: }``), a bare
+    tag or anchor (``[! ]``). The parse events (not the built value) show which: a null key
+    and a null value look alike once built. ``""``: the whole value (also text that holds no
+    YAML node at all, ``#c`` or ``" "``); else words saying where, e.g. ``the item x[0]
+    (character 2: nothing is written)``. A ``!!set``'s values are null in YAML and left be.
+    """
+    from yaml.nodes import ScalarNode
+
+    from gymcurric._yaml_floats import float_loader
+
+    null_tag, set_tag = "tag:yaml.org,2002:null", "tag:yaml.org,2002:set"
+    resolver = float_loader()("")  # reads a plain scalar's type as the loader does
+    stack: list[_Open] = []
+    nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+            if not isinstance(event, yaml.NodeEvent):
+                continue
+            nodes += 1
+            where, path, set_value = _step(stack, key, event)
+            if isinstance(event, yaml.SequenceStartEvent):
+                stack.append(_Open(path, 0))
+            elif isinstance(event, yaml.MappingStartEvent):
+                stack.append(_Open(path, None, is_set=event.tag == set_tag))
+            if not isinstance(event, yaml.ScalarEvent) or set_value:  # an alias: at its anchor
+                continue
+            tag = event.tag
+            if tag is None or tag == "!":  # as the composer resolves them
+                tag = resolver.resolve(ScalarNode, event.value, event.implicit)
+            nulls = ("null", "Null", "NULL", "~")
+            if tag != null_tag or (event.style is None and event.value in nulls):
+                continue
+            if event.tag == null_tag and event.value in ("", *nulls):  # `!!null`, `!!null ~`
+                continue
+            if not where:
+                return ""
+            start, end = event.start_mark.index, event.end_mark.index
+            shown = text[start:end].strip()  # a tag or an anchor: `!`, `&a`, `! ''`, `!!null x`
+            what = f"{shown!r}, with no null after it" if shown else "nothing is written"
+            return f"{where} (character {start + 1}: {what})"
+    finally:
+        resolver.dispose()
+    return "" if nodes == 0 else None
+
+
+def _step(stack: list[_Open], key: str, event: Any) -> tuple[str, str, bool]:
+    """Where ``event``'s node sits: words for a message, its path, whether a set's value.
+
+    Moves the innermost open node on: a sequence to its next item, a mapping from a key to
+    its value and back.
+    """
+    if not stack:
+        return "", key, False
+    node = stack[-1]
+    if node.index is not None:
+        node.index += 1
+        path = f"{node.path}[{node.index - 1}]"
+        return f"the item {path}", path, False
+    if node.key is None:  # this is a key; an alias or a collection as one has no text
+        text = getattr(event, "value", "")  # only a scalar has one
+        node.key = text or "?"
+        return f"a key of {node.path}", node.path, False
+    step, node.key = node.key, None
+    path = f"{node.path}.{step}" if step.replace("_", "a").isalnum() else f"{node.path}[{step!r}]"
+    return f"the value {path}", path, node.is_set
 
 
 def apply_overrides(
@@ -128,9 +209,10 @@ def apply_overrides(
     Raises:
         ConfigError: an override is not ``key=value``, walks through a non-mapping, or has a
             value YAML reads but cannot build (a date ``2020-02-30``, ``1e400``), as in a file,
-            or reads as null without writing one (``#c``), or holds a comment (``foo #c``),
-            which would drop what the user typed. A setting's string that is not text (a lone
-            surrogate; in a run directory's name, a byte that is not UTF-8), naming its flag.
+            or reads as null, or as holding a null, without writing one (``#c``, ``-``,
+            ``{a, b}``), or holds a comment (``foo #c``), which would drop what the user
+            typed. A setting's string that is not text (a lone surrogate; in a run
+            directory's name, a byte that is not UTF-8), naming its flag.
     """
     out: dict[str, Any] = json.loads(json.dumps(data))
     for item in overrides:

@@ -168,6 +168,61 @@ def test_an_override_yaml_reads_as_null_without_writing_one_is_refused(text):
         load_config(None, [f"env.kwargs.x={text}"])
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("-", "the item env.kwargs.x[0] (character 2: nothing is written)"),
+        ("- ", "the item env.kwargs.x[0] (character 2: nothing is written)"),
+        ("- a\n-", "the item env.kwargs.x[1] (character 6: nothing is written)"),
+        ("- - ", "the item env.kwargs.x[0][0] (character 4: nothing is written)"),
+        ("?", "a key of env.kwargs.x (character 2: nothing is written)"),
+        ("{? }", "a key of env.kwargs.x (character 3: nothing is written)"),
+        ("{a, b}", "the value env.kwargs.x.a (character 3: nothing is written)"),
+        ("{a: }", "the value env.kwargs.x.a (character 4: nothing is written)"),
+        ("[a: ]", "the value env.kwargs.x[0].a (character 4: nothing is written)"),
+        ("{a: [1, {b: }]}", "the value env.kwargs.x.a[1].b (character 12: nothing is written)"),
+        ("[a, ! ]", "the item env.kwargs.x[1] (character 5: '!', with no null after it)"),
+        ("[a, &x]", "the item env.kwargs.x[1] (character 5: '&x', with no null after it)"),
+        ("[! '']", "the item env.kwargs.x[0] (character 2: \"! ''\", with no null after it)"),
+        ("[!!null x]", "the item env.kwargs.x[0] (character 2: '!!null x', with no null"),
+    ],
+)
+def test_an_override_yaml_reads_as_holding_a_null_it_does_not_write_is_refused(text, where):
+    # `x=-` read as [None], `x=?` as {None: None}, `x={a, b}` as {a: None, b: None}: the null
+    # refused where it is the whole value (`x=!`) passed without a word inside a structure
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"env.kwargs.x={text}"])
+    assert (info.value.key, info.value.value, info.value.source) == (
+        "env.kwargs.x",
+        text,
+        "command line",
+    )
+    assert "reads part of it as null where no null is written: " + where in info.value.reason
+    assert "quote it for a string: env.kwargs.x=\"'...'\"" in info.value.reason
+    assert "or write null there" in info.value.reason
+    with pytest.raises(ConfigError, match="reads part of it as null"):
+        load_config(None, [f"env.kwargs.x={text}"])
+
+
+def test_an_override_that_writes_its_nulls_inside_a_structure_keeps_them():
+    texts = ["[1, null]", "{a: ~}", "{a: Null, b: [NULL, !!null ]}", "[&a ~, *a]", "{~: 1}"]
+    texts += ["[! null]", "!!set {a, b}", "[a, b, ]", "{a: 1, }", "['', \"\"]", "[[], {}]"]
+    out = apply_overrides({}, [f"a.v{i}={text}" for i, text in enumerate(texts)])
+    assert list(out["a"].values()) == [
+        [1, None],
+        {"a": None},
+        {"a": None, "b": [None, None]},
+        [None, None],
+        {None: 1},
+        [None],
+        {"a", "b"},  # a !!set's values are null in YAML: not refused
+        ["a", "b"],
+        {"a": 1},
+        ["", ""],
+        [[], {}],
+    ]
+
+
 def test_flag_settings_are_public_and_applied_as_typed():
     # load_config/apply_overrides take settings: the type is gymcurric.train.Setting
     from gymcurric.train import Setting as PublicSetting
