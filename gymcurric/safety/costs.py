@@ -46,15 +46,15 @@ _NUMBER_TYPES = frozenset({bool, int, float, *(np.dtype(c).type for c in "?bhilq
 
 
 def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
-    """``(index, item)`` of the first text or bytes in ``value``, or None.
+    """``(index, item)`` of the first text, bytes or int too large for a float in ``value``.
 
-    ``index`` is None for a scalar, else the item's index in ``value`` (flattened). numpy
-    numbers, bools and Python numbers are costs; a numpy array of text (``U``, ``S``) is not;
-    an object array or a list is looked into, and so are the object arrays and lists in it (a
-    vector env's info array of a type it does not know is an object array; Gymnasium fills the
-    sub-envs without the key with None).
+    None when there is none. ``index`` is None for a scalar, else the item's index in ``value``
+    (flattened). numpy numbers, bools and Python numbers that fit a float are costs; a numpy
+    array of text (``U``, ``S``) is not; an object array or a list is looked into, and so are
+    the object arrays and lists in it (a vector env's info array of a type it does not know is
+    an object array; Gymnasium fills the sub-envs without the key with None).
     """
-    if isinstance(value, _TEXT):
+    if isinstance(value, _TEXT) or too_large_int(value):
         return None, value
     kind = getattr(getattr(value, "dtype", None), "kind", "f")
     if kind in "US":
@@ -65,7 +65,7 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
     if kind == "O" or isinstance(value, list | tuple):
         items = np.asarray(value, dtype=object).ravel() if kind == "O" else value
         for index, item in enumerate(items):
-            if isinstance(item, _TEXT):
+            if isinstance(item, _TEXT) or too_large_int(item):
                 return index, item
             kind = getattr(getattr(item, "dtype", None), "kind", "f")
             if kind in "US":  # a numpy text array
@@ -110,10 +110,11 @@ def check_cost_values(
 
     ``info["cost"] = "0.5"`` read as 0.5 hides a mistake in the env (a number formatted for
     a log): it is refused, where ``float()`` and ``np.asarray(..., float64)`` would take it
-    without a word. A Python or numpy number (an array of them) passes, and so does a bool
-    (Python's or numpy's): an indicator cost (``info["cost"] = collided``, a ``cost_fn``
-    returning ``abs(obs[0]) > 1.0``), read as 0 or 1. NaN and inf are left to
-    :class:`NonFiniteGuard`.
+    without a word. So is an int too large for a float (``10**400``, as JSON reads one), on
+    which ``float()`` raises ``OverflowError``. A Python or numpy number (an array of them)
+    passes, and so does a bool (Python's or numpy's): an indicator cost
+    (``info["cost"] = collided``, a ``cost_fn`` returning ``abs(obs[0]) > 1.0``), read as 0 or
+    1. NaN and inf are left to :class:`NonFiniteGuard`.
 
     Args:
         values: a cost, a list of them, or an array of them (a vector env's info array).
@@ -124,7 +125,7 @@ def check_cost_values(
 
     Raises:
         ConfigError: naming ``key``, the first value that is no cost (cut short) and, in a
-            list or array, its index.
+            list or array, its index: text, bytes or an int too large for a float.
 
     Examples:
         >>> check_cost_values(np.array([0.5, 1.0]), "info['cost']")
@@ -134,7 +135,8 @@ def check_cost_values(
         ...
         gymcurric.errors.ConfigError: AnnotateCost: invalid value for "info['cost']": '1' (...
     """
-    if type(values) in _NUMBER_TYPES:  # a step's one cost: the wrappers' per-step case
+    # a step's one cost (the wrappers' per-step case): an int only if a float holds it
+    if type(values) in _NUMBER_TYPES and (type(values) is not int or not too_large_int(values)):
         return
     if isinstance(values, list | tuple) and numbers_only(values):  # a step's costs, a list
         return
@@ -147,6 +149,8 @@ def check_cost_values(
             f"{type(item).__name__}{at}: a {what} written as text or bytes is refused rather "
             "than read as a number"
         )
+        if too_large_int(item):  # float() raises OverflowError on it
+            reason = f"expected a real number a float can hold, got an int{at} too large for one"
         raise ConfigError(key, shown(item), reason, source=source)
 
 

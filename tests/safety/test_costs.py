@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
-from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard
+from gymcurric.safety.costs import EpisodeCostTracker, NonFiniteGuard, check_cost_values
 
 
 def test_guard_array_replaces_and_names_indices():
@@ -120,3 +120,40 @@ def test_text_in_an_object_array_or_a_list_inside_the_list_is_refused(costs):
     guard = NonFiniteGuard(source="VecCostMonitor")
     with pytest.raises(ConfigError, match=r"info\['cost'\].*at index \d: a cost written as text"):
         guard.array(costs, where="info['cost']")
+
+
+def _sb3_readers():
+    pytest.importorskip("torch")
+    from gymcurric.integrations.sb3.common.constraints import read_costs
+    from gymcurric.integrations.sb3.common.risk_values import read_risks
+
+    return read_costs, read_risks
+
+
+@pytest.mark.parametrize("where", ["check", "scalar", "array", "read_costs", "read_risks"])
+def test_an_int_too_large_for_a_float_is_refused_naming_the_key(where):
+    # float() and np.array(..., float64) raised a bare OverflowError ('int too large to
+    # convert to float'), naming neither the key nor the value
+    big = 10**400
+    guard = NonFiniteGuard(source="AnnotateCost")
+    readers = {
+        "check": lambda: check_cost_values(big, "info['cost']"),
+        "scalar": lambda: guard.scalar(big, where="info['cost']"),
+        "array": lambda: guard.array([0.5, big], where="info['cost']"),
+    }
+    if where.startswith("read_"):
+        read_costs, read_risks = _sb3_readers()
+        infos = [{"cost": 0.5, "risk": 0.5}, {"cost": big, "risk": big}]
+        readers["read_costs"] = lambda: read_costs(
+            infos, n_costs=1, vector=False, keys=None, source="PPOLag"
+        )
+        readers["read_risks"] = lambda: read_risks(infos, "PPOLag")
+    key = "risk" if where == "read_risks" else "cost"
+    with pytest.raises(ConfigError, match=rf"invalid value for \"info\['{key}'\]\": '?1000") as err:
+        readers[where]()
+    assert "too large" in str(err.value) and "(401 characters)" in str(err.value)
+
+
+def test_ints_a_float_holds_are_costs_as_before():
+    check_cost_values([2**1023, -(2**1023), 2**64], "info['cost']")
+    assert NonFiniteGuard().array([2**64, 1]).tolist() == [2.0**64, 1.0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gymcurric._checks import shown
 from gymcurric.errors import ConfigError
 from gymcurric.safety.costs import check_cost_values, numbers_only
 
@@ -82,13 +83,14 @@ def refuse_unreadable_risks(infos: list[dict[str, Any]], source: str) -> None:
     bad = [(idx, info["risk"]) for idx, info in enumerate(infos) if "risk" in info]
     bad = [(idx, value) for idx, value in bad if _unreadable(value)]
     if bad:
-        shown = ", ".join(f"sub-env {idx}: {value!r}" for idx, value in bad)
+        listed = ", ".join(f"sub-env {idx}: {shown(value)!r}" for idx, value in bad)
         raise ConfigError(
             "info['risk']",
-            bad[0][1],
-            f"expected a real number, a Python or numpy int, float or bool ({shown}); a risk "
-            "written as text or bytes is refused rather than read as a number; a NaN or "
-            "infinite risk is an anomaly, left out of M (M = 1 only when no finite risk is "
-            "left), anything else is a mistake in the annotation",
+            shown(bad[0][1]),
+            f"expected a real number, a Python or numpy int, float or bool ({listed}); a risk "
+            "written as text or bytes is refused rather than read as a number, an int too "
+            "large for a float as well; a NaN or infinite risk is an anomaly, left out of M "
+            "(M = 1 only when no finite risk is left), anything else is a mistake in the "
+            "annotation",
             source=source,
         )
