@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gymcurric._checks import check_int
+from gymcurric._checks import check_int, cut, shown
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -214,6 +214,30 @@ class RingLayout(NamedTuple):
     side_capacity: int
 
 
+def _ring_device(device: Any) -> torch.device:
+    """``torch.device(device)``, or a ConfigError naming ``device`` where it cannot be used here.
+
+    ``torch.device`` takes any backend's name, and the first allocation on a CUDA or MPS device
+    this machine lacks fails deep in torch (``AssertionError: Torch not compiled with CUDA``).
+    """
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        why = f"not a torch device ({cut(str(exc).splitlines()[0])})"
+        raise ConfigError("device", shown(device), why, source="ReplayRing") from None
+    missing = None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        missing = "CUDA is not available here"
+    elif resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        missing = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
+    elif resolved.type == "mps" and not torch.backends.mps.is_available():
+        missing = "MPS is not available here"
+    if missing is not None:
+        why = f"{missing} (torch {torch.__version__}); use 'cpu'"
+        raise ConfigError("device", shown(device), why, source="ReplayRing")
+    return resolved
+
+
 def ring_layout(
     capacity: Any, num_envs: Any, fields: Any, device: Any, side_capacity: Any
 ) -> RingLayout:
@@ -224,12 +248,13 @@ def ring_layout(
     ``side_capacity`` None becomes ``max(2 * num_envs, capacity * num_envs // 32)``.
 
     Raises:
-        ConfigError: naming the argument at fault.
+        ConfigError: naming the argument at fault (a ``device`` torch does not know, or one
+            this machine lacks: CUDA or MPS not available).
     """
     check_int("capacity", capacity, minimum=2, source="ReplayRing", reason="must be an int >= 2")
     check_int("num_envs", num_envs, source="ReplayRing", reason="must be an int >= 1")
     specs = field_specs(fields)
-    device = torch.device(device)
+    device = _ring_device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     elif device.type == "cpu":
