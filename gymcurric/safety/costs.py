@@ -40,24 +40,28 @@ NONFINITE_POLICIES: tuple[str, ...] = ("warn", "raise", "ignore")
 #: What ``float()`` and ``np.asarray(..., float64)`` read as a number but no cost is: text (a
 #: number written as a string, ``"0.5"``) and bytes. A bool is a cost, an indicator read as 0 or 1
 _TEXT = (str, bytes, bytearray)
+#: what no cost is, looked for in a value: text, and complex numbers (float() drops the
+#: imaginary part with only NumPy's ComplexWarning)
+_NOT_REAL = (*_TEXT, complex, np.complexfloating)
 #: scalars that are numbers by their type (no look inside): Python's and numpy's bools, ints,
 #: floats
 _NUMBER_TYPES = frozenset({bool, int, float, *(np.dtype(c).type for c in "?bhilqBHILQefdg")})
 
 
 def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
-    """``(index, item)`` of the first text, bytes or int too large for a float in ``value``.
+    """``(index, item)`` of the first text, bytes, complex or too large int in ``value``.
 
     None when there is none. ``index`` is None for a scalar, else the item's index in ``value``
     (flattened). numpy numbers, bools and Python numbers that fit a float are costs; a numpy
-    array of text (``U``, ``S``) is not; an object array or a list is looked into, and so are
-    the object arrays and lists in it (a vector env's info array of a type it does not know is
-    an object array; Gymnasium fills the sub-envs without the key with None).
+    array of text or complex numbers (``U``, ``S``, ``c``) is not; an object array or a list is
+    looked into, and so are the object arrays and lists in it (a vector env's info array of a
+    type it does not know is an object array; Gymnasium fills the sub-envs without the key with
+    None).
     """
-    if isinstance(value, _TEXT) or too_large_int(value):
+    if isinstance(value, _NOT_REAL) or too_large_int(value):
         return None, value
     kind = getattr(getattr(value, "dtype", None), "kind", "f")
-    if kind in "US":
+    if kind in "USc":
         array = np.asarray(value)
         if not array.size:
             return None
@@ -65,10 +69,10 @@ def _not_a_cost(value: Any) -> tuple[int | None, Any] | None:
     if kind == "O" or isinstance(value, list | tuple):
         items = np.asarray(value, dtype=object).ravel() if kind == "O" else value
         for index, item in enumerate(items):
-            if isinstance(item, _TEXT) or too_large_int(item):
+            if isinstance(item, _NOT_REAL) or too_large_int(item):
                 return index, item
             kind = getattr(getattr(item, "dtype", None), "kind", "f")
-            if kind in "US":  # a numpy text array
+            if kind in "USc":  # a numpy text (or complex) array
                 array = np.asarray(item)
                 if array.size:
                     return index, array.ravel()[0].item()
@@ -149,6 +153,11 @@ def check_cost_values(
             f"{type(item).__name__}{at}: a {what} written as text or bytes is refused rather "
             "than read as a number"
         )
+        if isinstance(item, complex | np.complexfloating):
+            reason = (
+                f"expected a real number, got {type(item).__name__}{at}: float() would drop "
+                "its imaginary part"
+            )
         if too_large_int(item):  # float() raises OverflowError on it
             reason = f"expected a real number a float can hold, got an int{at} too large for one"
         raise ConfigError(key, shown(item), reason, source=source)

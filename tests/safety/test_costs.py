@@ -157,3 +157,15 @@ def test_an_int_too_large_for_a_float_is_refused_naming_the_key(where):
 def test_ints_a_float_holds_are_costs_as_before():
     check_cost_values([2**1023, -(2**1023), 2**64], "info['cost']")
     assert NonFiniteGuard().array([2**64, 1]).tolist() == [2.0**64, 1.0]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [1 + 0j, np.complex128(0.5), np.array(0.5 + 1j), np.array([0.5, 1j]), [0.5, np.complex64(1)]],
+)
+def test_a_complex_cost_is_refused(values):
+    # float() of a numpy complex keeps the real part under only NumPy's ComplexWarning
+    from gymcurric.safety.costs import check_cost_values
+
+    with pytest.raises(ConfigError, match=r"info\['cost'\].*expected a real number.*imaginary"):
+        check_cost_values(values, "info['cost']", source="test")
