@@ -61,9 +61,9 @@ def _items(value: Any) -> Sequence[Any] | None:
 class ShapingConfig:
     """Everything that configures semantic shaping (JSON-safe; ``ShapingConfig(**dict)``).
 
-    Numbers and counts may be numpy scalars (``np.float32(0.1)``, ``np.int64(1000)``), kept as
-    the Python float or int of the same value (``np.float64``, a float, as given); bools and
-    strings are refused. Lists (prompts, ``probe_states``, ``probe_unsafe``) may be any
+    Numbers and counts may be numpy scalars (``np.float32(0.1)``, ``np.float64``,
+    ``np.int64(1000)``), kept as the Python float or int of the same value; bools and strings
+    are refused. Lists (prompts, ``probe_states``, ``probe_unsafe``) may be any
     sequence or a 1-D numpy array (of str, or of bools, numpy's too), kept as a tuple of
     Python str/bool; a bare string is refused.
 
@@ -141,8 +141,10 @@ class ShapingConfig:
 
         def number(name: str, lo: float, hi: float, *, lo_open: bool = False) -> None:
             value = given = getattr(self, name)
-            # a numpy scalar (not a bool): its value as a Python int or float
-            if isinstance(value, numbers.Real) and not isinstance(value, int | float | np.bool_):
+            # a numpy scalar (not a bool), np.float64 too: its value as a Python int or float,
+            # as RiskHead takes one; np.float64 kept would not go through yaml.safe_dump
+            plain = type(value) in (int, float) or isinstance(value, bool | np.bool_)
+            if isinstance(value, numbers.Real) and not plain:
                 value = int(value) if isinstance(value, numbers.Integral) else float(value)
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             # math.isfinite raises OverflowError on an int too large for a float (10**400)

@@ -48,6 +48,13 @@ def _seed(value: Any, source: str) -> int:
     return int(value)
 
 
+def _plain(value: Any) -> Any:
+    """A numpy real scalar (``np.float32(1e-3)``, not a bool) as its Python number, else itself."""
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value) if isinstance(value, np.floating) else value
+
+
 def _zeros(name: str, shape: tuple[int, ...], source: str = "RiskHead") -> npt.NDArray[np.float32]:
     """``np.zeros(shape, float32)``, or a ConfigError naming ``name`` when numpy cannot have it."""
     try:  # 10**400 rows: ValueError 'Maximum allowed dimension exceeded'; 10**12: MemoryError
@@ -58,14 +65,8 @@ def _zeros(name: str, shape: tuple[int, ...], source: str = "RiskHead") -> npt.N
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1, source: str = "RiskHead") -> int:
-    check_int(
-        name,
-        value,
-        minimum=minimum,
-        source=source,
-        allow_numpy=True,
-        reason=f"must be an integer >= {minimum}",
-    )
+    reason = f"must be an integer >= {minimum}"
+    check_int(name, value, minimum=minimum, source=source, allow_numpy=True, reason=reason)
     return int(value)
 
 
@@ -81,13 +82,13 @@ class RiskHead:
     Args:
         input_dim: feature size ``d``.
         hidden: hidden layer sizes (ReLU).
-        risk_lr: Adam learning rate.
+        risk_lr: Adam learning rate (> 0; a numpy number too, as the Python one it equals).
         risk_min_samples: buffer size before the first update.
         risk_batch_size: minibatch size.
         risk_update_iters: minibatches per :meth:`train` call.
         buffer_size: the most samples kept (oldest dropped first).
-        smooth_l1_beta: the SmoothL1 (Huber) transition point.
-        grad_clip: max gradient norm.
+        smooth_l1_beta: the SmoothL1 (Huber) transition point (> 0; a numpy number too).
+        grad_clip: max gradient norm (> 0; a numpy number too).
         metric_window: held-out (prediction, target) pairs the metrics are computed over.
         seed: seeds the weight init and the minibatch generator.
         device: torch device of the MLP (features and targets stay on the host).
@@ -123,14 +124,14 @@ class RiskHead:
         if not isinstance(hidden, Iterable):
             raise ConfigError("hidden", shown(hidden), "expected a list of ints", source="RiskHead")
         self.hidden = tuple(_positive_int("hidden", h) for h in hidden)
-        for name, value in (("risk_lr", risk_lr), ("smooth_l1_beta", smooth_l1_beta)):
+        for name, given in (("risk_lr", risk_lr), ("smooth_l1_beta", smooth_l1_beta)):
             # is_finite_number: an int too large for a float is refused, not an OverflowError
-            if not (is_finite_number(value) and value > 0):
+            if not (is_finite_number(value := _plain(given)) and value > 0):
                 reason = finite_reason(value, "must be a finite number > 0")
-                raise ConfigError(name, shown(value), reason, source="RiskHead")
-        number = isinstance(grad_clip, int | float) and not isinstance(grad_clip, bool)
-        if not (number and not too_large_int(grad_clip) and grad_clip > 0):
-            reason = finite_reason(grad_clip, "must be > 0")
+                raise ConfigError(name, shown(given), reason, source="RiskHead")
+        number = isinstance(clip := _plain(grad_clip), int | float) and not isinstance(clip, bool)
+        if not (number and not too_large_int(clip) and clip > 0):
+            reason = finite_reason(clip, "must be > 0")
             raise ConfigError("grad_clip", shown(grad_clip), reason, source="RiskHead")
         self.risk_lr = float(risk_lr)
         self.risk_min_samples = _positive_int("risk_min_samples", risk_min_samples)
@@ -430,7 +431,7 @@ class RiskAnnotator:
 
     Args:
         num_envs: parallel envs (an int, a numpy integer too).
-        gamma: cost discount of the targets.
+        gamma: cost discount of the targets, in [0, 1] (a numpy number too).
         horizon: ``H`` of the targets.
         truncation: ``"complete"`` or ``"drop"`` (see :func:`cost_to_go_targets`).
         train_every: :meth:`record` calls between two training rounds.
@@ -457,7 +458,7 @@ class RiskAnnotator:
         self.train_every = _positive_int("train_every", train_every)
         self.pending = PendingCostToGo(
             self.num_envs,
-            gamma=gamma,
+            gamma=_plain(gamma),  # np.float32 too, which PendingCostToGo's own check refuses
             horizon=horizon,
             truncation=truncation,  # type: ignore[arg-type]
         )

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from gymcurric.errors import ConfigError
 from gymcurric.semantics import ShapingConfig
@@ -19,13 +20,15 @@ INTS = ["total_steps", "margin_norm_window", "capture_interval", "pool_k", "batc
 
 
 @pytest.mark.parametrize("name", [*FLOATS, "probe_tolerance"])
-@pytest.mark.parametrize("scalar", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("scalar", [np.float32, np.float16, np.float64, np.longdouble])
 def test_numpy_floats_are_taken_with_their_value(name, scalar):
     given = scalar(0.1)
     cfg = ShapingConfig(**{name: given})
     value = getattr(cfg, name)
-    assert isinstance(value, float) and value == float(given)
+    assert type(value) is float and value == float(given)
     json.dumps(cfg.to_dict())  # still JSON-safe
+    # an np.float64 was kept as given, which yaml.safe_dump of to_dict() cannot represent
+    assert yaml.safe_load(yaml.safe_dump(cfg.to_dict()))[name] == value
 
 
 @pytest.mark.parametrize("name", [*INTS, "caption_cache_size"])

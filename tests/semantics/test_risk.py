@@ -5,7 +5,7 @@ torch = pytest.importorskip("torch")
 
 from gymcurric.errors import ConfigError  # noqa: E402
 from gymcurric.safety.risk_targets import cost_to_go_targets  # noqa: E402
-from gymcurric.semantics.risk import RiskHead  # noqa: E402
+from gymcurric.semantics.risk import RiskAnnotator, RiskHead  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -150,3 +150,52 @@ def test_host_forward_matches_the_torch_model():
     with torch.no_grad():
         ref = head.model(head._normalise(x))[:, 0].numpy()
     np.testing.assert_allclose(head.predict(x), ref, rtol=1e-5, atol=1e-5)
+
+
+FLOAT_ARGS = {"risk_lr": 3e-2, "smooth_l1_beta": 0.3, "grad_clip": 0.7}
+
+
+@pytest.mark.parametrize("scalar", [np.float32, np.float16, np.float64, np.longdouble, np.int32])
+def test_numpy_numbers_are_taken_as_the_python_float_they_equal(scalar):
+    # np.float32(1e-3) (read from an array or a .npz) was refused: 'must be a finite number > 0'
+    values = (
+        {**FLOAT_ARGS, "gamma": 0.9}
+        if scalar is not np.int32
+        else dict.fromkeys([*FLOAT_ARGS, "gamma"], 1)
+    )
+    given = {name: scalar(value) for name, value in values.items()}
+    same = {name: float(value) for name, value in given.items()}  # the Python float it equals
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(192, 3)).astype(np.float32)
+    y = np.tanh(x[:, 0]) + x[:, 1] ** 2
+    head_args = [{n: v for n, v in args.items() if n in FLOAT_ARGS} for args in (given, same)]
+    heads = [RiskHead(3, risk_min_samples=32, risk_batch_size=16, seed=1, **a) for a in head_args]
+    for head in heads:
+        assert all(type(getattr(head, name)) is float for name in FLOAT_ARGS)
+        for i in range(3):
+            head.add_samples(x[64 * i : 64 * (i + 1)], y[64 * i : 64 * (i + 1)])
+            head.train()
+    assert [getattr(heads[0], n) for n in FLOAT_ARGS] == [getattr(heads[1], n) for n in FLOAT_ARGS]
+    assert heads[0].predict(x).tobytes() == heads[1].predict(x).tobytes()
+    assert heads[0].stats() == pytest.approx(heads[1].stats(), rel=0, abs=0, nan_ok=True)
+    # the annotator's gamma too (PendingCostToGo's own check refuses an np.float32)
+    annotators = [
+        RiskAnnotator(2, horizon=4, train_every=8, risk_min_samples=8, seed=2, **args)
+        for args in (given, same)
+    ]
+    assert annotators[0].pending.gamma == annotators[1].pending.gamma
+    for t in range(64):
+        risks = [a.predict(a.sanitise(x[2 * t : 2 * t + 2])) for a in annotators]
+        assert risks[0].tobytes() == risks[1].tobytes()
+        for a in annotators:
+            a.record(a.sanitise(x[2 * t : 2 * t + 2]), [t % 3 == 0, 0.5], [t % 9 == 8] * 2, [0, 0])
+    assert annotators[0].history().tobytes() == annotators[1].history().tobytes()
+    assert annotators[0].stats() == pytest.approx(annotators[1].stats(), rel=0, abs=0, nan_ok=True)
+
+
+@pytest.mark.parametrize("name", FLOAT_ARGS)
+@pytest.mark.parametrize("bad", [np.bool_(True), np.float32("nan"), np.float32(-1.0), np.int64(0)])
+def test_numpy_bools_and_numpy_numbers_out_of_range_are_refused(name, bad):
+    with pytest.raises(ConfigError) as err:
+        RiskHead(2, **{name: bad})
+    assert (err.value.key, err.value.value, err.value.source) == (name, bad, "RiskHead")
