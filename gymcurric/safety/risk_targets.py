@@ -95,7 +95,9 @@ class CostToGoTargets(NamedTuple):
 def check_target_params(gamma: float, horizon: int, truncation: str, source: str) -> None:
     """Validate ``gamma``, ``horizon`` and ``truncation``; raise :class:`ConfigError`."""
     # too_large_int first: float() raises OverflowError on an int too large for a float
-    number = isinstance(gamma, int | float) and not isinstance(gamma, bool)
+    # numpy's numbers too (a value read from an array), read as the Python float they equal
+    number = isinstance(gamma, int | float | np.integer | np.floating)
+    number = number and not isinstance(gamma, bool | np.bool_)
     number = number and not too_large_int(gamma)
     if not (number and 0.0 <= float(gamma) <= 1.0):
         reason = finite_reason(gamma, "must be a number in [0, 1]")

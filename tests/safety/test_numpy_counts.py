@@ -32,3 +32,20 @@ def test_budget_controller_counts():
     assert _is_plain(QBudgetController([1.0, 2.0], initial_level=np.int64(1)).level, 1)
     with pytest.raises(ConfigError, match="'initial_level'"):
         QBudgetController([1.0, 2.0], initial_level=np.bool_(True))
+
+
+@pytest.mark.parametrize(
+    "gamma", [np.float32(0.75), np.float16(0.75), np.float64(0.75), np.int8(1)]
+)
+def test_a_numpy_gamma_gives_the_targets_of_the_python_float_it_equals(gamma):
+    # np.float32 (a value read from an array) was refused: 'gamma' must be a number in [0, 1]
+    from gymcurric.safety import cost_to_go_targets
+
+    costs, ends = [1.0, 0.5, 2.0, 1.0], [False, False, True, False]
+    mine = cost_to_go_targets(costs, ends, gamma=gamma, horizon=3)
+    plain = cost_to_go_targets(costs, ends, gamma=float(gamma), horizon=3)
+    assert mine.targets.tobytes() == plain.targets.tobytes()
+    assert type(PendingCostToGo(2, gamma=gamma, horizon=3).gamma) is float
+    for bad in (np.bool_(True), np.float32(1.5), np.float64(np.nan)):
+        with pytest.raises(ConfigError, match="'gamma'"):
+            PendingCostToGo(2, gamma=bad, horizon=3)
