@@ -30,6 +30,7 @@ __all__ = [
     "build_env_fn",
     "build_run",
     "check_buildable",
+    "check_no_bool_for_number",
     "kwarg_key",
     "make_agent",
     "round_to_steps",
@@ -386,6 +387,7 @@ def agent_class(cfg: TrainConfig, source: str = "config") -> Any:
 def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
     """Construct the configured SB3 algorithm on ``venv``."""
     cls = agent_class(cfg, source)
+    check_no_bool_for_number(cls, cfg.agent.kwargs, source)
     kwargs = dict(cfg.agent.kwargs)
     scorer = cfg.curriculum.config.get("scorer") if cfg.curriculum.enabled else None
     robust = isinstance(scorer, dict) and scorer.get("type") == "RobustPLRScorer"
@@ -416,6 +418,27 @@ def make_agent(cfg: TrainConfig, venv: Any, source: str = "config") -> Any:
     except TypeError as exc:
         key, value = kwarg_key("agent.kwargs", exc, kwargs)
         raise ConfigError(key, value, str(exc), source=source) from exc
+
+
+def check_no_bool_for_number(cls: Any, kwargs: dict[str, Any], source: str = "config") -> None:
+    """Refuse a bool given for a keyword of ``cls`` whose default is a number.
+
+    Python takes ``True`` as 1: ``gamma: true`` trained with a discount of 1.0, ``n_steps:
+    true`` with rollouts of one step, silently. A keyword whose default is None
+    (``target_kl``) or that is not in the signature is left to the algorithm.
+    """
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters
+    for name, value in kwargs.items():
+        default = params[name].default if name in params else None
+        wants_number = isinstance(default, int | float) and not isinstance(default, bool)
+        if isinstance(value, bool) and wants_number:
+            reason = (
+                f"expected a number, not a bool ({cls.__name__} would read it as "
+                f"{int(value)}; its default is {default!r})"
+            )
+            raise ConfigError(f"agent.kwargs.{name}", value, reason, source=source)
 
 
 def kwarg_key(prefix: str, exc: TypeError, kwargs: dict[str, Any]) -> tuple[str, Any]:

@@ -299,6 +299,7 @@ class TrainConfig:
         plain = cfg.to_dict()
         _check_plain(plain, "", source)  # an override's date in env.kwargs, say
         _check_finite(plain, "", source)
+        _check_agent_numbers(plain["agent"]["kwargs"], "agent.kwargs.", source)
         if cfg.curriculum.enabled and cfg.datapacks.enabled:
             raise ConfigError(
                 "datapacks.enabled",
@@ -391,6 +392,24 @@ def _check_finite(data: Any, prefix: str, source: str | None) -> None:
     ):
         reason = finite_reason(data, "a learning rate must be finite and > 0")
         raise ConfigError(key, shown(data), reason, source=source)
+
+
+def _check_agent_numbers(data: Any, prefix: str, source: str | None) -> None:
+    """Every number in ``agent.kwargs`` (nested ones too) finite and one a float holds.
+
+    The algorithm takes them unchecked: ``.inf`` or an int too large for a float (``1`` and
+    400 zeros) failed at its first update with a raw traceback from SB3 or torch, or trained
+    on nonsense. A bool is not a number here (``normalize_advantage: false``).
+    """
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            _check_agent_numbers(value, f"{prefix}{key}.", source)
+    elif isinstance(data, list | tuple):
+        for i, value in enumerate(data):
+            _check_agent_numbers(value, f"{prefix.removesuffix('.')}[{i}].", source)
+    elif isinstance(data, int | float) and not (isinstance(data, bool) or is_finite_number(data)):
+        reason = finite_reason(data, "a number in agent.kwargs must be finite")
+        raise ConfigError(prefix.rstrip("."), shown(data), reason, source=source)
 
 
 def _type_name(tp: Any) -> str:
