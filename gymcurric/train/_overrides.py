@@ -133,7 +133,8 @@ def _unwritten_null(yaml: Any, key: str, text: str) -> str | None:
     tag or anchor (``[! ]``). The parse events (not the built value) show which: a null key
     and a null value look alike once built. ``""``: the whole value (also text that holds no
     YAML node at all, ``#c`` or ``" "``); else words saying where, e.g. ``the item x[0]
-    (character 2: nothing is written)``. A ``!!set``'s values are null in YAML and left be.
+    (character 2: nothing is written)``. A ``!!set``'s values are null in YAML and left be,
+    but not an alias of one read elsewhere (``[!!set {a: &n }, *n]`` reads ``[{'a'}, None]``).
     """
     from yaml.nodes import ScalarNode
 
@@ -143,6 +144,7 @@ def _unwritten_null(yaml: Any, key: str, text: str) -> str | None:
     resolver = float_loader()("")  # reads a plain scalar's type as the loader does
     stack: list[_Open] = []
     nodes = 0
+    set_anchors: set[str] = set()  # anchors on a set's value left unwritten (`!!set {a: &n }`)
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.CollectionEndEvent):
@@ -155,7 +157,12 @@ def _unwritten_null(yaml: Any, key: str, text: str) -> str | None:
                 stack.append(_Open(path, 0))
             elif isinstance(event, yaml.MappingStartEvent):
                 stack.append(_Open(path, None, is_set=event.tag == set_tag))
-            if not isinstance(event, yaml.ScalarEvent) or set_value:  # an alias: at its anchor
+            # an alias is checked at its anchor, except one to a set's value, not looked at there
+            if isinstance(event, yaml.AliasEvent) and not set_value and event.anchor in set_anchors:
+                start = event.start_mark.index
+                what = "an alias of a !!set's value where nothing is written"
+                return f"{where} (character {start + 1}: {'*' + event.anchor!r}, {what})"
+            if not isinstance(event, yaml.ScalarEvent):
                 continue
             tag = event.tag
             if tag is None or tag == "!":  # as the composer resolves them
@@ -164,6 +171,10 @@ def _unwritten_null(yaml: Any, key: str, text: str) -> str | None:
             if tag != null_tag or (event.style is None and event.value in nulls):
                 continue
             if event.tag == null_tag and event.value in ("", *nulls):  # `!!null`, `!!null ~`
+                continue
+            if set_value:  # null in YAML; read only through an alias (`[!!set {a: &n }, *n]`)
+                if event.anchor is not None:
+                    set_anchors.add(event.anchor)
                 continue
             if not where:
                 return ""
