@@ -204,26 +204,6 @@ def test_an_override_yaml_reads_as_holding_a_null_it_does_not_write_is_refused(t
         load_config(None, [f"env.kwargs.x={text}"])
 
 
-@pytest.mark.parametrize(
-    ("text", "where"),
-    [
-        ("[!!set {a: &n }, *n]", "the item env.kwargs.x[1] (character 18: '*n', an alias of"),
-        ("{s: !!set {a: &n }, t: *n}", "the value env.kwargs.x.t (character 24: '*n', an alias"),
-        ("[!!set {a: &n ! }, {? *n : 1}]", "a key of env.kwargs.x[1] (character 23: '*n', an"),
-    ],
-)
-def test_an_alias_of_a_set_value_left_empty_is_refused_where_it_is_read(text, where):
-    # a !!set's values are null in YAML and not looked at, but an alias of one reads that null
-    # elsewhere: [!!set {a: &n }, *n] was [{'a'}, None] with no null written
-    with pytest.raises(ConfigError) as info:
-        apply_overrides({}, [f"env.kwargs.x={text}"])
-    assert info.value.value == text
-    assert "reads part of it as null where no null is written: " + where in info.value.reason
-    # the set alone, or an alias to a set's written value, stays as before
-    out = apply_overrides({}, ["a.s=!!set {a: &n , b}", "a.t=[!!set {a: &n 1}, *n]"])
-    assert out["a"] == {"s": {"a", "b"}, "t": [{"a"}, 1]}
-
-
 def test_an_override_that_writes_its_nulls_inside_a_structure_keeps_them():
     texts = ["[1, null]", "{a: ~}", "{a: Null, b: [NULL, !!null ]}", "[&a ~, *a]", "{~: 1}"]
     texts += ["[! null]", "!!set {a, b}", "[a, b, ]", "{a: 1, }", "['', \"\"]", "[[], {}]"]

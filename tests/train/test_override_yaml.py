@@ -1,0 +1,28 @@
+"""``key=value`` overrides read as YAML: what the YAML reads that the text does not write."""
+
+from __future__ import annotations
+
+import pytest
+
+from gymcurric.errors import ConfigError
+from gymcurric.train.config import apply_overrides
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("[!!set {a: &n }, *n]", "the item env.kwargs.x[1] (character 18: '*n', an alias of"),
+        ("{s: !!set {a: &n }, t: *n}", "the value env.kwargs.x.t (character 24: '*n', an alias"),
+        ("[!!set {a: &n ! }, {? *n : 1}]", "a key of env.kwargs.x[1] (character 23: '*n', an"),
+    ],
+)
+def test_an_alias_of_a_set_value_left_empty_is_refused_where_it_is_read(text, where):
+    # a !!set's values are null in YAML and not looked at, but an alias of one reads that null
+    # elsewhere: [!!set {a: &n }, *n] was [{'a'}, None] with no null written
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"env.kwargs.x={text}"])
+    assert info.value.value == text
+    assert "reads part of it as null where no null is written: " + where in info.value.reason
+    # the set alone, or an alias to a set's written value, stays as before
+    out = apply_overrides({}, ["a.s=!!set {a: &n , b}", "a.t=[!!set {a: &n 1}, *n]"])
+    assert out["a"] == {"s": {"a", "b"}, "t": [{"a"}, 1]}
