@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from gymcurric._checks import check_text, cut
@@ -104,13 +105,21 @@ def _parse_value(key: str, text: str) -> Any:
 
 
 def _comment_at(yaml: Any, text: str) -> int | None:
-    """Where a YAML comment starts in ``text`` (a ``#`` outside every token), or None."""
-    spans = [
-        (t.start_mark.index, t.end_mark.index) for t in yaml.scan(text, Loader=yaml.SafeLoader)
-    ]
-    for i, char in enumerate(text):
-        if char == "#" and not any(start <= i < end for start, end in spans):
-            return i
+    """Where a YAML comment starts in ``text`` (a ``#`` outside every token), or None.
+
+    Linear in the text: each character's count of tokens over it is a running sum of the
+    tokens' starts and ends (not a look at every token for each ``#``).
+    """
+    edges = [0] * (len(text) + 1)
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        edges[token.start_mark.index] += 1
+        edges[token.end_mark.index] -= 1
+    covered = list(accumulate(edges))  # tokens over each character
+    at = text.find("#")
+    while at != -1:
+        if not covered[at]:
+            return at
+        at = text.find("#", at + 1)
     return None
 
 

@@ -26,3 +26,22 @@ def test_an_alias_of_a_set_value_left_empty_is_refused_where_it_is_read(text, wh
     # the set alone, or an alias to a set's written value, stays as before
     out = apply_overrides({}, ["a.s=!!set {a: &n , b}", "a.t=[!!set {a: &n 1}, *n]"])
     assert out["a"] == {"s": {"a", "b"}, "t": [{"a"}, 1]}
+
+
+def _calls(text: str) -> int:
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    apply_overrides({}, [f"a.x={text}"])
+    profile.disable()
+    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
+
+
+def test_the_checks_of_a_long_value_take_time_linear_in_its_length():
+    # the comment check looked at every YAML token for each '#' outside a comment: quadratic in
+    # a long override of quoted '#'s (800 of them: 12x the Python calls of 200, not 4x)
+    small, large = (_calls("[" + ", ".join(["'#'"] * n) + "]") for n in (200, 800))
+    assert large < 5 * small, (small, large)
+    assert apply_overrides({}, ["a.x=['#', 'a #b']"]) == {"a": {"x": ["#", "a #b"]}}
