@@ -30,6 +30,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from gymcurric._checks import cut
 from gymcurric._yaml_floats import Overflowed, overflow_marking_parse_float
 from gymcurric.errors import ConfigError, DataError, GymcurricError
 
@@ -451,8 +452,7 @@ def _unreadable(node: Any, source: str, why: str) -> DataError:
     """A value PyYAML's constructor cannot build (or Python cannot print), naming its line."""
     from yaml.nodes import ScalarNode
 
-    got = str(node.value) if isinstance(node, ScalarNode) else str(node.tag)
-    got = got if len(got) <= 40 else f"{got[:40]}... ({len(got):,} characters)"
+    got = cut(str(node.value) if isinstance(node, ScalarNode) else str(node.tag))
     return DataError(
         f"{_where(source)}line {node.start_mark.line + 1}: cannot read {got!r} ({why})"
     )

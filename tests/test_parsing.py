@@ -144,6 +144,26 @@ def test_a_yaml_value_its_constructor_refuses_is_a_data_error_naming_the_line(te
 
 
 @pytest.mark.parametrize(
+    "value,shown",
+    [
+        ("0x" + "f" * 3600, "0x" + "f" * 58 + "... (3,602 characters)"),
+        ("1" + ":30" * 200 + ".5", "1" + ":30" * 19 + ":3... (603 characters)"),
+        ("2020-02-30", "2020-02-30"),
+        ("!!bool " + "y" * 80, "y" * 80),  # 80 characters: shown whole, as cut shows them
+        ("!!bool " + "y" * 81, "y" * 60 + "... (81 characters)"),
+    ],
+    ids=["hex past digit limit", "sexagesimal past float", "short", "80 characters", "81"],
+)
+def test_a_value_yaml_cannot_read_is_cut_as_every_other_message_cuts_text(value, shown):
+    # _unreadable cut at its own 40 characters where every other message uses _checks.cut
+    from gymcurric._parsing import load_yaml
+
+    with pytest.raises(DataError) as info:
+        load_yaml(f"a: {value}\n", source="x.yaml")
+    assert str(info.value).startswith(f"x.yaml: line 1: cannot read {shown!r} (")
+
+
+@pytest.mark.parametrize(
     "fmt,text,key,literal",
     [
         ("yaml", "a:\n  b: [1, -1.0e+400]\n", "a.b[1]", "-1.0e+400"),
