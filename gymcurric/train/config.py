@@ -34,6 +34,7 @@ from gymcurric._checks import (
     finite_reason,
     is_finite_number,
     shown,
+    too_large_int,
 )
 from gymcurric._parsing import (
     drop_bom,
@@ -395,11 +396,12 @@ def _check_finite(data: Any, prefix: str, source: str | None) -> None:
 
 
 def _check_agent_numbers(data: Any, prefix: str, source: str | None) -> None:
-    """Every number in ``agent.kwargs`` (nested ones too) finite and one a float holds.
+    """Every integer in ``agent.kwargs`` (nested ones too) one a float holds.
 
-    The algorithm takes them unchecked: ``.inf`` or an int too large for a float (``1`` and
-    400 zeros) failed at its first update with a raw traceback from SB3 or torch, or trained
-    on nonsense. A bool is not a number here (``normalize_advantage: false``).
+    The algorithm takes them unchecked: an int too large for a float (``1`` and 400 zeros)
+    failed at its first update with a raw ``OverflowError`` from SB3 or torch. ``.inf`` is a
+    setting there, as in the rest of the config (``max_grad_norm: .inf`` never clips); NaN is
+    refused by :func:`_check_finite`. A bool is not a number here (``normalize_advantage``).
     """
     if isinstance(data, Mapping):
         for key, value in data.items():
@@ -407,8 +409,8 @@ def _check_agent_numbers(data: Any, prefix: str, source: str | None) -> None:
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
             _check_agent_numbers(value, f"{prefix.removesuffix('.')}[{i}].", source)
-    elif isinstance(data, int | float) and not (isinstance(data, bool) or is_finite_number(data)):
-        reason = finite_reason(data, "a number in agent.kwargs must be finite")
+    elif isinstance(data, int) and not isinstance(data, bool) and too_large_int(data):
+        reason = finite_reason(data, "a number in agent.kwargs must fit a float")
         raise ConfigError(prefix.rstrip("."), shown(data), reason, source=source)
 
 
