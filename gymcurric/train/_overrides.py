@@ -200,10 +200,11 @@ def _step(stack: list[_Open], key: str, event: Any) -> tuple[str, str, bool]:
     """Where ``event``'s node sits: words for a message, its path, whether a set's value.
 
     Moves the innermost open node on: a sequence to its next item, a mapping from a key to
-    its value and back.
+    its value and back. A key is cut short (:func:`~gymcurric._checks.cut`), so a path's length
+    is bounded by the nesting depth, and the walk is linear in the text however long its keys.
     """
-    if not stack:
-        return "", key, False
+    if not stack:  # the override's key, cut as a key in it is
+        return "", cut(key), False
     node = stack[-1]
     if node.index is not None:
         node.index += 1
@@ -211,7 +212,7 @@ def _step(stack: list[_Open], key: str, event: Any) -> tuple[str, str, bool]:
         return f"the item {path}", path, False
     if node.key is None:  # this is a key; an alias or a collection as one has no text
         text = getattr(event, "value", "")  # only a scalar has one
-        node.key = text or "?"
+        node.key = cut(text) or "?"  # cut: the path of every node under it holds it
         return f"a key of {node.path}", node.path, False
     step, node.key = node.key, None
     path = f"{node.path}.{step}" if step.replace("_", "a").isalnum() else f"{node.path}[{step!r}]"

@@ -45,3 +45,17 @@ def test_the_checks_of_a_long_value_take_time_linear_in_its_length():
     small, large = (_calls("[" + ", ".join(["'#'"] * n) + "]") for n in (200, 800))
     assert large < 5 * small, (small, large)
     assert apply_overrides({}, ["a.x=['#', 'a #b']"]) == {"a": {"x": ["#", "a #b"]}}
+
+
+def test_a_long_key_is_cut_short_where_the_refusal_names_it():
+    # each node's path held its keys whole: a 3,000-character key was in the message whole, and
+    # copied into the path of every item under it (quadratic in a long override)
+    key = "k" * 3000
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"a.x={{? {key} : [1, &b]}}"])
+    where = f"the item a.x['{'k' * 60}... (3,000 characters)'][1] (character 3011: '&b'"
+    assert where in info.value.reason
+    assert len(info.value.reason) < 400
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, [f"a.{key}=[1, &b]"])
+    assert f"the item a.{'k' * 58}... (3,002 characters)[1]" in info.value.reason
