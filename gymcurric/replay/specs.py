@@ -217,8 +217,10 @@ class RingLayout(NamedTuple):
 def _ring_device(device: Any) -> torch.device:
     """``torch.device(device)``, or a ConfigError naming ``device`` where it cannot be used here.
 
-    ``torch.device`` takes any backend's name, and the first allocation on a CUDA or MPS device
-    this machine lacks fails deep in torch (``AssertionError: Torch not compiled with CUDA``).
+    ``torch.device`` takes any backend's name, and the first allocation on a device this
+    machine lacks fails deep in torch (``AssertionError: Torch not compiled with CUDA``): CUDA
+    and MPS are asked whether they are there, any other backend but the CPU and ``meta`` is
+    tried with an empty tensor.
     """
     try:
         resolved = torch.device(device)
@@ -232,6 +234,12 @@ def _ring_device(device: Any) -> torch.device:
         missing = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
     elif resolved.type == "mps" and not torch.backends.mps.is_available():
         missing = "MPS is not available here"
+    elif resolved.type not in ("cpu", "meta", "cuda", "mps"):  # 'xpu', 'hpu', 'vulkan'...
+        try:  # torch asserts or raises at the first allocation on a backend it lacks
+            torch.empty(0, device=resolved)
+        except (AssertionError, ImportError, NotImplementedError, RuntimeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            missing = f"torch cannot allocate on it here ({cut(first)})"
     if missing is not None:
         why = f"{missing} (torch {torch.__version__}); use 'cpu'"
         raise ConfigError("device", shown(device), why, source="ReplayRing")
@@ -249,7 +257,7 @@ def ring_layout(
 
     Raises:
         ConfigError: naming the argument at fault (a ``device`` torch does not know, or one
-            this machine lacks: CUDA or MPS not available).
+            this machine lacks: CUDA or MPS not available, a backend torch cannot allocate on).
     """
     check_int("capacity", capacity, minimum=2, source="ReplayRing", reason="must be an int >= 2")
     check_int("num_envs", num_envs, source="ReplayRing", reason="must be an int >= 1")

@@ -51,3 +51,18 @@ def test_mps_on_a_machine_without_it_is_named(monkeypatch):
 @pytest.mark.parametrize("device", ["cpu", "cpu:0", torch.device("cpu")])
 def test_the_cpu_is_taken_as_before(device):
     assert ReplayRing(4, 1, FIELDS, device).device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", ["xpu", "vulkan", "hpu"])
+def test_another_backend_torch_cannot_allocate_on_is_named(device):
+    # 75d96d5 asked CUDA and MPS only: 'xpu' was AssertionError ('Torch not compiled with XPU
+    # enabled'), 'vulkan' NotImplementedError, 'hpu' ModuleNotFoundError from the allocation
+    try:
+        torch.empty(0, device=device)
+    except Exception:  # whatever torch raises where the backend is missing
+        pass
+    else:
+        pytest.skip(f"this machine has {device}")
+    with pytest.raises(ConfigError, match=rf"'device': '{device}' \(torch cannot allocate on it"):
+        ReplayRing(4, 1, FIELDS, device)
+    assert ReplayRing(4, 1, FIELDS, "cpu:0").device == torch.device("cpu")
