@@ -225,7 +225,12 @@ def _ring_device(device: Any) -> torch.device:
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        why = f"not a torch device ({cut(str(exc).splitlines()[0])})"
+        said = cut(str(exc).splitlines()[0])
+        why = f"not a torch device ({said})"
+        index = isinstance(device, int | np.integer) and not isinstance(device, bool)
+        if index and device >= 0 and isinstance(exc, RuntimeError):
+            # torch reads an int as an index of the machine's accelerator (CUDA's): none here
+            why = f"an accelerator's index, but this machine has none ({said}); use 'cpu'"
         raise ConfigError("device", shown(device), why, source="ReplayRing") from None
     missing = None
     if resolved.type == "cuda" and not torch.cuda.is_available():

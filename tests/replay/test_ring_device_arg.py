@@ -66,3 +66,12 @@ def test_another_backend_torch_cannot_allocate_on_is_named(device):
     with pytest.raises(ConfigError, match=rf"'device': '{device}' \(torch cannot allocate on it"):
         ReplayRing(4, 1, FIELDS, device)
     assert ReplayRing(4, 1, FIELDS, "cpu:0").device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", [0, 1])
+def test_an_int_is_named_as_an_accelerator_index_where_there_is_none(device):
+    # torch reads 0 as the accelerator's index 0 (cuda:0); it was called 'not a torch device'
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        pytest.skip("this machine has an accelerator")
+    with pytest.raises(ConfigError, match="an accelerator's index, but this machine has none"):
+        ReplayRing(4, 1, FIELDS, device)
