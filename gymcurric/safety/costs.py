@@ -202,7 +202,8 @@ def _check_sub_env_costs(values: Any, mask: npt.NDArray[np.bool_], key: str, sou
     The error names the sub-env: Gymnasium leaves the others None (an object array) or 0.
     """
     array = np.asarray(values)
-    if array.dtype.kind in "biufc" or array.shape != mask.shape:  # numbers: nothing to look into
+    # real numbers: nothing to look into (complex ones are looked at: float() drops a part)
+    if array.dtype.kind in "biuf" or array.shape != mask.shape:
         return
     for env in np.flatnonzero(mask):
         check_cost_values(array[env], f"{key}[{env}]", source=source)

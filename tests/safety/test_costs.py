@@ -169,3 +169,22 @@ def test_a_complex_cost_is_refused(values):
 
     with pytest.raises(ConfigError, match=r"info\['cost'\].*expected a real number.*imaginary"):
         check_cost_values(values, "info['cost']", source="test")
+
+
+@pytest.mark.parametrize("key", ["cost", "final_info"])
+def test_a_complex_vector_info_array_is_refused_naming_the_sub_env(key):
+    # read_step_costs (the vector cost wrappers, AnnotateRisk's twin, the replay recorder) took
+    # a complex info array as numbers with no look inside: [0.5, 1+2j] read as [0.5, 1.0]; each
+    # entry of it is a complex number, the first named
+    from gymcurric.safety.costs import read_step_costs
+
+    costs = np.array([0.5, 1 + 2j])
+    infos = {"cost": costs, "_cost": np.ones(2, bool)}
+    if key == "final_info":
+        infos = {"final_info": infos, "_final_info": np.ones(2, bool)}
+    dones = np.ones(2, bool)
+    with pytest.raises(ConfigError, match=r"\[0\]\": np.complex128\(0.5\+0j\).*imaginary part"):
+        read_step_costs(infos, 2, dones, np.zeros(2, bool), same_step=True, source="test")
+    real = {"cost": np.array([0.5, 1.0]), "_cost": np.ones(2, bool)}
+    read = read_step_costs(real, 2, np.zeros(2, bool), np.zeros(2, bool), False, source="test")
+    assert read[0].tolist() == [0.5, 1.0]
