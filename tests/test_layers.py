@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gymcurric._parsing",
             "gymcurric._yaml_floats",
             "gymcurric._npz",
+            "gymcurric._torch_devices",
             "gymcurric._deprecated",
         ),
     ),

@@ -14,7 +14,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gymcurric._checks import check_int, cut, shown
+from gymcurric._checks import check_int
+from gymcurric._torch_devices import usable_device
 from gymcurric.errors import ConfigError
 
 __all__ = [
@@ -214,43 +215,6 @@ class RingLayout(NamedTuple):
     side_capacity: int
 
 
-def _ring_device(device: Any) -> torch.device:
-    """``torch.device(device)``, or a ConfigError naming ``device`` where it cannot be used here.
-
-    ``torch.device`` takes any backend's name, and the first allocation on a device this
-    machine lacks fails deep in torch (``AssertionError: Torch not compiled with CUDA``): CUDA
-    and MPS are asked whether they are there, any other backend but the CPU and ``meta`` is
-    tried with an empty tensor.
-    """
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        said = cut(str(exc).splitlines()[0])
-        why = f"not a torch device ({said})"
-        index = isinstance(device, int | np.integer) and not isinstance(device, bool)
-        if index and device >= 0 and isinstance(exc, RuntimeError):
-            # torch reads an int as an index of the machine's accelerator (CUDA's): none here
-            why = f"an accelerator's index, but this machine has none ({said}); use 'cpu'"
-        raise ConfigError("device", shown(device), why, source="ReplayRing") from None
-    missing = None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        missing = "CUDA is not available here"
-    elif resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
-        missing = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
-    elif resolved.type == "mps" and not torch.backends.mps.is_available():
-        missing = "MPS is not available here"
-    elif resolved.type not in ("cpu", "meta", "cuda", "mps"):  # 'xpu', 'hpu', 'vulkan'...
-        try:  # torch asserts or raises at the first allocation on a backend it lacks
-            torch.empty(0, device=resolved)
-        except (AssertionError, ImportError, NotImplementedError, RuntimeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            missing = f"torch cannot allocate on it here ({cut(first)})"
-    if missing is not None:
-        why = f"{missing} (torch {torch.__version__}); use 'cpu'"
-        raise ConfigError("device", shown(device), why, source="ReplayRing")
-    return resolved
-
-
 def ring_layout(
     capacity: Any, num_envs: Any, fields: Any, device: Any, side_capacity: Any
 ) -> RingLayout:
@@ -267,7 +231,7 @@ def ring_layout(
     check_int("capacity", capacity, minimum=2, source="ReplayRing", reason="must be an int >= 2")
     check_int("num_envs", num_envs, source="ReplayRing", reason="must be an int >= 1")
     specs = field_specs(fields)
-    device = _ring_device(device)
+    device = usable_device(device, source="ReplayRing")
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     elif device.type == "cpu":

@@ -30,6 +30,7 @@ import numpy as np
 
 from gymcurric._checks import check_int
 from gymcurric._optional import import_optional
+from gymcurric._torch_devices import usable_device
 from gymcurric.errors import ConfigError
 from gymcurric.semantics.base import Modality, unit_rows
 from gymcurric.semantics.graphs import StaticGraphRunner
@@ -54,20 +55,15 @@ _KINDS = {"clip": "clip", "siglip": "siglip", "siglip2": "siglip"}
 
 
 def resolve_device(device: str | Any) -> Any:
-    """``"auto"`` → ``cuda`` if available else ``cpu``; anything else → ``torch.device``."""
+    """``"auto"`` → ``cuda`` if available else ``cpu``; anything else → ``torch.device``.
+
+    Raises:
+        ConfigError: a device torch does not know, or one this machine lacks
+            (:func:`gymcurric._torch_devices.usable_device`, as the replay ring checks its own).
+    """
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError("device", device, f"not a torch device ({exc})") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(
-            "device",
-            device,
-            f"CUDA is not available here (torch {torch.__version__}); use 'cpu' or 'auto'",
-        )
-    return resolved
+    return usable_device(device, hint="'cpu' or 'auto'")
 
 
 def dtype_chain(dtype: str | Any, device: Any) -> list[Any]:
