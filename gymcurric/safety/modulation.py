@@ -77,9 +77,7 @@ def _real(value: Any) -> bool:
     NaN and inf are real here; an int too large for a float (``10**400``) is not:
     ``math.isfinite`` and ``float`` raise ``OverflowError`` on it.
     """
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        return False
-    return not too_large_int(value)
+    return _count(value) and not too_large_int(value)
 
 
 def _scalar(value: Any) -> Any:
