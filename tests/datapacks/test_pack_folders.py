@@ -17,6 +17,19 @@ def _write_jsonl(path, *pack_ids):
     path.write_text("".join(json.dumps(minimal(p, 0)) + "\n" for p in pack_ids))
 
 
+def _record_listings(monkeypatch) -> list[str]:
+    """The folders ``os.scandir`` lists from now on (``os.walk`` lists through it), in order."""
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def listing(path="."):
+        listed.append(os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", listing)
+    return listed
+
+
 def test_hidden_files_and_folders_are_skipped(tmp_path):
     # macOS's AppleDouble '._a.jsonl' (binary, not UTF-8) stopped the load; a hidden copy of a
     # pack file ('.a.jsonl') or one in a hidden folder ('.trash/', '.git/') was read as data
@@ -137,14 +150,7 @@ def test_a_hidden_link_to_a_folder_is_not_walked(tmp_path, monkeypatch):
     _write_jsonl(big / "deep" / "b.jsonl", "b1")
     os.symlink(big, packs / ".data")
     os.symlink(big, packs / ".git" / "modules")
-    listed: list[str] = []
-    scandir = os.scandir
-
-    def listing(path="."):
-        listed.append(os.fspath(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", listing)
+    listed = _record_listings(monkeypatch)
     assert [p.pack_id for p in load_datapacks(packs, recursive=True)] == ["a1"]
     assert not [path for path in listed if "data" in path or "modules" in path], listed
 
@@ -184,14 +190,7 @@ def test_links_among_sibling_folders_walk_each_folder_once(tmp_path, monkeypatch
         for j in range(6):
             if i != j:
                 os.symlink(f"../d{j}", tmp_path / f"d{i}" / f"to{j}")
-    listed: list[str] = []
-    scandir = os.scandir
-
-    def listing(path="."):
-        listed.append(os.fspath(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", listing)
+    listed = _record_listings(monkeypatch)
     assert [p.pack_id for p in load_datapacks(tmp_path, recursive=True)] == [
         f"p{i}" for i in range(6)
     ]
