@@ -32,6 +32,7 @@ __all__ = [
     "finite_reason",
     "is_finite_number",
     "is_int",
+    "is_real",
     "no_slot_reason",
     "shown",
 ]
@@ -113,6 +114,18 @@ def is_finite_number(value: Any) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
+
+
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number a float holds: numpy's too, not a bool, NaN and inf too.
+
+    ``numbers.Real`` (``int``, ``float``, numpy's ints and floats, ``Fraction``) less the bools
+    (Python's; numpy's is no ``Real``) and the ints too large for a float (``10**400``, on
+    which ``float()`` and ``math.isfinite`` raise ``OverflowError``).
+    """
+    return (
+        isinstance(value, numbers.Real) and not isinstance(value, bool) and not too_large_int(value)
+    )
 
 
 def too_large_int(value: Any) -> bool:

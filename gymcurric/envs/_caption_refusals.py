@@ -18,13 +18,10 @@ already on the path (``0 <= radius < inf`` in place of ``isfinite``) and a ``try
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from gymcurric._checks import finite_reason, shown, too_large_int
+from gymcurric._checks import finite_reason, is_real, shown
 from gymcurric.errors import ConfigError
 
 __all__ = ["RADIUS_REASON", "distance_refusal", "odd_radius", "scene_refusal"]
@@ -78,8 +75,7 @@ def distance_refusal(value: Any, distance: Any) -> ConfigError | None:
     object listed); an int too large for a float (``10**400``) is not: ``float()`` raises
     ``OverflowError`` on it.
     """
-    real = isinstance(distance, numbers.Real) and not isinstance(distance, bool | np.bool_)
-    if real and not too_large_int(distance) and distance > 0:
+    if is_real(distance) and distance > 0:
         return None
     reason = finite_reason(distance, "expected a number > 0 (m)")
     return ConfigError("max_distance", shown(value), reason)

@@ -9,7 +9,6 @@ twins and the SB3 ``VecEnv`` hook all use the same code.
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 import warnings
 from collections import deque
@@ -18,7 +17,7 @@ from typing import Any, Literal, SupportsFloat
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric._checks import check_int, finite_reason, shown, too_large_int
+from gymcurric._checks import check_int, finite_reason, is_real, shown, too_large_int
 from gymcurric.errors import ConfigError, GymcurricWarning, NonFiniteValueError
 
 __all__ = [
@@ -298,10 +297,7 @@ class NonFiniteGuard:
         # an int too large for a float
         if isinstance(replacement, np.ndarray) and replacement.ndim == 0:
             replacement = replacement[()]  # a 0-d array: its number, as float() reads it
-        real = isinstance(replacement, numbers.Real) and not isinstance(
-            replacement, bool | np.bool_
-        )
-        if not (real and not too_large_int(replacement) and math.isfinite(replacement)):
+        if not (is_real(replacement) and math.isfinite(replacement)):
             raise ConfigError(
                 "nonfinite_value",
                 shown(replacement),

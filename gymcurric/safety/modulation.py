@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from gymcurric._checks import check_int, finite_reason, shown, too_large_int
+from gymcurric._checks import check_int, finite_reason, is_real, shown
 from gymcurric.errors import ConfigError, GymcurricWarning
 
 __all__ = ["Modulation", "RiskModulation", "lagrange_modulation", "lagrange_modulation_scale"]
@@ -69,15 +69,6 @@ class Modulation(NamedTuple):
     quantile: float
     z: float
     status: str
-
-
-def _real(value: Any) -> bool:
-    """Whether ``value`` is a real number (numpy's too, not a bool) that a float holds.
-
-    NaN and inf are real here; an int too large for a float (``10**400``) is not:
-    ``math.isfinite`` and ``float`` raise ``OverflowError`` on it.
-    """
-    return _count(value) and not too_large_int(value)
 
 
 def _scalar(value: Any) -> Any:
@@ -135,14 +126,16 @@ def lagrange_modulation(
     # a 0-d array (np.load) is its number, as before these checks
     alpha, quantile_p, slope, eps = map(_scalar, (alpha, quantile_p, slope, eps))
     min_episodes, episodes_seen = _scalar(min_episodes), _scalar(episodes_seen)
-    # _real first: the comparisons raise on a string, math.isfinite on an int too large for a
+    # is_real first: the comparisons raise on a string, math.isfinite on an int too large for a
     # float
     finite = {
-        name: _real(v) and math.isfinite(v)
+        name: is_real(v) and math.isfinite(v)
         for name, v in (("alpha", alpha), ("slope", slope), ("eps", eps))
     }
     _check("alpha", alpha, finite["alpha"] and alpha >= 0, "must be finite and >= 0")
-    _check("quantile_p", quantile_p, _real(quantile_p) and 0 < quantile_p < 1, "must be in (0, 1)")
+    _check(
+        "quantile_p", quantile_p, is_real(quantile_p) and 0 < quantile_p < 1, "must be in (0, 1)"
+    )
     _check("slope", slope, finite["slope"] and slope > 0, "must be finite and > 0")
     _check("eps", eps, finite["eps"] and eps > 0, "must be finite and > 0")
     _check("min_episodes", min_episodes, _count(min_episodes) and min_episodes >= 0, "must be >= 0")
@@ -269,9 +262,8 @@ class RiskModulation:
         src = "RiskModulation"
         for name in ("alpha", "quantile_p", "slope", "eps"):
             value = getattr(self, name)
-            real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            # too_large_int first: math.isfinite raises OverflowError on 10**400
-            if not (real and not too_large_int(value) and math.isfinite(value)):
+            # is_real first: math.isfinite raises OverflowError on 10**400
+            if not (is_real(value) and math.isfinite(value)):
                 reason = finite_reason(value, "expected a finite number")
                 raise ConfigError(name, shown(value), reason, source=src)
         if self.alpha < 0:
